@@ -1,0 +1,418 @@
+/*
+ * spec.h - the typed cluster model, loaded from a YAML spec.
+ *
+ * gc_spec_load() parses the file with libyaml, fills a struct gc_cluster
+ * (allocated in one arena, freed by gc_cluster_free), resolves references,
+ * computes derived values and runs every cross-layer check.  All problems of
+ * a file are collected as diagnostics (capped at GC_DIAG_MAX), each with the
+ * file, line and column of the offending node, a message and a hint.
+ *
+ * Conventions of the model:
+ *   - every object keeps a struct gc_mark of where it was written;
+ *   - strings are NUL-terminated and owned by the cluster's arena; NULL means
+ *     "not given in the spec" (defaults are already applied where the spec
+ *     reference documents a default);
+ *   - numbers that are "not given" are 0 unless noted; tri-state booleans use
+ *     enum gc_tristate;
+ *   - arrays are (pointer, count) pairs;
+ *   - cross references are resolved into borrowed pointers (`->host`), the
+ *     name as written stays beside them (`host_name`).
+ */
+#ifndef GC_SPEC_H
+#define GC_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gc/arena.h"
+#include "gc/error.h"
+#include "gc/util.h"
+
+#define GC_SPEC_API_VERSION "gpuclusterctl/v1"
+#define GC_DIAG_MAX 100
+#define GC_SPEC_MAX_BYTES (64u * 1024 * 1024)
+
+struct gc_mark {
+	const char *file; /* borrowed: the cluster's source path */
+	int line;         /* 1-based; 0 when unknown */
+	int col;          /* 1-based */
+};
+
+enum gc_tristate { GC_UNSET = 0, GC_FALSE = 1, GC_TRUE = 2 };
+
+/* ---------------------------------------------------------------- diagnostics */
+
+enum gc_severity { GC_SEV_ERROR, GC_SEV_WARNING };
+
+struct gc_diag {
+	enum gc_severity severity;
+	struct gc_mark mark;
+	char *msg;         /* "unknown key 'cpu'" (lower-case, no period) */
+	char *hint;        /* "did you mean 'cpus'?" or NULL */
+	char *source_line; /* the line of the file, without newline, or NULL */
+};
+
+struct gc_diags {
+	struct gc_diag *items; /* gc_xmalloc'd; free with gc_diags_free */
+	size_t n;
+	size_t cap;
+	size_t nerrors;
+	size_t dropped; /* diagnostics past GC_DIAG_MAX */
+};
+
+void gc_diags_free(struct gc_diags *d);
+/*
+ * Render one diagnostic as text, exactly:
+ *
+ *   specs/x.yaml:12:7: error: unknown key 'cpu'
+ *      12 |       cpu: 4
+ *         |       ^
+ *      = hint: did you mean 'cpus'?
+ *
+ * (line number right-aligned in a 5-wide field; the caret under the column;
+ * the hint line only when there is a hint; tabs in the source are shown as
+ * one space each so the caret lines up.)
+ */
+void gc_diag_format(struct gc_buf *out, const struct gc_diag *d);
+
+/* ---------------------------------------------------------------- known hardware tables */
+
+struct gc_gpu_model {
+	const char *name;       /* spec spelling, e.g. "V100-32GB", "T4", "A100-80GB" */
+	unsigned memory_gb;     /* framebuffer in GB as the reference guides count it */
+	uint16_t vendor_id;     /* 0x10de */
+	uint16_t device_id;     /* PCI device id of the common SKU */
+	const char *const *vgpu_profiles; /* NULL-terminated; e.g. "grid_t4-16c" */
+};
+struct gc_nic_model {
+	const char *name;  /* "ConnectX-5" */
+	unsigned max_vfs;  /* per port, as nmlx5_core accepts */
+	unsigned ports;
+};
+
+const struct gc_gpu_model *gc_gpu_model_find(const char *name);
+const struct gc_gpu_model *gc_gpu_models(size_t *n);
+const struct gc_nic_model *gc_nic_model_find(const char *name);
+const struct gc_nic_model *gc_nic_models(size_t *n);
+/* Framebuffer of a vGPU profile in GB ("grid_t4-16c" -> 16), 0 if unparseable. */
+unsigned gc_vgpu_profile_fb_gb(const char *profile);
+
+/* ---------------------------------------------------------------- shared pieces */
+
+struct gc_credential {
+	struct gc_mark mark;
+	char *name;
+	char *username;
+	char *password_env;  /* name of an environment variable */
+	char *password_file; /* path of a file holding the password */
+	char *key_file;      /* SSH private key */
+	char *key_passphrase_env;
+	bool agent;          /* use ssh-agent */
+};
+
+struct gc_ssh {
+	struct gc_mark mark;
+	unsigned port;              /* default 22 */
+	char *known_hosts;          /* default: ~/.ssh/known_hosts */
+	bool trust_new_host_keys;   /* default false: unknown keys are refused */
+	unsigned connect_timeout_s; /* default 10 */
+	unsigned command_timeout_s; /* default 300 */
+	unsigned keepalive_s;       /* default 15 */
+};
+
+/* ---------------------------------------------------------------- vCenter */
+
+struct gc_vcenter {
+	struct gc_mark mark;
+	char *url;        /* https://vc.example.com */
+	char *datacenter;
+	char *cluster;
+	char *datastore;  /* for clones; optional */
+	char *credentials_name;
+	const struct gc_credential *credentials;
+	char *ca_file;
+	bool insecure;    /* only when the spec says insecure: true (warned) */
+	unsigned max_tasks;          /* tasks in flight per vCenter, default 8 */
+	unsigned max_tasks_per_host; /* default 2 */
+};
+
+/* ---------------------------------------------------------------- ESXi hosts */
+
+enum gc_gpu_mode { GC_GPU_PASSTHROUGH, GC_GPU_VGPU };
+
+struct gc_host_gpu {
+	struct gc_mark mark;
+	char *pci;                        /* "0000:3b:00.0" */
+	char *model_name;                 /* as written */
+	const struct gc_gpu_model *model; /* NULL for unknown models */
+	unsigned memory_gb;               /* from the table or the spec */
+	enum gc_gpu_mode mode;
+	struct gc_host *host;             /* back pointer */
+	/* derived */
+	struct gc_vm *passthrough_vm; /* the VM it is passed to, or NULL */
+	const char *vgpu_profile;     /* the profile used on it, or NULL */
+	unsigned vgpu_used_gb;        /* framebuffer handed out */
+};
+
+enum gc_nic_mode { GC_NIC_MODE_NONE, GC_NIC_MODE_SRIOV, GC_NIC_MODE_PVRDMA, GC_NIC_MODE_PASSTHROUGH };
+
+struct gc_host_nic {
+	struct gc_mark mark;
+	char *pci;
+	char *model_name;
+	const struct gc_nic_model *model;
+	char *device;      /* vmnic name, e.g. "vmnic4" (required for pvrdma uplinks) */
+	enum gc_nic_mode mode;
+	unsigned vfs;      /* sriov: VFs per port */
+	char *vmknic;      /* pvrdma: tagged vmknic, e.g. "vmk1" */
+	char *dvswitch_name; /* pvrdma: the distributed switch it uplinks */
+	struct gc_dvswitch *dvswitch;
+	struct gc_host *host;
+};
+
+struct gc_vgpu_host {
+	struct gc_mark mark;
+	char *bundle;     /* offline bundle .zip (absolute path on the host) */
+	char *vib;        /* or a single .vib path/URL */
+	char *vib_name;   /* name in `esxcli software vib list`, to observe it */
+	char *version;    /* expected VIB version (optional) */
+	char *release;    /* vGPU software release, e.g. "16.1" */
+	char *default_type;      /* "SharedPassthru" (required) */
+	char *assignment_policy; /* "Performance" | "Consolidation" */
+	enum gc_tristate ecc;    /* desired ECC; releases before 9.0 need it off */
+};
+
+struct gc_host {
+	struct gc_mark mark;
+	char *name;
+	char *address;
+	char *credentials_name;
+	const struct gc_credential *credentials;
+	struct gc_ssh ssh;
+	char *version;      /* expected ESXi version, e.g. "8.0.2" */
+	char **ntp;         /* servers */
+	size_t nntp;
+	struct gc_host_gpu *gpus;
+	size_t ngpus;
+	struct gc_host_nic *nics;
+	size_t nnics;
+	struct gc_vgpu_host *vgpu; /* NULL when no vGPU */
+	/* derived */
+	bool needs_vgpu_manager;
+	char *nmlx5_max_vfs; /* "8,8" when SR-IOV NICs are configured, else NULL */
+	struct gc_vm **vms;  /* VMs placed here */
+	size_t nvms;
+};
+
+/* ---------------------------------------------------------------- distributed switches */
+
+struct gc_portgroup {
+	struct gc_mark mark;
+	char *name;
+	unsigned vlan; /* 0 = none */
+	struct gc_dvswitch *dvswitch;
+};
+
+struct gc_dvs_uplink {
+	struct gc_mark mark;
+	char *host_name;
+	struct gc_host *host;
+	char *nic; /* vmnic name */
+};
+
+struct gc_dvswitch {
+	struct gc_mark mark;
+	char *name;
+	unsigned mtu; /* default 9000 */
+	struct gc_dvs_uplink *uplinks;
+	size_t nuplinks;
+	struct gc_portgroup *portgroups;
+	size_t nportgroups;
+};
+
+/* ---------------------------------------------------------------- guests */
+
+struct gc_license {
+	struct gc_mark mark;
+	char *server;       /* legacy license server */
+	unsigned port;      /* default 7070 */
+	unsigned feature_type; /* 0..4, gridd.conf FeatureType; default 4 (vCS) */
+	char *token_file;   /* NLS client configuration token (local path) */
+};
+
+struct gc_roce_qos {
+	struct gc_mark mark;
+	char *interface;      /* guest netdev, e.g. "ens192" */
+	char *rdma_device;    /* e.g. "mlx5_0" (optional) */
+	char *trust;          /* "dscp" | "pcp"; default "dscp" */
+	int pfc_priority;     /* 0..7, -1 when unset */
+	int tos;              /* 0..255; default 106 (DSCP 26 + ECT) */
+	bool ecn;             /* default true */
+};
+
+struct gc_guest {
+	struct gc_mark mark;
+	char *address;
+	char *credentials_name;
+	const struct gc_credential *credentials;
+	struct gc_ssh ssh;
+	char *os;               /* "ubuntu" | "rhel" | "debian" */
+	char *nvidia_driver;    /* expected driver branch/version, e.g. "535" */
+	struct gc_license *license; /* NULL when no vGPU licence */
+	bool rdma_packages;
+	bool peermem;           /* load nvidia_peermem */
+	struct gc_roce_qos *roce_qos; /* NULL when not configured */
+	bool container_toolkit;
+	char **ntp;
+	size_t nntp;
+};
+
+/* ---------------------------------------------------------------- VMs */
+
+enum gc_vm_gpu_kind { GC_VMGPU_STATIC, GC_VMGPU_DYNAMIC, GC_VMGPU_VGPU };
+
+struct gc_vm_gpu {
+	struct gc_mark mark;
+	enum gc_vm_gpu_kind kind;
+	char *host_pci;  /* static passthrough: host GPU PCI address;
+	                    vgpu: optional pin to one physical GPU */
+	char *pci_id;    /* dynamic: "10de:1db6" */
+	char *profile;   /* vgpu: "grid_t4-16c" */
+	struct gc_host_gpu *gpu; /* resolved host GPU (static; vgpu when pinned/assigned) */
+	unsigned memory_gb;      /* derived: what the VM sees */
+};
+
+enum gc_vm_nic_kind { GC_VMNIC_SRIOV, GC_VMNIC_PVRDMA, GC_VMNIC_VMXNET3, GC_VMNIC_PASSTHROUGH };
+
+struct gc_vm_nic {
+	struct gc_mark mark;
+	enum gc_vm_nic_kind kind;
+	char *pf;            /* sriov: host NIC PCI address of the PF */
+	char *host_pci;      /* passthrough: host NIC PCI address (HCA passthrough) */
+	char *port_group;    /* sriov/pvrdma: distributed port group; vmxnet3: network */
+	char *network;       /* vmxnet3: standard network name, e.g. "VM Network" */
+	char *protocol;      /* pvrdma: "rocev1" | "rocev2"; default "rocev2" */
+	struct gc_host_nic *nic;       /* resolved PF / passthrough NIC */
+	struct gc_portgroup *portgroup; /* resolved distributed port group */
+};
+
+struct gc_vm {
+	struct gc_mark mark;
+	char *name;
+	char *host_name;
+	struct gc_host *host;
+	char *template_name; /* VM or template to clone from */
+	unsigned cpus;
+	unsigned memory_gb;
+	char *firmware;      /* "efi" | "bios"; default "efi" when it has passthrough, else "bios" */
+	enum gc_tristate reserve_all_memory; /* as written; derived value below */
+	unsigned mmio_size_gb; /* as written, 0 = derive */
+	enum gc_tristate allow_p2p;
+	bool power_on;       /* default true */
+	struct gc_vm_gpu *gpus;
+	size_t ngpus;
+	struct gc_vm_nic *nics;
+	size_t nnics;
+	struct gc_guest *guest; /* NULL when the guest is not managed */
+	/* derived */
+	bool has_passthrough;     /* any static/dynamic GPU, SR-IOV VF or PCI NIC */
+	bool has_vgpu;
+	bool has_pvrdma;
+	unsigned passthrough_gb;  /* sum of passthrough GPU memory */
+	unsigned mmio_gb;         /* effective pciPassthru.64bitMMIOSizeGB, 0 = none */
+	bool use_64bit_mmio;
+	bool reservation_full;    /* effective */
+	bool live_migratable;     /* vGPU/PVRDMA/plain: yes; passthrough/SR-IOV: no */
+};
+
+/* ---------------------------------------------------------------- Onyx switches */
+
+struct gc_switch_roce {
+	struct gc_mark mark;
+	char *mode;           /* "dscp-lossless" (manual recipe) | "oneshot" (`roce lossless`) */
+	double pool_percent;  /* default 50.00 */
+	int priority;         /* lossless switch priority, default 3 */
+	unsigned ecn_min_kb;  /* default 150 */
+	unsigned ecn_max_kb;  /* default 1500 */
+	int cnp_traffic_class; /* strict ETS class for CNPs, default 6 */
+	bool pfc;             /* default true */
+	bool lldp;            /* default true */
+	bool owned;           /* remove RoCE settings the spec no longer wants */
+};
+
+struct gc_switch {
+	struct gc_mark mark;
+	char *name;
+	char *address;
+	char *credentials_name;
+	const struct gc_credential *credentials;
+	char *enable_password_env;
+	struct gc_ssh ssh;
+	char *model;          /* "SN2700" */
+	char *version;        /* minimum Onyx release expected, e.g. "3.9.0300" */
+	char *ports;          /* "1/1-1/32" */
+	struct gc_switch_roce *roce; /* NULL when RoCE is not managed */
+};
+
+/* ---------------------------------------------------------------- policies */
+
+struct gc_rolling {
+	struct gc_mark mark;
+	unsigned max_unavailable; /* hosts down at once, default 1 */
+	bool allow_vmotion;       /* migrate vGPU/PVRDMA VMs instead of powering off; default false */
+};
+
+struct gc_validation {
+	struct gc_mark mark;
+	double min_rdma_gbps;      /* default 0 = not checked */
+	double max_rdma_latency_us;
+	double min_h2d_gbps;
+	double min_d2h_gbps;
+	double min_d2d_gbps;
+	bool require_gpudirect;
+};
+
+/* ---------------------------------------------------------------- the cluster */
+
+struct gc_cluster {
+	struct gc_arena arena; /* owns everything below */
+	char *source_path;
+	struct gc_mark mark;
+	char *name;
+	char *description;
+	struct gc_credential *credentials;
+	size_t ncredentials;
+	struct gc_ssh ssh_defaults;
+	struct gc_vcenter *vcenter; /* NULL when no vCenter */
+	struct gc_host *hosts;
+	size_t nhosts;
+	struct gc_dvswitch *dvswitches;
+	size_t ndvswitches;
+	struct gc_vm *vms;
+	size_t nvms;
+	struct gc_switch *switches;
+	size_t nswitches;
+	struct gc_rolling rolling;
+	struct gc_validation validation;
+};
+
+/*
+ * Load and check a spec file.  On success (*out set, returns 0) diags may
+ * still hold warnings.  On a spec error returns GC_ESPEC with every problem
+ * in diags and *out untouched.  Other failures (I/O) return their code with
+ * err set.
+ */
+int gc_spec_load(struct gc_cluster **out, struct gc_diags *diags, const char *path,
+		 struct gc_error *err);
+/* Same from memory; `name` is used as the file name in marks. */
+int gc_spec_load_buffer(struct gc_cluster **out, struct gc_diags *diags, const char *name,
+			const char *data, size_t len, struct gc_error *err);
+void gc_cluster_free(struct gc_cluster *c);
+
+/* Lookups by name (linear or hashed; NULL when absent). */
+struct gc_host *gc_cluster_host(const struct gc_cluster *c, const char *name);
+struct gc_vm *gc_cluster_vm(const struct gc_cluster *c, const char *name);
+struct gc_switch *gc_cluster_switch(const struct gc_cluster *c, const char *name);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * util.h - memory, growable buffers, small string helpers.
+ *
+ * Out-of-memory is not an error we recover from: gc_xmalloc() and friends
+ * abort with a message.  Everything a remote host or a user can grow is
+ * capped by the caller (see GC_*_MAX constants where they are used).
+ */
+#ifndef GC_UTIL_H
+#define GC_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gc/error.h"
+
+void *gc_xmalloc(size_t n);
+void *gc_xcalloc(size_t n, size_t size);
+void *gc_xrealloc(void *p, size_t n);
+char *gc_xstrdup(const char *s);
+char *gc_xstrndup(const char *s, size_t n);
+char *gc_xasprintf(const char *fmt, ...) GC_PRINTF(1, 2);
+
+/* Growable NUL-terminated byte buffer. Zero-initialised is a valid empty buffer. */
+struct gc_buf {
+	char *ptr;
+	size_t len;
+	size_t cap;
+};
+#define GC_BUF_INIT {NULL, 0, 0}
+
+void gc_buf_put(struct gc_buf *b, const void *data, size_t n);
+void gc_buf_puts(struct gc_buf *b, const char *s);
+void gc_buf_putc(struct gc_buf *b, char c);
+void gc_buf_printf(struct gc_buf *b, const char *fmt, ...) GC_PRINTF(2, 3);
+void gc_buf_vprintf(struct gc_buf *b, const char *fmt, va_list ap);
+void gc_buf_reset(struct gc_buf *b);
+/* Returns the string (never NULL) and leaves b empty; caller frees. */
+char *gc_buf_take(struct gc_buf *b);
+void gc_buf_free(struct gc_buf *b);
+/* Never NULL: "" for an empty buffer. */
+const char *gc_buf_str(const struct gc_buf *b);
+
+/* Levenshtein distance, capped at cap+1 (for did-you-mean hints). */
+size_t gc_edit_distance(const char *a, const char *b, size_t cap);
+/* The candidate closest to word within distance max(2, len/3), or NULL. */
+const char *gc_did_you_mean(const char *word, const char *const *candidates, size_t n);
+
+/* Read a whole file (capped at max bytes). *out is NUL-terminated; caller frees. */
+int gc_read_file(char **out, size_t *len, const char *path, size_t max, struct gc_error *err);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t gc_now_ns(void);
+
+#define GC_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

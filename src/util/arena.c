@@ -1,0 +1,100 @@
+/*
+ * arena.c - bump allocator: chunks of at least 64 KiB, each allocation
+ * 16-byte aligned and zeroed; large requests get a chunk of their own.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc/arena.h"
+#include "gc/util.h"
+
+struct gc_arena_chunk {
+	struct gc_arena_chunk *next;
+	size_t used;
+	size_t size;
+	_Alignas(16) unsigned char data[];
+};
+
+#define CHUNK_MIN (64u * 1024)
+
+void *gc_arena_alloc(struct gc_arena *a, size_t n)
+{
+	struct gc_arena_chunk *c = a->head;
+	void *p;
+
+	n = (n + 15) & ~(size_t)15;
+	if (n == 0)
+		n = 16;
+	if (c == NULL || c->size - c->used < n) {
+		size_t size = n > CHUNK_MIN ? n : CHUNK_MIN;
+
+		c = gc_xmalloc(sizeof(*c) + size);
+		c->used = 0;
+		c->size = size;
+		if (a->head != NULL && n > CHUNK_MIN) {
+			/* keep the current chunk as head: it still has room */
+			c->next = a->head->next;
+			a->head->next = c;
+		} else {
+			c->next = a->head;
+			a->head = c;
+		}
+	}
+	p = c->data + c->used;
+	c->used += n;
+	a->total += n;
+	memset(p, 0, n);
+	return p;
+}
+
+char *gc_arena_strndup(struct gc_arena *a, const char *s, size_t n)
+{
+	char *p = gc_arena_alloc(a, n + 1);
+
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *gc_arena_strdup(struct gc_arena *a, const char *s)
+{
+	return s ? gc_arena_strndup(a, s, strlen(s)) : NULL;
+}
+
+char *gc_arena_printf(struct gc_arena *a, const char *fmt, ...)
+{
+	struct gc_buf b = GC_BUF_INIT;
+	va_list ap;
+	char *p;
+
+	va_start(ap, fmt);
+	gc_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	p = gc_arena_strndup(a, gc_buf_str(&b), b.len);
+	gc_buf_free(&b);
+	return p;
+}
+
+void *gc_arena_grow(struct gc_arena *a, void *old, size_t n, size_t elem)
+{
+	void *p = gc_arena_alloc(a, (n + 1) * elem);
+
+	if (old != NULL && n > 0)
+		memcpy(p, old, n * elem);
+	return p;
+}
+
+void gc_arena_free(struct gc_arena *a)
+{
+	struct gc_arena_chunk *c = a->head;
+
+	while (c != NULL) {
+		struct gc_arena_chunk *next = c->next;
+
+		free(c);
+		c = next;
+	}
+	a->head = NULL;
+	a->total = 0;
+}

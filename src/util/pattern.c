@@ -1,0 +1,266 @@
+/*
+ * pattern.c - strict whole-string validators for values that reach remote
+ * command lines, and a POSIX single-quote shell quoter.
+ *
+ * Each validator walks the string once with explicit character classes (no
+ * locale, no regex engine): anything outside the class, any control byte and
+ * any byte >= 0x80 fails.  Lengths are capped so a hostile spec cannot make
+ * a command line arbitrarily long.
+ */
+#include <string.h>
+
+#include "gc/pattern.h"
+
+static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+static bool is_alnum(char c) { return is_alpha(c) || is_digit(c); }
+static bool is_xdigit(char c)
+{
+	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static bool all_in(const char *s, const char *extra, size_t max)
+{
+	size_t n = 0;
+
+	for (; *s; s++, n++) {
+		if (n >= max)
+			return false;
+		if (!is_alnum(*s) && (extra == NULL || strchr(extra, *s) == NULL))
+			return false;
+	}
+	return n > 0;
+}
+
+bool gc_valid_name(const char *s)
+{
+	return s && is_alnum(s[0]) && all_in(s, "._-", 63);
+}
+
+static bool valid_ipv4(const char *s)
+{
+	int parts = 0;
+
+	while (*s) {
+		int v = 0, digits = 0;
+
+		while (is_digit(*s)) {
+			v = v * 10 + (*s - '0');
+			if (++digits > 3 || v > 255)
+				return false;
+			s++;
+		}
+		if (digits == 0)
+			return false;
+		parts++;
+		if (*s == '.') {
+			s++;
+			if (*s == '\0')
+				return false;
+		} else if (*s != '\0') {
+			return false;
+		}
+	}
+	return parts == 4;
+}
+
+static bool valid_ipv6(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 2 || n > 45 || strchr(s, ':') == NULL)
+		return false;
+	return all_in(s, ":.", 45) && strspn(s, "0123456789abcdefABCDEF:.") == n;
+}
+
+bool gc_valid_host(const char *s)
+{
+	size_t len, label = 0;
+	bool all_numeric = true;
+	const char *p;
+
+	if (s == NULL || *s == '\0')
+		return false;
+	if (valid_ipv4(s) || valid_ipv6(s))
+		return true;
+	len = strlen(s);
+	if (len > 253)
+		return false;
+	for (p = s; *p; p++) {
+		if (*p == '.') {
+			if (label == 0 || p[-1] == '-')
+				return false;
+			label = 0;
+			continue;
+		}
+		if (!is_alnum(*p) && *p != '-')
+			return false;
+		if (*p == '-' && label == 0)
+			return false;
+		if (!is_digit(*p))
+			all_numeric = false;
+		if (++label > 63)
+			return false;
+	}
+	if (label == 0 || p[-1] == '-')
+		return false;
+	/* "1.2.3" is neither a valid IPv4 address nor a sensible name */
+	return !all_numeric;
+}
+
+static bool hex_run(const char **p, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (!is_xdigit((*p)[i]))
+			return false;
+	}
+	*p += n;
+	return true;
+}
+
+bool gc_valid_pci(const char *s)
+{
+	if (s == NULL || strlen(s) != 12)
+		return false;
+	if (!hex_run(&s, 4) || *s++ != ':' || !hex_run(&s, 2) || *s++ != ':' || !hex_run(&s, 2) ||
+	    *s++ != '.')
+		return false;
+	return *s >= '0' && *s <= '7' && s[1] == '\0';
+}
+
+bool gc_valid_pci_id(const char *s)
+{
+	if (s == NULL || strlen(s) != 9)
+		return false;
+	return hex_run(&s, 4) && *s++ == ':' && hex_run(&s, 4) && *s == '\0';
+}
+
+bool gc_valid_abs_path(const char *s)
+{
+	if (s == NULL || s[0] != '/' || strlen(s) > 1024)
+		return false;
+	if (strstr(s, "/../") || strstr(s, "/./") || strstr(s, "//"))
+		return false;
+	{
+		size_t n = strlen(s);
+
+		if ((n >= 3 && strcmp(s + n - 3, "/..") == 0) || (n >= 2 && strcmp(s + n - 2, "/.") == 0))
+			return false;
+	}
+	return all_in(s, "._/+-", 1024);
+}
+
+bool gc_valid_ifname(const char *s)
+{
+	const char *p = s;
+
+	if (s == NULL || strlen(s) > 15 || !is_alpha(*p))
+		return false;
+	while (*p >= 'a' && *p <= 'z')
+		p++;
+	if (!is_digit(*p))
+		return false;
+	while (is_digit(*p))
+		p++;
+	return *p == '\0';
+}
+
+/* "1/1" or "1/1/2" (split port): 1-3 numbers of 1-3 digits separated by '/' */
+static bool port(const char **pp)
+{
+	const char *p = *pp;
+	int parts = 0;
+
+	for (;;) {
+		int d = 0;
+
+		while (is_digit(*p) && d < 4) {
+			p++;
+			d++;
+		}
+		if (d == 0 || d > 3)
+			return false;
+		parts++;
+		if (*p != '/' || parts == 3)
+			break;
+		p++;
+	}
+	*pp = p;
+	return parts >= 2;
+}
+
+bool gc_valid_port_range(const char *s)
+{
+	const char *p = s;
+
+	if (s == NULL || *s == '\0' || strlen(s) > 255)
+		return false;
+	for (;;) {
+		if (!port(&p))
+			return false;
+		if (*p == '-') {
+			p++;
+			if (!port(&p))
+				return false;
+		}
+		if (*p == '\0')
+			return true;
+		if (*p != ',')
+			return false;
+		p++;
+	}
+}
+
+bool gc_valid_version(const char *s)
+{
+	return s && all_in(s, ".+_-", 64);
+}
+
+bool gc_valid_vgpu_profile(const char *s)
+{
+	const char *p;
+
+	if (s == NULL || *s == '\0' || strlen(s) > 64)
+		return false;
+	for (p = s; *p; p++) {
+		if (!((*p >= 'a' && *p <= 'z') || is_digit(*p) || *p == '_' || *p == '-'))
+			return false;
+	}
+	return true;
+}
+
+bool gc_valid_env_name(const char *s)
+{
+	if (s == NULL || !(is_alpha(*s) || *s == '_'))
+		return false;
+	return all_in(s, "_", 128);
+}
+
+bool gc_valid_label(const char *s)
+{
+	size_t n = 0;
+
+	if (s == NULL || *s == '\0')
+		return false;
+	for (; *s; s++, n++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (n >= 255 || c < 0x20 || c >= 0x7f || strchr("'\"\\`$", c) != NULL)
+			return false;
+	}
+	return true;
+}
+
+void gc_shell_quote(struct gc_buf *b, const char *s)
+{
+	gc_buf_putc(b, '\'');
+	for (; *s; s++) {
+		if (*s == '\'')
+			gc_buf_puts(b, "'\\''");
+		else
+			gc_buf_putc(b, *s);
+	}
+	gc_buf_putc(b, '\'');
+}

@@ -1,0 +1,261 @@
+/*
+ * util.c - allocation that aborts on OOM, growable buffers, edit distance,
+ * whole-file reads and the monotonic clock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gc/util.h"
+
+static void oom(size_t n)
+{
+	fprintf(stderr, "gpuclusterctl: out of memory allocating %zu bytes\n", n);
+	abort();
+}
+
+void *gc_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (p == NULL)
+		oom(n);
+	return p;
+}
+
+void *gc_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (p == NULL)
+		oom(n * size);
+	return p;
+}
+
+void *gc_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+
+	if (q == NULL)
+		oom(n);
+	return q;
+}
+
+char *gc_xstrdup(const char *s)
+{
+	return gc_xstrndup(s, strlen(s));
+}
+
+char *gc_xstrndup(const char *s, size_t n)
+{
+	char *p = gc_xmalloc(n + 1);
+
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *gc_xasprintf(const char *fmt, ...)
+{
+	struct gc_buf b = GC_BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	gc_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	return gc_buf_take(&b);
+}
+
+static void buf_reserve(struct gc_buf *b, size_t extra)
+{
+	size_t need = b->len + extra + 1;
+
+	if (need <= b->cap)
+		return;
+	if (b->cap == 0)
+		b->cap = 64;
+	while (b->cap < need)
+		b->cap *= 2;
+	b->ptr = gc_xrealloc(b->ptr, b->cap);
+}
+
+void gc_buf_put(struct gc_buf *b, const void *data, size_t n)
+{
+	buf_reserve(b, n);
+	memcpy(b->ptr + b->len, data, n);
+	b->len += n;
+	b->ptr[b->len] = '\0';
+}
+
+void gc_buf_puts(struct gc_buf *b, const char *s)
+{
+	gc_buf_put(b, s, strlen(s));
+}
+
+void gc_buf_putc(struct gc_buf *b, char c)
+{
+	gc_buf_put(b, &c, 1);
+}
+
+void gc_buf_vprintf(struct gc_buf *b, const char *fmt, va_list ap)
+{
+	va_list ap2;
+	int n;
+
+	va_copy(ap2, ap);
+	n = vsnprintf(NULL, 0, fmt, ap2);
+	va_end(ap2);
+	if (n < 0)
+		return;
+	buf_reserve(b, (size_t)n);
+	vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+}
+
+void gc_buf_printf(struct gc_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	gc_buf_vprintf(b, fmt, ap);
+	va_end(ap);
+}
+
+void gc_buf_reset(struct gc_buf *b)
+{
+	b->len = 0;
+	if (b->ptr)
+		b->ptr[0] = '\0';
+}
+
+char *gc_buf_take(struct gc_buf *b)
+{
+	char *s = b->ptr ? b->ptr : gc_xstrdup("");
+
+	b->ptr = NULL;
+	b->len = b->cap = 0;
+	return s;
+}
+
+void gc_buf_free(struct gc_buf *b)
+{
+	if (b == NULL)
+		return;
+	free(b->ptr);
+	b->ptr = NULL;
+	b->len = b->cap = 0;
+}
+
+const char *gc_buf_str(const struct gc_buf *b)
+{
+	return b->ptr ? b->ptr : "";
+}
+
+size_t gc_edit_distance(const char *a, const char *b, size_t cap)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t *row, i, j, best, result;
+
+	if (la > 64 || lb > 64)
+		return cap + 1;
+	row = gc_xcalloc(lb + 1, sizeof(*row));
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		best = row[0];
+		for (j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+			size_t v = diag + cost;
+
+			if (row[j] + 1 < v)
+				v = row[j] + 1;
+			if (row[j - 1] + 1 < v)
+				v = row[j - 1] + 1;
+			row[j] = v;
+			diag = up;
+			if (v < best)
+				best = v;
+		}
+		if (best > cap) {
+			free(row);
+			return cap + 1;
+		}
+	}
+	result = row[lb];
+	free(row);
+	return result > cap ? cap + 1 : result;
+}
+
+const char *gc_did_you_mean(const char *word, const char *const *candidates, size_t n)
+{
+	size_t limit = strlen(word) / 3;
+	size_t best_d, i;
+	const char *best = NULL;
+
+	if (limit < 2)
+		limit = 2;
+	best_d = limit + 1;
+	for (i = 0; i < n; i++) {
+		size_t d = gc_edit_distance(word, candidates[i], limit);
+
+		if (d < best_d) {
+			best_d = d;
+			best = candidates[i];
+		}
+	}
+	return best;
+}
+
+int gc_read_file(char **out, size_t *len, const char *path, size_t max, struct gc_error *err)
+{
+	struct gc_buf b = GC_BUF_INIT;
+	char chunk[65536];
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return gc_error_set_errno(err, GC_EIO, errno, "cannot open '%s'", path);
+	for (;;) {
+		ssize_t r = read(fd, chunk, sizeof(chunk));
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			gc_error_set_errno(err, GC_EIO, errno, "cannot read '%s'", path);
+			goto fail;
+		}
+		if (r == 0)
+			break;
+		if (b.len + (size_t)r > max) {
+			gc_error_set(err, GC_ENOMEM, "'%s' is larger than %zu bytes", path, max);
+			goto fail;
+		}
+		gc_buf_put(&b, chunk, (size_t)r);
+	}
+	close(fd);
+	if (len)
+		*len = b.len;
+	*out = gc_buf_take(&b);
+	return 0;
+fail:
+	close(fd);
+	gc_buf_free(&b);
+	return err ? err->code : GC_EIO;
+}
+
+uint64_t gc_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}

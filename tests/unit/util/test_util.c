@@ -1,0 +1,109 @@
+/*
+ * test_util.c - buffers, arena, did-you-mean and the strict validators.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+#include <stdlib.h>
+
+#include "gc/arena.h"
+#include "gc/pattern.h"
+#include "gc/util.h"
+
+static void test_buf(void **state)
+{
+	struct gc_buf b = GC_BUF_INIT;
+	char *s;
+
+	assert_string_equal(gc_buf_str(&b), "");
+	gc_buf_printf(&b, "%s-%d", "esx", 7);
+	gc_buf_putc(&b, '!');
+	assert_string_equal(gc_buf_str(&b), "esx-7!");
+	assert_int_equal(b.len, 6);
+	s = gc_buf_take(&b);
+	assert_string_equal(s, "esx-7!");
+	assert_null(b.ptr);
+	free(s);
+}
+
+static void test_error_first_wins(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+
+	assert_int_equal(gc_error_set(&err, GC_ENOTFOUND, "no host named '%s'", "esx9"), GC_ENOTFOUND);
+	gc_error_set(&err, GC_EIO, "later");
+	gc_error_prefix(&err, "plan: ");
+	assert_int_equal(err.code, GC_ENOTFOUND);
+	assert_string_equal(err.msg, "plan: no host named 'esx9'");
+}
+
+static void test_arena(void **state)
+{
+	struct gc_arena a = GC_ARENA_INIT;
+	char *big = gc_arena_alloc(&a, 200000);
+	char *s = gc_arena_printf(&a, "vm-%03d", 5);
+
+	assert_non_null(big);
+	assert_string_equal(s, "vm-005");
+	assert_int_equal((uintptr_t)s % 16, 0);
+	gc_arena_free(&a);
+}
+
+static void test_did_you_mean(void **state)
+{
+	static const char *const keys[] = {"cpus", "memory_gb", "firmware", "gpus"};
+
+	assert_string_equal(gc_did_you_mean("cpu", keys, 4), "cpus");
+	assert_string_equal(gc_did_you_mean("memory_gib", keys, 4), "memory_gb");
+	assert_null(gc_did_you_mean("totally_else", keys, 4));
+}
+
+static void test_patterns(void **state)
+{
+	assert_true(gc_valid_pci("0000:3b:00.0"));
+	assert_false(gc_valid_pci("0000:3b:00.8"));
+	assert_false(gc_valid_pci("0000:3b:00.0;reboot"));
+	assert_true(gc_valid_host("esx-01.lab.example"));
+	assert_true(gc_valid_host("127.0.0.11"));
+	assert_false(gc_valid_host("esx01;reboot"));
+	assert_false(gc_valid_host("-esx"));
+	assert_false(gc_valid_host("1.2.3"));
+	assert_false(gc_valid_host("300.1.1.1"));
+	assert_true(gc_valid_abs_path("/vmfs/volumes/ds1/NVD-AIE-800_525.105.14.zip"));
+	assert_false(gc_valid_abs_path("/vmfs/$(reboot).zip"));
+	assert_false(gc_valid_abs_path("/vmfs/../etc/passwd"));
+	assert_false(gc_valid_abs_path("relative/path"));
+	assert_true(gc_valid_ifname("vmk1"));
+	assert_false(gc_valid_ifname("vmk1 "));
+	assert_true(gc_valid_port_range("1/1-1/32"));
+	assert_true(gc_valid_port_range("1/1-1/4,1/9,1/10/2"));
+	assert_false(gc_valid_port_range("1/1-"));
+	assert_false(gc_valid_port_range("1/1;reload"));
+	assert_true(gc_valid_vgpu_profile("grid_t4-16c"));
+	assert_false(gc_valid_vgpu_profile("grid T4"));
+	assert_true(gc_valid_label("VM Network"));
+	assert_false(gc_valid_label("a'b"));
+	assert_false(gc_valid_label("caf\xc3\xa9"));
+}
+
+static void test_shell_quote(void **state)
+{
+	struct gc_buf b = GC_BUF_INIT;
+
+	gc_shell_quote(&b, "it's $(x)");
+	assert_string_equal(gc_buf_str(&b), "'it'\\''s $(x)'");
+	gc_buf_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_buf),          cmocka_unit_test(test_error_first_wins),
+		cmocka_unit_test(test_arena),        cmocka_unit_test(test_did_you_mean),
+		cmocka_unit_test(test_patterns),     cmocka_unit_test(test_shell_quote),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
