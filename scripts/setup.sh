@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# setup.sh - install the Debian 12 packages that building, the local lab and
+# the test suite need.  Idempotent; needs root (or sudo) on a fresh machine.
+#
+#   scripts/setup.sh            # build + lab + tests
+#   GC_SETUP_FUZZ=1 scripts/setup.sh   # also clang's libFuzzer runtime
+set -euo pipefail
+
+packages=(
+	# build
+	build-essential cmake pkg-config git
+	libyaml-dev libjson-c-dev libssh2-1-dev libcurl4-openssl-dev libxml2-dev libvirt-dev
+	# tests
+	libcmocka-dev libibverbs-dev python3 python3-yaml python3-jsonschema graphviz
+	# the local lab: a real OpenSSH server on loopback behind our simulated shells
+	openssh-server openssh-client
+)
+[ "${GC_SETUP_FUZZ:-0}" = 1 ] && packages+=(clang libclang-rt-14-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "setup: all ${#packages[@]} packages present"
+	exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" != 0 ]; then
+	command -v sudo >/dev/null || { echo "setup: run as root (missing: ${missing[*]})" >&2; exit 1; }
+	sudo=sudo
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup: done"
