@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Planning benchmark: load and plan time and peak memory for N-host specs.
+
+For each size it generates a spec (bench/gen_spec.py), then times
+`gpuclusterctl check` (load + every check) and `gpuclusterctl plan --offline
+--json` (load + graph + plan + render) over several runs, and reports the
+median wall time and the peak RSS of the child (wait4 rusage).  plan - check
+is the graph+plan+render share.  Prints a Markdown table for
+docs/benchmarks.md.
+
+    bench/plan_bench.py [--bin build/src/cli/gpuclusterctl] [--sizes 100,1000,10000]
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_once(argv):
+    t0 = time.perf_counter()
+    pid = os.posix_spawn(argv[0], argv, os.environ,
+                         file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+    _, status, ru = os.wait4(pid, 0)
+    wall = time.perf_counter() - t0
+    code = os.waitstatus_to_exitcode(status)
+    return wall, ru.ru_maxrss, code
+
+
+def measure(argv, runs, ok_codes):
+    walls, rss = [], 0
+    for _ in range(runs):
+        wall, maxrss, code = run_once(argv)
+        if code not in ok_codes:
+            sys.exit(f"bench: {' '.join(argv)} exited {code}")
+        walls.append(wall)
+        rss = max(rss, maxrss)
+    return statistics.median(walls), rss
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=os.path.join(HERE, "..", "build", "src", "cli", "gpuclusterctl"))
+    ap.add_argument("--sizes", default="100,1000,10000")
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    binary = os.path.abspath(args.bin)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in [int(s) for s in args.sizes.split(",")]:
+            spec = os.path.join(tmp, f"spec-{n}.yaml")
+            with open(spec, "w") as f:
+                subprocess.run([sys.executable, os.path.join(HERE, "gen_spec.py"), str(n)],
+                               stdout=f, check=True)
+            size_mb = os.path.getsize(spec) / 1e6
+            runs = args.runs if n < 10000 else max(3, args.runs // 2)
+            load, load_rss = measure([binary, "check", spec], runs, {0})
+            plan, plan_rss = measure([binary, "plan", "--offline", "--json", spec], runs, {2})
+            rows.append((n, size_mb, load, plan, plan_rss))
+    print("| hosts | spec MB | check (load) ms | plan --offline --json ms | plan - check ms | peak RSS MiB |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n, size_mb, load, plan, rss in rows:
+        print(f"| {n:,} | {size_mb:.1f} | {load * 1e3:.1f} | {plan * 1e3:.1f} | "
+              f"{(plan - load) * 1e3:.1f} | {rss / 1024:.1f} |")
+    if len(rows) >= 2:
+        for (n1, _, _, p1, _), (n2, _, _, p2, _) in zip(rows, rows[1:]):
+            print(f"\nscaling {n1:,} → {n2:,} hosts: plan time × {p2 / p1:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
