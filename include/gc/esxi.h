@@ -1,0 +1,107 @@
+/*
+ * esxi.h - the ESXi driver's device knowledge: how a host is observed in
+ * one remote exec, how esxcli's machine-readable output is read, and which
+ * commands change it.  Transport-free: callers run the commands over
+ * gc_ssh and hand the text back here.
+ *
+ * Observation is one batch: gc_esxi_observe_script() returns a shell
+ * sequence that runs every read-only command, each framed by an
+ * unguessable marker line (`@@gc:<token>:<n>`) and followed by
+ * `|| echo @@gc:<token>:failed` so a failing command is seen per section;
+ * gc_esxi_parse_observation() splits the output on the markers and reads
+ * each section with libxml2 (esxcli --formatter=xml, REAL-FORMATS A.2).
+ */
+#ifndef GC_ESXI_H
+#define GC_ESXI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gc/error.h"
+#include "gc/util.h"
+
+/* ---------------------------------------------------------------- esxcli XML */
+
+struct gc_esxcli_field {
+	char *name;  /* XML field name, e.g. "DefaultGraphicsType" */
+	char *value; /* scalar text; lists joined with "," */
+};
+struct gc_esxcli_struct {
+	char *type_name; /* structure typeName */
+	struct gc_esxcli_field *fields;
+	size_t nfields;
+};
+struct gc_esxcli_result {
+	struct gc_esxcli_struct *items; /* one for a `get`, many for a `list` */
+	size_t nitems;
+	char *scalar; /* for scalar roots such as maintenanceMode get, else NULL */
+};
+
+/* Parse esxcli --formatter=xml output (namespace with or without trailing
+ * slash).  Output over GC_ESXCLI_MAX bytes or not XML is GC_EREMOTE. */
+#define GC_ESXCLI_MAX (8u * 1024 * 1024)
+int gc_esxcli_parse_xml(struct gc_esxcli_result *out, const char *text, size_t len,
+			struct gc_error *err);
+void gc_esxcli_result_free(struct gc_esxcli_result *r);
+/* Field lookup that ignores case and spaces ("Device ID" == "DeviceID");
+ * NULL when absent. */
+const char *gc_esxcli_get(const struct gc_esxcli_struct *s, const char *field);
+
+/* ---------------------------------------------------------------- observed facts */
+
+struct gc_esxi_vib {
+	char *name;
+	char *version;
+};
+struct gc_esxi_passthru {
+	char pci[16];
+	bool enabled;
+};
+struct gc_esxi_ruleset {
+	char *name;
+	bool enabled;
+};
+
+struct gc_esxi_facts {
+	char *version;       /* "8.0.2" from `vmware -v`, NULL if unknown */
+	char *build;         /* "build-20513097" */
+	bool maintenance;
+	char *graphics_default_type;  /* "Shared" | "SharedPassthru" */
+	char *graphics_policy;        /* "Performance" | "Consolidation" */
+	struct gc_esxi_vib *vibs;
+	size_t nvibs;
+	struct gc_esxi_passthru *passthru;
+	size_t npassthru;
+	struct gc_esxcli_field *nmlx5_params; /* nmlx5_core parameters with a value */
+	size_t nnmlx5_params;
+	bool nmlx5_core_present;
+	struct gc_esxi_ruleset *rulesets;
+	size_t nrulesets;
+	char *pvrdma_vmknic;     /* /Net/PVRDMAVmknic string value ("" = unset) */
+	bool ntp_enabled;
+	char *ntp_servers;       /* comma-joined, NULL if unknown */
+	bool have_nvidia_smi;
+	int ecc_current;         /* 1 enabled, 0 disabled, -1 unknown/N/A */
+	int ecc_pending;
+	char **failed;           /* sections whose command failed: "graphics host get: <why>" */
+	size_t nfailed;
+};
+
+/* The batch script for one host.  token: [A-Za-z0-9]{8,32}, unique per run. */
+char *gc_esxi_observe_script(const char *token);
+/* Parse the batch's stdout into facts. */
+int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, const char *stdout_text,
+			      size_t len, struct gc_error *err);
+void gc_esxi_facts_free(struct gc_esxi_facts *f);
+const struct gc_esxi_vib *gc_esxi_facts_vib(const struct gc_esxi_facts *f, const char *name);
+/* -1 when the device is not in the passthrough list. */
+int gc_esxi_facts_passthru(const struct gc_esxi_facts *f, const char *pci);
+/* Value of an nmlx5_core parameter, NULL when unset. */
+const char *gc_esxi_facts_nmlx5_param(const struct gc_esxi_facts *f, const char *name);
+/* -1 when the ruleset is unknown. */
+int gc_esxi_facts_ruleset(const struct gc_esxi_facts *f, const char *name);
+
+/* Parse `vmware -v` ("VMware ESXi 8.0.0 build-20513097"); 0 or GC_EREMOTE. */
+int gc_esxi_parse_version(char **version, char **build, const char *line, struct gc_error *err);
+
+#endif

@@ -1,0 +1,387 @@
+/*
+ * observe.c - observe one ESXi host in one remote exec.
+ *
+ * The batch runs every read-only command of the driver in a fixed order,
+ * each introduced by `echo @@gc:<token>:<n>` and followed by
+ * `|| echo @@gc:<token>:failed`, and ends with `@@gc:<token>:end`.  The token
+ * is fresh per run, so device output cannot forge a marker.  A missing end
+ * marker means the output was cut short (connection dropped): the whole
+ * observation is then GC_ENET, safe to retry.  A failed section is recorded
+ * in facts->failed, except where failure is itself the answer (nvidia-smi
+ * absent: no vGPU manager; nmlx5_core absent: no Mellanox driver).
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+#include <string.h>
+
+#include "gc/esxi.h"
+
+enum section {
+	S_VERSION = 1,
+	S_MAINT,
+	S_GRAPHICS,
+	S_VIBS,
+	S_PASSTHRU,
+	S_NMLX5,
+	S_FIREWALL,
+	S_PVRDMA,
+	S_NTP,
+	S_ECC,
+	S_COUNT
+};
+
+static const char *const commands[S_COUNT] = {
+	[S_VERSION] = "vmware -v",
+	[S_MAINT] = "esxcli --formatter=xml system maintenanceMode get",
+	[S_GRAPHICS] = "esxcli --formatter=xml graphics host get",
+	[S_VIBS] = "esxcli --formatter=xml software vib list",
+	[S_PASSTHRU] = "esxcli --formatter=xml hardware pci pcipassthru list",
+	[S_NMLX5] = "esxcli --formatter=xml system module parameters list -m nmlx5_core",
+	[S_FIREWALL] = "esxcli --formatter=xml network firewall ruleset list",
+	[S_PVRDMA] = "esxcli --formatter=xml system settings advanced list -o /Net/PVRDMAVmknic",
+	[S_NTP] = "esxcli --formatter=xml system ntp get",
+	[S_ECC] = "nvidia-smi -q -d ECC",
+};
+
+char *gc_esxi_observe_script(const char *token)
+{
+	struct gc_buf b = GC_BUF_INIT;
+	int i;
+
+	for (i = S_VERSION; i < S_COUNT; i++)
+		gc_buf_printf(&b, "echo @@gc:%s:%d; %s || echo @@gc:%s:failed; ", token, i, commands[i],
+			      token);
+	gc_buf_printf(&b, "echo @@gc:%s:end", token);
+	return gc_buf_take(&b);
+}
+
+int gc_esxi_parse_version(char **version, char **build, const char *line, struct gc_error *err)
+{
+	const char *p = strstr(line, "VMware ESXi ");
+	const char *v, *e;
+
+	if (p == NULL)
+		return gc_error_set(err, GC_EREMOTE, "unexpected 'vmware -v' output");
+	v = p + strlen("VMware ESXi ");
+	for (e = v; isdigit((unsigned char)*e) || *e == '.'; e++)
+		;
+	if (e == v)
+		return gc_error_set(err, GC_EREMOTE, "unexpected 'vmware -v' output");
+	*version = gc_xstrndup(v, (size_t)(e - v));
+	p = strstr(e, "build-");
+	if (p != NULL) {
+		for (e = p + 6; isdigit((unsigned char)*e); e++)
+			;
+		*build = gc_xstrndup(p, (size_t)(e - p));
+	} else {
+		*build = NULL;
+	}
+	return 0;
+}
+
+static bool truthy(const char *s)
+{
+	return s && (strcasecmp(s, "true") == 0 || strcmp(s, "1") == 0 || strcasecmp(s, "on") == 0 ||
+		     strcasecmp(s, "enabled") == 0);
+}
+
+static void note_failure(struct gc_esxi_facts *f, int sec, const char *why)
+{
+	f->failed = gc_xrealloc(f->failed, (f->nfailed + 1) * sizeof(*f->failed));
+	f->failed[f->nfailed++] = gc_xasprintf("%s: %s", commands[sec], why);
+}
+
+/* nvidia-smi -q -d ECC: "ECC Mode" then "Current : Enabled", "Pending : ..." (C.5) */
+static void parse_ecc(struct gc_esxi_facts *f, const char *text)
+{
+	const char *line = text;
+	bool in_mode = false;
+
+	f->ecc_current = f->ecc_pending = -1;
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		size_t n = nl ? (size_t)(nl - line) : strlen(line);
+		char buf[256];
+		char *key, *colon, *val;
+
+		if (n >= sizeof(buf))
+			n = sizeof(buf) - 1;
+		memcpy(buf, line, n);
+		buf[n] = '\0';
+		line = nl ? nl + 1 : NULL;
+		key = buf + strspn(buf, " \t");
+		if (strncmp(key, "ECC Mode", 8) == 0) {
+			in_mode = true;
+			continue;
+		}
+		colon = strchr(key, ':');
+		if (!in_mode || colon == NULL)
+			continue;
+		val = colon + 1 + strspn(colon + 1, " ");
+		if (strncmp(key, "Current", 7) == 0 && strcmp(val, "N/A") != 0)
+			f->ecc_current = (f->ecc_current == 1 || strcmp(val, "Enabled") == 0) ? 1 : 0;
+		else if (strncmp(key, "Pending", 7) == 0 && strcmp(val, "N/A") != 0)
+			f->ecc_pending = (f->ecc_pending == 1 || strcmp(val, "Enabled") == 0) ? 1 : 0;
+		else if (strncmp(key, "Pending", 7) == 0)
+			in_mode = false;
+	}
+}
+
+static int read_section(struct gc_esxi_facts *f, int sec, const char *text, size_t len,
+			struct gc_error *err)
+{
+	struct gc_esxcli_result r = {NULL, 0, NULL};
+	size_t i;
+
+	if (sec == S_VERSION) {
+		char *copy = gc_xstrndup(text, len);
+		int rc = gc_esxi_parse_version(&f->version, &f->build, copy, err);
+
+		free(copy);
+		return rc;
+	}
+	if (sec == S_ECC) {
+		char *copy = gc_xstrndup(text, len);
+
+		f->have_nvidia_smi = true;
+		parse_ecc(f, copy);
+		free(copy);
+		return 0;
+	}
+	if (gc_esxcli_parse_xml(&r, text, len, err) != 0) {
+		gc_error_prefix(err, "'%s': ", commands[sec]);
+		return err->code;
+	}
+	switch ((enum section)sec) {
+	case S_MAINT:
+		f->maintenance = r.scalar && strcmp(r.scalar, "Enabled") == 0;
+		break;
+	case S_GRAPHICS:
+		if (r.nitems > 0) {
+			const char *t = gc_esxcli_get(&r.items[0], "DefaultGraphicsType");
+			const char *p = gc_esxcli_get(&r.items[0], "SharedPassthruAssignmentPolicy");
+
+			f->graphics_default_type = t ? gc_xstrdup(t) : NULL;
+			f->graphics_policy = p ? gc_xstrdup(p) : NULL;
+		}
+		break;
+	case S_VIBS:
+		f->vibs = gc_xcalloc(r.nitems, sizeof(*f->vibs));
+		for (i = 0; i < r.nitems; i++) {
+			const char *name = gc_esxcli_get(&r.items[i], "Name");
+			const char *ver = gc_esxcli_get(&r.items[i], "Version");
+
+			if (name == NULL)
+				continue;
+			f->vibs[f->nvibs].name = gc_xstrdup(name);
+			f->vibs[f->nvibs].version = gc_xstrdup(ver ? ver : "");
+			f->nvibs++;
+		}
+		break;
+	case S_PASSTHRU:
+		f->passthru = gc_xcalloc(r.nitems, sizeof(*f->passthru));
+		for (i = 0; i < r.nitems; i++) {
+			const char *id = gc_esxcli_get(&r.items[i], "DeviceID");
+
+			if (id == NULL || strlen(id) >= sizeof(f->passthru[0].pci))
+				continue;
+			strcpy(f->passthru[f->npassthru].pci, id);
+			f->passthru[f->npassthru].enabled = truthy(gc_esxcli_get(&r.items[i], "Enabled"));
+			f->npassthru++;
+		}
+		break;
+	case S_NMLX5:
+		f->nmlx5_core_present = true;
+		f->nmlx5_params = gc_xcalloc(r.nitems, sizeof(*f->nmlx5_params));
+		for (i = 0; i < r.nitems; i++) {
+			const char *name = gc_esxcli_get(&r.items[i], "Name");
+			const char *val = gc_esxcli_get(&r.items[i], "Value");
+
+			if (name == NULL || val == NULL || *val == '\0')
+				continue;
+			f->nmlx5_params[f->nnmlx5_params].name = gc_xstrdup(name);
+			f->nmlx5_params[f->nnmlx5_params].value = gc_xstrdup(val);
+			f->nnmlx5_params++;
+		}
+		break;
+	case S_FIREWALL:
+		f->rulesets = gc_xcalloc(r.nitems, sizeof(*f->rulesets));
+		for (i = 0; i < r.nitems; i++) {
+			const char *name = gc_esxcli_get(&r.items[i], "Name");
+
+			if (name == NULL)
+				continue;
+			f->rulesets[f->nrulesets].name = gc_xstrdup(name);
+			f->rulesets[f->nrulesets].enabled = truthy(gc_esxcli_get(&r.items[i], "Enabled"));
+			f->nrulesets++;
+		}
+		break;
+	case S_PVRDMA:
+		if (r.nitems > 0) {
+			const char *v = gc_esxcli_get(&r.items[0], "StringValue");
+
+			f->pvrdma_vmknic = gc_xstrdup(v ? v : "");
+		}
+		break;
+	case S_NTP:
+		if (r.nitems > 0) {
+			/* ESXi 7.0U1+ `system ntp get`: Enabled and Server(s); the XML
+			 * field name of the server list is not captured in
+			 * REAL-FORMATS, so accept both spellings. */
+			const char *srv = gc_esxcli_get(&r.items[0], "Server");
+
+			if (srv == NULL)
+				srv = gc_esxcli_get(&r.items[0], "Servers");
+			f->ntp_enabled = truthy(gc_esxcli_get(&r.items[0], "Enabled"));
+			f->ntp_servers = gc_xstrdup(srv ? srv : "");
+		}
+		break;
+	case S_VERSION:
+	case S_ECC:
+	case S_COUNT:
+		break;
+	}
+	gc_esxcli_result_free(&r);
+	return 0;
+}
+
+int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, const char *text,
+			      size_t len, struct gc_error *err)
+{
+	struct gc_esxi_facts f;
+	const char *p = text, *end = text + len;
+	const char *sec_start = NULL;
+	char prefix[64];
+	size_t plen;
+	int sec = 0;
+	bool failed = false, done = false;
+
+	memset(&f, 0, sizeof(f));
+	f.ecc_current = f.ecc_pending = -1;
+	plen = (size_t)snprintf(prefix, sizeof(prefix), "@@gc:%s:", token);
+	while (p < end && !done) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *next = nl ? nl + 1 : end;
+		size_t n = (size_t)((nl ? nl : end) - p);
+
+		if (n > plen && memcmp(p, prefix, plen) == 0) {
+			const char *tag = p + plen;
+			size_t tlen = n - plen;
+			int newsec = -1;
+
+			if (tlen == 6 && memcmp(tag, "failed", 6) == 0) {
+				failed = true;
+				p = next;
+				continue;
+			}
+			if (tlen == 3 && memcmp(tag, "end", 3) == 0)
+				done = true;
+			else
+				newsec = atoi(tag);
+			/* close the running section */
+			if (sec > 0) {
+				size_t slen = (size_t)(p - sec_start);
+
+				if (failed) {
+					if (sec != S_ECC && sec != S_NMLX5)
+						note_failure(&f, sec, "command failed");
+				} else if (read_section(&f, sec, sec_start, slen, err) != 0) {
+					gc_esxi_facts_free(&f);
+					return err->code;
+				}
+			}
+			sec = newsec;
+			failed = false;
+			sec_start = next;
+			if (!done && (sec <= 0 || sec >= S_COUNT)) {
+				gc_esxi_facts_free(&f);
+				return gc_error_set(err, GC_EREMOTE, "unexpected observation marker");
+			}
+		}
+		p = next;
+	}
+	if (!done) {
+		gc_esxi_facts_free(&f);
+		return gc_error_set(err, GC_ENET, "observation output was cut short (no end marker)");
+	}
+	*out = f;
+	return 0;
+}
+
+void gc_esxi_facts_free(struct gc_esxi_facts *f)
+{
+	size_t i;
+
+	if (f == NULL)
+		return;
+	free(f->version);
+	free(f->build);
+	free(f->graphics_default_type);
+	free(f->graphics_policy);
+	for (i = 0; i < f->nvibs; i++) {
+		free(f->vibs[i].name);
+		free(f->vibs[i].version);
+	}
+	free(f->vibs);
+	free(f->passthru);
+	for (i = 0; i < f->nnmlx5_params; i++) {
+		free(f->nmlx5_params[i].name);
+		free(f->nmlx5_params[i].value);
+	}
+	free(f->nmlx5_params);
+	for (i = 0; i < f->nrulesets; i++)
+		free(f->rulesets[i].name);
+	free(f->rulesets);
+	free(f->pvrdma_vmknic);
+	free(f->ntp_servers);
+	for (i = 0; i < f->nfailed; i++)
+		free(f->failed[i]);
+	free(f->failed);
+	memset(f, 0, sizeof(*f));
+}
+
+const struct gc_esxi_vib *gc_esxi_facts_vib(const struct gc_esxi_facts *f, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < f->nvibs; i++) {
+		if (strcmp(f->vibs[i].name, name) == 0)
+			return &f->vibs[i];
+	}
+	return NULL;
+}
+
+int gc_esxi_facts_passthru(const struct gc_esxi_facts *f, const char *pci)
+{
+	size_t i;
+
+	for (i = 0; i < f->npassthru; i++) {
+		if (strcasecmp(f->passthru[i].pci, pci) == 0)
+			return f->passthru[i].enabled;
+	}
+	return -1;
+}
+
+const char *gc_esxi_facts_nmlx5_param(const struct gc_esxi_facts *f, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < f->nnmlx5_params; i++) {
+		if (strcmp(f->nmlx5_params[i].name, name) == 0)
+			return f->nmlx5_params[i].value;
+	}
+	return NULL;
+}
+
+int gc_esxi_facts_ruleset(const struct gc_esxi_facts *f, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < f->nrulesets; i++) {
+		if (strcmp(f->rulesets[i].name, name) == 0)
+			return f->rulesets[i].enabled;
+	}
+	return -1;
+}

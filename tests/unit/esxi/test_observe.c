@@ -1,0 +1,146 @@
+/*
+ * test_observe.c - one-batch observation of an ESXi host: the exact script,
+ * and the facts read back from esxcli XML sections.  The fixture
+ * tests/data/esxi/observe-ok.txt follows REAL-FORMATS A.2 (XML layout, field
+ * names = human titles without spaces); its typeName values are inferred.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc/esxi.h"
+
+static char *fixture(size_t *len)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	char *text = NULL;
+
+	assert_int_equal(gc_read_file(&text, len, "tests/data/esxi/observe-ok.txt", 1 << 20, &err), 0);
+	return text;
+}
+
+static void test_script_exact(void **state)
+{
+	char *s = gc_esxi_observe_script("T0K3N");
+
+	assert_non_null(strstr(s, "echo @@gc:T0K3N:1; vmware -v || echo @@gc:T0K3N:failed; "
+				  "echo @@gc:T0K3N:2; esxcli --formatter=xml system maintenanceMode get "
+				  "|| echo @@gc:T0K3N:failed; "));
+	assert_non_null(strstr(s, "echo @@gc:T0K3N:10; nvidia-smi -q -d ECC || echo @@gc:T0K3N:failed; "
+				  "echo @@gc:T0K3N:end"));
+	assert_int_equal(strncmp(s + strlen(s) - strlen("echo @@gc:T0K3N:end"), "echo @@gc:T0K3N:end", 19), 0);
+	free(s);
+}
+
+static void test_parse_all_sections(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_facts f;
+	size_t len;
+	char *text = fixture(&len);
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "T0K3N", text, len, &err), 0);
+	assert_string_equal(f.version, "8.0.2");
+	assert_string_equal(f.build, "build-22380479");
+	assert_true(f.maintenance);
+	assert_string_equal(f.graphics_default_type, "SharedPassthru");
+	assert_string_equal(f.graphics_policy, "Performance");
+	assert_int_equal(f.nvibs, 2);
+	assert_string_equal(gc_esxi_facts_vib(&f, "NVD-AIE_ESXi_8.0.0_Driver")->version,
+			    "525.105.14-1OEM.800.1.0.20613240");
+	assert_null(gc_esxi_facts_vib(&f, "nvidia-vgpu"));
+	assert_int_equal(gc_esxi_facts_passthru(&f, "0000:3b:00.0"), 1);
+	assert_int_equal(gc_esxi_facts_passthru(&f, "0000:5E:00.0"), 0);
+	assert_int_equal(gc_esxi_facts_passthru(&f, "0000:af:00.0"), -1);
+	assert_true(f.nmlx5_core_present);
+	assert_string_equal(gc_esxi_facts_nmlx5_param(&f, "max_vfs"), "4,4");
+	assert_null(gc_esxi_facts_nmlx5_param(&f, "pfctx"));
+	assert_int_equal(gc_esxi_facts_ruleset(&f, "pvrdma"), 1);
+	assert_int_equal(gc_esxi_facts_ruleset(&f, "nfs41Client"), 0);
+	assert_string_equal(f.pvrdma_vmknic, "vmk1");
+	assert_true(f.ntp_enabled);
+	assert_string_equal(f.ntp_servers, "ntp1.lab.example,ntp2.lab.example");
+	assert_true(f.have_nvidia_smi);
+	assert_int_equal(f.ecc_current, 1);
+	assert_int_equal(f.ecc_pending, 0);
+	assert_int_equal(f.nfailed, 0);
+	gc_esxi_facts_free(&f);
+	free(text);
+}
+
+static void test_cut_short_is_retryable(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_facts f;
+	size_t len;
+	char *text = fixture(&len);
+	char *cut = strstr(text, "@@gc:T0K3N:7");
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "T0K3N", text, (size_t)(cut - text), &err),
+			 GC_ENET);
+	assert_string_equal(err.msg, "observation output was cut short (no end marker)");
+	free(text);
+}
+
+static void test_failed_sections(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_facts f;
+	const char *text = "@@gc:AB12CD34:1\nVMware ESXi 7.0.3 build-19193900\n"
+			   "@@gc:AB12CD34:3\nError: Unknown command or namespace graphics host get\n"
+			   "@@gc:AB12CD34:failed\n"
+			   "@@gc:AB12CD34:6\nUnable to find module nmlx5_core\n@@gc:AB12CD34:failed\n"
+			   "@@gc:AB12CD34:10\nsh: nvidia-smi: not found\n@@gc:AB12CD34:failed\n"
+			   "@@gc:OTHER:end\n"
+			   "@@gc:AB12CD34:end\n";
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "AB12CD34", text, strlen(text), &err), 0);
+	assert_string_equal(f.version, "7.0.3");
+	assert_int_equal(f.nfailed, 1);
+	assert_string_equal(f.failed[0], "esxcli --formatter=xml graphics host get: command failed");
+	assert_false(f.nmlx5_core_present);
+	assert_false(f.have_nvidia_smi);
+	assert_int_equal(f.ecc_current, -1);
+	gc_esxi_facts_free(&f);
+}
+
+static void test_garbage_section_is_remote_error(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_facts f;
+	const char *text = "@@gc:AB12CD34:4\n<html>not esxcli</html>\n@@gc:AB12CD34:end\n";
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "AB12CD34", text, strlen(text), &err),
+			 GC_EREMOTE);
+	assert_string_equal(err.msg,
+			    "'esxcli --formatter=xml software vib list': esxcli XML has no <output><root>");
+}
+
+static void test_version_forms(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	char *v = NULL, *b = NULL;
+
+	assert_int_equal(gc_esxi_parse_version(&v, &b, "VMware ESXi 7.0 GA", &err), 0);
+	assert_string_equal(v, "7.0");
+	assert_null(b);
+	free(v);
+	assert_int_equal(gc_esxi_parse_version(&v, &b, "Linux 6.1", &err), GC_EREMOTE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_script_exact),
+		cmocka_unit_test(test_parse_all_sections),
+		cmocka_unit_test(test_cut_short_is_retryable),
+		cmocka_unit_test(test_failed_sections),
+		cmocka_unit_test(test_garbage_section_is_remote_error),
+		cmocka_unit_test(test_version_forms),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
