@@ -1,0 +1,282 @@
+#!/usr/bin/env bash
+# lab.sh - the local lab: one real OpenSSH sshd on loopback standing for many
+# simulated ESXi hosts and Onyx switches (tests/sim/).  See docs/lab.md.
+#
+#   scripts/lab.sh start [--hosts N] [--switches M] [--esxi7 K] [--port P]
+#   scripts/lab.sh stop | status | reset | env
+#
+# Lab dir: $GC_LAB_DIR (default .lab/ at the repository root).  Port:
+# --port, else $GC_LAB_PORT, else the port of a previous start, else 2222.
+# ESXi hosts dial 127.0.0.11.., switches 127.0.0.100..; sshd listens on all
+# addresses but admits only clients from 127.0.0.0/8 (AllowUsers).
+# As root the lab user is the system user `gclab` (key + password auth);
+# otherwise it is the calling user and only key auth works.
+# Secrets (the client key, the password) live in files under the lab dir and
+# are never printed.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+lab=${GC_LAB_DIR:-$root/.lab}
+case $lab in /*) ;; *) lab=$PWD/$lab ;; esac
+sshd_bin=${GC_SSHD:-/usr/sbin/sshd}
+user_home=/var/lib/gclab
+
+die() { echo "lab: $*" >&2; exit 1; }
+
+usage() {
+	cat >&2 <<'EOF'
+usage: scripts/lab.sh start [--hosts N] [--switches M] [--esxi7 K] [--port P]
+       scripts/lab.sh stop | status | reset | env
+EOF
+	exit 2
+}
+
+lab_user() {
+	if [ "$(id -u)" = 0 ]; then echo gclab; else id -un; fi
+}
+
+sshd_pid() {
+	local pid
+	[ -f "$lab/sshd.pid" ] || return 1
+	pid=$(cat "$lab/sshd.pid" 2>/dev/null) || return 1
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+	# Only our sshd: its command line names our config file.
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$lab/sshd_config" || return 1
+	echo "$pid"
+}
+
+ensure_user() {
+	# root only: a system user whose password is generated once per machine
+	# (kept root-only in $user_home) so several lab dirs agree on it.
+	local user=$1 pwfile=$user_home/.lab-password
+	[ "$(id -u)" = 0 ] || return 0
+	if ! id "$user" >/dev/null 2>&1; then
+		useradd --system --create-home --home-dir "$user_home" --shell /bin/sh \
+			--comment "gpuclusterctl lab" "$user" >/dev/null
+	fi
+	mkdir -p "$user_home"
+	if [ ! -s "$pwfile" ]; then
+		(umask 077; head -c 24 /dev/urandom | base64 | tr -d '/+=\n' >"$pwfile.tmp")
+		# chpasswd reads "user:password" on stdin: the secret never is in argv.
+		{ printf '%s:' "$user"; cat "$pwfile.tmp"; echo; } | chpasswd
+		mv "$pwfile.tmp" "$pwfile"
+	fi
+	chown root:root "$pwfile"
+	chmod 600 "$pwfile"
+	(umask 077; cp "$pwfile" "$lab/client/password")
+	passwd -u "$user" >/dev/null 2>&1 || true
+}
+
+write_inventory() {
+	local hosts=$1 switches=$2 esxi7=$3 i ver
+	[ "$hosts" -le 88 ] || die "--hosts is at most 88 (127.0.0.11..98)"
+	[ "$switches" -le 150 ] || die "--switches is at most 150"
+	{
+		echo "# address kind name [key=value ...]   (written by scripts/lab.sh)"
+		for ((i = 1; i <= hosts; i++)); do
+			ver=8.0.2
+			[ "$i" -le "$esxi7" ] && ver=7.0.3
+			echo "127.0.0.$((10 + i)) esxi esxi-$i version=$ver"
+		done
+		for ((i = 1; i <= switches; i++)); do
+			echo "127.0.0.$((99 + i)) onyx switch-$i"
+		done
+	} >"$lab/inventory.tmp"
+	mv "$lab/inventory.tmp" "$lab/inventory"
+}
+
+write_known_hosts() {
+	local port=$1 key addr
+	key=$(cut -d' ' -f1,2 "$lab/ssh_host_ed25519_key.pub")
+	: >"$lab/client/known_hosts.tmp"
+	while read -r addr _; do
+		case $addr in '#'* | '') continue ;; esac
+		echo "[$addr]:$port $key" >>"$lab/client/known_hosts.tmp"
+	done <"$lab/inventory"
+	mv "$lab/client/known_hosts.tmp" "$lab/client/known_hosts"
+}
+
+make_host_dirs() {
+	local user=$1 name
+	mkdir -p "$lab/hosts"
+	chmod 755 "$lab/hosts"
+	while read -r _ _ name _; do
+		[ -n "${name:-}" ] || continue
+		mkdir -p "$lab/hosts/$name"
+		chown "$user" "$lab/hosts/$name"
+		chmod 755 "$lab/hosts/$name"
+	done < <(grep -v '^#' "$lab/inventory")
+}
+
+write_config() {
+	local port=$1 user=$2
+	cat >"$lab/sshd_config" <<EOF
+# written by scripts/lab.sh - the gpuclusterctl lab sshd
+Port $port
+ListenAddress 0.0.0.0
+AddressFamily inet
+HostKey $lab/ssh_host_ed25519_key
+PidFile $lab/sshd.pid
+AuthorizedKeysFile $lab/authorized_keys
+# Loopback clients only, one user.
+AllowUsers $user@127.0.0.0/8
+PermitRootLogin no
+PubkeyAuthentication yes
+PasswordAuthentication yes
+KbdInteractiveAuthentication no
+PermitEmptyPasswords no
+UsePAM no
+StrictModes no
+UseDNS no
+ForceCommand $root/tests/sim/dispatch
+SetEnv GC_LAB_DIR=$lab GC_SIM_DIR=$root/tests/sim
+AcceptEnv GC_SIM_LATENCY_MS
+PermitUserEnvironment no
+AllowTcpForwarding no
+AllowAgentForwarding no
+AllowStreamLocalForwarding no
+X11Forwarding no
+PermitTunnel no
+PrintMotd no
+PrintLastLog no
+MaxStartups 200:30:400
+MaxSessions 64
+MaxAuthTries 6
+LoginGraceTime 30
+ClientAliveInterval 0
+LogLevel VERBOSE
+EOF
+}
+
+cmd_start() {
+	local hosts=2 switches=0 esxi7=0 port="" user pid
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--hosts) hosts=${2:?}; shift 2 ;;
+		--switches) switches=${2:?}; shift 2 ;;
+		--esxi7) esxi7=${2:?}; shift 2 ;;
+		--port) port=${2:?}; shift 2 ;;
+		*) usage ;;
+		esac
+	done
+	for v in "$hosts" "$switches" "$esxi7" ${port:+"$port"}; do
+		[[ $v =~ ^[0-9]+$ ]] || die "not a number: '$v'"
+	done
+	[ -x "$sshd_bin" ] || die "$sshd_bin not found (apt-get install openssh-server)"
+	[ -n "$port" ] || port=${GC_LAB_PORT:-}
+	[ -n "$port" ] || port=$(cat "$lab/port" 2>/dev/null || true)
+	[ -n "$port" ] || port=2222
+	user=$(lab_user)
+
+	mkdir -p "$lab/client"
+	chmod 755 "$lab"
+	chmod 700 "$lab/client"
+	[ -f "$lab/ssh_host_ed25519_key" ] ||
+		ssh-keygen -q -t ed25519 -N '' -C gclab-host -f "$lab/ssh_host_ed25519_key"
+	[ -f "$lab/client/id_ed25519" ] ||
+		ssh-keygen -q -t ed25519 -N '' -C gclab-client -f "$lab/client/id_ed25519"
+	cp "$lab/client/id_ed25519.pub" "$lab/authorized_keys"
+	chmod 644 "$lab/authorized_keys"
+	ensure_user "$user"
+	echo "$user" >"$lab/user"
+	write_inventory "$hosts" "$switches" "$esxi7"
+	make_host_dirs "$user"
+
+	if pid=$(sshd_pid); then
+		if [ "$(cat "$lab/port")" = "$port" ]; then
+			write_known_hosts "$port"
+			echo "lab: already running (pid $pid, port $port, $hosts hosts, $switches switches)"
+			return 0
+		fi
+		cmd_stop >/dev/null
+	fi
+	echo "$port" >"$lab/port"
+	write_known_hosts "$port"
+	write_config "$port" "$user"
+	if [ "$(id -u)" = 0 ]; then
+		mkdir -p /run/sshd
+		chmod 755 /run/sshd
+	fi
+	"$sshd_bin" -t -f "$lab/sshd_config" || die "sshd rejected $lab/sshd_config"
+	rm -f "$lab/sshd.pid"
+	: >"$lab/sshd.log"
+	# sshd binds before it daemonizes: a busy port fails here, not later.
+	if ! "$sshd_bin" -f "$lab/sshd_config" -E "$lab/sshd.log"; then
+		sed 's/^/lab: sshd: /' "$lab/sshd.log" >&2
+		die "sshd did not start on port $port"
+	fi
+	for _ in $(seq 50); do
+		pid=$(sshd_pid) && break
+		sleep 0.05
+	done
+	[ -n "${pid:-}" ] || die "sshd did not write its pid file (see $lab/sshd.log)"
+	echo "lab: started sshd (pid $pid) on port $port: $hosts ESXi hosts, $switches switches, lab dir $lab"
+}
+
+cmd_stop() {
+	local pid kids
+	if pid=$(sshd_pid); then
+		# The listener's children are the per-connection sshd processes;
+		# each takes its session with it when it gets SIGTERM.
+		kids=$(ps -o pid= --ppid "$pid" 2>/dev/null || true)
+		kill "$pid" 2>/dev/null || true
+		for k in $kids; do kill "$k" 2>/dev/null || true; done
+		for _ in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.05
+		done
+		kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+		echo "lab: stopped sshd (pid $pid)"
+	else
+		echo "lab: not running"
+	fi
+	rm -f "$lab/sshd.pid"
+}
+
+cmd_status() {
+	local pid
+	if pid=$(sshd_pid); then
+		echo "lab: running (pid $pid, port $(cat "$lab/port"), lab dir $lab)"
+		grep -v '^#' "$lab/inventory" | sed 's/^/  /'
+	else
+		echo "lab: not running (lab dir $lab)"
+		return 3
+	fi
+}
+
+cmd_reset() {
+	# Forget all simulated state (and faults, logs); keep keys and sshd.
+	local user name
+	[ -f "$lab/inventory" ] || die "no lab at $lab (run: scripts/lab.sh start)"
+	user=$(cat "$lab/user")
+	while read -r _ _ name _; do
+		[ -n "${name:-}" ] || continue
+		rm -rf "${lab:?}/hosts/$name"
+	done < <(grep -v '^#' "$lab/inventory")
+	make_host_dirs "$user"
+	echo "lab: reset $lab/hosts"
+}
+
+cmd_env() {
+	[ -f "$lab/port" ] || die "no lab at $lab (run: scripts/lab.sh start)"
+	cat <<EOF
+export GC_LAB_DIR='$lab'
+export GC_LAB_PORT=$(cat "$lab/port")
+export GC_LAB_USER=$(cat "$lab/user")
+export GC_LAB_KNOWN_HOSTS='$lab/client/known_hosts'
+export GC_LAB_KEY='$lab/client/id_ed25519'
+export GC_LAB_PASSWORD_FILE='$lab/client/password'
+EOF
+}
+
+[ $# -ge 1 ] || usage
+verb=$1
+shift
+case $verb in
+start) cmd_start "$@" ;;
+stop) cmd_stop ;;
+status) cmd_status ;;
+reset) cmd_reset ;;
+env) cmd_env ;;
+*) usage ;;
+esac

@@ -1,0 +1,1066 @@
+"""esxi_sim - a simulated ESXi shell behind the lab sshd (see docs/lab.md).
+
+One exec (or one line of an interactive shell) is parsed like a small POSIX
+shell: shlex words, `;` / newline, `&&`, `||`, quoting.  Each simple command
+runs against the host's state, a JSON file under the host's directory, read
+and written under the host's file lock.  Outputs follow
+shared/REAL-FORMATS.md section A: esxcli's human layouts (table, simple,
+block, scalar) and its --formatter=xml|keyvalue|csv forms, built from one
+typed result per command so the formats cannot drift apart.
+
+Pending-until-reboot: configuration commands change the *configured* state
+at once (what esxcli get/list shows, as on real ESXi, where the config store
+is updated immediately) and the *running* state at the next reboot (what
+hardware pci list's Current Owner, graphics device list's Graphics Type,
+nvidia-smi ECC Current and software vib list show).  `software vib list
+--rebooting-image` shows the image that becomes active after the reboot.
+"""
+
+import os
+import shlex
+import sys
+import time
+
+import simlab
+
+ESXCLI_NS = "http://www.vmware.com/Products/ESX/5.0/esxcli"
+BUILDS = {"8.0.2": "22380479", "8.0.3": "24022510", "8.0.0": "20513097",
+          "7.0.3": "19193900", "7.0.2": "17630552"}
+
+
+class Exit(Exception):
+    """Raised by a command to stop the whole session (reboot, drop)."""
+
+
+class Out:
+    def __init__(self):
+        self.stdout = sys.stdout
+        self.stderr = sys.stderr
+
+    def out(self, text):
+        self.stdout.write(text)
+
+    def err(self, text):
+        self.stderr.write(text)
+
+
+# ------------------------------------------------------------------ state
+
+def default_state(host):
+    version = host.attrs.get("version", "8.0.2")
+    gpus = int(host.attrs.get("gpus", "2"))
+    gpu_addrs = ["0000:af:00.0", "0000:d8:00.0", "0000:3d:00.0", "0000:86:00.0"][:gpus]
+    pci = [
+        {"addr": "0000:18:00.0", "vendor": "Intel Corporation", "vendor_id": "0x8086",
+         "device": "Ethernet Controller X710 for 10GbE SFP+", "device_id": "0x1572",
+         "class": "0x0200", "class_name": "Ethernet controller", "module": "i40en",
+         "vmkname": "vmnic0", "capable": True},
+        {"addr": "0000:3b:00.0", "vendor": "Mellanox Technologies", "vendor_id": "0x15b3",
+         "device": "MT28908 Family [ConnectX-6]", "device_id": "0x101b",
+         "class": "0x0200", "class_name": "Ethernet controller", "module": "nmlx5_core",
+         "vmkname": "vmnic4", "capable": True},
+        {"addr": "0000:3b:00.1", "vendor": "Mellanox Technologies", "vendor_id": "0x15b3",
+         "device": "MT28908 Family [ConnectX-6]", "device_id": "0x101b",
+         "class": "0x0200", "class_name": "Ethernet controller", "module": "nmlx5_core",
+         "vmkname": "vmnic5", "capable": True},
+    ]
+    for a in gpu_addrs:
+        pci.append({"addr": a, "vendor": "NVIDIA Corporation", "vendor_id": "0x10de",
+                    "device": "GA100 [A100 PCIe 40GB]", "device_id": "0x20f1",
+                    "class": "0x0302", "class_name": "3D controller", "module": "None",
+                    "vmkname": "", "capable": True, "gpu": True})
+    for d in pci:
+        d["passthru"] = False          # configured (pcipassthru list)
+        d["passthru_active"] = False   # running (Current Owner)
+    base_date = "2023-10-12"
+    vibs = [
+        {"name": "esx-base", "version": version + "-0.0." + BUILDS.get(version, "1"),
+         "vendor": "VMware", "acceptance": "VMwareCertified", "date": base_date},
+        {"name": "nmlx5-core", "version": "4.23.0.66-1vmw.%s.0.0.%s" % (version.replace(".", "")[:3], BUILDS.get(version, "1")),
+         "vendor": "VMW", "acceptance": "VMwareCertified", "date": base_date},
+        {"name": "i40en", "version": "1.11.2.6-1vmw.%s.0.0.%s" % (version.replace(".", "")[:3], BUILDS.get(version, "1")),
+         "vendor": "VMW", "acceptance": "VMwareCertified", "date": base_date},
+    ]
+    return {
+        "version": version,
+        "hostname": host.name,
+        "maintenance": False,
+        "boot_count": 0,
+        "down_until": 0,
+        "graphics": {"type": "Shared", "policy": "Performance"},
+        "graphics_active": "Shared",
+        "pci": pci,
+        "vibs": vibs,             # running image
+        "vibs_pending": vibs[:],  # image after the next reboot
+        "modules": {"nmlx5_core": "", "nmlx5_rdma": ""},
+        "firewall": {"pvrdma": False, "sshServer": True, "ntpClient": False,
+                     "httpClient": False, "vSphereClient": True},
+        "advanced": {"/Net/PVRDMAVmknic": "", "/Net/FollowHardwareMac": 0},
+        "ntp": {"enabled": False, "servers": [], "loglevel": "warning"},
+        "ecc": {"current": "Enabled", "pending": "Enabled"},
+    }
+
+
+def load_state(host):
+    state = simlab.read_json(host.path("state.json"), None)
+    if state is None:
+        state = default_state(host)
+    return state
+
+
+def save_state(host, state):
+    simlab.write_json(host.path("state.json"), state)
+
+
+def vib_active(state, prefix="NVD"):
+    return any(v["vendor"] == "NVIDIA" or v["name"].startswith(prefix) for v in state["vibs"])
+
+
+def apply_reboot(state, host):
+    control = simlab.read_control(host)
+    state["boot_count"] += 1
+    state["down_until"] = time.time() + float(control.get("reboot_seconds", 2))
+    state["vibs"] = [dict(v) for v in state["vibs_pending"]]
+    state["graphics_active"] = state["graphics"]["type"]
+    for d in state["pci"]:
+        d["passthru_active"] = d["passthru"]
+    state["ecc"]["current"] = state["ecc"]["pending"]
+    state["modules_active"] = dict(state["modules"])
+
+
+# ------------------------------------------------------------------ typed results
+#
+# A result is one of:
+#   ("none",)                               set commands: print nothing
+#   ("scalar", type, value)                 e.g. maintenanceMode get
+#   ("struct", TypeName, fields, human)     fields = [(Key Title, type, value)]
+#   ("list", TypeName, [fields...], human)
+# human says how the default formatter lays it out:
+#   ("simple", title or None)  ("table", [(title, align)])  ("block", idkey)
+# Field types: "string", "integer", "boolean", "string[]".
+
+def xml_name(title):
+    return title.replace(" ", "")
+
+
+def xml_value(ftype, value, ind):
+    pad = " " * ind
+    if ftype == "string[]":
+        lines = [pad + '<list type="string">']
+        for v in value:
+            lines.append(pad + "   <string>%s</string>" % xml_escape(v))
+        lines.append(pad + "</list>")
+        return "\n".join(lines)
+    if ftype == "boolean":
+        return pad + "<boolean>%s</boolean>" % ("true" if value else "false")
+    if ftype == "integer":
+        return pad + "<integer>%d</integer>" % value
+    return pad + "<string>%s</string>" % xml_escape(value)
+
+
+def xml_escape(s):
+    return str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def xml_struct(tname, fields, ind):
+    pad = " " * ind
+    lines = [pad + '<structure typeName="%s">' % tname]
+    for title, ftype, value in fields:
+        lines.append(pad + '   <field name="%s">' % xml_name(title))
+        lines.append(xml_value(ftype, value, ind + 6))
+        lines.append(pad + "   </field>")
+    lines.append(pad + "</structure>")
+    return lines
+
+
+def fmt_xml(res):
+    lines = ['<?xml version="1.0" encoding="utf-8"?>',
+             '<output xmlns="%s">' % ESXCLI_NS, "<root>"]
+    kind = res[0]
+    if kind == "none":
+        lines.append("   <boolean>true</boolean>")
+    elif kind == "scalar":
+        lines.append(xml_value(res[1], res[2], 3))
+    elif kind == "struct":
+        lines += xml_struct(res[1], res[2], 3)
+    else:
+        lines.append('   <list type="structure">')
+        for fields in res[2]:
+            lines += xml_struct(res[1], fields, 6)
+        lines.append("   </list>")
+    lines += ["</root>", "</output>"]
+    return "\n".join(lines) + "\n"
+
+
+def kv_value(ftype, value):
+    if ftype == "boolean":
+        return "true" if value else "false"
+    return str(value)
+
+
+def kv_fields(prefix, fields):
+    lines = []
+    for title, ftype, value in fields:
+        key = "%s.%s" % (prefix, xml_name(title))
+        if ftype == "string[]":
+            for i, v in enumerate(value):
+                lines.append("%s.string[%d]=%s" % (key, i, v))
+        else:
+            lines.append("%s.%s=%s" % (key, ftype, kv_value(ftype, value)))
+    return lines
+
+
+def fmt_keyvalue(res):
+    kind = res[0]
+    if kind == "none":
+        lines = ["boolean=true"]
+    elif kind == "scalar":
+        lines = ["%s=%s" % (res[1], kv_value(res[1], res[2]))]
+    elif kind == "struct":
+        lines = kv_fields(res[1], res[2])
+    else:
+        lines = []
+        for i, fields in enumerate(res[2]):
+            lines += kv_fields("structure[%d].%s" % (i, res[1]), fields)
+    return "".join(line + "\n" for line in lines)
+
+
+def csv_cell(ftype, value):
+    if ftype == "string[]":
+        return '"' + "".join(v + "," for v in value) + '"'
+    return kv_value(ftype, value)
+
+
+def fmt_csv(res):
+    kind = res[0]
+    if kind == "none":
+        return "true\n"
+    if kind == "scalar":
+        return kv_value(res[1], res[2]) + "\n"
+    rows = [res[2]] if kind == "struct" else res[2]
+    if not rows:
+        return ""
+    names = sorted(xml_name(t) for t, _, _ in rows[0])
+    out = [",".join(names) + ","]
+    for fields in rows:
+        cells = {xml_name(t): csv_cell(ft, v) for t, ft, v in fields}
+        out.append(",".join(cells[n] for n in names) + ",")
+    return "".join(line + "\n" for line in out)
+
+
+def human_value(ftype, value):
+    if ftype == "string[]":
+        return ", ".join(value)
+    if ftype == "boolean":
+        return "true" if value else "false"
+    return str(value)
+
+
+def fmt_human(res):
+    kind = res[0]
+    if kind == "none":
+        return ""
+    if kind == "scalar":
+        return human_value(res[1], res[2]) + "\n"
+    human = res[3]
+    if kind == "struct":
+        lines = [human[1]] if human[1] else []
+        for title, ftype, value in res[2]:
+            lines.append(("   %s: %s" % (title, human_value(ftype, value))).rstrip())
+        return "".join(line + "\n" for line in lines)
+    if human[0] == "table":
+        cols = human[1]
+        rows = [[human_value(ft, v) for _, ft, v in fields] for fields in res[2]]
+        widths = [max([len(c[0])] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
+
+        def line(cells, dashes=False):
+            parts = []
+            for i, cell in enumerate(cells):
+                right = cols[i][1] == "r" and not dashes
+                parts.append(cell.rjust(widths[i]) if right else cell.ljust(widths[i]))
+            return "  ".join(parts).rstrip()
+        out = [line([c[0] for c in cols]), line(["-" * w for w in widths], True)]
+        out += [line(r) for r in rows]
+        return "".join(o + "\n" for o in out)
+    if human[0] == "block":
+        idkey = human[1]
+        blocks = []
+        for fields in res[2]:
+            lines = []
+            if idkey:
+                lines.append(human_value(*[(ft, v) for t, ft, v in fields if t == idkey][0]))
+            for title, ftype, value in fields:
+                if title == idkey and human[2] is False:
+                    continue
+                lines.append(("   %s: %s" % (title, human_value(ftype, value))).rstrip())
+            blocks.append("".join(line + "\n" for line in lines))
+        return "\n".join(blocks)
+    raise AssertionError(human)
+
+
+def render(res, formatter):
+    if formatter == "xml":
+        return fmt_xml(res)
+    if formatter == "keyvalue":
+        return fmt_keyvalue(res)
+    if formatter == "csv":
+        return fmt_csv(res)
+    return fmt_human(res)
+
+
+# ------------------------------------------------------------------ esxcli option parsing
+
+class EsxcliError(Exception):
+    pass
+
+
+def parse_opts(args, spec):
+    """spec: {canonical: (short, long, takes_value, repeatable)}."""
+    out = {}
+    by_short = {v[0]: k for k, v in spec.items() if v[0]}
+    by_long = {v[1]: k for k, v in spec.items()}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        value = None
+        if a.startswith("--"):
+            name, eq, value = a[2:].partition("=")
+            key = by_long.get(name)
+            if not eq:
+                value = None
+        elif a.startswith("-") and len(a) > 1:
+            key = by_short.get(a[1:2])
+            if len(a) > 2:
+                value = a[2:]
+        else:
+            raise EsxcliError("Error: Invalid option %s" % a)
+        if key is None:
+            raise EsxcliError("Error: Invalid option %s" % a)
+        takes, repeat = spec[key][2], spec[key][3]
+        if takes and value is None:
+            i += 1
+            if i >= len(args):
+                raise EsxcliError("Error: Missing value for option %s" % a)
+            value = args[i]
+        if not takes:
+            value = True
+        if repeat:
+            out.setdefault(key, []).append(value)
+        else:
+            out[key] = value
+        i += 1
+    return out
+
+
+def need(opts, key, spec):
+    if key not in opts:
+        s = spec[key]
+        raise EsxcliError("Error: Missing required parameter -%s|--%s" % (s[0], s[1])
+                          if s[0] else "Error: Missing required parameter --%s" % s[1])
+    return opts[key]
+
+
+def parse_bool(text, opt):
+    t = str(text).lower()
+    if t in ("true", "1", "yes", "on"):
+        return True
+    if t in ("false", "0", "no", "off"):
+        return False
+    raise EsxcliError("Error: Invalid data constraint for parameter '%s'. "
+                      "Expected a boolean value (true/false, 1/0, yes/no)." % opt)
+
+
+# ------------------------------------------------------------------ esxcli commands
+
+GRAPHICS_TYPES = ("Shared", "SharedPassthru")
+
+
+def c_graphics_host_get(st, args):
+    parse_opts(args, {})
+    g = st["graphics"]
+    return ("struct", "HostGraphicsConfig",
+            [("Default Graphics Type", "string", g["type"]),
+             ("Shared Passthru Assignment Policy", "string", g["policy"])],
+            ("simple", None))
+
+
+def c_graphics_host_set(st, args):
+    spec = {"type": ("", "default-type", True, False),
+            "policy": ("", "shared-passthru-assignment-policy", True, False)}
+    o = parse_opts(args, spec)
+    if "type" in o:
+        if o["type"] not in GRAPHICS_TYPES:
+            raise EsxcliError("Error: Invalid default graphics type '%s'. Valid values are: "
+                              "Shared, SharedPassthru" % o["type"])
+        st["graphics"]["type"] = o["type"]
+    if "policy" in o:
+        if o["policy"] not in ("Performance", "Consolidation"):
+            raise EsxcliError("Error: Invalid shared passthru assignment policy '%s'. "
+                              "Valid values are: Performance, Consolidation" % o["policy"])
+        st["graphics"]["policy"] = o["policy"]
+    return ("none",)
+
+
+def c_graphics_device_list(st, args):
+    parse_opts(args, {"configured": ("", "configured-type", False, False)})
+    driver = vib_active(st)
+    items = []
+    for d in st["pci"]:
+        if not d.get("gpu"):
+            continue
+        gtype = "Basic"
+        if driver and not d["passthru_active"]:
+            gtype = st["graphics_active"]
+        items.append([("Device ID", "string", d["addr"]),
+                      ("Vendor Name", "string", d["vendor"]),
+                      ("Device Name", "string", d["device"]),
+                      ("Module Name", "string", "nvidia" if driver else "None"),
+                      ("Graphics Type", "string", gtype),
+                      ("Memory Size in KB", "integer", 41943040 if driver else 0),
+                      ("Number of VMs", "integer", 0)])
+    return ("list", "GraphicsDevice", items, ("block", "Device ID", False))
+
+
+def vib_id(v):
+    return "%s_bootbank_%s_%s" % (v["vendor"], v["name"], v["version"])
+
+
+def c_vib_list(st, args):
+    o = parse_opts(args, {"rebooting": ("", "rebooting-image", False, False)})
+    vibs = st["vibs_pending"] if o.get("rebooting") else st["vibs"]
+    v8 = not st["version"].startswith(("5.", "6.", "7."))
+    items = []
+    for v in sorted(vibs, key=lambda x: x["name"]):
+        f = [("Name", "string", v["name"]), ("Version", "string", v["version"]),
+             ("Vendor", "string", v["vendor"]),
+             ("Acceptance Level", "string", v["acceptance"]),
+             ("Install Date", "string", v["date"])]
+        if v8:
+            f.append(("Platforms", "string", "host"))
+        items.append(f)
+    cols = [("Name", "l"), ("Version", "l"), ("Vendor", "l"), ("Acceptance Level", "l"),
+            ("Install Date", "l")] + ([("Platforms", "l")] if v8 else [])
+    return ("list", "VIBSummaryExt" if v8 else "VIBSummary", items, ("table", cols))
+
+
+def vib_from_path(path, is_depot):
+    base = os.path.basename(path)
+    if is_depot:
+        stem = base[:-4] if base.endswith(".zip") else base
+        parts = stem.split("_")
+        # NVD-AIE-800_525.105.14-1OEM.800.1.0.20613240_21517574.zip
+        if parts[0].startswith("NVD-") and len(parts) >= 2 and parts[0][-3:].isdigit():
+            fam = parts[0][:-4]
+            major = parts[0][-3:]
+            name = "%s_ESXi_%s.%s.%s_Driver" % (fam, major[0], major[1], major[2])
+            return {"name": name, "version": parts[1], "vendor": "NVD",
+                    "acceptance": "VMwareAccepted"}
+        name = parts[0].replace("-", "").lower() if parts[0].startswith("nvd") else parts[0]
+        version = parts[1] if len(parts) > 1 else "1.0.0-1"
+        return {"name": name, "version": version, "vendor": "NVD" if name.startswith("nvd") else "VMW",
+                "acceptance": "VMwareAccepted"}
+    stem = base[:-4] if base.endswith(".vib") else base
+    parts = stem.split("_")
+    if len(parts) >= 4 and parts[1] == "bootbank":
+        return {"name": parts[2], "version": "_".join(parts[3:]), "vendor": parts[0],
+                "acceptance": "VMwareAccepted"}
+    return {"name": stem, "version": "1.0.0-1", "vendor": "VMW", "acceptance": "PartnerSupported"}
+
+
+def c_vib_install(st, args):
+    spec = {"vib": ("v", "viburl", True, True), "depot": ("d", "depot", True, True),
+            "force": ("f", "force", False, False), "nosig": ("", "no-sig-check", False, False),
+            "dry": ("", "dry-run", False, False), "mm": ("", "maintenance-mode", False, False),
+            "nolive": ("", "no-live-install", False, False)}
+    o = parse_opts(args, spec)
+    paths = [(p, False) for p in o.get("vib", [])] + [(p, True) for p in o.get("depot", [])]
+    if not paths:
+        raise EsxcliError("[NoMatchError]\n Please specify at least one of VIB URLs, or depot URLs.\n"
+                          " Please refer to the log file for more details.")
+    new = []
+    for p, depot in paths:
+        if not (p.startswith("/") or "://" in p):
+            kind = "depot" if depot else "VIB"
+            raise EsxcliError("[ValueError]\n %s path '%s' is not absolute.\n"
+                              " Please refer to the log file for more details." % (kind, p))
+        new.append(vib_from_path(p, depot))
+    pending_ids = {vib_id(v) for v in st["vibs_pending"]}
+    installed, skipped = [], []
+    for v in new:
+        (skipped if vib_id(v) in pending_ids else installed).append(v)
+    if installed and not st["maintenance"] and not o.get("mm"):
+        raise EsxcliError("[MaintenanceModeError]\n MaintenanceMode is required to remove: [];"
+                          " install: [%s].\n Please refer to the log file for more details."
+                          % ", ".join(vib_id(v) for v in installed))
+    removed = []
+    if not o.get("dry"):
+        for v in installed:
+            for old in [x for x in st["vibs_pending"] if x["name"] == v["name"]]:
+                removed.append(vib_id(old))
+                st["vibs_pending"].remove(old)
+            st["vibs_pending"].append(dict(v, date=time.strftime("%Y-%m-%d", time.gmtime())))
+    reboot = bool(installed)
+    msg = ("The update completed successfully, but the system needs to be rebooted for the "
+           "changes to be effective." if reboot else "Host is not changed.")
+    if o.get("dry"):
+        msg = "Dryrun only, host not changed. The following installers will be applied: []"
+    f_msg = ("Message", "string", msg)
+    f_rr = ("Reboot Required", "boolean", reboot)
+    f_in = ("VIBs Installed", "string[]", [vib_id(v) for v in installed])
+    f_rm = ("VIBs Removed", "string[]", removed)
+    f_sk = ("VIBs Skipped", "string[]", [vib_id(v) for v in skipped])
+    if st["version"].startswith(("5.", "6.", "7.")):
+        fields = [f_msg, f_rr, f_in, f_rm, f_sk]
+    else:
+        fields = [f_msg, f_in, f_rm, f_sk, f_rr, ("DPU Results", "string[]", [])]
+    return ("struct", "InstallationResult", fields, ("simple", "Installation Result"))
+
+
+def find_pci(st, addr):
+    for d in st["pci"]:
+        if d["addr"] == addr:
+            return d
+    return None
+
+
+def c_passthru_list(st, args):
+    parse_opts(args, {})
+    items = [[("Device ID", "string", d["addr"]), ("Enabled", "boolean", d["passthru"])]
+             for d in st["pci"] if d["capable"]]
+    return ("list", "PCIPassthruDevice", items, ("table", [("Device ID", "l"), ("Enabled", "r")]))
+
+
+def c_passthru_set(st, args):
+    spec = {"dev": ("d", "device-id", True, False), "en": ("e", "enable", True, False),
+            "apply": ("a", "apply-now", False, False)}
+    o = parse_opts(args, spec)
+    addr = need(o, "dev", spec)
+    enable = parse_bool(need(o, "en", spec), "enable")
+    d = find_pci(st, addr)
+    if d is None or not d["capable"]:
+        raise EsxcliError("Unable to configure the PCI device: Invalid device ID %s." % addr)
+    if d["passthru"] == enable:
+        raise EsxcliError("Unable to configure the PCI device: Device owner is already "
+                          "configured to %s." % ("passthru" if enable else "vmkernel"))
+    d["passthru"] = enable
+    if o.get("apply"):
+        d["passthru_active"] = enable
+    return ("none",)
+
+
+def c_pci_list(st, args):
+    parse_opts(args, {})
+    items = []
+    for d in st["pci"]:
+        seg, bus, rest = d["addr"].split(":")
+        slot, fn = rest.split(".")
+        active = d["passthru_active"]
+        module = "pciPassthru" if active else d["module"]
+        if d.get("gpu") and not active and vib_active(st):
+            module = "nvidia"
+        items.append([
+            ("Address", "string", d["addr"]),
+            ("Segment", "string", "0x" + seg), ("Bus", "string", "0x" + bus),
+            ("Slot", "string", "0x" + slot), ("Function", "string", "0x" + fn),
+            ("VMkernel Name", "string", "" if active else d["vmkname"]),
+            ("Vendor Name", "string", d["vendor"]), ("Device Name", "string", d["device"]),
+            ("Configured Owner", "string", "VM Passthru" if d["passthru"] else "VMkernel"),
+            ("Current Owner", "string", "VM Passthru" if active else "VMkernel"),
+            ("Vendor ID", "string", d["vendor_id"]), ("Device ID", "string", d["device_id"]),
+            ("Device Class", "string", d["class"]),
+            ("Device Class Name", "string", d["class_name"]),
+            ("Module Name", "string", module),
+            ("Passthru Capable", "boolean", d["capable"]),
+        ])
+    return ("list", "PCIDevice", items, ("block", "Address", True))
+
+
+MODULE_PARAMS = {
+    "nmlx5_core": [("max_vfs", "array of uint", "Number of PCI VFs to initialize"),
+                   ("pfcrx", "int", "Priority based Flow Control policy on RX"),
+                   ("pfctx", "int", "Priority based Flow Control policy on TX"),
+                   ("trust_state", "uint", "Port policy to calculate the switch priority"),
+                   ("supported_num_ports", "int", "Maximum number of supported ports")],
+    "nmlx5_rdma": [("dscp_force", "int", "Force DSCP value for RoCE traffic"),
+                   ("pcp_force", "int", "Force PCP value for RoCE traffic")],
+}
+
+
+def module_need(o, spec):
+    name = need(o, "mod", spec)
+    if name not in MODULE_PARAMS:
+        raise EsxcliError("Unable to find module %s" % name)
+    return name
+
+
+def c_module_list(st, args):
+    spec = {"mod": ("m", "module", True, False)}
+    o = parse_opts(args, spec)
+    name = module_need(o, spec)
+    values = {}
+    for word in st["modules"].get(name, "").split():
+        k, _, v = word.partition("=")
+        values[k] = v
+    items = [[("Name", "string", p), ("Type", "string", t), ("Value", "string", values.get(p, "")),
+              ("Description", "string", desc)] for p, t, desc in MODULE_PARAMS[name]]
+    return ("list", "ModuleParameter", items,
+            ("table", [("Name", "l"), ("Type", "l"), ("Value", "l"), ("Description", "l")]))
+
+
+def c_module_set(st, args):
+    spec = {"mod": ("m", "module", True, False), "params": ("p", "parameter-string", True, False),
+            "append": ("a", "append", False, False), "force": ("f", "force", False, False)}
+    o = parse_opts(args, spec)
+    name = module_need(o, spec)
+    params = need(o, "params", spec)
+    known = {p for p, _, _ in MODULE_PARAMS[name]}
+    for word in params.split():
+        k = word.partition("=")[0]
+        if k not in known and not o.get("force"):
+            raise EsxcliError("Unable to set module parameters: unknown parameter '%s' for "
+                              "module %s" % (k, name))
+    if o.get("append") and st["modules"].get(name):
+        params = st["modules"][name] + " " + params
+    st["modules"][name] = params
+    return ("none",)
+
+
+def c_firewall_list(st, args):
+    o = parse_opts(args, {"rs": ("r", "ruleset-id", True, False)})
+    names = sorted(st["firewall"])
+    if "rs" in o:
+        if o["rs"] not in st["firewall"]:
+            raise EsxcliError("Invalid Ruleset Id: %s" % o["rs"])
+        names = [o["rs"]]
+    items = [[("Name", "string", n), ("Enabled", "boolean", st["firewall"][n])] for n in names]
+    return ("list", "Ruleset", items, ("table", [("Name", "l"), ("Enabled", "r")]))
+
+
+def c_firewall_set(st, args):
+    spec = {"rs": ("r", "ruleset-id", True, False), "en": ("e", "enabled", True, False),
+            "all": ("a", "allowed-all", True, False)}
+    o = parse_opts(args, spec)
+    name = need(o, "rs", spec)
+    if name not in st["firewall"]:
+        raise EsxcliError("Invalid Ruleset Id: %s" % name)
+    if "en" in o:
+        st["firewall"][name] = parse_bool(o["en"], "enabled")
+    if "all" in o:
+        parse_bool(o["all"], "allowed-all")
+    return ("none",)
+
+
+ADV_DESC = {"/Net/PVRDMAVmknic": "Vmknic for PVRDMA",
+            "/Net/FollowHardwareMac": "If set to 1, the management interface MAC address will "
+                                      "update to the new hardware MAC address"}
+
+
+def adv_fields(path, value):
+    if isinstance(value, int):
+        return [("Path", "string", path), ("Type", "string", "integer"),
+                ("Int Value", "integer", value), ("Default Int Value", "integer", 0),
+                ("Min Value", "integer", 0), ("Max Value", "integer", 1),
+                ("String Value", "string", ""), ("Default String Value", "string", ""),
+                ("Valid Characters", "string", ""), ("Description", "string", ADV_DESC[path])]
+    return [("Path", "string", path), ("Type", "string", "string"),
+            ("Int Value", "integer", 0), ("Default Int Value", "integer", 0),
+            ("Min Value", "integer", 0), ("Max Value", "integer", 0),
+            ("String Value", "string", value), ("Default String Value", "string", ""),
+            ("Valid Characters", "string", "**"), ("Description", "string", ADV_DESC[path])]
+
+
+def c_advanced_list(st, args):
+    o = parse_opts(args, {"opt": ("o", "option", True, False),
+                          "delta": ("d", "delta", False, False)})
+    paths = sorted(st["advanced"])
+    if "opt" in o:
+        if o["opt"] not in st["advanced"]:
+            raise EsxcliError("Unable to find option %s" % o["opt"].lstrip("/").split("/")[-1])
+        paths = [o["opt"]]
+    items = [adv_fields(p, st["advanced"][p]) for p in paths]
+    return ("list", "SettingsAdvancedOption", items, ("block", None, True))
+
+
+def c_advanced_set(st, args):
+    spec = {"opt": ("o", "option", True, False), "str": ("s", "string-value", True, False),
+            "int": ("i", "int-value", True, False), "default": ("d", "default", False, False)}
+    o = parse_opts(args, spec)
+    path = need(o, "opt", spec)
+    if path not in st["advanced"]:
+        raise EsxcliError("Unable to find option %s" % path.lstrip("/").split("/")[-1])
+    cur = st["advanced"][path]
+    if o.get("default"):
+        st["advanced"][path] = 0 if isinstance(cur, int) else ""
+    elif isinstance(cur, int):
+        if "int" not in o:
+            raise EsxcliError("Error: Missing required parameter -i|--int-value")
+        try:
+            st["advanced"][path] = int(o["int"])
+        except ValueError:
+            raise EsxcliError("Error: Invalid integer value '%s'" % o["int"]) from None
+    else:
+        if "str" not in o:
+            raise EsxcliError("Error: Missing required parameter -s|--string-value")
+        st["advanced"][path] = o["str"]
+    return ("none",)
+
+
+def c_mm_get(st, args):
+    parse_opts(args, {})
+    return ("scalar", "string", "Enabled" if st["maintenance"] else "Disabled")
+
+
+def c_mm_set(st, args):
+    spec = {"en": ("e", "enable", True, False), "timeout": ("t", "timeout", True, False),
+            "vsan": ("m", "vsanmode", True, False)}
+    o = parse_opts(args, spec)
+    enable = parse_bool(need(o, "en", spec), "enable")
+    if st["maintenance"] == enable:
+        raise EsxcliError("Maintenance mode is already %s." % ("enabled" if enable else "disabled"))
+    st["maintenance"] = enable
+    return ("none",)
+
+
+def c_ntp_get(st, args):
+    parse_opts(args, {})
+    n = st["ntp"]
+    return ("struct", "NTPConfig",
+            [("Enabled", "boolean", n["enabled"]), ("Loglevel", "string", n["loglevel"]),
+             ("Server", "string[]", n["servers"])], ("simple", None))
+
+
+def c_ntp_set(st, args):
+    spec = {"en": ("e", "enabled", True, False), "srv": ("s", "server", True, True),
+            "reset": ("r", "reset", False, False), "log": ("l", "loglevel", True, False)}
+    o = parse_opts(args, spec)
+    n = st["ntp"]
+    if o.get("reset"):
+        n.update(enabled=False, servers=[], loglevel="warning")
+    if "srv" in o:
+        n["servers"] = o["srv"]
+    if "log" in o:
+        n["loglevel"] = o["log"]
+    if "en" in o:
+        en = parse_bool(o["en"], "enabled")
+        if en and not n["servers"]:
+            raise EsxcliError("Unable to enable NTP: no NTP servers are configured")
+        n["enabled"] = en
+    return ("none",)
+
+
+def c_shutdown_reboot(st, args):
+    spec = {"reason": ("r", "reason", True, False), "delay": ("d", "delay", True, False)}
+    o = parse_opts(args, spec)
+    need(o, "reason", spec)
+    if not st["maintenance"]:
+        raise EsxcliError("Unable to reboot the host: the host is not in maintenance mode.")
+    return ("reboot",)
+
+
+ESXCLI = {
+    ("graphics", "host", "get"): c_graphics_host_get,
+    ("graphics", "host", "set"): c_graphics_host_set,
+    ("graphics", "device", "list"): c_graphics_device_list,
+    ("software", "vib", "list"): c_vib_list,
+    ("software", "vib", "install"): c_vib_install,
+    ("software", "vib", "update"): c_vib_install,
+    ("hardware", "pci", "pcipassthru", "list"): c_passthru_list,
+    ("hardware", "pci", "pcipassthru", "set"): c_passthru_set,
+    ("hardware", "pci", "list"): c_pci_list,
+    ("system", "module", "parameters", "list"): c_module_list,
+    ("system", "module", "parameters", "set"): c_module_set,
+    ("network", "firewall", "ruleset", "list"): c_firewall_list,
+    ("network", "firewall", "ruleset", "set"): c_firewall_set,
+    ("system", "settings", "advanced", "list"): c_advanced_list,
+    ("system", "settings", "advanced", "set"): c_advanced_set,
+    ("system", "maintenanceMode", "get"): c_mm_get,
+    ("system", "maintenanceMode", "set"): c_mm_set,
+    ("system", "ntp", "get"): c_ntp_get,
+    ("system", "ntp", "set"): c_ntp_set,
+    ("system", "shutdown", "reboot"): c_shutdown_reboot,
+}
+
+
+def esxcli(ctx, argv):
+    formatter = None
+    i = 1
+    while i < len(argv) and argv[i].startswith("--"):
+        name, eq, value = argv[i][2:].partition("=")
+        if name == "formatter":
+            if not eq:
+                i += 1
+                value = argv[i] if i < len(argv) else ""
+            formatter = value
+        elif name not in ("debug",):
+            ctx.io.err("Error: Invalid option %s\n" % argv[i])
+            return 1
+        i += 1
+    if formatter not in (None, "xml", "keyvalue", "csv"):
+        ctx.io.err("Error: Invalid formatter '%s'. Valid formatters are: csv, keyvalue, xml\n"
+                   % formatter)
+        return 1
+    words = []
+    j = i
+    while j < len(argv) and not argv[j].startswith("-"):
+        words.append(argv[j])
+        j += 1
+    handler = ESXCLI.get(tuple(words))
+    if handler is None:
+        ctx.io.err("Error: Unknown command or namespace %s\n" % " ".join(words))
+        return 1
+    with simlab.Lock(ctx.host):
+        st = load_state(ctx.host)
+        try:
+            res = handler(st, argv[j:])
+        except EsxcliError as e:
+            ctx.io.err(str(e) + "\n")
+            return 1
+        if res[0] == "reboot":
+            apply_reboot(st, ctx.host)
+            save_state(ctx.host, st)
+            raise Exit()
+        save_state(ctx.host, st)
+    ctx.io.out(render(res, formatter))
+    return 0
+
+
+# ------------------------------------------------------------------ other commands
+
+def qline(key, value, level):
+    return ("    " * level + key).ljust(42) + ": " + value + "\n"
+
+
+def nvidia_smi(ctx, argv):
+    with simlab.Lock(ctx.host):
+        st = load_state(ctx.host)
+        if not vib_active(st):
+            ctx.io.err("sh: nvidia-smi: not found\n")
+            return 127
+        gpus = [d for d in st["pci"] if d.get("gpu") and not d["passthru_active"]]
+        args = argv[1:]
+        if args[:1] in (["-e"], ["--ecc-config"]) or (args and args[0].startswith("--ecc-config=")):
+            val = args[1] if args[0] == "-e" and len(args) > 1 else args[0].partition("=")[2]
+            if val not in ("0", "1", "ENABLED", "DISABLED"):
+                ctx.io.err("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n")
+                return 2
+            on = val in ("1", "ENABLED")
+            st["ecc"]["pending"] = "Enabled" if on else "Disabled"
+            save_state(ctx.host, st)
+            for d in gpus:
+                ctx.io.out("%s ECC support for GPU %s.\n"
+                           % ("Enabled" if on else "Disabled", gpu_busid(d)))
+            ctx.io.out("All done.\nReboot required.\n")
+            return 0
+        if args[:1] == ["-q"]:
+            out = ["\n", "==============NVSMI LOG==============\n", "\n",
+                   "Timestamp".ljust(42) + ": " + time.strftime("%a %b %d %H:%M:%S %Y") + "\n",
+                   "Driver Version".ljust(42) + ": 535.154.02\n",
+                   "CUDA Version".ljust(42) + ": Not Found\n", "\n",
+                   "Attached GPUs".ljust(42) + ": %d\n" % len(gpus)]
+            only_ecc = "-d" in args and "ECC" in args
+            for d in gpus:
+                out.append("GPU %s\n" % gpu_busid(d))
+                if not only_ecc:
+                    out.append(qline("Product Name", "NVIDIA A100-PCIE-40GB", 1))
+                    out.append("    GPU Virtualization Mode\n")
+                    out.append(qline("Virtualization Mode", "Host VGPU", 2))
+                    out.append(qline("Host VGPU Mode", "SR-IOV", 2))
+                out.append("    ECC Mode\n")
+                out.append(qline("Current", st["ecc"]["current"], 2))
+                out.append(qline("Pending", st["ecc"]["pending"], 2))
+                out.append("\n")
+            ctx.io.out("".join(out))
+            return 0
+        ctx.io.err("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n")
+        return 2
+
+
+def gpu_busid(d):
+    return "0000" + d["addr"].upper()
+
+
+def vmware(ctx, argv):
+    with simlab.Lock(ctx.host):
+        st = load_state(ctx.host)
+    v = st["version"]
+    if argv[1:] == ["-v"]:
+        ctx.io.out("VMware ESXi %s build-%s\n" % (v, BUILDS.get(v, "1")))
+        return 0
+    if argv[1:] == ["-l"]:
+        major = v.rsplit(".", 1)[0]
+        upd = v.rsplit(".", 1)[1]
+        ctx.io.out("VMware ESXi %s%s\n" % (major, " GA" if upd == "0" else " Update %s" % upd))
+        return 0
+    ctx.io.err("vmware: unrecognized option\n")
+    return 1
+
+
+def reboot(ctx, argv):
+    with simlab.Lock(ctx.host):
+        st = load_state(ctx.host)
+        apply_reboot(st, ctx.host)
+        save_state(ctx.host, st)
+    raise Exit()
+
+
+def echo(ctx, argv):
+    args = argv[1:]
+    newline = True
+    if args[:1] == ["-n"]:
+        newline = False
+        args = args[1:]
+    ctx.io.out(" ".join(args) + ("\n" if newline else ""))
+    return 0
+
+
+def sleep(ctx, argv):
+    try:
+        time.sleep(float(argv[1]))
+    except (IndexError, ValueError):
+        ctx.io.err("sleep: invalid number '%s'\n" % " ".join(argv[1:]))
+        return 1
+    return 0
+
+
+def hostname(ctx, argv):
+    ctx.io.out(ctx.host.name + "\n")
+    return 0
+
+
+def exit_cmd(ctx, argv):
+    ctx.exit_status = int(argv[1]) if len(argv) > 1 and argv[1].isdigit() else ctx.last
+    raise Exit()
+
+
+COMMANDS = {
+    "esxcli": esxcli, "nvidia-smi": nvidia_smi, "vmware": vmware, "reboot": reboot,
+    "echo": echo, "sleep": sleep, "hostname": hostname, "exit": exit_cmd,
+    "true": lambda ctx, argv: 0, "false": lambda ctx, argv: 1,
+}
+
+
+# ------------------------------------------------------------------ the shell
+
+class ShellSyntax(Exception):
+    pass
+
+
+def parse(line):
+    """Split into [(op, argv)] where op joins it to the previous: ';', '&&', '||'."""
+    lex = shlex.shlex(line, posix=True, punctuation_chars=";&|\n")
+    lex.whitespace = " \t\r"
+    lex.whitespace_split = True
+    seq, words, op = [], [], ";"
+    try:
+        tokens = list(lex)
+    except ValueError as e:
+        raise ShellSyntax("sh: syntax error: %s" % e) from None
+    for tok in tokens:
+        if tok and set(tok) <= set(";&|\n"):
+            stripped = tok.replace("\n", "")
+            if stripped in ("", ";"):
+                newop = ";"
+            elif stripped in ("&&", "||"):
+                newop = stripped
+            else:
+                raise ShellSyntax("sh: syntax error: unsupported operator '%s'" % stripped)
+            if words:
+                seq.append((op, words))
+                words = []
+                op = newop
+            elif newop != ";":
+                raise ShellSyntax("sh: syntax error: unexpected \"%s\"" % newop)
+            continue
+        words.append(tok)
+    if words:
+        seq.append((op, words))
+    elif op in ("&&", "||"):
+        raise ShellSyntax("sh: syntax error: end of input after \"%s\"" % op)
+    return seq
+
+
+class Ctx:
+    def __init__(self, host, io):
+        self.host = host
+        self.io = io
+        self.last = 0
+        self.exit_status = None
+
+
+def run_simple(ctx, argv):
+    with simlab.Lock(ctx.host):
+        fault = simlab.take_fault(ctx.host, " ".join(argv))
+    if fault and fault[0] == "drop":
+        simlab.drop_session()
+    delay = simlab.latency_ms(ctx.host)
+    if delay > 0:
+        time.sleep(delay / 1000.0)
+    if fault and fault[0] == "fail":
+        text = fault[1] if fault[1].endswith("\n") else fault[1] + "\n"
+        (ctx.io.out if fault[3] == "stdout" else ctx.io.err)(text)
+        return fault[2]
+    fn = COMMANDS.get(argv[0])
+    if fn is None:
+        ctx.io.err("sh: %s: not found\n" % argv[0])
+        return 127
+    return fn(ctx, argv)
+
+
+def run_line(ctx, line):
+    try:
+        seq = parse(line)
+    except ShellSyntax as e:
+        ctx.io.err(str(e) + "\n")
+        ctx.last = 2
+        return 2
+    for op, argv in seq:
+        if op == "&&" and ctx.last != 0:
+            continue
+        if op == "||" and ctx.last == 0:
+            continue
+        ctx.last = run_simple(ctx, argv)
+        ctx.io.stdout.flush()
+        ctx.io.stderr.flush()
+    return ctx.last
+
+
+def refuse_if_down(host):
+    st = simlab.read_json(host.path("state.json"), None)
+    if st and st.get("down_until", 0) > time.time():
+        simlab.log_command(host, os.environ.get("SSH_ORIGINAL_COMMAND", "(shell)"),
+                           leaf="refused.log")
+        simlab.drop_session()
+
+
+def session(host):
+    """Entry point from tests/sim/dispatch; returns the exit status."""
+    refuse_if_down(host)
+    io = Out()
+    ctx = Ctx(host, io)
+    command = os.environ.get("SSH_ORIGINAL_COMMAND")
+    if command is not None:
+        simlab.log_command(host, command)
+        try:
+            return run_line(ctx, command)
+        except Exit:
+            if ctx.exit_status is not None:
+                return ctx.exit_status
+            simlab.drop_session()
+    # Interactive shell (a PTY): prompt, one line at a time.
+    prompt = "[root@%s:~] " % host.name
+    while True:
+        io.out(prompt)
+        io.stdout.flush()
+        line = sys.stdin.readline()
+        if not line:
+            return ctx.last
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            continue
+        simlab.log_command(host, line)
+        try:
+            run_line(ctx, line)
+        except Exit:
+            if ctx.exit_status is not None:
+                return ctx.exit_status
+            simlab.drop_session()

@@ -1,0 +1,204 @@
+"""simlab - plumbing shared by the lab's simulators (tests/sim/).
+
+The lab sshd runs tests/sim/dispatch for every session (ForceCommand).  The
+dispatcher finds the simulated host from the address the client dialled and
+hands over to a simulator; this module gives simulators what they share:
+
+- the host record from the lab inventory (address, kind, name, key=value
+  attributes) and the host's own directory under $GC_LAB_DIR/hosts/<name>/;
+- a file lock (flock on hosts/<name>/lock) around state read-modify-write;
+- the command log hosts/<name>/commands.log: one line per command received,
+  "<UTC ISO-8601 timestamp with ms> <command>" with backslash, newline and
+  carriage return escaped as \\\\, \\n and \\r;
+- faults from the control file hosts/<name>/control.json (see docs/lab.md):
+  latency_ms, drop_after, fail_once, reboot_seconds;
+- drop_session(): end the SSH connection the way a dying host does, by
+  killing this session's sshd process (the client sees the socket close, no
+  exit status; ssh(1) would exit 255).
+
+Only the standard library, and only light modules: a session starts a fresh
+Python for every exec, so start-up time is latency the tests pay.
+"""
+
+import fcntl
+import json
+import os
+import signal
+import sys
+import time
+
+
+class Host:
+    def __init__(self, lab, address, kind, name, attrs):
+        self.lab = lab
+        self.address = address
+        self.kind = kind
+        self.name = name
+        self.attrs = attrs
+        self.dir = os.path.join(lab, "hosts", name)
+
+    def path(self, leaf):
+        return os.path.join(self.dir, leaf)
+
+
+def lab_dir():
+    lab = os.environ.get("GC_LAB_DIR")
+    if not lab:
+        raise SystemExit("gclab: GC_LAB_DIR is not set (is this the lab sshd?)")
+    return lab
+
+
+def dialled_address():
+    """The server address of this SSH connection: 3rd field of SSH_CONNECTION."""
+    conn = os.environ.get("SSH_CONNECTION", "").split()
+    return conn[2] if len(conn) >= 3 else os.environ.get("GC_SIM_ADDR", "")
+
+
+def find_host(lab, address):
+    try:
+        with open(os.path.join(lab, "inventory"), encoding="utf-8") as f:
+            for line in f:
+                parts = line.split()
+                if not parts or parts[0].startswith("#") or len(parts) < 3:
+                    continue
+                if parts[0] == address:
+                    attrs = dict(p.split("=", 1) for p in parts[3:] if "=" in p)
+                    return Host(lab, parts[0], parts[1], parts[2], attrs)
+    except FileNotFoundError:
+        pass
+    return None
+
+
+class Lock:
+    """flock() on hosts/<name>/lock; a with-statement holds it."""
+
+    def __init__(self, host):
+        self.path = host.path("lock")
+        self.fd = -1
+
+    def __enter__(self):
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+        self.fd = -1
+
+
+def read_json(path, default):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return default
+
+
+def write_json(path, data):
+    """Atomic replace (the host directory belongs to the lab user)."""
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _escape(text):
+    return text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def log_command(host, command, leaf="commands.log"):
+    now = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now))
+    line = "%s.%03dZ %s\n" % (stamp, int(now * 1000) % 1000, _escape(command))
+    fd = os.open(host.path(leaf), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, line.encode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+
+
+def read_control(host):
+    return read_json(host.path("control.json"), {})
+
+
+def write_control(host, control):
+    if control:
+        write_json(host.path("control.json"), control)
+    else:
+        try:
+            os.unlink(host.path("control.json"))
+        except FileNotFoundError:
+            pass
+
+
+def latency_ms(host, control=None):
+    if control is None:
+        control = read_control(host)
+    if "latency_ms" in control:
+        return int(control["latency_ms"])
+    try:
+        return int(os.environ.get("GC_SIM_LATENCY_MS", "0") or 0)
+    except ValueError:
+        return 0
+
+
+def take_fault(host, command):
+    """Consume one-shot faults for the command about to run (lock held).
+
+    Returns None, ("drop",) or ("fail", message, exit_status, stream).
+    drop_after N: N commands run normally, the next drops the connection.
+    fail_once {"match": prefix, "message": text, "exit": 1, "stream": "stderr"}:
+    the first command starting with prefix fails with that text, once.
+    """
+    control = read_control(host)
+    result = None
+    changed = False
+    if "drop_after" in control:
+        n = int(control["drop_after"])
+        if n <= 0:
+            del control["drop_after"]
+            result = ("drop",)
+        else:
+            control["drop_after"] = n - 1
+        changed = True
+    fail = control.get("fail_once")
+    if result is None and fail and command.startswith(fail.get("match", "")):
+        del control["fail_once"]
+        changed = True
+        result = ("fail", fail.get("message", "Error: injected failure"),
+                  int(fail.get("exit", 1)), fail.get("stream", "stderr"))
+    if changed:
+        write_control(host, control)
+    return result
+
+
+def _ppid_comm(pid):
+    with open("/proc/%d/stat" % pid, encoding="utf-8", errors="replace") as f:
+        data = f.read()
+    comm = data[data.index("(") + 1:data.rindex(")")]
+    ppid = int(data[data.rindex(")") + 2:].split()[1])
+    return ppid, comm
+
+
+def drop_session():
+    """Kill this session's sshd process: the connection drops, no output."""
+    try:
+        sys.stdout.flush()
+    except Exception:
+        pass
+    pid = os.getpid()
+    for _ in range(8):
+        try:
+            ppid, _comm = _ppid_comm(pid)
+            _pp, comm = _ppid_comm(ppid)
+        except (OSError, ValueError, IndexError):
+            break
+        if comm == "sshd":
+            try:
+                os.kill(ppid, signal.SIGKILL)
+            except OSError:
+                pass
+            break
+        pid = ppid
+    os._exit(255)
