@@ -101,6 +101,28 @@ const char *gc_esxi_facts_nmlx5_param(const struct gc_esxi_facts *f, const char 
 /* -1 when the ruleset is unknown. */
 int gc_esxi_facts_ruleset(const struct gc_esxi_facts *f, const char *name);
 
+/* ---------------------------------------------------------------- changing commands */
+
+struct gc_resource;
+
+/*
+ * The one esxcli (or nvidia-smi) command that brings resource r to its
+ * desired properties.  `facts` (may be NULL) is the host as last observed:
+ * `module parameters set -p` replaces the module's whole parameter string,
+ * so parameters we do not manage are carried over from it.  Every value is checked against its strict pattern
+ * (include/gc/pattern.h) before it is placed on the command line, and
+ * free-form values are single-quoted; a value that fails is GC_EINVAL naming
+ * the resource, and nothing is sent.  *out is gc_xmalloc'd.
+ */
+int gc_esxi_command(char **out, const struct gc_resource *r, const struct gc_esxi_facts *facts,
+		    struct gc_error *err);
+
+/* Fixed commands of the synthesized steps. */
+#define GC_ESXI_CMD_ENTER_MAINTENANCE "esxcli system maintenanceMode set -e true"
+#define GC_ESXI_CMD_EXIT_MAINTENANCE "esxcli system maintenanceMode set -e false"
+#define GC_ESXI_CMD_REBOOT "esxcli system shutdown reboot -r gpuclusterctl"
+#define GC_ESXI_CMD_PING "vmware -v"
+
 /* Parse `vmware -v` ("VMware ESXi 8.0.0 build-20513097"); 0 or GC_EREMOTE. */
 int gc_esxi_parse_version(char **version, char **build, const char *line, struct gc_error *err);
 
