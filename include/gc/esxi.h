@@ -57,6 +57,14 @@ struct gc_esxi_passthru {
 	char pci[16];
 	bool enabled;
 };
+struct gc_esxi_pci {
+	char pci[16];
+	bool configured_passthru; /* Configured Owner: VM Passthru */
+	bool current_passthru;    /* Current Owner: VM Passthru (what runs now) */
+	char *vendor_id;          /* "0x10de" */
+	char *device_id;
+	char *device_name;
+};
 struct gc_esxi_ruleset {
 	char *name;
 	bool enabled;
@@ -72,6 +80,10 @@ struct gc_esxi_facts {
 	size_t nvibs;
 	struct gc_esxi_passthru *passthru;
 	size_t npassthru;
+	struct gc_esxi_vib *rebooting_vibs; /* image active after the next reboot; */
+	size_t nrebooting_vibs;             /* empty when no reboot is pending */
+	struct gc_esxi_pci *pci;
+	size_t npci;
 	struct gc_esxcli_field *nmlx5_params; /* nmlx5_core parameters with a value */
 	size_t nnmlx5_params;
 	bool nmlx5_core_present;
@@ -85,6 +97,9 @@ struct gc_esxi_facts {
 	int ecc_pending;
 	char **failed;           /* sections whose command failed: "graphics host get: <why>" */
 	size_t nfailed;
+	/* derived: configured state that only a reboot makes current */
+	bool reboot_pending;
+	char *reboot_pending_why; /* "passthrough of 0000:3b:00.0 configured, not active" */
 };
 
 /* The batch script for one host.  token: [A-Za-z0-9]{8,32}, unique per run. */
@@ -94,6 +109,9 @@ int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, cons
 			      size_t len, struct gc_error *err);
 void gc_esxi_facts_free(struct gc_esxi_facts *f);
 const struct gc_esxi_vib *gc_esxi_facts_vib(const struct gc_esxi_facts *f, const char *name);
+/* The VIB as installed or as pending in the rebooting image, NULL if neither. */
+const struct gc_esxi_vib *gc_esxi_facts_vib_any(const struct gc_esxi_facts *f, const char *name);
+const struct gc_esxi_pci *gc_esxi_facts_pci(const struct gc_esxi_facts *f, const char *pci);
 /* -1 when the device is not in the passthrough list. */
 int gc_esxi_facts_passthru(const struct gc_esxi_facts *f, const char *pci);
 /* Value of an nmlx5_core parameter, NULL when unset. */
@@ -122,6 +140,24 @@ int gc_esxi_command(char **out, const struct gc_resource *r, const struct gc_esx
 #define GC_ESXI_CMD_EXIT_MAINTENANCE "esxcli system maintenanceMode set -e false"
 #define GC_ESXI_CMD_REBOOT "esxcli system shutdown reboot -r gpuclusterctl"
 #define GC_ESXI_CMD_PING "vmware -v"
+
+/* ---------------------------------------------------------------- facts -> observed store */
+
+struct gc_observed;
+
+/*
+ * Record what facts say about the host's resources `res` (those of one
+ * target, from the graph) into the planner's observed store, in the same
+ * property shape as the desired side: only keys the resource wants are
+ * recorded, and the VIB's `source` (not observable) is carried over when the
+ * named VIB is installed or pending.  Also records the host's maintenance
+ * mode.  A resource whose device the host does not have (a PCI address that
+ * `hardware pci list` does not show, nmlx5_core not loaded) is reported as
+ * one line per problem in `problems` and left absent.
+ */
+void gc_esxi_record(struct gc_observed *obs, const char *host,
+		    const struct gc_resource *const *res, size_t nres,
+		    const struct gc_esxi_facts *facts, struct gc_buf *problems);
 
 /* Parse `vmware -v` ("VMware ESXi 8.0.0 build-20513097"); 0 or GC_EREMOTE. */
 int gc_esxi_parse_version(char **version, char **build, const char *line, struct gc_error *err);

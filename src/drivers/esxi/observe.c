@@ -29,6 +29,8 @@ enum section {
 	S_PVRDMA,
 	S_NTP,
 	S_ECC,
+	S_VIBS_REBOOT,
+	S_PCI,
 	S_COUNT
 };
 
@@ -43,6 +45,8 @@ static const char *const commands[S_COUNT] = {
 	[S_PVRDMA] = "esxcli --formatter=xml system settings advanced list -o /Net/PVRDMAVmknic",
 	[S_NTP] = "esxcli --formatter=xml system ntp get",
 	[S_ECC] = "nvidia-smi -q -d ECC",
+	[S_VIBS_REBOOT] = "esxcli --formatter=xml software vib list --rebooting-image",
+	[S_PCI] = "esxcli --formatter=xml hardware pci list",
 };
 
 char *gc_esxi_observe_script(const char *token)
@@ -129,6 +133,55 @@ static void parse_ecc(struct gc_esxi_facts *f, const char *text)
 	}
 }
 
+static void read_vibs(struct gc_esxi_vib **out, size_t *n, const struct gc_esxcli_result *r)
+{
+	size_t i;
+
+	*out = gc_xcalloc(r->nitems, sizeof(**out));
+	for (i = 0; i < r->nitems; i++) {
+		const char *name = gc_esxcli_get(&r->items[i], "Name");
+		const char *ver = gc_esxcli_get(&r->items[i], "Version");
+
+		if (name == NULL)
+			continue;
+		(*out)[*n].name = gc_xstrdup(name);
+		(*out)[*n].version = gc_xstrdup(ver ? ver : "");
+		(*n)++;
+	}
+}
+
+/* Configured state that is not running yet: a reboot is owed.  (Module
+ * parameters have no running view in esxcli; the journal covers those.) */
+static void derive_pending(struct gc_esxi_facts *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->npci && !f->reboot_pending; i++) {
+		if (f->pci[i].configured_passthru != f->pci[i].current_passthru) {
+			f->reboot_pending = true;
+			f->reboot_pending_why = gc_xasprintf("passthrough of %s configured %s, running %s",
+							     f->pci[i].pci,
+							     f->pci[i].configured_passthru ? "on" : "off",
+							     f->pci[i].current_passthru ? "on" : "off");
+		}
+	}
+	for (i = 0; i < f->nrebooting_vibs && !f->reboot_pending; i++) {
+		const struct gc_esxi_vib *now = gc_esxi_facts_vib(f, f->rebooting_vibs[i].name);
+
+		if (now == NULL || strcmp(now->version, f->rebooting_vibs[i].version) != 0) {
+			f->reboot_pending = true;
+			f->reboot_pending_why = gc_xasprintf("VIB %s %s installed, active after reboot",
+							     f->rebooting_vibs[i].name,
+							     f->rebooting_vibs[i].version);
+		}
+	}
+	if (!f->reboot_pending && f->ecc_current >= 0 && f->ecc_pending >= 0 &&
+	    f->ecc_current != f->ecc_pending) {
+		f->reboot_pending = true;
+		f->reboot_pending_why = gc_xasprintf("GPU ECC %s pending", f->ecc_pending ? "on" : "off");
+	}
+}
+
 static int read_section(struct gc_esxi_facts *f, int sec, const char *text, size_t len,
 			struct gc_error *err)
 {
@@ -168,16 +221,29 @@ static int read_section(struct gc_esxi_facts *f, int sec, const char *text, size
 		}
 		break;
 	case S_VIBS:
-		f->vibs = gc_xcalloc(r.nitems, sizeof(*f->vibs));
+		read_vibs(&f->vibs, &f->nvibs, &r);
+		break;
+	case S_VIBS_REBOOT:
+		read_vibs(&f->rebooting_vibs, &f->nrebooting_vibs, &r);
+		break;
+	case S_PCI:
+		f->pci = gc_xcalloc(r.nitems, sizeof(*f->pci));
 		for (i = 0; i < r.nitems; i++) {
-			const char *name = gc_esxcli_get(&r.items[i], "Name");
-			const char *ver = gc_esxcli_get(&r.items[i], "Version");
+			const struct gc_esxcli_struct *it = &r.items[i];
+			const char *addr = gc_esxcli_get(it, "Address");
+			const char *conf = gc_esxcli_get(it, "ConfiguredOwner");
+			const char *cur = gc_esxcli_get(it, "CurrentOwner");
+			struct gc_esxi_pci *d = &f->pci[f->npci];
 
-			if (name == NULL)
+			if (addr == NULL || strlen(addr) >= sizeof(d->pci))
 				continue;
-			f->vibs[f->nvibs].name = gc_xstrdup(name);
-			f->vibs[f->nvibs].version = gc_xstrdup(ver ? ver : "");
-			f->nvibs++;
+			strcpy(d->pci, addr);
+			d->configured_passthru = conf && strcmp(conf, "VM Passthru") == 0;
+			d->current_passthru = cur && strcmp(cur, "VM Passthru") == 0;
+			d->vendor_id = gc_xstrdup(gc_esxcli_get(it, "VendorID") ? gc_esxcli_get(it, "VendorID") : "");
+			d->device_id = gc_xstrdup(gc_esxcli_get(it, "DeviceID") ? gc_esxcli_get(it, "DeviceID") : "");
+			d->device_name = gc_xstrdup(gc_esxcli_get(it, "DeviceName") ? gc_esxcli_get(it, "DeviceName") : "");
+			f->npci++;
 		}
 		break;
 	case S_PASSTHRU:
@@ -306,6 +372,7 @@ int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, cons
 		gc_esxi_facts_free(&f);
 		return gc_error_set(err, GC_ENET, "observation output was cut short (no end marker)");
 	}
+	derive_pending(&f);
 	*out = f;
 	return 0;
 }
@@ -325,6 +392,18 @@ void gc_esxi_facts_free(struct gc_esxi_facts *f)
 		free(f->vibs[i].version);
 	}
 	free(f->vibs);
+	for (i = 0; i < f->nrebooting_vibs; i++) {
+		free(f->rebooting_vibs[i].name);
+		free(f->rebooting_vibs[i].version);
+	}
+	free(f->rebooting_vibs);
+	for (i = 0; i < f->npci; i++) {
+		free(f->pci[i].vendor_id);
+		free(f->pci[i].device_id);
+		free(f->pci[i].device_name);
+	}
+	free(f->pci);
+	free(f->reboot_pending_why);
 	free(f->passthru);
 	for (i = 0; i < f->nnmlx5_params; i++) {
 		free(f->nmlx5_params[i].name);
@@ -349,6 +428,29 @@ const struct gc_esxi_vib *gc_esxi_facts_vib(const struct gc_esxi_facts *f, const
 	for (i = 0; i < f->nvibs; i++) {
 		if (strcmp(f->vibs[i].name, name) == 0)
 			return &f->vibs[i];
+	}
+	return NULL;
+}
+
+const struct gc_esxi_vib *gc_esxi_facts_vib_any(const struct gc_esxi_facts *f, const char *name)
+{
+	const struct gc_esxi_vib *v = gc_esxi_facts_vib(f, name);
+	size_t i;
+
+	for (i = 0; i < f->nrebooting_vibs && v == NULL; i++) {
+		if (strcmp(f->rebooting_vibs[i].name, name) == 0)
+			v = &f->rebooting_vibs[i];
+	}
+	return v;
+}
+
+const struct gc_esxi_pci *gc_esxi_facts_pci(const struct gc_esxi_facts *f, const char *pci)
+{
+	size_t i;
+
+	for (i = 0; i < f->npci; i++) {
+		if (strcasecmp(f->pci[i].pci, pci) == 0)
+			return &f->pci[i];
 	}
 	return NULL;
 }

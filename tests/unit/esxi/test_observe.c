@@ -31,7 +31,10 @@ static void test_script_exact(void **state)
 				  "echo @@gc:T0K3N:2; esxcli --formatter=xml system maintenanceMode get "
 				  "|| echo @@gc:T0K3N:failed; "));
 	assert_non_null(strstr(s, "echo @@gc:T0K3N:10; nvidia-smi -q -d ECC || echo @@gc:T0K3N:failed; "
-				  "echo @@gc:T0K3N:end"));
+				  "echo @@gc:T0K3N:11; esxcli --formatter=xml software vib list "
+				  "--rebooting-image || echo @@gc:T0K3N:failed; "
+				  "echo @@gc:T0K3N:12; esxcli --formatter=xml hardware pci list || "
+				  "echo @@gc:T0K3N:failed; echo @@gc:T0K3N:end"));
 	assert_int_equal(strncmp(s + strlen(s) - strlen("echo @@gc:T0K3N:end"), "echo @@gc:T0K3N:end", 19), 0);
 	free(s);
 }
@@ -68,8 +71,41 @@ static void test_parse_all_sections(void **state)
 	assert_int_equal(f.ecc_current, 1);
 	assert_int_equal(f.ecc_pending, 0);
 	assert_int_equal(f.nfailed, 0);
+	/* ECC current Enabled, pending Disabled: a reboot is owed */
+	assert_true(f.reboot_pending);
+	assert_string_equal(f.reboot_pending_why, "GPU ECC off pending");
 	gc_esxi_facts_free(&f);
 	free(text);
+}
+
+#define XML_HEAD "<?xml version=\"1.0\"?><output xmlns=\"http://www.vmware.com/Products/ESX/5.0/esxcli\"><root>"
+#define XML_TAIL "</root></output>\n"
+
+static void test_pending_passthru_and_vib(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_facts f;
+	const char *text =
+		"@@gc:K:4\n" XML_HEAD "<list type=\"structure\"></list>" XML_TAIL
+		"@@gc:K:11\n" XML_HEAD "<list type=\"structure\"><structure typeName=\"VIBSummaryExt\">"
+		"<field name=\"Name\"><string>NVD-AIE_ESXi_8.0.0_Driver</string></field>"
+		"<field name=\"Version\"><string>525.105.14</string></field></structure></list>" XML_TAIL
+		"@@gc:K:12\n" XML_HEAD "<list type=\"structure\"><structure typeName=\"PCIDevice\">"
+		"<field name=\"Address\"><string>0000:3b:00.0</string></field>"
+		"<field name=\"Configured Owner\"><string>VM Passthru</string></field>"
+		"<field name=\"Current Owner\"><string>VMkernel</string></field>"
+		"<field name=\"Vendor ID\"><string>0x10de</string></field>"
+		"</structure></list>" XML_TAIL
+		"@@gc:K:end\n";
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", text, strlen(text), &err), 0);
+	assert_true(f.reboot_pending);
+	assert_string_equal(f.reboot_pending_why, "passthrough of 0000:3b:00.0 configured on, running off");
+	assert_null(gc_esxi_facts_vib(&f, "NVD-AIE_ESXi_8.0.0_Driver"));
+	assert_string_equal(gc_esxi_facts_vib_any(&f, "NVD-AIE_ESXi_8.0.0_Driver")->version, "525.105.14");
+	assert_string_equal(gc_esxi_facts_pci(&f, "0000:3B:00.0")->vendor_id, "0x10de");
+	assert_null(gc_esxi_facts_pci(&f, "0000:af:00.0"));
+	gc_esxi_facts_free(&f);
 }
 
 static void test_cut_short_is_retryable(void **state)
@@ -137,6 +173,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_script_exact),
 		cmocka_unit_test(test_parse_all_sections),
+		cmocka_unit_test(test_pending_passthru_and_vib),
 		cmocka_unit_test(test_cut_short_is_retryable),
 		cmocka_unit_test(test_failed_sections),
 		cmocka_unit_test(test_garbage_section_is_remote_error),
