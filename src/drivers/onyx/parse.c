@@ -413,16 +413,21 @@ static bool known_port_setting(const struct line *l, size_t t)
 	       (tok_is(l, t, "dcb") && tok_is(l, t + 1, "priority-flow-control"));
 }
 
-static int iface_line(struct gc_onyx_state *st, const struct line *l, size_t t,
+static int iface_line(struct gc_onyx_state *st, struct line *l, size_t t,
 		      struct gc_error *err)
 {
 	struct gc_onyx_port_id *ids = NULL;
-	size_t n = 0, i;
+	size_t n = 0, i, s = t + 3;
 	int rc = 0;
 
 	if (!tok_is(l, t + 1, "ethernet") || t + 3 > l->ntok)
 		return 0; /* port-channel, mlag-port-channel, vlan, ...: not ours */
-	if (!known_port_setting(l, t + 3))
+	if (tok_is(l, s, "no") && !l->neg) {
+		/* `interface ethernet 1/1 no qos trust`: the flat form of a negation */
+		l->neg = true;
+		s++;
+	}
+	if (!known_port_setting(l, s))
 		return 0;
 	rc = gc_onyx_ports_expand(&ids, &n, l->tok[t + 2], err);
 	if (rc)
@@ -434,7 +439,7 @@ static int iface_line(struct gc_onyx_state *st, const struct line *l, size_t t,
 			rc = gc_error_set(err, GC_ENOMEM, "more than %d ports", GC_ONYX_MAX_PORTS);
 			break;
 		}
-		if (!port_setting(ps, l, t + 3)) {
+		if (!port_setting(ps, l, s)) {
 			rc = gc_error_set(err, GC_EINVAL, "unexpected interface setting");
 			break;
 		}
