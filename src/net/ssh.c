@@ -1,0 +1,1108 @@
+/*
+ * ssh.c - the SSH transport over libssh2 (the only file that includes it).
+ *
+ * Every session runs in libssh2's non-blocking mode: each libssh2 call that
+ * would block returns LIBSSH2_ERROR_EAGAIN and we poll() the socket in the
+ * direction libssh2 asks for, until an absolute deadline (connect timeout for
+ * TCP + handshake + host key + auth, command timeout for one exec).  That is
+ * how a command that trickles output forever still times out, and how a
+ * keepalive can be sent while we wait.
+ *
+ * Host keys: we read the OpenSSH known_hosts file line by line into a
+ * libssh2 knownhost collection (lines libssh2 cannot parse - markers,
+ * certificates, unknown key types - are skipped, as OpenSSH skips what it
+ * does not use) and look up "host" (port 22) or "[host]:port", the names
+ * OpenSSH writes, hashed or not.  New keys are appended as one plain line.
+ *
+ * Errors from libssh2 are converted at this boundary: the libssh2 code goes
+ * to err->libcode, libssh2_session_last_error()'s text into the message, and
+ * the code is classified (transport -> GC_ENET, deadline -> GC_ETIMEOUT,
+ * credentials -> GC_EAUTH).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <libssh2.h>
+
+#include "gc/ssh.h"
+
+#define DEFAULT_CONNECT_MS 10000u
+#define DEFAULT_COMMAND_MS 300000u
+#define SECRET_MAX 4096
+
+struct gc_ssh_conn {
+	int fd;
+	LIBSSH2_SESSION *session;
+	bool alive;
+	char target[300]; /* user@host:port */
+	char *host;
+	unsigned port;
+	unsigned command_ms;
+	unsigned keepalive_s;
+	size_t max_output;
+};
+
+struct gc_ssh_shell {
+	struct gc_ssh_conn *conn;
+	LIBSSH2_CHANNEL *channel;
+};
+
+static atomic_uint_fast64_t stat_connections;
+static atomic_uint_fast64_t stat_commands;
+static atomic_uint_fast64_t stat_shells;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_rc;
+
+static void init_libssh2(void)
+{
+	init_rc = libssh2_init(0);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static int classify(int rc)
+{
+	switch (rc) {
+	case LIBSSH2_ERROR_TIMEOUT:
+		return GC_ETIMEOUT;
+	case LIBSSH2_ERROR_AUTHENTICATION_FAILED:
+	case LIBSSH2_ERROR_PUBLICKEY_UNVERIFIED:
+	case LIBSSH2_ERROR_PASSWORD_EXPIRED:
+	case LIBSSH2_ERROR_PUBLICKEY_PROTOCOL:
+	case LIBSSH2_ERROR_AGENT_PROTOCOL:
+		return GC_EAUTH;
+	case LIBSSH2_ERROR_FILE:
+		return GC_EINVAL;
+	case LIBSSH2_ERROR_ALLOC:
+		return GC_ERROR;
+	default:
+		/* socket, banner, KEX, MAC, decrypt, protocol, channel failures */
+		return GC_ENET;
+	}
+}
+
+/* Convert libssh2's last error into err; marks the connection dead when the
+ * failure is a transport one. */
+static int ssh_fail(struct gc_ssh_conn *c, int rc, const char *what, struct gc_error *err)
+{
+	char *msg = NULL;
+	int msglen = 0;
+	int code = classify(rc);
+
+	if (c->session != NULL)
+		libssh2_session_last_error(c->session, &msg, &msglen, 0);
+	gc_error_set(err, code, "ssh %s: %s: %s (libssh2 error %d)", c->target, what,
+		     msg && *msg ? msg : "failed", rc);
+	if (err != NULL && err->libcode == 0)
+		err->libcode = rc;
+	if (code == GC_ENET || code == GC_ETIMEOUT)
+		c->alive = false;
+	return code;
+}
+
+static int timeout_fail(struct gc_ssh_conn *c, const char *what, unsigned ms, struct gc_error *err)
+{
+	c->alive = false;
+	return gc_error_set(err, GC_ETIMEOUT, "ssh %s: %s: timed out after %u.%03u s", c->target,
+			    what, ms / 1000, ms % 1000);
+}
+
+/* ---------------------------------------------------------------- waiting */
+
+static uint64_t deadline_after(unsigned ms)
+{
+	return gc_now_ns() + (uint64_t)ms * 1000000u;
+}
+
+/*
+ * Wait until the socket is ready in the direction libssh2 is blocked on, the
+ * deadline passes (returns GC_ETIMEOUT, err untouched) or poll fails (GC_ENET).
+ * Sends keepalives while waiting when configured.
+ */
+static int wait_socket(struct gc_ssh_conn *c, uint64_t deadline, struct gc_error *err)
+{
+	struct pollfd p = {.fd = c->fd, .events = 0, .revents = 0};
+	int dir = libssh2_session_block_directions(c->session);
+	uint64_t now = gc_now_ns();
+	int ms;
+
+	if (now >= deadline)
+		return GC_ETIMEOUT;
+	if (dir & LIBSSH2_SESSION_BLOCK_INBOUND)
+		p.events |= POLLIN;
+	if (dir & LIBSSH2_SESSION_BLOCK_OUTBOUND)
+		p.events |= POLLOUT;
+	if (p.events == 0)
+		p.events = POLLIN;
+	ms = (int)((deadline - now + 999999) / 1000000);
+	if (c->keepalive_s > 0) {
+		int next = 0;
+
+		libssh2_keepalive_send(c->session, &next);
+		if (next > 0 && ms > next * 1000)
+			ms = next * 1000;
+	}
+	for (;;) {
+		int r = poll(&p, 1, ms);
+
+		if (r >= 0)
+			return 0;
+		if (errno != EINTR) {
+			c->alive = false;
+			return gc_error_set_errno(err, GC_ENET, errno, "ssh %s: poll", c->target);
+		}
+	}
+}
+
+/*
+ * Run a libssh2 call until it stops saying EAGAIN or the deadline passes.
+ * rc ends as the call's result (0 or a libssh2 code), or RC_TIMEOUT /
+ * RC_NETFAIL with err already set; lib_fail() turns any of them into a gc code.
+ */
+#define RC_TIMEOUT (-100001)
+#define RC_NETFAIL (-100002)
+#define SSH_RETRY(c, rc, call, deadline, err, what, ms)                                  \
+	do {                                                                             \
+		while (((rc) = (call)) == LIBSSH2_ERROR_EAGAIN) {                        \
+			int w_ = wait_socket((c), (deadline), (err));                    \
+			if (w_ == GC_ETIMEOUT) {                                         \
+				timeout_fail((c), (what), (ms), (err));                  \
+				(rc) = RC_TIMEOUT;                                       \
+				break;                                                   \
+			}                                                                \
+			if (w_ < 0) {                                                    \
+				(rc) = RC_NETFAIL;                                       \
+				break;                                                   \
+			}                                                                \
+		}                                                                        \
+	} while (0)
+
+static int lib_fail(struct gc_ssh_conn *c, int rc, const char *what, struct gc_error *err)
+{
+	if (rc == RC_TIMEOUT)
+		return GC_ETIMEOUT;
+	if (rc == RC_NETFAIL)
+		return GC_ENET;
+	return ssh_fail(c, rc, what, err);
+}
+
+/* ---------------------------------------------------------------- TCP */
+
+static int tcp_connect(struct gc_ssh_conn *c, uint64_t deadline, unsigned ms, struct gc_error *err)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	char port[16];
+	int rc, last_errno = 0;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	snprintf(port, sizeof(port), "%u", c->port);
+	rc = getaddrinfo(c->host, port, &hints, &res);
+	if (rc != 0)
+		return gc_error_set(err, GC_ENET, "ssh %s: cannot resolve '%s': %s", c->target,
+				    c->host, gai_strerror(rc));
+	for (ai = res; ai != NULL; ai = ai->ai_next) {
+		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+				ai->ai_protocol);
+		int one = 1;
+
+		if (fd < 0) {
+			last_errno = errno;
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
+			last_errno = errno;
+			close(fd);
+			continue;
+		}
+		for (;;) {
+			struct pollfd p = {.fd = fd, .events = POLLOUT, .revents = 0};
+			uint64_t now = gc_now_ns();
+			int soerr = 0;
+			socklen_t len = sizeof(soerr);
+			int r;
+
+			if (now >= deadline) {
+				close(fd);
+				freeaddrinfo(res);
+				return timeout_fail(c, "connect", ms, err);
+			}
+			r = poll(&p, 1, (int)((deadline - now + 999999) / 1000000));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r == 0)
+				continue;
+			getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+			if (r < 0)
+				soerr = errno;
+			if (soerr != 0) {
+				last_errno = soerr;
+				close(fd);
+				fd = -1;
+			}
+			break;
+		}
+		if (fd >= 0) {
+			c->fd = fd;
+			freeaddrinfo(res);
+			return 0;
+		}
+	}
+	freeaddrinfo(res);
+	return gc_error_set_errno(err, GC_ENET, last_errno, "ssh %s: cannot connect", c->target);
+}
+
+/* ---------------------------------------------------------------- host keys */
+
+static const char *key_type_name(int type)
+{
+	switch (type) {
+	case LIBSSH2_HOSTKEY_TYPE_RSA:
+		return "ssh-rsa";
+	case LIBSSH2_HOSTKEY_TYPE_DSS:
+		return "ssh-dss";
+	case LIBSSH2_HOSTKEY_TYPE_ECDSA_256:
+		return "ecdsa-sha2-nistp256";
+	case LIBSSH2_HOSTKEY_TYPE_ECDSA_384:
+		return "ecdsa-sha2-nistp384";
+	case LIBSSH2_HOSTKEY_TYPE_ECDSA_521:
+		return "ecdsa-sha2-nistp521";
+	case LIBSSH2_HOSTKEY_TYPE_ED25519:
+		return "ssh-ed25519";
+	}
+	return NULL;
+}
+
+static int known_key_bits(int type)
+{
+	switch (type) {
+	case LIBSSH2_HOSTKEY_TYPE_RSA:
+		return LIBSSH2_KNOWNHOST_KEY_SSHRSA;
+	case LIBSSH2_HOSTKEY_TYPE_DSS:
+		return LIBSSH2_KNOWNHOST_KEY_SSHDSS;
+	case LIBSSH2_HOSTKEY_TYPE_ECDSA_256:
+		return LIBSSH2_KNOWNHOST_KEY_ECDSA_256;
+	case LIBSSH2_HOSTKEY_TYPE_ECDSA_384:
+		return LIBSSH2_KNOWNHOST_KEY_ECDSA_384;
+	case LIBSSH2_HOSTKEY_TYPE_ECDSA_521:
+		return LIBSSH2_KNOWNHOST_KEY_ECDSA_521;
+	case LIBSSH2_HOSTKEY_TYPE_ED25519:
+		return LIBSSH2_KNOWNHOST_KEY_ED25519;
+	}
+	return LIBSSH2_KNOWNHOST_KEY_UNKNOWN;
+}
+
+static void base64(struct gc_buf *b, const unsigned char *p, size_t n, bool pad)
+{
+	static const char tab[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	size_t i;
+
+	for (i = 0; i + 2 < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+
+		gc_buf_putc(b, tab[v >> 18 & 63]);
+		gc_buf_putc(b, tab[v >> 12 & 63]);
+		gc_buf_putc(b, tab[v >> 6 & 63]);
+		gc_buf_putc(b, tab[v & 63]);
+	}
+	if (i < n) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
+
+		gc_buf_putc(b, tab[v >> 18 & 63]);
+		gc_buf_putc(b, tab[v >> 12 & 63]);
+		if (i + 1 < n)
+			gc_buf_putc(b, tab[v >> 6 & 63]);
+		else if (pad)
+			gc_buf_putc(b, '=');
+		if (pad)
+			gc_buf_putc(b, '=');
+	}
+}
+
+/* The name OpenSSH files a host under: "host" on port 22, else "[host]:port". */
+static void known_hosts_name(char *out, size_t n, const char *host, unsigned port)
+{
+	if (port == 22)
+		snprintf(out, n, "%s", host);
+	else
+		snprintf(out, n, "[%s]:%u", host, port);
+}
+
+static char *default_known_hosts(void)
+{
+	const char *home = getenv("HOME");
+
+	return gc_xasprintf("%s/.ssh/known_hosts", home && *home ? home : ".");
+}
+
+/* Load the file into kh, skipping lines libssh2 cannot use. A missing file is empty. */
+static int load_known_hosts(LIBSSH2_KNOWNHOSTS *kh, const char *path, struct gc_error *err)
+{
+	char *text = NULL, *line, *next;
+	struct gc_error e = GC_ERROR_INIT;
+
+	if (access(path, F_OK) != 0 && errno == ENOENT)
+		return 0;
+	if (gc_read_file(&text, NULL, path, (size_t)64 << 20, &e) < 0)
+		return gc_error_set(err, GC_EIO, "known_hosts: %s", e.msg);
+	for (line = text; line != NULL && *line != '\0'; line = next) {
+		size_t len;
+
+		next = strchr(line, '\n');
+		len = next ? (size_t)(next - line) : strlen(line);
+		if (next)
+			*next++ = '\0';
+		while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
+			line[--len] = '\0';
+		if (len == 0 || line[0] == '#' || line[0] == '@')
+			continue;
+		(void)libssh2_knownhost_readline(kh, line, len, LIBSSH2_KNOWNHOST_FILE_OPENSSH);
+	}
+	free(text);
+	return 0;
+}
+
+static int mkdirs(char *path, mode_t mode)
+{
+	char *p;
+
+	for (p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, mode) < 0 && errno != EEXIST) {
+			*p = '/';
+			return -1;
+		}
+		*p = '/';
+	}
+	return 0;
+}
+
+static int append_known_host(const char *path, const char *name, const char *type,
+			     const char *key64, struct gc_error *err)
+{
+	char *dir = gc_xstrdup(path);
+	struct gc_buf line = GC_BUF_INIT;
+	struct stat st;
+	int fd, rc = 0;
+
+	if (mkdirs(dir, 0700) < 0) {
+		rc = gc_error_set_errno(err, GC_EIO, errno, "cannot create the directory of '%s'",
+					path);
+		goto out;
+	}
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = gc_error_set_errno(err, GC_EIO, errno, "cannot open '%s'", path);
+		goto out;
+	}
+	flock(fd, LOCK_EX);
+	if (fstat(fd, &st) == 0 && st.st_size > 0) {
+		/* keep the file line-structured if its last line had no newline */
+		int rfd = open(path, O_RDONLY | O_CLOEXEC);
+		char last = '\n';
+
+		if (rfd >= 0) {
+			if (pread(rfd, &last, 1, st.st_size - 1) != 1)
+				last = '\n';
+			close(rfd);
+		}
+		if (last != '\n')
+			gc_buf_putc(&line, '\n');
+	}
+	gc_buf_printf(&line, "%s %s %s\n", name, type, key64);
+	if (write(fd, line.ptr, line.len) != (ssize_t)line.len)
+		rc = gc_error_set_errno(err, GC_EIO, errno, "cannot append to '%s'", path);
+	if (fsync(fd) < 0 && rc == 0)
+		rc = gc_error_set_errno(err, GC_EIO, errno, "cannot sync '%s'", path);
+	close(fd);
+out:
+	gc_buf_free(&line);
+	free(dir);
+	return rc;
+}
+
+static int check_host_key(struct gc_ssh_conn *c, const struct gc_ssh_opts *o, struct gc_error *err)
+{
+	LIBSSH2_KNOWNHOSTS *kh = NULL;
+	struct libssh2_knownhost *found = NULL;
+	const char *key, *tname, *hash;
+	char name[300];
+	char *path = o->known_hosts ? gc_xstrdup(o->known_hosts) : default_known_hosts();
+	struct gc_buf fp = GC_BUF_INIT, key64 = GC_BUF_INIT;
+	size_t len = 0;
+	int type = 0, rc = 0, check;
+
+	key = libssh2_session_hostkey(c->session, &len, &type);
+	hash = libssh2_hostkey_hash(c->session, LIBSSH2_HOSTKEY_HASH_SHA256);
+	tname = key_type_name(type);
+	if (key == NULL || hash == NULL || tname == NULL) {
+		rc = ssh_fail(c, LIBSSH2_ERROR_HOSTKEY_INIT, "reading the host key", err);
+		goto out;
+	}
+	gc_buf_puts(&fp, "SHA256:");
+	base64(&fp, (const unsigned char *)hash, 32, false);
+	base64(&key64, (const unsigned char *)key, len, true);
+	known_hosts_name(name, sizeof(name), c->host, c->port);
+
+	kh = libssh2_knownhost_init(c->session);
+	if (kh == NULL) {
+		rc = ssh_fail(c, LIBSSH2_ERROR_ALLOC, "known_hosts", err);
+		goto out;
+	}
+	if ((rc = load_known_hosts(kh, path, err)) < 0)
+		goto out;
+	check = libssh2_knownhost_check(kh, name, key, len,
+					LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW |
+						known_key_bits(type),
+					&found);
+	switch (check) {
+	case LIBSSH2_KNOWNHOST_CHECK_MATCH:
+		break;
+	case LIBSSH2_KNOWNHOST_CHECK_MISMATCH:
+		rc = gc_error_set(err, GC_EHOSTKEY,
+				  "HOST KEY CHANGED for '%s': it now offers %s key %s, which does "
+				  "not match the key recorded for '%s' in '%s'. Someone may be "
+				  "intercepting the connection, or the host was reinstalled. "
+				  "Refusing to connect (trusting new keys never replaces a known "
+				  "one); if the change is expected, remove the old entry with: "
+				  "ssh-keygen -R '%s' -f '%s'",
+				  c->host, tname, gc_buf_str(&fp), name, path, name, path);
+		break;
+	case LIBSSH2_KNOWNHOST_CHECK_NOTFOUND:
+		if (!o->trust_new_host_keys) {
+			rc = gc_error_set(err, GC_EHOSTKEY,
+					  "host key of '%s' is not known: %s key %s is not in '%s' "
+					  "under '%s'; if this is the right host, trust it with "
+					  "'ssh.trust_new_host_keys: true' in the spec or "
+					  "--trust-new-host-keys",
+					  c->host, tname, gc_buf_str(&fp), path, name);
+			break;
+		}
+		rc = append_known_host(path, name, tname, gc_buf_str(&key64), err);
+		break;
+	default:
+		rc = ssh_fail(c, LIBSSH2_ERROR_HOSTKEY_INIT, "checking the host key", err);
+		break;
+	}
+out:
+	if (kh != NULL)
+		libssh2_knownhost_free(kh);
+	gc_buf_free(&fp);
+	gc_buf_free(&key64);
+	free(path);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- authentication */
+
+/* Reads a secret into a fixed buffer (no reallocations leaving copies behind). */
+static int read_secret_file(char *out, size_t n, const char *path, struct gc_error *err)
+{
+	size_t len = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return gc_error_set_errno(err, GC_EINVAL, errno, "cannot open password file '%s'",
+					  path);
+	for (;;) {
+		ssize_t r = read(fd, out + len, n - 1 - len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+
+			close(fd);
+			explicit_bzero(out, n);
+			return gc_error_set_errno(err, GC_EINVAL, e, "cannot read password file '%s'",
+						  path);
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+		if (len == n - 1) {
+			close(fd);
+			explicit_bzero(out, n);
+			return gc_error_set(err, GC_EINVAL, "password file '%s' is too large", path);
+		}
+	}
+	close(fd);
+	out[len] = '\0';
+	if (len > 0 && out[len - 1] == '\n')
+		out[--len] = '\0';
+	if (len > 0 && out[len - 1] == '\r')
+		out[--len] = '\0';
+	return 0;
+}
+
+static int read_secret_env(char *out, size_t n, const char *name, const char *what,
+			   struct gc_error *err)
+{
+	const char *v = getenv(name);
+	size_t len;
+
+	if (v == NULL)
+		return gc_error_set(err, GC_EINVAL, "%s environment variable '%s' is not set", what,
+				    name);
+	len = strlen(v);
+	if (len >= n)
+		return gc_error_set(err, GC_EINVAL, "%s in '%s' is too long", what, name);
+	memcpy(out, v, len + 1);
+	return 0;
+}
+
+static int auth_agent(struct gc_ssh_conn *c, const char *user, uint64_t deadline, unsigned ms,
+		      struct gc_error *err)
+{
+	LIBSSH2_AGENT *agent = libssh2_agent_init(c->session);
+	struct libssh2_agent_publickey *id = NULL, *prev = NULL;
+	int rc;
+
+	if (agent == NULL)
+		return ssh_fail(c, LIBSSH2_ERROR_ALLOC, "ssh-agent", err);
+	if (libssh2_agent_connect(agent) != 0) {
+		rc = gc_error_set(err, GC_EAUTH, "ssh %s: cannot reach ssh-agent (is SSH_AUTH_SOCK set?)",
+				  c->target);
+		goto out;
+	}
+	if (libssh2_agent_list_identities(agent) != 0) {
+		rc = gc_error_set(err, GC_EAUTH, "ssh %s: cannot list ssh-agent identities",
+				  c->target);
+		goto out;
+	}
+	rc = GC_EAUTH;
+	while (libssh2_agent_get_identity(agent, &id, prev) == 0) {
+		int r;
+
+		SSH_RETRY(c, r, libssh2_agent_userauth(agent, user, id), deadline, err,
+			  "authentication", ms);
+		if (r == 0) {
+			rc = 0;
+			break;
+		}
+		if (r == RC_TIMEOUT || r == RC_NETFAIL || classify(r) != GC_EAUTH) {
+			rc = lib_fail(c, r, "ssh-agent authentication", err);
+			break;
+		}
+		prev = id;
+	}
+	libssh2_agent_disconnect(agent);
+out:
+	libssh2_agent_free(agent);
+	return rc;
+}
+
+/*
+ * Try each configured credential in turn; the last libssh2 failure is kept
+ * to explain a refusal.  Secrets live in one stack buffer, zeroed on return.
+ */
+static int authenticate(struct gc_ssh_conn *c, const struct gc_ssh_opts *o, uint64_t deadline,
+			unsigned ms, struct gc_error *err)
+{
+	char secret[SECRET_MAX];
+	const char *user = o->username;
+	struct gc_buf tried = GC_BUF_INIT;
+	int rc = GC_EAUTH, r;
+
+	secret[0] = '\0';
+	if (o->agent) {
+		struct gc_error e = GC_ERROR_INIT;
+
+		r = auth_agent(c, user, deadline, ms, &e);
+		if (r == 0) {
+			rc = 0;
+			goto out;
+		}
+		if (r == GC_ETIMEOUT || r == GC_ENET) {
+			rc = gc_error_set(err, r, "%s", e.msg);
+			goto out;
+		}
+		gc_buf_puts(&tried, "ssh-agent");
+	}
+	if (o->key_file != NULL) {
+		if (o->key_passphrase_env != NULL &&
+		    (rc = read_secret_env(secret, sizeof(secret), o->key_passphrase_env,
+					  "key passphrase", err)) < 0)
+			goto out;
+		SSH_RETRY(c, r,
+			  libssh2_userauth_publickey_fromfile_ex(c->session, user,
+								  (unsigned)strlen(user), NULL,
+								  o->key_file,
+								  o->key_passphrase_env ? secret : NULL),
+			  deadline, err, "authentication", ms);
+		explicit_bzero(secret, sizeof(secret));
+		if (r == 0) {
+			rc = 0;
+			goto out;
+		}
+		if (r == RC_TIMEOUT || r == RC_NETFAIL) {
+			rc = lib_fail(c, r, "authentication", err);
+			goto out;
+		}
+		if (r == LIBSSH2_ERROR_FILE) {
+			rc = gc_error_set(err, GC_EINVAL,
+					  "ssh %s: cannot use key file '%s' (unreadable, wrong "
+					  "passphrase or unsupported format)",
+					  c->target, o->key_file);
+			goto out;
+		}
+		if (classify(r) != GC_EAUTH) {
+			rc = ssh_fail(c, r, "public key authentication", err);
+			goto out;
+		}
+		gc_buf_printf(&tried, "%skey file '%s'", tried.len ? ", " : "", o->key_file);
+	}
+	if (o->password_env != NULL || o->password_file != NULL) {
+		if (o->password_env != NULL)
+			rc = read_secret_env(secret, sizeof(secret), o->password_env, "password", err);
+		else
+			rc = read_secret_file(secret, sizeof(secret), o->password_file, err);
+		if (rc < 0)
+			goto out;
+		SSH_RETRY(c, r,
+			  libssh2_userauth_password_ex(c->session, user, (unsigned)strlen(user),
+						       secret, (unsigned)strlen(secret), NULL),
+			  deadline, err, "authentication", ms);
+		explicit_bzero(secret, sizeof(secret));
+		if (r == 0) {
+			rc = 0;
+			goto out;
+		}
+		if (r == RC_TIMEOUT || r == RC_NETFAIL) {
+			rc = lib_fail(c, r, "authentication", err);
+			goto out;
+		}
+		if (classify(r) != GC_EAUTH) {
+			rc = ssh_fail(c, r, "password authentication", err);
+			goto out;
+		}
+		if (o->password_env != NULL)
+			gc_buf_printf(&tried, "%spassword from $%s", tried.len ? ", " : "",
+				      o->password_env);
+		else
+			gc_buf_printf(&tried, "%spassword from file '%s'", tried.len ? ", " : "",
+				      o->password_file);
+	}
+	if (tried.len == 0)
+		rc = gc_error_set(err, GC_EINVAL,
+				  "ssh %s: no credentials configured (password_env, "
+				  "password_file, key_file or agent)",
+				  c->target);
+	else
+		rc = gc_error_set(err, GC_EAUTH, "ssh %s: authentication failed for user '%s' "
+				  "(tried: %s)", c->target, user, gc_buf_str(&tried));
+out:
+	explicit_bzero(secret, sizeof(secret));
+	gc_buf_free(&tried);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- connect */
+
+int gc_ssh_connect(struct gc_ssh_conn **out, const struct gc_ssh_opts *o, struct gc_error *err)
+{
+	struct gc_ssh_conn *c;
+	unsigned ms;
+	uint64_t deadline;
+	int rc;
+
+	if (o->host == NULL || *o->host == '\0')
+		return gc_error_set(err, GC_EINVAL, "ssh: no host given");
+	if (o->username == NULL || *o->username == '\0')
+		return gc_error_set(err, GC_EINVAL, "ssh '%s': no user name given", o->host);
+	pthread_once(&init_once, init_libssh2);
+	if (init_rc != 0)
+		return gc_error_set(err, GC_ERROR, "ssh: libssh2_init failed (%d)", init_rc);
+
+	ms = o->connect_timeout_ms ? o->connect_timeout_ms : DEFAULT_CONNECT_MS;
+	deadline = deadline_after(ms);
+	c = gc_xcalloc(1, sizeof(*c));
+	c->fd = -1;
+	c->alive = true;
+	c->host = gc_xstrdup(o->host);
+	c->port = o->port ? o->port : 22;
+	c->command_ms = o->command_timeout_ms ? o->command_timeout_ms : DEFAULT_COMMAND_MS;
+	c->keepalive_s = o->keepalive_s;
+	c->max_output = o->max_output ? o->max_output : GC_SSH_OUTPUT_MAX;
+	snprintf(c->target, sizeof(c->target), "%s@%s%s%s:%u", o->username,
+		 strchr(o->host, ':') ? "[" : "", o->host, strchr(o->host, ':') ? "]" : "",
+		 c->port);
+
+	atomic_fetch_add(&stat_connections, 1);
+	if ((rc = tcp_connect(c, deadline, ms, err)) < 0)
+		goto fail;
+	c->session = libssh2_session_init();
+	if (c->session == NULL) {
+		rc = gc_error_set(err, GC_ERROR, "ssh %s: cannot create a session", c->target);
+		goto fail;
+	}
+	libssh2_session_set_blocking(c->session, 0);
+	if (c->keepalive_s > 0)
+		libssh2_keepalive_config(c->session, 1, c->keepalive_s);
+	SSH_RETRY(c, rc, libssh2_session_handshake(c->session, c->fd), deadline, err, "handshake",
+		  ms);
+	if (rc != 0) {
+		rc = lib_fail(c, rc, "handshake", err);
+		goto fail;
+	}
+	/* The host key is checked before a credential is sent. */
+	if ((rc = check_host_key(c, o, err)) < 0)
+		goto fail;
+	if ((rc = authenticate(c, o, deadline, ms, err)) < 0)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	c->alive = false;
+	gc_ssh_free(c);
+	return rc;
+}
+
+void gc_ssh_free(struct gc_ssh_conn *c)
+{
+	if (c == NULL)
+		return;
+	if (c->session != NULL) {
+		if (c->alive) {
+			uint64_t deadline = deadline_after(500);
+			int rc;
+
+			while ((rc = libssh2_session_disconnect(c->session, "bye")) ==
+			       LIBSSH2_ERROR_EAGAIN)
+				if (wait_socket(c, deadline, NULL) < 0)
+					break;
+		}
+		libssh2_session_free(c->session);
+	}
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->host);
+	free(c);
+}
+
+bool gc_ssh_alive(const struct gc_ssh_conn *c)
+{
+	return c != NULL && c->alive;
+}
+
+const char *gc_ssh_target(const struct gc_ssh_conn *c)
+{
+	return c->target;
+}
+
+void gc_ssh_set_command_timeout(struct gc_ssh_conn *c, unsigned timeout_ms)
+{
+	c->command_ms = timeout_ms ? timeout_ms : DEFAULT_COMMAND_MS;
+}
+
+/* ---------------------------------------------------------------- exec */
+
+static int dead_fail(struct gc_ssh_conn *c, struct gc_error *err)
+{
+	return gc_error_set(err, GC_ENET, "ssh %s: the connection is closed after an earlier "
+			    "failure; reconnect", c->target);
+}
+
+static LIBSSH2_CHANNEL *open_channel(struct gc_ssh_conn *c, uint64_t deadline, unsigned ms,
+				     int *rcp, struct gc_error *err)
+{
+	LIBSSH2_CHANNEL *ch;
+
+	for (;;) {
+		ch = libssh2_channel_open_session(c->session);
+		if (ch != NULL) {
+			*rcp = 0;
+			return ch;
+		}
+		if (libssh2_session_last_errno(c->session) != LIBSSH2_ERROR_EAGAIN) {
+			*rcp = ssh_fail(c, libssh2_session_last_errno(c->session),
+					"opening a channel", err);
+			return NULL;
+		}
+		*rcp = wait_socket(c, deadline, err);
+		if (*rcp == GC_ETIMEOUT) {
+			*rcp = timeout_fail(c, "opening a channel", ms, err);
+			return NULL;
+		}
+		if (*rcp < 0)
+			return NULL;
+	}
+}
+
+static void channel_discard(struct gc_ssh_conn *c, LIBSSH2_CHANNEL *ch)
+{
+	/* On a dead connection libssh2 only frees memory; on a live one it
+	 * sends a close, which we give a moment. */
+	uint64_t deadline = deadline_after(c->alive ? 500 : 0);
+
+	while (libssh2_channel_free(ch) == LIBSSH2_ERROR_EAGAIN)
+		if (!c->alive || wait_socket(c, deadline, NULL) < 0) {
+			c->alive = false;
+			break;
+		}
+}
+
+struct sink {
+	struct gc_buf buf;
+	bool truncated;
+};
+
+static void sink_put(struct sink *s, const char *p, size_t n, size_t cap)
+{
+	if (s->buf.len + n > cap) {
+		n = cap - s->buf.len;
+		s->truncated = true;
+	}
+	if (n > 0)
+		gc_buf_put(&s->buf, p, n);
+}
+
+int gc_ssh_exec(struct gc_ssh_conn *c, const char *command, struct gc_ssh_result *result,
+		struct gc_error *err)
+{
+	LIBSSH2_CHANNEL *ch = NULL;
+	struct sink out = {GC_BUF_INIT, false}, errs = {GC_BUF_INIT, false};
+	char chunk[32768];
+	unsigned ms = c->command_ms;
+	uint64_t deadline = deadline_after(ms);
+	char *signame = NULL;
+	size_t siglen = 0;
+	int rc;
+
+	if (!c->alive)
+		return dead_fail(c, err);
+	ch = open_channel(c, deadline, ms, &rc, err);
+	if (ch == NULL)
+		goto fail;
+	atomic_fetch_add(&stat_commands, 1);
+	SSH_RETRY(c, rc, libssh2_channel_exec(ch, command), deadline, err, "exec", ms);
+	if (rc != 0) {
+		rc = lib_fail(c, rc, "exec request", err);
+		goto fail;
+	}
+	for (;;) {
+		bool progress = false;
+		int stream;
+
+		for (stream = 0; stream < 2; stream++) {
+			ssize_t n = libssh2_channel_read_ex(ch, stream, chunk, sizeof(chunk));
+
+			if (n > 0) {
+				sink_put(stream ? &errs : &out, chunk, (size_t)n, c->max_output);
+				progress = true;
+			} else if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) {
+				rc = ssh_fail(c, (int)n, "reading command output", err);
+				goto fail;
+			}
+		}
+		if (progress)
+			continue;
+		if (libssh2_channel_eof(ch))
+			break;
+		rc = wait_socket(c, deadline, err);
+		if (rc == GC_ETIMEOUT) {
+			rc = timeout_fail(c, "command", ms, err);
+			goto fail;
+		}
+		if (rc < 0)
+			goto fail;
+	}
+	SSH_RETRY(c, rc, libssh2_channel_close(ch), deadline, err, "closing the channel", ms);
+	if (rc == 0)
+		SSH_RETRY(c, rc, libssh2_channel_wait_closed(ch), deadline, err,
+			  "closing the channel", ms);
+	if (rc != 0) {
+		rc = lib_fail(c, rc, "closing the channel", err);
+		goto fail;
+	}
+	memset(result, 0, sizeof(*result));
+	result->exit_status = libssh2_channel_get_exit_status(ch);
+	if (libssh2_channel_get_exit_signal(ch, &signame, &siglen, NULL, NULL, NULL, NULL) == 0 &&
+	    signame != NULL) {
+		snprintf(result->exit_signal, sizeof(result->exit_signal), "%.*s", (int)siglen,
+			 signame);
+		result->exit_status = -1;
+		libssh2_free(c->session, signame);
+	}
+	channel_discard(c, ch);
+	result->out_len = out.buf.len;
+	result->out = gc_buf_take(&out.buf);
+	result->out_truncated = out.truncated;
+	result->err_len = errs.buf.len;
+	result->err = gc_buf_take(&errs.buf);
+	result->err_truncated = errs.truncated;
+	return 0;
+fail:
+	if (ch != NULL)
+		channel_discard(c, ch);
+	gc_buf_free(&out.buf);
+	gc_buf_free(&errs.buf);
+	return rc;
+}
+
+void gc_ssh_result_free(struct gc_ssh_result *r)
+{
+	if (r == NULL)
+		return;
+	free(r->out);
+	free(r->err);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---------------------------------------------------------------- PTY shell */
+
+int gc_ssh_shell_open(struct gc_ssh_shell **out, struct gc_ssh_conn *c, struct gc_error *err)
+{
+	LIBSSH2_CHANNEL *ch;
+	unsigned ms = c->command_ms;
+	uint64_t deadline = deadline_after(ms);
+	struct gc_ssh_shell *s;
+	int rc;
+
+	if (!c->alive)
+		return dead_fail(c, err);
+	ch = open_channel(c, deadline, ms, &rc, err);
+	if (ch == NULL)
+		return rc;
+	SSH_RETRY(c, rc, libssh2_channel_request_pty_ex(ch, "vt100", 5, NULL, 0, 511, 0, 0, 0),
+		  deadline, err, "PTY request", ms);
+	if (rc == 0)
+		SSH_RETRY(c, rc, libssh2_channel_shell(ch), deadline, err, "shell request", ms);
+	if (rc != 0) {
+		rc = lib_fail(c, rc, "opening a shell", err);
+		channel_discard(c, ch);
+		return rc;
+	}
+	atomic_fetch_add(&stat_shells, 1);
+	s = gc_xcalloc(1, sizeof(*s));
+	s->conn = c;
+	s->channel = ch;
+	*out = s;
+	return 0;
+}
+
+void gc_ssh_shell_close(struct gc_ssh_shell *s)
+{
+	if (s == NULL)
+		return;
+	channel_discard(s->conn, s->channel);
+	free(s);
+}
+
+int gc_ssh_shell_write(struct gc_ssh_shell *s, const char *data, size_t n, struct gc_error *err)
+{
+	struct gc_ssh_conn *c = s->conn;
+	unsigned ms = c->command_ms;
+	uint64_t deadline = deadline_after(ms);
+
+	if (!c->alive)
+		return dead_fail(c, err);
+	while (n > 0) {
+		ssize_t w = libssh2_channel_write(s->channel, data, n);
+
+		if (w > 0) {
+			data += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w != LIBSSH2_ERROR_EAGAIN && w != 0)
+			return ssh_fail(c, (int)w, "writing to the shell", err);
+		w = wait_socket(c, deadline, err);
+		if (w == GC_ETIMEOUT)
+			return timeout_fail(c, "writing to the shell", ms, err);
+		if (w < 0)
+			return (int)w;
+	}
+	return 0;
+}
+
+ssize_t gc_ssh_shell_read(struct gc_ssh_shell *s, char *buf, size_t n, int timeout_ms,
+			  struct gc_error *err)
+{
+	struct gc_ssh_conn *c = s->conn;
+	uint64_t deadline = deadline_after(timeout_ms > 0 ? (unsigned)timeout_ms : 0);
+
+	if (!c->alive)
+		return dead_fail(c, err);
+	for (;;) {
+		ssize_t r = libssh2_channel_read(s->channel, buf, n);
+		int w;
+
+		if (r > 0)
+			return r;
+		if (r < 0 && r != LIBSSH2_ERROR_EAGAIN)
+			return ssh_fail(c, (int)r, "reading from the shell", err);
+		if (libssh2_channel_eof(s->channel))
+			return gc_error_set(err, GC_ENET, "ssh %s: the remote closed the shell",
+					    c->target);
+		w = wait_socket(c, deadline, err);
+		if (w == GC_ETIMEOUT)
+			return 0;
+		if (w < 0)
+			return w;
+	}
+}
+
+int gc_ssh_shell_read_until(struct gc_ssh_shell *s, gc_ssh_prompt_fn match, void *arg,
+			    unsigned timeout_ms, struct gc_buf *buf, struct gc_error *err)
+{
+	uint64_t deadline = deadline_after(timeout_ms);
+	char chunk[8192];
+
+	for (;;) {
+		uint64_t now = gc_now_ns();
+		ssize_t r;
+
+		if (now >= deadline)
+			return gc_error_set(err, GC_ETIMEOUT, "ssh %s: no prompt within %u ms",
+					    s->conn->target, timeout_ms);
+		r = gc_ssh_shell_read(s, chunk, sizeof(chunk),
+				      (int)((deadline - now + 999999) / 1000000), err);
+		if (r < 0)
+			return (int)r;
+		if (r == 0)
+			continue;
+		if (buf->len + (size_t)r > s->conn->max_output)
+			return gc_error_set(err, GC_ENOMEM, "ssh %s: shell output exceeds %zu bytes",
+					    s->conn->target, s->conn->max_output);
+		gc_buf_put(buf, chunk, (size_t)r);
+		if (match(gc_buf_str(buf), buf->len, arg))
+			return 0;
+	}
+}
+
+/* ---------------------------------------------------------------- counters */
+
+void gc_ssh_stats_get(struct gc_ssh_stats *out)
+{
+	out->connections = atomic_load(&stat_connections);
+	out->commands = atomic_load(&stat_commands);
+	out->shells = atomic_load(&stat_shells);
+}
+
+void gc_ssh_stats_reset(void)
+{
+	atomic_store(&stat_connections, 0);
+	atomic_store(&stat_commands, 0);
+	atomic_store(&stat_shells, 0);
+}
