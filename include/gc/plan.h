@@ -1,0 +1,167 @@
+/*
+ * plan.h - observe -> diff -> synthesize -> order: what `apply` would do.
+ *
+ * gc_plan_build() diffs every resource of the graph against the observed
+ * store (create / update / no-op; delete for what the spec owns and no
+ * longer wants), then adds the steps people forget, per ESXi host whose
+ * changes need maintenance mode:
+ *
+ *     power off (or, with rolling.allow_vmotion, migrate away) the running
+ *     VMs of the host  ->  ENTER_MAINTENANCE  ->  the host's changes  ->
+ *     one REBOOT when any change needs it  ->  WAIT_HOST  ->  VERIFY  ->
+ *     EXIT_MAINTENANCE  ->  the VMs' own changes  ->  power on / migrate back
+ *
+ * and per VM with a change that needs it powered off: one POWER_OFF before
+ * and one POWER_ON after.  Every synthesized step carries a human `why`.
+ *
+ * Actions form a DAG (deps).  Besides the resource edges of the graph, the
+ * actions of one connection keep a sequence: an ESXi host, a switch and a
+ * guest each run their actions in the listed order, and so do the actions
+ * of one VM on the vCenter (different VMs on the vCenter may run in
+ * parallel).  Actions are grouped into waves: no wave holds more than
+ * rolling.max_unavailable hosts in maintenance mode, and a host's whole
+ * maintenance window (evacuation to return) sits in one wave.  An executor
+ * runs wave by wave; inside a wave it may run targets in parallel as long
+ * as it honours deps (each target's list is a subsequence of one global
+ * topological order, so running each list in order cannot deadlock).
+ *
+ * The plan owns its actions (arena) and borrows resources and targets from
+ * the graph, which must outlive it.
+ */
+#ifndef GC_PLAN_H
+#define GC_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gc/graph.h"
+#include "gc/observed.h"
+
+enum gc_op {
+	GC_OP_NONE,   /* synthesized step: no resource diff */
+	GC_OP_CREATE, /* "+" */
+	GC_OP_UPDATE, /* "~" */
+	GC_OP_DELETE, /* "-" */
+};
+
+enum gc_action_kind {
+	GC_ACT_APPLY,             /* create/update/delete `resource` */
+	GC_ACT_ENTER_MAINTENANCE, /* ESXi target */
+	GC_ACT_EXIT_MAINTENANCE,
+	GC_ACT_REBOOT,
+	GC_ACT_WAIT_HOST,         /* wait until the host answers again */
+	GC_ACT_VERIFY,            /* re-observe the host's changed resources */
+	GC_ACT_POWER_OFF,         /* vCenter target, `vm`: guest shutdown */
+	GC_ACT_POWER_ON,
+	GC_ACT_MIGRATE,           /* vMotion `vm` off `host` (or back onto it) */
+};
+
+/* "apply", "enter_maintenance", ... (JSON spelling). */
+const char *gc_action_kind_name(enum gc_action_kind k);
+/* "+", "~", "-" or "" */
+const char *gc_op_symbol(enum gc_op op);
+/* "create", "update", "delete", "none" */
+const char *gc_op_name(enum gc_op op);
+
+struct gc_change {
+	const char *key;
+	const char *old_value; /* NULL: not set before */
+	const char *new_value; /* NULL: removed */
+};
+
+struct gc_action_link; /* internal */
+
+struct gc_action {
+	size_t seq;  /* 1-based position in the global order */
+	enum gc_action_kind kind;
+	enum gc_op op;
+	const struct gc_target *target;
+	const struct gc_resource *resource; /* APPLY (and POWER_* of vm.power); else NULL */
+	const char *resource_id;            /* resource's id, also for deletes of unknown ones */
+	enum gc_res_kind res_kind;          /* valid when resource_id != NULL */
+	const char *host; /* the ESXi host concerned, or NULL */
+	const char *vm;   /* the VM concerned, or NULL */
+	struct gc_change *changes;
+	size_t nchanges;
+	unsigned flags;      /* GC_RES_NEEDS_* of the resource */
+	const char *why;     /* for synthesized steps (and some resource actions), else NULL */
+	bool synthesized;    /* not a resource diff: ENTER/EXIT/REBOOT/... */
+	size_t wave;         /* 0-based */
+	struct gc_action **deps; /* must finish first (includes target sequence) */
+	size_t ndeps;
+	/* internal */
+	struct gc_action_link *in, *out;
+	size_t nin;
+};
+
+/* The actions of one target in one wave, in execution order. */
+struct gc_plan_target {
+	const struct gc_target *target;
+	struct gc_action **actions;
+	size_t nactions;
+};
+
+struct gc_plan_wave {
+	struct gc_plan_target *targets; /* in graph target order */
+	size_t ntargets;
+	const char **maintenance_hosts; /* hosts in maintenance mode during this wave */
+	size_t nmaintenance_hosts;
+};
+
+struct gc_plan_stats {
+	size_t add, change, destroy; /* resource actions by op */
+	size_t synthesized;          /* ENTER/EXIT/REBOOT/WAIT/VERIFY/POWER/MIGRATE without a diff */
+	size_t hosts_in_maintenance;
+	size_t reboots;
+	size_t critical_path; /* longest chain of deps, in actions */
+};
+
+struct gc_plan {
+	struct gc_arena arena;
+	const struct gc_graph *graph; /* borrowed */
+	struct gc_action **actions;   /* all, in one topological order (seq) */
+	size_t nactions;
+	struct gc_plan_wave *waves;
+	size_t nwaves;
+	struct gc_plan_stats stats;
+	unsigned max_unavailable; /* effective */
+	bool allow_vmotion;       /* effective */
+	struct gc_action **by_wave; /* internal: storage the waves point into */
+};
+
+struct gc_plan_opts {
+	unsigned max_unavailable; /* 0: the spec's rolling.max_unavailable */
+	int allow_vmotion;        /* -1: the spec's rolling.allow_vmotion; 0/1 override */
+	unsigned parallelism;     /* reserved for exec; ignored by the planner */
+};
+
+#define GC_PLAN_OPTS_INIT {0, -1, 0}
+
+/*
+ * Build a plan.  `observed` may be NULL: nothing exists (--offline).
+ * GC_ECYCLE names a cycle (resource ids, or actions by kind and target);
+ * GC_EREMOTE when a host that needs changes is observed unreachable.
+ */
+int gc_plan_build(struct gc_plan **out, const struct gc_graph *g,
+		  const struct gc_observed *observed, const struct gc_plan_opts *opts,
+		  struct gc_error *err);
+void gc_plan_free(struct gc_plan *p);
+
+/* True when the plan has nothing to do. */
+bool gc_plan_empty(const struct gc_plan *p);
+
+/* One line naming an action: "~ esx01/esxi.graphics" or "reboot esx01". */
+void gc_action_describe(struct gc_buf *out, const struct gc_action *a);
+
+/* ---------------------------------------------------------------- rendering */
+
+#define GC_RENDER_COLOR 0x1u
+
+/* The human plan, grouped by wave and target, ending with the summary line. */
+void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned flags);
+/* "Plan: 3 to add, ... (1 hosts need maintenance, 1 reboots)." without newline. */
+void gc_plan_render_summary(struct gc_buf *out, const struct gc_plan *p);
+/* Stable JSON, docs/plan-json.md, specs/plan-v1.schema.json. */
+void gc_plan_render_json(struct gc_buf *out, const struct gc_plan *p);
+
+#endif

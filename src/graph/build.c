@@ -1,0 +1,623 @@
+/*
+ * build.c - cluster model -> resource graph.
+ *
+ * One pass over the model in a fixed order (hosts, distributed switches,
+ * VMs, Onyx switches, guests), so targets and resources come out in spec
+ * order and every later sort is deterministic.  The domain knowledge of the
+ * reference guides lives here as flags and edges:
+ *
+ *   - host preparation that loads drivers or rebinds devices (passthrough,
+ *     nmlx5_core max_vfs, the vGPU manager VIB, the default graphics type,
+ *     GPU ECC) needs maintenance mode and a reboot;
+ *   - the VIB comes before the graphics type and ECC (nvidia-smi ships in it);
+ *   - a VM exists before its hardware, extra config, devices and NICs, and
+ *     all of those before it is powered on; a device needs its host side
+ *     (passthrough enabled, VIB, VFs, PVRDMA vmknic + firewall) first;
+ *   - a distributed switch comes before its port groups, a port group
+ *     before the NICs on it, and before the PVRDMA vmknic tag of its hosts;
+ *   - every guest resource needs its VM powered on; the NVIDIA driver and
+ *     RDMA packages come before the rest of the guest;
+ *   - Onyx switch settings depend on nothing (the driver keeps their order).
+ *
+ * Errors (duplicate ids) stop the build: the first one wins.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc/graph.h"
+
+struct ctx {
+	struct gc_graph *g;
+	struct gc_error *err;
+	int rc;
+	struct gc_buf id; /* scratch for ids */
+	struct gc_target *vcenter;
+};
+
+/* Add a resource with a printf-formatted id; NULL after the first error. */
+static struct gc_resource *add(struct ctx *c, enum gc_res_kind kind, const struct gc_target *t,
+			       const char *host, const char *vm, unsigned flags,
+			       const struct gc_mark *mark, const char *fmt, ...) GC_PRINTF(8, 9);
+
+static struct gc_resource *add(struct ctx *c, enum gc_res_kind kind, const struct gc_target *t,
+			       const char *host, const char *vm, unsigned flags,
+			       const struct gc_mark *mark, const char *fmt, ...)
+{
+	struct gc_resource *r = NULL;
+	va_list ap;
+
+	if (c->rc != 0)
+		return NULL;
+	gc_buf_reset(&c->id);
+	va_start(ap, fmt);
+	gc_buf_vprintf(&c->id, fmt, ap);
+	va_end(ap);
+	c->rc = gc_graph_add(&r, c->g, kind, t, gc_buf_str(&c->id), host, vm, flags, c->err);
+	if (c->rc != 0)
+		return NULL;
+	if (mark != NULL)
+		r->mark = *mark;
+	return r;
+}
+
+static void set(struct ctx *c, struct gc_resource *r, const char *key, const char *value)
+{
+	if (r != NULL && value != NULL)
+		gc_resource_set(c->g, r, key, value);
+}
+
+static void setu(struct ctx *c, struct gc_resource *r, const char *key, unsigned v)
+{
+	if (r != NULL)
+		gc_resource_setf(c->g, r, key, "%u", v);
+}
+
+static void summary(struct ctx *c, struct gc_resource *r, const char *fmt, ...) GC_PRINTF(3, 4);
+
+static void summary(struct ctx *c, struct gc_resource *r, const char *fmt, ...)
+{
+	struct gc_buf b = GC_BUF_INIT;
+	va_list ap;
+
+	if (r == NULL)
+		return;
+	va_start(ap, fmt);
+	gc_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	r->summary = gc_arena_strdup(&c->g->arena, gc_buf_str(&b));
+	gc_buf_free(&b);
+}
+
+static void edge(struct ctx *c, const struct gc_resource *before, const struct gc_resource *after)
+{
+	if (c->rc == 0 && before != NULL && after != NULL)
+		gc_graph_add_edge(c->g, before, after);
+}
+
+/* Look a resource up by a formatted id (NULL when absent). */
+static struct gc_resource *find(struct ctx *c, const char *fmt, ...) GC_PRINTF(2, 3);
+
+static struct gc_resource *find(struct ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	gc_buf_reset(&c->id);
+	va_start(ap, fmt);
+	gc_buf_vprintf(&c->id, fmt, ap);
+	va_end(ap);
+	return gc_graph_find(c->g, gc_buf_str(&c->id));
+}
+
+static void join(struct gc_buf *b, char *const *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			gc_buf_putc(b, ',');
+		gc_buf_puts(b, v[i]);
+	}
+}
+
+static const char *basename_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* ---------------------------------------------------------------- ESXi hosts */
+
+static void build_passthru(struct ctx *c, struct gc_target *t, const struct gc_host *h,
+			   const char *pci, const char *what, const char *model,
+			   const struct gc_mark *mark)
+{
+	struct gc_resource *r;
+	const unsigned maint = GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT;
+
+	r = add(c, GC_RES_ESXI_PCI_PASSTHRU, t, h->name, NULL, maint, mark,
+		"%s/esxi.pci_passthru/%s", h->name, pci);
+	set(c, r, "enabled", "true");
+	summary(c, r, "passthrough for %s %s%s%s%s", what, pci, model ? " (" : "",
+		model ? model : "", model ? ")" : "");
+}
+
+static void build_vgpu_host(struct ctx *c, struct gc_target *t, const struct gc_host *h)
+{
+	const struct gc_vgpu_host *v = h->vgpu;
+	const unsigned maint = GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT;
+	const char *source = v->bundle ? v->bundle : v->vib;
+	const char *name = v->vib_name ? v->vib_name : (source ? basename_of(source) : "nvidia-vgpu");
+	struct gc_resource *vib, *gfx;
+
+	vib = add(c, GC_RES_ESXI_VIB, t, h->name, NULL, maint, &v->mark, "%s/esxi.vib/%s",
+		  h->name, name);
+	set(c, vib, "name", name);
+	set(c, vib, "version", v->version);
+	set(c, vib, "source", source);
+	summary(c, vib, "NVIDIA vGPU manager%s%s", v->release ? " " : "",
+		v->release ? v->release : "");
+
+	gfx = add(c, GC_RES_ESXI_GRAPHICS, t, h->name, NULL, maint, &v->mark, "%s/esxi.graphics",
+		  h->name);
+	set(c, gfx, "default_type", v->default_type ? v->default_type : "SharedPassthru");
+	set(c, gfx, "assignment_policy", v->assignment_policy);
+	summary(c, gfx, "default graphics type");
+	edge(c, vib, gfx);
+
+	if (v->ecc == GC_UNSET)
+		return;
+	for (size_t i = 0; i < h->ngpus; i++) {
+		const struct gc_host_gpu *gpu = &h->gpus[i];
+		struct gc_resource *ecc;
+
+		if (gpu->mode != GC_GPU_VGPU)
+			continue;
+		ecc = add(c, GC_RES_ESXI_GPU_ECC, t, h->name, NULL, maint, &v->mark,
+			  "%s/esxi.gpu_ecc/%s", h->name, gpu->pci);
+		set(c, ecc, "ecc", v->ecc == GC_TRUE ? "enabled" : "disabled");
+		summary(c, ecc, "ECC of GPU %s", gpu->pci);
+		edge(c, vib, ecc);
+	}
+}
+
+static void build_host(struct ctx *c, const struct gc_host *h)
+{
+	struct gc_target *t = gc_graph_add_target(c->g, GC_TARGET_ESXI, h->name);
+	const struct gc_host_nic *sriov = NULL, *pvrdma = NULL;
+	struct gc_resource *r;
+
+	t->host = h;
+	if (h->nntp > 0) {
+		struct gc_buf b = GC_BUF_INIT;
+
+		r = add(c, GC_RES_ESXI_NTP, t, h->name, NULL, 0, &h->mark, "%s/esxi.ntp", h->name);
+		join(&b, h->ntp, h->nntp);
+		set(c, r, "servers", gc_buf_str(&b));
+		set(c, r, "enabled", "true");
+		summary(c, r, "NTP");
+		gc_buf_free(&b);
+	}
+	for (size_t i = 0; i < h->ngpus; i++)
+		if (h->gpus[i].mode == GC_GPU_PASSTHROUGH)
+			build_passthru(c, t, h, h->gpus[i].pci, "GPU", h->gpus[i].model_name,
+				       &h->gpus[i].mark);
+	for (size_t i = 0; i < h->nnics; i++) {
+		const struct gc_host_nic *n = &h->nics[i];
+
+		if (n->mode == GC_NIC_MODE_PASSTHROUGH)
+			build_passthru(c, t, h, n->pci, "NIC", n->model_name, &n->mark);
+		if (n->mode == GC_NIC_MODE_SRIOV && sriov == NULL)
+			sriov = n;
+		if (n->mode == GC_NIC_MODE_PVRDMA && n->vmknic != NULL && pvrdma == NULL)
+			pvrdma = n;
+	}
+	if (h->nmlx5_max_vfs != NULL) {
+		r = add(c, GC_RES_ESXI_MODULE_PARAM, t, h->name, NULL,
+			GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT,
+			sriov ? &sriov->mark : &h->mark, "%s/esxi.module_param/nmlx5_core", h->name);
+		set(c, r, "module", "nmlx5_core");
+		set(c, r, "max_vfs", h->nmlx5_max_vfs);
+		summary(c, r, "SR-IOV virtual functions (nmlx5_core max_vfs)");
+	}
+	if (h->vgpu != NULL)
+		build_vgpu_host(c, t, h);
+	if (pvrdma != NULL) {
+		r = add(c, GC_RES_ESXI_ADVANCED, t, h->name, NULL, 0, &pvrdma->mark,
+			"%s/esxi.advanced/Net.PVRDMAVmknic", h->name);
+		set(c, r, "option", "/Net/PVRDMAVmknic");
+		set(c, r, "value", pvrdma->vmknic);
+		summary(c, r, "PVRDMA vmknic tag");
+		r = add(c, GC_RES_ESXI_FIREWALL, t, h->name, NULL, 0, &pvrdma->mark,
+			"%s/esxi.firewall/pvrdma", h->name);
+		set(c, r, "ruleset", "pvrdma");
+		set(c, r, "enabled", "true");
+		summary(c, r, "firewall ruleset for PVRDMA");
+	}
+}
+
+/* ---------------------------------------------------------------- distributed switches */
+
+static void build_dvs(struct ctx *c, const struct gc_dvswitch *d)
+{
+	struct gc_resource *r, *pg;
+
+	r = add(c, GC_RES_DVS, c->vcenter, NULL, NULL, 0, &d->mark, "dvs/%s", d->name);
+	setu(c, r, "mtu", d->mtu);
+	for (size_t i = 0; i < d->nuplinks; i++) {
+		struct gc_buf key = GC_BUF_INIT;
+
+		gc_buf_printf(&key, "uplink.%s", d->uplinks[i].host_name);
+		set(c, r, gc_buf_str(&key), d->uplinks[i].nic);
+		gc_buf_free(&key);
+		/* the PVRDMA vmknic lives on this switch */
+		edge(c, r, find(c, "%s/esxi.advanced/Net.PVRDMAVmknic", d->uplinks[i].host_name));
+	}
+	summary(c, r, "distributed switch");
+	for (size_t i = 0; i < d->nportgroups; i++) {
+		const struct gc_portgroup *p = &d->portgroups[i];
+
+		pg = add(c, GC_RES_DVS_PORTGROUP, c->vcenter, NULL, NULL, 0, &p->mark,
+			 "dvs/%s/portgroup/%s", d->name, p->name);
+		set(c, pg, "dvswitch", d->name);
+		setu(c, pg, "vlan", p->vlan);
+		summary(c, pg, "port group");
+		edge(c, r, pg);
+	}
+}
+
+/* ---------------------------------------------------------------- VMs */
+
+static struct gc_resource *portgroup_of(struct ctx *c, const struct gc_vm_nic *n)
+{
+	if (n->portgroup == NULL || n->portgroup->dvswitch == NULL)
+		return NULL;
+	return find(c, "dvs/%s/portgroup/%s", n->portgroup->dvswitch->name, n->portgroup->name);
+}
+
+static void build_vm_gpus(struct ctx *c, const struct gc_vm *v, struct gc_resource *pre,
+			  struct gc_resource *power)
+{
+	const char *h = v->host_name;
+
+	for (size_t i = 0; i < v->ngpus; i++) {
+		const struct gc_vm_gpu *gpu = &v->gpus[i];
+		struct gc_resource *r = NULL;
+
+		switch (gpu->kind) {
+		case GC_VMGPU_STATIC:
+			r = add(c, GC_RES_VM_DEVICE_PCI, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
+				&gpu->mark, "vm/%s/device.pci/%s", v->name, gpu->host_pci);
+			set(c, r, "host_pci", gpu->host_pci);
+			set(c, r, "device", "gpu");
+			summary(c, r, "passthrough GPU %s", gpu->host_pci);
+			edge(c, find(c, "%s/esxi.pci_passthru/%s", h, gpu->host_pci), r);
+			break;
+		case GC_VMGPU_DYNAMIC:
+			r = add(c, GC_RES_VM_DEVICE_PCI, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
+				&gpu->mark, "vm/%s/device.pci/dynamic-%zu", v->name, i);
+			set(c, r, "pci_id", gpu->pci_id);
+			set(c, r, "device", "gpu");
+			summary(c, r, "dynamic passthrough GPU %s", gpu->pci_id);
+			if (gpu->gpu != NULL)
+				edge(c, find(c, "%s/esxi.pci_passthru/%s", h, gpu->gpu->pci), r);
+			break;
+		case GC_VMGPU_VGPU:
+			r = add(c, GC_RES_VM_DEVICE_VGPU, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
+				&gpu->mark, "vm/%s/device.vgpu/%zu", v->name, i);
+			set(c, r, "profile", gpu->profile);
+			set(c, r, "host_pci", gpu->host_pci);
+			summary(c, r, "vGPU %s", gpu->profile);
+			edge(c, find(c, "%s/esxi.graphics", h), r);
+			if (gpu->gpu != NULL)
+				edge(c, find(c, "%s/esxi.gpu_ecc/%s", h, gpu->gpu->pci), r);
+			break;
+		}
+		edge(c, pre, r);
+		edge(c, r, power);
+	}
+}
+
+static void build_vm_nics(struct ctx *c, const struct gc_vm *v, struct gc_resource *pre,
+			  struct gc_resource *power)
+{
+	const char *h = v->host_name;
+
+	for (size_t i = 0; i < v->nnics; i++) {
+		const struct gc_vm_nic *n = &v->nics[i];
+		struct gc_resource *r = NULL;
+
+		switch (n->kind) {
+		case GC_VMNIC_SRIOV:
+			r = add(c, GC_RES_VM_NIC_SRIOV, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
+				&n->mark, "vm/%s/nic.sriov/%zu", v->name, i);
+			set(c, r, "pf", n->pf);
+			set(c, r, "port_group", n->port_group);
+			summary(c, r, "SR-IOV VF of %s", n->pf ? n->pf : "?");
+			edge(c, find(c, "%s/esxi.module_param/nmlx5_core", h), r);
+			break;
+		case GC_VMNIC_PVRDMA:
+			r = add(c, GC_RES_VM_NIC_PVRDMA, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
+				&n->mark, "vm/%s/nic.pvrdma/%zu", v->name, i);
+			set(c, r, "port_group", n->port_group);
+			set(c, r, "protocol", n->protocol ? n->protocol : "rocev2");
+			summary(c, r, "PVRDMA adapter on %s", n->port_group ? n->port_group : "?");
+			edge(c, find(c, "%s/esxi.advanced/Net.PVRDMAVmknic", h), r);
+			edge(c, find(c, "%s/esxi.firewall/pvrdma", h), r);
+			break;
+		case GC_VMNIC_VMXNET3:
+			r = add(c, GC_RES_VM_NIC_VMXNET3, c->vcenter, h, v->name, 0, &n->mark,
+				"vm/%s/nic.vmxnet3/%zu", v->name, i);
+			set(c, r, "network", n->network);
+			set(c, r, "port_group", n->port_group);
+			summary(c, r, "vmxnet3 adapter");
+			break;
+		case GC_VMNIC_PASSTHROUGH:
+			r = add(c, GC_RES_VM_DEVICE_PCI, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
+				&n->mark, "vm/%s/device.pci/%s", v->name, n->host_pci);
+			set(c, r, "host_pci", n->host_pci);
+			set(c, r, "device", "nic");
+			summary(c, r, "passthrough NIC %s", n->host_pci);
+			edge(c, find(c, "%s/esxi.pci_passthru/%s", h, n->host_pci), r);
+			break;
+		}
+		edge(c, portgroup_of(c, n), r);
+		edge(c, pre, r);
+		edge(c, r, power);
+	}
+}
+
+/* Why a VM cannot be live-migrated, for "why" lines; NULL if it can. */
+static const char *pinned_by(struct ctx *c, const struct gc_vm *v)
+{
+	if (v->live_migratable)
+		return NULL;
+	for (size_t i = 0; i < v->ngpus; i++) {
+		if (v->gpus[i].kind == GC_VMGPU_STATIC)
+			return gc_arena_printf(&c->g->arena, "passthrough GPU %s", v->gpus[i].host_pci);
+		if (v->gpus[i].kind == GC_VMGPU_DYNAMIC)
+			return gc_arena_printf(&c->g->arena, "dynamic passthrough GPU %s",
+					       v->gpus[i].pci_id);
+	}
+	for (size_t i = 0; i < v->nnics; i++) {
+		if (v->nics[i].kind == GC_VMNIC_SRIOV)
+			return gc_arena_printf(&c->g->arena, "SR-IOV VF of %s", v->nics[i].pf);
+		if (v->nics[i].kind == GC_VMNIC_PASSTHROUGH)
+			return gc_arena_printf(&c->g->arena, "passthrough NIC %s",
+					       v->nics[i].host_pci);
+	}
+	return "its configuration";
+}
+
+static void build_vm(struct ctx *c, const struct gc_vm *v)
+{
+	const char *h = v->host_name;
+	struct gc_resource *vm, *hw, *extra = NULL, *power;
+	struct gc_graph_vm gv;
+
+	vm = add(c, GC_RES_VM, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF, &v->mark, "vm/%s",
+		 v->name);
+	set(c, vm, "host", h);
+	set(c, vm, "template", v->template_name);
+	if (v->cpus > 0)
+		setu(c, vm, "cpus", v->cpus);
+	if (v->memory_gb > 0)
+		setu(c, vm, "memory_gb", v->memory_gb);
+	summary(c, vm, "virtual machine");
+
+	hw = add(c, GC_RES_VM_HW, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF, &v->mark,
+		 "vm/%s/hw", v->name);
+	set(c, hw, "firmware", v->firmware);
+	set(c, hw, "memory_reservation", v->reservation_full ? "full" : "none");
+	summary(c, hw, "firmware and memory reservation");
+	edge(c, vm, hw);
+
+	if (v->use_64bit_mmio || v->allow_p2p == GC_TRUE) {
+		extra = add(c, GC_RES_VM_EXTRA_CONFIG, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
+			    &v->mark, "vm/%s/extra_config", v->name);
+		if (v->use_64bit_mmio) {
+			set(c, extra, "pciPassthru.use64bitMMIO", "TRUE");
+			setu(c, extra, "pciPassthru.64bitMMIOSizeGB", v->mmio_gb);
+		}
+		if (v->allow_p2p == GC_TRUE)
+			set(c, extra, "pciPassthru.allowP2P", "true");
+		summary(c, extra, "VMX options for large BARs");
+		edge(c, vm, extra);
+		edge(c, hw, extra);
+	}
+
+	power = add(c, GC_RES_VM_POWER, c->vcenter, h, v->name, 0, &v->mark, "vm/%s/power",
+		    v->name);
+	set(c, power, "power", v->power_on ? "on" : "off");
+	summary(c, power, "power state");
+	/* power is added before the devices so its id exists; insertion order
+	 * only breaks ties, edges decide */
+	build_vm_gpus(c, v, extra ? extra : hw, power);
+	build_vm_nics(c, v, extra ? extra : hw, power);
+	edge(c, extra ? extra : hw, power);
+
+	gv.name = v->name;
+	gv.host = h;
+	gv.live_migratable = v->live_migratable;
+	gv.power_on = v->power_on;
+	gv.pinned_by = pinned_by(c, v);
+	if (c->rc == 0)
+		gc_graph_add_vm(c->g, &gv);
+}
+
+/* ---------------------------------------------------------------- Onyx switches */
+
+static void build_switch(struct ctx *c, const struct gc_switch *s)
+{
+	struct gc_target *t = gc_graph_add_target(c->g, GC_TARGET_SWITCH, s->name);
+	const struct gc_switch_roce *q = s->roce;
+	struct gc_resource *r;
+
+	t->sw = s;
+	if (q == NULL)
+		return;
+	if (q->mode != NULL && strcmp(q->mode, "oneshot") == 0) {
+		r = add(c, GC_RES_SWITCH_ROCE, t, NULL, NULL, 0, &q->mark, "%s/switch.roce", s->name);
+		set(c, r, "mode", "lossless");
+		summary(c, r, "RoCE lossless (one-shot)");
+		return;
+	}
+	/* the manual DSCP recipe, in the order the reference guides apply it */
+	r = add(c, GC_RES_SWITCH_ECN, t, NULL, NULL, 0, &q->mark, "%s/switch.ecn", s->name);
+	set(c, r, "ports", s->ports);
+	if (r != NULL)
+		gc_resource_setf(c->g, r, "traffic_class", "%d", q->priority);
+	setu(c, r, "min_kb", q->ecn_min_kb);
+	setu(c, r, "max_kb", q->ecn_max_kb);
+	summary(c, r, "ECN on the lossless traffic class");
+
+	r = add(c, GC_RES_SWITCH_POOL, t, NULL, NULL, 0, &q->mark, "%s/switch.pool", s->name);
+	set(c, r, "pool", "roce");
+	set(c, r, "type", "lossless");
+	if (r != NULL) {
+		gc_resource_setf(c->g, r, "memory_percent", "%.2f", q->pool_percent);
+		gc_resource_setf(c->g, r, "switch_priority", "%d", q->priority);
+	}
+	summary(c, r, "lossless buffer pool");
+
+	r = add(c, GC_RES_SWITCH_ETS, t, NULL, NULL, 0, &q->mark, "%s/switch.ets", s->name);
+	set(c, r, "ports", s->ports);
+	if (r != NULL)
+		gc_resource_setf(c->g, r, "traffic_class", "%d", q->cnp_traffic_class);
+	set(c, r, "mode", "strict");
+	summary(c, r, "strict ETS class for CNPs");
+
+	r = add(c, GC_RES_SWITCH_QOS_TRUST, t, NULL, NULL, 0, &q->mark, "%s/switch.qos_trust",
+		s->name);
+	set(c, r, "ports", s->ports);
+	set(c, r, "trust", "L3");
+	summary(c, r, "trust DSCP (L3)");
+
+	if (q->pfc) {
+		r = add(c, GC_RES_SWITCH_PFC, t, NULL, NULL, 0, &q->mark, "%s/switch.pfc", s->name);
+		set(c, r, "ports", s->ports);
+		if (r != NULL)
+			gc_resource_setf(c->g, r, "priority", "%d", q->priority);
+		set(c, r, "enabled", "true");
+		set(c, r, "port_mode", "on-force");
+		summary(c, r, "PFC on the lossless priority");
+	}
+	if (q->lldp) {
+		r = add(c, GC_RES_SWITCH_LLDP, t, NULL, NULL, 0, &q->mark, "%s/switch.lldp", s->name);
+		set(c, r, "enabled", "true");
+		summary(c, r, "LLDP (DCBX)");
+	}
+}
+
+/* ---------------------------------------------------------------- guests */
+
+static void build_guest(struct ctx *c, const struct gc_vm *v)
+{
+	const struct gc_guest *gu = v->guest;
+	struct gc_target *t = gc_graph_add_target(c->g, GC_TARGET_GUEST, v->name);
+	struct gc_resource *power = find(c, "vm/%s/power", v->name);
+	struct gc_resource *pkg, *r;
+	const char *n = v->name;
+
+	t->vm = v;
+	pkg = add(c, GC_RES_GUEST_PACKAGES, t, NULL, n, 0, &gu->mark, "guest/%s/packages", n);
+	set(c, pkg, "nvidia_driver", gu->nvidia_driver);
+	set(c, pkg, "rdma", gu->rdma_packages ? "true" : "false");
+	summary(c, pkg, "NVIDIA driver and RDMA packages");
+	edge(c, power, pkg);
+
+	if (gu->license != NULL) {
+		const struct gc_license *l = gu->license;
+
+		r = add(c, GC_RES_GUEST_LICENSE, t, NULL, n, 0, &l->mark, "guest/%s/license", n);
+		set(c, r, "server", l->server);
+		if (l->server != NULL)
+			setu(c, r, "port", l->port);
+		setu(c, r, "feature_type", l->feature_type);
+		set(c, r, "token_file", l->token_file);
+		summary(c, r, "vGPU licence");
+		edge(c, pkg, r);
+	}
+	if (gu->peermem) {
+		r = add(c, GC_RES_GUEST_PEERMEM, t, NULL, n, 0, &gu->mark, "guest/%s/peermem", n);
+		set(c, r, "module", "nvidia_peermem");
+		set(c, r, "loaded", "true");
+		set(c, r, "persistent", "true");
+		summary(c, r, "GPUDirect RDMA (nvidia_peermem)");
+		edge(c, pkg, r);
+	}
+	if (gu->roce_qos != NULL) {
+		const struct gc_roce_qos *q = gu->roce_qos;
+
+		r = add(c, GC_RES_GUEST_ROCE_QOS, t, NULL, n, 0, &q->mark, "guest/%s/roce_qos", n);
+		set(c, r, "interface", q->interface);
+		set(c, r, "rdma_device", q->rdma_device);
+		set(c, r, "trust", q->trust ? q->trust : "dscp");
+		if (r != NULL && q->pfc_priority >= 0)
+			gc_resource_setf(c->g, r, "pfc_priority", "%d", q->pfc_priority);
+		if (r != NULL)
+			gc_resource_setf(c->g, r, "tos", "%d", q->tos);
+		set(c, r, "ecn", q->ecn ? "true" : "false");
+		summary(c, r, "RoCE QoS (trust, PFC, ToS, ECN)");
+		edge(c, pkg, r);
+	}
+	if (gu->container_toolkit) {
+		r = add(c, GC_RES_GUEST_CONTAINER_TOOLKIT, t, NULL, n, 0, &gu->mark,
+			"guest/%s/container_toolkit", n);
+		set(c, r, "installed", "true");
+		summary(c, r, "NVIDIA Container Toolkit");
+		edge(c, pkg, r);
+	}
+	if (gu->nntp > 0) {
+		struct gc_buf b = GC_BUF_INIT;
+
+		r = add(c, GC_RES_GUEST_NTP, t, NULL, n, 0, &gu->mark, "guest/%s/ntp", n);
+		join(&b, gu->ntp, gu->nntp);
+		set(c, r, "servers", gc_buf_str(&b));
+		summary(c, r, "NTP");
+		edge(c, power, r);
+		gc_buf_free(&b);
+	}
+}
+
+/* ---------------------------------------------------------------- entry point */
+
+int gc_graph_build(struct gc_graph **out, const struct gc_cluster *cl, struct gc_error *err)
+{
+	struct gc_graph *g = NULL;
+	struct ctx c = {0};
+	const struct gc_resource **order = NULL;
+
+	gc_graph_new(&g);
+	g->cluster = cl;
+	g->rolling = cl->rolling;
+	if (g->rolling.max_unavailable == 0)
+		g->rolling.max_unavailable = 1;
+	c.g = g;
+	c.err = err;
+
+	for (size_t i = 0; i < cl->nhosts; i++)
+		build_host(&c, &cl->hosts[i]);
+	if (cl->vcenter != NULL || cl->nvms > 0 || cl->ndvswitches > 0)
+		c.vcenter = gc_graph_add_target(g, GC_TARGET_VCENTER, GC_VCENTER_TARGET);
+	for (size_t i = 0; i < cl->ndvswitches; i++)
+		build_dvs(&c, &cl->dvswitches[i]);
+	for (size_t i = 0; i < cl->nvms; i++)
+		build_vm(&c, &cl->vms[i]);
+	for (size_t i = 0; i < cl->nswitches; i++)
+		build_switch(&c, &cl->switches[i]);
+	for (size_t i = 0; i < cl->nvms; i++)
+		if (cl->vms[i].guest != NULL)
+			build_guest(&c, &cl->vms[i]);
+	if (c.rc != 0)
+		goto out;
+	c.rc = gc_graph_toposort(&order, g, err);
+	free((void *)order);
+	if (c.rc != 0)
+		goto out;
+	*out = g;
+	g = NULL; /* now owned by the caller */
+out:
+	gc_buf_free(&c.id);
+	gc_graph_free(g);
+	return c.rc;
+}

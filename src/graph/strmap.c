@@ -1,0 +1,80 @@
+/*
+ * strmap.c - open-addressing string hash map (see strmap.h).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc/util.h"
+#include "strmap.h"
+
+static uint64_t hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s != '\0'; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+struct gc_strmap *gc_strmap_new(void)
+{
+	struct gc_strmap *m = gc_xcalloc(1, sizeof(*m));
+
+	m->cap = 64;
+	m->slots = gc_xcalloc(m->cap, sizeof(*m->slots));
+	return m;
+}
+
+void gc_strmap_free(struct gc_strmap *m)
+{
+	if (m == NULL)
+		return;
+	free(m->slots);
+	free(m);
+}
+
+static struct gc_strmap_slot *find(struct gc_strmap_slot *slots, size_t cap, const char *key)
+{
+	size_t i = (size_t)hash(key) & (cap - 1);
+
+	while (slots[i].key != NULL && strcmp(slots[i].key, key) != 0)
+		i = (i + 1) & (cap - 1);
+	return &slots[i];
+}
+
+void *gc_strmap_get(const struct gc_strmap *m, const char *key)
+{
+	return find(m->slots, m->cap, key)->value;
+}
+
+static void grow(struct gc_strmap *m)
+{
+	size_t cap = m->cap * 2;
+	struct gc_strmap_slot *slots = gc_xcalloc(cap, sizeof(*slots));
+
+	for (size_t i = 0; i < m->cap; i++)
+		if (m->slots[i].key != NULL)
+			*find(slots, cap, m->slots[i].key) = m->slots[i];
+	free(m->slots);
+	m->slots = slots;
+	m->cap = cap;
+}
+
+void *gc_strmap_put(struct gc_strmap *m, const char *key, void *value)
+{
+	struct gc_strmap_slot *s;
+	void *old;
+
+	if ((m->n + 1) * 2 > m->cap)
+		grow(m);
+	s = find(m->slots, m->cap, key);
+	old = s->value;
+	if (s->key == NULL)
+		m->n++;
+	s->key = key;
+	s->value = value;
+	return old;
+}

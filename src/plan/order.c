@@ -1,0 +1,293 @@
+/*
+ * order.c - from a bag of actions with dependencies to an ordered plan.
+ *
+ *   1. Kahn's algorithm with a min-heap on creation order: one deterministic
+ *      topological order (resource actions in graph order, synthesized steps
+ *      as soon as they may run).  Leftovers mean a cycle: name it.
+ *   2. Chains: consecutive actions of one connection (ESXi host, switch,
+ *      guest; one VM on the vCenter) get an explicit edge, in that order.
+ *   3. Number (seq), compute waves (an action's wave is the latest of its
+ *      own minimum - its host's maintenance batch - and its deps' waves),
+ *      the critical path, the stats, and group by wave then target.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan_int.h"
+
+struct heap {
+	struct gc_action **v;
+	size_t n;
+};
+
+/* a->seq holds the creation index until step 3 */
+static void heap_push(struct heap *h, struct gc_action *x)
+{
+	size_t i = h->n++;
+
+	while (i > 0 && h->v[(i - 1) / 2]->seq > x->seq) {
+		h->v[i] = h->v[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h->v[i] = x;
+}
+
+static struct gc_action *heap_pop(struct heap *h)
+{
+	struct gc_action *top = h->v[0], *x = h->v[--h->n];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && h->v[c + 1]->seq < h->v[c]->seq)
+			c++;
+		if (h->v[c]->seq >= x->seq)
+			break;
+		h->v[i] = h->v[c];
+		i = c;
+	}
+	if (h->n > 0)
+		h->v[i] = x;
+	return top;
+}
+
+void gc_action_describe(struct gc_buf *out, const struct gc_action *a)
+{
+	switch (a->kind) {
+	case GC_ACT_APPLY:
+		gc_buf_printf(out, "%s %s", gc_op_symbol(a->op), a->resource_id);
+		return;
+	case GC_ACT_ENTER_MAINTENANCE:
+		gc_buf_printf(out, "enter maintenance mode on %s", a->target->name);
+		return;
+	case GC_ACT_EXIT_MAINTENANCE:
+		gc_buf_printf(out, "exit maintenance mode on %s", a->target->name);
+		return;
+	case GC_ACT_REBOOT:
+		gc_buf_printf(out, "reboot %s", a->target->name);
+		return;
+	case GC_ACT_WAIT_HOST:
+		gc_buf_printf(out, "wait for %s", a->target->name);
+		return;
+	case GC_ACT_VERIFY:
+		gc_buf_printf(out, "verify %s", a->target->name);
+		return;
+	case GC_ACT_POWER_OFF:
+		gc_buf_printf(out, "power off %s", a->vm ? a->vm : "?");
+		return;
+	case GC_ACT_POWER_ON:
+		gc_buf_printf(out, "power on %s", a->vm ? a->vm : "?");
+		return;
+	case GC_ACT_MIGRATE:
+		gc_buf_printf(out, "migrate %s", a->vm ? a->vm : "?");
+		return;
+	}
+}
+
+/* Walk deps backwards inside the unordered remainder until one repeats. */
+static int report_cycle(struct builder *b)
+{
+	size_t n = b->n, len = 0, start = n;
+	size_t *seen = gc_xcalloc(n, sizeof(*seen));
+	struct gc_action **path = gc_xcalloc(n + 1, sizeof(*path));
+	struct gc_action *a;
+	struct gc_buf s = GC_BUF_INIT;
+	int rc;
+
+	for (size_t i = 0; i < n && start == n; i++)
+		if (b->list[i]->nin > 0)
+			start = i;
+	a = b->list[start];
+	while (seen[a->seq] == 0) {
+		seen[a->seq] = ++len;
+		path[len - 1] = a;
+		for (struct gc_action_link *l = a->in; l != NULL; l = l->next) {
+			if (l->a->nin > 0) {
+				a = l->a;
+				break;
+			}
+		}
+	}
+	gc_action_describe(&s, a);
+	for (size_t i = len; i-- > seen[a->seq] - 1;) {
+		gc_buf_puts(&s, " -> ");
+		gc_action_describe(&s, path[i]);
+	}
+	rc = gc_error_set(b->err, GC_ECYCLE, "plan has a cycle: %s", gc_buf_str(&s));
+	gc_buf_free(&s);
+	free(seen);
+	free(path);
+	return rc;
+}
+
+static int sort_actions(struct builder *b, struct gc_action **ord)
+{
+	struct heap h = {gc_xcalloc(b->n + 1, sizeof(*h.v)), 0};
+	size_t k = 0;
+
+	for (size_t i = 0; i < b->n; i++)
+		if (b->list[i]->nin == 0)
+			heap_push(&h, b->list[i]);
+	while (h.n > 0) {
+		struct gc_action *a = heap_pop(&h);
+
+		ord[k++] = a;
+		for (struct gc_action_link *l = a->out; l != NULL; l = l->next)
+			if (--l->a->nin == 0)
+				heap_push(&h, l->a);
+	}
+	free(h.v);
+	if (k < b->n)
+		return report_cycle(b);
+	return 0;
+}
+
+/* One chain per connection; the vCenter chains per VM. */
+static void add_chains(struct builder *b, struct gc_action **ord)
+{
+	size_t nt = b->g->ntargets + 1;
+	struct gc_action **last = gc_xcalloc(nt, sizeof(*last));
+	struct gc_strmap *vmlast = gc_strmap_new();
+
+	for (size_t i = 0; i < b->n; i++) {
+		struct gc_action *a = ord[i];
+
+		if (a->target->kind == GC_TARGET_VCENTER) {
+			if (a->vm != NULL)
+				plan_dep(b, gc_strmap_put(vmlast, a->vm, a), a);
+			continue;
+		}
+		plan_dep(b, last[a->target->index], a);
+		last[a->target->index] = a;
+	}
+	gc_strmap_free(vmlast);
+	free(last);
+}
+
+static int cmp_dep(const void *x, const void *y)
+{
+	const struct gc_action *a = *(struct gc_action *const *)x;
+	const struct gc_action *c = *(struct gc_action *const *)y;
+
+	return (a->seq > c->seq) - (a->seq < c->seq);
+}
+
+static int cmp_group(const void *x, const void *y)
+{
+	const struct gc_action *a = *(struct gc_action *const *)x;
+	const struct gc_action *c = *(struct gc_action *const *)y;
+
+	if (a->wave != c->wave)
+		return (a->wave > c->wave) - (a->wave < c->wave);
+	if (a->target->index != c->target->index)
+		return (a->target->index > c->target->index) - (a->target->index < c->target->index);
+	return (a->seq > c->seq) - (a->seq < c->seq);
+}
+
+static void number(struct builder *b, struct gc_action **ord)
+{
+	struct gc_plan *p = b->p;
+	size_t *cp = gc_xcalloc(b->n + 1, sizeof(*cp)); /* by final position */
+
+	for (size_t i = 0; i < b->n; i++) {
+		struct gc_action *a = ord[i];
+		size_t wave = b->minwave[a->seq], k = 0, best = 0;
+
+		for (struct gc_action_link *l = a->in; l != NULL; l = l->next) {
+			if (l->a->wave > wave)
+				wave = l->a->wave;
+			k++;
+		}
+		a->wave = wave;
+		a->seq = i + 1;
+		a->deps = gc_arena_alloc(&p->arena, (k ? k : 1) * sizeof(*a->deps));
+		for (struct gc_action_link *l = a->in; l != NULL; l = l->next) {
+			a->deps[a->ndeps++] = l->a;
+			if (cp[l->a->seq - 1] > best)
+				best = cp[l->a->seq - 1];
+		}
+		qsort(a->deps, a->ndeps, sizeof(*a->deps), cmp_dep);
+		cp[i] = best + 1;
+		if (cp[i] > p->stats.critical_path)
+			p->stats.critical_path = cp[i];
+		switch (a->op) {
+		case GC_OP_NONE:
+			p->stats.synthesized++;
+			break;
+		case GC_OP_CREATE:
+			p->stats.add++;
+			break;
+		case GC_OP_UPDATE:
+			p->stats.change++;
+			break;
+		case GC_OP_DELETE:
+			p->stats.destroy++;
+			break;
+		}
+	}
+	free(cp);
+}
+
+static void cut_waves(struct builder *b, struct gc_action **ord)
+{
+	struct gc_plan *p = b->p;
+	struct gc_action **v = gc_xcalloc(b->n + 1, sizeof(*v));
+	size_t i = 0;
+
+	memcpy(v, ord, b->n * sizeof(*v));
+	qsort(v, b->n, sizeof(*v), cmp_group);
+	p->nwaves = b->n ? v[b->n - 1]->wave + 1 : 0;
+	p->waves = gc_arena_alloc(&p->arena, (p->nwaves ? p->nwaves : 1) * sizeof(*p->waves));
+	while (i < b->n) {
+		size_t w = v[i]->wave, j = i, nt = 0, nh = 0;
+		struct gc_plan_wave *pw = &p->waves[w];
+
+		/* this wave is v[i..j) */
+		while (j < b->n && v[j]->wave == w) {
+			if (j == i || v[j]->target != v[j - 1]->target)
+				nt++;
+			if (v[j]->kind == GC_ACT_ENTER_MAINTENANCE)
+				nh++;
+			j++;
+		}
+		pw->targets = gc_arena_alloc(&p->arena, nt * sizeof(*pw->targets));
+		pw->maintenance_hosts = gc_arena_alloc(&p->arena, (nh ? nh : 1) * sizeof(char *));
+		for (size_t k = i; k < j; k++) {
+			struct gc_plan_target *t;
+
+			if (k == i || v[k]->target != v[k - 1]->target) {
+				t = &pw->targets[pw->ntargets++];
+				t->target = v[k]->target;
+				t->actions = &v[k];
+			}
+			pw->targets[pw->ntargets - 1].nactions++;
+			if (v[k]->kind == GC_ACT_ENTER_MAINTENANCE)
+				pw->maintenance_hosts[pw->nmaintenance_hosts++] = v[k]->target->name;
+		}
+		i = j;
+	}
+	/* the waves point into the grouped copy; p->actions stays in seq order */
+	p->by_wave = v;
+	p->actions = gc_xcalloc(b->n + 1, sizeof(*p->actions));
+	memcpy(p->actions, ord, b->n * sizeof(*p->actions));
+	p->nactions = b->n;
+}
+
+int plan_order(struct builder *b)
+{
+	struct gc_action **ord = gc_xcalloc(b->n + 1, sizeof(*ord));
+	int rc;
+
+	rc = sort_actions(b, ord);
+	if (rc != 0)
+		goto out;
+	add_chains(b, ord);
+	number(b, ord);
+	cut_waves(b, ord);
+out:
+	free(ord);
+	return rc;
+}

@@ -1,0 +1,726 @@
+/*
+ * plan.c - diff and synthesis: from graph + observed state to actions.
+ *
+ * 1. diff: one action per resource whose observed properties differ from
+ *    the desired ones (create when it is not observed at all); vm.power
+ *    becomes POWER_ON/POWER_OFF.  Observed resources the spec owns but no
+ *    longer wants (devices/NICs of managed VMs, RoCE settings of a switch
+ *    with roce.owned) are deleted.
+ * 2. synthesis: per ESXi host with a change flagged NEEDS_MAINTENANCE or
+ *    NEEDS_REBOOT, a maintenance window (evacuate, enter, changes, one
+ *    reboot, wait, verify, exit, bring VMs back); per VM with a change
+ *    flagged NEEDS_VM_OFF, one power-off before and one power-on after.
+ * 3. dependencies: the graph's edges, carried through resources that need
+ *    no action (their "frontier"), the window structure, and the power
+ *    structure.  order.c then sorts, chains targets, cuts waves.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc/plan.h"
+#include "plan_int.h"
+
+/* ---------------------------------------------------------------- names */
+
+const char *gc_action_kind_name(enum gc_action_kind k)
+{
+	switch (k) {
+	case GC_ACT_APPLY:
+		return "apply";
+	case GC_ACT_ENTER_MAINTENANCE:
+		return "enter_maintenance";
+	case GC_ACT_EXIT_MAINTENANCE:
+		return "exit_maintenance";
+	case GC_ACT_REBOOT:
+		return "reboot";
+	case GC_ACT_WAIT_HOST:
+		return "wait_host";
+	case GC_ACT_VERIFY:
+		return "verify";
+	case GC_ACT_POWER_OFF:
+		return "power_off";
+	case GC_ACT_POWER_ON:
+		return "power_on";
+	case GC_ACT_MIGRATE:
+		return "migrate";
+	}
+	return "?";
+}
+
+const char *gc_op_symbol(enum gc_op op)
+{
+	switch (op) {
+	case GC_OP_NONE:
+		return "";
+	case GC_OP_CREATE:
+		return "+";
+	case GC_OP_UPDATE:
+		return "~";
+	case GC_OP_DELETE:
+		return "-";
+	}
+	return "";
+}
+
+const char *gc_op_name(enum gc_op op)
+{
+	switch (op) {
+	case GC_OP_NONE:
+		return "none";
+	case GC_OP_CREATE:
+		return "create";
+	case GC_OP_UPDATE:
+		return "update";
+	case GC_OP_DELETE:
+		return "delete";
+	}
+	return "none";
+}
+
+/* ---------------------------------------------------------------- action helpers */
+
+struct gc_action *plan_action(struct builder *b, enum gc_action_kind kind, enum gc_op op,
+			      const struct gc_target *t, const char *why)
+{
+	struct gc_action *a = gc_arena_alloc(&b->p->arena, sizeof(*a));
+
+	a->kind = kind;
+	a->op = op;
+	a->target = t;
+	a->why = why ? gc_arena_strdup(&b->p->arena, why) : NULL;
+	a->synthesized = op == GC_OP_NONE;
+	a->seq = b->n; /* creation index until order.c numbers them */
+	if (b->n == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 256;
+		b->list = gc_xrealloc(b->list, b->cap * sizeof(*b->list));
+		b->minwave = gc_xrealloc(b->minwave, b->cap * sizeof(*b->minwave));
+	}
+	b->minwave[b->n] = 0;
+	b->list[b->n++] = a;
+	return a;
+}
+
+void plan_dep(struct builder *b, struct gc_action *before, struct gc_action *after)
+{
+	struct gc_action_link *l;
+
+	if (before == NULL || after == NULL || before == after)
+		return;
+	for (l = after->in; l != NULL; l = l->next)
+		if (l->a == before)
+			return;
+	l = gc_arena_alloc(&b->p->arena, sizeof(*l));
+	l->a = before;
+	l->next = after->in;
+	after->in = l;
+	after->nin++;
+	l = gc_arena_alloc(&b->p->arena, sizeof(*l));
+	l->a = after;
+	l->next = before->out;
+	before->out = l;
+}
+
+static void whyf(struct builder *b, struct gc_action *a, const char *fmt, ...) GC_PRINTF(3, 4);
+
+static void whyf(struct builder *b, struct gc_action *a, const char *fmt, ...)
+{
+	struct gc_buf s = GC_BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	gc_buf_vprintf(&s, fmt, ap);
+	va_end(ap);
+	a->why = gc_arena_strdup(&b->p->arena, gc_buf_str(&s));
+	gc_buf_free(&s);
+}
+
+static const char *phrase(const struct gc_resource *r)
+{
+	return r->summary ? r->summary : r->id;
+}
+
+/* ---------------------------------------------------------------- 1. diff */
+
+static void add_change(struct builder *b, struct gc_action *a, const char *key, const char *old,
+		       const char *new_value, size_t cap)
+{
+	if (a->changes == NULL)
+		a->changes = gc_arena_alloc(&b->p->arena, cap * sizeof(*a->changes));
+	a->changes[a->nchanges].key = key;
+	a->changes[a->nchanges].old_value = old;
+	a->changes[a->nchanges].new_value = new_value;
+	a->nchanges++;
+}
+
+static const char *obs_prop(const struct gc_observed_resource *o, const char *key)
+{
+	for (size_t i = 0; i < o->nprops; i++)
+		if (strcmp(o->props[i].key, key) == 0)
+			return o->props[i].value;
+	return NULL;
+}
+
+static void diff_resource(struct builder *b, const struct gc_resource *r)
+{
+	const struct gc_observed_resource *o = gc_observed_resource(b->o, r->id);
+	enum gc_action_kind kind = GC_ACT_APPLY;
+	struct gc_action *a;
+	size_t nchanged = 0;
+
+	if (o != NULL) {
+		for (size_t i = 0; i < r->nprops; i++) {
+			const char *v = obs_prop(o, r->props[i].key);
+
+			if (v == NULL || strcmp(v, r->props[i].value) != 0)
+				nchanged++;
+		}
+		if (nchanged == 0)
+			return;
+	}
+	if (r->kind == GC_RES_VM_POWER) {
+		const char *want = gc_resource_prop(r, "power");
+
+		if (want != NULL && strcmp(want, "on") == 0)
+			kind = GC_ACT_POWER_ON;
+		else if (o == NULL)
+			return; /* a VM that does not exist yet is off already */
+		else
+			kind = GC_ACT_POWER_OFF;
+	}
+	a = plan_action(b, kind, o ? GC_OP_UPDATE : GC_OP_CREATE, r->target, NULL);
+	a->synthesized = false;
+	a->resource = r;
+	a->resource_id = r->id;
+	a->res_kind = r->kind;
+	a->host = r->host;
+	a->vm = r->vm;
+	a->flags = r->flags;
+	for (size_t i = 0; i < r->nprops; i++) {
+		const char *v = o ? obs_prop(o, r->props[i].key) : NULL;
+
+		if (v == NULL || strcmp(v, r->props[i].value) != 0)
+			add_change(b, a, r->props[i].key, v, r->props[i].value, r->nprops);
+	}
+	if (kind == GC_ACT_POWER_ON)
+		a->why = "the spec wants the VM powered on";
+	else if (kind == GC_ACT_POWER_OFF)
+		a->why = "the spec wants the VM powered off";
+	b->ract[r->index] = a;
+}
+
+/* Kinds of VM sub-resources that a delete may remove, by their id segment. */
+static int vm_sub_kind(enum gc_res_kind *out, const char *seg, size_t n)
+{
+	static const struct {
+		const char *seg;
+		enum gc_res_kind kind;
+	} subs[] = {
+		{"device.pci", GC_RES_VM_DEVICE_PCI},   {"device.vgpu", GC_RES_VM_DEVICE_VGPU},
+		{"nic.sriov", GC_RES_VM_NIC_SRIOV},     {"nic.pvrdma", GC_RES_VM_NIC_PVRDMA},
+		{"nic.vmxnet3", GC_RES_VM_NIC_VMXNET3},
+	};
+
+	for (size_t i = 0; i < GC_ARRAY_LEN(subs); i++) {
+		if (strlen(subs[i].seg) == n && memcmp(subs[i].seg, seg, n) == 0) {
+			*out = subs[i].kind;
+			return 0;
+		}
+	}
+	return GC_ENOTFOUND;
+}
+
+static struct gc_action *delete_action(struct builder *b, const struct gc_observed_resource *o,
+				       const struct gc_target *t, enum gc_res_kind kind)
+{
+	struct gc_action *a = plan_action(b, GC_ACT_APPLY, GC_OP_DELETE, t, NULL);
+
+	a->synthesized = false;
+	a->resource_id = o->id;
+	a->res_kind = kind;
+	for (size_t i = 0; i < o->nprops; i++)
+		add_change(b, a, o->props[i].key, o->props[i].value, NULL, o->nprops);
+	return a;
+}
+
+/*
+ * Observed but not desired: delete only what the spec owns.  "vm/<vm>/<sub>/..."
+ * of a managed VM, and "<switch>/switch.<kind>" of a switch whose RoCE
+ * settings are owned.
+ */
+static void diff_deletes(struct builder *b)
+{
+	size_t n = gc_observed_nresources(b->o);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct gc_observed_resource *o = gc_observed_resource_at(b->o, i);
+		const char *id = o->id, *s1, *s2;
+		enum gc_res_kind kind;
+		struct gc_action *a;
+
+		if (gc_graph_find(b->g, id) != NULL)
+			continue;
+		if (strncmp(id, "vm/", 3) == 0 && (s1 = strchr(id + 3, '/')) != NULL) {
+			char *vm = gc_xstrndup(id + 3, (size_t)(s1 - id - 3));
+			const struct gc_graph_vm *v = plan_vm(b, vm);
+
+			free(vm);
+			s2 = strchr(s1 + 1, '/');
+			if (v == NULL || s2 == NULL || vm_sub_kind(&kind, s1 + 1, (size_t)(s2 - s1 - 1)))
+				continue;
+			a = delete_action(b, o, b->vcenter, kind);
+			a->host = v->host;
+			a->vm = v->name;
+			a->flags = kind == GC_RES_VM_NIC_VMXNET3 ? 0 : GC_RES_NEEDS_VM_OFF;
+			continue;
+		}
+		if ((s1 = strchr(id, '/')) != NULL && strncmp(s1 + 1, "switch.", 7) == 0 &&
+		    gc_res_kind_parse(&kind, s1 + 1) == 0) {
+			char *name = gc_xstrndup(id, (size_t)(s1 - id));
+			const struct gc_target *t = gc_graph_target(b->g, GC_TARGET_SWITCH, name);
+
+			free(name);
+			if (t != NULL && t->sw != NULL && t->sw->roce != NULL && t->sw->roce->owned)
+				delete_action(b, o, t, kind);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- 2. synthesis */
+
+static void list_phrases(struct gc_buf *s, struct gc_action **v, size_t n)
+{
+	for (size_t i = 0; i < n && i < 3; i++)
+		gc_buf_printf(s, "%s%s", i ? ", " : "",
+			      v[i]->resource ? phrase(v[i]->resource) : v[i]->resource_id);
+	if (n > 3)
+		gc_buf_printf(s, " and %zu more", n - 3);
+}
+
+static void open_windows(struct builder *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		struct gc_action *a = b->list[i];
+		struct window *w;
+
+		if (a->target->kind != GC_TARGET_ESXI || a->op == GC_OP_NONE ||
+		    !(a->flags & (GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT)))
+			continue;
+		w = &b->win[a->target->index];
+		if (w->nmaint == w->cap) {
+			w->cap = w->cap ? w->cap * 2 : 8;
+			w->maint = gc_xrealloc(w->maint, w->cap * sizeof(*w->maint));
+		}
+		w->maint[w->nmaint++] = a;
+		if (a->flags & GC_RES_NEEDS_REBOOT)
+			w->nreboot++;
+	}
+}
+
+static int close_windows(struct builder *b)
+{
+	size_t k = 0;
+
+	for (size_t t = 0; t < b->g->ntargets; t++) {
+		struct window *w = &b->win[t];
+		const struct gc_target *tg = b->g->targets[t];
+		const struct gc_observed_host *oh = gc_observed_host(b->o, tg->name);
+		struct gc_action *last;
+		struct gc_buf s = GC_BUF_INIT;
+
+		if (w->nmaint == 0)
+			continue;
+		if (oh != NULL && !oh->reachable)
+			return gc_error_set(b->err, GC_EREMOTE,
+					    "host '%s' is unreachable: cannot plan its %zu changes "
+					    "that need maintenance mode",
+					    tg->name, w->nmaint);
+		w->batch = k++ / b->p->max_unavailable;
+		b->p->stats.hosts_in_maintenance++;
+		list_phrases(&s, w->maint, w->nmaint);
+		w->enter = plan_action(b, GC_ACT_ENTER_MAINTENANCE, GC_OP_NONE, tg, NULL);
+		if (oh != NULL && oh->maintenance) {
+			/* already in maintenance mode: keep the step so the window
+			 * has one shape, but say so (executors skip it) */
+			whyf(b, w->enter, "%s is already in maintenance mode", tg->name);
+		} else {
+			whyf(b, w->enter, "%s need%s maintenance mode", gc_buf_str(&s),
+			     w->nmaint == 1 ? "s" : "");
+		}
+		for (size_t i = 0; i < w->nmaint; i++)
+			plan_dep(b, w->enter, w->maint[i]);
+		last = NULL;
+		if (w->nreboot > 0) {
+			w->reboot = plan_action(b, GC_ACT_REBOOT, GC_OP_NONE, tg, NULL);
+			whyf(b, w->reboot, "one reboot for %zu change%s that take%s effect after a reboot",
+			     w->nreboot, w->nreboot == 1 ? "" : "s", w->nreboot == 1 ? "s" : "");
+			w->wait = plan_action(b, GC_ACT_WAIT_HOST, GC_OP_NONE, tg, NULL);
+			whyf(b, w->wait, "%s must answer again after the reboot", tg->name);
+			for (size_t i = 0; i < w->nmaint; i++)
+				plan_dep(b, w->maint[i], w->reboot);
+			plan_dep(b, w->reboot, w->wait);
+			last = w->wait;
+			b->p->stats.reboots++;
+		}
+		w->verify = plan_action(b, GC_ACT_VERIFY, GC_OP_NONE, tg, NULL);
+		whyf(b, w->verify, "read back the %zu change%s before leaving maintenance mode",
+		     w->nmaint, w->nmaint == 1 ? "" : "s");
+		for (size_t i = 0; i < w->nmaint; i++)
+			plan_dep(b, w->maint[i], w->verify);
+		plan_dep(b, last, w->verify);
+		w->exit = plan_action(b, GC_ACT_EXIT_MAINTENANCE, GC_OP_NONE, tg, NULL);
+		whyf(b, w->exit, "the changes on %s are done and verified", tg->name);
+		plan_dep(b, w->verify, w->exit);
+		b->minwave[w->enter->seq] = w->batch;
+		w->enter->host = w->verify->host = w->exit->host = tg->name;
+		if (w->reboot != NULL)
+			w->reboot->host = w->wait->host = tg->name;
+		gc_buf_free(&s);
+	}
+	return 0;
+}
+
+static struct window *window_of(struct builder *b, const char *host)
+{
+	const struct gc_target *t;
+
+	if (host == NULL)
+		return NULL;
+	t = gc_graph_target(b->g, GC_TARGET_ESXI, host);
+	if (t == NULL || b->win[t->index].nmaint == 0)
+		return NULL;
+	return &b->win[t->index];
+}
+
+/* Actions of each managed VM, in creation order (index by gc_graph.vms). */
+static void collect_vm_actions(struct builder *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		struct gc_action *a = b->list[i];
+		struct vmstate *vs;
+
+		if (a->vm == NULL || a->target->kind != GC_TARGET_VCENTER)
+			continue;
+		vs = plan_vmstate(b, a->vm);
+		if (vs == NULL)
+			continue;
+		if (vs->n == vs->cap) {
+			vs->cap = vs->cap ? vs->cap * 2 : 8;
+			vs->actions = gc_xrealloc(vs->actions, vs->cap * sizeof(*vs->actions));
+		}
+		vs->actions[vs->n++] = a;
+	}
+}
+
+static struct gc_action *evacuate(struct builder *b, const char *vm, const char *host,
+				  bool migratable, const char *pinned, bool managed,
+				  struct gc_action **back)
+{
+	struct window *w = window_of(b, host);
+	struct gc_action *a;
+	const char *who = managed ? "" : "unmanaged ";
+
+	if (b->p->allow_vmotion && migratable) {
+		a = plan_action(b, GC_ACT_MIGRATE, GC_OP_NONE, b->vcenter, NULL);
+		whyf(b, a, "%s enters maintenance mode; %sVM %s can be live-migrated "
+			   "(rolling.allow_vmotion)", host, who, vm);
+		*back = plan_action(b, GC_ACT_MIGRATE, GC_OP_NONE, b->vcenter, NULL);
+		whyf(b, *back, "return %s to %s after maintenance", vm, host);
+	} else {
+		a = plan_action(b, GC_ACT_POWER_OFF, GC_OP_NONE, b->vcenter, NULL);
+		if (!migratable)
+			whyf(b, a, "%s enters maintenance mode and %sVM %s cannot be live-migrated (%s)",
+			     host, who, vm, pinned ? pinned : "not migratable");
+		else
+			whyf(b, a, "%s enters maintenance mode and rolling.allow_vmotion is false",
+			     host);
+		*back = plan_action(b, GC_ACT_POWER_ON, GC_OP_NONE, b->vcenter, NULL);
+		whyf(b, *back, "power %s back on after maintenance of %s", vm, host);
+	}
+	a->vm = (*back)->vm = gc_arena_strdup(&b->p->arena, vm);
+	a->host = (*back)->host = gc_arena_strdup(&b->p->arena, host);
+	plan_dep(b, a, w->enter);
+	plan_dep(b, w->exit, *back);
+	b->minwave[a->seq] = w->batch;
+	return a;
+}
+
+static enum gc_power observed_power(struct builder *b, const char *vm, bool *exists)
+{
+	const struct gc_observed_vm *ov = gc_observed_vm(b->o, vm);
+	char *id = gc_xasprintf("vm/%s", vm);
+	const char *p;
+	enum gc_power pw = GC_POWER_OFF;
+
+	*exists = gc_observed_resource(b->o, id) != NULL || ov != NULL;
+	free(id);
+	if (ov != NULL && ov->power != GC_POWER_UNKNOWN)
+		return ov->power;
+	id = gc_xasprintf("vm/%s/power", vm);
+	p = gc_observed_get(b->o, id, "power");
+	free(id);
+	if (p != NULL)
+		gc_power_parse(&pw, p);
+	return pw;
+}
+
+static void synthesize_vm(struct builder *b, size_t i)
+{
+	const struct gc_graph_vm *v = &b->g->vms[i];
+	struct vmstate *vs = &b->vms[i];
+	const struct gc_observed_vm *ov = gc_observed_vm(b->o, v->name);
+	const char *cur_host = ov && ov->host ? ov->host : v->host;
+	struct window *w = window_of(b, cur_host), *home = window_of(b, v->host);
+	const struct gc_resource *pr;
+	struct gc_action *off = NULL, *on = NULL, *power = NULL, *offch = NULL;
+	bool exists, running;
+	char *id;
+
+	running = observed_power(b, v->name, &exists) == GC_POWER_ON && exists;
+	id = gc_xasprintf("vm/%s/power", v->name);
+	pr = gc_graph_find(b->g, id);
+	free(id);
+	if (pr != NULL)
+		power = b->ract[pr->index];
+	for (size_t k = 0; k < vs->n && offch == NULL; k++)
+		if ((vs->actions[k]->flags & GC_RES_NEEDS_VM_OFF) &&
+		    vs->actions[k]->kind == GC_ACT_APPLY &&
+		    !(vs->actions[k]->op == GC_OP_CREATE && vs->actions[k]->res_kind == GC_RES_VM))
+			offch = vs->actions[k];
+
+	if (running && power != NULL && power->kind == GC_ACT_POWER_OFF) {
+		off = power; /* the spec wants it off: that is the power-off */
+	} else if (running && offch != NULL) {
+		off = plan_action(b, GC_ACT_POWER_OFF, GC_OP_NONE, b->vcenter, NULL);
+		whyf(b, off, "%s needs the VM powered off",
+		     offch->resource ? phrase(offch->resource) : offch->resource_id);
+		if (v->power_on) {
+			on = plan_action(b, GC_ACT_POWER_ON, GC_OP_NONE, b->vcenter, NULL);
+			whyf(b, on, "power %s back on after the change%s that needed it off", v->name,
+			     vs->n > 1 ? "s" : "");
+		}
+	} else if (running && w != NULL) {
+		off = evacuate(b, v->name, cur_host, v->live_migratable, v->pinned_by, true, &on);
+		if (on->kind == GC_ACT_POWER_ON && !v->power_on)
+			on = NULL;
+	}
+	if (off != NULL) {
+		off->vm = v->name;
+		off->host = cur_host;
+		if (w != NULL) {
+			plan_dep(b, off, w->enter);
+			b->minwave[off->seq] = w->batch;
+		}
+		for (size_t k = 0; k < vs->n; k++)
+			if (vs->actions[k] != off && (vs->actions[k]->flags & GC_RES_NEEDS_VM_OFF))
+				plan_dep(b, off, vs->actions[k]);
+	}
+	if (power != NULL && power->kind == GC_ACT_POWER_ON)
+		on = power;
+	if (on != NULL) {
+		on->vm = v->name;
+		if (on->host == NULL)
+			on->host = v->host;
+		for (size_t k = 0; k < vs->n; k++)
+			plan_dep(b, vs->actions[k], on);
+		if (w != NULL)
+			plan_dep(b, w->exit, on);
+		/* guests wait for this power-on, not only for the resource */
+		if (pr != NULL && b->ract[pr->index] == NULL)
+			b->ract[pr->index] = on;
+	}
+	/* the VM's own changes come after its host's maintenance window */
+	if (home != NULL)
+		for (size_t k = 0; k < vs->n; k++)
+			if (vs->actions[k] != off)
+				plan_dep(b, home->exit, vs->actions[k]);
+}
+
+/* Powered-on VMs the spec does not manage, on hosts that enter maintenance. */
+static void synthesize_unmanaged(struct builder *b)
+{
+	size_t n = gc_observed_nvms(b->o);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct gc_observed_vm *ov = gc_observed_vm_at(b->o, i);
+		struct gc_action *back;
+
+		if (ov->power != GC_POWER_ON || plan_vm(b, ov->name) != NULL ||
+		    window_of(b, ov->host) == NULL)
+			continue;
+		evacuate(b, ov->name, ov->host, ov->live_migratable, NULL, false, &back);
+	}
+}
+
+/* ---------------------------------------------------------------- 3. resource edges */
+
+/*
+ * Carry the graph's edges to actions.  A resource without an action passes
+ * on the actions its own dependencies wait for (its frontier), so that
+ * "vib -> graphics (unchanged) -> vGPU device" still orders vib before the
+ * device.
+ */
+static void resource_edges(struct builder *b, const struct gc_resource **order)
+{
+	size_t n = b->g->nresources;
+	struct frontier {
+		struct gc_action **v;
+		size_t n;
+	} *fr = gc_xcalloc(n ? n : 1, sizeof(*fr));
+	struct gc_arena scratch = GC_ARENA_INIT;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct gc_resource *r = order[i];
+		struct gc_action *a = b->ract[r->index];
+		struct frontier *f = &fr[r->index];
+
+		if (a != NULL) {
+			for (size_t d = 0; d < r->ndeps; d++) {
+				struct frontier *df = &fr[r->deps[d]->index];
+
+				for (size_t k = 0; k < df->n; k++)
+					plan_dep(b, df->v[k], a);
+			}
+			f->v = gc_arena_alloc(&scratch, sizeof(*f->v));
+			f->v[0] = a;
+			f->n = 1;
+			continue;
+		}
+		/* union of the deps' frontiers, without duplicates */
+		size_t total = 0;
+
+		for (size_t d = 0; d < r->ndeps; d++)
+			total += fr[r->deps[d]->index].n;
+		if (total == 0)
+			continue;
+		f->v = gc_arena_alloc(&scratch, total * sizeof(*f->v));
+		for (size_t d = 0; d < r->ndeps; d++) {
+			struct frontier *df = &fr[r->deps[d]->index];
+
+			for (size_t k = 0; k < df->n; k++) {
+				size_t j;
+
+				for (j = 0; j < f->n && f->v[j] != df->v[k]; j++)
+					;
+				if (j == f->n)
+					f->v[f->n++] = df->v[k];
+			}
+		}
+	}
+	gc_arena_free(&scratch);
+	free(fr);
+}
+
+/* ---------------------------------------------------------------- entry point */
+
+static void builder_free(struct builder *b)
+{
+	if (b->win != NULL)
+		for (size_t t = 0; t < b->g->ntargets; t++)
+			free(b->win[t].maint);
+	if (b->vms != NULL)
+		for (size_t i = 0; i < b->g->nvms; i++)
+			free(b->vms[i].actions);
+	gc_strmap_free(b->vmindex);
+	free(b->win);
+	free(b->vms);
+	free(b->ract);
+	free(b->list);
+	free(b->minwave);
+	gc_observed_free(b->empty);
+}
+
+int gc_plan_build(struct gc_plan **out, const struct gc_graph *g,
+		  const struct gc_observed *observed, const struct gc_plan_opts *opts,
+		  struct gc_error *err)
+{
+	struct gc_plan_opts defaults = GC_PLAN_OPTS_INIT;
+	struct builder b = {0};
+	const struct gc_resource **order = NULL;
+	int rc;
+
+	if (opts == NULL)
+		opts = &defaults;
+	b.p = gc_xcalloc(1, sizeof(*b.p));
+	b.p->graph = g;
+	b.p->max_unavailable = opts->max_unavailable ? opts->max_unavailable
+						     : (g->rolling.max_unavailable ? g->rolling.max_unavailable : 1);
+	b.p->allow_vmotion = opts->allow_vmotion < 0 ? g->rolling.allow_vmotion
+						     : opts->allow_vmotion != 0;
+	b.g = g;
+	b.err = err;
+	if (observed == NULL)
+		gc_observed_new(&b.empty);
+	b.o = observed ? observed : b.empty;
+
+	rc = gc_graph_toposort(&order, g, err);
+	if (rc != 0)
+		goto out;
+	b.ract = gc_xcalloc(g->nresources + 1, sizeof(*b.ract));
+	b.win = gc_xcalloc(g->ntargets + 1, sizeof(*b.win));
+	b.vms = gc_xcalloc(g->nvms + 1, sizeof(*b.vms));
+	b.vmindex = gc_strmap_new();
+	for (size_t i = 0; i < g->nvms; i++)
+		gc_strmap_put(b.vmindex, g->vms[i].name, &b.vms[i]);
+	b.vcenter = gc_graph_target(g, GC_TARGET_VCENTER, GC_VCENTER_TARGET);
+	if (b.vcenter == NULL) {
+		/* a spec without vCenter may still have unmanaged VMs to evacuate */
+		struct gc_target *t = gc_arena_alloc(&b.p->arena, sizeof(*t));
+
+		t->kind = GC_TARGET_VCENTER;
+		t->name = GC_VCENTER_TARGET;
+		t->index = g->ntargets;
+		b.vcenter = t;
+	}
+
+	for (size_t i = 0; i < g->nresources; i++)
+		diff_resource(&b, g->resources[i]);
+	diff_deletes(&b);
+	open_windows(&b);
+	if ((rc = close_windows(&b)) != 0)
+		goto out;
+	collect_vm_actions(&b);
+	for (size_t i = 0; i < g->nvms; i++)
+		synthesize_vm(&b, i);
+	synthesize_unmanaged(&b);
+	resource_edges(&b, order);
+	rc = plan_order(&b);
+	if (rc != 0)
+		goto out;
+	*out = b.p;
+	b.p = NULL; /* now owned by the caller */
+out:
+	free((void *)order);
+	builder_free(&b);
+	gc_plan_free(b.p);
+	return rc;
+}
+
+void gc_plan_free(struct gc_plan *p)
+{
+	if (p == NULL)
+		return;
+	free(p->actions);
+	free(p->by_wave);
+	gc_arena_free(&p->arena);
+	free(p);
+}
+
+bool gc_plan_empty(const struct gc_plan *p)
+{
+	return p->nactions == 0;
+}
+
+/* ---------------------------------------------------------------- lookups used above */
+
+struct vmstate *plan_vmstate(struct builder *b, const char *vm)
+{
+	return gc_strmap_get(b->vmindex, vm);
+}
+
+const struct gc_graph_vm *plan_vm(struct builder *b, const char *vm)
+{
+	struct vmstate *vs = plan_vmstate(b, vm);
+
+	return vs ? &b->g->vms[vs - b->vms] : NULL;
+}

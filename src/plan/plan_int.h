@@ -1,0 +1,54 @@
+/*
+ * plan_int.h - internal state shared by plan.c (diff, synthesis) and
+ * order.c (sort, chains, waves).  Not a public API.
+ */
+#ifndef GC_PLAN_INT_H
+#define GC_PLAN_INT_H
+
+#include "gc/plan.h"
+#include "strmap.h"
+
+struct gc_action_link {
+	struct gc_action *a;
+	struct gc_action_link *next;
+};
+
+/* A maintenance window of one ESXi host (indexed by target index). */
+struct window {
+	struct gc_action **maint; /* changes that need maintenance or a reboot */
+	size_t nmaint, cap, nreboot;
+	size_t batch; /* the wave it belongs to */
+	struct gc_action *enter, *reboot, *wait, *verify, *exit;
+};
+
+/* The actions of one managed VM (indexed like gc_graph.vms). */
+struct vmstate {
+	struct gc_action **actions;
+	size_t n, cap;
+};
+
+struct builder {
+	struct gc_plan *p;
+	const struct gc_graph *g;
+	const struct gc_observed *o;
+	struct gc_observed *empty; /* --offline: nothing exists */
+	struct gc_error *err;
+	struct gc_action **ract; /* per resource index: its action or NULL */
+	struct gc_action **list; /* all actions in creation order */
+	size_t *minwave;         /* per creation index */
+	size_t n, cap;
+	struct window *win;
+	struct vmstate *vms;
+	struct gc_strmap *vmindex; /* name -> vmstate */
+	const struct gc_target *vcenter;
+};
+
+struct gc_action *plan_action(struct builder *b, enum gc_action_kind kind, enum gc_op op,
+			      const struct gc_target *t, const char *why);
+void plan_dep(struct builder *b, struct gc_action *before, struct gc_action *after);
+struct vmstate *plan_vmstate(struct builder *b, const char *vm);
+const struct gc_graph_vm *plan_vm(struct builder *b, const char *vm);
+/* Sort, add target chains, number, cut waves, fill stats (order.c). */
+int plan_order(struct builder *b);
+
+#endif

@@ -1,0 +1,294 @@
+/*
+ * render.c - the plan for people (text) and for machines (JSON).
+ *
+ * Text, grouped by wave, then target, then execution order:
+ *
+ *   Wave 1 of 2 (maintenance: esx01)
+ *
+ *     esxi esx01
+ *       > enter maintenance mode
+ *           why: passthrough for GPU 0000:3b:00.0 needs maintenance mode
+ *       + esx01/esxi.pci_passthru/0000:3b:00.0  [maintenance, reboot]
+ *           enabled: (none) → true
+ *
+ *   Plan: 1 to add, 0 to change, 0 to destroy, 5 synthesized steps (1 hosts need maintenance, 1 reboots).
+ *
+ * "+ ~ -" mark resource actions, ">" synthesized steps.  Colour (ANSI) only
+ * when the caller asks for it (the CLI decides: TTY and no NO_COLOR).
+ * JSON is built with json-c; its shape is docs/plan-json.md.
+ */
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "gc/plan.h"
+
+#define C_RESET "\033[0m"
+#define C_BOLD "\033[1m"
+#define C_GREEN "\033[32m"
+#define C_YELLOW "\033[33m"
+#define C_RED "\033[31m"
+#define C_CYAN "\033[36m"
+#define C_DIM "\033[2m"
+
+static const char *op_color(enum gc_op op)
+{
+	switch (op) {
+	case GC_OP_NONE:
+		return C_CYAN;
+	case GC_OP_CREATE:
+		return C_GREEN;
+	case GC_OP_UPDATE:
+		return C_YELLOW;
+	case GC_OP_DELETE:
+		return C_RED;
+	}
+	return "";
+}
+
+static void step_text(struct gc_buf *out, const struct gc_action *a)
+{
+	switch (a->kind) {
+	case GC_ACT_APPLY:
+		gc_buf_puts(out, a->resource_id);
+		return;
+	case GC_ACT_ENTER_MAINTENANCE:
+		gc_buf_puts(out, "enter maintenance mode");
+		return;
+	case GC_ACT_EXIT_MAINTENANCE:
+		gc_buf_puts(out, "exit maintenance mode");
+		return;
+	case GC_ACT_REBOOT:
+		gc_buf_puts(out, "reboot");
+		return;
+	case GC_ACT_WAIT_HOST:
+		gc_buf_puts(out, "wait for the host");
+		return;
+	case GC_ACT_VERIFY:
+		gc_buf_puts(out, "verify");
+		return;
+	case GC_ACT_POWER_OFF:
+		gc_buf_printf(out, "power off %s (guest shutdown)", a->vm);
+		return;
+	case GC_ACT_POWER_ON:
+		gc_buf_printf(out, "power on %s", a->vm);
+		return;
+	case GC_ACT_MIGRATE:
+		gc_buf_printf(out, "migrate %s", a->vm);
+		return;
+	}
+}
+
+static void flags_text(struct gc_buf *out, unsigned flags)
+{
+	const char *sep = "  [";
+
+	if (flags == 0)
+		return;
+	if (flags & GC_RES_NEEDS_MAINTENANCE) {
+		gc_buf_printf(out, "%smaintenance", sep);
+		sep = ", ";
+	}
+	if (flags & GC_RES_NEEDS_REBOOT) {
+		gc_buf_printf(out, "%sreboot", sep);
+		sep = ", ";
+	}
+	if (flags & GC_RES_NEEDS_VM_OFF)
+		gc_buf_printf(out, "%sVM off", sep);
+	gc_buf_putc(out, ']');
+}
+
+static void action_text(struct gc_buf *out, const struct gc_action *a, bool color)
+{
+	const char *mark = a->op == GC_OP_NONE ? ">" : gc_op_symbol(a->op);
+
+	gc_buf_puts(out, "    ");
+	if (color)
+		gc_buf_printf(out, "%s%s" C_RESET, op_color(a->op), mark);
+	else
+		gc_buf_puts(out, mark);
+	gc_buf_putc(out, ' ');
+	if (a->kind != GC_ACT_APPLY && a->op != GC_OP_NONE) {
+		/* vm.power: a power step that is also a resource change */
+		step_text(out, a);
+		gc_buf_printf(out, " (%s)", a->resource_id);
+	} else {
+		step_text(out, a);
+	}
+	if (a->op != GC_OP_NONE)
+		flags_text(out, a->flags);
+	gc_buf_putc(out, '\n');
+	for (size_t i = 0; i < a->nchanges; i++) {
+		const struct gc_change *c = &a->changes[i];
+
+		gc_buf_printf(out, "        %s: %s → %s\n", c->key,
+			      c->old_value ? c->old_value : "(none)",
+			      c->new_value ? c->new_value : "(removed)");
+	}
+	if (a->why != NULL) {
+		if (color)
+			gc_buf_printf(out, "        " C_DIM "why: %s" C_RESET "\n", a->why);
+		else
+			gc_buf_printf(out, "        why: %s\n", a->why);
+	}
+}
+
+void gc_plan_render_summary(struct gc_buf *out, const struct gc_plan *p)
+{
+	const struct gc_plan_stats *s = &p->stats;
+
+	gc_buf_printf(out,
+		      "Plan: %zu to add, %zu to change, %zu to destroy, %zu synthesized steps "
+		      "(%zu hosts need maintenance, %zu reboots).",
+		      s->add, s->change, s->destroy, s->synthesized, s->hosts_in_maintenance,
+		      s->reboots);
+}
+
+void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned flags)
+{
+	bool color = (flags & GC_RENDER_COLOR) != 0;
+
+	if (gc_plan_empty(p)) {
+		gc_buf_puts(out, "No changes. The cluster matches the spec.\n");
+		return;
+	}
+	for (size_t w = 0; w < p->nwaves; w++) {
+		const struct gc_plan_wave *pw = &p->waves[w];
+
+		if (color)
+			gc_buf_puts(out, C_BOLD);
+		gc_buf_printf(out, "Wave %zu of %zu", w + 1, p->nwaves);
+		if (pw->nmaintenance_hosts > 0) {
+			gc_buf_puts(out, " (maintenance: ");
+			for (size_t h = 0; h < pw->nmaintenance_hosts; h++)
+				gc_buf_printf(out, "%s%s", h ? ", " : "", pw->maintenance_hosts[h]);
+			gc_buf_putc(out, ')');
+		}
+		if (color)
+			gc_buf_puts(out, C_RESET);
+		gc_buf_puts(out, "\n");
+		for (size_t t = 0; t < pw->ntargets; t++) {
+			const struct gc_plan_target *pt = &pw->targets[t];
+
+			gc_buf_printf(out, "\n  %s %s\n", gc_target_kind_name(pt->target->kind),
+				      pt->target->name);
+			for (size_t i = 0; i < pt->nactions; i++)
+				action_text(out, pt->actions[i], color);
+		}
+		gc_buf_puts(out, "\n");
+	}
+	gc_plan_render_summary(out, p);
+	gc_buf_puts(out, "\n");
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+static json_object *str_or_null(const char *s)
+{
+	return s ? json_object_new_string(s) : NULL;
+}
+
+static json_object *action_json(const struct gc_action *a)
+{
+	json_object *o = json_object_new_object();
+	json_object *flags = json_object_new_array();
+	json_object *changes = json_object_new_array();
+	json_object *deps = json_object_new_array();
+
+	json_object_object_add(o, "seq", json_object_new_int64((int64_t)a->seq));
+	json_object_object_add(o, "kind", json_object_new_string(gc_action_kind_name(a->kind)));
+	json_object_object_add(o, "op", json_object_new_string(gc_op_name(a->op)));
+	json_object_object_add(o, "synthesized", json_object_new_boolean(a->synthesized));
+	json_object_object_add(o, "resource", str_or_null(a->resource_id));
+	json_object_object_add(o, "resource_kind",
+			       a->resource_id ? json_object_new_string(gc_res_kind_name(a->res_kind))
+					      : NULL);
+	json_object_object_add(o, "host", str_or_null(a->host));
+	json_object_object_add(o, "vm", str_or_null(a->vm));
+	if (a->flags & GC_RES_NEEDS_MAINTENANCE)
+		json_object_array_add(flags, json_object_new_string("needs_maintenance"));
+	if (a->flags & GC_RES_NEEDS_REBOOT)
+		json_object_array_add(flags, json_object_new_string("needs_reboot"));
+	if (a->flags & GC_RES_NEEDS_VM_OFF)
+		json_object_array_add(flags, json_object_new_string("needs_vm_off"));
+	json_object_object_add(o, "flags", flags);
+	for (size_t i = 0; i < a->nchanges; i++) {
+		json_object *c = json_object_new_object();
+
+		json_object_object_add(c, "key", json_object_new_string(a->changes[i].key));
+		json_object_object_add(c, "old", str_or_null(a->changes[i].old_value));
+		json_object_object_add(c, "new", str_or_null(a->changes[i].new_value));
+		json_object_array_add(changes, c);
+	}
+	json_object_object_add(o, "changes", changes);
+	json_object_object_add(o, "why", str_or_null(a->why));
+	for (size_t i = 0; i < a->ndeps; i++)
+		json_object_array_add(deps, json_object_new_int64((int64_t)a->deps[i]->seq));
+	json_object_object_add(o, "after", deps);
+	return o;
+}
+
+static json_object *summary_json(const struct gc_plan *p)
+{
+	json_object *o = json_object_new_object();
+	const struct gc_plan_stats *s = &p->stats;
+
+	json_object_object_add(o, "add", json_object_new_int64((int64_t)s->add));
+	json_object_object_add(o, "change", json_object_new_int64((int64_t)s->change));
+	json_object_object_add(o, "destroy", json_object_new_int64((int64_t)s->destroy));
+	json_object_object_add(o, "synthesized", json_object_new_int64((int64_t)s->synthesized));
+	json_object_object_add(o, "hosts_in_maintenance",
+			       json_object_new_int64((int64_t)s->hosts_in_maintenance));
+	json_object_object_add(o, "reboots", json_object_new_int64((int64_t)s->reboots));
+	json_object_object_add(o, "actions", json_object_new_int64((int64_t)p->nactions));
+	json_object_object_add(o, "waves", json_object_new_int64((int64_t)p->nwaves));
+	json_object_object_add(o, "critical_path", json_object_new_int64((int64_t)s->critical_path));
+	return o;
+}
+
+void gc_plan_render_json(struct gc_buf *out, const struct gc_plan *p)
+{
+	json_object *root = json_object_new_object();
+	json_object *rolling = json_object_new_object();
+	json_object *waves = json_object_new_array();
+
+	json_object_object_add(root, "format_version", json_object_new_int(1));
+	json_object_object_add(root, "changes", json_object_new_boolean(!gc_plan_empty(p)));
+	json_object_object_add(root, "summary", summary_json(p));
+	json_object_object_add(rolling, "max_unavailable",
+			       json_object_new_int64((int64_t)p->max_unavailable));
+	json_object_object_add(rolling, "allow_vmotion", json_object_new_boolean(p->allow_vmotion));
+	json_object_object_add(root, "rolling", rolling);
+	for (size_t w = 0; w < p->nwaves; w++) {
+		const struct gc_plan_wave *pw = &p->waves[w];
+		json_object *wo = json_object_new_object();
+		json_object *hosts = json_object_new_array();
+		json_object *targets = json_object_new_array();
+
+		json_object_object_add(wo, "index", json_object_new_int64((int64_t)w));
+		for (size_t h = 0; h < pw->nmaintenance_hosts; h++)
+			json_object_array_add(hosts, json_object_new_string(pw->maintenance_hosts[h]));
+		json_object_object_add(wo, "maintenance_hosts", hosts);
+		for (size_t t = 0; t < pw->ntargets; t++) {
+			const struct gc_plan_target *pt = &pw->targets[t];
+			json_object *to = json_object_new_object();
+			json_object *acts = json_object_new_array();
+
+			json_object_object_add(to, "kind",
+					       json_object_new_string(gc_target_kind_name(pt->target->kind)));
+			json_object_object_add(to, "name", json_object_new_string(pt->target->name));
+			for (size_t i = 0; i < pt->nactions; i++)
+				json_object_array_add(acts, action_json(pt->actions[i]));
+			json_object_object_add(to, "actions", acts);
+			json_object_array_add(targets, to);
+		}
+		json_object_object_add(wo, "targets", targets);
+		json_object_array_add(waves, wo);
+	}
+	json_object_object_add(root, "waves", waves);
+	gc_buf_puts(out, json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+							      JSON_C_TO_STRING_SPACED |
+							      JSON_C_TO_STRING_NOSLASHESCAPE));
+	gc_buf_putc(out, '\n');
+	json_object_put(root);
+}
