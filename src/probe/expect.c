@@ -1,0 +1,468 @@
+/*
+ * expect.c - what this guest should have, compared with what it has.
+ *
+ * The expect file is "key = value" lines ('#' comments, blank lines
+ * allowed), written by the cluster half of validate from the spec or by
+ * hand; the probe is libc-only so no JSON/YAML.  Keys are listed in
+ * `keys[]` below and in docs/probe.md.  Each evaluated key becomes one
+ * gc_probe_check with the expected value, the found value, and on failure a
+ * hint at the usual cause (an MMIO window too small, no IP on the RoCE
+ * netdev, PFC not matching the switch, ...).
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe_int.h"
+
+static const char *const keys[] = {
+	"gpu.count",       "gpu.model",        "gpu.memory_mib_min", "gpu.vgpu_framebuffer_mib",
+	"gpu.virtualization", "gpu.license",   "gpu.ecc",            "gpu.peer_access",
+	"cuda.vector_add", "rdma.device",      "rdma.link_layer",    "rdma.mtu",
+	"rdma.roce_v2_gid", "rdma.gid_index",  "rdma.tos",           "rdma.trust",
+	"rdma.pfc",        "rdma.peermem",     "gdr.ready",
+};
+
+static bool known_key(const char *k)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strcmp(keys[i], k) == 0)
+			return true;
+	return false;
+}
+
+static int add(struct gc_probe_expect *e, const char *k, size_t kn, const char *v, size_t vn,
+	       int line, const char *file, struct gc_error *err)
+{
+	char key[48];
+
+	if (kn == 0 || kn >= sizeof(key))
+		goto bad;
+	pb_copy(key, sizeof(key), k, kn);
+	if (!known_key(key)) {
+		gc_error_set(err, GC_EUSAGE, "%s:%d: error: unknown key '%s' (see docs/probe.md)",
+			     file, line, key);
+		return GC_EUSAGE;
+	}
+	if (vn == 0 || vn >= sizeof(e->items[0].value)) {
+		gc_error_set(err, GC_EUSAGE, "%s:%d: error: '%s' needs a value of 1..%zu bytes",
+			     file, line, key, sizeof(e->items[0].value) - 1);
+		return GC_EUSAGE;
+	}
+	if (e->n >= GC_PROBE_MAX_CHECKS) {
+		gc_error_set(err, GC_EUSAGE, "%s:%d: error: more than %d expectations", file, line,
+			     GC_PROBE_MAX_CHECKS);
+		return GC_EUSAGE;
+	}
+	pb_copy(e->items[e->n].key, sizeof(e->items[0].key), key, strlen(key));
+	pb_copy(e->items[e->n].value, sizeof(e->items[0].value), v, vn);
+	e->items[e->n].line = line;
+	e->n++;
+	return 0;
+bad:
+	gc_error_set(err, GC_EUSAGE, "%s:%d: error: expected 'key = value'", file, line);
+	return GC_EUSAGE;
+}
+
+static int add_kv(struct gc_probe_expect *e, const char *s, size_t n, int line, const char *file,
+		  struct gc_error *err)
+{
+	const char *eqs = memchr(s, '=', n);
+	size_t kn, vn;
+	const char *k, *v;
+
+	if (!eqs) {
+		gc_error_set(err, GC_EUSAGE, "%s:%d: error: expected 'key = value'", file, line);
+		return GC_EUSAGE;
+	}
+	kn = (size_t)(eqs - s);
+	k = pb_trim(s, &kn);
+	vn = n - (size_t)(eqs - s) - 1;
+	v = pb_trim(eqs + 1, &vn);
+	return add(e, k, kn, v, vn, line, file, err);
+}
+
+int gc_probe_expect_parse(struct gc_probe_expect *out, const char *text, size_t len,
+			  const char *file, struct gc_error *err)
+{
+	const char *p = text, *end = text + len;
+	int line = 0, rc;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		const char *hash = memchr(p, '#', n);
+		const char *t;
+
+		line++;
+		if (hash)
+			n = (size_t)(hash - p);
+		t = pb_trim(p, &n);
+		if (memchr(t, '\0', n)) {
+			gc_error_set(err, GC_EUSAGE, "%s:%d: error: NUL byte", file, line);
+			return GC_EUSAGE;
+		}
+		if (n > 0 && (rc = add_kv(out, t, n, line, file, err)) != 0)
+			return rc;
+		p = nl ? nl + 1 : end;
+	}
+	return 0;
+}
+
+int gc_probe_expect_add(struct gc_probe_expect *e, const char *kv, struct gc_error *err)
+{
+	return add_kv(e, kv, strlen(kv), 0, "--expect-set", err);
+}
+
+/* ---- evaluation ---- */
+
+static struct gc_probe_check *check(struct gc_probe_report *r, const char *key,
+				    const char *expected)
+{
+	struct gc_probe_check *c;
+
+	if (r->nexpect >= GC_PROBE_MAX_CHECKS)
+		return NULL;
+	c = &r->checks[r->nexpect++];
+	memset(c, 0, sizeof(*c));
+	pb_copy(c->key, sizeof(c->key), key, strlen(key));
+	pb_copy(c->expected, sizeof(c->expected), expected, strlen(expected));
+	return c;
+}
+
+static bool truthy(const char *v)
+{
+	return strcasecmp(v, "yes") == 0 || strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0 ||
+	       strcasecmp(v, "pass") == 0;
+}
+
+static bool ci_contains(const char *hay, const char *needle)
+{
+	size_t n = strlen(needle), i;
+
+	for (i = 0; hay[i]; i++)
+		if (strncasecmp(hay + i, needle, n) == 0)
+			return true;
+	return n == 0;
+}
+
+static long num(const char *v, bool *ok)
+{
+	long x = 0;
+
+	*ok = pb_parse_long(v, strlen(v), &x);
+	return x;
+}
+
+/* First port that is active, else the first port, of the named (or first) device. */
+static const struct gc_probe_port *pick_port(const struct gc_probe_rdma *rd,
+					     const struct gc_probe_rdma_dev **devp)
+{
+	int i, j;
+
+	for (i = 0; i < rd->ndev; i++)
+		for (j = 0; j < rd->devs[i].nports; j++)
+			if (rd->devs[i].ports[j].state_num == 4) {
+				*devp = &rd->devs[i];
+				return &rd->devs[i].ports[j];
+			}
+	for (i = 0; i < rd->ndev; i++)
+		if (rd->devs[i].nports > 0) {
+			*devp = &rd->devs[i];
+			return &rd->devs[i].ports[0];
+		}
+	*devp = rd->ndev ? &rd->devs[0] : NULL;
+	return NULL;
+}
+
+static void pfc_string(char *out, size_t cap, const int pfc[8])
+{
+	size_t n = 0;
+	int i;
+
+	out[0] = '\0';
+	for (i = 0; i < 8; i++) {
+		if (pfc[i] < 0) {
+			pb_fmt(out, cap, "unknown");
+			return;
+		}
+		if (pfc[i] == 1 && n + 3 < cap)
+			n += (size_t)snprintf(out + n, cap - n, "%s%d", n ? "," : "", i);
+	}
+	if (n == 0)
+		pb_fmt(out, cap, "none");
+}
+
+static void normalize_list(char *out, size_t cap, const char *in)
+{
+	int prio[8] = {0}, i, any = 0;
+	const char *p = in;
+	size_t n = 0;
+
+	/* "3", "3,4", "0,0,0,1,0,0,0,0" (8 flags) or "none" */
+	if (strcasecmp(in, "none") == 0) {
+		pb_fmt(out, cap, "none");
+		return;
+	}
+	{
+		int cnt = 0;
+		const char *q;
+		for (q = in; *q; q++)
+			cnt += *q == ',';
+		if (cnt == 7) {
+			for (i = 0; i < 8 && *p; i++) {
+				prio[i] = *p == '1';
+				p = strchr(p, ',');
+				p = p ? p + 1 : "";
+			}
+		} else {
+			while (*p) {
+				if (*p >= '0' && *p <= '7')
+					prio[*p - '0'] = 1;
+				p++;
+			}
+		}
+	}
+	out[0] = '\0';
+	for (i = 0; i < 8; i++)
+		if (prio[i] && n + 3 < cap) {
+			n += (size_t)snprintf(out + n, cap - n, "%s%d", any ? "," : "", i);
+			any = 1;
+		}
+	if (!any)
+		pb_fmt(out, cap, "none");
+}
+
+static void eval_one(struct gc_probe_report *r, const char *k, const char *v)
+{
+	const struct gc_probe_cuda *cu = &r->cuda;
+	const struct gc_probe_rdma *rd = &r->rdma;
+	const struct gc_probe_rdma_dev *dev = NULL;
+	const struct gc_probe_port *port = pick_port(rd, &dev);
+	struct gc_probe_check *c = check(r, k, v);
+	bool ok;
+	long x;
+	int i;
+
+	if (!c)
+		return;
+#define FOUND(...) pb_fmt(c->found, sizeof(c->found), __VA_ARGS__)
+#define HINT(...) pb_fmt(c->hint, sizeof(c->hint), __VA_ARGS__)
+	if (strcmp(k, "gpu.count") == 0) {
+		x = num(v, &ok);
+		FOUND("%d", cu->ngpu);
+		c->pass = ok && x == cu->ngpu;
+		if (!c->pass && cu->ngpu == 0)
+			HINT("no GPU visible (%s): is the PCI device attached to the VM, the NVIDIA "
+			     "driver loaded (lsmod | grep nvidia)? Large-BAR GPUs need "
+			     "pciPassthru.use64bitMMIO and pciPassthru.64bitMMIOSizeGB",
+			     cu->reason[0] ? cu->reason : gc_probe_status_name(cu->status));
+		else if (!c->pass)
+			HINT("a GPU is missing or extra: check the VM's PCI devices / vGPU profiles "
+			     "and 'dmesg | grep -i nvrm' for devices the driver refused");
+	} else if (strcmp(k, "gpu.model") == 0) {
+		c->pass = cu->ngpu > 0;
+		FOUND("%s", cu->ngpu ? cu->gpus[0].name : "no GPU");
+		for (i = 0; i < cu->ngpu; i++)
+			if (!ci_contains(cu->gpus[i].name, v)) {
+				c->pass = false;
+				FOUND("%s", cu->gpus[i].name);
+			}
+		if (!c->pass)
+			HINT("a different GPU model is attached than the spec says");
+	} else if (strcmp(k, "gpu.memory_mib_min") == 0) {
+		uint64_t minmib = ~0ull;
+		x = num(v, &ok);
+		for (i = 0; i < cu->ngpu; i++)
+			if (cu->gpus[i].mem_bytes / 1048576 < minmib)
+				minmib = cu->gpus[i].mem_bytes / 1048576;
+		if (cu->ngpu == 0)
+			minmib = 0;
+		FOUND("%llu MiB", (unsigned long long)minmib);
+		c->pass = ok && cu->ngpu > 0 && minmib >= (uint64_t)x;
+		if (!c->pass)
+			HINT("GPU memory %llu MiB: MMIO too small? check pciPassthru.use64bitMMIO "
+			     "and pciPassthru.64bitMMIOSizeGB (>= the sum of the GPUs' memory, "
+			     "rounded up to a power of two)", (unsigned long long)minmib);
+	} else if (strcmp(k, "gpu.vgpu_framebuffer_mib") == 0) {
+		uint64_t mib = cu->ngpu ? cu->gpus[0].mem_bytes / 1048576 : 0;
+		x = num(v, &ok);
+		FOUND("%llu MiB", (unsigned long long)mib);
+		/* the guest sees the profile's framebuffer less a small reservation */
+		c->pass = ok && x > 0 && mib <= (uint64_t)x && mib * 10 >= (uint64_t)x * 9;
+		if (!c->pass)
+			HINT("the vGPU profile differs from the spec (e.g. -8Q vs -16Q): check the "
+			     "VM's vGPU device; a framebuffer of 0 means the vGPU did not start "
+			     "(vGPU manager log on the host)");
+	} else if (strcmp(k, "gpu.virtualization") == 0) {
+		c->pass = cu->ngpu > 0;
+		FOUND("%s", cu->ngpu ? (cu->gpus[0].virt_mode[0] ? cu->gpus[0].virt_mode
+								   : "unknown")
+				     : "no GPU");
+		for (i = 0; i < cu->ngpu; i++)
+			if (strcasecmp(cu->gpus[i].virt_mode, v) != 0) {
+				c->pass = false;
+				FOUND("%s", cu->gpus[i].virt_mode[0] ? cu->gpus[i].virt_mode
+								     : "unknown");
+			}
+		if (!c->pass)
+			HINT("'VGPU' means a vGPU profile, 'Pass-Through' a whole GPU by PCI "
+			     "passthrough; 'unknown' means NVML (libnvidia-ml.so.1) was not usable");
+	} else if (strcmp(k, "gpu.license") == 0) {
+		const char *lic = cu->ngpu ? cu->gpus[0].license : "";
+		bool want = truthy(v) || strcasecmp(v, "licensed") == 0;
+		bool is = strncasecmp(lic, "Licensed", 8) == 0;
+		FOUND("%s", lic[0] ? lic : "unknown");
+		c->pass = want == is;
+		if (!c->pass)
+			HINT("vGPU licence: check /etc/nvidia/gridd.conf (FeatureType), the client "
+			     "configuration token in /etc/nvidia/ClientConfigToken/ and "
+			     "'systemctl status nvidia-gridd'");
+	} else if (strcmp(k, "gpu.ecc") == 0) {
+		FOUND("%s", cu->ngpu && cu->gpus[0].ecc[0] ? cu->gpus[0].ecc : "unknown");
+		c->pass = cu->ngpu > 0;
+		for (i = 0; i < cu->ngpu; i++)
+			if (strncasecmp(cu->gpus[i].ecc, v, strlen(v)) != 0)
+				c->pass = false;
+		if (!c->pass)
+			HINT("toggle with 'nvidia-smi -e 0|1' and reboot; vGPU guests often report N/A");
+	} else if (strcmp(k, "gpu.peer_access") == 0) {
+		int pairs = 0, yes = 0, j;
+		for (i = 0; i < cu->ngpu; i++)
+			for (j = 0; j < cu->ngpu; j++)
+				if (i != j) {
+					pairs++;
+					yes += cu->peer[i][j] == 1;
+				}
+		FOUND("%d of %d pairs", yes, pairs);
+		c->pass = truthy(v) || strcasecmp(v, "all") == 0 ? yes == pairs
+								 : true;
+		if (!c->pass)
+			HINT("GPUs cannot reach each other: set pciPassthru.allowP2P=true on the "
+			     "VM and check the host's PCIe topology/ACS");
+	} else if (strcmp(k, "cuda.vector_add") == 0) {
+		FOUND("%s", gc_probe_status_name(cu->vadd_status));
+		c->pass = truthy(v) ? cu->vadd_status == GC_PROBE_OK : true;
+		if (!c->pass)
+			HINT("the CUDA driver cannot run a kernel (%s): driver and kernel module "
+			     "mismatch? check 'dmesg | grep -i xid'",
+			     cu->vadd_reason[0] ? cu->vadd_reason : cu->reason);
+	} else if (strcmp(k, "rdma.device") == 0) {
+		const struct gc_probe_rdma_dev *d = NULL;
+		bool active = false;
+		int j;
+		for (i = 0; i < rd->ndev; i++)
+			if (strcasecmp(v, "any") == 0 || truthy(v) ||
+			    strcmp(rd->devs[i].name, v) == 0) {
+				d = &rd->devs[i];
+				for (j = 0; j < d->nports; j++)
+					active |= d->ports[j].state_num == 4;
+				if (active)
+					break;
+			}
+		if (!d)
+			FOUND("no RDMA device");
+		else
+			FOUND("%s %s", d->name, active ? "active" : "no active port");
+		c->pass = d && active;
+		if (!d)
+			HINT("no RDMA device: is the SR-IOV VF or PVRDMA adapter attached to the VM "
+			     "and its driver (mlx5_ib, vmw_pvrdma) loaded?");
+		else if (!active)
+			HINT("port not active: check the link (ibdev2netdev, 'rdma link') and the "
+			     "switch port");
+	} else if (strcmp(k, "rdma.link_layer") == 0) {
+		FOUND("%s", port ? port->link_layer : "no RDMA port");
+		c->pass = port && strcasecmp(port->link_layer, v) == 0;
+		if (!c->pass)
+			HINT("RoCE needs link_layer Ethernet; a VPI card may need its port type set "
+			     "with mlxconfig LINK_TYPE_P1");
+	} else if (strcmp(k, "rdma.mtu") == 0) {
+		x = num(v, &ok);
+		FOUND("%d", port ? port->active_mtu : 0);
+		c->pass = ok && port && port->active_mtu >= x;
+		if (!c->pass)
+			HINT("active MTU follows the netdev MTU for RoCE: set the interface and the "
+			     "switch port/vSwitch MTU to 9000 for 4096");
+	} else if (strcmp(k, "rdma.roce_v2_gid") == 0) {
+		bool have = port && port->roce_v2_index >= 0;
+		FOUND("%s", have ? "yes" : "no");
+		c->pass = have == truthy(v);
+		if (!c->pass)
+			HINT("no RoCE v2 GID: the RoCE netdev has no IP address, or RoCE v2 is off "
+			     "(cma_roce_mode -d DEV -p 1 -m 2)");
+	} else if (strcmp(k, "rdma.gid_index") == 0) {
+		x = num(v, &ok);
+		FOUND("%d", port ? port->roce_v2_index : -1);
+		c->pass = ok && port && port->roce_v2_index == x;
+		if (!c->pass)
+			HINT("the RoCE v2 IPv4 GID sits at another index: set NCCL_IB_GID_INDEX to "
+			     "the found index or fix the interface addresses");
+	} else if (strcmp(k, "rdma.tos") == 0) {
+		int tc = port ? port->traffic_class : -1;
+		x = num(v, &ok);
+		if (port && port->default_tos >= 0 && tc < 0)
+			tc = port->default_tos;
+		if (tc < 0)
+			FOUND("unset");
+		else
+			FOUND("%d", tc);
+		c->pass = ok && tc == x;
+		if (!c->pass)
+			HINT("set with 'echo %ld > /sys/class/infiniband/%s/tc/1/traffic_class' and "
+			     "'cma_roce_tos -d %s -t %ld'", x, dev ? dev->name : "DEV",
+			     dev ? dev->name : "DEV", x);
+	} else if (strcmp(k, "rdma.trust") == 0) {
+		FOUND("%s", dev && dev->qos.present ? dev->qos.trust : "unknown");
+		c->pass = dev && dev->qos.present && strcasecmp(dev->qos.trust, v) == 0;
+		if (!c->pass)
+			HINT("'mlnx_qos -i %s --trust %s'%s%s",
+			     dev && dev->qos.netdev[0] ? dev->qos.netdev : "IF", v,
+			     dev && !dev->qos.present ? "; " : "",
+			     dev && !dev->qos.present ? dev->qos.reason : "");
+	} else if (strcmp(k, "rdma.pfc") == 0) {
+		char want[32], got[32];
+		normalize_list(want, sizeof(want), v);
+		if (dev && dev->qos.present)
+			pfc_string(got, sizeof(got), dev->qos.pfc);
+		else
+			pb_fmt(got, sizeof(got), "unknown");
+		pb_fmt(c->expected, sizeof(c->expected), "%s", want);
+		FOUND("%s", got);
+		c->pass = strcmp(want, got) == 0;
+		if (!c->pass)
+			HINT("PFC must be on exactly the switch's lossless priority: 'mlnx_qos -i %s "
+			     "--pfc 0,0,0,1,0,0,0,0' for priority 3",
+			     dev && dev->qos.netdev[0] ? dev->qos.netdev : "IF");
+	} else if (strcmp(k, "rdma.peermem") == 0) {
+		FOUND("%s", rd->peermem[0] ? rd->peermem : "not loaded");
+		c->pass = (rd->peermem[0] != '\0') == truthy(v);
+		if (!c->pass)
+			HINT("'modprobe nvidia-peermem' (driver >= R470; nv_peer_mem is the legacy "
+			     "module)");
+	} else if (strcmp(k, "gdr.ready") == 0) {
+		FOUND("%s", gc_probe_status_name(r->gdr.status));
+		c->pass = (r->gdr.status == GC_PROBE_OK) == truthy(v);
+		if (!c->pass)
+			HINT("%s; needs nvidia_peermem and pciPassthru.allowP2P / ACS allowing the "
+			     "HCA to reach the GPU BAR", r->gdr.reason);
+	}
+#undef FOUND
+#undef HINT
+	if (!c->pass)
+		r->nfailed++;
+}
+
+int gc_probe_expect_eval(struct gc_probe_report *r, const struct gc_probe_expect *e)
+{
+	int i;
+
+	r->nexpect = 0;
+	r->nfailed = 0;
+	for (i = 0; i < e->n; i++)
+		eval_one(r, e->items[i].key, e->items[i].value);
+	return r->nfailed;
+}

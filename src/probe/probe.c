@@ -1,0 +1,216 @@
+/*
+ * probe.c - the `probe` command: options, the whole run, output, exit codes.
+ *
+ * gc_probe_run() fills one report: RDMA (sysfs + verbs + mlnx_qos), CUDA
+ * (driver API + NVML + nvidia-smi), GPUDirect RDMA, and the RDMA test when
+ * --rdma-server/--rdma-peer ask for it.  gc_probe_main() parses the command
+ * line, evaluates --expect, renders, prints and picks the exit code
+ * (enum gc_probe_exit).  It is the one place in src/probe that prints; the
+ * CLI's `gpuclusterctl probe` calls it with argv starting at "probe".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probe_int.h"
+
+void gc_probe_options_init(struct gc_probe_options *o)
+{
+	const char *e;
+
+	memset(o, 0, sizeof(*o));
+	e = getenv("GC_PROBE_SYSFS");
+	o->sysfs_root = e ? e : "";
+	e = getenv("GC_PROBE_NO_TOOLS");
+	o->no_tools = e && strcmp(e, "1") == 0;
+	o->bw_bytes = 256ull << 20;
+	o->bw_reps = 20;
+	o->bw_trials = 5;
+	o->rdma_gid_index = -1;
+	o->rdma_tcp_port = 18515;
+	o->rdma_msg_bytes = 1u << 20;
+	o->rdma_iters = 2000;
+	o->rdma_timeout_s = 60;
+}
+
+void gc_probe_run(struct gc_probe_report *r, const struct gc_probe_options *o)
+{
+	memset(r, 0, sizeof(*r));
+	r->rdma_test.gid_index = -1;
+	pb_set_root(o->sysfs_root);
+	if (o->no_rdma) {
+		r->rdma.status = GC_PROBE_NOT_RUN;
+	} else {
+		pb_rdma_probe(&r->rdma, o);
+	}
+	if (o->no_cuda) {
+		r->cuda.status = GC_PROBE_NOT_RUN;
+		memset(r->cuda.peer, -1, sizeof(r->cuda.peer));
+	} else {
+		pb_cuda_probe(&r->cuda, o);
+	}
+	if (!o->no_rdma && !o->no_cuda)
+		pb_gdr_probe(&r->gdr, &r->rdma, &r->cuda);
+	if (o->rdma_server || o->rdma_peer)
+		pb_rdma_test(&r->rdma_test, &r->rdma, o);
+}
+
+static const char usage[] =
+	"usage: gpuclusterctl-probe [options]      (also: gpuclusterctl probe [options])\n"
+	"  --json                 JSON instead of the human table (docs/probe.md)\n"
+	"  --expect FILE          compare with 'key = value' expectations; exit 1 if any fails\n"
+	"  --expect-set KEY=VALUE one expectation (repeatable)\n"
+	"  --no-cuda, --no-rdma   skip an area\n"
+	"  --no-bw                skip the copy-bandwidth test\n"
+	"  --bw-mib N             bytes per copy in MiB (default 256)\n"
+	"  --bw-reps N            copies per timed trial (default 20)\n"
+	"  --bw-trials N          timed trials, median reported (default 5)\n"
+	"  --rdma-server          wait for a peer probe and serve an RDMA write test\n"
+	"  --rdma-peer HOST       run the RDMA write test against HOST's --rdma-server\n"
+	"  --rdma-dev NAME        RDMA device (default: first with an active port)\n"
+	"  --rdma-ib-port N       port number on it (default: first active)\n"
+	"  --rdma-gid-index N     GID index (default: the RoCE v2 index found)\n"
+	"  --rdma-tcp-port N      TCP port of the QP exchange (default 18515)\n"
+	"  --rdma-tclass N        GRH traffic class of the test QP (default 0)\n"
+	"  --rdma-msg-kib N       RDMA write size in KiB (default 1024)\n"
+	"  --rdma-iters N         RDMA writes for bandwidth (default 2000)\n"
+	"  --rdma-timeout N       seconds to wait for the peer (default 60)\n"
+	"  --sysfs-root DIR       read /sys and /proc under DIR (test hook; env GC_PROBE_SYSFS)\n"
+	"  --no-tools             do not run mlnx_qos or nvidia-smi (env GC_PROBE_NO_TOOLS=1)\n"
+	"exit: 0 ok, 1 an expectation failed, 2 usage error, 3 a requested RDMA test failed\n";
+
+static bool arg_long(const char *s, long lo, long hi, long *v)
+{
+	return s && pb_parse_long(s, strlen(s), v) && *v >= lo && *v <= hi;
+}
+
+static int read_expect(struct gc_probe_expect *e, const char *path, struct gc_error *err)
+{
+	struct pb_buf b = {0};
+	char chunk[4096];
+	size_t got;
+	FILE *f = fopen(path, "r");
+	int rc;
+
+	if (!f)
+		return gc_error_set(err, GC_EUSAGE, "cannot open expect file '%s'", path);
+	while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		if (b.len + got > 1024 * 1024) {
+			fclose(f);
+			pb_buf_free(&b);
+			return gc_error_set(err, GC_EUSAGE, "expect file '%s' is over 1 MiB", path);
+		}
+		pb_buf_put(&b, chunk, got);
+	}
+	fclose(f);
+	rc = gc_probe_expect_parse(e, b.ptr ? b.ptr : "", b.len, path, err);
+	pb_buf_free(&b);
+	return rc;
+}
+
+int gc_probe_main(int argc, char **argv)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_probe_options o;
+	struct gc_probe_expect *ex = calloc(1, sizeof(*ex));
+	struct gc_probe_report *r = calloc(1, sizeof(*r));
+	bool json = false, have_expect = false;
+	char *out = NULL;
+	int i, code = GC_PROBE_EXIT_OK;
+	long v;
+
+	if (!ex || !r)
+		abort();
+	gc_probe_options_init(&o);
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(a, "--json") == 0) {
+			json = true;
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			fputs(usage, stdout);
+			goto out;
+		} else if (strcmp(a, "--no-cuda") == 0) {
+			o.no_cuda = true;
+		} else if (strcmp(a, "--no-rdma") == 0) {
+			o.no_rdma = true;
+		} else if (strcmp(a, "--no-bw") == 0) {
+			o.no_bw = true;
+		} else if (strcmp(a, "--no-tools") == 0) {
+			o.no_tools = true;
+		} else if (strcmp(a, "--rdma-server") == 0) {
+			o.rdma_server = true;
+		} else if (strcmp(a, "--expect") == 0 && next) {
+			if (read_expect(ex, next, &err) != 0)
+				goto usage_err;
+			have_expect = true;
+			i++;
+		} else if (strcmp(a, "--expect-set") == 0 && next) {
+			if (gc_probe_expect_add(ex, next, &err) != 0)
+				goto usage_err;
+			have_expect = true;
+			i++;
+		} else if (strcmp(a, "--rdma-peer") == 0 && next) {
+			o.rdma_peer = next, i++;
+		} else if (strcmp(a, "--rdma-dev") == 0 && next) {
+			o.rdma_dev = next, i++;
+		} else if (strcmp(a, "--sysfs-root") == 0 && next) {
+			o.sysfs_root = next, i++;
+		} else if (strcmp(a, "--bw-mib") == 0 && arg_long(next, 1, 16384, &v)) {
+			o.bw_bytes = (uint64_t)v << 20, i++;
+		} else if (strcmp(a, "--bw-reps") == 0 && arg_long(next, 1, 10000, &v)) {
+			o.bw_reps = (int)v, i++;
+		} else if (strcmp(a, "--bw-trials") == 0 && arg_long(next, 1, 64, &v)) {
+			o.bw_trials = (int)v, i++;
+		} else if (strcmp(a, "--rdma-ib-port") == 0 && arg_long(next, 1, 255, &v)) {
+			o.rdma_ib_port = (int)v, i++;
+		} else if (strcmp(a, "--rdma-gid-index") == 0 && arg_long(next, 0, 255, &v)) {
+			o.rdma_gid_index = (int)v, i++;
+		} else if (strcmp(a, "--rdma-tcp-port") == 0 && arg_long(next, 1, 65535, &v)) {
+			o.rdma_tcp_port = (int)v, i++;
+		} else if (strcmp(a, "--rdma-tclass") == 0 && arg_long(next, 0, 255, &v)) {
+			o.rdma_tclass = (int)v, i++;
+		} else if (strcmp(a, "--rdma-msg-kib") == 0 && arg_long(next, 1, 1048576, &v)) {
+			o.rdma_msg_bytes = (uint64_t)v << 10, i++;
+		} else if (strcmp(a, "--rdma-iters") == 0 && arg_long(next, 1, 10000000, &v)) {
+			o.rdma_iters = (int)v, i++;
+		} else if (strcmp(a, "--rdma-timeout") == 0 && arg_long(next, 1, 3600, &v)) {
+			o.rdma_timeout_s = (int)v, i++;
+		} else {
+			gc_error_set(&err, GC_EUSAGE, "unknown or incomplete option '%s'", a);
+			goto usage_err;
+		}
+	}
+	if (o.rdma_server && o.rdma_peer) {
+		gc_error_set(&err, GC_EUSAGE, "--rdma-server and --rdma-peer exclude each other");
+		goto usage_err;
+	}
+	if ((o.rdma_server || o.rdma_peer) && o.no_rdma) {
+		gc_error_set(&err, GC_EUSAGE, "an RDMA test needs RDMA: drop --no-rdma");
+		goto usage_err;
+	}
+
+	gc_probe_run(r, &o);
+	if (have_expect && gc_probe_expect_eval(r, ex) > 0)
+		code = GC_PROBE_EXIT_FAIL;
+	if ((o.rdma_server || o.rdma_peer) && r->rdma_test.status == GC_PROBE_FAILED &&
+	    code == GC_PROBE_EXIT_OK)
+		code = GC_PROBE_EXIT_ERROR;
+	if (json)
+		gc_probe_render_json(&out, r);
+	else
+		gc_probe_render_text(&out, r);
+	fputs(out, stdout);
+	fflush(stdout);
+	goto out;
+usage_err:
+	fprintf(stderr, "gpuclusterctl-probe: %s\n", err.msg);
+	fputs(usage, stderr);
+	code = GC_PROBE_EXIT_USAGE;
+out:
+	free(out);
+	free(ex);
+	free(r);
+	return code;
+}
