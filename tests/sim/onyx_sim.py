@@ -666,7 +666,9 @@ class Term:
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    def readline(self, secret=False):
+    def readline(self, secret=False, prompt=""):
+        """Echo goes off before the prompt shows, so a fast client's secret
+        is never echoed."""
         old = None
         if secret and self.tty:
             import termios
@@ -674,6 +676,7 @@ class Term:
             new = termios.tcgetattr(0)
             new[3] &= ~termios.ECHO
             termios.tcsetattr(0, termios.TCSANOW, new)
+        self.write(prompt)
         try:
             line = sys.stdin.readline()
         finally:
@@ -714,8 +717,7 @@ def handle(sw, term, line):
         return False
     if out == "ENABLE":
         if sw.facts["enable_password"]:
-            term.write("password: ")
-            secret = term.readline(secret=True)
+            secret = term.readline(secret=True, prompt="password: ")
             simlab.log_command(sw.host, "********")
             if secret.rstrip("\r\n") != sw.facts["enable_password"]:
                 term.write("% Authentication failed\n")
