@@ -1,0 +1,671 @@
+/*
+ * test_ssh.c - the SSH transport against the real lab: an OpenSSH sshd on
+ * loopback (scripts/lab.sh) with the simulated ESXi shell behind it.
+ *
+ * The group fixture starts a private lab (its own dir under the build tree,
+ * its own port) and stops it at the end.  If sshd cannot start, the suite
+ * fails loudly: these tests are never skipped.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gc/ssh.h"
+#include "gc/util.h"
+
+static char lab[512];
+static char tmp[512];
+static unsigned port;
+static char password[256];
+static char known_hosts[600];
+static char key_file[600];
+
+static char *slurp(const char *path)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	char *s = NULL;
+
+	if (gc_read_file(&s, NULL, path, 1 << 24, &err) < 0)
+		return NULL;
+	return s;
+}
+
+static int sh(const char *fmt, ...) GC_PRINTF(1, 2);
+static int sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+/* Output of a shell command, trailing newline stripped. */
+static char *capture(const char *cmd)
+{
+	struct gc_buf b = GC_BUF_INIT;
+	char chunk[4096];
+	size_t n;
+	FILE *f = popen(cmd, "r");
+
+	assert_non_null(f);
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		gc_buf_put(&b, chunk, n);
+	pclose(f);
+	while (b.len > 0 && b.ptr[b.len - 1] == '\n')
+		b.ptr[--b.len] = '\0';
+	return gc_buf_take(&b);
+}
+
+static void host_file(char *out, size_t n, const char *host, const char *leaf)
+{
+	snprintf(out, n, "%s/hosts/%s/%s", lab, host, leaf);
+}
+
+static void write_control(const char *host, const char *json)
+{
+	char path[700];
+	FILE *f;
+
+	host_file(path, sizeof(path), host, "control.json");
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(json, f);
+	fclose(f);
+}
+
+static void clear_log(const char *host)
+{
+	char path[700];
+
+	host_file(path, sizeof(path), host, "commands.log");
+	unlink(path);
+}
+
+static const char *addr_of(const char *host)
+{
+	if (strcmp(host, "esxi-1") == 0)
+		return "127.0.0.11";
+	if (strcmp(host, "esxi-2") == 0)
+		return "127.0.0.12";
+	return "127.0.0.13";
+}
+
+static struct gc_ssh_opts key_opts(const char *host)
+{
+	struct gc_ssh_opts o = {0};
+
+	o.host = addr_of(host);
+	o.port = port;
+	o.username = "gclab";
+	o.key_file = key_file;
+	o.known_hosts = known_hosts;
+	o.connect_timeout_ms = 5000;
+	o.command_timeout_ms = 10000;
+	return o;
+}
+
+static void assert_no_secret(const struct gc_error *err)
+{
+	assert_null(strstr(err->msg, password));
+	assert_null(strstr(err->msg, "wrong-secret-XYZ"));
+}
+
+static struct gc_ssh_conn *connect_ok(const struct gc_ssh_opts *o)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c = NULL;
+	int rc = gc_ssh_connect(&c, o, &err);
+
+	if (rc != 0)
+		fail_msg("connect to %s: %s (%s)", o->host, err.msg, gc_code_name(rc));
+	return c;
+}
+
+static void exec_ok(struct gc_ssh_conn *c, const char *cmd, struct gc_ssh_result *r)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	int rc = gc_ssh_exec(c, cmd, r, &err);
+
+	if (rc != 0)
+		fail_msg("exec '%s': %s (%s)", cmd, err.msg, gc_code_name(rc));
+}
+
+/* ---------------------------------------------------------------- fixture */
+
+static int lab_start(void **state)
+{
+	char *pw;
+	int i;
+
+	snprintf(lab, sizeof(lab), "%s/lab-net", GC_BINARY_DIR);
+	snprintf(tmp, sizeof(tmp), "%s/tmp-net", GC_BINARY_DIR);
+	sh("rm -rf '%s'; mkdir -p '%s'", tmp, tmp);
+	sh("GC_LAB_DIR='%s' '%s/scripts/lab.sh' stop >/dev/null 2>&1", lab, GC_SOURCE_DIR);
+	sh("rm -rf '%s/hosts'", lab);
+	for (i = 0; i < 8; i++) {
+		port = 24000u + (unsigned)(getpid() % 4000) + (unsigned)i * 7u;
+		if (sh("GC_LAB_DIR='%s' '%s/scripts/lab.sh' start --hosts 3 --esxi7 1 --port %u",
+		       lab, GC_SOURCE_DIR, port) == 0)
+			break;
+	}
+	if (i == 8) {
+		fprintf(stderr, "FATAL: the lab sshd did not start (see %s/sshd.log); "
+				"these tests need openssh-server and root\n", lab);
+		return -1;
+	}
+	snprintf(known_hosts, sizeof(known_hosts), "%s/client/known_hosts", lab);
+	snprintf(key_file, sizeof(key_file), "%s/client/id_ed25519", lab);
+	{
+		char path[700];
+
+		snprintf(path, sizeof(path), "%s/client/password", lab);
+		pw = slurp(path);
+	}
+	if (pw == NULL || *pw == '\0') {
+		fprintf(stderr, "FATAL: no lab password file (is this root?)\n");
+		return -1;
+	}
+	snprintf(password, sizeof(password), "%s", pw);
+	password[strcspn(password, "\n")] = '\0';
+	free(pw);
+	setenv("GC_TEST_LAB_PASSWORD", password, 1);
+	return 0;
+}
+
+static int lab_stop(void **state)
+{
+	sh("GC_LAB_DIR='%s' '%s/scripts/lab.sh' stop >/dev/null", lab, GC_SOURCE_DIR);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void test_exec_exact(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-1");
+	struct gc_ssh_conn *c = connect_ok(&o);
+	struct gc_ssh_result r;
+	struct gc_ssh_stats before, after;
+
+	gc_ssh_stats_get(&before);
+	exec_ok(c, "esxcli system maintenanceMode get", &r);
+	assert_string_equal(r.out, "Disabled\n");
+	assert_string_equal(r.err, "");
+	assert_int_equal(r.exit_status, 0);
+	assert_string_equal(r.exit_signal, "");
+	assert_false(r.out_truncated);
+	gc_ssh_result_free(&r);
+
+	exec_ok(c, "esxcli graphics host refresh", &r);
+	assert_string_equal(r.out, "");
+	assert_string_equal(r.err, "Error: Unknown command or namespace graphics host refresh\n");
+	assert_int_equal(r.exit_status, 1);
+	gc_ssh_result_free(&r);
+
+	exec_ok(c, "vmware -v; echo 'a;b' && false || echo \"x  y\"", &r);
+	assert_string_equal(r.out, "VMware ESXi 7.0.3 build-19193900\na;b\nx  y\n");
+	assert_int_equal(r.exit_status, 0);
+	gc_ssh_result_free(&r);
+
+	gc_ssh_stats_get(&after);
+	assert_int_equal(after.commands - before.commands, 3);
+	assert_true(gc_ssh_alive(c));
+	{
+		char want[64];
+
+		snprintf(want, sizeof(want), "gclab@127.0.0.11:%u", port);
+		assert_string_equal(gc_ssh_target(c), want);
+	}
+	gc_ssh_free(c);
+}
+
+static void test_password_env_and_file(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-1");
+	struct gc_ssh_conn *c;
+	struct gc_ssh_result r;
+	char path[700];
+
+	o.key_file = NULL;
+	o.password_env = "GC_TEST_LAB_PASSWORD";
+	c = connect_ok(&o);
+	exec_ok(c, "hostname", &r);
+	assert_string_equal(r.out, "esxi-1\n");
+	gc_ssh_result_free(&r);
+	gc_ssh_free(c);
+
+	snprintf(path, sizeof(path), "%s/client/password", lab);
+	o.password_env = NULL;
+	o.password_file = path;
+	c = connect_ok(&o);
+	exec_ok(c, "hostname", &r);
+	assert_string_equal(r.out, "esxi-1\n");
+	gc_ssh_result_free(&r);
+	gc_ssh_free(c);
+}
+
+static void test_wrong_password(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-1");
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c = NULL;
+
+	setenv("GC_TEST_WRONG_PW", "wrong-secret-XYZ", 1);
+	o.key_file = NULL;
+	o.password_env = "GC_TEST_WRONG_PW";
+	assert_int_equal(gc_ssh_connect(&c, &o, &err), GC_EAUTH);
+	assert_null(c);
+	assert_non_null(strstr(err.msg, "authentication failed for user 'gclab'"));
+	assert_non_null(strstr(err.msg, "password from $GC_TEST_WRONG_PW"));
+	assert_no_secret(&err);
+
+	/* an unset variable is named, not guessed at */
+	gc_error_clear(&err);
+	o.password_env = "GC_TEST_NOT_SET_ANYWHERE";
+	assert_int_equal(gc_ssh_connect(&c, &o, &err), GC_EINVAL);
+	assert_non_null(strstr(err.msg, "'GC_TEST_NOT_SET_ANYWHERE' is not set"));
+}
+
+static char *lab_fingerprint(void)
+{
+	char cmd[800];
+	char *line, *fp, *sp;
+
+	snprintf(cmd, sizeof(cmd), "ssh-keygen -l -E sha256 -f '%s/ssh_host_ed25519_key.pub'", lab);
+	line = capture(cmd);
+	fp = strstr(line, "SHA256:");
+	assert_non_null(fp);
+	sp = strchr(fp, ' ');
+	if (sp)
+		*sp = '\0';
+	fp = gc_xstrdup(fp);
+	free(line);
+	return fp;
+}
+
+static void test_unknown_host_key_refused(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-2");
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c = NULL;
+	char kh[700], logp[700], want[200];
+	char *fp = lab_fingerprint();
+	struct stat st;
+
+	clear_log("esxi-2");
+	snprintf(kh, sizeof(kh), "%s/unknown/known_hosts", tmp);
+	o.known_hosts = kh;
+	o.password_env = "GC_TEST_LAB_PASSWORD";
+	assert_int_equal(gc_ssh_connect(&c, &o, &err), GC_EHOSTKEY);
+	assert_null(c);
+	snprintf(want, sizeof(want), "ssh-ed25519 key %s is not in", fp);
+	assert_non_null(strstr(err.msg, want));
+	assert_non_null(strstr(err.msg, "host key of '127.0.0.12' is not known"));
+	assert_non_null(strstr(err.msg, "'ssh.trust_new_host_keys: true' in the spec"));
+	assert_non_null(strstr(err.msg, "--trust-new-host-keys"));
+	assert_no_secret(&err);
+	/* nothing was run, nothing was written */
+	host_file(logp, sizeof(logp), "esxi-2", "commands.log");
+	assert_int_equal(stat(logp, &st), -1);
+	assert_int_equal(stat(kh, &st), -1);
+	free(fp);
+}
+
+static void test_trust_new_host_key(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-2");
+	struct gc_ssh_conn *c;
+	struct gc_ssh_result r;
+	char kh[800], want[1200], dir[700];
+	char *text, *pub, *sp;
+	struct stat st;
+	char pubpath[700];
+
+	snprintf(dir, sizeof(dir), "%s/trust/a/b", tmp);
+	snprintf(kh, sizeof(kh), "%s/known_hosts", dir);
+	o.known_hosts = kh;
+	o.trust_new_host_keys = true;
+	c = connect_ok(&o);
+	exec_ok(c, "hostname", &r);
+	assert_string_equal(r.out, "esxi-2\n");
+	gc_ssh_result_free(&r);
+	gc_ssh_free(c);
+
+	snprintf(pubpath, sizeof(pubpath), "%s/ssh_host_ed25519_key.pub", lab);
+	pub = slurp(pubpath);
+	sp = strchr(pub, ' ');
+	sp = strchr(sp + 1, ' ');
+	*sp = '\0';
+	snprintf(want, sizeof(want), "[127.0.0.12]:%u %s\n", port, pub);
+	text = slurp(kh);
+	assert_string_equal(text, want);
+	assert_int_equal(stat(kh, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+	free(text);
+	free(pub);
+
+	/* now known: no opt-in needed, and nothing appended twice */
+	o.trust_new_host_keys = false;
+	c = connect_ok(&o);
+	gc_ssh_free(c);
+	o.trust_new_host_keys = true;
+	c = connect_ok(&o);
+	gc_ssh_free(c);
+	text = slurp(kh);
+	assert_string_equal(text, want);
+	free(text);
+
+	/* OpenSSH's hashed form is understood too */
+	assert_int_equal(sh("ssh-keygen -q -H -f '%s' >/dev/null 2>&1", kh), 0);
+	text = slurp(kh);
+	assert_true(strncmp(text, "|1|", 3) == 0);
+	free(text);
+	o.trust_new_host_keys = false;
+	c = connect_ok(&o);
+	gc_ssh_free(c);
+}
+
+static void test_changed_host_key_refused(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-2");
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c = NULL;
+	char kh[700], *before, *after, *fp = lab_fingerprint();
+	char want[300];
+
+	clear_log("esxi-2");
+	snprintf(kh, sizeof(kh), "%s/changed_known_hosts", tmp);
+	assert_int_equal(sh("rm -f '%s/other' '%s/other.pub' && ssh-keygen -q -t ed25519 -N '' "
+			    "-f '%s/other' && printf '[127.0.0.12]:%u ' >'%s' && cut -d' ' -f1,2 "
+			    "'%s/other.pub' >>'%s'",
+			    tmp, tmp, tmp, port, kh, tmp, kh),
+			 0);
+	before = slurp(kh);
+	o.known_hosts = kh;
+	o.trust_new_host_keys = true;
+	assert_int_equal(gc_ssh_connect(&c, &o, &err), GC_EHOSTKEY);
+	assert_null(c);
+	assert_non_null(strstr(err.msg, "HOST KEY CHANGED for '127.0.0.12'"));
+	snprintf(want, sizeof(want), "ssh-ed25519 key %s", fp);
+	assert_non_null(strstr(err.msg, want));
+	assert_non_null(strstr(err.msg, "ssh-keygen -R '[127.0.0.12]:"));
+	after = slurp(kh);
+	assert_string_equal(before, after);
+	{
+		char logp[700];
+		struct stat st;
+
+		host_file(logp, sizeof(logp), "esxi-2", "commands.log");
+		assert_int_equal(stat(logp, &st), -1);
+	}
+	free(before);
+	free(after);
+	free(fp);
+}
+
+static void test_dropped_connection(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-3");
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c;
+	struct gc_ssh_result r;
+
+	write_control("esxi-3", "{\"drop_after\": 1}");
+	c = connect_ok(&o);
+	exec_ok(c, "vmware -v", &r);
+	assert_string_equal(r.out, "VMware ESXi 8.0.2 build-22380479\n");
+	gc_ssh_result_free(&r);
+	assert_int_equal(gc_ssh_exec(c, "vmware -v", &r, &err), GC_ENET);
+	assert_non_null(strstr(err.msg, "gclab@127.0.0.13:"));
+	assert_false(gc_ssh_alive(c));
+	gc_error_clear(&err);
+	assert_int_equal(gc_ssh_exec(c, "vmware -v", &r, &err), GC_ENET);
+	assert_non_null(strstr(err.msg, "reconnect"));
+	gc_ssh_free(c);
+}
+
+static void test_command_timeout(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-3");
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c;
+	struct gc_ssh_result r;
+	uint64_t t0;
+
+	write_control("esxi-3", "{}");
+	o.command_timeout_ms = 400;
+	c = connect_ok(&o);
+	t0 = gc_now_ns();
+	assert_int_equal(gc_ssh_exec(c, "sleep 5", &r, &err), GC_ETIMEOUT);
+	assert_true(gc_now_ns() - t0 < 3000000000ull);
+	assert_non_null(strstr(err.msg, "timed out after 0.400 s"));
+	assert_false(gc_ssh_alive(c));
+	gc_ssh_free(c);
+}
+
+static void test_connect_refused(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-1");
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c = NULL;
+
+	o.port = 1; /* nothing listens there */
+	assert_int_equal(gc_ssh_connect(&c, &o, &err), GC_ENET);
+	assert_non_null(strstr(err.msg, "cannot connect: Connection refused"));
+}
+
+static void test_output_cap(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-1");
+	struct gc_ssh_conn *c;
+	struct gc_ssh_result r;
+
+	o.max_output = 100;
+	c = connect_ok(&o);
+	exec_ok(c, "esxcli hardware pci list", &r);
+	assert_int_equal(r.out_len, 100);
+	assert_true(r.out_truncated);
+	assert_int_equal(strlen(r.out), 100);
+	assert_true(strncmp(r.out, "0000:18:00.0\n   Address: 0000:18:00.0\n", 38) == 0);
+	assert_int_equal(r.exit_status, 0);
+	assert_false(r.err_truncated);
+	gc_ssh_result_free(&r);
+	/* the connection stays usable */
+	exec_ok(c, "echo ok", &r);
+	assert_string_equal(r.out, "ok\n");
+	gc_ssh_result_free(&r);
+	gc_ssh_free(c);
+}
+
+static void test_hundred_commands_one_connection(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-1");
+	struct gc_ssh_stats before, after;
+	struct gc_ssh_conn *c;
+	char cmd[32], want[32], logp[700];
+	char *log;
+	int i, lines = 0;
+
+	clear_log("esxi-1");
+	gc_ssh_stats_get(&before);
+	c = connect_ok(&o);
+	for (i = 0; i < 100; i++) {
+		struct gc_ssh_result r;
+
+		snprintf(cmd, sizeof(cmd), "echo %d", i);
+		snprintf(want, sizeof(want), "%d\n", i);
+		exec_ok(c, cmd, &r);
+		assert_string_equal(r.out, want);
+		gc_ssh_result_free(&r);
+	}
+	gc_ssh_free(c);
+	gc_ssh_stats_get(&after);
+	assert_int_equal(after.connections - before.connections, 1);
+	assert_int_equal(after.commands - before.commands, 100);
+	host_file(logp, sizeof(logp), "esxi-1", "commands.log");
+	log = slurp(logp);
+	assert_non_null(log);
+	for (char *p = log; (p = strchr(p, '\n')) != NULL; p++)
+		lines++;
+	assert_int_equal(lines, 100);
+	assert_non_null(strstr(log, "Z echo 0\n"));
+	assert_non_null(strstr(log, "Z echo 99\n"));
+	free(log);
+}
+
+struct worker {
+	const char *host;
+	int ok;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct gc_ssh_opts o = key_opts(w->host);
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c = NULL;
+	int i;
+
+	if (gc_ssh_connect(&c, &o, &err) < 0)
+		return NULL;
+	for (i = 0; i < 10; i++) {
+		struct gc_ssh_result r;
+		char want[64];
+
+		if (gc_ssh_exec(c, "hostname", &r, &err) < 0)
+			break;
+		snprintf(want, sizeof(want), "%s\n", w->host);
+		if (strcmp(r.out, want) == 0)
+			w->ok++;
+		gc_ssh_result_free(&r);
+	}
+	gc_ssh_free(c);
+	return NULL;
+}
+
+static void test_parallel_connections(void **state)
+{
+	struct worker w[3] = {{"esxi-1", 0}, {"esxi-2", 0}, {"esxi-3", 0}};
+	pthread_t t[3];
+	int i;
+
+	write_control("esxi-3", "{}");
+	for (i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+	for (i = 0; i < 3; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(w[i].ok, 10);
+	}
+}
+
+static bool ends_with_prompt(const char *buf, size_t len, void *arg)
+{
+	const char *prompt = arg;
+	size_t n = strlen(prompt);
+
+	return len >= n && memcmp(buf + len - n, prompt, n) == 0;
+}
+
+static void test_pty_shell(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-1");
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c = connect_ok(&o);
+	struct gc_ssh_shell *s = NULL;
+	struct gc_buf b = GC_BUF_INIT;
+	char prompt[] = "[root@esxi-1:~] ";
+
+	assert_int_equal(gc_ssh_shell_open(&s, c, &err), 0);
+	assert_int_equal(gc_ssh_shell_read_until(s, ends_with_prompt, prompt, 5000, &b, &err), 0);
+	assert_string_equal(b.ptr, prompt);
+	gc_buf_reset(&b);
+	assert_int_equal(gc_ssh_shell_write(s, "vmware -v\n", 10, &err), 0);
+	assert_int_equal(gc_ssh_shell_read_until(s, ends_with_prompt, prompt, 5000, &b, &err), 0);
+	/* the PTY echoes the line and ends lines with \r\n */
+	assert_string_equal(b.ptr, "vmware -v\r\nVMware ESXi 7.0.3 build-19193900\r\n[root@esxi-1:~] ");
+	gc_buf_reset(&b);
+	/* no prompt: a timeout that keeps what came */
+	assert_int_equal(gc_ssh_shell_write(s, "sleep 2\n", 8, &err), 0);
+	assert_int_equal(gc_ssh_shell_read_until(s, ends_with_prompt, prompt, 300, &b, &err),
+			 GC_ETIMEOUT);
+	assert_string_equal(b.ptr, "sleep 2\r\n");
+	gc_buf_free(&b);
+	gc_ssh_shell_close(s);
+	/* the connection still runs commands after the shell is gone */
+	{
+		struct gc_ssh_result r;
+
+		exec_ok(c, "echo after", &r);
+		assert_string_equal(r.out, "after\n");
+		gc_ssh_result_free(&r);
+	}
+	gc_ssh_free(c);
+}
+
+static void test_reboot_drops_and_refuses(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-3");
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c;
+	struct gc_ssh_result r;
+	int i, ok = 0;
+
+	write_control("esxi-3", "{\"reboot_seconds\": 1}");
+	c = connect_ok(&o);
+	assert_int_equal(gc_ssh_exec(c, "reboot", &r, &err), GC_ENET);
+	gc_ssh_free(c);
+	/* while it reboots the host takes the connection and drops it */
+	gc_error_clear(&err);
+	c = connect_ok(&o);
+	assert_int_equal(gc_ssh_exec(c, "vmware -v", &r, &err), GC_ENET);
+	gc_ssh_free(c);
+	for (i = 0; i < 30 && !ok; i++) {
+		usleep(100000);
+		c = connect_ok(&o);
+		gc_error_clear(&err);
+		if (gc_ssh_exec(c, "echo up", &r, &err) == 0) {
+			assert_string_equal(r.out, "up\n");
+			gc_ssh_result_free(&r);
+			ok = 1;
+		}
+		gc_ssh_free(c);
+	}
+	assert_true(ok);
+	write_control("esxi-3", "{}");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exec_exact),
+		cmocka_unit_test(test_password_env_and_file),
+		cmocka_unit_test(test_wrong_password),
+		cmocka_unit_test(test_unknown_host_key_refused),
+		cmocka_unit_test(test_trust_new_host_key),
+		cmocka_unit_test(test_changed_host_key_refused),
+		cmocka_unit_test(test_dropped_connection),
+		cmocka_unit_test(test_command_timeout),
+		cmocka_unit_test(test_connect_refused),
+		cmocka_unit_test(test_output_cap),
+		cmocka_unit_test(test_hundred_commands_one_connection),
+		cmocka_unit_test(test_parallel_connections),
+		cmocka_unit_test(test_pty_shell),
+		cmocka_unit_test(test_reboot_drops_and_refuses),
+	};
+
+	return cmocka_run_group_tests(tests, lab_start, lab_stop);
+}
