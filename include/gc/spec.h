@@ -75,6 +75,9 @@ void gc_diags_free(struct gc_diags *d);
  * one space each so the caret lines up.)
  */
 void gc_diag_format(struct gc_buf *out, const struct gc_diag *d);
+/* All diagnostics of d in order (gc_diag_format each), then, when some were
+ * dropped past GC_DIAG_MAX, one line "note: N more diagnostics not shown". */
+void gc_diags_format(struct gc_buf *out, const struct gc_diags *d);
 
 /* ---------------------------------------------------------------- known hardware tables */
 
@@ -395,6 +398,7 @@ struct gc_cluster {
 	size_t nswitches;
 	struct gc_rolling rolling;
 	struct gc_validation validation;
+	struct gc_spec_index *index; /* private to src/spec: name lookups */
 };
 
 /*
@@ -414,5 +418,7 @@ void gc_cluster_free(struct gc_cluster *c);
 struct gc_host *gc_cluster_host(const struct gc_cluster *c, const char *name);
 struct gc_vm *gc_cluster_vm(const struct gc_cluster *c, const char *name);
 struct gc_switch *gc_cluster_switch(const struct gc_cluster *c, const char *name);
+struct gc_dvswitch *gc_cluster_dvswitch(const struct gc_cluster *c, const char *name);
+struct gc_credential *gc_cluster_credential(const struct gc_cluster *c, const char *name);
 
 #endif

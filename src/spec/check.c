@@ -1,0 +1,933 @@
+/*
+ * check.c - resolve references, compute derived values, run the
+ * cross-layer checks.  Runs after parse.c even when parsing found errors, so
+ * one run reports everything; every step tolerates half-filled objects
+ * (NULL names, unresolved pointers).
+ *
+ * All lookups go through hash tables (names, "host-index/PCI" keys) and
+ * per-object counters live in arrays indexed by a global ordinal, so the
+ * whole pass is O(total objects).  Order matters in a few places and is
+ * fixed: static passthrough GPUs are claimed before vGPU pins, pinned vGPUs
+ * before unpinned ones (first fit in spec order), and both before dynamic
+ * DirectPath requests, which only count free GPUs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define HINT_CANDIDATES_MAX 2000 /* no did-you-mean over larger sets */
+
+struct check {
+	struct spec_ctx *x;
+	struct gc_cluster *c;
+	struct gc_arena scratch;
+	struct spec_strmap gpus;    /* "hostidx/pci" -> struct gc_host_gpu */
+	struct spec_strmap nics;    /* "hostidx/pci" -> struct gc_host_nic */
+	struct spec_strmap gpu_any; /* "pci" -> first struct gc_host_gpu with it */
+	struct spec_strmap uplinks; /* "dvsidx/host" -> struct gc_dvs_uplink */
+	size_t *gpu_base, *nic_base; /* per host: ordinal of its first GPU / NIC */
+	bool *gpu_dyn;               /* per GPU: taken by a dynamic DirectPath request */
+	unsigned *vf_used;           /* per NIC: VFs handed out */
+	struct gc_vm **nic_owner;    /* per NIC: the VM it is passed through to */
+	const char **cred_names, **host_names, **dvs_names, **pg_names;
+	size_t ncred_names, nhost_names, ndvs_names, npg_names;
+	struct gc_dvswitch *pvrdma_dvs; /* the one dvswitch of all PVRDMA VMs */
+	const struct gc_vm *pvrdma_first;
+};
+
+static const char *q(const char *s)
+{
+	return s ? s : "?";
+}
+
+static size_t host_idx(struct check *k, const struct gc_host *h)
+{
+	return (size_t)(h - k->c->hosts);
+}
+
+static const char *pci_key(struct check *k, size_t idx, const char *pci)
+{
+	return gc_arena_printf(&k->scratch, "%zu/%s", idx, pci);
+}
+
+static struct gc_mark fmark(struct check *k, const void *field, struct gc_mark fallback)
+{
+	return spec_field_mark(k->x, field, fallback);
+}
+
+/* "no host named 'x'" with a did-you-mean over the defined names. */
+static void dangling(struct check *k, struct gc_mark m, const char *what, const char *name,
+		     const char **names, size_t n, const char *where)
+{
+	const char *best = n <= HINT_CANDIDATES_MAX ? gc_did_you_mean(name, names, n) : NULL;
+
+	if (best != NULL)
+		spec_diag(k->x, GC_SEV_ERROR, m,
+			  gc_arena_printf(k->x->arena, "did you mean '%s'?", best), "no %s named '%s'",
+			  what, spec_esc(k->x, name));
+	else
+		spec_diag(k->x, GC_SEV_ERROR, m,
+			  gc_arena_printf(k->x->arena, "define it under %s", where),
+			  "no %s named '%s'", what, spec_esc(k->x, name));
+}
+
+/* Index one named object; a second one with the same name is an error. */
+static void index_name(struct check *k, struct spec_strmap *m, const char *what, const char *name,
+		       const void *namefield, struct gc_mark objmark, void *obj,
+		       struct gc_mark (*markof)(const void *))
+{
+	void *prev;
+
+	if (name == NULL)
+		return;
+	prev = spec_strmap_put(m, name, obj);
+	if (prev != NULL)
+		spec_diag(k->x, GC_SEV_ERROR, fmark(k, namefield, objmark),
+			  gc_arena_printf(k->x->arena, "first defined at line %d", markof(prev).line),
+			  "duplicate %s name '%s'", what, name);
+}
+
+static struct gc_mark mark_of(const void *obj)
+{
+	return *(const struct gc_mark *)obj; /* every model struct starts with its mark */
+}
+
+/* ---------------------------------------------------------------- names */
+
+static void index_all(struct check *k)
+{
+	struct gc_cluster *c = k->c;
+	struct gc_spec_index *ix = gc_xcalloc(1, sizeof(*ix));
+	size_t i, j, total_pg = 0;
+
+	c->index = ix;
+	k->cred_names = gc_arena_alloc(&k->scratch, sizeof(char *) * (c->ncredentials + 1));
+	for (i = 0; i < c->ncredentials; i++) {
+		struct gc_credential *cr = &c->credentials[i];
+
+		index_name(k, &ix->credentials, "credential", cr->name, &cr->name, cr->mark, cr,
+			   mark_of);
+		if (cr->name)
+			k->cred_names[k->ncred_names++] = cr->name;
+	}
+	k->host_names = gc_arena_alloc(&k->scratch, sizeof(char *) * (c->nhosts + 1));
+	for (i = 0; i < c->nhosts; i++) {
+		struct gc_host *h = &c->hosts[i];
+
+		index_name(k, &ix->hosts, "host", h->name, &h->name, h->mark, h, mark_of);
+		if (h->name)
+			k->host_names[k->nhost_names++] = h->name;
+	}
+	for (i = 0; i < c->nvms; i++)
+		index_name(k, &ix->vms, "VM", c->vms[i].name, &c->vms[i].name, c->vms[i].mark,
+			   &c->vms[i], mark_of);
+	for (i = 0; i < c->nswitches; i++)
+		index_name(k, &ix->switches, "switch", c->switches[i].name, &c->switches[i].name,
+			   c->switches[i].mark, &c->switches[i], mark_of);
+	k->dvs_names = gc_arena_alloc(&k->scratch, sizeof(char *) * (c->ndvswitches + 1));
+	for (i = 0; i < c->ndvswitches; i++) {
+		struct gc_dvswitch *d = &c->dvswitches[i];
+
+		index_name(k, &ix->dvswitches, "distributed switch", d->name, &d->name, d->mark, d,
+			   mark_of);
+		if (d->name)
+			k->dvs_names[k->ndvs_names++] = d->name;
+		total_pg += d->nportgroups;
+	}
+	k->pg_names = gc_arena_alloc(&k->scratch, sizeof(char *) * (total_pg + 1));
+	for (i = 0; i < c->ndvswitches; i++) {
+		for (j = 0; j < c->dvswitches[i].nportgroups; j++) {
+			struct gc_portgroup *pg = &c->dvswitches[i].portgroups[j];
+
+			index_name(k, &ix->portgroups, "port group", pg->name, &pg->name, pg->mark,
+				   pg, mark_of);
+			if (pg->name)
+				k->pg_names[k->npg_names++] = pg->name;
+		}
+	}
+}
+
+/* Per-host PCI addresses: GPUs and NICs share one address space. */
+static void index_pci(struct check *k)
+{
+	struct gc_cluster *c = k->c;
+	size_t i, j, ngpu = 0, nnic = 0;
+
+	k->gpu_base = gc_arena_alloc(&k->scratch, sizeof(size_t) * (c->nhosts + 1));
+	k->nic_base = gc_arena_alloc(&k->scratch, sizeof(size_t) * (c->nhosts + 1));
+	for (i = 0; i < c->nhosts; i++) {
+		struct gc_host *h = &c->hosts[i];
+
+		k->gpu_base[i] = ngpu;
+		k->nic_base[i] = nnic;
+		ngpu += h->ngpus;
+		nnic += h->nnics;
+		for (j = 0; j < h->ngpus + h->nnics; j++) {
+			bool is_gpu = j < h->ngpus;
+			struct gc_host_gpu *g = is_gpu ? &h->gpus[j] : NULL;
+			struct gc_host_nic *n = is_gpu ? NULL : &h->nics[j - h->ngpus];
+			const char *pci = is_gpu ? g->pci : n->pci;
+			struct gc_mark m = is_gpu ? fmark(k, &g->pci, g->mark) : fmark(k, &n->pci, n->mark);
+			const char *key;
+			void *prev;
+
+			if (pci == NULL)
+				continue;
+			key = pci_key(k, i, pci);
+			prev = spec_strmap_get(&k->gpus, key);
+			if (prev == NULL)
+				prev = spec_strmap_get(&k->nics, key);
+			if (prev != NULL) {
+				spec_diag(k->x, GC_SEV_ERROR, m,
+					  gc_arena_printf(k->x->arena, "first used at line %d",
+							  mark_of(prev).line),
+					  "duplicate PCI address '%s' on host '%s'", pci, q(h->name));
+				continue;
+			}
+			if (is_gpu) {
+				spec_strmap_put(&k->gpus, key, g);
+				spec_strmap_put(&k->gpu_any, pci, g);
+			} else {
+				spec_strmap_put(&k->nics, key, n);
+			}
+		}
+	}
+	k->gpu_dyn = gc_arena_alloc(&k->scratch, sizeof(bool) * (ngpu + 1));
+	k->vf_used = gc_arena_alloc(&k->scratch, sizeof(unsigned) * (nnic + 1));
+	k->nic_owner = gc_arena_alloc(&k->scratch, sizeof(struct gc_vm *) * (nnic + 1));
+}
+
+/* ---------------------------------------------------------------- references */
+
+static const struct gc_credential *resolve_cred(struct check *k, const char *name,
+						const void *field, struct gc_mark fallback)
+{
+	const struct gc_credential *cr;
+
+	if (name == NULL)
+		return NULL;
+	cr = spec_strmap_get(&k->c->index->credentials, name);
+	if (cr == NULL)
+		dangling(k, fmark(k, field, fallback), "credential", name, k->cred_names,
+			 k->ncred_names, "credentials:");
+	return cr;
+}
+
+static void check_vcenter(struct check *k)
+{
+	struct gc_cluster *c = k->c;
+	struct gc_vcenter *vc = c->vcenter;
+
+	if (vc == NULL) {
+		if (c->nvms > 0)
+			spec_diag(k->x, GC_SEV_ERROR, fmark(k, &c->vms, c->vms[0].mark),
+				  "add vcenter: {url: https://..., datacenter: ..., credentials: ...}",
+				  "VMs need a 'vcenter' section");
+		return;
+	}
+	vc->credentials = resolve_cred(k, vc->credentials_name, &vc->credentials_name, vc->mark);
+	if (vc->insecure && vc->ca_file != NULL)
+		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &vc->insecure, vc->mark),
+			  "keep ca_file to verify the certificate, or drop it for insecure: true",
+			  "'ca_file' and 'insecure: true' exclude each other");
+	else if (vc->insecure)
+		spec_diag(k->x, GC_SEV_WARNING, fmark(k, &vc->insecure, vc->mark),
+			  "give ca_file: PATH to verify vCenter's certificate",
+			  "TLS certificate checks for vCenter are off (insecure: true)");
+}
+
+static void check_dvswitches(struct check *k)
+{
+	struct gc_cluster *c = k->c;
+	size_t i, j;
+
+	for (i = 0; i < c->ndvswitches; i++) {
+		struct gc_dvswitch *d = &c->dvswitches[i];
+
+		for (j = 0; j < d->nuplinks; j++) {
+			struct gc_dvs_uplink *u = &d->uplinks[j];
+			const char *key;
+			struct gc_dvs_uplink *prev;
+
+			if (u->host_name == NULL)
+				continue;
+			u->host = spec_strmap_get(&c->index->hosts, u->host_name);
+			if (u->host == NULL) {
+				dangling(k, fmark(k, &u->host_name, u->mark), "host", u->host_name,
+					 k->host_names, k->nhost_names, "hosts:");
+				continue;
+			}
+			key = gc_arena_printf(&k->scratch, "%zu/%s", i, u->host_name);
+			prev = spec_strmap_put(&k->uplinks, key, u);
+			if (prev != NULL)
+				spec_diag(k->x, GC_SEV_ERROR, u->mark,
+					  gc_arena_printf(k->x->arena, "first given at line %d",
+							  prev->mark.line),
+					  "host '%s' is already an uplink of distributed switch '%s'",
+					  u->host_name, q(d->name));
+		}
+	}
+}
+
+static void check_host(struct check *k, struct gc_host *h)
+{
+	struct gc_buf vfs = GC_BUF_INIT;
+	size_t i;
+
+	h->credentials = resolve_cred(k, h->credentials_name, &h->credentials_name, h->mark);
+	for (i = 0; i < h->ngpus; i++) {
+		if (h->gpus[i].mode == GC_GPU_VGPU)
+			h->needs_vgpu_manager = true;
+	}
+	if (h->needs_vgpu_manager && h->vgpu == NULL)
+		spec_diag(k->x, GC_SEV_ERROR, h->mark,
+			  "add vgpu: {bundle: /vmfs/volumes/.../NVD-AIE-....zip, ...}",
+			  "host '%s' has GPUs in vgpu mode but no 'vgpu' section", q(h->name));
+	else if (!h->needs_vgpu_manager && h->vgpu != NULL)
+		spec_diag(k->x, GC_SEV_ERROR, h->vgpu->mark,
+			  "set mode: vgpu on a GPU or remove the vgpu section",
+			  "host '%s' has a vgpu section but no GPU in vgpu mode", q(h->name));
+	for (i = 0; i < h->nnics; i++) {
+		struct gc_host_nic *n = &h->nics[i];
+		struct gc_dvs_uplink *u;
+		size_t di;
+
+		if (n->mode == GC_NIC_MODE_SRIOV && n->vfs > 0)
+			gc_buf_printf(&vfs, "%s%u", vfs.len ? "," : "", n->vfs);
+		if (n->mode != GC_NIC_MODE_PVRDMA || n->dvswitch_name == NULL)
+			continue;
+		n->dvswitch = spec_strmap_get(&k->c->index->dvswitches, n->dvswitch_name);
+		if (n->dvswitch == NULL) {
+			dangling(k, fmark(k, &n->dvswitch_name, n->mark), "distributed switch",
+				 n->dvswitch_name, k->dvs_names, k->ndvs_names,
+				 "distributed_switches:");
+			continue;
+		}
+		if (h->name == NULL)
+			continue;
+		di = (size_t)(n->dvswitch - k->c->dvswitches);
+		u = spec_strmap_get(&k->uplinks, gc_arena_printf(&k->scratch, "%zu/%s", di, h->name));
+		if (u == NULL)
+			spec_diag(k->x, GC_SEV_ERROR, fmark(k, &n->dvswitch_name, n->mark),
+				  gc_arena_printf(k->x->arena,
+						  "add {host: %s, nic: %s} to its uplinks", h->name,
+						  n->device ? n->device : "vmnicN"),
+				  "host '%s' is not an uplink of distributed switch '%s'", h->name,
+				  n->dvswitch_name);
+		else if (n->device != NULL && u->nic != NULL && strcmp(u->nic, n->device) != 0)
+			spec_diag(k->x, GC_SEV_ERROR, fmark(k, &u->nic, u->mark),
+				  gc_arena_printf(k->x->arena, "use nic: %s", n->device),
+				  "uplink of host '%s' is '%s', but its pvrdma NIC is '%s'", h->name,
+				  u->nic, n->device);
+	}
+	if (vfs.len > 0)
+		h->nmlx5_max_vfs = gc_arena_strdup(k->x->arena, gc_buf_str(&vfs));
+	gc_buf_free(&vfs);
+}
+
+static void place_vms(struct check *k)
+{
+	struct gc_cluster *c = k->c;
+	size_t i;
+
+	for (i = 0; i < c->nvms; i++) {
+		struct gc_vm *vm = &c->vms[i];
+
+		if (vm->host_name == NULL)
+			continue;
+		vm->host = spec_strmap_get(&c->index->hosts, vm->host_name);
+		if (vm->host == NULL)
+			dangling(k, fmark(k, &vm->host_name, vm->mark), "host", vm->host_name,
+				 k->host_names, k->nhost_names, "hosts:");
+		else
+			vm->host->nvms++;
+	}
+	for (i = 0; i < c->nhosts; i++) {
+		c->hosts[i].vms = gc_arena_alloc(k->x->arena, sizeof(struct gc_vm *) *
+								 (c->hosts[i].nvms + 1));
+		c->hosts[i].nvms = 0;
+	}
+	for (i = 0; i < c->nvms; i++) {
+		struct gc_vm *vm = &c->vms[i];
+
+		if (vm->host != NULL)
+			vm->host->vms[vm->host->nvms++] = vm;
+		if (vm->guest != NULL)
+			vm->guest->credentials = resolve_cred(k, vm->guest->credentials_name,
+							      &vm->guest->credentials_name,
+							      vm->guest->mark);
+	}
+}
+
+/* ---------------------------------------------------------------- GPUs */
+
+/* The host GPU at pci on the VM's host, or NULL after a diagnostic. */
+static struct gc_host_gpu *find_gpu(struct check *k, struct gc_vm *vm, const char *pci,
+				    struct gc_mark m)
+{
+	const char *key = pci_key(k, host_idx(k, vm->host), pci);
+	struct gc_host_gpu *g = spec_strmap_get(&k->gpus, key);
+	struct gc_host_gpu *other;
+
+	if (g != NULL)
+		return g;
+	if (spec_strmap_get(&k->nics, key) != NULL) {
+		spec_diag(k->x, GC_SEV_ERROR, m, "NICs go under the VM's nics: (type: passthrough)",
+			  "'%s' on host '%s' is a NIC, not a GPU", pci, q(vm->host->name));
+		return NULL;
+	}
+	other = spec_strmap_get(&k->gpu_any, pci);
+	if (other != NULL)
+		spec_diag(k->x, GC_SEV_ERROR, m,
+			  gc_arena_printf(k->x->arena,
+					  "a VM can only use GPUs of its own host; move it with "
+					  "host: %s",
+					  q(other->host->name)),
+			  "GPU '%s' is on host '%s', not on '%s' (the host of VM '%s')", pci,
+			  q(other->host->name), q(vm->host->name), q(vm->name));
+	else
+		spec_diag(k->x, GC_SEV_ERROR, m, "list it under the host's gpus:",
+			  "host '%s' has no GPU '%s'", q(vm->host->name), pci);
+	return NULL;
+}
+
+static void claim_static(struct check *k, struct gc_vm *vm, struct gc_vm_gpu *vg)
+{
+	struct gc_mark m = fmark(k, &vg->host_pci, vg->mark);
+	struct gc_host_gpu *g = find_gpu(k, vm, vg->host_pci, m);
+
+	if (g == NULL)
+		return;
+	if (g->mode == GC_GPU_VGPU) {
+		spec_diag(k->x, GC_SEV_ERROR, m,
+			  "set mode: passthrough on the host GPU, or give the VM a vgpu profile",
+			  "GPU '%s' on host '%s' is in vgpu mode and cannot be passed through",
+			  vg->host_pci, q(vm->host->name));
+		return;
+	}
+	if (g->passthrough_vm != NULL) {
+		spec_diag(k->x, GC_SEV_ERROR, m, "a passthrough GPU belongs to one VM",
+			  "GPU '%s' on host '%s' is already passed through to VM '%s'",
+			  vg->host_pci, q(vm->host->name), q(g->passthrough_vm->name));
+		return;
+	}
+	g->passthrough_vm = vm;
+	vg->gpu = g;
+	vg->memory_gb = g->memory_gb;
+}
+
+static const char *profile_hint(struct check *k, const struct gc_gpu_model *m,
+				const char *profile)
+{
+	size_t n = 0;
+	struct gc_buf b = GC_BUF_INIT;
+	const char *best, *r;
+
+	while (m->vgpu_profiles[n])
+		n++;
+	if (n == 0)
+		return "no vGPU profiles are known for this model";
+	best = gc_did_you_mean(profile, m->vgpu_profiles, n);
+	if (best != NULL)
+		return gc_arena_printf(k->x->arena, "did you mean '%s'?", best);
+	gc_buf_printf(&b, "%s offers:", m->name);
+	for (size_t i = 0; i < n; i++)
+		gc_buf_printf(&b, " %s", m->vgpu_profiles[i]);
+	r = gc_arena_printf(k->x->arena, "%s", gc_buf_str(&b));
+	gc_buf_free(&b);
+	return r;
+}
+
+/* Can g take one more vGPU of this profile?  Quiet unless `loud`. */
+static bool vgpu_fits(struct check *k, struct gc_host_gpu *g, const char *profile, bool loud,
+		      struct gc_mark m)
+{
+	unsigned fb = gc_vgpu_profile_fb_gb(profile);
+
+	if (g->model == NULL || !spec_gpu_model_has_profile(g->model, profile)) {
+		if (loud && g->model == NULL)
+			spec_diag(k->x, GC_SEV_ERROR, m, "vGPU needs a GPU model from the table",
+				  "no vGPU profiles are known for GPU model '%s'",
+				  q(g->model_name));
+		else if (loud)
+			spec_diag(k->x, GC_SEV_ERROR, m, profile_hint(k, g->model, profile),
+				  "vgpu profile '%s' is not offered by %s", profile, g->model->name);
+		return false;
+	}
+	if (g->vgpu_profile != NULL && strcmp(g->vgpu_profile, profile) != 0) {
+		if (loud)
+			spec_diag(k->x, GC_SEV_ERROR, m,
+				  "all VMs on one physical GPU use the same vgpu profile",
+				  "GPU '%s' on host '%s' already runs vgpu profile '%s'", q(g->pci),
+				  q(g->host->name), g->vgpu_profile);
+		return false;
+	}
+	if (g->vgpu_used_gb + fb > g->memory_gb) {
+		if (loud)
+			spec_diag(k->x, GC_SEV_ERROR, m,
+				  gc_arena_printf(k->x->arena,
+						  "%u of %u GB are already used by other vGPUs",
+						  g->vgpu_used_gb, g->memory_gb),
+				  "vgpu profile '%s' does not fit on GPU '%s' of host '%s'", profile,
+				  q(g->pci), q(g->host->name));
+		return false;
+	}
+	return true;
+}
+
+static void vgpu_take(struct gc_host_gpu *g, struct gc_vm_gpu *vg)
+{
+	unsigned fb = gc_vgpu_profile_fb_gb(vg->profile);
+
+	g->vgpu_profile = vg->profile;
+	g->vgpu_used_gb += fb;
+	vg->gpu = g;
+	vg->memory_gb = fb;
+}
+
+static void claim_vgpu_pinned(struct check *k, struct gc_vm *vm, struct gc_vm_gpu *vg)
+{
+	struct gc_mark m = fmark(k, &vg->host_pci, vg->mark);
+	struct gc_host_gpu *g = find_gpu(k, vm, vg->host_pci, m);
+	size_t i;
+
+	if (g == NULL)
+		return;
+	for (i = 0; i < vm->ngpus; i++) {
+		struct gc_vm_gpu *o = &vm->gpus[i];
+
+		if (o->kind == GC_VMGPU_STATIC && o->host_pci != NULL &&
+		    strcmp(o->host_pci, vg->host_pci) == 0) {
+			spec_diag(k->x, GC_SEV_ERROR, m,
+				  "a GPU is either passed through or shared through vGPU",
+				  "VM '%s' uses GPU '%s' both as passthrough and as a vgpu",
+				  q(vm->name), vg->host_pci);
+			return;
+		}
+	}
+	if (g->mode != GC_GPU_VGPU) {
+		spec_diag(k->x, GC_SEV_ERROR, m, "set mode: vgpu on the host GPU",
+			  "GPU '%s' on host '%s' is in passthrough mode, not vgpu", vg->host_pci,
+			  q(vm->host->name));
+		return;
+	}
+	if (vgpu_fits(k, g, vg->profile, true, fmark(k, &vg->profile, vg->mark)))
+		vgpu_take(g, vg);
+}
+
+static void claim_vgpu_any(struct check *k, struct gc_vm *vm, struct gc_vm_gpu *vg)
+{
+	struct gc_host *h = vm->host;
+	struct gc_mark m = fmark(k, &vg->profile, vg->mark);
+	struct gc_host_gpu *offer = NULL;
+	size_t i, nvgpu = 0;
+
+	for (i = 0; i < h->ngpus; i++) {
+		struct gc_host_gpu *g = &h->gpus[i];
+
+		if (g->mode != GC_GPU_VGPU)
+			continue;
+		nvgpu++;
+		if (offer == NULL && g->model != NULL &&
+		    spec_gpu_model_has_profile(g->model, vg->profile))
+			offer = g;
+		if (vgpu_fits(k, g, vg->profile, false, m)) {
+			vgpu_take(g, vg);
+			return;
+		}
+	}
+	if (nvgpu == 0)
+		spec_diag(k->x, GC_SEV_ERROR, m, "set mode: vgpu on a GPU of the host",
+			  "host '%s' has no GPU in vgpu mode for VM '%s'", q(h->name), q(vm->name));
+	else if (offer == NULL) {
+		for (i = 0; i < h->ngpus; i++) {
+			if (h->gpus[i].mode == GC_GPU_VGPU) {
+				vgpu_fits(k, &h->gpus[i], vg->profile, true, m);
+				break;
+			}
+		}
+	} else {
+		spec_diag(k->x, GC_SEV_ERROR, m,
+			  gc_arena_printf(k->x->arena,
+					  "%zu GPU%s in vgpu mode; all VMs on one GPU use the same "
+					  "profile and their framebuffers must fit",
+					  nvgpu, nvgpu == 1 ? "" : "s"),
+			  "no GPU on host '%s' has room for vgpu profile '%s'", q(h->name),
+			  vg->profile);
+	}
+}
+
+static void claim_dynamic(struct check *k, struct gc_vm *vm, struct gc_vm_gpu *vg)
+{
+	struct gc_host *h = vm->host;
+	struct gc_mark m = fmark(k, &vg->pci_id, vg->mark);
+	const struct gc_gpu_model *want = spec_gpu_model_by_pci_id(vg->pci_id);
+	size_t i, base = k->gpu_base[host_idx(k, h)], matching = 0;
+
+	for (i = 0; i < h->ngpus; i++) {
+		struct gc_host_gpu *g = &h->gpus[i];
+
+		if (g->model == NULL || want == NULL || g->model != want ||
+		    g->mode != GC_GPU_PASSTHROUGH)
+			continue;
+		matching++;
+		if (g->passthrough_vm == NULL && !k->gpu_dyn[base + i]) {
+			k->gpu_dyn[base + i] = true;
+			vg->memory_gb = g->memory_gb;
+			return;
+		}
+	}
+	if (matching == 0)
+		spec_diag(k->x, GC_SEV_ERROR, m,
+			  "dynamic DirectPath picks a passthrough GPU of the VM's host with this id",
+			  "no passthrough GPU on host '%s' has PCI id '%s'", q(h->name), vg->pci_id);
+	else
+		spec_diag(k->x, GC_SEV_ERROR, m,
+			  gc_arena_printf(k->x->arena,
+					  "%zu such GPU%s, all passed through or requested already",
+					  matching, matching == 1 ? "" : "s"),
+			  "all GPUs with PCI id '%s' on host '%s' are taken", vg->pci_id,
+			  q(h->name));
+}
+
+static void assign_gpus(struct check *k)
+{
+	struct gc_cluster *c = k->c;
+	size_t pass, i, j;
+
+	/* 0: static passthrough, 1: pinned vGPUs, 2: other vGPUs, 3: dynamic */
+	for (pass = 0; pass < 4; pass++) {
+		for (i = 0; i < c->nvms; i++) {
+			struct gc_vm *vm = &c->vms[i];
+
+			if (vm->host == NULL)
+				continue;
+			for (j = 0; j < vm->ngpus; j++) {
+				struct gc_vm_gpu *vg = &vm->gpus[j];
+				bool pinned = vg->host_pci != NULL;
+
+				if (pass == 0 && vg->kind == GC_VMGPU_STATIC && pinned)
+					claim_static(k, vm, vg);
+				else if (pass == 1 && vg->kind == GC_VMGPU_VGPU && pinned &&
+					 vg->profile != NULL)
+					claim_vgpu_pinned(k, vm, vg);
+				else if (pass == 2 && vg->kind == GC_VMGPU_VGPU && !pinned &&
+					 vg->profile != NULL && !spec_field_given(k->x, &vg->host_pci))
+					claim_vgpu_any(k, vm, vg);
+				else if (pass == 3 && vg->kind == GC_VMGPU_DYNAMIC &&
+					 vg->pci_id != NULL)
+					claim_dynamic(k, vm, vg);
+			}
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- NICs */
+
+static struct gc_host_nic *find_nic(struct check *k, struct gc_vm *vm, const char *pci,
+				    struct gc_mark m)
+{
+	const char *key = pci_key(k, host_idx(k, vm->host), pci);
+	struct gc_host_nic *n = spec_strmap_get(&k->nics, key);
+
+	if (n != NULL)
+		return n;
+	if (spec_strmap_get(&k->gpus, key) != NULL)
+		spec_diag(k->x, GC_SEV_ERROR, m, "GPUs go under the VM's gpus:",
+			  "'%s' on host '%s' is a GPU, not a NIC", pci, q(vm->host->name));
+	else
+		spec_diag(k->x, GC_SEV_ERROR, m, "list it under the host's nics:",
+			  "host '%s' has no NIC '%s'", q(vm->host->name), pci);
+	return NULL;
+}
+
+static struct gc_portgroup *find_portgroup(struct check *k, struct gc_vm_nic *n)
+{
+	struct gc_portgroup *pg = spec_strmap_get(&k->c->index->portgroups, n->port_group);
+
+	if (pg == NULL)
+		dangling(k, fmark(k, &n->port_group, n->mark), "port group", n->port_group,
+			 k->pg_names, k->npg_names,
+			 "distributed_switches: (or use network: for a standard port group)");
+	return pg;
+}
+
+static void check_vm_pvrdma(struct check *k, struct gc_vm *vm, struct gc_vm_nic *n)
+{
+	struct gc_host *h = vm->host;
+	struct gc_dvswitch *d;
+	size_t i;
+
+	n->portgroup = find_portgroup(k, n);
+	if (n->portgroup == NULL)
+		return;
+	d = n->portgroup->dvswitch;
+	if (k->pvrdma_dvs == NULL) {
+		k->pvrdma_dvs = d;
+		k->pvrdma_first = vm;
+	} else if (k->pvrdma_dvs != d) {
+		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &n->port_group, n->mark),
+			  gc_arena_printf(k->x->arena,
+					  "VM '%s' uses distributed switch '%s' for PVRDMA",
+					  q(k->pvrdma_first->name), q(k->pvrdma_dvs->name)),
+			  "all PVRDMA VMs must share one distributed switch, '%s' is another",
+			  q(d->name));
+	}
+	for (i = 0; i < h->nnics; i++) {
+		if (h->nics[i].mode == GC_NIC_MODE_PVRDMA && h->nics[i].dvswitch == d)
+			return;
+	}
+	spec_diag(k->x, GC_SEV_ERROR, fmark(k, &n->port_group, n->mark),
+		  gc_arena_printf(k->x->arena,
+				  "give host '%s' a NIC with mode: pvrdma, dvswitch: %s", q(h->name),
+				  q(d->name)),
+		  "host '%s' has no pvrdma NIC on distributed switch '%s'", q(h->name), q(d->name));
+}
+
+static void check_vm_nics(struct check *k, struct gc_vm *vm)
+{
+	size_t i, base = k->nic_base[host_idx(k, vm->host)];
+
+	for (i = 0; i < vm->nnics; i++) {
+		struct gc_vm_nic *n = &vm->nics[i];
+		struct gc_host_nic *hn;
+		size_t ord;
+
+		if (!spec_field_given(k->x, &n->kind))
+			continue;
+		switch (n->kind) {
+		case GC_VMNIC_VMXNET3:
+			if (n->port_group != NULL)
+				n->portgroup = find_portgroup(k, n);
+			break;
+		case GC_VMNIC_PVRDMA:
+			if (n->port_group != NULL)
+				check_vm_pvrdma(k, vm, n);
+			break;
+		case GC_VMNIC_SRIOV:
+			if (n->port_group != NULL)
+				n->portgroup = find_portgroup(k, n);
+			if (n->pf == NULL)
+				break;
+			hn = find_nic(k, vm, n->pf, fmark(k, &n->pf, n->mark));
+			if (hn == NULL)
+				break;
+			if (hn->mode != GC_NIC_MODE_SRIOV) {
+				spec_diag(k->x, GC_SEV_ERROR, fmark(k, &n->pf, n->mark),
+					  "set mode: sriov and vfs: N on the host NIC",
+					  "NIC '%s' on host '%s' is not in sriov mode", n->pf,
+					  q(vm->host->name));
+				break;
+			}
+			n->nic = hn;
+			ord = base + (size_t)(hn - vm->host->nics);
+			if (++k->vf_used[ord] > hn->vfs)
+				spec_diag(k->x, GC_SEV_ERROR, fmark(k, &n->pf, n->mark),
+					  gc_arena_printf(k->x->arena,
+							  "raise vfs on the host NIC (at most %u for "
+							  "%s)",
+							  hn->model ? hn->model->max_vfs : hn->vfs,
+							  hn->model ? hn->model->name : "it"),
+					  "NIC '%s' on host '%s' has only %u VF%s", n->pf,
+					  q(vm->host->name), hn->vfs, hn->vfs == 1 ? "" : "s");
+			break;
+		case GC_VMNIC_PASSTHROUGH:
+			if (n->host_pci == NULL)
+				break;
+			hn = find_nic(k, vm, n->host_pci, fmark(k, &n->host_pci, n->mark));
+			if (hn == NULL)
+				break;
+			if (hn->mode != GC_NIC_MODE_PASSTHROUGH) {
+				spec_diag(k->x, GC_SEV_ERROR, fmark(k, &n->host_pci, n->mark),
+					  "set mode: passthrough on the host NIC",
+					  "NIC '%s' on host '%s' is not in passthrough mode",
+					  n->host_pci, q(vm->host->name));
+				break;
+			}
+			ord = base + (size_t)(hn - vm->host->nics);
+			if (k->nic_owner[ord] != NULL) {
+				spec_diag(k->x, GC_SEV_ERROR, fmark(k, &n->host_pci, n->mark),
+					  "a passthrough NIC belongs to one VM",
+					  "NIC '%s' on host '%s' is already passed through to VM "
+					  "'%s'",
+					  n->host_pci, q(vm->host->name), q(k->nic_owner[ord]->name));
+				break;
+			}
+			k->nic_owner[ord] = vm;
+			n->nic = hn;
+			break;
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- VM derived values */
+
+static unsigned mmio_for(unsigned gb)
+{
+	unsigned p = 1;
+
+	if (gb == 0)
+		return 0;
+	while (p <= gb && p < (1u << 30))
+		p <<= 1;
+	return p;
+}
+
+static void derive_vm(struct check *k, struct gc_vm *vm)
+{
+	bool pt_gpu = false, needs_full;
+	unsigned mmio;
+	size_t i;
+
+	for (i = 0; i < vm->ngpus; i++) {
+		struct gc_vm_gpu *g = &vm->gpus[i];
+
+		if (g->kind == GC_VMGPU_VGPU) {
+			vm->has_vgpu = true;
+		} else if (g->host_pci != NULL || g->pci_id != NULL) {
+			pt_gpu = true;
+			vm->passthrough_gb += g->memory_gb;
+		}
+	}
+	for (i = 0; i < vm->nnics; i++) {
+		enum gc_vm_nic_kind kind = vm->nics[i].kind;
+
+		if (!spec_field_given(k->x, &vm->nics[i].kind))
+			continue;
+		if (kind == GC_VMNIC_SRIOV || kind == GC_VMNIC_PASSTHROUGH)
+			vm->has_passthrough = true;
+		if (kind == GC_VMNIC_PVRDMA)
+			vm->has_pvrdma = true;
+	}
+	vm->has_passthrough = vm->has_passthrough || pt_gpu;
+
+	mmio = mmio_for(vm->passthrough_gb);
+	if (vm->mmio_size_gb != 0 && vm->mmio_size_gb < mmio)
+		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &vm->mmio_size_gb, vm->mark),
+			  gc_arena_printf(k->x->arena,
+					  "needs at least %u (the next power of two above %u GB of "
+					  "passthrough GPU memory)",
+					  mmio, vm->passthrough_gb),
+			  "mmio_size_gb %u is too small for VM '%s'", vm->mmio_size_gb, q(vm->name));
+	vm->mmio_gb = vm->mmio_size_gb != 0 ? vm->mmio_size_gb : mmio;
+	vm->use_64bit_mmio = vm->mmio_gb > 0;
+
+	if (vm->firmware == NULL)
+		vm->firmware = (vm->has_passthrough || vm->has_vgpu) ? "efi" : "bios";
+	else if (pt_gpu && strcmp(vm->firmware, "bios") == 0)
+		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &vm->firmware, vm->mark),
+			  "GPUs with large BARs need 64-bit MMIO, which needs EFI: firmware: efi",
+			  "VM '%s' passes GPUs through and cannot boot with bios firmware",
+			  q(vm->name));
+
+	needs_full = vm->has_passthrough || vm->has_vgpu;
+	if (needs_full && vm->reserve_all_memory == GC_FALSE)
+		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &vm->reserve_all_memory, vm->mark),
+			  "passthrough and vGPU devices need all guest memory reserved",
+			  "VM '%s' has %s and needs reserve_all_memory: true", q(vm->name),
+			  vm->has_passthrough ? "passthrough devices" : "a vGPU");
+	vm->reservation_full = needs_full || vm->reserve_all_memory == GC_TRUE;
+	vm->live_migratable = !vm->has_passthrough;
+
+	if (vm->has_vgpu && vm->guest != NULL && vm->guest->license == NULL)
+		spec_diag(k->x, GC_SEV_WARNING, vm->guest->mark,
+			  "add license: {server: HOST} or license: {token_file: PATH}",
+			  "VM '%s' has a vGPU but its guest has no license", q(vm->name));
+}
+
+/* ---------------------------------------------------------------- RoCE */
+
+static void check_switch(struct check *k, struct gc_switch *s)
+{
+	struct gc_switch_roce *r = s->roce;
+
+	s->credentials = resolve_cred(k, s->credentials_name, &s->credentials_name, s->mark);
+	if (r == NULL)
+		return;
+	if (r->ecn_min_kb >= r->ecn_max_kb)
+		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &r->ecn_min_kb, r->mark),
+			  "ECN marks between min_kb and max_kb of queue depth",
+			  "ecn min_kb %u must be below max_kb %u", r->ecn_min_kb, r->ecn_max_kb);
+	if (r->cnp_traffic_class == r->priority)
+		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &r->cnp_traffic_class, r->mark),
+			  "CNPs get their own strict traffic class, usually 6",
+			  "cnp_traffic_class %d must differ from the lossless priority %d",
+			  r->cnp_traffic_class, r->priority);
+}
+
+static void check_roce_guest(struct check *k, const struct gc_vm *vm, const struct gc_switch *s)
+{
+	const struct gc_roce_qos *g = vm->guest->roce_qos;
+	const struct gc_switch_roce *r = s->roce;
+	int dscp = g->tos >> 2;
+
+	if (g->pfc_priority >= 0 && g->pfc_priority != r->priority)
+		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &g->pfc_priority, g->mark),
+			  gc_arena_printf(k->x->arena, "use pfc_priority: %d", r->priority),
+			  "pfc_priority %d does not match the lossless priority %d of switch '%s'",
+			  g->pfc_priority, r->priority, q(s->name));
+	if (g->trust != NULL && strcmp(g->trust, "pcp") == 0) {
+		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &g->trust, g->mark), "use trust: dscp",
+			  "guest of VM '%s' trusts pcp, but switch '%s' classifies by DSCP",
+			  q(vm->name), q(s->name));
+		return;
+	}
+	if (dscp / 8 != r->priority)
+		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &g->tos, g->mark),
+			  gc_arena_printf(k->x->arena, "use tos: %d (DSCP %d)",
+					  ((r->priority * 8 + 2) << 2) | 2, r->priority * 8 + 2),
+			  "tos %d marks DSCP %d, which maps to priority %d, not the lossless "
+			  "priority %d of switch '%s'",
+			  g->tos, dscp, dscp / 8, r->priority, q(s->name));
+}
+
+static void check_roce(struct check *k)
+{
+	struct gc_cluster *c = k->c;
+	size_t i, j;
+
+	for (i = 0; i < c->nswitches; i++) {
+		if (c->switches[i].roce == NULL)
+			continue;
+		for (j = 0; j < c->nvms; j++) {
+			if (c->vms[j].guest != NULL && c->vms[j].guest->roce_qos != NULL)
+				check_roce_guest(k, &c->vms[j], &c->switches[i]);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- driver */
+
+void spec_check(struct spec_ctx *x)
+{
+	struct check k;
+	size_t i;
+
+	memset(&k, 0, sizeof(k));
+	k.x = x;
+	k.c = x->c;
+	index_all(&k);
+	index_pci(&k);
+	check_vcenter(&k);
+	check_dvswitches(&k);
+	for (i = 0; i < k.c->nhosts; i++)
+		check_host(&k, &k.c->hosts[i]);
+	place_vms(&k);
+	assign_gpus(&k);
+	for (i = 0; i < k.c->nvms; i++) {
+		if (k.c->vms[i].host != NULL)
+			check_vm_nics(&k, &k.c->vms[i]);
+		derive_vm(&k, &k.c->vms[i]);
+	}
+	for (i = 0; i < k.c->nswitches; i++)
+		check_switch(&k, &k.c->switches[i]);
+	check_roce(&k);
+
+	spec_strmap_free(&k.gpus);
+	spec_strmap_free(&k.nics);
+	spec_strmap_free(&k.gpu_any);
+	spec_strmap_free(&k.uplinks);
+	gc_arena_free(&k.scratch);
+}

@@ -1,0 +1,163 @@
+/*
+ * internal.h - private plumbing of the spec module (never installed).
+ *
+ * The loader works in three passes over one struct spec_ctx:
+ *   1. yaml.c    libyaml's document API turns the bytes into a node tree
+ *                (anchors and aliases resolved, every node with a mark);
+ *   2. parse.c   table-driven walk of that tree into the typed model: every
+ *                map is checked against a field table (unknown keys,
+ *                duplicates, types, ranges, strict string patterns);
+ *   3. check.c   references are resolved through hash tables, derived values
+ *                are computed and the cross-layer checks run.
+ * Every problem becomes a diagnostic (diag.c); the caller gets them sorted by
+ * position.  Nothing here prints.
+ */
+#ifndef GC_SPEC_INTERNAL_H
+#define GC_SPEC_INTERNAL_H
+
+#include <yaml.h>
+
+#include "gc/spec.h"
+
+/* ---------------------------------------------------------------- hash tables (hash.c) */
+
+/* String -> pointer map; keys are borrowed (arena strings) and compared by content. */
+struct spec_strmap {
+	const char **keys;
+	void **vals;
+	size_t cap; /* power of two, 0 when empty */
+	size_t n;
+};
+/* Returns the existing value when the key is already present (and keeps it). */
+void *spec_strmap_put(struct spec_strmap *m, const char *key, void *val);
+void *spec_strmap_get(const struct spec_strmap *m, const char *key);
+void spec_strmap_free(struct spec_strmap *m);
+
+/* Pointer -> mark map: where the value of one model field was written. */
+struct spec_markmap {
+	const void **keys;
+	struct gc_mark *vals;
+	size_t cap;
+	size_t n;
+};
+void spec_markmap_put(struct spec_markmap *m, const void *key, struct gc_mark mark);
+const struct gc_mark *spec_markmap_get(const struct spec_markmap *m, const void *key);
+void spec_markmap_free(struct spec_markmap *m);
+
+/* ---------------------------------------------------------------- context */
+
+/* Name lookups of a loaded cluster (struct gc_cluster's private index). */
+struct gc_spec_index {
+	struct spec_strmap hosts, vms, switches, dvswitches, credentials, portgroups;
+};
+
+#define SPEC_RAW_DIAG_MAX 10000 /* collected before sorting; the rest are counted */
+
+struct spec_ctx {
+	struct gc_cluster *c;
+	struct gc_arena *arena; /* the cluster's arena */
+	const char *file;       /* = c->source_path */
+	const char *outname;    /* the caller's name: marks of returned diagnostics borrow it */
+	const char *data;       /* the source text (for source lines) */
+	size_t len;
+	size_t *line_starts; /* lazily built index of line offsets */
+	size_t nlines;
+	yaml_document_t *doc;
+	struct gc_diags diags; /* unsorted, uncapped up to SPEC_RAW_DIAG_MAX */
+	struct spec_markmap marks;
+	size_t budget; /* nodes we may still visit (alias bombs) */
+	bool over_budget;
+};
+
+/* ---------------------------------------------------------------- diagnostics (diag.c) */
+
+void spec_diag(struct spec_ctx *x, enum gc_severity sev, struct gc_mark m, const char *hint,
+	       const char *fmt, ...) GC_PRINTF(5, 6);
+/* Hint built with a format; both strings are copied. */
+void spec_diagh(struct spec_ctx *x, enum gc_severity sev, struct gc_mark m, const char *fmt,
+		const char *hfmt, ...) GC_PRINTF(5, 6);
+/* Escape a value for a message: non-printables as \xNN, capped length. Arena string. */
+const char *spec_esc(struct spec_ctx *x, const char *s);
+/* Move the collected diagnostics, sorted and capped, into out. */
+void spec_diags_finish(struct spec_ctx *x, struct gc_diags *out);
+
+/* ---------------------------------------------------------------- yaml helpers (yaml.c) */
+
+struct gc_mark spec_mark(struct spec_ctx *x, const yaml_node_t *n);
+yaml_node_t *spec_node(struct spec_ctx *x, int index);
+/* Where a field's value was written, else the fallback mark. */
+struct gc_mark spec_field_mark(struct spec_ctx *x, const void *field, struct gc_mark fallback);
+bool spec_field_given(struct spec_ctx *x, const void *field);
+/* Count a visited node; false (and one error) once the alias budget is gone. */
+bool spec_visit(struct spec_ctx *x, const yaml_node_t *n);
+
+/* ---------------------------------------------------------------- field tables (parse.c) */
+
+enum spec_type {
+	T_STR,     /* char * */
+	T_UINT,    /* unsigned */
+	T_INT,     /* int */
+	T_BOOL,    /* bool */
+	T_TRI,     /* enum gc_tristate */
+	T_NUM,     /* double */
+	T_STRLIST, /* char **, size_t at off_n */
+	T_SUB,     /* handled by sub(ctx, value node, object) */
+	T_SKIP,    /* a known key handled elsewhere */
+};
+
+enum spec_pat {
+	P_ANY,
+	P_NAME,
+	P_HOST,
+	P_PCI,
+	P_PCI_ID,
+	P_PATH,
+	P_IFNAME,
+	P_PORTS,
+	P_VERSION,
+	P_PROFILE,
+	P_ENV,
+	P_LABEL,
+	P_URL,
+	P_NETDEV,
+	P_RDMADEV,
+	P_USER,
+	P_TEXT,
+	P_MODEL,
+};
+
+struct spec_field {
+	const char *key;
+	enum spec_type type;
+	size_t off;
+	size_t off_n; /* T_STRLIST: offset of the count */
+	enum spec_pat pat;
+	const char *const *choices; /* T_STR: the allowed values, NULL-terminated */
+	double min, max;            /* numbers */
+	bool required;
+	bool prefix; /* T_SKIP: every key starting with `key` ("x-") */
+	void (*sub)(struct spec_ctx *x, yaml_node_t *value, void *obj);
+};
+
+/* Parse one map against a NULL-key-terminated field table; `what` names it in messages. */
+void spec_parse_map(struct spec_ctx *x, yaml_node_t *n, const struct spec_field *fields,
+		    void *obj, const char *what);
+/* Hint text describing a pattern's expected form. */
+const char *spec_pat_hint(enum spec_pat p);
+/* A checked string scalar (borrowed from the document), or NULL after a diagnostic. */
+const char *spec_string(struct spec_ctx *x, yaml_node_t *v, const char *key, enum spec_pat pat,
+			const char *const *choices);
+void spec_type_error(struct spec_ctx *x, yaml_node_t *v, const char *key, const char *want);
+void spec_parse_root(struct spec_ctx *x, yaml_node_t *root);
+
+/* ---------------------------------------------------------------- checks (check.c) */
+
+void spec_check(struct spec_ctx *x);
+
+/* ---------------------------------------------------------------- tables (tables.c) */
+
+/* Is the profile offered by the model? Accepts the grid_ and nvidia_ spellings. */
+bool spec_gpu_model_has_profile(const struct gc_gpu_model *m, const char *profile);
+const struct gc_gpu_model *spec_gpu_model_by_pci_id(const char *pci_id);
+
+#endif

@@ -1,0 +1,955 @@
+/*
+ * schema.c - the spec language: one field table per model struct and the
+ * handlers for lists, enums and sub-maps, from the root map down.
+ *
+ * The tables are the single place where a key of the spec is named; the
+ * docs (docs/spec-reference.md) and the JSON schema follow them.  Handlers
+ * here only check what one object can check alone (types, patterns, ranges,
+ * "exactly one of", keys that do not apply to a NIC type); everything that
+ * needs another object lives in check.c.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define FSTR(S, k, m, p, req) {.key = k, .type = T_STR, .off = offsetof(S, m), .pat = p, .required = req}
+#define FENUM(S, k, m, ch, req) {.key = k, .type = T_STR, .off = offsetof(S, m), .choices = ch, .required = req}
+#define FUINT(S, k, m, lo, hi, req) {.key = k, .type = T_UINT, .off = offsetof(S, m), .min = lo, .max = hi, .required = req}
+#define FINT(S, k, m, lo, hi, req) {.key = k, .type = T_INT, .off = offsetof(S, m), .min = lo, .max = hi, .required = req}
+#define FNUM(S, k, m, lo, hi) {.key = k, .type = T_NUM, .off = offsetof(S, m), .min = lo, .max = hi}
+#define FBOOL(S, k, m) {.key = k, .type = T_BOOL, .off = offsetof(S, m)}
+#define FTRI(S, k, m) {.key = k, .type = T_TRI, .off = offsetof(S, m)}
+#define FLIST(S, k, m, p) {.key = k, .type = T_STRLIST, .off = offsetof(S, m), .off_n = offsetof(S, n##m), .pat = p}
+#define FSUB(k, fn, req) {.key = k, .type = T_SUB, .sub = fn, .required = req}
+#define FSKIP(k) {.key = k, .type = T_SKIP}
+#define FEND {.key = NULL}
+
+typedef void (*item_fn)(struct spec_ctx *x, yaml_node_t *n, void *elem);
+
+/* A list of objects: the array is sized from the sequence; each element's
+ * first member is its struct gc_mark. */
+static void *parse_list(struct spec_ctx *x, yaml_node_t *v, const char *key, size_t elem,
+			size_t *count, item_fn item)
+{
+	yaml_node_item_t *it;
+	size_t n, i = 0;
+	char *arr;
+
+	*count = 0;
+	if (v->type != YAML_SEQUENCE_NODE) {
+		spec_type_error(x, v, key, "a list");
+		return NULL;
+	}
+	n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+	arr = gc_arena_alloc(x->arena, elem * (n ? n : 1));
+	for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+		yaml_node_t *e = spec_node(x, *it);
+		void *p = arr + i * elem;
+
+		if (e == NULL || !spec_visit(x, e))
+			break;
+		*(struct gc_mark *)p = spec_mark(x, e);
+		item(x, e, p);
+		i++;
+	}
+	*count = i;
+	return arr;
+}
+
+/* Record where a handler-parsed value was written. */
+static void put_mark(struct spec_ctx *x, const void *field, yaml_node_t *v)
+{
+	spec_markmap_put(&x->marks, field, spec_mark(x, v));
+}
+
+/* A value given for a key that does not apply: error at the value. */
+static void not_applicable(struct spec_ctx *x, const void *field, bool given, const char *key,
+			   const char *what)
+{
+	if (given)
+		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, field, (struct gc_mark){0}), NULL,
+			  "'%s' does not apply to %s", key, what);
+}
+
+/* ---------------------------------------------------------------- ssh */
+
+static const struct spec_field ssh_fields[] = {
+	FUINT(struct gc_ssh, "port", port, 1, 65535, false),
+	FSTR(struct gc_ssh, "known_hosts", known_hosts, P_PATH, false),
+	FBOOL(struct gc_ssh, "trust_new_host_keys", trust_new_host_keys),
+	FUINT(struct gc_ssh, "connect_timeout_s", connect_timeout_s, 1, 3600, false),
+	FUINT(struct gc_ssh, "command_timeout_s", command_timeout_s, 1, 86400, false),
+	FUINT(struct gc_ssh, "keepalive_s", keepalive_s, 0, 3600, false),
+	FEND,
+};
+
+static void parse_ssh(struct spec_ctx *x, yaml_node_t *v, struct gc_ssh *ssh)
+{
+	ssh->mark = spec_mark(x, v);
+	spec_parse_map(x, v, ssh_fields, ssh, "ssh");
+}
+
+static void host_ssh(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	parse_ssh(x, v, &((struct gc_host *)obj)->ssh);
+}
+static void switch_ssh(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	parse_ssh(x, v, &((struct gc_switch *)obj)->ssh);
+}
+static void guest_ssh(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	parse_ssh(x, v, &((struct gc_guest *)obj)->ssh);
+}
+
+/* ---------------------------------------------------------------- credentials */
+
+static const struct spec_field credential_fields[] = {
+	FSTR(struct gc_credential, "name", name, P_NAME, true),
+	FSTR(struct gc_credential, "username", username, P_USER, true),
+	FSTR(struct gc_credential, "password_env", password_env, P_ENV, false),
+	FSTR(struct gc_credential, "password_file", password_file, P_PATH, false),
+	FSTR(struct gc_credential, "key_file", key_file, P_PATH, false),
+	FSTR(struct gc_credential, "key_passphrase_env", key_passphrase_env, P_ENV, false),
+	FBOOL(struct gc_credential, "agent", agent),
+	FEND,
+};
+
+static void credential_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+{
+	struct gc_credential *cr = elem;
+	const char *given[4];
+	size_t k = 0;
+
+	spec_parse_map(x, n, credential_fields, cr, "credential");
+	if (n->type != YAML_MAPPING_NODE)
+		return;
+	if (spec_field_given(x, &cr->password_env))
+		given[k++] = "password_env";
+	if (spec_field_given(x, &cr->password_file))
+		given[k++] = "password_file";
+	if (spec_field_given(x, &cr->key_file))
+		given[k++] = "key_file";
+	if (cr->agent)
+		given[k++] = "agent";
+	if (k == 0)
+		spec_diag(x, GC_SEV_ERROR, cr->mark,
+			  "give one of password_env, password_file, key_file or agent: true",
+			  "credential '%s' names no secret", cr->name ? cr->name : "?");
+	else if (k > 1)
+		spec_diag(x, GC_SEV_ERROR, cr->mark,
+			  "keep exactly one of password_env, password_file, key_file, agent",
+			  "credential '%s' gives both '%s' and '%s'", cr->name ? cr->name : "?",
+			  given[0], given[1]);
+	if (spec_field_given(x, &cr->key_passphrase_env) && !spec_field_given(x, &cr->key_file))
+		spec_diag(x, GC_SEV_ERROR,
+			  spec_field_mark(x, &cr->key_passphrase_env, cr->mark), NULL,
+			  "'key_passphrase_env' needs 'key_file'");
+}
+
+static void root_credentials(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_cluster *c = obj;
+
+	c->credentials = parse_list(x, v, "credentials", sizeof(*c->credentials),
+				    &c->ncredentials, credential_item);
+}
+
+/* ---------------------------------------------------------------- vCenter */
+
+static const struct spec_field vcenter_fields[] = {
+	FSTR(struct gc_vcenter, "url", url, P_URL, true),
+	FSTR(struct gc_vcenter, "datacenter", datacenter, P_LABEL, true),
+	FSTR(struct gc_vcenter, "cluster", cluster, P_LABEL, false),
+	FSTR(struct gc_vcenter, "datastore", datastore, P_LABEL, false),
+	FSTR(struct gc_vcenter, "credentials", credentials_name, P_NAME, true),
+	FSTR(struct gc_vcenter, "ca_file", ca_file, P_PATH, false),
+	FBOOL(struct gc_vcenter, "insecure", insecure),
+	FUINT(struct gc_vcenter, "max_tasks", max_tasks, 1, 64, false),
+	FUINT(struct gc_vcenter, "max_tasks_per_host", max_tasks_per_host, 1, 16, false),
+	FEND,
+};
+
+static void root_vcenter(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_cluster *c = obj;
+	struct gc_vcenter *vc = gc_arena_alloc(x->arena, sizeof(*vc));
+
+	vc->mark = spec_mark(x, v);
+	vc->max_tasks = 8;
+	vc->max_tasks_per_host = 2;
+	spec_parse_map(x, v, vcenter_fields, vc, "vcenter");
+	c->vcenter = vc;
+}
+
+/* ---------------------------------------------------------------- hosts */
+
+static const char *const gpu_modes[] = {"passthrough", "vgpu", NULL};
+static const char *const nic_modes[] = {"none", "sriov", "pvrdma", "passthrough", NULL};
+
+static void gpu_mode(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_host_gpu *g = obj;
+	const char *s = spec_string(x, v, "mode", P_ANY, gpu_modes);
+
+	put_mark(x, &g->mode, v);
+	if (s != NULL)
+		g->mode = strcmp(s, "vgpu") == 0 ? GC_GPU_VGPU : GC_GPU_PASSTHROUGH;
+}
+
+static const struct spec_field host_gpu_fields[] = {
+	FSTR(struct gc_host_gpu, "pci", pci, P_PCI, true),
+	FSTR(struct gc_host_gpu, "model", model_name, P_MODEL, true),
+	FUINT(struct gc_host_gpu, "memory_gb", memory_gb, 1, 1024, false),
+	FSUB("mode", gpu_mode, false),
+	FEND,
+};
+
+static void unknown_model_hint(struct spec_ctx *x, struct gc_buf *h, const char *name, bool gpu)
+{
+	const char *names[32];
+	size_t n = 0, i, total;
+	const char *best;
+
+	if (gpu) {
+		const struct gc_gpu_model *m = gc_gpu_models(&total);
+
+		for (i = 0; i < total && n < GC_ARRAY_LEN(names); i++)
+			names[n++] = m[i].name;
+	} else {
+		const struct gc_nic_model *m = gc_nic_models(&total);
+
+		for (i = 0; i < total && n < GC_ARRAY_LEN(names); i++)
+			names[n++] = m[i].name;
+	}
+	best = gc_did_you_mean(name, names, n);
+	if (gpu && strcmp(name, "V100") == 0)
+		gc_buf_puts(h, "ambiguous: say V100-16GB or V100-32GB");
+	else if (best != NULL)
+		gc_buf_printf(h, "did you mean '%s'?", best);
+	else {
+		gc_buf_puts(h, "known models: ");
+		for (i = 0; i < n; i++)
+			gc_buf_printf(h, "%s%s", i ? ", " : "", names[i]);
+	}
+	if (gpu)
+		gc_buf_puts(h, "; other GPUs need memory_gb");
+	(void)x;
+}
+
+static void host_gpu_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+{
+	struct gc_host_gpu *g = elem;
+
+	spec_parse_map(x, n, host_gpu_fields, g, "gpu");
+	if (g->model_name == NULL)
+		return;
+	g->model = gc_gpu_model_find(g->model_name);
+	if (g->model != NULL) {
+		if (g->memory_gb != 0 && g->memory_gb != g->model->memory_gb)
+			spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &g->memory_gb, g->mark),
+				  gc_arena_printf(x->arena, "leave memory_gb out for known models"),
+				  "memory_gb %u does not match model '%s' (%u GB)", g->memory_gb,
+				  g->model->name, g->model->memory_gb);
+		g->memory_gb = g->model->memory_gb;
+	} else if (g->memory_gb == 0) {
+		struct gc_buf h = GC_BUF_INIT;
+
+		unknown_model_hint(x, &h, g->model_name, true);
+		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &g->model_name, g->mark),
+			  gc_buf_str(&h), "unknown GPU model '%s'", g->model_name);
+		gc_buf_free(&h);
+	}
+}
+
+static void nic_mode(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_host_nic *nic = obj;
+	const char *s = spec_string(x, v, "mode", P_ANY, nic_modes);
+
+	put_mark(x, &nic->mode, v);
+	if (s == NULL)
+		return;
+	if (strcmp(s, "sriov") == 0)
+		nic->mode = GC_NIC_MODE_SRIOV;
+	else if (strcmp(s, "pvrdma") == 0)
+		nic->mode = GC_NIC_MODE_PVRDMA;
+	else if (strcmp(s, "passthrough") == 0)
+		nic->mode = GC_NIC_MODE_PASSTHROUGH;
+	else
+		nic->mode = GC_NIC_MODE_NONE;
+}
+
+static const struct spec_field host_nic_fields[] = {
+	FSTR(struct gc_host_nic, "pci", pci, P_PCI, true),
+	FSTR(struct gc_host_nic, "model", model_name, P_MODEL, true),
+	FSTR(struct gc_host_nic, "device", device, P_IFNAME, false),
+	FSUB("mode", nic_mode, false),
+	FUINT(struct gc_host_nic, "vfs", vfs, 1, 1024, false),
+	FSTR(struct gc_host_nic, "vmknic", vmknic, P_IFNAME, false),
+	FSTR(struct gc_host_nic, "dvswitch", dvswitch_name, P_NAME, false),
+	FEND,
+};
+
+static void host_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+{
+	struct gc_host_nic *nic = elem;
+	const char *pci = nic->pci;
+
+	spec_parse_map(x, n, host_nic_fields, nic, "nic");
+	if (n->type != YAML_MAPPING_NODE)
+		return;
+	pci = nic->pci ? nic->pci : "?";
+	if (nic->model_name != NULL) {
+		nic->model = gc_nic_model_find(nic->model_name);
+		if (nic->model == NULL) {
+			struct gc_buf h = GC_BUF_INIT;
+
+			unknown_model_hint(x, &h, nic->model_name, false);
+			spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &nic->model_name, nic->mark),
+				  gc_buf_str(&h), "unknown NIC model '%s'", nic->model_name);
+			gc_buf_free(&h);
+		}
+	}
+	if (nic->mode == GC_NIC_MODE_SRIOV) {
+		if (!spec_field_given(x, &nic->vfs))
+			spec_diag(x, GC_SEV_ERROR, nic->mark, "add vfs: N (virtual functions per port)",
+				  "NIC '%s' in sriov mode needs 'vfs'", pci);
+		else if (nic->model != NULL && nic->vfs > nic->model->max_vfs)
+			spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &nic->vfs, nic->mark),
+				  gc_arena_printf(x->arena, "at most %u VFs per port",
+						  nic->model->max_vfs),
+				  "vfs %u exceeds the maximum of %s", nic->vfs, nic->model->name);
+	} else {
+		not_applicable(x, &nic->vfs, spec_field_given(x, &nic->vfs), "vfs",
+			       "a NIC that is not in sriov mode");
+	}
+	if (nic->mode == GC_NIC_MODE_PVRDMA) {
+		if (nic->device == NULL && !spec_field_given(x, &nic->device))
+			spec_diag(x, GC_SEV_ERROR, nic->mark, "add device: vmnicN (the uplink)",
+				  "NIC '%s' in pvrdma mode needs 'device'", pci);
+		if (nic->vmknic == NULL && !spec_field_given(x, &nic->vmknic))
+			spec_diag(x, GC_SEV_ERROR, nic->mark,
+				  "add vmknic: vmkN (the vmknic tagged for PVRDMA)",
+				  "NIC '%s' in pvrdma mode needs 'vmknic'", pci);
+		if (nic->dvswitch_name == NULL && !spec_field_given(x, &nic->dvswitch_name))
+			spec_diag(x, GC_SEV_ERROR, nic->mark,
+				  "PVRDMA needs a distributed switch: add dvswitch: NAME",
+				  "NIC '%s' in pvrdma mode needs 'dvswitch'", pci);
+	} else {
+		not_applicable(x, &nic->vmknic, spec_field_given(x, &nic->vmknic), "vmknic",
+			       "a NIC that is not in pvrdma mode");
+		not_applicable(x, &nic->dvswitch_name, spec_field_given(x, &nic->dvswitch_name),
+			       "dvswitch", "a NIC that is not in pvrdma mode");
+	}
+}
+
+static const struct spec_field vgpu_host_fields[] = {
+	FSTR(struct gc_vgpu_host, "bundle", bundle, P_PATH, false),
+	FSTR(struct gc_vgpu_host, "vib", vib, P_PATH, false),
+	FSTR(struct gc_vgpu_host, "vib_name", vib_name, P_VERSION, false),
+	FSTR(struct gc_vgpu_host, "version", version, P_VERSION, false),
+	FSTR(struct gc_vgpu_host, "release", release, P_VERSION, false),
+	FSTR(struct gc_vgpu_host, "default_type", default_type, P_NAME, false),
+	FENUM(struct gc_vgpu_host, "assignment_policy", assignment_policy,
+	      ((const char *const[]){"Performance", "Consolidation", NULL}), false),
+	FTRI(struct gc_vgpu_host, "ecc", ecc),
+	FEND,
+};
+
+static void host_vgpu(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_host *h = obj;
+	struct gc_vgpu_host *g = gc_arena_alloc(x->arena, sizeof(*g));
+
+	g->mark = spec_mark(x, v);
+	spec_parse_map(x, v, vgpu_host_fields, g, "vgpu");
+	h->vgpu = g;
+	if (v->type != YAML_MAPPING_NODE)
+		return;
+	if (!spec_field_given(x, &g->bundle) && !spec_field_given(x, &g->vib))
+		spec_diag(x, GC_SEV_ERROR, g->mark,
+			  "name the NVIDIA vGPU manager offline bundle (.zip) or .vib on the host",
+			  "vgpu section needs 'bundle' or 'vib'");
+	else if (spec_field_given(x, &g->bundle) && spec_field_given(x, &g->vib))
+		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &g->vib, g->mark), NULL,
+			  "give either 'bundle' or 'vib', not both");
+	if (g->default_type == NULL && !spec_field_given(x, &g->default_type))
+		g->default_type = "SharedPassthru";
+	else if (g->default_type != NULL && strcmp(g->default_type, "SharedPassthru") != 0)
+		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &g->default_type, g->mark),
+			  "vGPU needs the host graphics type Shared Direct: default_type: "
+			  "SharedPassthru",
+			  "vgpu default_type must be 'SharedPassthru', got '%s'", g->default_type);
+}
+
+static void host_gpus(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_host *h = obj;
+	size_t i;
+
+	h->gpus = parse_list(x, v, "gpus", sizeof(*h->gpus), &h->ngpus, host_gpu_item);
+	for (i = 0; i < h->ngpus; i++)
+		h->gpus[i].host = h;
+}
+
+static void host_nics(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_host *h = obj;
+	size_t i;
+
+	h->nics = parse_list(x, v, "nics", sizeof(*h->nics), &h->nnics, host_nic_item);
+	for (i = 0; i < h->nnics; i++)
+		h->nics[i].host = h;
+}
+
+static const struct spec_field host_fields[] = {
+	FSTR(struct gc_host, "name", name, P_NAME, true),
+	FSTR(struct gc_host, "address", address, P_HOST, true),
+	FSTR(struct gc_host, "credentials", credentials_name, P_NAME, true),
+	FSUB("ssh", host_ssh, false),
+	FSTR(struct gc_host, "version", version, P_VERSION, false),
+	FLIST(struct gc_host, "ntp", ntp, P_HOST),
+	FSUB("gpus", host_gpus, false),
+	FSUB("vgpu", host_vgpu, false),
+	FSUB("nics", host_nics, false),
+	FEND,
+};
+
+static void host_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+{
+	struct gc_host *h = elem;
+
+	h->ssh = x->c->ssh_defaults;
+	spec_parse_map(x, n, host_fields, h, "host");
+}
+
+static void root_hosts(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_cluster *c = obj;
+
+	c->hosts = parse_list(x, v, "hosts", sizeof(*c->hosts), &c->nhosts, host_item);
+}
+
+/* ---------------------------------------------------------------- distributed switches */
+
+static const struct spec_field uplink_fields[] = {
+	FSTR(struct gc_dvs_uplink, "host", host_name, P_NAME, true),
+	FSTR(struct gc_dvs_uplink, "nic", nic, P_IFNAME, true),
+	FEND,
+};
+
+static void uplink_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+{
+	spec_parse_map(x, n, uplink_fields, elem, "uplink");
+}
+
+static const struct spec_field portgroup_fields[] = {
+	FSTR(struct gc_portgroup, "name", name, P_LABEL, true),
+	FUINT(struct gc_portgroup, "vlan", vlan, 0, 4094, false),
+	FEND,
+};
+
+static void portgroup_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+{
+	spec_parse_map(x, n, portgroup_fields, elem, "port group");
+}
+
+static void dvs_uplinks(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_dvswitch *d = obj;
+
+	d->uplinks = parse_list(x, v, "uplinks", sizeof(*d->uplinks), &d->nuplinks, uplink_item);
+}
+
+static void dvs_portgroups(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_dvswitch *d = obj;
+	size_t i;
+
+	d->portgroups = parse_list(x, v, "port_groups", sizeof(*d->portgroups), &d->nportgroups,
+				   portgroup_item);
+	for (i = 0; i < d->nportgroups; i++)
+		d->portgroups[i].dvswitch = d;
+}
+
+static const struct spec_field dvswitch_fields[] = {
+	FSTR(struct gc_dvswitch, "name", name, P_NAME, true),
+	FUINT(struct gc_dvswitch, "mtu", mtu, 1280, 9000, false),
+	FSUB("uplinks", dvs_uplinks, false),
+	FSUB("port_groups", dvs_portgroups, false),
+	FEND,
+};
+
+static void dvswitch_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+{
+	struct gc_dvswitch *d = elem;
+
+	d->mtu = 9000;
+	spec_parse_map(x, n, dvswitch_fields, d, "distributed switch");
+}
+
+static void root_dvswitches(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_cluster *c = obj;
+
+	c->dvswitches = parse_list(x, v, "distributed_switches", sizeof(*c->dvswitches),
+				   &c->ndvswitches, dvswitch_item);
+}
+
+/* ---------------------------------------------------------------- Onyx switches */
+
+static const struct spec_field ecn_fields[] = {
+	FUINT(struct gc_switch_roce, "min_kb", ecn_min_kb, 1, 100000, false),
+	FUINT(struct gc_switch_roce, "max_kb", ecn_max_kb, 1, 100000, false),
+	FEND,
+};
+
+static void roce_ecn(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	spec_parse_map(x, v, ecn_fields, obj, "ecn");
+}
+
+static const struct spec_field roce_fields[] = {
+	FENUM(struct gc_switch_roce, "mode", mode,
+	      ((const char *const[]){"dscp-lossless", "oneshot", NULL}), false),
+	FNUM(struct gc_switch_roce, "pool_percent", pool_percent, 1, 100),
+	FINT(struct gc_switch_roce, "priority", priority, 0, 7, false),
+	FSUB("ecn", roce_ecn, false),
+	FINT(struct gc_switch_roce, "cnp_traffic_class", cnp_traffic_class, 0, 7, false),
+	FBOOL(struct gc_switch_roce, "pfc", pfc),
+	FBOOL(struct gc_switch_roce, "lldp", lldp),
+	FBOOL(struct gc_switch_roce, "owned", owned),
+	FEND,
+};
+
+static void switch_roce(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_switch *s = obj;
+	struct gc_switch_roce *r = gc_arena_alloc(x->arena, sizeof(*r));
+
+	r->mark = spec_mark(x, v);
+	r->mode = "dscp-lossless";
+	r->pool_percent = 50.0;
+	r->priority = 3;
+	r->ecn_min_kb = 150;
+	r->ecn_max_kb = 1500;
+	r->cnp_traffic_class = 6;
+	r->pfc = true;
+	r->lldp = true;
+	spec_parse_map(x, v, roce_fields, r, "roce");
+	s->roce = r;
+}
+
+static const struct spec_field switch_fields[] = {
+	FSTR(struct gc_switch, "name", name, P_NAME, true),
+	FSTR(struct gc_switch, "address", address, P_HOST, true),
+	FSTR(struct gc_switch, "credentials", credentials_name, P_NAME, true),
+	FSTR(struct gc_switch, "enable_password_env", enable_password_env, P_ENV, false),
+	FSUB("ssh", switch_ssh, false),
+	FSTR(struct gc_switch, "model", model, P_MODEL, false),
+	FSTR(struct gc_switch, "version", version, P_VERSION, false),
+	FSTR(struct gc_switch, "ports", ports, P_PORTS, false),
+	FSUB("roce", switch_roce, false),
+	FEND,
+};
+
+static void switch_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+{
+	struct gc_switch *s = elem;
+
+	s->ssh = x->c->ssh_defaults;
+	spec_parse_map(x, n, switch_fields, s, "switch");
+}
+
+static void root_switches(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_cluster *c = obj;
+
+	c->switches = parse_list(x, v, "switches", sizeof(*c->switches), &c->nswitches,
+				 switch_item);
+}
+
+/* ---------------------------------------------------------------- guests */
+
+static const struct spec_field license_fields[] = {
+	FSTR(struct gc_license, "server", server, P_HOST, false),
+	FUINT(struct gc_license, "port", port, 1, 65535, false),
+	FUINT(struct gc_license, "feature_type", feature_type, 0, 4, false),
+	FSTR(struct gc_license, "token_file", token_file, P_PATH, false),
+	FEND,
+};
+
+static void guest_license(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_guest *g = obj;
+	struct gc_license *l = gc_arena_alloc(x->arena, sizeof(*l));
+
+	l->mark = spec_mark(x, v);
+	l->port = 7070;
+	l->feature_type = 4;
+	spec_parse_map(x, v, license_fields, l, "license");
+	g->license = l;
+	if (v->type != YAML_MAPPING_NODE)
+		return;
+	if (!spec_field_given(x, &l->server) && !spec_field_given(x, &l->token_file))
+		spec_diag(x, GC_SEV_ERROR, l->mark,
+			  "give server: HOST (legacy license server) or token_file: PATH (NLS)",
+			  "license needs 'server' or 'token_file'");
+	else if (spec_field_given(x, &l->server) && spec_field_given(x, &l->token_file))
+		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &l->token_file, l->mark), NULL,
+			  "give either 'server' or 'token_file', not both");
+}
+
+static const struct spec_field roce_qos_fields[] = {
+	FSTR(struct gc_roce_qos, "interface", interface, P_NETDEV, true),
+	FSTR(struct gc_roce_qos, "rdma_device", rdma_device, P_RDMADEV, false),
+	FENUM(struct gc_roce_qos, "trust", trust, ((const char *const[]){"dscp", "pcp", NULL}),
+	      false),
+	FINT(struct gc_roce_qos, "pfc_priority", pfc_priority, 0, 7, true),
+	FINT(struct gc_roce_qos, "tos", tos, 0, 255, false),
+	FBOOL(struct gc_roce_qos, "ecn", ecn),
+	FEND,
+};
+
+static void guest_roce_qos(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_guest *g = obj;
+	struct gc_roce_qos *q = gc_arena_alloc(x->arena, sizeof(*q));
+
+	q->mark = spec_mark(x, v);
+	q->trust = "dscp";
+	q->pfc_priority = -1;
+	q->tos = 106;
+	q->ecn = true;
+	spec_parse_map(x, v, roce_qos_fields, q, "roce_qos");
+	g->roce_qos = q;
+}
+
+static const struct spec_field guest_fields[] = {
+	FSTR(struct gc_guest, "address", address, P_HOST, true),
+	FSTR(struct gc_guest, "credentials", credentials_name, P_NAME, true),
+	FSUB("ssh", guest_ssh, false),
+	FENUM(struct gc_guest, "os", os, ((const char *const[]){"ubuntu", "rhel", "debian", NULL}),
+	      false),
+	FSTR(struct gc_guest, "nvidia_driver", nvidia_driver, P_VERSION, false),
+	FSUB("license", guest_license, false),
+	FBOOL(struct gc_guest, "rdma_packages", rdma_packages),
+	FBOOL(struct gc_guest, "peermem", peermem),
+	FSUB("roce_qos", guest_roce_qos, false),
+	FBOOL(struct gc_guest, "container_toolkit", container_toolkit),
+	FLIST(struct gc_guest, "ntp", ntp, P_HOST),
+	FEND,
+};
+
+static void vm_guest(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_vm *vm = obj;
+	struct gc_guest *g = gc_arena_alloc(x->arena, sizeof(*g));
+
+	g->mark = spec_mark(x, v);
+	g->ssh = x->c->ssh_defaults;
+	spec_parse_map(x, v, guest_fields, g, "guest");
+	vm->guest = g;
+}
+
+/* ---------------------------------------------------------------- VMs */
+
+static const struct spec_field vm_gpu_fields[] = {
+	FSTR(struct gc_vm_gpu, "host_pci", host_pci, P_PCI, false),
+	FSTR(struct gc_vm_gpu, "pci_id", pci_id, P_PCI_ID, false),
+	FSTR(struct gc_vm_gpu, "vgpu", profile, P_PROFILE, false),
+	FEND,
+};
+
+static void vm_gpu_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+{
+	struct gc_vm_gpu *g = elem;
+	bool pci = spec_field_given(x, &g->host_pci), id, prof;
+
+	spec_parse_map(x, n, vm_gpu_fields, g, "gpu");
+	if (n->type != YAML_MAPPING_NODE)
+		return;
+	pci = spec_field_given(x, &g->host_pci);
+	id = spec_field_given(x, &g->pci_id);
+	prof = spec_field_given(x, &g->profile);
+	if (prof) {
+		g->kind = GC_VMGPU_VGPU;
+		not_applicable(x, &g->pci_id, id, "pci_id", "a vGPU (pin one GPU with host_pci)");
+	} else if (pci) {
+		g->kind = GC_VMGPU_STATIC;
+		if (id)
+			spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &g->pci_id, g->mark),
+				  "host_pci picks one GPU (static passthrough); pci_id lets ESXi pick "
+				  "one (dynamic DirectPath)",
+				  "give either 'host_pci' or 'pci_id', not both");
+	} else if (id) {
+		g->kind = GC_VMGPU_DYNAMIC;
+	} else {
+		spec_diag(x, GC_SEV_ERROR, g->mark,
+			  "host_pci: for static passthrough, pci_id: for dynamic DirectPath, vgpu: "
+			  "for a vGPU profile",
+			  "gpu entry needs one of 'host_pci', 'pci_id' or 'vgpu'");
+	}
+}
+
+static const char *const nic_types[] = {"vmxnet3", "sriov", "pvrdma", "passthrough", NULL};
+
+static void vm_nic_type(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_vm_nic *nic = obj;
+	const char *s = spec_string(x, v, "type", P_ANY, nic_types);
+
+	if (s == NULL)
+		return;
+	put_mark(x, &nic->kind, v);
+	if (strcmp(s, "vmxnet3") == 0)
+		nic->kind = GC_VMNIC_VMXNET3;
+	else if (strcmp(s, "sriov") == 0)
+		nic->kind = GC_VMNIC_SRIOV;
+	else if (strcmp(s, "pvrdma") == 0)
+		nic->kind = GC_VMNIC_PVRDMA;
+	else
+		nic->kind = GC_VMNIC_PASSTHROUGH;
+}
+
+static const struct spec_field vm_nic_fields[] = {
+	FSUB("type", vm_nic_type, true),
+	FSTR(struct gc_vm_nic, "pf", pf, P_PCI, false),
+	FSTR(struct gc_vm_nic, "host_pci", host_pci, P_PCI, false),
+	FSTR(struct gc_vm_nic, "port_group", port_group, P_LABEL, false),
+	FSTR(struct gc_vm_nic, "network", network, P_LABEL, false),
+	FENUM(struct gc_vm_nic, "protocol", protocol,
+	      ((const char *const[]){"rocev1", "rocev2", NULL}), false),
+	FEND,
+};
+
+static void vm_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+{
+	struct gc_vm_nic *nic = elem;
+	bool pf, hpci, pg, net, proto;
+	const char *what;
+
+	spec_parse_map(x, n, vm_nic_fields, nic, "nic");
+	if (n->type != YAML_MAPPING_NODE || !spec_field_given(x, &nic->kind))
+		return;
+	pf = spec_field_given(x, &nic->pf);
+	hpci = spec_field_given(x, &nic->host_pci);
+	pg = spec_field_given(x, &nic->port_group);
+	net = spec_field_given(x, &nic->network);
+	proto = spec_field_given(x, &nic->protocol);
+	switch (nic->kind) {
+	case GC_VMNIC_VMXNET3:
+		what = "a vmxnet3 NIC";
+		if (!pg && !net)
+			spec_diag(x, GC_SEV_ERROR, nic->mark,
+				  "add network: NAME (standard) or port_group: NAME (distributed)",
+				  "a vmxnet3 NIC needs 'network' or 'port_group'");
+		not_applicable(x, &nic->pf, pf, "pf", what);
+		not_applicable(x, &nic->host_pci, hpci, "host_pci", what);
+		not_applicable(x, &nic->protocol, proto, "protocol", what);
+		break;
+	case GC_VMNIC_SRIOV:
+		what = "an sriov NIC";
+		if (!pf)
+			spec_diag(x, GC_SEV_ERROR, nic->mark,
+				  "add pf: the PCI address of the host NIC in sriov mode",
+				  "an sriov NIC needs 'pf'");
+		if (!pg && !net)
+			spec_diag(x, GC_SEV_ERROR, nic->mark,
+				  "add network: NAME (standard) or port_group: NAME (distributed)",
+				  "an sriov NIC needs 'network' or 'port_group'");
+		not_applicable(x, &nic->host_pci, hpci, "host_pci", what);
+		not_applicable(x, &nic->protocol, proto, "protocol", what);
+		break;
+	case GC_VMNIC_PVRDMA:
+		what = "a pvrdma NIC";
+		if (!pg)
+			spec_diag(x, GC_SEV_ERROR, nic->mark,
+				  "PVRDMA attaches to a distributed port group: add port_group: NAME",
+				  "a pvrdma NIC needs 'port_group'");
+		not_applicable(x, &nic->network, net, "network", what);
+		not_applicable(x, &nic->pf, pf, "pf", what);
+		not_applicable(x, &nic->host_pci, hpci, "host_pci", what);
+		if (nic->protocol == NULL)
+			nic->protocol = "rocev2";
+		break;
+	case GC_VMNIC_PASSTHROUGH:
+		what = "a passthrough NIC";
+		if (!hpci)
+			spec_diag(x, GC_SEV_ERROR, nic->mark,
+				  "add host_pci: the PCI address of the host NIC",
+				  "a passthrough NIC needs 'host_pci'");
+		not_applicable(x, &nic->pf, pf, "pf", what);
+		not_applicable(x, &nic->port_group, pg, "port_group", what);
+		not_applicable(x, &nic->network, net, "network", what);
+		not_applicable(x, &nic->protocol, proto, "protocol", what);
+		break;
+	}
+	if (pg && net)
+		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &nic->network, nic->mark), NULL,
+			  "give either 'network' or 'port_group', not both");
+}
+
+static void vm_gpus(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_vm *vm = obj;
+
+	vm->gpus = parse_list(x, v, "gpus", sizeof(*vm->gpus), &vm->ngpus, vm_gpu_item);
+}
+
+static void vm_nics(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_vm *vm = obj;
+
+	vm->nics = parse_list(x, v, "nics", sizeof(*vm->nics), &vm->nnics, vm_nic_item);
+}
+
+static const struct spec_field vm_fields[] = {
+	FSTR(struct gc_vm, "name", name, P_NAME, true),
+	FSTR(struct gc_vm, "host", host_name, P_NAME, true),
+	FSTR(struct gc_vm, "template", template_name, P_LABEL, false),
+	FUINT(struct gc_vm, "cpus", cpus, 1, 768, false),
+	FUINT(struct gc_vm, "memory_gb", memory_gb, 1, 24576, false),
+	FENUM(struct gc_vm, "firmware", firmware, ((const char *const[]){"efi", "bios", NULL}),
+	      false),
+	FTRI(struct gc_vm, "reserve_all_memory", reserve_all_memory),
+	FUINT(struct gc_vm, "mmio_size_gb", mmio_size_gb, 1, 16384, false),
+	FTRI(struct gc_vm, "allow_p2p", allow_p2p),
+	FBOOL(struct gc_vm, "power_on", power_on),
+	FSUB("gpus", vm_gpus, false),
+	FSUB("nics", vm_nics, false),
+	FSUB("guest", vm_guest, false),
+	FEND,
+};
+
+static void vm_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+{
+	struct gc_vm *vm = elem;
+
+	vm->power_on = true;
+	spec_parse_map(x, n, vm_fields, vm, "vm");
+	if (vm->mmio_size_gb != 0 && (vm->mmio_size_gb & (vm->mmio_size_gb - 1)) != 0)
+		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &vm->mmio_size_gb, vm->mark),
+			  "use 32, 64, 128, 256, ...",
+			  "mmio_size_gb must be a power of two, got %u", vm->mmio_size_gb);
+}
+
+static void root_vms(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_cluster *c = obj;
+
+	c->vms = parse_list(x, v, "vms", sizeof(*c->vms), &c->nvms, vm_item);
+	put_mark(x, &c->vms, v);
+}
+
+/* ---------------------------------------------------------------- policies */
+
+static const struct spec_field rolling_fields[] = {
+	FUINT(struct gc_rolling, "max_unavailable", max_unavailable, 1, 100000, false),
+	FBOOL(struct gc_rolling, "allow_vmotion", allow_vmotion),
+	FEND,
+};
+
+static void root_rolling(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_cluster *c = obj;
+
+	c->rolling.mark = spec_mark(x, v);
+	spec_parse_map(x, v, rolling_fields, &c->rolling, "rolling");
+}
+
+static const struct spec_field validation_fields[] = {
+	FNUM(struct gc_validation, "min_rdma_gbps", min_rdma_gbps, 0, 10000),
+	FNUM(struct gc_validation, "max_rdma_latency_us", max_rdma_latency_us, 0, 1e6),
+	FNUM(struct gc_validation, "min_h2d_gbps", min_h2d_gbps, 0, 100000),
+	FNUM(struct gc_validation, "min_d2h_gbps", min_d2h_gbps, 0, 100000),
+	FNUM(struct gc_validation, "min_d2d_gbps", min_d2d_gbps, 0, 100000),
+	FBOOL(struct gc_validation, "require_gpudirect", require_gpudirect),
+	FEND,
+};
+
+static void root_validation(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_cluster *c = obj;
+
+	c->validation.mark = spec_mark(x, v);
+	spec_parse_map(x, v, validation_fields, &c->validation, "validation");
+}
+
+/* ---------------------------------------------------------------- root */
+
+static const struct spec_field metadata_fields[] = {
+	FSTR(struct gc_cluster, "name", name, P_NAME, true),
+	FSTR(struct gc_cluster, "description", description, P_TEXT, false),
+	FEND,
+};
+
+static void root_metadata(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	spec_parse_map(x, v, metadata_fields, obj, "metadata");
+}
+
+static void root_api_version(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	const char *s = spec_string(x, v, "apiVersion", P_ANY, NULL);
+
+	if (s != NULL && strcmp(s, GC_SPEC_API_VERSION) != 0)
+		spec_diag(x, GC_SEV_ERROR, spec_mark(x, v),
+			  "this version of gpuclusterctl reads apiVersion: " GC_SPEC_API_VERSION,
+			  "unsupported apiVersion '%s'", spec_esc(x, s));
+}
+
+static void root_kind(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	spec_string(x, v, "kind", P_ANY, (const char *const[]){"Cluster", NULL});
+}
+
+static const struct spec_field root_fields[] = {
+	FSUB("apiVersion", root_api_version, true),
+	FSUB("kind", root_kind, true),
+	FSUB("metadata", root_metadata, true),
+	FSUB("credentials", root_credentials, false),
+	FSKIP("ssh"),
+	FSUB("vcenter", root_vcenter, false),
+	FSUB("hosts", root_hosts, false),
+	FSUB("distributed_switches", root_dvswitches, false),
+	FSUB("switches", root_switches, false),
+	FSUB("vms", root_vms, false),
+	FSUB("rolling", root_rolling, false),
+	FSUB("validation", root_validation, false),
+	{.key = "x-", .type = T_SKIP, .prefix = true}, /* extension keys, e.g. for anchors */
+	FEND,
+};
+
+void spec_parse_root(struct spec_ctx *x, yaml_node_t *root)
+{
+	struct gc_cluster *c = x->c;
+	yaml_node_pair_t *pair;
+
+	c->mark = spec_mark(x, root);
+	c->ssh_defaults.port = 22;
+	c->ssh_defaults.connect_timeout_s = 10;
+	c->ssh_defaults.command_timeout_s = 300;
+	c->ssh_defaults.keepalive_s = 15;
+	c->rolling.max_unavailable = 1;
+	if (root->type != YAML_MAPPING_NODE) {
+		spec_diag(x, GC_SEV_ERROR, spec_mark(x, root),
+			  "a spec starts with apiVersion: " GC_SPEC_API_VERSION,
+			  "the spec must be a mapping, got %s",
+			  root->type == YAML_SEQUENCE_NODE ? "a sequence" : "a scalar");
+		return;
+	}
+	/* the cluster-wide ssh defaults first: every target starts from them */
+	for (pair = root->data.mapping.pairs.start; pair < root->data.mapping.pairs.top; pair++) {
+		yaml_node_t *k = spec_node(x, pair->key), *v = spec_node(x, pair->value);
+
+		if (k != NULL && v != NULL && k->type == YAML_SCALAR_NODE &&
+		    strcmp((const char *)k->data.scalar.value, "ssh") == 0) {
+			parse_ssh(x, v, &c->ssh_defaults);
+			break;
+		}
+	}
+	spec_parse_map(x, root, root_fields, c, "the spec");
+}
