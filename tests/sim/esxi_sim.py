@@ -112,8 +112,9 @@ def save_state(host, state):
     simlab.write_json(host.path("state.json"), state)
 
 
-def vib_active(state, prefix="NVD"):
-    return any(v["vendor"] == "NVIDIA" or v["name"].startswith(prefix) for v in state["vibs"])
+def vib_active(state):
+    """Is an NVIDIA host driver (vGPU manager) in the running image?"""
+    return any(v["vendor"] == "NVIDIA" for v in state["vibs"])
 
 
 def apply_reboot(state, host):
@@ -453,7 +454,7 @@ def vib_from_path(path, is_depot):
             fam = parts[0][:-4]
             major = parts[0][-3:]
             name = "%s_ESXi_%s.%s.%s_Driver" % (fam, major[0], major[1], major[2])
-            return {"name": name, "version": parts[1], "vendor": "NVD",
+            return {"name": name, "version": parts[1], "vendor": "NVIDIA",
                     "acceptance": "VMwareAccepted"}
         name = parts[0].replace("-", "").lower() if parts[0].startswith("nvd") else parts[0]
         version = parts[1] if len(parts) > 1 else "1.0.0-1"

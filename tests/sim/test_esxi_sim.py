@@ -1,0 +1,359 @@
+#!/usr/bin/python3
+"""test_esxi_sim - exact outputs of the simulated ESXi shell.
+
+Runs tests/sim/dispatch the way the lab sshd does (SSH_CONNECTION names the
+dialled address, SSH_ORIGINAL_COMMAND the command) against a private lab
+directory, without sshd: the transport is covered by tests/unit/net.
+Expected texts follow shared/REAL-FORMATS.md section A; docs/lab.md lists
+what is verified there and what the simulator assumes.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DISPATCH = os.path.join(HERE, "dispatch")
+NVD_AIE = "/vmfs/volumes/ds1/NVD-AIE-800_525.105.14-1OEM.800.1.0.20613240_21517574.zip"
+NVD_AIE_ID = "NVIDIA_bootbank_NVD-AIE_ESXi_8.0.0_Driver_525.105.14-1OEM.800.1.0.20613240"
+XML_HEAD = ('<?xml version="1.0" encoding="utf-8"?>\n'
+            '<output xmlns="http://www.vmware.com/Products/ESX/5.0/esxcli">\n<root>\n')
+XML_TAIL = "</root>\n</output>\n"
+
+
+class Lab:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="gc-simtest-")
+        os.makedirs(os.path.join(self.dir, "hosts", "esxi-1"))
+        os.makedirs(os.path.join(self.dir, "hosts", "esxi-7"))
+        with open(os.path.join(self.dir, "inventory"), "w") as f:
+            f.write("# test inventory\n127.0.0.11 esxi esxi-1 version=8.0.2\n"
+                    "127.0.0.17 esxi esxi-7 version=7.0.3\n"
+                    "127.0.0.100 onyx switch-1\n")
+
+    def run(self, command, address="127.0.0.11", env=None):
+        e = {"PATH": "/usr/bin:/bin", "GC_LAB_DIR": self.dir,
+             "SSH_CONNECTION": "127.0.0.1 40000 %s 2222" % address,
+             "SSH_ORIGINAL_COMMAND": command}
+        e.update(env or {})
+        p = subprocess.run([DISPATCH], env=e, capture_output=True, text=True, timeout=30)
+        return p.returncode, p.stdout, p.stderr
+
+    def host_file(self, host, leaf):
+        return os.path.join(self.dir, "hosts", host, leaf)
+
+    def control(self, host, data):
+        with open(self.host_file(host, "control.json"), "w") as f:
+            json.dump(data, f)
+
+    def close(self):
+        shutil.rmtree(self.dir)
+
+
+class SimTest(unittest.TestCase):
+    def setUp(self):
+        self.lab = Lab()
+
+    def tearDown(self):
+        self.lab.close()
+
+    def ok(self, command, address="127.0.0.11"):
+        rc, out, err = self.lab.run(command, address)
+        self.assertEqual((rc, err), (0, ""), "command %r" % command)
+        return out
+
+    def fails(self, command, address="127.0.0.11"):
+        rc, out, err = self.lab.run(command, address)
+        self.assertNotEqual(rc, 0)
+        self.assertEqual(out, "")
+        return rc, err
+
+
+class TestFormats(SimTest):
+    def test_maintenance_mode_all_formats(self):
+        self.assertEqual(self.ok("esxcli system maintenanceMode get"), "Disabled\n")
+        self.assertEqual(self.ok("esxcli --formatter=xml system maintenanceMode get"),
+                         XML_HEAD + "   <string>Disabled</string>\n" + XML_TAIL)
+        self.assertEqual(self.ok("esxcli --formatter=keyvalue system maintenanceMode get"),
+                         "string=Disabled\n")
+        self.assertEqual(self.ok("esxcli system maintenanceMode set -e true"), "")
+        self.assertEqual(self.ok("esxcli system maintenanceMode get"), "Enabled\n")
+        self.assertEqual(self.fails("esxcli system maintenanceMode set --enable=true"),
+                         (1, "Maintenance mode is already enabled.\n"))
+        self.assertEqual(self.fails("esxcli system maintenanceMode set"),
+                         (1, "Error: Missing required parameter -e|--enable\n"))
+
+    def test_graphics_host(self):
+        self.assertEqual(self.ok("esxcli graphics host get"),
+                         "   Default Graphics Type: Shared\n"
+                         "   Shared Passthru Assignment Policy: Performance\n")
+        self.ok("esxcli graphics host set --default-type SharedPassthru")
+        self.assertEqual(self.ok("esxcli --formatter=xml graphics host get"),
+                         XML_HEAD +
+                         '   <structure typeName="HostGraphicsConfig">\n'
+                         '      <field name="DefaultGraphicsType">\n'
+                         '         <string>SharedPassthru</string>\n'
+                         '      </field>\n'
+                         '      <field name="SharedPassthruAssignmentPolicy">\n'
+                         '         <string>Performance</string>\n'
+                         '      </field>\n'
+                         '   </structure>\n' + XML_TAIL)
+        self.assertEqual(self.ok("esxcli --formatter=keyvalue graphics host get"),
+                         "HostGraphicsConfig.DefaultGraphicsType.string=SharedPassthru\n"
+                         "HostGraphicsConfig.SharedPassthruAssignmentPolicy.string=Performance\n")
+
+    def test_graphics_device_list_block(self):
+        out = self.ok("esxcli graphics device list")
+        self.assertEqual(out.split("\n\n")[0],
+                         "0000:af:00.0\n"
+                         "   Vendor Name: NVIDIA Corporation\n"
+                         "   Device Name: GA100 [A100 PCIe 40GB]\n"
+                         "   Module Name: None\n"
+                         "   Graphics Type: Basic\n"
+                         "   Memory Size in KB: 0\n"
+                         "   Number of VMs: 0")
+
+    def test_passthru_table_xml_and_pending(self):
+        self.assertEqual(self.ok("esxcli hardware pci pcipassthru list"),
+                         "Device ID     Enabled\n"
+                         "------------  -------\n"
+                         "0000:18:00.0    false\n"
+                         "0000:3b:00.0    false\n"
+                         "0000:3b:00.1    false\n"
+                         "0000:af:00.0    false\n"
+                         "0000:d8:00.0    false\n")
+        self.assertEqual(self.ok("esxcli hardware pci pcipassthru set -d 0000:af:00.0 -e true"), "")
+        self.assertEqual(self.fails("esxcli hardware pci pcipassthru set -d 0000:af:00.0 -e on"),
+                         (1, "Unable to configure the PCI device: Device owner is already "
+                             "configured to passthru.\n"))
+        kv = self.ok("esxcli --formatter=keyvalue hardware pci pcipassthru list")
+        self.assertIn("structure[3].PCIPassthruDevice.DeviceID.string=0000:af:00.0\n"
+                      "structure[3].PCIPassthruDevice.Enabled.boolean=true\n", kv)
+        # configured at once, current owner only after the reboot
+        pci = self.ok("esxcli hardware pci list")
+        gpu = [b for b in pci.split("\n\n") if b.startswith("0000:af:00.0")][0]
+        self.assertIn("   Configured Owner: VM Passthru\n   Current Owner: VMkernel\n", gpu)
+        self.assertIn("   Module Name: None\n", gpu)
+        self.lab.control("esxi-1", {"reboot_seconds": 0})
+        self.assertEqual(self.lab.run("reboot"), (255, "", ""))
+        pci = self.ok("esxcli hardware pci list")
+        gpu = [b for b in pci.split("\n\n") if b.startswith("0000:af:00.0")][0]
+        self.assertIn("   Configured Owner: VM Passthru\n   Current Owner: VM Passthru\n", gpu)
+        self.assertIn("   Module Name: pciPassthru\n", gpu)
+        # -a applies at once
+        self.ok("esxcli hardware pci pcipassthru set -d 0000:d8:00.0 -e true -a")
+        pci = self.ok("esxcli hardware pci list")
+        gpu = [b for b in pci.split("\n\n") if b.startswith("0000:d8:00.0")][0]
+        self.assertIn("   Current Owner: VM Passthru\n", gpu)
+
+    def test_unknown_command_and_namespace(self):
+        self.assertEqual(self.fails("esxcli graphics host refresh"),
+                         (1, "Error: Unknown command or namespace graphics host refresh\n"))
+        self.assertEqual(self.fails("esxcfg-foo -l"), (127, "sh: esxcfg-foo: not found\n"))
+        self.assertEqual(self.fails("esxcli --formatter=json system maintenanceMode get"),
+                         (1, "Error: Invalid formatter 'json'. Valid formatters are: csv, "
+                             "keyvalue, xml\n"))
+
+    def test_module_parameters(self):
+        self.ok('esxcli system module parameters set -m nmlx5_core '
+                '-p "pfctx=0x08 pfcrx=0x08 trust_state=2 max_vfs=4,4"')
+        self.assertEqual(
+            self.ok("esxcli system module parameters list -m nmlx5_core"),
+            "Name                 Type           Value  Description\n"
+            "-------------------  -------------  -----  --------------------------------------------\n"
+            "max_vfs              array of uint  4,4    Number of PCI VFs to initialize\n"
+            "pfcrx                int            0x08   Priority based Flow Control policy on RX\n"
+            "pfctx                int            0x08   Priority based Flow Control policy on TX\n"
+            "trust_state          uint           2      Port policy to calculate the switch priority\n"
+            "supported_num_ports  int                   Maximum number of supported ports\n")
+        # -p replaces the whole string
+        self.ok("esxcli system module parameters set -m nmlx5_core -p max_vfs=8,8")
+        kv = self.ok("esxcli --formatter=keyvalue system module parameters list -m nmlx5_core")
+        self.assertIn("structure[0].ModuleParameter.Value.string=8,8\n", kv)
+        self.assertIn("structure[1].ModuleParameter.Value.string=\n", kv)
+
+    def test_firewall_and_advanced(self):
+        self.ok("esxcli network firewall ruleset set -r pvrdma -e true")
+        self.assertEqual(self.ok("esxcli network firewall ruleset list -r pvrdma"),
+                         "Name    Enabled\n------  -------\npvrdma     true\n")
+        self.ok("esxcli system settings advanced set -o /Net/PVRDMAVmknic -s vmk1")
+        self.assertEqual(self.ok("esxcli system settings advanced list -o /Net/PVRDMAVmknic"),
+                         "   Path: /Net/PVRDMAVmknic\n"
+                         "   Type: string\n"
+                         "   Int Value: 0\n"
+                         "   Default Int Value: 0\n"
+                         "   Min Value: 0\n"
+                         "   Max Value: 0\n"
+                         "   String Value: vmk1\n"
+                         "   Default String Value:\n"
+                         "   Valid Characters: **\n"
+                         "   Description: Vmknic for PVRDMA\n")
+
+    def test_ntp(self):
+        self.ok("esxcli system ntp set -s 10.0.0.1 -s 10.0.0.2 -e true")
+        self.assertEqual(self.ok("esxcli system ntp get"),
+                         "   Enabled: true\n   Loglevel: warning\n   Server: 10.0.0.1, 10.0.0.2\n")
+        self.assertEqual(self.ok("esxcli --formatter=keyvalue system ntp get"),
+                         "NTPConfig.Enabled.boolean=true\nNTPConfig.Loglevel.string=warning\n"
+                         "NTPConfig.Server.string[0]=10.0.0.1\nNTPConfig.Server.string[1]=10.0.0.2\n")
+
+    def test_vmware_version(self):
+        self.assertEqual(self.ok("vmware -v"), "VMware ESXi 8.0.2 build-22380479\n")
+        self.assertEqual(self.ok("vmware -v", "127.0.0.17"), "VMware ESXi 7.0.3 build-19193900\n")
+
+
+class TestVibs(SimTest):
+    def test_install_needs_maintenance_mode(self):
+        self.assertEqual(self.fails("esxcli software vib install -d " + NVD_AIE),
+                         (1, "[MaintenanceModeError]\n MaintenanceMode is required to remove: "
+                             "[]; install: [%s].\n Please refer to the log file for more "
+                             "details.\n" % NVD_AIE_ID))
+
+    def test_install_8x_pending_until_reboot(self):
+        today = time.strftime("%Y-%m-%d", time.gmtime())
+        self.ok("esxcli system maintenanceMode set -e true")
+        self.assertEqual(self.ok("esxcli software vib install -d " + NVD_AIE),
+                         "Installation Result\n"
+                         "   Message: The update completed successfully, but the system needs "
+                         "to be rebooted for the changes to be effective.\n"
+                         "   VIBs Installed: %s\n"
+                         "   VIBs Removed:\n"
+                         "   VIBs Skipped:\n"
+                         "   Reboot Required: true\n"
+                         "   DPU Results:\n" % NVD_AIE_ID)
+        self.assertNotIn("NVD-AIE", self.ok("esxcli software vib list"))
+        self.assertIn("NVD-AIE_ESXi_8.0.0_Driver  525.105.14-1OEM.800.1.0.20613240  NVIDIA  "
+                      "VMwareAccepted    %s    host\n" % today,
+                      self.ok("esxcli software vib list --rebooting-image"))
+        # again before the reboot: already in the image -> skipped
+        self.assertEqual(self.ok("esxcli --formatter=keyvalue software vib install -d " + NVD_AIE),
+                         "InstallationResult.Message.string=Host is not changed.\n"
+                         "InstallationResult.VIBsSkipped.string[0]=%s\n"
+                         "InstallationResult.RebootRequired.boolean=false\n" % NVD_AIE_ID)
+        self.assertEqual(self.lab.run("nvidia-smi -q"), (127, "", "sh: nvidia-smi: not found\n"))
+        self.lab.control("esxi-1", {"reboot_seconds": 0})
+        self.assertEqual(self.lab.run("esxcli system shutdown reboot -r 'vGPU manager'"),
+                         (255, "", ""))
+        self.assertEqual(self.ok("esxcli system maintenanceMode get"), "Enabled\n")
+        self.assertEqual(
+            self.ok("esxcli software vib list"),
+            "Name                       Version                           Vendor  "
+            "Acceptance Level  Install Date  Platforms\n"
+            "-------------------------  --------------------------------  ------  "
+            "----------------  ------------  ---------\n"
+            "NVD-AIE_ESXi_8.0.0_Driver  525.105.14-1OEM.800.1.0.20613240  NVIDIA  "
+            "VMwareAccepted    %s    host\n"
+            "esx-base                   8.0.2-0.0.22380479                VMware  "
+            "VMwareCertified   2023-10-12    host\n"
+            "i40en                      1.11.2.6-1vmw.802.0.0.22380479    VMW     "
+            "VMwareCertified   2023-10-12    host\n"
+            "nmlx5-core                 4.23.0.66-1vmw.802.0.0.22380479   VMW     "
+            "VMwareCertified   2023-10-12    host\n" % today)
+        # the driver is loaded now: ECC toggles pending until the next reboot
+        self.assertEqual(self.ok("nvidia-smi -e 0"),
+                         "Disabled ECC support for GPU 00000000:AF:00.0.\n"
+                         "Disabled ECC support for GPU 00000000:D8:00.0.\n"
+                         "All done.\nReboot required.\n")
+        q = self.ok("nvidia-smi -q -d ECC")
+        self.assertIn("GPU 00000000:AF:00.0\n    ECC Mode\n"
+                      "        Current                           : Enabled\n"
+                      "        Pending                           : Disabled\n", q)
+        self.assertEqual(self.lab.run("reboot"), (255, "", ""))
+        self.assertIn("        Current                           : Disabled\n",
+                      self.ok("nvidia-smi -q -d ECC"))
+        graphics = self.ok("esxcli graphics device list")
+        self.assertIn("   Module Name: nvidia\n   Graphics Type: Shared\n", graphics)
+
+    def test_install_7x_field_order(self):
+        self.ok("esxcli system maintenanceMode set -e true", "127.0.0.17")
+        vib = "/vmfs/volumes/ds1/NVD_bootbank_nvdgpumgmtdaemon_525.147.01-1OEM.700.1.0.15843807.vib"
+        self.assertEqual(self.ok("esxcli software vib install -v " + vib, "127.0.0.17"),
+                         "Installation Result\n"
+                         "   Message: The update completed successfully, but the system needs "
+                         "to be rebooted for the changes to be effective.\n"
+                         "   Reboot Required: true\n"
+                         "   VIBs Installed: NVD_bootbank_nvdgpumgmtdaemon_525.147.01-1OEM.700.1.0.15843807\n"
+                         "   VIBs Removed:\n"
+                         "   VIBs Skipped:\n")
+        xml = self.ok("esxcli --formatter=xml software vib install -v " + vib, "127.0.0.17")
+        self.assertIn('      <field name="VIBsSkipped">\n'
+                      '         <list type="string">\n'
+                      '            <string>NVD_bootbank_nvdgpumgmtdaemon_525.147.01-1OEM.700.1.0.15843807</string>\n'
+                      '         </list>\n'
+                      '      </field>\n', xml)
+        # ESXi 7 has no Platforms column
+        self.assertTrue(self.ok("esxcli software vib list", "127.0.0.17").startswith(
+            "Name        Version                          Vendor  Acceptance Level  Install Date\n"))
+
+    def test_esxcli_reboot_needs_maintenance_mode(self):
+        self.assertEqual(self.fails("esxcli system shutdown reboot -r x"),
+                         (1, "Unable to reboot the host: the host is not in maintenance mode.\n"))
+
+
+class TestShellAndFaults(SimTest):
+    def test_sequences_and_quoting(self):
+        rc, out, err = self.lab.run("echo a; false && echo no || echo 'yes  quoted';\n"
+                                    "echo \"x;y\" && true")
+        self.assertEqual((rc, out, err), (0, "a\nyes  quoted\nx;y\n", ""))
+        self.assertEqual(self.lab.run("echo MARK1; vmware -v; echo MARK2; false"),
+                         (1, "MARK1\nVMware ESXi 8.0.2 build-22380479\nMARK2\n", ""))
+        self.assertEqual(self.lab.run("vmware -v | grep ESXi"),
+                         (2, "", "sh: syntax error: unsupported operator '|'\n"))
+        self.assertEqual(self.lab.run("echo 'open"),
+                         (2, "", "sh: syntax error: No closing quotation\n"))
+
+    def test_command_log(self):
+        self.ok("echo one")
+        self.ok("echo two\necho three")
+        with open(self.lab.host_file("esxi-1", "commands.log")) as f:
+            lines = f.read().splitlines()
+        self.assertEqual([line.split(" ", 1)[1] for line in lines],
+                         ["echo one", "echo two\\necho three"])
+        self.assertRegex(lines[0], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
+
+    def test_fail_once(self):
+        self.lab.control("esxi-1", {"fail_once": {"match": "esxcli software vib install",
+                                                  "message": "[InstallationError]\n boom",
+                                                  "exit": 1}})
+        self.ok("esxcli system maintenanceMode set -e true")
+        rc, out, err = self.lab.run("esxcli software vib install -d " + NVD_AIE)
+        self.assertEqual((rc, out, err), (1, "", "[InstallationError]\n boom\n"))
+        self.assertIn("Installation Result\n", self.ok("esxcli software vib install -d " + NVD_AIE))
+
+    def test_drop_after(self):
+        self.lab.control("esxi-1", {"drop_after": 2})
+        self.assertEqual(self.lab.run("echo 1; echo 2; echo 3; echo 4"), (255, "1\n2\n", ""))
+        self.assertEqual(self.ok("echo again"), "again\n")
+
+    def test_reboot_refuses_while_down(self):
+        self.lab.control("esxi-1", {"reboot_seconds": 30})
+        self.assertEqual(self.lab.run("echo before; reboot; echo after"), (255, "before\n", ""))
+        self.assertEqual(self.lab.run("echo hello"), (255, "", ""))
+        with open(self.lab.host_file("esxi-1", "refused.log")) as f:
+            self.assertTrue(f.read().endswith("Z echo hello\n"))
+        # other hosts are not affected
+        self.assertEqual(self.ok("echo hi", "127.0.0.17"), "hi\n")
+
+    def test_latency(self):
+        self.lab.control("esxi-1", {"latency_ms": 150})
+        t0 = time.monotonic()
+        self.ok("echo a; echo b")
+        self.assertGreaterEqual(time.monotonic() - t0, 0.3)
+
+    def test_dispatch_errors(self):
+        self.assertEqual(self.lab.run("echo", "127.0.0.55"),
+                         (255, "", "gclab: no simulated host at address '127.0.0.55' "
+                                   "(see %s/inventory)\n" % self.lab.dir))
+        if not os.path.exists(os.path.join(HERE, "onyx_sim.py")):
+            rc, out, err = self.lab.run("show version", "127.0.0.100")
+            self.assertEqual(rc, 127)
+            self.assertIn("simulator", err)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1 if sys.stdout.isatty() else 2)
