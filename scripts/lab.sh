@@ -45,6 +45,13 @@ sshd_pid() {
 	echo "$pid"
 }
 
+# Running and not a zombie (a container's PID 1 may never reap the daemon).
+alive() {
+	local state
+	state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$state" ] && [ "$state" != Z ]
+}
+
 ensure_user() {
 	# root only: a system user whose password is generated once per machine
 	# (kept root-only in $user_home) so several lab dirs agree on it.
@@ -221,11 +228,11 @@ cmd_stop() {
 		kids=$(ps -o pid= --ppid "$pid" 2>/dev/null || true)
 		kill "$pid" 2>/dev/null || true
 		for k in $kids; do kill "$k" 2>/dev/null || true; done
-		for _ in $(seq 50); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.05
+		for _ in $(seq 100); do
+			alive "$pid" || break
+			sleep 0.02
 		done
-		kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+		alive "$pid" && kill -9 "$pid" 2>/dev/null || true
 		echo "lab: stopped sshd (pid $pid)"
 	else
 		echo "lab: not running"
