@@ -36,6 +36,10 @@ struct gc_observed_host {
 	const char *name;
 	bool maintenance;
 	bool reachable; /* false: the planner refuses to plan changes for it */
+	/* what only the device's pending state or the journal can tell: */
+	bool reboot_pending;            /* configured changes wait for a reboot */
+	const char *reboot_pending_why; /* for the plan's "why", or NULL */
+	bool maintenance_ours;          /* in maintenance because an apply put it there */
 };
 
 struct gc_observed_vm {
@@ -65,6 +69,11 @@ void gc_observed_set(struct gc_observed *o, const char *resource_id, const char 
 /* Host and VM facts; a later call replaces an earlier one. */
 void gc_observed_set_host(struct gc_observed *o, const char *host, bool maintenance,
 			  bool reachable);
+/* Pending reboot and maintenance ownership (created like set_host when new,
+ * as not in maintenance and reachable).  why may be NULL; it is copied. */
+void gc_observed_set_host_pending(struct gc_observed *o, const char *host, bool pending,
+				  const char *why);
+void gc_observed_set_host_ours(struct gc_observed *o, const char *host, bool ours);
 /* host may be NULL (unknown).  Also sets resource vm/<name>/power power=on|off. */
 void gc_observed_set_vm(struct gc_observed *o, const char *vm, enum gc_power power,
 			const char *host, bool live_migratable);

@@ -120,6 +120,31 @@ void gc_observed_set_host(struct gc_observed *o, const char *host, bool maintena
 	h->reachable = reachable;
 }
 
+static struct gc_observed_host *host_of(struct gc_observed *o, const char *host)
+{
+	struct gc_observed_host *h = gc_strmap_get(o->hindex, host);
+
+	if (h == NULL) {
+		gc_observed_set_host(o, host, false, true);
+		h = gc_strmap_get(o->hindex, host);
+	}
+	return h;
+}
+
+void gc_observed_set_host_pending(struct gc_observed *o, const char *host, bool pending,
+				  const char *why)
+{
+	struct gc_observed_host *h = host_of(o, host);
+
+	h->reboot_pending = pending;
+	h->reboot_pending_why = why ? gc_arena_strdup(&o->arena, why) : NULL;
+}
+
+void gc_observed_set_host_ours(struct gc_observed *o, const char *host, bool ours)
+{
+	host_of(o, host)->maintenance_ours = ours;
+}
+
 void gc_observed_set_vm(struct gc_observed *o, const char *vm, enum gc_power power,
 			const char *host, bool live_migratable)
 {

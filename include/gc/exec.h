@@ -1,0 +1,109 @@
+/*
+ * exec.h - observe, plan and carry out a plan: the engine behind `apply`
+ * and the live `plan`.
+ *
+ *   1. lock the cluster (include/gc/journal.h) and read its journal;
+ *   2. connect to every selected target (one connection per target per
+ *      run, in parallel) and observe each in one batch;
+ *   3. plan against what was observed plus what only the journal knows
+ *      (a reboot owed, a maintenance mode we entered);
+ *   4. run the plan wave by wave.  Inside a wave a pool of --parallelism
+ *      workers picks any target whose next action has all its deps done,
+ *      runs that one action on the target's connection and releases the
+ *      target: no worker ever waits on another target, so no parallelism
+ *      setting can deadlock.  Each action is journalled (start, then done or
+ *      failed) with fsync before and after.
+ *
+ * Faults: a transport fault is retried with backoff on a new connection
+ * after re-observing (an action whose resource already holds its desired
+ * values is not re-sent).  A device refusal fails that target: its later
+ * actions and every action depending on them are skipped, other targets go
+ * on (--fail-fast stops starting new actions anywhere).  A failed ESXi host
+ * that we put into maintenance mode is taken out again when it can be;
+ * when it cannot (it did not come back from a reboot), the report says so.
+ */
+#ifndef GC_EXEC_H
+#define GC_EXEC_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gc/graph.h"
+#include "gc/observed.h"
+#include "gc/plan.h"
+#include "gc/sys/driver.h"
+
+enum gc_exec_event_kind {
+	GC_EV_CONNECT,  /* connecting / observing a target */
+	GC_EV_OBSERVED, /* target observed */
+	GC_EV_START,    /* action started */
+	GC_EV_DONE,
+	GC_EV_FAILED,
+	GC_EV_SKIPPED,
+	GC_EV_RETRY,    /* transport fault, retrying */
+	GC_EV_NOTE,     /* driver's current step */
+	GC_EV_WAVE,     /* a wave begins */
+};
+
+struct gc_exec_event {
+	enum gc_exec_event_kind kind;
+	const struct gc_target *target; /* NULL for GC_EV_WAVE */
+	const struct gc_action *action; /* NULL for CONNECT/OBSERVED/NOTE/WAVE */
+	const char *message;            /* note, failure text, or NULL */
+	size_t wave;
+};
+
+struct gc_exec_opts {
+	const char *state_dir;  /* journal and lock; required */
+	unsigned parallelism;   /* workers; 0: 32 */
+	bool fail_fast;
+	bool plan_only;         /* observe and plan; change nothing */
+	unsigned retries;       /* transport retries per action; 0: 3 */
+	unsigned retry_base_ms; /* first backoff, doubled each time; 0: 250 */
+	unsigned kinds;         /* bitmask of (1u << gc_target_kind) to act on; 0: all */
+	struct gc_drv_settings drv;
+	struct gc_plan_opts plan;
+	void (*event)(void *arg, const struct gc_exec_event *ev); /* may be NULL; serialised */
+	void *event_arg;
+	volatile sig_atomic_t *interrupted; /* set by a SIGINT handler; may be NULL */
+};
+
+struct gc_exec_target_report {
+	const struct gc_target *target;
+	size_t done, failed, skipped;
+	char *error;                 /* first failure, or NULL */
+	bool left_in_maintenance;    /* loudly reported */
+	char *maintenance_why;
+	bool reboot_owed;            /* a change still waits for a reboot */
+};
+
+struct gc_exec_report {
+	struct gc_plan *plan;         /* what was planned (owned) */
+	struct gc_observed *observed; /* what was observed (owned) */
+	struct gc_exec_target_report *targets; /* per graph target (index) */
+	size_t ntargets;
+	size_t done, failed, skipped;
+	size_t out_of_scope; /* actions on target kinds not selected (--only) */
+	uint64_t changing_commands;
+	bool interrupted;
+	double observe_s, apply_s;
+};
+
+/*
+ * Observe, plan and (unless plan_only) apply.  Returns 0 when every
+ * selected action succeeded (or there was nothing to do); GC_EREMOTE when
+ * some target failed (details per target in the report); GC_EINTR when
+ * interrupted; other codes when nothing could start (lock held, a target
+ * kind without a driver was selected...).  The report is filled whenever
+ * planning got that far; free it with gc_exec_report_free().
+ */
+int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
+		const struct gc_exec_opts *opts, struct gc_error *err);
+void gc_exec_report_free(struct gc_exec_report *r);
+
+/* The driver for a target kind in this build, or NULL. */
+const struct gc_driver *gc_exec_driver(enum gc_target_kind kind);
+
+#endif

@@ -1,0 +1,95 @@
+/*
+ * sys/driver.h - what a driver author implements: one backend (ESXi shell,
+ * Onyx CLI, vCenter, guest) behind four calls the executor makes.
+ *
+ *   connect     open the one connection of a target for this run
+ *   observe     read every resource of the target in one batch and record
+ *               it into the observed store (gc_drv_record_* helpers below
+ *               serialise access to the shared store)
+ *   apply       carry out one plan action on the target
+ *   disconnect  close it (accepts NULL)
+ *
+ * Error classes drive the executor's policy:
+ *   GC_ENET / GC_ETIMEOUT  transport fault: the executor reconnects, asks the
+ *                          driver to observe again, and re-sends the action
+ *                          only when its resource still differs (retry safe)
+ *   GC_EREMOTE             the device said no: the message is the device's own
+ *   anything else          fails the target (host key, auth, bad value)
+ *
+ * A driver never prints and never sleeps longer than its own timeouts; it
+ * reports progress through gc_drv_ctx.note() (shown on a TTY as the target's
+ * current step).
+ */
+#ifndef GC_SYS_DRIVER_H
+#define GC_SYS_DRIVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gc/error.h"
+#include "gc/graph.h"
+#include "gc/observed.h"
+#include "gc/plan.h"
+
+struct gc_drv_ctx;
+
+/* Host facts a driver can report beyond resource properties. */
+struct gc_drv_host_state {
+	bool maintenance;
+	bool reboot_pending; /* configured state that only a reboot makes current */
+	const char *reboot_pending_why;
+};
+
+struct gc_driver {
+	const char *name;              /* "esxi" */
+	enum gc_target_kind kind;
+	int (*connect)(void **conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
+		       struct gc_error *err);
+	/*
+	 * Observe the target's resources res[0..nres) and record them with
+	 * gc_drv_record().  `problems` collects one line per mismatch between
+	 * the spec and the target (a device the host does not have): the
+	 * executor fails the target with them before changing anything.
+	 */
+	int (*observe)(void *conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
+		       const struct gc_resource *const *res, size_t nres,
+		       struct gc_buf *problems, struct gc_error *err);
+	/* Carry out one action.  *conn may be replaced (after a reboot). */
+	int (*apply)(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
+		     struct gc_error *err);
+	/* True when the action's resource already holds its desired values in
+	 * the store (after a re-observation): a retry is then not needed. */
+	bool (*already_done)(struct gc_drv_ctx *ctx, const struct gc_action *a);
+	void (*disconnect)(void *conn);
+};
+
+/* Settings the executor hands every driver. */
+struct gc_drv_settings {
+	bool trust_new_host_keys;      /* --trust-new-host-keys overrides the spec */
+	const char *known_hosts;       /* --known-hosts overrides the spec */
+	unsigned reboot_timeout_ms;    /* wait for a host to come back; default 20 min */
+	unsigned reboot_poll_ms;       /* default 2 s */
+	unsigned command_timeout_ms;   /* 0: the spec's */
+};
+
+/* ---------------------------------------------------------------- helpers for drivers */
+
+const struct gc_drv_settings *gc_drv_settings(const struct gc_drv_ctx *ctx);
+const struct gc_cluster *gc_drv_cluster(const struct gc_drv_ctx *ctx);
+/* Thread-safe writers of the shared observed store. */
+void gc_drv_record(struct gc_drv_ctx *ctx, void (*fn)(struct gc_observed *obs, void *arg),
+		   void *arg);
+void gc_drv_host_state(struct gc_drv_ctx *ctx, const char *host,
+		       const struct gc_drv_host_state *st);
+/* A desired-vs-observed check under the store's lock: every desired key of
+ * r equals the observed value. */
+bool gc_drv_resource_converged(struct gc_drv_ctx *ctx, const struct gc_resource *r);
+/* The target's current step, for progress ("rebooting, 12 s"). */
+void gc_drv_note(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *fmt, ...)
+	GC_PRINTF(3, 4);
+/* Count one command that changes the target (benchmarks, "no changes" proof). */
+void gc_drv_count_change(struct gc_drv_ctx *ctx);
+/* True once the user asked to stop (Ctrl-C): finish the step, start no new one. */
+bool gc_drv_interrupted(const struct gc_drv_ctx *ctx);
+
+#endif

@@ -1,0 +1,407 @@
+/*
+ * driver.c - the ESXi driver: struct gc_driver over gc_ssh.
+ *
+ * One SSH connection per host per run.  Observation is one exec of the
+ * marker-framed batch (observe.c); every change is one exec of one command
+ * (commands.c) whose failure is reported with the device's own words.
+ * REBOOT expects the connection to drop; WAIT_HOST reconnects until the
+ * host answers `vmware -v`; VERIFY re-observes until nothing is pending any
+ * more and every resource of the host holds its desired values, or the
+ * reboot deadline passes.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gc/esxi.h"
+#include "gc/spec.h"
+#include "gc/ssh.h"
+#include "gc/sys/driver.h"
+
+struct esxi_conn {
+	struct gc_ssh_conn *ssh;
+	const struct gc_target *target;
+	struct gc_esxi_facts facts; /* last observation */
+	bool have_facts;
+	const struct gc_resource *const *res; /* borrowed from the executor */
+	size_t nres;
+};
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static char *expand_home(const char *path)
+{
+	const char *home = getenv("HOME");
+
+	if (path == NULL)
+		return NULL;
+	if (path[0] == '~' && path[1] == '/' && home != NULL)
+		return gc_xasprintf("%s%s", home, path + 1);
+	return gc_xstrdup(path);
+}
+
+static int ssh_open(struct gc_ssh_conn **out, struct gc_drv_ctx *ctx, const struct gc_target *t,
+		    unsigned connect_timeout_ms, struct gc_error *err)
+{
+	const struct gc_drv_settings *set = gc_drv_settings(ctx);
+	const struct gc_host *h = t->host;
+	const struct gc_credential *cred;
+	struct gc_ssh_opts o;
+	char *known;
+	int rc;
+
+	if (h == NULL)
+		return gc_error_set(err, GC_EINVAL, "host '%s' has no spec", t->name);
+	cred = h->credentials;
+	memset(&o, 0, sizeof(o));
+	o.host = h->address;
+	o.port = h->ssh.port;
+	o.username = cred ? cred->username : "root";
+	if (cred != NULL) {
+		o.agent = cred->agent;
+		o.key_file = cred->key_file;
+		o.key_passphrase_env = cred->key_passphrase_env;
+		o.password_env = cred->password_env;
+		o.password_file = cred->password_file;
+	}
+	known = expand_home(set->known_hosts ? set->known_hosts : h->ssh.known_hosts);
+	o.known_hosts = known;
+	o.trust_new_host_keys = set->trust_new_host_keys || h->ssh.trust_new_host_keys;
+	o.connect_timeout_ms = connect_timeout_ms ? connect_timeout_ms : h->ssh.connect_timeout_s * 1000u;
+	o.command_timeout_ms = set->command_timeout_ms ? set->command_timeout_ms
+						       : h->ssh.command_timeout_s * 1000u;
+	o.keepalive_s = h->ssh.keepalive_s;
+	rc = gc_ssh_connect(out, &o, err);
+	free(known);
+	if (rc != 0)
+		gc_error_prefix(err, "host '%s': ", t->name);
+	return rc;
+}
+
+static int esxi_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
+			struct gc_error *err)
+{
+	struct esxi_conn *c = gc_xcalloc(1, sizeof(*c));
+	int rc = ssh_open(&c->ssh, ctx, t, 0, err);
+
+	if (rc != 0) {
+		free(c);
+		return rc;
+	}
+	c->target = t;
+	*conn = c;
+	return 0;
+}
+
+static void esxi_disconnect(void *conn)
+{
+	struct esxi_conn *c = conn;
+
+	if (c == NULL)
+		return;
+	gc_ssh_free(c->ssh);
+	if (c->have_facts)
+		gc_esxi_facts_free(&c->facts);
+	free(c);
+}
+
+/* 16 hex characters from the kernel's CSPRNG: markers nobody can forge. */
+static void random_token(char out[17])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[8] = {0};
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	size_t i;
+
+	if (fd >= 0) {
+		if (read(fd, raw, sizeof(raw)) != (ssize_t)sizeof(raw))
+			memset(raw, 0, sizeof(raw));
+		close(fd);
+	}
+	if (raw[0] == 0 && raw[1] == 0) {
+		uint64_t t = gc_now_ns() ^ (uint64_t)getpid() << 32;
+
+		memcpy(raw, &t, sizeof(raw));
+	}
+	for (i = 0; i < 8; i++) {
+		out[2 * i] = hex[raw[i] >> 4];
+		out[2 * i + 1] = hex[raw[i] & 15];
+	}
+	out[16] = '\0';
+}
+
+struct record_arg {
+	struct esxi_conn *c;
+	struct gc_buf *problems;
+};
+
+static void record_cb(struct gc_observed *obs, void *arg)
+{
+	struct record_arg *ra = arg;
+
+	gc_esxi_record(obs, ra->c->target->name, ra->c->res, ra->c->nres, &ra->c->facts, ra->problems);
+}
+
+static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_buf *problems,
+		       struct gc_error *err)
+{
+	struct gc_ssh_result res;
+	struct gc_esxi_facts f;
+	struct gc_drv_host_state hs;
+	struct record_arg ra;
+	char token[17];
+	char *script;
+	int rc;
+
+	random_token(token);
+	script = gc_esxi_observe_script(token);
+	rc = gc_ssh_exec(c->ssh, script, &res, err);
+	free(script);
+	if (rc != 0)
+		return rc;
+	rc = gc_esxi_parse_observation(&f, token, res.out, res.out_len, err);
+	gc_ssh_result_free(&res);
+	if (rc != 0) {
+		gc_error_prefix(err, "host '%s': ", c->target->name);
+		return rc;
+	}
+	if (c->have_facts)
+		gc_esxi_facts_free(&c->facts);
+	c->facts = f;
+	c->have_facts = true;
+	ra.c = c;
+	ra.problems = problems;
+	gc_drv_record(ctx, record_cb, &ra);
+	hs.maintenance = f.maintenance;
+	hs.reboot_pending = f.reboot_pending;
+	hs.reboot_pending_why = f.reboot_pending_why;
+	gc_drv_host_state(ctx, c->target->name, &hs);
+	return 0;
+}
+
+static int esxi_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
+			const struct gc_resource *const *res, size_t nres, struct gc_buf *problems,
+			struct gc_error *err)
+{
+	struct esxi_conn *c = conn;
+
+	c->res = res;
+	c->nres = nres;
+	return observe_now(c, ctx, problems, err);
+}
+
+/* The device's own message: first non-empty line of stderr, else of stdout. */
+static void device_message(struct gc_buf *out, const struct gc_ssh_result *r)
+{
+	const char *src = r->err_len > 0 ? r->err : r->out;
+	const char *p = src;
+
+	while (*p == '\n' || *p == '\r' || *p == ' ')
+		p++;
+	if (*p == '\0') {
+		gc_buf_printf(out, "exit status %d", r->exit_status);
+		return;
+	}
+	/* esxcli errors may span lines ("[InstallationError]\n The ..."): keep up to 3 */
+	for (int lines = 0; *p && lines < 3; lines++) {
+		size_t n = strcspn(p, "\r\n");
+
+		if (lines > 0)
+			gc_buf_puts(out, " ");
+		gc_buf_put(out, p, n > 400 ? 400 : n);
+		p += n;
+		while (*p == '\n' || *p == '\r' || *p == ' ')
+			p++;
+	}
+}
+
+/* Run one changing command; non-zero exit status is the device saying no. */
+static int run_change(struct esxi_conn *c, struct gc_drv_ctx *ctx, const char *cmd,
+		      const char *tolerate, struct gc_error *err)
+{
+	struct gc_ssh_result res;
+	int rc;
+
+	gc_drv_count_change(ctx);
+	rc = gc_ssh_exec(c->ssh, cmd, &res, err);
+	if (rc != 0) {
+		gc_error_prefix(err, "host '%s': ", c->target->name);
+		return rc;
+	}
+	if (res.exit_status != 0) {
+		struct gc_buf msg = GC_BUF_INIT;
+
+		device_message(&msg, &res);
+		if (tolerate != NULL && strstr(gc_buf_str(&msg), tolerate) != NULL) {
+			gc_buf_free(&msg);
+			gc_ssh_result_free(&res);
+			return 0;
+		}
+		rc = gc_error_set(err, GC_EREMOTE, "host '%s': command '%s' failed: %s", c->target->name,
+				  cmd, gc_buf_str(&msg));
+		gc_buf_free(&msg);
+	}
+	gc_ssh_result_free(&res);
+	return rc;
+}
+
+static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	const struct gc_drv_settings *set = gc_drv_settings(ctx);
+	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
+	unsigned poll = set->reboot_poll_ms ? set->reboot_poll_ms : 2000;
+	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u;
+	char last[GC_ERROR_MSG_MAX] = "no answer";
+
+	gc_ssh_free(c->ssh);
+	c->ssh = NULL;
+	while (gc_now_ns() < deadline) {
+		struct gc_error e = GC_ERROR_INIT;
+		struct gc_ssh_conn *s = NULL;
+		struct gc_ssh_result res;
+
+		sleep_ms(poll);
+		gc_drv_note(ctx, c->target, "waiting for the host to come back (%.0f s)",
+			    (double)(gc_now_ns() - t0) / 1e9);
+		if (ssh_open(&s, ctx, c->target, poll * 2 > 5000 ? poll * 2 : 5000, &e) != 0) {
+			snprintf(last, sizeof(last), "%s", e.msg);
+			if (e.code == GC_EHOSTKEY || e.code == GC_EAUTH) {
+				*err = e; /* a different host answered, or credentials changed */
+				return e.code;
+			}
+			continue;
+		}
+		if (gc_ssh_exec(s, GC_ESXI_CMD_PING, &res, &e) == 0 && res.exit_status == 0) {
+			gc_ssh_result_free(&res);
+			c->ssh = s;
+			return 0;
+		}
+		if (e.code == 0) {
+			snprintf(last, sizeof(last), "'%s' exited %d", GC_ESXI_CMD_PING, res.exit_status);
+			gc_ssh_result_free(&res);
+		} else {
+			snprintf(last, sizeof(last), "%s", e.msg);
+		}
+		gc_ssh_free(s);
+	}
+	return gc_error_set(err, GC_ETIMEOUT, "host '%s' did not come back within %u s after reboot (%s)",
+			    c->target->name, timeout / 1000, last);
+}
+
+static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	const struct gc_drv_settings *set = gc_drv_settings(ctx);
+	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
+	unsigned poll = set->reboot_poll_ms ? set->reboot_poll_ms : 2000;
+	uint64_t deadline = gc_now_ns() + (uint64_t)timeout * 1000000u;
+
+	for (;;) {
+		struct gc_buf problems = GC_BUF_INIT;
+		const struct gc_resource *bad = NULL;
+		int rc = observe_now(c, ctx, &problems, err);
+		size_t i;
+
+		gc_buf_free(&problems);
+		if (rc != 0)
+			return rc;
+		for (i = 0; i < c->nres && bad == NULL; i++) {
+			if (!gc_drv_resource_converged(ctx, c->res[i]))
+				bad = c->res[i];
+		}
+		if (!c->facts.reboot_pending && bad == NULL)
+			return 0;
+		if (gc_now_ns() >= deadline || gc_drv_interrupted(ctx)) {
+			if (bad != NULL)
+				return gc_error_set(err, GC_EREMOTE,
+						    "host '%s': after the reboot '%s' still differs from the spec",
+						    c->target->name, bad->id);
+			return gc_error_set(err, GC_EREMOTE, "host '%s': after the reboot still pending: %s",
+					    c->target->name, c->facts.reboot_pending_why);
+		}
+		gc_drv_note(ctx, c->target, "verifying: %s",
+			    c->facts.reboot_pending ? c->facts.reboot_pending_why : bad->id);
+		sleep_ms(poll);
+	}
+}
+
+static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
+		      struct gc_error *err)
+{
+	struct esxi_conn *c = *conn;
+	char *cmd = NULL;
+	int rc;
+
+	switch (a->kind) {
+	case GC_ACT_APPLY:
+		if (a->op == GC_OP_DELETE)
+			return gc_error_set(err, GC_ENOTSUP, "host '%s': removing '%s' is not supported",
+					    c->target->name, a->resource_id);
+		if (gc_esxi_command(&cmd, a->resource, c->have_facts ? &c->facts : NULL, err) != 0)
+			return err->code;
+		gc_drv_note(ctx, c->target, "%s", cmd);
+		rc = run_change(c, ctx, cmd, NULL, err);
+		free(cmd);
+		return rc;
+	case GC_ACT_ENTER_MAINTENANCE:
+		gc_drv_note(ctx, c->target, "entering maintenance mode");
+		return run_change(c, ctx, GC_ESXI_CMD_ENTER_MAINTENANCE, "already enabled", err);
+	case GC_ACT_EXIT_MAINTENANCE:
+		gc_drv_note(ctx, c->target, "leaving maintenance mode");
+		return run_change(c, ctx, GC_ESXI_CMD_EXIT_MAINTENANCE, "already disabled", err);
+	case GC_ACT_REBOOT:
+		gc_drv_note(ctx, c->target, "rebooting");
+		rc = run_change(c, ctx, GC_ESXI_CMD_REBOOT, NULL, err);
+		if (rc == GC_ENET || rc == GC_ETIMEOUT) {
+			gc_error_clear(err); /* the host dropped us: that is the reboot */
+			rc = 0;
+		}
+		return rc;
+	case GC_ACT_WAIT_HOST:
+		return wait_host(c, ctx, err);
+	case GC_ACT_VERIFY:
+		gc_drv_note(ctx, c->target, "verifying");
+		return verify(c, ctx, err);
+	case GC_ACT_POWER_OFF:
+	case GC_ACT_POWER_ON:
+	case GC_ACT_MIGRATE:
+		break;
+	}
+	return gc_error_set(err, GC_ENOTSUP, "host '%s': '%s' is not an ESXi shell action",
+			    c->target->name, gc_action_kind_name(a->kind));
+}
+
+static bool esxi_already_done(struct gc_drv_ctx *ctx, const struct gc_action *a)
+{
+	switch (a->kind) {
+	case GC_ACT_APPLY:
+		return a->resource != NULL && gc_drv_resource_converged(ctx, a->resource);
+	case GC_ACT_ENTER_MAINTENANCE:
+	case GC_ACT_EXIT_MAINTENANCE:
+	case GC_ACT_REBOOT:
+	case GC_ACT_WAIT_HOST:
+	case GC_ACT_VERIFY:
+	case GC_ACT_POWER_OFF:
+	case GC_ACT_POWER_ON:
+	case GC_ACT_MIGRATE:
+		break;
+	}
+	return false;
+}
+
+const struct gc_driver gc_driver_esxi = {
+	.name = "esxi",
+	.kind = GC_TARGET_ESXI,
+	.connect = esxi_connect,
+	.observe = esxi_observe,
+	.apply = esxi_apply,
+	.already_done = esxi_already_done,
+	.disconnect = esxi_disconnect,
+};

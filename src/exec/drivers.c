@@ -1,0 +1,20 @@
+/*
+ * drivers.c - the drivers compiled into this build, by target kind.
+ */
+#include <stddef.h>
+
+#include "exec_int.h"
+#include "gc/exec.h"
+
+const struct gc_driver *gc_exec_driver(enum gc_target_kind kind)
+{
+	switch (kind) {
+	case GC_TARGET_ESXI:
+		return &gc_driver_esxi;
+	case GC_TARGET_VCENTER:
+	case GC_TARGET_SWITCH:
+	case GC_TARGET_GUEST:
+		break;
+	}
+	return NULL;
+}

@@ -1,0 +1,849 @@
+/*
+ * exec.c - observe, plan, run (see include/gc/exec.h for the contract).
+ *
+ * Threads: a pool of workers shares one mutex-protected scheduler state.
+ * A worker takes any *idle* target whose next action is ready (every dep
+ * done), marks it busy, runs exactly that action outside the lock on the
+ * target's own connection, then records the outcome and releases the
+ * target.  Actions whose deps failed or were skipped are skipped when they
+ * come up.  Each target's action list is a subsequence of the plan's global
+ * topological order, so some idle target always has a ready next action
+ * unless everything is finished: no deadlock at any pool size.
+ *
+ * The observed store is shared by the drivers through gc_drv_record() and
+ * friends under `obs_mu`; the journal serialises itself.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec_int.h"
+#include "gc/exec.h"
+#include "gc/journal.h"
+#include "gc/spec.h"
+
+enum astate { A_PENDING, A_RUNNING, A_DONE, A_FAILED, A_SKIPPED, A_OUT_OF_SCOPE };
+
+struct tslot {
+	const struct gc_target *target;
+	const struct gc_driver *drv;
+	void *conn;
+	bool busy;
+	bool failed;           /* a device or fatal error: stop this target */
+	bool observed;
+	bool maint_ours;       /* in maintenance because we put it there */
+	bool reboot_owed;      /* journal: a reboot-needing change awaits its reboot */
+	bool reboot_owed_logged;
+	bool in_reboot;        /* REBOOT sent, VERIFY not yet passed */
+	struct gc_exec_target_report *rep;
+};
+
+struct gc_drv_ctx {
+	const struct gc_graph *graph;
+	const struct gc_exec_opts *opts;
+	struct gc_observed *obs;
+	pthread_mutex_t obs_mu;
+	pthread_mutex_t ev_mu;
+	uint64_t changes;
+};
+
+struct run {
+	struct gc_drv_ctx ctx;
+	struct gc_journal *journal;
+	struct gc_exec_report *rep;
+	struct tslot *slots; /* per graph target */
+	size_t nslots;
+	enum astate *st;     /* per action (seq - 1) */
+	/* resources of each target, for observation */
+	const struct gc_resource ***tres;
+	size_t *ntres;
+	/* scheduler */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	const struct gc_plan_wave *wave;
+	size_t wave_index;
+	size_t *next;        /* per wave target: index of its next action */
+	size_t remaining;
+	bool stop;           /* fail-fast or interrupt */
+	unsigned parallelism;
+};
+
+/* ---------------------------------------------------------------- driver helpers */
+
+const struct gc_drv_settings *gc_drv_settings(const struct gc_drv_ctx *ctx)
+{
+	return &ctx->opts->drv;
+}
+
+const struct gc_cluster *gc_drv_cluster(const struct gc_drv_ctx *ctx)
+{
+	return ctx->graph->cluster;
+}
+
+void gc_drv_record(struct gc_drv_ctx *ctx, void (*fn)(struct gc_observed *obs, void *arg),
+		   void *arg)
+{
+	pthread_mutex_lock(&ctx->obs_mu);
+	fn(ctx->obs, arg);
+	pthread_mutex_unlock(&ctx->obs_mu);
+}
+
+void gc_drv_host_state(struct gc_drv_ctx *ctx, const char *host,
+		       const struct gc_drv_host_state *st)
+{
+	pthread_mutex_lock(&ctx->obs_mu);
+	gc_observed_set_host(ctx->obs, host, st->maintenance, true);
+	gc_observed_set_host_pending(ctx->obs, host, st->reboot_pending, st->reboot_pending_why);
+	pthread_mutex_unlock(&ctx->obs_mu);
+}
+
+bool gc_drv_resource_converged(struct gc_drv_ctx *ctx, const struct gc_resource *r)
+{
+	bool same = true;
+	size_t i;
+
+	pthread_mutex_lock(&ctx->obs_mu);
+	if (gc_observed_resource(ctx->obs, r->id) == NULL)
+		same = false;
+	for (i = 0; same && i < r->nprops; i++) {
+		const char *v = gc_observed_get(ctx->obs, r->id, r->props[i].key);
+
+		same = v != NULL && strcmp(v, r->props[i].value) == 0;
+	}
+	pthread_mutex_unlock(&ctx->obs_mu);
+	return same;
+}
+
+static void emit(struct gc_drv_ctx *ctx, enum gc_exec_event_kind kind, const struct gc_target *t,
+		 const struct gc_action *a, const char *msg, size_t wave)
+{
+	struct gc_exec_event ev = {kind, t, a, msg, wave};
+
+	if (ctx->opts->event == NULL)
+		return;
+	pthread_mutex_lock(&ctx->ev_mu);
+	ctx->opts->event(ctx->opts->event_arg, &ev);
+	pthread_mutex_unlock(&ctx->ev_mu);
+}
+
+void gc_drv_note(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	emit(ctx, GC_EV_NOTE, t, NULL, msg, 0);
+}
+
+void gc_drv_count_change(struct gc_drv_ctx *ctx)
+{
+	__atomic_add_fetch(&ctx->changes, 1, __ATOMIC_RELAXED);
+}
+
+bool gc_drv_interrupted(const struct gc_drv_ctx *ctx)
+{
+	return ctx->opts->interrupted != NULL && *ctx->opts->interrupted;
+}
+
+/* ---------------------------------------------------------------- small helpers */
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static bool transport_fault(int code)
+{
+	return code == GC_ENET || code == GC_ETIMEOUT;
+}
+
+static unsigned retries_of(const struct gc_exec_opts *o)
+{
+	return o->retries ? o->retries : 3;
+}
+
+static unsigned backoff_ms(const struct gc_exec_opts *o, unsigned attempt)
+{
+	unsigned base = o->retry_base_ms ? o->retry_base_ms : 250;
+
+	return base << (attempt < 6 ? attempt : 6);
+}
+
+static bool selected(const struct gc_exec_opts *o, enum gc_target_kind k)
+{
+	return o->kinds == 0 || (o->kinds & (1u << k)) != 0;
+}
+
+static void slot_error(struct tslot *s, const char *msg)
+{
+	if (s->rep->error == NULL)
+		s->rep->error = gc_xstrdup(msg);
+}
+
+static char *action_id(const struct gc_action *a)
+{
+	struct gc_buf b = GC_BUF_INIT;
+
+	gc_action_describe(&b, a);
+	return gc_buf_take(&b);
+}
+
+static void journal(struct run *r, const struct gc_target *t, const char *action, const char *kind,
+		    enum gc_jstate st, const char *detail)
+{
+	struct gc_error err = GC_ERROR_INIT;
+
+	if (r->journal == NULL)
+		return;
+	if (gc_journal_append(r->journal, t->name, action, kind, st, detail, &err) != 0)
+		emit(&r->ctx, GC_EV_NOTE, t, NULL, err.msg, 0); /* keep going: the device is the truth */
+}
+
+/* ---------------------------------------------------------------- connect + observe */
+
+static int connect_slot(struct run *r, struct tslot *s, struct gc_error *err)
+{
+	unsigned attempt;
+	int rc = 0;
+
+	if (s->conn != NULL)
+		return 0;
+	for (attempt = 0;; attempt++) {
+		struct gc_error e = GC_ERROR_INIT;
+
+		rc = s->drv->connect(&s->conn, &r->ctx, s->target, &e);
+		if (rc == 0)
+			return 0;
+		if (!transport_fault(rc) || attempt >= retries_of(r->ctx.opts) ||
+		    gc_drv_interrupted(&r->ctx)) {
+			*err = e;
+			return rc;
+		}
+		emit(&r->ctx, GC_EV_RETRY, s->target, NULL, e.msg, 0);
+		sleep_ms(backoff_ms(r->ctx.opts, attempt));
+	}
+}
+
+static void drop_conn(struct tslot *s)
+{
+	s->drv->disconnect(s->conn);
+	s->conn = NULL;
+}
+
+/* Connect and observe one target, retrying transport faults. */
+static int observe_slot(struct run *r, struct tslot *s, struct gc_error *err)
+{
+	struct gc_buf problems = GC_BUF_INIT;
+	unsigned attempt;
+	int rc;
+
+	for (attempt = 0;; attempt++) {
+		struct gc_error e = GC_ERROR_INIT;
+
+		rc = connect_slot(r, s, &e);
+		if (rc == 0) {
+			gc_buf_reset(&problems);
+			rc = s->drv->observe(s->conn, &r->ctx, s->target, r->tres[s->target->index],
+					     r->ntres[s->target->index], &problems, &e);
+		}
+		if (rc == 0)
+			break;
+		if (!transport_fault(rc) || attempt >= retries_of(r->ctx.opts) ||
+		    gc_drv_interrupted(&r->ctx)) {
+			*err = e;
+			gc_buf_free(&problems);
+			return rc;
+		}
+		drop_conn(s);
+		emit(&r->ctx, GC_EV_RETRY, s->target, NULL, e.msg, 0);
+		sleep_ms(backoff_ms(r->ctx.opts, attempt));
+	}
+	if (problems.len > 0) {
+		/* the spec names something the target does not have */
+		if (problems.ptr[problems.len - 1] == '\n')
+			problems.ptr[--problems.len] = '\0';
+		gc_error_set(err, GC_EREMOTE, "%s", gc_buf_str(&problems));
+		gc_buf_free(&problems);
+		return GC_EREMOTE;
+	}
+	gc_buf_free(&problems);
+	s->observed = true;
+	return 0;
+}
+
+struct obs_pool {
+	struct run *r;
+	pthread_mutex_t mu;
+	size_t next;
+	struct tslot **todo;
+	size_t ntodo;
+};
+
+static void *observe_worker(void *arg)
+{
+	struct obs_pool *p = arg;
+
+	for (;;) {
+		struct gc_error err = GC_ERROR_INIT;
+		struct tslot *s;
+
+		pthread_mutex_lock(&p->mu);
+		s = p->next < p->ntodo ? p->todo[p->next++] : NULL;
+		pthread_mutex_unlock(&p->mu);
+		if (s == NULL || gc_drv_interrupted(&p->r->ctx))
+			return NULL;
+		emit(&p->r->ctx, GC_EV_CONNECT, s->target, NULL, NULL, 0);
+		if (observe_slot(p->r, s, &err) != 0) {
+			s->failed = true;
+			slot_error(s, err.msg);
+			emit(&p->r->ctx, GC_EV_FAILED, s->target, NULL, err.msg, 0);
+		} else {
+			emit(&p->r->ctx, GC_EV_OBSERVED, s->target, NULL, NULL, 0);
+		}
+	}
+}
+
+static void run_pool(unsigned n, void *(*fn)(void *), void *arg)
+{
+	pthread_t *th;
+	unsigned i, started = 0;
+
+	if (n == 0)
+		n = 1;
+	th = gc_xcalloc(n, sizeof(*th));
+	for (i = 0; i < n; i++) {
+		if (pthread_create(&th[i], NULL, fn, arg) == 0)
+			started++;
+		else
+			break;
+	}
+	if (started == 0)
+		fn(arg); /* no threads to be had: do the work here */
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+}
+
+static void observe_all(struct run *r)
+{
+	struct obs_pool p;
+	size_t i;
+
+	memset(&p, 0, sizeof(p));
+	p.r = r;
+	pthread_mutex_init(&p.mu, NULL);
+	p.todo = gc_xcalloc(r->nslots ? r->nslots : 1, sizeof(*p.todo));
+	for (i = 0; i < r->nslots; i++) {
+		if (r->slots[i].drv != NULL && selected(r->ctx.opts, r->slots[i].target->kind))
+			p.todo[p.ntodo++] = &r->slots[i];
+	}
+	run_pool(p.ntodo < r->parallelism ? (unsigned)p.ntodo : r->parallelism, observe_worker, &p);
+	free(p.todo);
+	pthread_mutex_destroy(&p.mu);
+}
+
+/* ---------------------------------------------------------------- the journal's memory */
+
+static void recall_journal(struct run *r, const char *cluster)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_jhistory h;
+	size_t i;
+
+	if (gc_journal_read(&h, r->ctx.opts->state_dir, cluster, &err) != 0) {
+		emit(&r->ctx, GC_EV_NOTE, NULL, NULL, err.msg, 0);
+		return;
+	}
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+
+		if (s->target->kind != GC_TARGET_ESXI)
+			continue;
+		s->maint_ours = gc_jhistory_last(&h, s->target->name, "maintenance") == GC_J_START;
+		s->reboot_owed = gc_jhistory_last(&h, s->target->name, "reboot_owed") == GC_J_START;
+		s->reboot_owed_logged = s->reboot_owed;
+	}
+	gc_jhistory_free(&h);
+}
+
+static void feed_journal_to_store(struct run *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+		const struct gc_observed_host *oh;
+
+		if (s->target->kind != GC_TARGET_ESXI || !s->observed)
+			continue;
+		oh = gc_observed_host(r->ctx.obs, s->target->name);
+		if (s->reboot_owed && (oh == NULL || !oh->reboot_pending))
+			gc_observed_set_host_pending(r->ctx.obs, s->target->name, true,
+						     "a change applied by an earlier run awaits its reboot");
+		if (s->maint_ours && oh != NULL && oh->maintenance)
+			gc_observed_set_host_ours(r->ctx.obs, s->target->name, true);
+	}
+}
+
+/* ---------------------------------------------------------------- running one action */
+
+static int run_action(struct run *r, struct tslot *s, const struct gc_action *a,
+		      struct gc_error *err)
+{
+	unsigned attempt;
+	int rc;
+
+	rc = connect_slot(r, s, err);
+	if (rc != 0)
+		return rc;
+	for (attempt = 0;; attempt++) {
+		struct gc_error e = GC_ERROR_INIT;
+		struct gc_buf problems = GC_BUF_INIT;
+
+		rc = s->drv->apply(&s->conn, &r->ctx, a, &e);
+		if (rc == 0 || !transport_fault(rc) || attempt >= retries_of(r->ctx.opts) ||
+		    gc_drv_interrupted(&r->ctx)) {
+			if (rc != 0)
+				*err = e;
+			return rc;
+		}
+		/* transport fault: reconnect, re-observe, re-send only if still needed */
+		emit(&r->ctx, GC_EV_RETRY, s->target, a, e.msg, 0);
+		drop_conn(s);
+		sleep_ms(backoff_ms(r->ctx.opts, attempt));
+		gc_error_clear(&e);
+		if (connect_slot(r, s, &e) != 0)
+			continue;
+		if (s->drv->observe(s->conn, &r->ctx, s->target, r->tres[s->target->index],
+				    r->ntres[s->target->index], &problems, &e) == 0 &&
+		    s->drv->already_done != NULL && s->drv->already_done(&r->ctx, a)) {
+			gc_buf_free(&problems);
+			return 0;
+		}
+		gc_buf_free(&problems);
+	}
+}
+
+/* Bookkeeping in the journal for what cannot be observed later. */
+static void remember(struct run *r, struct tslot *s, const struct gc_action *a, const char *aid)
+{
+	switch (a->kind) {
+	case GC_ACT_ENTER_MAINTENANCE:
+		s->maint_ours = true;
+		journal(r, s->target, aid, "maintenance", GC_J_START, NULL);
+		break;
+	case GC_ACT_EXIT_MAINTENANCE:
+		s->maint_ours = false;
+		journal(r, s->target, aid, "maintenance", GC_J_DONE, NULL);
+		break;
+	case GC_ACT_REBOOT:
+		s->in_reboot = true;
+		break;
+	case GC_ACT_VERIFY:
+		s->in_reboot = false;
+		if (s->reboot_owed_logged) {
+			s->reboot_owed = s->reboot_owed_logged = false;
+			journal(r, s->target, aid, "reboot_owed", GC_J_DONE, NULL);
+		}
+		break;
+	case GC_ACT_APPLY:
+		if ((a->flags & GC_RES_NEEDS_REBOOT) && !s->reboot_owed_logged) {
+			s->reboot_owed = s->reboot_owed_logged = true;
+			journal(r, s->target, aid, "reboot_owed", GC_J_START, NULL);
+		}
+		break;
+	case GC_ACT_WAIT_HOST:
+	case GC_ACT_POWER_OFF:
+	case GC_ACT_POWER_ON:
+	case GC_ACT_MIGRATE:
+		break;
+	}
+}
+
+static void execute(struct run *r, struct tslot *s, const struct gc_action *a)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	char *aid = action_id(a);
+	int rc;
+
+	emit(&r->ctx, GC_EV_START, s->target, a, NULL, r->wave_index);
+	journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_START, NULL);
+	rc = run_action(r, s, a, &err);
+	pthread_mutex_lock(&r->mu);
+	if (rc == 0) {
+		r->st[a->seq - 1] = A_DONE;
+		s->rep->done++;
+		r->rep->done++;
+	} else {
+		r->st[a->seq - 1] = A_FAILED;
+		s->rep->failed++;
+		r->rep->failed++;
+		s->failed = true;
+		slot_error(s, err.msg);
+		if (r->ctx.opts->fail_fast)
+			r->stop = true;
+	}
+	pthread_mutex_unlock(&r->mu);
+	if (rc == 0) {
+		journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_DONE, NULL);
+		remember(r, s, a, aid);
+		emit(&r->ctx, GC_EV_DONE, s->target, a, NULL, r->wave_index);
+	} else {
+		journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_FAILED, err.msg);
+		emit(&r->ctx, GC_EV_FAILED, s->target, a, err.msg, r->wave_index);
+	}
+	free(aid);
+}
+
+/* ---------------------------------------------------------------- the scheduler */
+
+/* Under r->mu: is this action ready (1), blocked (0), doomed by a failure
+ * (-1) or by an action out of scope (-2)? */
+static int readiness(const struct run *r, const struct gc_action *a)
+{
+	size_t i;
+	int ready = 1;
+
+	for (i = 0; i < a->ndeps; i++) {
+		enum astate d = r->st[a->deps[i]->seq - 1];
+
+		if (d == A_FAILED || d == A_SKIPPED)
+			return -1;
+		if (d == A_OUT_OF_SCOPE)
+			return -2;
+		if (d != A_DONE)
+			ready = 0;
+	}
+	return ready;
+}
+
+static void skip_action(struct run *r, struct tslot *s, const struct gc_action *a, const char *why)
+{
+	r->st[a->seq - 1] = A_SKIPPED;
+	s->rep->skipped++;
+	r->rep->skipped++;
+	r->remaining--;
+	emit(&r->ctx, GC_EV_SKIPPED, s->target, a, why, r->wave_index);
+}
+
+static void *apply_worker(void *arg)
+{
+	struct run *r = arg;
+
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		const struct gc_plan_wave *w = r->wave;
+		struct tslot *pick = NULL;
+		const struct gc_action *act = NULL;
+		size_t before = r->remaining;
+		size_t i;
+
+		if (r->remaining == 0)
+			break;
+		if (!r->stop && gc_drv_interrupted(&r->ctx)) {
+			r->stop = true;
+			r->rep->interrupted = true;
+		}
+		for (i = 0; i < w->ntargets && pick == NULL; i++) {
+			const struct gc_plan_target *pt = &w->targets[i];
+			struct tslot *s = &r->slots[pt->target->index];
+
+			while (r->next[i] < pt->nactions && !s->busy) {
+				const struct gc_action *a = pt->actions[r->next[i]];
+				int rd = readiness(r, a);
+
+				if (r->stop) {
+					skip_action(r, s, a, r->rep->interrupted ? "interrupted"
+										 : "not started: --fail-fast");
+				} else if (s->drv == NULL || !selected(r->ctx.opts, s->target->kind)) {
+					r->st[a->seq - 1] = A_OUT_OF_SCOPE;
+					r->rep->out_of_scope++;
+					r->remaining--;
+				} else if (s->failed) {
+					skip_action(r, s, a, "target failed earlier");
+				} else if (rd == -1) {
+					skip_action(r, s, a, "a prerequisite failed");
+				} else if (rd == -2) {
+					skip_action(r, s, a, "needs an action on a target kind not selected");
+				} else if (rd == 1) {
+					pick = s;
+					act = a;
+					break;
+				} else {
+					break; /* blocked on another target: look elsewhere */
+				}
+				r->next[i]++;
+			}
+			if (pick != NULL) {
+				r->next[i]++;
+				pick->busy = true;
+				r->st[act->seq - 1] = A_RUNNING;
+			}
+		}
+		if (r->remaining == 0)
+			break;
+		if (pick == NULL) {
+			/* skips may have doomed actions scanned earlier in this pass:
+			 * scan again before sleeping, or nobody may wake us */
+			if (r->remaining == before)
+				pthread_cond_wait(&r->cv, &r->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&r->mu);
+		execute(r, pick, act);
+		pthread_mutex_lock(&r->mu);
+		pick->busy = false;
+		r->remaining--;
+		pthread_cond_broadcast(&r->cv);
+	}
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+static void run_wave(struct run *r, size_t wi)
+{
+	const struct gc_plan_wave *w = &r->rep->plan->waves[wi];
+	size_t i, n = 0;
+
+	for (i = 0; i < w->ntargets; i++)
+		n += w->targets[i].nactions;
+	if (n == 0)
+		return;
+	r->wave = w;
+	r->wave_index = wi;
+	r->next = gc_xcalloc(w->ntargets, sizeof(*r->next));
+	r->remaining = n;
+	emit(&r->ctx, GC_EV_WAVE, NULL, NULL, NULL, wi);
+	run_pool(w->ntargets < r->parallelism ? (unsigned)w->ntargets : r->parallelism, apply_worker, r);
+	free(r->next);
+	r->next = NULL;
+}
+
+/*
+ * After the waves: an ESXi host that we put into maintenance mode and whose
+ * window did not finish (it failed, or --fail-fast stopped it) is taken out
+ * again, unless it was rebooted and never came back verified, or the user
+ * interrupted us: then it stays, loudly, and the journal remembers for the
+ * next run.
+ */
+static void recover_hosts(struct run *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+		struct gc_action exit_a;
+		struct gc_error err = GC_ERROR_INIT;
+
+		if (s->target->kind != GC_TARGET_ESXI || !s->maint_ours || s->drv == NULL ||
+		    !selected(r->ctx.opts, s->target->kind))
+			continue;
+		if (r->rep->interrupted) {
+			s->rep->left_in_maintenance = true;
+			s->rep->maintenance_why = gc_xasprintf(
+				"interrupted; re-run apply to finish (the journal remembers)");
+			continue;
+		}
+		if (s->in_reboot) {
+			s->rep->left_in_maintenance = true;
+			s->rep->maintenance_why = gc_xasprintf(
+				"it was rebooted and has not been verified since: check the host, then "
+				"re-run apply");
+			continue;
+		}
+		memset(&exit_a, 0, sizeof(exit_a));
+		exit_a.kind = GC_ACT_EXIT_MAINTENANCE;
+		exit_a.target = s->target;
+		exit_a.host = s->target->name;
+		exit_a.synthesized = true;
+		exit_a.why = "recover: leave maintenance mode after a failure";
+		if (run_action(r, s, &exit_a, &err) == 0) {
+			journal(r, s->target, "recover: exit maintenance", "maintenance", GC_J_DONE, NULL);
+			s->maint_ours = false;
+			emit(&r->ctx, GC_EV_NOTE, s->target, NULL, "left maintenance mode after the failure", 0);
+		} else {
+			s->rep->left_in_maintenance = true;
+			s->rep->maintenance_why = gc_xasprintf("leaving maintenance mode failed: %s", err.msg);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------- the whole run */
+
+static void index_resources(struct run *r, const struct gc_graph *g)
+{
+	size_t i;
+
+	r->tres = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*r->tres));
+	r->ntres = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*r->ntres));
+	for (i = 0; i < g->nresources; i++)
+		r->ntres[g->resources[i]->target->index]++;
+	for (i = 0; i < g->ntargets; i++) {
+		r->tres[i] = gc_xcalloc(r->ntres[i] ? r->ntres[i] : 1, sizeof(**r->tres));
+		r->ntres[i] = 0;
+	}
+	for (i = 0; i < g->nresources; i++) {
+		size_t t = g->resources[i]->target->index;
+
+		r->tres[t][r->ntres[t]++] = g->resources[i];
+	}
+}
+
+static void free_run(struct run *r, const struct gc_graph *g)
+{
+	size_t i;
+
+	for (i = 0; i < r->nslots; i++) {
+		if (r->slots[i].conn != NULL)
+			r->slots[i].drv->disconnect(r->slots[i].conn);
+	}
+	for (i = 0; r->tres && i < g->ntargets; i++)
+		free(r->tres[i]);
+	free(r->tres);
+	free(r->ntres);
+	free(r->slots);
+	free(r->st);
+	gc_journal_close(r->journal);
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+	pthread_mutex_destroy(&r->ctx.obs_mu);
+	pthread_mutex_destroy(&r->ctx.ev_mu);
+}
+
+static double since(uint64_t t0)
+{
+	return (double)(gc_now_ns() - t0) / 1e9;
+}
+
+int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
+		const struct gc_exec_opts *opts, struct gc_error *err)
+{
+	const char *cluster = g->cluster && g->cluster->name ? g->cluster->name : "cluster";
+	struct gc_lock *lock = NULL;
+	struct run r;
+	uint64_t t0;
+	size_t i;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	memset(&r, 0, sizeof(r));
+	r.ctx.graph = g;
+	r.ctx.opts = opts;
+	r.rep = out;
+	r.parallelism = opts->parallelism ? opts->parallelism : 32;
+	pthread_mutex_init(&r.mu, NULL);
+	pthread_cond_init(&r.cv, NULL);
+	pthread_mutex_init(&r.ctx.obs_mu, NULL);
+	pthread_mutex_init(&r.ctx.ev_mu, NULL);
+
+	/* a selected target kind without a driver: refuse before touching anything */
+	for (i = 0; i < g->ntargets; i++) {
+		enum gc_target_kind k = g->targets[i]->kind;
+
+		if (opts->kinds != 0 && selected(opts, k) && gc_exec_driver(k) == NULL) {
+			rc = gc_error_set(err, GC_ENOTSUP,
+					  "this build cannot apply %s targets yet ('%s'); select the "
+					  "others with --only",
+					  gc_target_kind_name(k), g->targets[i]->name);
+			goto fail;
+		}
+	}
+	if (gc_lock_acquire(&lock, opts->state_dir, cluster, err) != 0) {
+		rc = err->code;
+		goto fail;
+	}
+	if (!opts->plan_only && gc_journal_open(&r.journal, opts->state_dir, cluster, err) != 0) {
+		rc = err->code;
+		goto fail;
+	}
+	gc_observed_new(&r.ctx.obs);
+	out->observed = r.ctx.obs;
+	out->ntargets = g->ntargets;
+	out->targets = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*out->targets));
+	r.nslots = g->ntargets;
+	r.slots = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*r.slots));
+	for (i = 0; i < g->ntargets; i++) {
+		r.slots[i].target = g->targets[i];
+		r.slots[i].drv = gc_exec_driver(g->targets[i]->kind);
+		r.slots[i].rep = &out->targets[i];
+		out->targets[i].target = g->targets[i];
+	}
+	index_resources(&r, g);
+	recall_journal(&r, cluster);
+
+	t0 = gc_now_ns();
+	observe_all(&r);
+	feed_journal_to_store(&r);
+	out->observe_s = since(t0);
+	if (gc_drv_interrupted(&r.ctx)) {
+		out->interrupted = true;
+		rc = gc_error_set(err, GC_EINTR, "interrupted while observing");
+		goto fail;
+	}
+
+	if (gc_plan_build(&out->plan, g, r.ctx.obs, &opts->plan, err) != 0) {
+		rc = err->code;
+		goto fail;
+	}
+	for (i = 0; i < r.nslots; i++)
+		r.slots[i].rep->reboot_owed = r.slots[i].reboot_owed;
+	if (opts->plan_only)
+		goto done;
+
+	r.st = gc_xcalloc(out->plan->nactions ? out->plan->nactions : 1, sizeof(*r.st));
+	t0 = gc_now_ns();
+	/* targets that failed to observe fail all their actions' dependents */
+	for (i = 0; i < out->plan->nwaves; i++)
+		run_wave(&r, i);
+	recover_hosts(&r);
+	out->apply_s = since(t0);
+	out->changing_commands = r.ctx.changes;
+	for (i = 0; i < r.nslots; i++)
+		r.slots[i].rep->reboot_owed = r.slots[i].reboot_owed;
+done:
+	for (i = 0; i < r.nslots; i++) {
+		if (r.slots[i].failed && rc == 0)
+			rc = gc_error_set(err, GC_EREMOTE, "%s '%s' failed: %s",
+					  gc_target_kind_name(r.slots[i].target->kind),
+					  r.slots[i].target->name,
+					  r.slots[i].rep->error ? r.slots[i].rep->error : "unknown error");
+	}
+	if (out->interrupted && (rc == 0 || rc == GC_EREMOTE)) {
+		gc_error_clear(err);
+		rc = gc_error_set(err, GC_EINTR, "interrupted");
+	}
+	free_run(&r, g);
+	gc_lock_release(lock);
+	return rc;
+fail:
+	free_run(&r, g);
+	gc_lock_release(lock);
+	return rc;
+}
+
+void gc_exec_report_free(struct gc_exec_report *r)
+{
+	size_t i;
+
+	if (r == NULL)
+		return;
+	for (i = 0; i < r->ntargets; i++) {
+		free(r->targets[i].error);
+		free(r->targets[i].maintenance_why);
+	}
+	free(r->targets);
+	gc_plan_free(r->plan);
+	gc_observed_free(r->observed);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""lab_spec - make the local lab stand in for the targets of a spec.
+
+    lab_spec.py inventory SPEC            print lab inventory lines for its hosts/switches
+    lab_spec.py seed SPEC LABDIR          seed each simulated host with the spec's hardware
+    lab_spec.py rewrite SPEC LABDIR OUT   write the spec with connection settings -> lab
+
+`seed` writes hosts/<name>/state.json (only when absent, so a running lab
+keeps its state): the host's ESXi version and PCI devices exactly as the
+spec declares them (GPU models with their PCI ids, Mellanox NICs with their
+vmnic names), plus one management NIC, in factory state (nothing configured).
+
+`rewrite` changes only how targets are reached: every SSH target gets the
+lab's port and known_hosts file, every credential used by a host or switch
+becomes the lab user with the lab's password file.  Names, addresses,
+hardware and desired configuration are untouched, so applying the rewritten
+spec exercises exactly the example.  (Comments are not kept.)
+"""
+import json
+import os
+import sys
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+# PCI ids and esxcli device names by spec model (public PCI id database).
+GPU_IDS = {
+    "P100": ("0x15f8", "GP100GL [Tesla P100 PCIe 16GB]"),
+    "V100-16GB": ("0x1db4", "GV100GL [Tesla V100 PCIe 16GB]"),
+    "V100": ("0x1db4", "GV100GL [Tesla V100 PCIe 16GB]"),
+    "V100-32GB": ("0x1db6", "GV100GL [Tesla V100 PCIe 32GB]"),
+    "T4": ("0x1eb8", "TU104GL [Tesla T4]"),
+    "A100-40GB": ("0x20f1", "GA100 [A100 PCIe 40GB]"),
+    "A100-80GB": ("0x20b5", "GA100 [A100 PCIe 80GB]"),
+    "A30": ("0x20b7", "GA100GL [A30 PCIe]"),
+    "L4": ("0x27b8", "AD104GL [L4]"),
+    "L40S": ("0x26b9", "AD102GL [L40S]"),
+    "H100": ("0x2331", "GH100 [H100 PCIe]"),
+    "H200": ("0x2335", "GH100 [H200 NVL]"),
+}
+NIC_IDS = {
+    "ConnectX-4 Lx": ("0x1015", "MT27710 Family [ConnectX-4 Lx]"),
+    "ConnectX-5": ("0x1017", "MT27800 Family [ConnectX-5]"),
+    "ConnectX-6": ("0x101b", "MT28908 Family [ConnectX-6]"),
+    "ConnectX-6 Dx": ("0x101d", "MT2892 Family [ConnectX-6 Dx]"),
+    "ConnectX-7": ("0x1021", "MT2910 Family [ConnectX-7]"),
+    "BlueField-2": ("0xa2d6", "MT42822 BlueField-2 integrated ConnectX-6 Dx"),
+}
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def inventory(spec):
+    lines = []
+    for h in spec.get("hosts") or []:
+        lines.append("%s esxi %s version=%s" % (h["address"], h["name"], h.get("version", "8.0.2")))
+    for s in spec.get("switches") or []:
+        lines.append("%s onyx %s" % (s["address"], s["name"]))
+    return lines
+
+
+class _Host:
+    def __init__(self, name, version):
+        self.name = name
+        self.attrs = {"version": str(version), "gpus": "0"}
+
+
+def host_state(h):
+    import esxi_sim  # the simulator's own factory state, then our hardware
+
+    state = esxi_sim.default_state(_Host(h["name"], h.get("version", "8.0.2")))
+    mgmt = [d for d in state["pci"] if d["vmkname"] == "vmnic0"]
+    pci = [dict(d) for d in mgmt]
+    for g in h.get("gpus") or []:
+        dev_id, dev_name = GPU_IDS.get(g.get("model"), ("0x0000", "NVIDIA GPU"))
+        pci.append({"addr": g["pci"], "vendor": "NVIDIA Corporation", "vendor_id": "0x10de",
+                    "device": dev_name, "device_id": dev_id, "class": "0x0302",
+                    "class_name": "3D controller", "module": "None", "vmkname": "",
+                    "capable": True, "gpu": True, "passthru": False, "passthru_active": False})
+    for i, n in enumerate(h.get("nics") or []):
+        dev_id, dev_name = NIC_IDS.get(n.get("model"), ("0x0000", "Mellanox NIC"))
+        pci.append({"addr": n["pci"], "vendor": "Mellanox Technologies", "vendor_id": "0x15b3",
+                    "device": dev_name, "device_id": dev_id, "class": "0x0200",
+                    "class_name": "Ethernet controller", "module": "nmlx5_core",
+                    "vmkname": n.get("device") or "vmnic%d" % (4 + i), "capable": True,
+                    "passthru": False, "passthru_active": False})
+    state["pci"] = pci
+    return state
+
+
+def seed(spec, lab):
+    for h in spec.get("hosts") or []:
+        d = os.path.join(lab, "hosts", h["name"])
+        os.makedirs(d, exist_ok=True)
+        path = os.path.join(d, "state.json")
+        if os.path.exists(path):
+            continue
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(host_state(h), f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+
+
+def rewrite(spec, lab):
+    with open(os.path.join(lab, "port"), encoding="utf-8") as f:
+        port = int(f.read().strip())
+    with open(os.path.join(lab, "user"), encoding="utf-8") as f:
+        user = f.read().strip()
+    known = os.path.join(lab, "client", "known_hosts")
+    password = os.path.join(lab, "client", "password")
+    ssh = dict(spec.get("ssh") or {})
+    ssh.update(port=port, known_hosts=known)
+    spec["ssh"] = ssh
+    used = set()
+    for t in (spec.get("hosts") or []) + (spec.get("switches") or []):
+        used.add(t.get("credentials"))
+        if isinstance(t.get("ssh"), dict):
+            t["ssh"].pop("port", None)
+            t["ssh"].pop("known_hosts", None)
+    for s in spec.get("switches") or []:
+        s.pop("enable_password_env", None)
+    for c in spec.get("credentials") or []:
+        if c.get("name") in used:
+            for k in ("password_env", "key_file", "key_passphrase_env", "agent"):
+                c.pop(k, None)
+            c["username"] = user
+            c["password_file"] = password
+    return spec
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[1] == "inventory":
+        print("\n".join(inventory(load(argv[2]))))
+        return 0
+    if len(argv) == 4 and argv[1] == "seed":
+        seed(load(argv[2]), argv[3])
+        return 0
+    if len(argv) == 5 and argv[1] == "rewrite":
+        out = rewrite(load(argv[2]), argv[3])
+        tmp = argv[4] + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write("# written by tests/sim/lab_spec.py from %s: connection settings point at the lab\n"
+                    % argv[2])
+            yaml.safe_dump(out, f, sort_keys=False, default_flow_style=False)
+        os.replace(tmp, argv[4])
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 64
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
