@@ -972,6 +972,8 @@ def parse(line):
             elif newop != ";":
                 raise ShellSyntax("sh: syntax error: unexpected \"%s\"" % newop)
             continue
+        if tok[:1] in "<>" or (tok[:1].isdigit() and tok.lstrip("0123456789")[:1] in ("<", ">")):
+            raise ShellSyntax("sh: syntax error: redirections are not supported by the simulator")
         words.append(tok)
     if words:
         seq.append((op, words))

@@ -304,6 +304,12 @@ class TestShellAndFaults(SimTest):
                          (1, "MARK1\nVMware ESXi 8.0.2 build-22380479\nMARK2\n", ""))
         self.assertEqual(self.lab.run("vmware -v | grep ESXi"),
                          (2, "", "sh: syntax error: unsupported operator '|'\n"))
+        self.assertEqual(self.lab.run("vmware -v >/dev/null"),
+                         (2, "", "sh: syntax error: redirections are not supported by the "
+                                 "simulator\n"))
+        self.assertEqual(self.lab.run("vmware -v 2>x"),
+                         (2, "", "sh: syntax error: redirections are not supported by the "
+                                 "simulator\n"))
         self.assertEqual(self.lab.run("echo 'open"),
                          (2, "", "sh: syntax error: No closing quotation\n"))
 
