@@ -225,27 +225,42 @@ int gc_spec_load(struct gc_cluster **out, struct gc_diags *diags, const char *pa
 
 /* ---------------------------------------------------------------- lookups */
 
+/* Hashed for loaded clusters; a linear scan for clusters built by hand (tests). */
+#define LOOKUP(field, arr, n)                                                                  \
+	do {                                                                                   \
+		size_t i_;                                                                     \
+		if (c == NULL || name == NULL)                                                 \
+			return NULL;                                                           \
+		if (c->index != NULL)                                                          \
+			return spec_strmap_get(&c->index->field, name);                        \
+		for (i_ = 0; i_ < c->n; i_++) {                                                \
+			if (c->arr[i_].name != NULL && strcmp(c->arr[i_].name, name) == 0)     \
+				return &c->arr[i_];                                            \
+		}                                                                              \
+		return NULL;                                                                   \
+	} while (0)
+
 struct gc_host *gc_cluster_host(const struct gc_cluster *c, const char *name)
 {
-	return c->index ? spec_strmap_get(&c->index->hosts, name) : NULL;
+	LOOKUP(hosts, hosts, nhosts);
 }
 
 struct gc_vm *gc_cluster_vm(const struct gc_cluster *c, const char *name)
 {
-	return c->index ? spec_strmap_get(&c->index->vms, name) : NULL;
+	LOOKUP(vms, vms, nvms);
 }
 
 struct gc_switch *gc_cluster_switch(const struct gc_cluster *c, const char *name)
 {
-	return c->index ? spec_strmap_get(&c->index->switches, name) : NULL;
+	LOOKUP(switches, switches, nswitches);
 }
 
 struct gc_dvswitch *gc_cluster_dvswitch(const struct gc_cluster *c, const char *name)
 {
-	return c->index ? spec_strmap_get(&c->index->dvswitches, name) : NULL;
+	LOOKUP(dvswitches, dvswitches, ndvswitches);
 }
 
 struct gc_credential *gc_cluster_credential(const struct gc_cluster *c, const char *name)
 {
-	return c->index ? spec_strmap_get(&c->index->credentials, name) : NULL;
+	LOOKUP(credentials, credentials, ncredentials);
 }

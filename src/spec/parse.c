@@ -183,6 +183,15 @@ static bool valid_text(const char *s)
 	return true;
 }
 
+/* Hardware model names: "V100-32GB", "ConnectX-6 Dx" (one inner space allowed). */
+static bool valid_model(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n <= 63 && strspn(s, ALNUM) > 0 && s[n - 1] != ' ' &&
+	       strstr(s, "  ") == NULL && strspn(s, ALNUM " ._-") == n;
+}
+
 static bool pat_ok(enum spec_pat p, const char *s)
 {
 	switch (p) {
@@ -203,7 +212,7 @@ static bool pat_ok(enum spec_pat p, const char *s)
 	case P_RDMADEV: return valid_charset(s, ALNUM "_", 31);
 	case P_USER: return s[0] != '-' && valid_charset(s, ALNUM "._@-", 128);
 	case P_TEXT: return valid_text(s);
-	case P_MODEL: return gc_valid_name(s);
+	case P_MODEL: return valid_model(s);
 	}
 	return false;
 }

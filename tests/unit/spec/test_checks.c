@@ -1,0 +1,404 @@
+/*
+ * test_checks.c - derived values and cross-layer checks on small inline
+ * specs: MMIO sizing, nmlx5 max_vfs, vGPU placement, dynamic DirectPath,
+ * warnings, merge keys, alias bombs, the diagnostic cap and a 10,000-host
+ * spec (loaded for correctness; timing lives in benchmarks, not here).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc/spec.h"
+
+#define HEAD                                                                                   \
+	"apiVersion: gpuclusterctl/v1\n"                                                       \
+	"kind: Cluster\n"                                                                      \
+	"metadata: {name: t}\n"                                                                \
+	"credentials:\n"                                                                       \
+	"  - {name: root, username: root, password_env: GC_PW}\n"                              \
+	"vcenter: {url: 'https://127.0.0.1/sdk', datacenter: DC0, credentials: root}\n"
+
+/* Load yaml; returns the formatted diagnostics (caller frees), *out the cluster. */
+static char *load(const char *yaml, struct gc_cluster **out, struct gc_diags *keep)
+{
+	struct gc_diags d = {0};
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_buf b = GC_BUF_INIT;
+
+	*out = NULL;
+	gc_spec_load_buffer(out, &d, "t.yaml", yaml, strlen(yaml), &err);
+	gc_diags_format(&b, &d);
+	if (keep != NULL)
+		*keep = d;
+	else
+		gc_diags_free(&d);
+	return gc_buf_take(&b);
+}
+
+static struct gc_cluster *load_ok(const char *yaml)
+{
+	struct gc_cluster *c;
+	char *text = load(yaml, &c, NULL);
+
+	if (c == NULL || text[0] != '\0')
+		print_message("%s", text);
+	assert_non_null(c);
+	assert_string_equal(text, "");
+	free(text);
+	return c;
+}
+
+static void test_mmio_sizes(void **state)
+{
+	struct gc_cluster *c = load_ok(
+		HEAD "hosts:\n"
+		     "  - name: h1\n    address: 127.0.0.1\n    credentials: root\n    gpus:\n"
+		     "      - {pci: '0000:01:00.0', model: A100-80GB}\n"
+		     "      - {pci: '0000:02:00.0', model: H200}\n"
+		     "      - {pci: '0000:03:00.0', model: T4}\n"
+		     "      - {pci: '0000:04:00.0', model: A100-80GB}\n"
+		     "      - {pci: '0000:05:00.0', model: Custom-9, memory_gb: 12}\n"
+		     "vms:\n"
+		     "  - {name: a, host: h1, gpus: [{host_pci: '0000:01:00.0'}]}\n"
+		     "  - {name: b, host: h1, gpus: [{host_pci: '0000:02:00.0'}]}\n"
+		     "  - {name: c, host: h1, mmio_size_gb: 64, gpus: [{host_pci: '0000:03:00.0'}]}\n"
+		     "  - {name: d, host: h1}\n"
+		     "  - {name: e, host: h1, mmio_size_gb: 32}\n"
+		     "  - {name: f, host: h1, mmio_size_gb: 256, gpus: [{host_pci: '0000:04:00.0'}]}\n"
+		     "  - {name: g, host: h1, gpus: [{host_pci: '0000:05:00.0'}]}\n");
+
+	assert_int_equal(gc_cluster_vm(c, "a")->mmio_gb, 128); /* 80 -> 128 */
+	assert_int_equal(gc_cluster_vm(c, "b")->mmio_gb, 256); /* 141 -> 256 */
+	assert_int_equal(gc_cluster_vm(c, "c")->mmio_gb, 64);  /* 16 -> 32, 64 given */
+	assert_int_equal(gc_cluster_vm(c, "d")->mmio_gb, 0);
+	assert_false(gc_cluster_vm(c, "d")->use_64bit_mmio);
+	assert_string_equal(gc_cluster_vm(c, "d")->firmware, "bios");
+	assert_int_equal(gc_cluster_vm(c, "e")->mmio_gb, 32); /* given without GPUs */
+	assert_true(gc_cluster_vm(c, "e")->use_64bit_mmio);
+	assert_int_equal(gc_cluster_vm(c, "f")->mmio_gb, 256);
+	assert_int_equal(gc_cluster_vm(c, "g")->mmio_gb, 16); /* 12 -> 16 */
+	assert_true(gc_cluster_vm(c, "g")->use_64bit_mmio);
+	assert_null(c->hosts[0].gpus[4].model);
+	assert_int_equal(c->hosts[0].gpus[4].memory_gb, 12);
+	assert_int_equal(c->hosts[0].nvms, 7);
+	gc_cluster_free(c);
+}
+
+static void test_mmio_too_small(void **state)
+{
+	struct gc_cluster *c;
+	char *text = load(HEAD "hosts:\n"
+			       "  - name: h1\n    address: 127.0.0.1\n    credentials: root\n"
+			       "    gpus: [{pci: '0000:01:00.0', model: A100-80GB}]\n"
+			       "vms:\n"
+			       "  - {name: a, host: h1, mmio_size_gb: 64, gpus: [{host_pci: "
+			       "'0000:01:00.0'}]}\n",
+			  &c, NULL);
+
+	assert_null(c);
+	assert_string_equal(text,
+			    "t.yaml:13:39: error: mmio_size_gb 64 is too small for VM 'a'\n"
+			    "   13 |   - {name: a, host: h1, mmio_size_gb: 64, gpus: [{host_pci: "
+			    "'0000:01:00.0'}]}\n"
+			    "      |                                       ^\n"
+			    "   = hint: needs at least 128 (the next power of two above 80 GB of "
+			    "passthrough GPU memory)\n");
+	free(text);
+}
+
+static void test_nmlx5_max_vfs(void **state)
+{
+	struct gc_cluster *c = load_ok(
+		HEAD "hosts:\n"
+		     "  - name: h1\n    address: 127.0.0.1\n    credentials: root\n    nics:\n"
+		     "      - {pci: '0000:5e:00.0', model: ConnectX-5, mode: sriov, vfs: 8}\n"
+		     "      - {pci: '0000:5e:00.1', model: ConnectX-5, mode: passthrough}\n"
+		     "      - {pci: '0000:d8:00.0', model: ConnectX-6 Dx, mode: sriov, vfs: 16}\n"
+		     "  - name: h2\n    address: 127.0.0.2\n    credentials: root\n    nics:\n"
+		     "      - {pci: '0000:5e:00.0', model: ConnectX-4 Lx, mode: sriov, vfs: 63}\n");
+
+	assert_string_equal(c->hosts[0].nmlx5_max_vfs, "8,16");
+	assert_string_equal(c->hosts[1].nmlx5_max_vfs, "63");
+	assert_int_equal(c->hosts[0].nics[1].mode, GC_NIC_MODE_PASSTHROUGH);
+	gc_cluster_free(c);
+}
+
+#define VGPU_HOST                                                                              \
+	"hosts:\n"                                                                             \
+	"  - name: h1\n    address: 127.0.0.1\n    credentials: root\n"                        \
+	"    vgpu: {bundle: /vmfs/volumes/ds1/nvd.zip}\n"                                      \
+	"    gpus:\n"                                                                          \
+	"      - {pci: '0000:01:00.0', model: T4, mode: vgpu}\n"                               \
+	"      - {pci: '0000:02:00.0', model: T4, mode: vgpu}\n"
+
+static void test_vgpu_first_fit(void **state)
+{
+	struct gc_cluster *c = load_ok(
+		HEAD VGPU_HOST "vms:\n"
+			       "  - {name: a, host: h1, gpus: [{vgpu: grid_t4-8c}]}\n"
+			       "  - {name: b, host: h1, gpus: [{vgpu: grid_t4-4c}]}\n"
+			       "  - {name: c, host: h1, gpus: [{vgpu: nvidia_t4-8c}]}\n"
+			       "  - {name: d, host: h1, gpus: [{vgpu: grid_t4-4c, host_pci: "
+			       "'0000:02:00.0'}]}\n");
+	struct gc_host *h = &c->hosts[0];
+
+	/* the pinned one (d) is placed first; a and c share GPU 1 (8c + 8c);
+	 * b goes to GPU 2 beside d */
+	assert_ptr_equal(gc_cluster_vm(c, "a")->gpus[0].gpu, &h->gpus[0]);
+	assert_ptr_equal(gc_cluster_vm(c, "b")->gpus[0].gpu, &h->gpus[1]);
+	assert_ptr_equal(gc_cluster_vm(c, "c")->gpus[0].gpu, &h->gpus[0]);
+	assert_ptr_equal(gc_cluster_vm(c, "d")->gpus[0].gpu, &h->gpus[1]);
+	assert_int_equal(h->gpus[0].vgpu_used_gb, 16);
+	assert_int_equal(h->gpus[1].vgpu_used_gb, 8);
+	assert_string_equal(h->gpus[1].vgpu_profile, "grid_t4-4c");
+	assert_int_equal(gc_cluster_vm(c, "b")->gpus[0].memory_gb, 4);
+	assert_true(h->needs_vgpu_manager);
+	assert_string_equal(h->vgpu->default_type, "SharedPassthru");
+	gc_cluster_free(c);
+}
+
+static void test_vgpu_no_room(void **state)
+{
+	struct gc_cluster *c;
+	char *text = load(HEAD VGPU_HOST "vms:\n"
+					 "  - {name: a, host: h1, gpus: [{vgpu: grid_t4-16c}]}\n"
+					 "  - {name: b, host: h1, gpus: [{vgpu: grid_t4-16c}]}\n"
+					 "  - {name: c, host: h1, gpus: [{vgpu: grid_t4-16c}]}\n",
+			  &c, NULL);
+
+	assert_null(c);
+	assert_string_equal(text,
+			    "t.yaml:18:39: error: no GPU on host 'h1' has room for vgpu profile "
+			    "'grid_t4-16c'\n"
+			    "   18 |   - {name: c, host: h1, gpus: [{vgpu: grid_t4-16c}]}\n"
+			    "      |                                       ^\n"
+			    "   = hint: 2 GPUs in vgpu mode; all VMs on one GPU use the same profile "
+			    "and their framebuffers must fit\n");
+	free(text);
+}
+
+static void test_dynamic_directpath(void **state)
+{
+	struct gc_cluster *c;
+	char *text = load(HEAD "hosts:\n"
+			       "  - name: h1\n    address: 127.0.0.1\n    credentials: root\n"
+			       "    gpus:\n"
+			       "      - {pci: '0000:01:00.0', model: V100-32GB}\n"
+			       "      - {pci: '0000:02:00.0', model: V100-32GB}\n"
+			       "vms:\n"
+			       "  - {name: a, host: h1, gpus: [{pci_id: '10de:1db6'}]}\n"
+			       "  - {name: b, host: h1, gpus: [{host_pci: '0000:02:00.0'}]}\n"
+			       "  - {name: c, host: h1, gpus: [{pci_id: '10de:1db6'}]}\n"
+			       "  - {name: d, host: h1, gpus: [{pci_id: '10de:1eb8'}]}\n",
+			  &c, NULL);
+
+	assert_null(c);
+	assert_string_equal(
+		text, "t.yaml:17:41: error: all GPUs with PCI id '10de:1db6' on host 'h1' are taken\n"
+		      "   17 |   - {name: c, host: h1, gpus: [{pci_id: '10de:1db6'}]}\n"
+		      "      |                                         ^\n"
+		      "   = hint: 2 such GPUs, all passed through or requested already\n"
+		      "t.yaml:18:41: error: no passthrough GPU on host 'h1' has PCI id '10de:1eb8'\n"
+		      "   18 |   - {name: d, host: h1, gpus: [{pci_id: '10de:1eb8'}]}\n"
+		      "      |                                         ^\n"
+		      "   = hint: dynamic DirectPath picks a passthrough GPU of the VM's host with "
+		      "this id\n");
+	free(text);
+}
+
+static void test_insecure_warning(void **state)
+{
+	struct gc_cluster *c;
+	struct gc_diags d;
+	char *text = load("apiVersion: gpuclusterctl/v1\nkind: Cluster\nmetadata: {name: t}\n"
+			  "credentials: [{name: root, username: root, agent: true}]\n"
+			  "vcenter: {url: 'https://vc.lab.example', datacenter: DC0, credentials: "
+			  "root, insecure: true}\n",
+			  &c, &d);
+
+	assert_non_null(c);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(d.nerrors, 0);
+	assert_int_equal(d.items[0].severity, GC_SEV_WARNING);
+	assert_string_equal(text,
+			    "t.yaml:5:88: warning: TLS certificate checks for vCenter are off "
+			    "(insecure: true)\n"
+			    "    5 | vcenter: {url: 'https://vc.lab.example', datacenter: DC0, "
+			    "credentials: root, insecure: true}\n"
+			    "      |                                                               "
+			    "                         ^\n"
+			    "   = hint: give ca_file: PATH to verify vCenter's certificate\n");
+	assert_true(c->vcenter->insecure);
+	gc_diags_free(&d);
+	gc_cluster_free(c);
+	free(text);
+}
+
+static void test_merge_key_own_keys_win(void **state)
+{
+	struct gc_cluster *c = load_ok(
+		HEAD "x-ssh: &ssh {port: 2222, keepalive_s: 0}\n"
+		     "ssh: {port: 22, command_timeout_s: 60}\n"
+		     "hosts:\n"
+		     "  - name: h1\n    address: 127.0.0.1\n    credentials: root\n"
+		     "    ssh: {<<: *ssh, port: 2200}\n"
+		     "  - {name: h2, address: 127.0.0.2, credentials: root}\n");
+
+	assert_int_equal(c->hosts[0].ssh.port, 2200);
+	assert_int_equal(c->hosts[0].ssh.keepalive_s, 0);
+	assert_int_equal(c->hosts[0].ssh.command_timeout_s, 60); /* from the cluster default */
+	assert_int_equal(c->hosts[1].ssh.port, 22);
+	assert_int_equal(c->hosts[1].ssh.keepalive_s, 15);
+	gc_cluster_free(c);
+}
+
+static void test_alias_bomb(void **state)
+{
+	struct gc_buf y = GC_BUF_INIT;
+	struct gc_cluster *c;
+	struct gc_diags d;
+	char *text;
+	int i;
+	uint64_t t0 = gc_now_ns();
+
+	gc_buf_puts(&y, HEAD "x-g: &g {pci: '0000:01:00.0', model: T4}\nx-gs: &gs [");
+	for (i = 0; i < 1000; i++)
+		gc_buf_puts(&y, i ? ", *g" : "*g");
+	gc_buf_puts(&y, "]\nx-h: &h {name: h, address: 127.0.0.1, credentials: root, gpus: *gs}\n"
+			"hosts: [");
+	for (i = 0; i < 1000; i++)
+		gc_buf_puts(&y, i ? ", *h" : "*h");
+	gc_buf_puts(&y, "]\n");
+	text = load(y.ptr, &c, &d);
+	assert_null(c);
+	assert_non_null(strstr(text, "error: the spec expands to too many nodes\n"));
+	assert_int_equal(d.n, GC_DIAG_MAX);
+	assert_true(d.dropped > 0);
+	/* it stops early instead of walking 10^6 GPU maps (generous bound for sanitizers) */
+	assert_true(gc_now_ns() - t0 < 20ull * 1000 * 1000 * 1000);
+	gc_diags_free(&d);
+	gc_buf_free(&y);
+	free(text);
+}
+
+static void test_diag_cap_and_order(void **state)
+{
+	struct gc_buf y = GC_BUF_INIT;
+	struct gc_cluster *c;
+	struct gc_diags d;
+	char *text;
+	size_t i;
+
+	gc_buf_puts(&y, HEAD "hosts:\n");
+	for (i = 0; i < 150; i++)
+		gc_buf_printf(&y, "  - {name: h%zu, address: 'bad host', credentials: root}\n", i);
+	/* an error early in the file, found last (a dangling VM host) */
+	gc_buf_puts(&y, "vms: [{name: v, host: nowhere}]\n");
+	text = load(y.ptr, &c, &d);
+	assert_null(c);
+	assert_int_equal(d.nerrors, 151);
+	assert_int_equal(d.n, GC_DIAG_MAX);
+	assert_int_equal(d.dropped, 51);
+	for (i = 1; i < d.n; i++)
+		assert_true(d.items[i - 1].mark.line < d.items[i].mark.line);
+	assert_int_equal(d.items[0].mark.line, 8);
+	assert_string_equal(d.items[0].mark.file, "t.yaml");
+	assert_non_null(strstr(text, "\nnote: 51 more diagnostics not shown\n"));
+	gc_diags_free(&d);
+	gc_buf_free(&y);
+	free(text);
+}
+
+static void test_tables(void **state)
+{
+	size_t n;
+
+	assert_int_equal(gc_gpu_model_find("T4")->memory_gb, 16);
+	assert_int_equal(gc_gpu_model_find("V100-32GB")->device_id, 0x1db6);
+	assert_null(gc_gpu_model_find("V100"));
+	assert_int_equal(gc_nic_model_find("ConnectX-4 Lx")->max_vfs, 63);
+	assert_int_equal(gc_nic_model_find("ConnectX-7")->max_vfs, 127);
+	assert_non_null(gc_gpu_models(&n));
+	assert_int_equal(n, 11);
+	assert_non_null(gc_nic_models(&n));
+	assert_int_equal(n, 6);
+	assert_int_equal(gc_vgpu_profile_fb_gb("grid_t4-16c"), 16);
+	assert_int_equal(gc_vgpu_profile_fb_gb("grid_t4-1q"), 1);
+	assert_int_equal(gc_vgpu_profile_fb_gb("grid_a100-3-20c"), 20);
+	assert_int_equal(gc_vgpu_profile_fb_gb("nvidia_a100-40c"), 40);
+	assert_int_equal(gc_vgpu_profile_fb_gb("grid_t4"), 0);
+	assert_int_equal(gc_vgpu_profile_fb_gb("grid_t4-16x"), 0);
+	assert_int_equal(gc_vgpu_profile_fb_gb("grid_t4-16cc"), 0);
+	assert_int_equal(gc_vgpu_profile_fb_gb(NULL), 0);
+}
+
+static void test_hand_built_lookup(void **state)
+{
+	struct gc_host hosts[2] = {{.name = "a"}, {.name = "b"}};
+	struct gc_cluster c = {.hosts = hosts, .nhosts = 2};
+
+	assert_ptr_equal(gc_cluster_host(&c, "b"), &hosts[1]);
+	assert_null(gc_cluster_host(&c, "z"));
+	assert_null(gc_cluster_vm(&c, "a"));
+}
+
+static void test_ten_thousand_hosts(void **state)
+{
+	struct gc_buf y = GC_BUF_INIT;
+	struct gc_cluster *c;
+	size_t i, g;
+
+	gc_buf_puts(&y, HEAD "hosts:\n");
+	for (i = 0; i < 10000; i++) {
+		gc_buf_printf(&y, "  - name: esx%05zu\n    address: 10.%zu.%zu.%zu\n"
+				  "    credentials: root\n    gpus:\n",
+			      i, i / 65536, (i / 256) % 256, i % 256);
+		for (g = 0; g < 8; g++)
+			gc_buf_printf(&y, "      - {pci: '0000:%02zx:00.0', model: H100}\n", g + 1);
+		gc_buf_puts(&y, "    nics:\n"
+				"      - {pci: '0000:a0:00.0', model: ConnectX-7, mode: sriov, vfs: 8}\n"
+				"      - {pci: '0000:a0:00.1', model: ConnectX-7, mode: sriov, vfs: 8}\n");
+	}
+	gc_buf_puts(&y, "vms:\n");
+	for (i = 0; i < 10000; i++) {
+		gc_buf_printf(&y, "  - name: vm%05zu\n    host: esx%05zu\n    gpus:\n", i, i);
+		for (g = 0; g < 8; g++)
+			gc_buf_printf(&y, "      - host_pci: '0000:%02zx:00.0'\n", g + 1);
+		gc_buf_puts(&y, "    nics: [{type: sriov, pf: '0000:a0:00.0', network: rdma}]\n");
+	}
+	c = load_ok(y.ptr);
+	assert_int_equal(c->nhosts, 10000);
+	assert_int_equal(c->nvms, 10000);
+	assert_int_equal(c->vms[9999].passthrough_gb, 640);
+	assert_int_equal(c->vms[9999].mmio_gb, 1024);
+	assert_string_equal(c->hosts[9999].nmlx5_max_vfs, "8,8");
+	assert_ptr_equal(gc_cluster_host(c, "esx04242"), &c->hosts[4242]);
+	gc_cluster_free(c);
+	gc_buf_free(&y);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mmio_sizes),
+		cmocka_unit_test(test_mmio_too_small),
+		cmocka_unit_test(test_nmlx5_max_vfs),
+		cmocka_unit_test(test_vgpu_first_fit),
+		cmocka_unit_test(test_vgpu_no_room),
+		cmocka_unit_test(test_dynamic_directpath),
+		cmocka_unit_test(test_insecure_warning),
+		cmocka_unit_test(test_merge_key_own_keys_win),
+		cmocka_unit_test(test_alias_bomb),
+		cmocka_unit_test(test_diag_cap_and_order),
+		cmocka_unit_test(test_tables),
+		cmocka_unit_test(test_hand_built_lookup),
+		cmocka_unit_test(test_ten_thousand_hosts),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
