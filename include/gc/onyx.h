@@ -200,6 +200,10 @@ struct gc_onyx_chan {
 	int (*write)(void *ctx, const char *buf, size_t n, struct gc_error *err);
 };
 
+/* The channel over gc_ssh's PTY shell (include/gc/ssh.h); the shell stays the caller's. */
+struct gc_ssh_shell;
+void gc_onyx_chan_ssh(struct gc_onyx_chan *out, struct gc_ssh_shell *shell);
+
 enum gc_onyx_mode {
 	GC_ONYX_MODE_NONE = 0,
 	GC_ONYX_MODE_USER,    /* "host [standalone: master] > " */
