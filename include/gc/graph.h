@@ -132,7 +132,8 @@ struct gc_resource {
 	struct gc_prop *props; /* desired properties, in order */
 	size_t nprops;
 	unsigned flags;       /* GC_RES_NEEDS_* */
-	const char *summary;  /* short human phrase: "passthrough 0000:3b:00.0", or NULL */
+	const char *summary;  /* short phrase, "passthrough for GPU", or NULL (borrowed) */
+	const char *detail;   /* its object, "0000:3b:00.0", or NULL (borrowed) */
 	struct gc_mark mark;
 	/* must-happen-before, both directions; filled by gc_graph_add_edge */
 	const struct gc_resource **deps;
@@ -170,6 +171,7 @@ struct gc_graph {
 	size_t captargets, capresources, capvms;
 	struct gc_strmap *index;   /* id -> resource */
 	struct gc_strmap *tindex;  /* kind:name -> target */
+	const char *last_host, *last_vm; /* shared copies of consecutive host/vm names */
 };
 
 /* ---------------------------------------------------------------- building */
@@ -177,8 +179,9 @@ struct gc_graph {
 /*
  * Build the resource graph of a checked cluster.  *out belongs to the
  * caller (gc_graph_free) and borrows from `c`, which must outlive it.
- * Fails with GC_EINVAL on a duplicate resource id and GC_ECYCLE on a cycle
- * (message: "dependency cycle: a -> b -> a").
+ * Fails with GC_EINVAL on a duplicate resource id.  The edges it adds are
+ * acyclic by construction; gc_graph_toposort() (and so gc_plan_build())
+ * checks any graph and names a cycle.
  */
 int gc_graph_build(struct gc_graph **out, const struct gc_cluster *c, struct gc_error *err);
 
@@ -200,6 +203,9 @@ int gc_graph_add(struct gc_resource **out, struct gc_graph *g, enum gc_res_kind 
 /* Append a desired property (value NULL is not allowed); the key is not deduplicated. */
 void gc_resource_set(struct gc_graph *g, struct gc_resource *r, const char *key,
 		     const char *value);
+/* Same without copying: key and value must outlive the graph (literals, model strings). */
+void gc_resource_set_borrowed(struct gc_graph *g, struct gc_resource *r, const char *key,
+			      const char *value);
 void gc_resource_setf(struct gc_graph *g, struct gc_resource *r, const char *key,
 		      const char *fmt, ...) GC_PRINTF(4, 5);
 /* `before` must happen before `after`.  Duplicate edges are ignored. */
@@ -212,6 +218,8 @@ void gc_graph_add_vm(struct gc_graph *g, const struct gc_graph_vm *vm);
 
 struct gc_resource *gc_graph_find(const struct gc_graph *g, const char *id);
 const struct gc_graph_vm *gc_graph_vm(const struct gc_graph *g, const char *name);
+/* "passthrough for GPU 0000:3b:00.0" (summary + detail), or the id. */
+void gc_resource_describe(struct gc_buf *out, const struct gc_resource *r);
 /* Desired value of a property, or NULL. */
 const char *gc_resource_prop(const struct gc_resource *r, const char *key);
 

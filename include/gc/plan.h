@@ -113,7 +113,7 @@ struct gc_plan_stats {
 	size_t synthesized;          /* ENTER/EXIT/REBOOT/WAIT/VERIFY/POWER/MIGRATE without a diff */
 	size_t hosts_in_maintenance;
 	size_t reboots;
-	size_t critical_path; /* longest chain of deps, in actions */
+	size_t critical_path; /* in actions: sum over waves of the longest dep chain in each */
 };
 
 struct gc_plan {

@@ -61,10 +61,11 @@ static struct gc_resource *add(struct ctx *c, enum gc_res_kind kind, const struc
 	return r;
 }
 
+/* key: a literal; value: a literal or a model string (the cluster outlives the graph) */
 static void set(struct ctx *c, struct gc_resource *r, const char *key, const char *value)
 {
 	if (r != NULL && value != NULL)
-		gc_resource_set(c->g, r, key, value);
+		gc_resource_set_borrowed(c->g, r, key, value);
 }
 
 static void setu(struct ctx *c, struct gc_resource *r, const char *key, unsigned v)
@@ -73,20 +74,19 @@ static void setu(struct ctx *c, struct gc_resource *r, const char *key, unsigned
 		gc_resource_setf(c->g, r, key, "%u", v);
 }
 
-static void summary(struct ctx *c, struct gc_resource *r, const char *fmt, ...) GC_PRINTF(3, 4);
-
-static void summary(struct ctx *c, struct gc_resource *r, const char *fmt, ...)
+/* A phrase for messages: a literal plus an optional model string (no copies). */
+static void summary(struct ctx *c, struct gc_resource *r, const char *phrase, const char *detail)
 {
-	struct gc_buf b = GC_BUF_INIT;
-	va_list ap;
-
+	(void)c;
 	if (r == NULL)
 		return;
-	va_start(ap, fmt);
-	gc_buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	r->summary = gc_arena_strdup(&c->g->arena, gc_buf_str(&b));
-	gc_buf_free(&b);
+	r->summary = phrase;
+	r->detail = detail;
+}
+
+static void summary0(struct ctx *c, struct gc_resource *r, const char *phrase)
+{
+	summary(c, r, phrase, NULL);
 }
 
 static void edge(struct ctx *c, const struct gc_resource *before, const struct gc_resource *after)
@@ -137,8 +137,7 @@ static void build_passthru(struct ctx *c, struct gc_target *t, const struct gc_h
 	r = add(c, GC_RES_ESXI_PCI_PASSTHRU, t, h->name, NULL, maint, mark,
 		"%s/esxi.pci_passthru/%s", h->name, pci);
 	set(c, r, "enabled", "true");
-	summary(c, r, "passthrough for %s %s%s%s%s", what, pci, model ? " (" : "",
-		model ? model : "", model ? ")" : "");
+	summary(c, r, what, pci);
 }
 
 static void build_vgpu_host(struct ctx *c, struct gc_target *t, const struct gc_host *h)
@@ -154,14 +153,13 @@ static void build_vgpu_host(struct ctx *c, struct gc_target *t, const struct gc_
 	set(c, vib, "name", name);
 	set(c, vib, "version", v->version);
 	set(c, vib, "source", source);
-	summary(c, vib, "NVIDIA vGPU manager%s%s", v->release ? " " : "",
-		v->release ? v->release : "");
+	summary(c, vib, "NVIDIA vGPU manager", v->release);
 
 	gfx = add(c, GC_RES_ESXI_GRAPHICS, t, h->name, NULL, maint, &v->mark, "%s/esxi.graphics",
 		  h->name);
 	set(c, gfx, "default_type", v->default_type ? v->default_type : "SharedPassthru");
 	set(c, gfx, "assignment_policy", v->assignment_policy);
-	summary(c, gfx, "default graphics type");
+	summary0(c, gfx, "default graphics type");
 	edge(c, vib, gfx);
 
 	if (v->ecc == GC_UNSET)
@@ -175,7 +173,7 @@ static void build_vgpu_host(struct ctx *c, struct gc_target *t, const struct gc_
 		ecc = add(c, GC_RES_ESXI_GPU_ECC, t, h->name, NULL, maint, &v->mark,
 			  "%s/esxi.gpu_ecc/%s", h->name, gpu->pci);
 		set(c, ecc, "ecc", v->ecc == GC_TRUE ? "enabled" : "disabled");
-		summary(c, ecc, "ECC of GPU %s", gpu->pci);
+		summary(c, ecc, "ECC of GPU", gpu->pci);
 		edge(c, vib, ecc);
 	}
 }
@@ -192,20 +190,21 @@ static void build_host(struct ctx *c, const struct gc_host *h)
 
 		r = add(c, GC_RES_ESXI_NTP, t, h->name, NULL, 0, &h->mark, "%s/esxi.ntp", h->name);
 		join(&b, h->ntp, h->nntp);
-		set(c, r, "servers", gc_buf_str(&b));
+		if (r != NULL)
+			gc_resource_set(c->g, r, "servers", gc_buf_str(&b));
 		set(c, r, "enabled", "true");
-		summary(c, r, "NTP");
+		summary0(c, r, "NTP");
 		gc_buf_free(&b);
 	}
 	for (size_t i = 0; i < h->ngpus; i++)
 		if (h->gpus[i].mode == GC_GPU_PASSTHROUGH)
-			build_passthru(c, t, h, h->gpus[i].pci, "GPU", h->gpus[i].model_name,
+			build_passthru(c, t, h, h->gpus[i].pci, "passthrough for GPU", h->gpus[i].model_name,
 				       &h->gpus[i].mark);
 	for (size_t i = 0; i < h->nnics; i++) {
 		const struct gc_host_nic *n = &h->nics[i];
 
 		if (n->mode == GC_NIC_MODE_PASSTHROUGH)
-			build_passthru(c, t, h, n->pci, "NIC", n->model_name, &n->mark);
+			build_passthru(c, t, h, n->pci, "passthrough for NIC", n->model_name, &n->mark);
 		if (n->mode == GC_NIC_MODE_SRIOV && sriov == NULL)
 			sriov = n;
 		if (n->mode == GC_NIC_MODE_PVRDMA && n->vmknic != NULL && pvrdma == NULL)
@@ -217,7 +216,7 @@ static void build_host(struct ctx *c, const struct gc_host *h)
 			sriov ? &sriov->mark : &h->mark, "%s/esxi.module_param/nmlx5_core", h->name);
 		set(c, r, "module", "nmlx5_core");
 		set(c, r, "max_vfs", h->nmlx5_max_vfs);
-		summary(c, r, "SR-IOV virtual functions (nmlx5_core max_vfs)");
+		summary0(c, r, "SR-IOV virtual functions (nmlx5_core max_vfs)");
 	}
 	if (h->vgpu != NULL)
 		build_vgpu_host(c, t, h);
@@ -226,12 +225,12 @@ static void build_host(struct ctx *c, const struct gc_host *h)
 			"%s/esxi.advanced/Net.PVRDMAVmknic", h->name);
 		set(c, r, "option", "/Net/PVRDMAVmknic");
 		set(c, r, "value", pvrdma->vmknic);
-		summary(c, r, "PVRDMA vmknic tag");
+		summary0(c, r, "PVRDMA vmknic tag");
 		r = add(c, GC_RES_ESXI_FIREWALL, t, h->name, NULL, 0, &pvrdma->mark,
 			"%s/esxi.firewall/pvrdma", h->name);
 		set(c, r, "ruleset", "pvrdma");
 		set(c, r, "enabled", "true");
-		summary(c, r, "firewall ruleset for PVRDMA");
+		summary0(c, r, "firewall ruleset for PVRDMA");
 	}
 }
 
@@ -244,15 +243,13 @@ static void build_dvs(struct ctx *c, const struct gc_dvswitch *d)
 	r = add(c, GC_RES_DVS, c->vcenter, NULL, NULL, 0, &d->mark, "dvs/%s", d->name);
 	setu(c, r, "mtu", d->mtu);
 	for (size_t i = 0; i < d->nuplinks; i++) {
-		struct gc_buf key = GC_BUF_INIT;
-
-		gc_buf_printf(&key, "uplink.%s", d->uplinks[i].host_name);
-		set(c, r, gc_buf_str(&key), d->uplinks[i].nic);
-		gc_buf_free(&key);
+		if (r != NULL)
+			set(c, r, gc_arena_printf(&c->g->arena, "uplink.%s", d->uplinks[i].host_name),
+			    d->uplinks[i].nic);
 		/* the PVRDMA vmknic lives on this switch */
 		edge(c, r, find(c, "%s/esxi.advanced/Net.PVRDMAVmknic", d->uplinks[i].host_name));
 	}
-	summary(c, r, "distributed switch");
+	summary0(c, r, "distributed switch");
 	for (size_t i = 0; i < d->nportgroups; i++) {
 		const struct gc_portgroup *p = &d->portgroups[i];
 
@@ -260,7 +257,7 @@ static void build_dvs(struct ctx *c, const struct gc_dvswitch *d)
 			 "dvs/%s/portgroup/%s", d->name, p->name);
 		set(c, pg, "dvswitch", d->name);
 		setu(c, pg, "vlan", p->vlan);
-		summary(c, pg, "port group");
+		summary0(c, pg, "port group");
 		edge(c, r, pg);
 	}
 }
@@ -289,7 +286,7 @@ static void build_vm_gpus(struct ctx *c, const struct gc_vm *v, struct gc_resour
 				&gpu->mark, "vm/%s/device.pci/%s", v->name, gpu->host_pci);
 			set(c, r, "host_pci", gpu->host_pci);
 			set(c, r, "device", "gpu");
-			summary(c, r, "passthrough GPU %s", gpu->host_pci);
+			summary(c, r, "passthrough GPU", gpu->host_pci);
 			edge(c, find(c, "%s/esxi.pci_passthru/%s", h, gpu->host_pci), r);
 			break;
 		case GC_VMGPU_DYNAMIC:
@@ -297,7 +294,7 @@ static void build_vm_gpus(struct ctx *c, const struct gc_vm *v, struct gc_resour
 				&gpu->mark, "vm/%s/device.pci/dynamic-%zu", v->name, i);
 			set(c, r, "pci_id", gpu->pci_id);
 			set(c, r, "device", "gpu");
-			summary(c, r, "dynamic passthrough GPU %s", gpu->pci_id);
+			summary(c, r, "dynamic passthrough GPU", gpu->pci_id);
 			if (gpu->gpu != NULL)
 				edge(c, find(c, "%s/esxi.pci_passthru/%s", h, gpu->gpu->pci), r);
 			break;
@@ -306,7 +303,7 @@ static void build_vm_gpus(struct ctx *c, const struct gc_vm *v, struct gc_resour
 				&gpu->mark, "vm/%s/device.vgpu/%zu", v->name, i);
 			set(c, r, "profile", gpu->profile);
 			set(c, r, "host_pci", gpu->host_pci);
-			summary(c, r, "vGPU %s", gpu->profile);
+			summary(c, r, "vGPU", gpu->profile);
 			edge(c, find(c, "%s/esxi.graphics", h), r);
 			if (gpu->gpu != NULL)
 				edge(c, find(c, "%s/esxi.gpu_ecc/%s", h, gpu->gpu->pci), r);
@@ -332,7 +329,7 @@ static void build_vm_nics(struct ctx *c, const struct gc_vm *v, struct gc_resour
 				&n->mark, "vm/%s/nic.sriov/%zu", v->name, i);
 			set(c, r, "pf", n->pf);
 			set(c, r, "port_group", n->port_group);
-			summary(c, r, "SR-IOV VF of %s", n->pf ? n->pf : "?");
+			summary(c, r, "SR-IOV VF of", n->pf);
 			edge(c, find(c, "%s/esxi.module_param/nmlx5_core", h), r);
 			break;
 		case GC_VMNIC_PVRDMA:
@@ -340,7 +337,7 @@ static void build_vm_nics(struct ctx *c, const struct gc_vm *v, struct gc_resour
 				&n->mark, "vm/%s/nic.pvrdma/%zu", v->name, i);
 			set(c, r, "port_group", n->port_group);
 			set(c, r, "protocol", n->protocol ? n->protocol : "rocev2");
-			summary(c, r, "PVRDMA adapter on %s", n->port_group ? n->port_group : "?");
+			summary(c, r, "PVRDMA adapter on", n->port_group);
 			edge(c, find(c, "%s/esxi.advanced/Net.PVRDMAVmknic", h), r);
 			edge(c, find(c, "%s/esxi.firewall/pvrdma", h), r);
 			break;
@@ -349,14 +346,14 @@ static void build_vm_nics(struct ctx *c, const struct gc_vm *v, struct gc_resour
 				"vm/%s/nic.vmxnet3/%zu", v->name, i);
 			set(c, r, "network", n->network);
 			set(c, r, "port_group", n->port_group);
-			summary(c, r, "vmxnet3 adapter");
+			summary0(c, r, "vmxnet3 adapter");
 			break;
 		case GC_VMNIC_PASSTHROUGH:
 			r = add(c, GC_RES_VM_DEVICE_PCI, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
 				&n->mark, "vm/%s/device.pci/%s", v->name, n->host_pci);
 			set(c, r, "host_pci", n->host_pci);
 			set(c, r, "device", "nic");
-			summary(c, r, "passthrough NIC %s", n->host_pci);
+			summary(c, r, "passthrough NIC", n->host_pci);
 			edge(c, find(c, "%s/esxi.pci_passthru/%s", h, n->host_pci), r);
 			break;
 		}
@@ -402,13 +399,13 @@ static void build_vm(struct ctx *c, const struct gc_vm *v)
 		setu(c, vm, "cpus", v->cpus);
 	if (v->memory_gb > 0)
 		setu(c, vm, "memory_gb", v->memory_gb);
-	summary(c, vm, "virtual machine");
+	summary0(c, vm, "virtual machine");
 
 	hw = add(c, GC_RES_VM_HW, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF, &v->mark,
 		 "vm/%s/hw", v->name);
 	set(c, hw, "firmware", v->firmware);
 	set(c, hw, "memory_reservation", v->reservation_full ? "full" : "none");
-	summary(c, hw, "firmware and memory reservation");
+	summary0(c, hw, "firmware and memory reservation");
 	edge(c, vm, hw);
 
 	if (v->use_64bit_mmio || v->allow_p2p == GC_TRUE) {
@@ -420,7 +417,7 @@ static void build_vm(struct ctx *c, const struct gc_vm *v)
 		}
 		if (v->allow_p2p == GC_TRUE)
 			set(c, extra, "pciPassthru.allowP2P", "true");
-		summary(c, extra, "VMX options for large BARs");
+		summary0(c, extra, "VMX options for large BARs");
 		edge(c, vm, extra);
 		edge(c, hw, extra);
 	}
@@ -428,7 +425,7 @@ static void build_vm(struct ctx *c, const struct gc_vm *v)
 	power = add(c, GC_RES_VM_POWER, c->vcenter, h, v->name, 0, &v->mark, "vm/%s/power",
 		    v->name);
 	set(c, power, "power", v->power_on ? "on" : "off");
-	summary(c, power, "power state");
+	summary0(c, power, "power state");
 	/* power is added before the devices so its id exists; insertion order
 	 * only breaks ties, edges decide */
 	build_vm_gpus(c, v, extra ? extra : hw, power);
@@ -458,7 +455,7 @@ static void build_switch(struct ctx *c, const struct gc_switch *s)
 	if (q->mode != NULL && strcmp(q->mode, "oneshot") == 0) {
 		r = add(c, GC_RES_SWITCH_ROCE, t, NULL, NULL, 0, &q->mark, "%s/switch.roce", s->name);
 		set(c, r, "mode", "lossless");
-		summary(c, r, "RoCE lossless (one-shot)");
+		summary0(c, r, "RoCE lossless (one-shot)");
 		return;
 	}
 	/* the manual DSCP recipe, in the order the reference guides apply it */
@@ -468,7 +465,7 @@ static void build_switch(struct ctx *c, const struct gc_switch *s)
 		gc_resource_setf(c->g, r, "traffic_class", "%d", q->priority);
 	setu(c, r, "min_kb", q->ecn_min_kb);
 	setu(c, r, "max_kb", q->ecn_max_kb);
-	summary(c, r, "ECN on the lossless traffic class");
+	summary0(c, r, "ECN on the lossless traffic class");
 
 	r = add(c, GC_RES_SWITCH_POOL, t, NULL, NULL, 0, &q->mark, "%s/switch.pool", s->name);
 	set(c, r, "pool", "roce");
@@ -477,20 +474,20 @@ static void build_switch(struct ctx *c, const struct gc_switch *s)
 		gc_resource_setf(c->g, r, "memory_percent", "%.2f", q->pool_percent);
 		gc_resource_setf(c->g, r, "switch_priority", "%d", q->priority);
 	}
-	summary(c, r, "lossless buffer pool");
+	summary0(c, r, "lossless buffer pool");
 
 	r = add(c, GC_RES_SWITCH_ETS, t, NULL, NULL, 0, &q->mark, "%s/switch.ets", s->name);
 	set(c, r, "ports", s->ports);
 	if (r != NULL)
 		gc_resource_setf(c->g, r, "traffic_class", "%d", q->cnp_traffic_class);
 	set(c, r, "mode", "strict");
-	summary(c, r, "strict ETS class for CNPs");
+	summary0(c, r, "strict ETS class for CNPs");
 
 	r = add(c, GC_RES_SWITCH_QOS_TRUST, t, NULL, NULL, 0, &q->mark, "%s/switch.qos_trust",
 		s->name);
 	set(c, r, "ports", s->ports);
 	set(c, r, "trust", "L3");
-	summary(c, r, "trust DSCP (L3)");
+	summary0(c, r, "trust DSCP (L3)");
 
 	if (q->pfc) {
 		r = add(c, GC_RES_SWITCH_PFC, t, NULL, NULL, 0, &q->mark, "%s/switch.pfc", s->name);
@@ -499,12 +496,12 @@ static void build_switch(struct ctx *c, const struct gc_switch *s)
 			gc_resource_setf(c->g, r, "priority", "%d", q->priority);
 		set(c, r, "enabled", "true");
 		set(c, r, "port_mode", "on-force");
-		summary(c, r, "PFC on the lossless priority");
+		summary0(c, r, "PFC on the lossless priority");
 	}
 	if (q->lldp) {
 		r = add(c, GC_RES_SWITCH_LLDP, t, NULL, NULL, 0, &q->mark, "%s/switch.lldp", s->name);
 		set(c, r, "enabled", "true");
-		summary(c, r, "LLDP (DCBX)");
+		summary0(c, r, "LLDP (DCBX)");
 	}
 }
 
@@ -522,7 +519,7 @@ static void build_guest(struct ctx *c, const struct gc_vm *v)
 	pkg = add(c, GC_RES_GUEST_PACKAGES, t, NULL, n, 0, &gu->mark, "guest/%s/packages", n);
 	set(c, pkg, "nvidia_driver", gu->nvidia_driver);
 	set(c, pkg, "rdma", gu->rdma_packages ? "true" : "false");
-	summary(c, pkg, "NVIDIA driver and RDMA packages");
+	summary0(c, pkg, "NVIDIA driver and RDMA packages");
 	edge(c, power, pkg);
 
 	if (gu->license != NULL) {
@@ -534,7 +531,7 @@ static void build_guest(struct ctx *c, const struct gc_vm *v)
 			setu(c, r, "port", l->port);
 		setu(c, r, "feature_type", l->feature_type);
 		set(c, r, "token_file", l->token_file);
-		summary(c, r, "vGPU licence");
+		summary0(c, r, "vGPU licence");
 		edge(c, pkg, r);
 	}
 	if (gu->peermem) {
@@ -542,7 +539,7 @@ static void build_guest(struct ctx *c, const struct gc_vm *v)
 		set(c, r, "module", "nvidia_peermem");
 		set(c, r, "loaded", "true");
 		set(c, r, "persistent", "true");
-		summary(c, r, "GPUDirect RDMA (nvidia_peermem)");
+		summary0(c, r, "GPUDirect RDMA (nvidia_peermem)");
 		edge(c, pkg, r);
 	}
 	if (gu->roce_qos != NULL) {
@@ -557,14 +554,14 @@ static void build_guest(struct ctx *c, const struct gc_vm *v)
 		if (r != NULL)
 			gc_resource_setf(c->g, r, "tos", "%d", q->tos);
 		set(c, r, "ecn", q->ecn ? "true" : "false");
-		summary(c, r, "RoCE QoS (trust, PFC, ToS, ECN)");
+		summary0(c, r, "RoCE QoS (trust, PFC, ToS, ECN)");
 		edge(c, pkg, r);
 	}
 	if (gu->container_toolkit) {
 		r = add(c, GC_RES_GUEST_CONTAINER_TOOLKIT, t, NULL, n, 0, &gu->mark,
 			"guest/%s/container_toolkit", n);
 		set(c, r, "installed", "true");
-		summary(c, r, "NVIDIA Container Toolkit");
+		summary0(c, r, "NVIDIA Container Toolkit");
 		edge(c, pkg, r);
 	}
 	if (gu->nntp > 0) {
@@ -572,8 +569,9 @@ static void build_guest(struct ctx *c, const struct gc_vm *v)
 
 		r = add(c, GC_RES_GUEST_NTP, t, NULL, n, 0, &gu->mark, "guest/%s/ntp", n);
 		join(&b, gu->ntp, gu->nntp);
-		set(c, r, "servers", gc_buf_str(&b));
-		summary(c, r, "NTP");
+		if (r != NULL)
+			gc_resource_set(c->g, r, "servers", gc_buf_str(&b));
+		summary0(c, r, "NTP");
 		edge(c, power, r);
 		gc_buf_free(&b);
 	}
@@ -585,7 +583,6 @@ int gc_graph_build(struct gc_graph **out, const struct gc_cluster *cl, struct gc
 {
 	struct gc_graph *g = NULL;
 	struct ctx c = {0};
-	const struct gc_resource **order = NULL;
 
 	gc_graph_new(&g);
 	g->cluster = cl;
@@ -608,10 +605,6 @@ int gc_graph_build(struct gc_graph **out, const struct gc_cluster *cl, struct gc
 	for (size_t i = 0; i < cl->nvms; i++)
 		if (cl->vms[i].guest != NULL)
 			build_guest(&c, &cl->vms[i]);
-	if (c.rc != 0)
-		goto out;
-	c.rc = gc_graph_toposort(&order, g, err);
-	free((void *)order);
 	if (c.rc != 0)
 		goto out;
 	*out = g;

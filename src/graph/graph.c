@@ -178,33 +178,43 @@ int gc_graph_add(struct gc_resource **out, struct gc_graph *g, enum gc_res_kind 
 		 const struct gc_target *target, const char *id, const char *host, const char *vm,
 		 unsigned flags, struct gc_error *err)
 {
-	struct gc_resource *r;
+	struct gc_resource *r = gc_arena_alloc(&g->arena, sizeof(*r));
 
-	if (gc_strmap_get(g->index, id) != NULL)
+	r->id = gc_arena_strdup(&g->arena, id);
+	if (gc_strmap_put_new(g->index, r->id, r) != NULL)
 		return gc_error_set(err, GC_EINVAL, "duplicate resource id '%s'", id);
-	r = gc_arena_alloc(&g->arena, sizeof(*r));
 	r->index = g->nresources;
 	r->kind = kind;
-	r->id = gc_arena_strdup(&g->arena, id);
 	r->target = target;
-	r->host = host ? gc_arena_strdup(&g->arena, host) : NULL;
-	r->vm = vm ? gc_arena_strdup(&g->arena, vm) : NULL;
+	/* resources come in runs of one host / one VM: share the copies */
+	if (host != NULL && (g->last_host == NULL || strcmp(g->last_host, host) != 0))
+		g->last_host = gc_arena_strdup(&g->arena, host);
+	if (vm != NULL && (g->last_vm == NULL || strcmp(g->last_vm, vm) != 0))
+		g->last_vm = gc_arena_strdup(&g->arena, vm);
+	r->host = host ? g->last_host : NULL;
+	r->vm = vm ? g->last_vm : NULL;
 	r->flags = flags;
 	g->resources = grow_heap(g->resources, g->nresources, &g->capresources,
 				 sizeof(*g->resources));
 	g->resources[g->nresources++] = r;
-	gc_strmap_put(g->index, r->id, r);
 	*out = r;
 	return 0;
+}
+
+void gc_resource_set_borrowed(struct gc_graph *g, struct gc_resource *r, const char *key,
+			      const char *value)
+{
+	r->props = grow_arena(&g->arena, r->props, r->nprops, &r->capprops, sizeof(*r->props));
+	r->props[r->nprops].key = key;
+	r->props[r->nprops].value = value;
+	r->nprops++;
 }
 
 void gc_resource_set(struct gc_graph *g, struct gc_resource *r, const char *key,
 		     const char *value)
 {
-	r->props = grow_arena(&g->arena, r->props, r->nprops, &r->capprops, sizeof(*r->props));
-	r->props[r->nprops].key = gc_arena_strdup(&g->arena, key);
-	r->props[r->nprops].value = gc_arena_strdup(&g->arena, value);
-	r->nprops++;
+	gc_resource_set_borrowed(g, r, gc_arena_strdup(&g->arena, key),
+				 gc_arena_strdup(&g->arena, value));
 }
 
 void gc_resource_setf(struct gc_graph *g, struct gc_resource *r, const char *key,
@@ -218,6 +228,17 @@ void gc_resource_setf(struct gc_graph *g, struct gc_resource *r, const char *key
 	va_end(ap);
 	gc_resource_set(g, r, key, gc_buf_str(&b));
 	gc_buf_free(&b);
+}
+
+void gc_resource_describe(struct gc_buf *out, const struct gc_resource *r)
+{
+	if (r->summary == NULL) {
+		gc_buf_puts(out, r->id);
+		return;
+	}
+	gc_buf_puts(out, r->summary);
+	if (r->detail != NULL)
+		gc_buf_printf(out, " %s", r->detail);
 }
 
 const char *gc_resource_prop(const struct gc_resource *r, const char *key)

@@ -82,8 +82,8 @@ void gc_graph_render_dot(struct gc_buf *out, const struct gc_graph *g)
 			gc_buf_puts(out, " [label=");
 			gc_buf_reset(&label);
 			gc_buf_puts(&label, gc_res_kind_name(r->kind));
-			if (r->summary != NULL)
-				gc_buf_printf(&label, "\n%s", r->summary);
+			gc_buf_putc(&label, '\n');
+			gc_resource_describe(&label, r);
 			if (r->flags != 0)
 				gc_buf_printf(&label, "\n[%s]", flag_text(r->flags));
 			dot_quote(out, gc_buf_str(&label));

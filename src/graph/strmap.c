@@ -36,18 +36,19 @@ void gc_strmap_free(struct gc_strmap *m)
 	free(m);
 }
 
-static struct gc_strmap_slot *find(struct gc_strmap_slot *slots, size_t cap, const char *key)
+static struct gc_strmap_slot *find(struct gc_strmap_slot *slots, size_t cap, const char *key,
+				    size_t h)
 {
-	size_t i = (size_t)hash(key) & (cap - 1);
+	size_t i = h & (cap - 1);
 
-	while (slots[i].key != NULL && strcmp(slots[i].key, key) != 0)
+	while (slots[i].key != NULL && (slots[i].hash != h || strcmp(slots[i].key, key) != 0))
 		i = (i + 1) & (cap - 1);
 	return &slots[i];
 }
 
 void *gc_strmap_get(const struct gc_strmap *m, const char *key)
 {
-	return find(m->slots, m->cap, key)->value;
+	return find(m->slots, m->cap, key, (size_t)hash(key))->value;
 }
 
 static void grow(struct gc_strmap *m)
@@ -57,7 +58,7 @@ static void grow(struct gc_strmap *m)
 
 	for (size_t i = 0; i < m->cap; i++)
 		if (m->slots[i].key != NULL)
-			*find(slots, cap, m->slots[i].key) = m->slots[i];
+			*find(slots, cap, m->slots[i].key, m->slots[i].hash) = m->slots[i];
 	free(m->slots);
 	m->slots = slots;
 	m->cap = cap;
@@ -66,15 +67,34 @@ static void grow(struct gc_strmap *m)
 void *gc_strmap_put(struct gc_strmap *m, const char *key, void *value)
 {
 	struct gc_strmap_slot *s;
+	size_t h = (size_t)hash(key);
 	void *old;
 
 	if ((m->n + 1) * 2 > m->cap)
 		grow(m);
-	s = find(m->slots, m->cap, key);
+	s = find(m->slots, m->cap, key, h);
+	s->hash = h;
 	old = s->value;
 	if (s->key == NULL)
 		m->n++;
 	s->key = key;
 	s->value = value;
 	return old;
+}
+
+void *gc_strmap_put_new(struct gc_strmap *m, const char *key, void *value)
+{
+	struct gc_strmap_slot *s;
+	size_t h = (size_t)hash(key);
+
+	if ((m->n + 1) * 2 > m->cap)
+		grow(m);
+	s = find(m->slots, m->cap, key, h);
+	if (s->key != NULL)
+		return s->value ? s->value : (void *)s;
+	s->hash = h;
+	s->key = key;
+	s->value = value;
+	m->n++;
+	return NULL;
 }

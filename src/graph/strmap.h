@@ -12,6 +12,7 @@
 struct gc_strmap_slot {
 	const char *key;
 	void *value;
+	size_t hash; /* compared before the key: fewer cache misses */
 };
 
 struct gc_strmap {
@@ -25,5 +26,8 @@ void gc_strmap_free(struct gc_strmap *m);
 void *gc_strmap_get(const struct gc_strmap *m, const char *key);
 /* Insert or replace; returns the previous value or NULL. */
 void *gc_strmap_put(struct gc_strmap *m, const char *key, void *value);
+/* Insert only when absent: returns the existing value (map unchanged), or NULL
+ * after inserting. */
+void *gc_strmap_put_new(struct gc_strmap *m, const char *key, void *value);
 
 #endif

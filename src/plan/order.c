@@ -187,10 +187,16 @@ static int cmp_group(const void *x, const void *y)
 	return (a->seq > c->seq) - (a->seq < c->seq);
 }
 
+/*
+ * Number the actions, give each its wave and deps array, and measure the
+ * critical path: waves are barriers, so it is the sum over waves of the
+ * longest dependency chain inside each wave.
+ */
 static void number(struct builder *b, struct gc_action **ord)
 {
 	struct gc_plan *p = b->p;
-	size_t *cp = gc_xcalloc(b->n + 1, sizeof(*cp)); /* by final position */
+	size_t *cp = gc_xcalloc(b->n + 1, sizeof(*cp));      /* by final position */
+	size_t *wavelen = gc_xcalloc(b->n + 1, sizeof(*wavelen)); /* by wave */
 
 	for (size_t i = 0; i < b->n; i++) {
 		struct gc_action *a = ord[i];
@@ -206,13 +212,13 @@ static void number(struct builder *b, struct gc_action **ord)
 		a->deps = gc_arena_alloc(&p->arena, (k ? k : 1) * sizeof(*a->deps));
 		for (struct gc_action_link *l = a->in; l != NULL; l = l->next) {
 			a->deps[a->ndeps++] = l->a;
-			if (cp[l->a->seq - 1] > best)
+			if (l->a->wave == wave && cp[l->a->seq - 1] > best)
 				best = cp[l->a->seq - 1];
 		}
 		qsort(a->deps, a->ndeps, sizeof(*a->deps), cmp_dep);
 		cp[i] = best + 1;
-		if (cp[i] > p->stats.critical_path)
-			p->stats.critical_path = cp[i];
+		if (cp[i] > wavelen[wave])
+			wavelen[wave] = cp[i];
 		switch (a->op) {
 		case GC_OP_NONE:
 			p->stats.synthesized++;
@@ -228,6 +234,9 @@ static void number(struct builder *b, struct gc_action **ord)
 			break;
 		}
 	}
+	for (size_t w = 0; w < b->n; w++)
+		p->stats.critical_path += wavelen[w];
+	free(wavelen);
 	free(cp);
 }
 

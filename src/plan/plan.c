@@ -135,9 +135,13 @@ static void whyf(struct builder *b, struct gc_action *a, const char *fmt, ...)
 	gc_buf_free(&s);
 }
 
-static const char *phrase(const struct gc_resource *r)
+/* What an action changes, for "why" lines. */
+static void phrase(struct gc_buf *s, const struct gc_action *a)
 {
-	return r->summary ? r->summary : r->id;
+	if (a->resource != NULL)
+		gc_resource_describe(s, a->resource);
+	else
+		gc_buf_puts(s, a->resource_id);
 }
 
 /* ---------------------------------------------------------------- 1. diff */
@@ -290,9 +294,11 @@ static void diff_deletes(struct builder *b)
 
 static void list_phrases(struct gc_buf *s, struct gc_action **v, size_t n)
 {
-	for (size_t i = 0; i < n && i < 3; i++)
-		gc_buf_printf(s, "%s%s", i ? ", " : "",
-			      v[i]->resource ? phrase(v[i]->resource) : v[i]->resource_id);
+	for (size_t i = 0; i < n && i < 3; i++) {
+		if (i > 0)
+			gc_buf_puts(s, ", ");
+		phrase(s, v[i]);
+	}
 	if (n > 3)
 		gc_buf_printf(s, " and %zu more", n - 3);
 }
@@ -491,9 +497,12 @@ static void synthesize_vm(struct builder *b, size_t i)
 	if (running && power != NULL && power->kind == GC_ACT_POWER_OFF) {
 		off = power; /* the spec wants it off: that is the power-off */
 	} else if (running && offch != NULL) {
+		struct gc_buf s = GC_BUF_INIT;
+
+		phrase(&s, offch);
 		off = plan_action(b, GC_ACT_POWER_OFF, GC_OP_NONE, b->vcenter, NULL);
-		whyf(b, off, "%s needs the VM powered off",
-		     offch->resource ? phrase(offch->resource) : offch->resource_id);
+		whyf(b, off, "%s needs the VM powered off", gc_buf_str(&s));
+		gc_buf_free(&s);
 		if (v->power_on) {
 			on = plan_action(b, GC_ACT_POWER_ON, GC_OP_NONE, b->vcenter, NULL);
 			whyf(b, on, "power %s back on after the change%s that needed it off", v->name,

@@ -1,0 +1,65 @@
+/*
+ * cli.h - what the command files of src/cli share: the command table entry,
+ * exit codes, and the few helpers that print (only src/cli prints).
+ *
+ * Adding a verb: write cmd_<verb>.c with `int cmd_<verb>(int argc, char **argv)`
+ * (argv[0] is the verb), declare it below, add one line to commands[] in
+ * main.c and the file to CMakeLists.txt.
+ */
+#ifndef GC_CLI_H
+#define GC_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "gc/spec.h"
+#include "gc/util.h"
+
+/* Exit codes (like `terraform plan -detailed-exitcode`). */
+#define GC_EXIT_OK 0      /* success, no changes */
+#define GC_EXIT_ERROR 1   /* error (spec, I/O, remote) */
+#define GC_EXIT_CHANGES 2 /* success, the plan has changes */
+#define GC_EXIT_USAGE 64  /* command-line usage error (EX_USAGE) */
+
+struct cli_command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary; /* one line for `help` */
+	const char *usage;   /* full --help text */
+};
+
+/* The command table (main.c). */
+const struct cli_command *cli_commands(size_t *n);
+const struct cli_command *cli_command_find(const char *name);
+
+int cmd_plan(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_graph(int argc, char **argv);
+int cmd_version(int argc, char **argv);
+int cmd_help(int argc, char **argv);
+
+extern const char cmd_plan_usage[];
+extern const char cmd_check_usage[];
+extern const char cmd_graph_usage[];
+extern const char cmd_version_usage[];
+extern const char cmd_help_usage[];
+
+/* "gpuclusterctl <verb>: <message>" on stderr, then "usage:" hint; returns GC_EXIT_USAGE. */
+int cli_usage_error(const char *verb, const char *fmt, ...) GC_PRINTF(2, 3);
+/* "gpuclusterctl: error: <message>" on stderr; returns GC_EXIT_ERROR. */
+int cli_error(const char *fmt, ...) GC_PRINTF(1, 2);
+/* Print a command's --help text to stdout; returns GC_EXIT_OK. */
+int cli_print_usage(const char *verb);
+/* Colour on this stream: a TTY and NO_COLOR unset or empty. */
+bool cli_color(FILE *f);
+/* Write a whole buffer to stdout; false on a write error (reported). */
+bool cli_write(const struct gc_buf *b);
+
+/*
+ * Load and check a spec.  Diagnostics (warnings too) go to stderr exactly as
+ * gc_diags_format() renders them; on errors also "gpuclusterctl: N errors
+ * in SPEC".  Returns 0 with *out set, or GC_EXIT_ERROR.
+ */
+int cli_load_spec(struct gc_cluster **out, const char *path);
+
+#endif

@@ -1,0 +1,189 @@
+/*
+ * main.c - gpuclusterctl's entry point and command table (git.c style).
+ *
+ * `gpuclusterctl [-h|--help|--version] <command> [options] [args]`.  Each
+ * command lives in cmd_<verb>.c and parses its own options; this file only
+ * dispatches.  Commands planned but not here yet (apply, validate, probe)
+ * get one line each in commands[] when they land.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const struct cli_command commands[] = {
+	{"plan", cmd_plan, "show what apply would change, in order", cmd_plan_usage},
+	{"check", cmd_check, "load and check a spec; print diagnostics", cmd_check_usage},
+	{"graph", cmd_graph, "print the resource graph (DOT or JSON)", cmd_graph_usage},
+	/* {"apply", cmd_apply, ...},       src/cli/cmd_apply.c    (with src/exec) */
+	/* {"validate", cmd_validate, ...}, src/cli/cmd_validate.c (with src/validate) */
+	/* {"probe", cmd_probe, ...},       src/cli/cmd_probe.c    (with src/probe) */
+	{"version", cmd_version, "print the version", cmd_version_usage},
+	{"help", cmd_help, "show help for gpuclusterctl or a command", cmd_help_usage},
+};
+
+const struct cli_command *cli_commands(size_t *n)
+{
+	*n = GC_ARRAY_LEN(commands);
+	return commands;
+}
+
+const struct cli_command *cli_command_find(const char *name)
+{
+	for (size_t i = 0; i < GC_ARRAY_LEN(commands); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+int cli_usage_error(const char *verb, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "gpuclusterctl%s%s: ", verb ? " " : "", verb ? verb : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'gpuclusterctl %s%s--help' for more information.\n",
+		verb ? verb : "", verb ? " " : "");
+	return GC_EXIT_USAGE;
+}
+
+int cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("gpuclusterctl: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return GC_EXIT_ERROR;
+}
+
+int cli_print_usage(const char *verb)
+{
+	const struct cli_command *c = cli_command_find(verb);
+
+	if (c != NULL)
+		fputs(c->usage, stdout);
+	return GC_EXIT_OK;
+}
+
+bool cli_color(FILE *f)
+{
+	const char *nc = getenv("NO_COLOR");
+
+	return isatty(fileno(f)) && (nc == NULL || nc[0] == '\0');
+}
+
+bool cli_write(const struct gc_buf *b)
+{
+	if (b->len > 0 && fwrite(b->ptr, 1, b->len, stdout) != b->len) {
+		cli_error("writing the output failed");
+		return false;
+	}
+	if (fflush(stdout) != 0) {
+		cli_error("writing the output failed");
+		return false;
+	}
+	return true;
+}
+
+int cli_load_spec(struct gc_cluster **out, const char *path)
+{
+	struct gc_diags diags = {0};
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_buf b = GC_BUF_INIT;
+	int rc = gc_spec_load(out, &diags, path, &err);
+
+	gc_diags_format(&b, &diags);
+	fputs(gc_buf_str(&b), stderr);
+	gc_buf_free(&b);
+	if (rc == GC_ESPEC) {
+		size_t n = diags.nerrors;
+
+		fprintf(stderr, "gpuclusterctl: %zu error%s in %s\n", n, n == 1 ? "" : "s", path);
+	} else if (rc != 0) {
+		cli_error("%s", err.msg);
+	}
+	gc_diags_free(&diags);
+	return rc == 0 ? 0 : GC_EXIT_ERROR;
+}
+
+static void print_main_usage(FILE *f)
+{
+	size_t n;
+	const struct cli_command *c = cli_commands(&n);
+
+	fputs("usage: gpuclusterctl [-h | --help] [--version] <command> [<args>]\n\n"
+	      "Build and check GPU clusters on virtualized hosts from one YAML spec.\n\n"
+	      "Commands:\n",
+	      f);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "   %-10s %s\n", c[i].name, c[i].summary);
+	fputs("\nExit status: 0 no changes / success, 2 the plan has changes, 1 error, 64 usage.\n"
+	      "See 'gpuclusterctl help <command>' or man gpuclusterctl.\n",
+	      f);
+}
+
+int cmd_help(int argc, char **argv)
+{
+	const struct cli_command *c;
+
+	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0))
+		return cli_print_usage("help");
+	if (argc > 2)
+		return cli_usage_error("help", "too many arguments");
+	if (argc < 2) {
+		print_main_usage(stdout);
+		return GC_EXIT_OK;
+	}
+	c = cli_command_find(argv[1]);
+	if (c == NULL)
+		return cli_usage_error("help", "unknown command '%s'", argv[1]);
+	fputs(c->usage, stdout);
+	return GC_EXIT_OK;
+}
+
+const char cmd_help_usage[] = "usage: gpuclusterctl help [<command>]\n\n"
+			      "Show the list of commands, or the help of one command.\n";
+
+int main(int argc, char **argv)
+{
+	const struct cli_command *c;
+	size_t n;
+	const char *const *names;
+
+	if (argc < 2) {
+		print_main_usage(stderr);
+		return GC_EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+		print_main_usage(stdout);
+		return GC_EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0)
+		return cmd_version(1, argv + 1);
+	c = cli_command_find(argv[1]);
+	if (c != NULL)
+		return c->run(argc - 1, argv + 1);
+	{
+		const struct cli_command *all = cli_commands(&n);
+		const char *v[16];
+		const char *hint;
+
+		for (size_t i = 0; i < n && i < GC_ARRAY_LEN(v); i++)
+			v[i] = all[i].name;
+		names = v;
+		hint = gc_did_you_mean(argv[1], names, n < GC_ARRAY_LEN(v) ? n : GC_ARRAY_LEN(v));
+		fprintf(stderr, "gpuclusterctl: '%s' is not a gpuclusterctl command", argv[1]);
+		if (hint != NULL)
+			fprintf(stderr, " (did you mean '%s'?)", hint);
+		fputs("\nSee 'gpuclusterctl --help'.\n", stderr);
+	}
+	return GC_EXIT_USAGE;
+}
