@@ -312,6 +312,35 @@ static void test_desired_sn2700_exact(void **state)
 }
 
 /* The commands, read back as a running-config, are converged. */
+#ifdef GC_HAVE_SPEC
+/* The same list from the shipped example spec, through the real loader. */
+static void test_desired_from_example_spec(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_diags diags = {0};
+	struct gc_cluster *c = NULL;
+	struct gc_switch *sw;
+	struct gc_onyx_desired d;
+	struct gc_onyx_state obs;
+	struct gc_onyx_cmds cmds = {NULL, 0};
+	char *path = gc_xasprintf("%s/examples/roce-passthrough.yaml", GC_SOURCE_DIR);
+
+	if (gc_spec_load(&c, &diags, path, &err) != 0)
+		fail_msg("%s: %s (%zu diagnostics)", path, err.msg, diags.n);
+	sw = gc_cluster_switch(c, "sn2700");
+	assert_non_null(sw);
+	assert_int_equal(gc_onyx_desired(&d, sw, &err), 0);
+	gc_onyx_state_init(&obs);
+	assert_int_equal(gc_onyx_diff(&cmds, &d, &obs, sw->roce->owned, &err), 0);
+	assert_cmds(&cmds, full_sn2700, GC_ARRAY_LEN(full_sn2700));
+	gc_onyx_cmds_free(&cmds);
+	gc_onyx_desired_free(&d);
+	gc_cluster_free(c);
+	gc_diags_free(&diags);
+	free(path);
+}
+#endif
+
 static void test_diff_converged(void **state)
 {
 	struct gc_error err = GC_ERROR_INIT;
@@ -545,6 +574,9 @@ int main(void)
 		cmocka_unit_test(test_running_config_bad),
 		cmocka_unit_test(test_show_roce),
 		cmocka_unit_test(test_desired_sn2700_exact),
+#ifdef GC_HAVE_SPEC
+		cmocka_unit_test(test_desired_from_example_spec),
+#endif
 		cmocka_unit_test(test_diff_converged),
 		cmocka_unit_test(test_diff_one_hand_change),
 		cmocka_unit_test(test_diff_owned_removal),
