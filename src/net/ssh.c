@@ -47,6 +47,7 @@ struct gc_ssh_conn {
 	int fd;
 	LIBSSH2_SESSION *session;
 	bool alive;
+	bool shut;        /* socket shut down: libssh2 calls fail at once */
 	char target[300]; /* user@host:port */
 	char *host;
 	unsigned port;
@@ -119,6 +120,19 @@ static int timeout_fail(struct gc_ssh_conn *c, const char *what, unsigned ms, st
 	c->alive = false;
 	return gc_error_set(err, GC_ETIMEOUT, "ssh %s: %s: timed out after %u.%03u s", c->target,
 			    what, ms / 1000, ms % 1000);
+}
+
+/*
+ * A dead connection's socket is shut down first, so that libssh2's cleanup
+ * (which would send CLOSE and wait for the peer's) fails at once instead of
+ * saying EAGAIN forever, and frees everything.
+ */
+static void shut_if_dead(struct gc_ssh_conn *c)
+{
+	if (!c->alive && !c->shut && c->fd >= 0) {
+		shutdown(c->fd, SHUT_RDWR);
+		c->shut = true;
+	}
 }
 
 /* ---------------------------------------------------------------- waiting */
@@ -783,16 +797,20 @@ void gc_ssh_free(struct gc_ssh_conn *c)
 	if (c == NULL)
 		return;
 	if (c->session != NULL) {
+		int i;
+
 		if (c->alive) {
 			uint64_t deadline = deadline_after(500);
-			int rc;
 
-			while ((rc = libssh2_session_disconnect(c->session, "bye")) ==
-			       LIBSSH2_ERROR_EAGAIN)
+			while (libssh2_session_disconnect(c->session, "bye") == LIBSSH2_ERROR_EAGAIN)
 				if (wait_socket(c, deadline, NULL) < 0)
 					break;
 		}
-		libssh2_session_free(c->session);
+		c->alive = false;
+		shut_if_dead(c);
+		for (i = 0; i < 1000; i++)
+			if (libssh2_session_free(c->session) != LIBSSH2_ERROR_EAGAIN)
+				break;
 	}
 	if (c->fd >= 0)
 		close(c->fd);
@@ -851,15 +869,17 @@ static LIBSSH2_CHANNEL *open_channel(struct gc_ssh_conn *c, uint64_t deadline, u
 
 static void channel_discard(struct gc_ssh_conn *c, LIBSSH2_CHANNEL *ch)
 {
-	/* On a dead connection libssh2 only frees memory; on a live one it
-	 * sends a close, which we give a moment. */
-	uint64_t deadline = deadline_after(c->alive ? 500 : 0);
+	/* On a live connection the close gets a moment. */
+	uint64_t deadline = deadline_after(500);
+	int i;
 
-	while (libssh2_channel_free(ch) == LIBSSH2_ERROR_EAGAIN)
-		if (!c->alive || wait_socket(c, deadline, NULL) < 0) {
-			c->alive = false;
-			break;
-		}
+	shut_if_dead(c);
+	for (i = 0; i < 1000 && libssh2_channel_free(ch) == LIBSSH2_ERROR_EAGAIN; i++) {
+		if (c->alive && wait_socket(c, deadline, NULL) == 0)
+			continue;
+		c->alive = false;
+		shut_if_dead(c);
+	}
 }
 
 struct sink {
