@@ -26,7 +26,7 @@ struct check {
 	struct spec_strmap gpus;    /* "hostidx/pci" -> struct gc_host_gpu */
 	struct spec_strmap nics;    /* "hostidx/pci" -> struct gc_host_nic */
 	struct spec_strmap gpu_any; /* "pci" -> first struct gc_host_gpu with it */
-	struct spec_strmap uplinks; /* "dvsidx/host" -> struct gc_dvs_uplink */
+	struct spec_strmap uplinks; /* "dvsidx/host[/nic]" -> struct gc_dvs_uplink */
 	size_t *gpu_base, *nic_base; /* per host: ordinal of its first GPU / NIC */
 	bool *gpu_dyn;               /* per GPU: taken by a dynamic DirectPath request */
 	unsigned *vf_used;           /* per NIC: VFs handed out */
@@ -260,13 +260,18 @@ static void check_dvswitches(struct check *k)
 				continue;
 			}
 			key = gc_arena_printf(&k->scratch, "%zu/%s", i, u->host_name);
+			spec_strmap_put(&k->uplinks, key, u);
+			if (u->nic == NULL)
+				continue;
+			key = gc_arena_printf(&k->scratch, "%zu/%s/%s", i, u->host_name, u->nic);
 			prev = spec_strmap_put(&k->uplinks, key, u);
 			if (prev != NULL)
 				spec_diag(k->x, GC_SEV_ERROR, u->mark,
 					  gc_arena_printf(k->x->arena, "first given at line %d",
 							  prev->mark.line),
-					  "host '%s' is already an uplink of distributed switch '%s'",
-					  u->host_name, q(d->name));
+					  "'%s' of host '%s' is already an uplink of distributed switch "
+					  "'%s'",
+					  u->nic, u->host_name, q(d->name));
 		}
 	}
 }
@@ -309,6 +314,10 @@ static void check_host(struct check *k, struct gc_host *h)
 			continue;
 		di = (size_t)(n->dvswitch - k->c->dvswitches);
 		u = spec_strmap_get(&k->uplinks, gc_arena_printf(&k->scratch, "%zu/%s", di, h->name));
+		if (u != NULL && n->device != NULL &&
+		    spec_strmap_get(&k->uplinks, gc_arena_printf(&k->scratch, "%zu/%s/%s", di,
+								 h->name, n->device)) != NULL)
+			continue;
 		if (u == NULL)
 			spec_diag(k->x, GC_SEV_ERROR, fmark(k, &n->dvswitch_name, n->mark),
 				  gc_arena_printf(k->x->arena,
@@ -316,11 +325,14 @@ static void check_host(struct check *k, struct gc_host *h)
 						  n->device ? n->device : "vmnicN"),
 				  "host '%s' is not an uplink of distributed switch '%s'", h->name,
 				  n->dvswitch_name);
-		else if (n->device != NULL && u->nic != NULL && strcmp(u->nic, n->device) != 0)
-			spec_diag(k->x, GC_SEV_ERROR, fmark(k, &u->nic, u->mark),
-				  gc_arena_printf(k->x->arena, "use nic: %s", n->device),
-				  "uplink of host '%s' is '%s', but its pvrdma NIC is '%s'", h->name,
-				  u->nic, n->device);
+		else if (n->device != NULL)
+			spec_diag(k->x, GC_SEV_ERROR, fmark(k, &n->device, n->mark),
+				  gc_arena_printf(k->x->arena,
+						  "add {host: %s, nic: %s} to the uplinks of '%s'",
+						  h->name, n->device, n->dvswitch_name),
+				  "pvrdma NIC '%s' of host '%s' is not an uplink of distributed "
+				  "switch '%s'",
+				  n->device, h->name, n->dvswitch_name);
 	}
 	if (vfs.len > 0)
 		h->nmlx5_max_vfs = gc_arena_strdup(k->x->arena, gc_buf_str(&vfs));
@@ -418,22 +430,17 @@ static void claim_static(struct check *k, struct gc_vm *vm, struct gc_vm_gpu *vg
 	vg->memory_gb = g->memory_gb;
 }
 
-static const char *profile_hint(struct check *k, const struct gc_gpu_model *m,
-				const char *profile)
+/* "T4 offers: grid_t4-1q ..." (a did-you-mean would only guess among look-alikes) */
+static const char *profile_hint(struct check *k, const struct gc_gpu_model *m)
 {
-	size_t n = 0;
 	struct gc_buf b = GC_BUF_INIT;
-	const char *best, *r;
+	const char *r;
+	size_t i;
 
-	while (m->vgpu_profiles[n])
-		n++;
-	if (n == 0)
+	if (m->vgpu_profiles[0] == NULL)
 		return "no vGPU profiles are known for this model";
-	best = gc_did_you_mean(profile, m->vgpu_profiles, n);
-	if (best != NULL)
-		return gc_arena_printf(k->x->arena, "did you mean '%s'?", best);
 	gc_buf_printf(&b, "%s offers:", m->name);
-	for (size_t i = 0; i < n; i++)
+	for (i = 0; m->vgpu_profiles[i] != NULL; i++)
 		gc_buf_printf(&b, " %s", m->vgpu_profiles[i]);
 	r = gc_arena_printf(k->x->arena, "%s", gc_buf_str(&b));
 	gc_buf_free(&b);
@@ -460,7 +467,7 @@ static bool vgpu_fits(struct check *k, struct gc_host_gpu *g, const char *profil
 				  "no vGPU profiles are known for GPU model '%s'",
 				  q(g->model_name));
 		else if (loud)
-			spec_diag(k->x, GC_SEV_ERROR, m, profile_hint(k, g->model, profile),
+			spec_diag(k->x, GC_SEV_ERROR, m, profile_hint(k, g->model),
 				  "vgpu profile '%s' is not offered by %s", profile, g->model->name);
 		return false;
 	}

@@ -82,7 +82,7 @@ const char *spec_esc(struct spec_ctx *x, const char *s)
 			gc_buf_puts(&b, "...");
 			break;
 		}
-		if (c < 0x20 || c >= 0x7f || c == '\\')
+		if (c < 0x20 || c >= 0x7f || c == '\\' || c == '\'')
 			gc_buf_printf(&b, "\\x%02x", c);
 		else
 			gc_buf_putc(&b, (char)c);
@@ -112,7 +112,7 @@ static char *source_line(struct spec_ctx *x, int line)
 	size_t start, end;
 	struct gc_buf b = GC_BUF_INIT;
 
-	if (x->data == NULL || line <= 0)
+	if (x->data == NULL || x->len == 0 || line <= 0)
 		return NULL;
 	if (x->line_starts == NULL)
 		build_line_index(x);

@@ -233,8 +233,8 @@ static void unknown_model_hint(struct spec_ctx *x, struct gc_buf *h, const char 
 		for (i = 0; i < n; i++)
 			gc_buf_printf(h, "%s%s", i ? ", " : "", names[i]);
 	}
-	if (gpu)
-		gc_buf_puts(h, "; other GPUs need memory_gb");
+	if (gpu && strcmp(name, "V100") != 0)
+		gc_buf_puts(h, " (GPUs not in the table need memory_gb)");
 	(void)x;
 }
 
@@ -320,7 +320,7 @@ static void host_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 			spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &nic->vfs, nic->mark),
 				  gc_arena_printf(x->arena, "at most %u VFs per port",
 						  nic->model->max_vfs),
-				  "vfs %u exceeds the maximum of %s", nic->vfs, nic->model->name);
+				  "vfs %u exceeds the maximum for %s", nic->vfs, nic->model->name);
 	} else {
 		not_applicable(x, &nic->vfs, spec_field_given(x, &nic->vfs), "vfs",
 			       "a NIC that is not in sriov mode");
