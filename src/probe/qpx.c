@@ -183,8 +183,7 @@ int gc_probe_line_send(int fd, const char *line, struct gc_error *err)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return gc_error_set_errno(err, GC_ENET, errno, "send to peer: %s",
-						  strerror(errno));
+			return gc_error_set_errno(err, GC_ENET, errno, "send to peer");
 		off += (size_t)w;
 	}
 	return 0;
@@ -214,13 +213,12 @@ int gc_probe_line_recv(char *buf, size_t cap, int fd, int timeout_ms, struct gc_
 		if (pr == 0)
 			continue;
 		if (pr < 0)
-			return gc_error_set_errno(err, GC_ENET, errno, "poll: %s", strerror(errno));
+			return gc_error_set_errno(err, GC_ENET, errno, "poll");
 		r = recv(fd, &c, 1, 0);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
-			return gc_error_set_errno(err, GC_ENET, errno, "recv from peer: %s",
-						  strerror(errno));
+			return gc_error_set_errno(err, GC_ENET, errno, "recv from peer");
 		if (r == 0)
 			return gc_error_set(err, GC_ENET, "peer closed the connection%s",
 					    n ? " mid-line" : "");
@@ -274,8 +272,7 @@ int gc_probe_tcp_listen(int *fd, int port, int *bound, struct gc_error *err)
 	if (s < 0) { /* no IPv6 in this guest */
 		s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (s < 0)
-			return gc_error_set_errno(err, GC_EIO, errno, "socket: %s",
-						  strerror(errno));
+			return gc_error_set_errno(err, GC_EIO, errno, "socket");
 		setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		memset(&a4, 0, sizeof(a4));
 		a4.sin_family = AF_INET;
@@ -284,14 +281,13 @@ int gc_probe_tcp_listen(int *fd, int port, int *bound, struct gc_error *err)
 		if (bind(s, (struct sockaddr *)&a4, sizeof(a4)) != 0) {
 			int e = errno;
 			close(s);
-			return gc_error_set_errno(err, GC_EIO, e, "bind TCP port %d: %s", port,
-						  strerror(e));
+			return gc_error_set_errno(err, GC_EIO, e, "bind TCP port %d", port);
 		}
 	}
 	if (listen(s, 1) != 0) {
 		int e = errno;
 		close(s);
-		return gc_error_set_errno(err, GC_EIO, e, "listen: %s", strerror(e));
+		return gc_error_set_errno(err, GC_EIO, e, "listen");
 	}
 	if (bound) {
 		struct sockaddr_storage ss;
@@ -317,10 +313,10 @@ int gc_probe_tcp_accept(int *fd, int lfd, int timeout_ms, struct gc_error *err)
 		return gc_error_set(err, GC_ETIMEOUT, "no peer connected within %d s",
 				    timeout_ms / 1000);
 	if (pr < 0)
-		return gc_error_set_errno(err, GC_EIO, errno, "poll: %s", strerror(errno));
+		return gc_error_set_errno(err, GC_EIO, errno, "poll");
 	s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (s < 0)
-		return gc_error_set_errno(err, GC_ENET, errno, "accept: %s", strerror(errno));
+		return gc_error_set_errno(err, GC_ENET, errno, "accept");
 	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	*fd = s;
 	return 0;
@@ -359,8 +355,8 @@ int gc_probe_tcp_connect(int *fd, const char *host, int port, int timeout_ms,
 	}
 	freeaddrinfo(res);
 	if (s < 0)
-		return gc_error_set_errno(err, GC_ENET, e, "cannot connect to %s:%d: %s", host,
-					  port, strerror(e));
+		return gc_error_set_errno(err, GC_ENET, e, "cannot connect to %s:%d", host,
+					  port);
 	setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	*fd = s;
 	return 0;

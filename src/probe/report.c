@@ -291,9 +291,11 @@ int gc_probe_render_text(char **out, const struct gc_probe_report *r)
 	int i, j, k;
 
 	pb_buf_puts(&b, "RDMA\n");
-	if (rd->status != GC_PROBE_OK)
+	if (rd->status == GC_PROBE_NOT_RUN)
+		pb_buf_puts(&b, "  not run\n");
+	else if (rd->status != GC_PROBE_OK)
 		pb_buf_printf(&b, "  %s: %s\n", gc_probe_status_name(rd->status), rd->reason);
-	if (!rd->verbs_loaded)
+	if (!rd->verbs_loaded && rd->status != GC_PROBE_NOT_RUN)
 		pb_buf_printf(&b, "  verbs: %s\n", or_dash(rd->verbs_reason));
 	for (i = 0; i < rd->ndev; i++) {
 		const struct gc_probe_rdma_dev *d = &rd->devs[i];
@@ -330,10 +332,13 @@ int gc_probe_render_text(char **out, const struct gc_probe_report *r)
 			pb_buf_printf(&b, "    qos: %s\n", or_dash(d->qos.reason));
 		}
 	}
-	pb_buf_printf(&b, "  peermem: %s\n", rd->peermem[0] ? rd->peermem : "not loaded");
+	if (rd->status != GC_PROBE_NOT_RUN)
+		pb_buf_printf(&b, "  peermem: %s\n", rd->peermem[0] ? rd->peermem : "not loaded");
 
 	pb_buf_puts(&b, "CUDA\n");
-	if (c->status != GC_PROBE_OK) {
+	if (c->status == GC_PROBE_NOT_RUN) {
+		pb_buf_puts(&b, "  not run\n");
+	} else if (c->status != GC_PROBE_OK) {
 		pb_buf_printf(&b, "  %s: %s\n", gc_probe_status_name(c->status), c->reason);
 	} else {
 		pb_buf_printf(&b, "  driver %s (CUDA %d.%d)%s%s\n", or_dash(c->driver_version),
@@ -375,8 +380,11 @@ int gc_probe_render_text(char **out, const struct gc_probe_report *r)
 			}
 		}
 	}
-	pb_buf_printf(&b, "GPUDirect RDMA\n  %s: %s\n", gc_probe_status_name(r->gdr.status),
-		      or_dash(r->gdr.reason));
+	if (r->gdr.status == GC_PROBE_NOT_RUN)
+		pb_buf_puts(&b, "GPUDirect RDMA\n  not run\n");
+	else
+		pb_buf_printf(&b, "GPUDirect RDMA\n  %s: %s\n", gc_probe_status_name(r->gdr.status),
+			      or_dash(r->gdr.reason));
 	if (r->rdma_test.status != GC_PROBE_NOT_RUN) {
 		const struct gc_probe_rdma_test *t = &r->rdma_test;
 		pb_buf_printf(&b, "RDMA test (%s%s%s)\n  %s", t->role, t->peer[0] ? " -> " : "",
