@@ -116,8 +116,8 @@ make_host_dirs() {
 }
 
 write_config() {
-	local port=$1 user=$2
-	cat >"$lab/sshd_config" <<EOF
+	local port=$1 user=$2 out=${3:-$lab/sshd_config}
+	cat >"$out" <<EOF
 # written by scripts/lab.sh - the gpuclusterctl lab sshd
 Port $port
 ListenAddress 0.0.0.0
@@ -135,8 +135,8 @@ PermitEmptyPasswords no
 UsePAM no
 StrictModes no
 UseDNS no
-ForceCommand $root/tests/sim/dispatch
-SetEnv GC_LAB_DIR=$lab GC_SIM_DIR=$root/tests/sim
+ForceCommand exec $root/tests/sim/dispatch
+SetEnv GC_LAB_DIR=$lab GC_SIM_DIR=$root/tests/sim${GC_SIM_LATENCY_MS:+ GC_SIM_LATENCY_MS=$GC_SIM_LATENCY_MS}
 AcceptEnv GC_SIM_LATENCY_MS
 PermitUserEnvironment no
 AllowTcpForwarding no
@@ -190,11 +190,15 @@ cmd_start() {
 	make_host_dirs "$user"
 
 	if pid=$(sshd_pid); then
-		if [ "$(cat "$lab/port")" = "$port" ]; then
+		write_config "$port" "$user" "$lab/sshd_config.new"
+		if [ "$(cat "$lab/port")" = "$port" ] &&
+			cmp -s "$lab/sshd_config" "$lab/sshd_config.new"; then
+			rm -f "$lab/sshd_config.new"
 			write_known_hosts "$port"
 			echo "lab: already running (pid $pid, port $port, $hosts hosts, $switches switches)"
 			return 0
 		fi
+		rm -f "$lab/sshd_config.new"
 		cmd_stop >/dev/null
 	fi
 	echo "$port" >"$lab/port"

@@ -48,6 +48,7 @@ struct gc_ssh_conn {
 	LIBSSH2_SESSION *session;
 	bool alive;
 	bool shut;        /* socket shut down: libssh2 calls fail at once */
+	bool ready;       /* authenticated: keepalives may be sent */
 	char target[300]; /* user@host:port */
 	char *host;
 	unsigned port;
@@ -163,7 +164,7 @@ static int wait_socket(struct gc_ssh_conn *c, uint64_t deadline, struct gc_error
 	if (p.events == 0)
 		p.events = POLLIN;
 	ms = (int)((deadline - now + 999999) / 1000000);
-	if (c->keepalive_s > 0) {
+	if (c->keepalive_s > 0 && c->ready) {
 		int next = 0;
 
 		libssh2_keepalive_send(c->session, &next);
@@ -784,6 +785,7 @@ int gc_ssh_connect(struct gc_ssh_conn **out, const struct gc_ssh_opts *o, struct
 		goto fail;
 	if ((rc = authenticate(c, o, deadline, ms, err)) < 0)
 		goto fail;
+	c->ready = true; /* a keepalive in the middle of KEX would break it */
 	*out = c;
 	return 0;
 fail:

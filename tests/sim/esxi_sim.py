@@ -995,6 +995,10 @@ def run_simple(ctx, argv):
         fault = simlab.take_fault(ctx.host, " ".join(argv))
     if fault and fault[0] == "drop":
         simlab.drop_session()
+    if fault and fault[0] == "kill":
+        ctx.io.stdout.flush()
+        ctx.io.stderr.flush()
+        os.kill(os.getpid(), fault[1])
     delay = simlab.latency_ms(ctx.host)
     if delay > 0:
         time.sleep(delay / 1000.0)

@@ -11,7 +11,7 @@ hands over to a simulator; this module gives simulators what they share:
   "<UTC ISO-8601 timestamp with ms> <command>" with backslash, newline and
   carriage return escaped as \\\\, \\n and \\r;
 - faults from the control file hosts/<name>/control.json (see docs/lab.md):
-  latency_ms, drop_after, fail_once, reboot_seconds;
+  latency_ms, drop_after, fail_once, kill_once, reboot_seconds;
 - drop_session(): end the SSH connection the way a dying host does, by
   killing this session's sshd process (the client sees the socket close, no
   exit status; ssh(1) would exit 255).
@@ -146,10 +146,13 @@ def latency_ms(host, control=None):
 def take_fault(host, command):
     """Consume one-shot faults for the command about to run (lock held).
 
-    Returns None, ("drop",) or ("fail", message, exit_status, stream).
+    Returns None, ("drop",), ("fail", message, exit_status, stream) or
+    ("kill", signal_number).
     drop_after N: N commands run normally, the next drops the connection.
     fail_once {"match": prefix, "message": text, "exit": 1, "stream": "stderr"}:
     the first command starting with prefix fails with that text, once.
+    kill_once {"match": prefix, "signal": 9}: the simulator kills itself with
+    that signal when that command comes (sshd reports the exit signal).
     """
     control = read_control(host)
     result = None
@@ -168,6 +171,11 @@ def take_fault(host, command):
         changed = True
         result = ("fail", fail.get("message", "Error: injected failure"),
                   int(fail.get("exit", 1)), fail.get("stream", "stderr"))
+    kill = control.get("kill_once")
+    if result is None and kill and command.startswith(kill.get("match", "")):
+        del control["kill_once"]
+        changed = True
+        result = ("kill", int(kill.get("signal", 9)))
     if changed:
         write_control(host, control)
     return result

@@ -11,7 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -648,6 +651,66 @@ static void test_reboot_drops_and_refuses(void **state)
 	write_control("esxi-3", "{}");
 }
 
+
+static void test_exit_signal_and_keepalive(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-3");
+	struct gc_ssh_conn *c;
+	struct gc_ssh_result r;
+
+	write_control("esxi-3", "{\"kill_once\": {\"match\": \"vmware\", \"signal\": 9}}");
+	o.keepalive_s = 1;
+	c = connect_ok(&o);
+	exec_ok(c, "echo before; vmware -v", &r);
+	assert_string_equal(r.out, "before\n");
+	assert_int_equal(r.exit_status, -1);
+	assert_string_equal(r.exit_signal, "KILL");
+	gc_ssh_result_free(&r);
+	/* a quiet command longer than the keepalive interval */
+	exec_ok(c, "sleep 1.5; echo done", &r);
+	assert_string_equal(r.out, "done\n");
+	assert_int_equal(r.exit_status, 0);
+	assert_string_equal(r.exit_signal, "");
+	gc_ssh_result_free(&r);
+	gc_ssh_free(c);
+}
+
+/* The lab admits loopback clients only: dial the machine's own non-loopback
+ * address, so the client address is not in 127.0.0.0/8. */
+static void test_non_loopback_client_refused(void **state)
+{
+	struct ifaddrs *ifs = NULL, *i;
+	char addr[INET_ADDRSTRLEN] = "";
+	struct gc_ssh_opts o = key_opts("esxi-1");
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c = NULL;
+	char kh[700];
+
+	assert_int_equal(getifaddrs(&ifs), 0);
+	for (i = ifs; i != NULL; i = i->ifa_next) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)(void *)i->ifa_addr;
+
+		if (sin == NULL || sin->sin_family != AF_INET ||
+		    (ntohl(sin->sin_addr.s_addr) >> 24) == 127)
+			continue;
+		inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof(addr));
+		break;
+	}
+	freeifaddrs(ifs);
+	if (addr[0] == '\0') {
+		print_message("no non-loopback IPv4 address here; nothing to check\n");
+		return;
+	}
+	snprintf(kh, sizeof(kh), "%s/nonloop_known_hosts", tmp);
+	o.host = addr;
+	o.known_hosts = kh;
+	o.trust_new_host_keys = true;
+	o.password_env = "GC_TEST_LAB_PASSWORD";
+	assert_int_equal(gc_ssh_connect(&c, &o, &err), GC_EAUTH);
+	assert_non_null(strstr(err.msg, "authentication failed for user 'gclab'"));
+	assert_no_secret(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -665,6 +728,8 @@ int main(void)
 		cmocka_unit_test(test_parallel_connections),
 		cmocka_unit_test(test_pty_shell),
 		cmocka_unit_test(test_reboot_drops_and_refuses),
+		cmocka_unit_test(test_exit_signal_and_keepalive),
+		cmocka_unit_test(test_non_loopback_client_refused),
 	};
 
 	return cmocka_run_group_tests(tests, lab_start, lab_stop);
