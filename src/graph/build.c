@@ -329,6 +329,7 @@ static void build_vm_nics(struct ctx *c, const struct gc_vm *v, struct gc_resour
 				&n->mark, "vm/%s/nic.sriov/%zu", v->name, i);
 			set(c, r, "pf", n->pf);
 			set(c, r, "port_group", n->port_group);
+			set(c, r, "network", n->network);
 			summary(c, r, "SR-IOV VF of", n->pf);
 			edge(c, find(c, "%s/esxi.module_param/nmlx5_core", h), r);
 			break;
@@ -336,6 +337,7 @@ static void build_vm_nics(struct ctx *c, const struct gc_vm *v, struct gc_resour
 			r = add(c, GC_RES_VM_NIC_PVRDMA, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
 				&n->mark, "vm/%s/nic.pvrdma/%zu", v->name, i);
 			set(c, r, "port_group", n->port_group);
+			set(c, r, "network", n->network);
 			set(c, r, "protocol", n->protocol ? n->protocol : "rocev2");
 			summary(c, r, "PVRDMA adapter on", n->port_group);
 			edge(c, find(c, "%s/esxi.advanced/Net.PVRDMAVmknic", h), r);

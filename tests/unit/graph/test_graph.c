@@ -1,0 +1,330 @@
+/*
+ * test_graph.c - the resource graph: ids, properties, flags, edges, the
+ * cycle message, and that DOT and JSON output are accepted by their readers.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "fixture.h"
+#include "gc/graph.h"
+
+static struct gc_graph *build(struct gc_cluster *c)
+{
+	struct gc_graph *g = NULL;
+	struct gc_error err = GC_ERROR_INIT;
+
+	assert_int_equal(gc_graph_build(&g, c, &err), 0);
+	return g;
+}
+
+static bool has_dep(const struct gc_resource *r, const char *before)
+{
+	for (size_t i = 0; i < r->ndeps; i++)
+		if (strcmp(r->deps[i]->id, before) == 0)
+			return true;
+	return false;
+}
+
+static const struct gc_resource *get(struct gc_graph *g, const char *id)
+{
+	const struct gc_resource *r = gc_graph_find(g, id);
+
+	if (r == NULL)
+		fail_msg("no resource '%s'", id);
+	return r;
+}
+
+/* Every resource of a one-host passthrough cluster, in insertion order. */
+static void test_passthrough_resources(void **state)
+{
+	static const char *const want[] = {
+		"esx01/esxi.ntp",
+		"esx01/esxi.pci_passthru/0000:3b:00.0",
+		"esx01/esxi.module_param/nmlx5_core",
+		"dvs/rdma-dvs",
+		"dvs/rdma-dvs/portgroup/rdma-pg",
+		"vm/worker-01",
+		"vm/worker-01/hw",
+		"vm/worker-01/extra_config",
+		"vm/worker-01/power",
+		"vm/worker-01/device.pci/0000:3b:00.0",
+		"vm/worker-01/nic.sriov/0",
+		"sw01/switch.ecn",
+		"sw01/switch.pool",
+		"sw01/switch.ets",
+		"sw01/switch.qos_trust",
+		"sw01/switch.pfc",
+		"sw01/switch.lldp",
+		"guest/worker-01/packages",
+		"guest/worker-01/peermem",
+		"guest/worker-01/roce_qos",
+	};
+	struct gc_cluster *c = fx_cluster(1, 1, FX_PASSTHROUGH);
+	struct gc_graph *g = build(c);
+
+	assert_int_equal(g->nresources, GC_ARRAY_LEN(want));
+	for (size_t i = 0; i < GC_ARRAY_LEN(want); i++)
+		assert_string_equal(g->resources[i]->id, want[i]);
+	assert_int_equal(g->ntargets, 4);
+	assert_string_equal(g->targets[0]->name, "esx01");
+	assert_int_equal(g->targets[1]->kind, GC_TARGET_VCENTER);
+	assert_int_equal(g->targets[2]->kind, GC_TARGET_SWITCH);
+	assert_int_equal(g->targets[3]->kind, GC_TARGET_GUEST);
+	(void)state;
+	gc_graph_free(g);
+	fx_free(c);
+}
+
+static void test_passthrough_props_flags_edges(void **state)
+{
+	struct gc_cluster *c = fx_cluster(1, 2, FX_PASSTHROUGH);
+	struct gc_graph *g = build(c);
+	const struct gc_resource *r;
+
+	r = get(g, "esx01/esxi.pci_passthru/0000:3c:00.0");
+	assert_int_equal(r->kind, GC_RES_ESXI_PCI_PASSTHRU);
+	assert_int_equal(r->flags, GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT);
+	assert_string_equal(gc_resource_prop(r, "enabled"), "true");
+	assert_string_equal(r->target->name, "esx01");
+
+	r = get(g, "esx01/esxi.module_param/nmlx5_core");
+	assert_string_equal(gc_resource_prop(r, "max_vfs"), "8,8");
+
+	r = get(g, "vm/worker-01/extra_config");
+	assert_int_equal(r->nprops, 3);
+	assert_string_equal(r->props[0].key, "pciPassthru.use64bitMMIO");
+	assert_string_equal(r->props[0].value, "TRUE");
+	assert_string_equal(r->props[1].key, "pciPassthru.64bitMMIOSizeGB");
+	assert_string_equal(r->props[1].value, "64");
+	assert_string_equal(r->props[2].key, "pciPassthru.allowP2P");
+	assert_int_equal(r->flags, GC_RES_NEEDS_VM_OFF);
+	assert_string_equal(r->host, "esx01");
+	assert_string_equal(r->vm, "worker-01");
+	assert_int_equal(r->target->kind, GC_TARGET_VCENTER);
+
+	/* host preparation before VM devices; VM exists before devices before power */
+	r = get(g, "vm/worker-01/device.pci/0000:3c:00.0");
+	assert_true(has_dep(r, "esx01/esxi.pci_passthru/0000:3c:00.0"));
+	assert_true(has_dep(r, "vm/worker-01/extra_config"));
+	assert_false(has_dep(r, "esx01/esxi.pci_passthru/0000:3b:00.0"));
+	r = get(g, "vm/worker-01/nic.sriov/0");
+	assert_true(has_dep(r, "esx01/esxi.module_param/nmlx5_core"));
+	assert_true(has_dep(r, "dvs/rdma-dvs/portgroup/rdma-pg"));
+	r = get(g, "vm/worker-01/power");
+	assert_true(has_dep(r, "vm/worker-01/device.pci/0000:3b:00.0"));
+	assert_true(has_dep(r, "vm/worker-01/nic.sriov/0"));
+	assert_true(has_dep(get(g, "vm/worker-01/hw"), "vm/worker-01"));
+	/* guest after power-on; driver packages before the rest of the guest */
+	assert_true(has_dep(get(g, "guest/worker-01/packages"), "vm/worker-01/power"));
+	assert_true(has_dep(get(g, "guest/worker-01/peermem"), "guest/worker-01/packages"));
+	assert_true(has_dep(get(g, "dvs/rdma-dvs/portgroup/rdma-pg"), "dvs/rdma-dvs"));
+	/* the switch is independent */
+	assert_int_equal(get(g, "sw01/switch.pfc")->ndeps, 0);
+	assert_int_equal(get(g, "sw01/switch.pfc")->nrdeps, 0);
+	assert_false(g->vms[0].live_migratable);
+	assert_string_equal(g->vms[0].pinned_by, "passthrough GPU 0000:3b:00.0");
+	(void)state;
+	gc_graph_free(g);
+	fx_free(c);
+}
+
+static void test_vgpu_edges(void **state)
+{
+	struct gc_cluster *c = fx_cluster(2, 1, FX_VGPU);
+	struct gc_graph *g = build(c);
+	const struct gc_resource *r;
+
+	/* the VIB before the graphics type and ECC (nvidia-smi ships in it) */
+	assert_true(has_dep(get(g, "esx01/esxi.graphics"), "esx01/esxi.vib/NVD-VGPU-800"));
+	assert_true(has_dep(get(g, "esx01/esxi.gpu_ecc/0000:3b:00.0"), "esx01/esxi.vib/NVD-VGPU-800"));
+	r = get(g, "esx01/esxi.gpu_ecc/0000:3b:00.0");
+	assert_string_equal(gc_resource_prop(r, "ecc"), "disabled");
+	r = get(g, "vm/worker-01/device.vgpu/0");
+	assert_string_equal(gc_resource_prop(r, "profile"), "grid_t4-16c");
+	assert_true(has_dep(r, "esx01/esxi.graphics"));
+	assert_true(has_dep(r, "esx01/esxi.gpu_ecc/0000:3b:00.0"));
+	/* dvs before portgroup before the PVRDMA NIC; vmknic tag + firewall first */
+	r = get(g, "vm/worker-02/nic.pvrdma/0");
+	assert_true(has_dep(r, "dvs/rdma-dvs/portgroup/rdma-pg"));
+	assert_true(has_dep(r, "esx02/esxi.advanced/Net.PVRDMAVmknic"));
+	assert_true(has_dep(r, "esx02/esxi.firewall/pvrdma"));
+	assert_true(has_dep(get(g, "esx02/esxi.advanced/Net.PVRDMAVmknic"), "dvs/rdma-dvs"));
+	r = get(g, "dvs/rdma-dvs");
+	assert_string_equal(gc_resource_prop(r, "uplink.esx02"), "vmnic4");
+	assert_int_equal(get(g, "esx01/esxi.firewall/pvrdma")->flags, 0);
+	assert_true(g->vms[1].live_migratable);
+	assert_null(g->vms[1].pinned_by);
+	(void)state;
+	gc_graph_free(g);
+	fx_free(c);
+}
+
+static void test_duplicate_id(void **state)
+{
+	struct gc_graph *g;
+	struct gc_resource *r;
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_target *t;
+
+	gc_graph_new(&g);
+	t = gc_graph_add_target(g, GC_TARGET_ESXI, "esx01");
+	assert_ptr_equal(gc_graph_add_target(g, GC_TARGET_ESXI, "esx01"), t);
+	assert_int_equal(gc_graph_add(&r, g, GC_RES_ESXI_NTP, t, "esx01/esxi.ntp", "esx01", NULL, 0, &err), 0);
+	assert_int_equal(gc_graph_add(&r, g, GC_RES_ESXI_NTP, t, "esx01/esxi.ntp", "esx01", NULL, 0, &err),
+			 GC_EINVAL);
+	assert_string_equal(err.msg, "duplicate resource id 'esx01/esxi.ntp'");
+	assert_int_equal(g->nresources, 1);
+	(void)state;
+	gc_graph_free(g);
+}
+
+static void test_cycle_names_ids(void **state)
+{
+	struct gc_graph *g;
+	struct gc_resource *a, *b, *c, *d;
+	struct gc_error err = GC_ERROR_INIT;
+	const struct gc_resource **order = NULL;
+	struct gc_target *t;
+
+	gc_graph_new(&g);
+	t = gc_graph_add_target(g, GC_TARGET_ESXI, "esx01");
+	assert_int_equal(gc_graph_add(&d, g, GC_RES_ESXI_NTP, t, "esx01/esxi.ntp", "esx01", NULL, 0, &err), 0);
+	assert_int_equal(gc_graph_add(&a, g, GC_RES_ESXI_VIB, t, "a", "esx01", NULL, 0, &err), 0);
+	assert_int_equal(gc_graph_add(&b, g, GC_RES_ESXI_GRAPHICS, t, "b", "esx01", NULL, 0, &err), 0);
+	assert_int_equal(gc_graph_add(&c, g, GC_RES_ESXI_GPU_ECC, t, "c", "esx01", NULL, 0, &err), 0);
+	gc_graph_add_edge(g, d, a);
+	gc_graph_add_edge(g, a, b);
+	gc_graph_add_edge(g, b, c);
+	gc_graph_add_edge(g, c, a);
+	gc_graph_add_edge(g, c, a); /* duplicate: ignored */
+	assert_int_equal(g->nedges, 4);
+	assert_int_equal(gc_graph_toposort(&order, g, &err), GC_ECYCLE);
+	assert_null(order);
+	assert_string_equal(err.msg, "dependency cycle: a -> b -> c -> a");
+	(void)state;
+	gc_graph_free(g);
+}
+
+static void test_toposort_order(void **state)
+{
+	struct gc_cluster *c = fx_cluster(1, 1, FX_PASSTHROUGH);
+	struct gc_graph *g = build(c);
+	const struct gc_resource **order = NULL;
+	struct gc_error err = GC_ERROR_INIT;
+	size_t *pos = calloc(g->nresources, sizeof(*pos));
+
+	assert_int_equal(gc_graph_toposort(&order, g, &err), 0);
+	for (size_t i = 0; i < g->nresources; i++)
+		pos[order[i]->index] = i;
+	for (size_t i = 0; i < g->nresources; i++)
+		for (size_t d = 0; d < g->resources[i]->ndeps; d++)
+			assert_true(pos[g->resources[i]->deps[d]->index] < pos[i]);
+	free(pos);
+	free((void *)order);
+	(void)state;
+	gc_graph_free(g);
+	fx_free(c);
+}
+
+static void test_dot_renders(void **state)
+{
+	struct gc_cluster *c = fx_cluster(2, 2, FX_VGPU);
+	struct gc_graph *g = build(c);
+	struct gc_buf b = GC_BUF_INIT;
+	char path[] = "/tmp/gc-test-dot-XXXXXX";
+	int fd;
+	FILE *f;
+
+	gc_graph_render_dot(&b, g);
+	assert_non_null(strstr(gc_buf_str(&b), "\"esx01/esxi.vib/NVD-VGPU-800\" -> \"esx01/esxi.graphics\";"));
+	assert_non_null(strstr(gc_buf_str(&b), "label=\"esxi esx01\";"));
+	if (system("command -v dot >/dev/null 2>&1") != 0) {
+		gc_buf_free(&b);
+		gc_graph_free(g);
+		fx_free(c);
+		skip();
+	}
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	fputs(gc_buf_str(&b), f);
+	fclose(f);
+	{
+		char *cmd = gc_xasprintf("dot -Tsvg '%s' -o /dev/null", path);
+
+		assert_int_equal(system(cmd), 0);
+		free(cmd);
+	}
+	unlink(path);
+	(void)state;
+	gc_buf_free(&b);
+	gc_graph_free(g);
+	fx_free(c);
+}
+
+static void test_json_parses(void **state)
+{
+	struct gc_cluster *c = fx_cluster(1, 1, FX_PASSTHROUGH);
+	struct gc_graph *g = build(c);
+	struct gc_buf b = GC_BUF_INIT;
+	json_object *root, *v, *r0;
+
+	gc_graph_render_json(&b, g);
+	root = json_tokener_parse(gc_buf_str(&b));
+	assert_non_null(root);
+	assert_true(json_object_object_get_ex(root, "format_version", &v));
+	assert_int_equal(json_object_get_int(v), 1);
+	assert_true(json_object_object_get_ex(root, "resources", &v));
+	assert_int_equal(json_object_array_length(v), g->nresources);
+	r0 = json_object_array_get_idx(v, 1);
+	assert_true(json_object_object_get_ex(r0, "id", &v));
+	assert_string_equal(json_object_get_string(v), "esx01/esxi.pci_passthru/0000:3b:00.0");
+	assert_true(json_object_object_get_ex(r0, "source", &v));
+	assert_string_equal(json_object_get_string(v), "fixture.yaml:100:3");
+	json_object_put(root);
+	(void)state;
+	gc_buf_free(&b);
+	gc_graph_free(g);
+	fx_free(c);
+}
+
+/* Linear growth: 2,000 hosts x (8 GPUs + 2 NICs + 1 VM); no timing asserted. */
+static void test_scale(void **state)
+{
+	struct gc_cluster *c = fx_cluster(2000, 8, FX_PASSTHROUGH);
+	uint64_t t0 = gc_now_ns();
+	struct gc_graph *g = build(c);
+
+	printf("# graph of 2000 hosts: %zu resources, %zu edges in %.3f s\n", g->nresources,
+	       g->nedges, (double)(gc_now_ns() - t0) / 1e9);
+	assert_int_equal(g->nresources, 2000 * 26 + 8);
+	(void)state;
+	gc_graph_free(g);
+	fx_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_passthrough_resources),
+		cmocka_unit_test(test_passthrough_props_flags_edges),
+		cmocka_unit_test(test_vgpu_edges),
+		cmocka_unit_test(test_duplicate_id),
+		cmocka_unit_test(test_cycle_names_ids),
+		cmocka_unit_test(test_toposort_order),
+		cmocka_unit_test(test_dot_renders),
+		cmocka_unit_test(test_json_parses),
+		cmocka_unit_test(test_scale),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,544 @@
+/*
+ * test_plan.c - the planner: exact action order per target, maintenance
+ * windows, one reboot per host, power-off/on and vMotion, waves under
+ * rolling.max_unavailable, deletes, cycles, the summary line.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "fixture.h"
+#include "gc/plan.h"
+
+struct fx {
+	struct gc_cluster *c;
+	struct gc_graph *g;
+	struct gc_observed *o;
+	struct gc_plan *p;
+};
+
+static void fx_build(struct fx *f, size_t nhosts, size_t ngpus, enum fx_mode mode)
+{
+	struct gc_error err = GC_ERROR_INIT;
+
+	memset(f, 0, sizeof(*f));
+	f->c = fx_cluster(nhosts, ngpus, mode);
+	assert_int_equal(gc_graph_build(&f->g, f->c, &err), 0);
+}
+
+/* Observed state equal to the spec: every resource as desired, VMs on. */
+static void fx_converge(struct fx *f)
+{
+	gc_observed_new(&f->o);
+	for (size_t i = 0; i < f->g->nresources; i++) {
+		const struct gc_resource *r = f->g->resources[i];
+
+		gc_observed_add(f->o, r->id);
+		for (size_t k = 0; k < r->nprops; k++)
+			gc_observed_set(f->o, r->id, r->props[k].key, r->props[k].value);
+	}
+	for (size_t i = 0; i < f->g->nvms; i++)
+		gc_observed_set_vm(f->o, f->g->vms[i].name, GC_POWER_ON, f->g->vms[i].host, false);
+}
+
+static int fx_plan(struct fx *f, const struct gc_plan_opts *opts, struct gc_error *err)
+{
+	return gc_plan_build(&f->p, f->g, f->o, opts, err);
+}
+
+static void fx_plan_ok(struct fx *f, const struct gc_plan_opts *opts)
+{
+	struct gc_error err = GC_ERROR_INIT;
+
+	if (fx_plan(f, opts, &err) != 0)
+		fail_msg("plan: %s", err.msg);
+}
+
+static void fx_done(struct fx *f)
+{
+	gc_plan_free(f->p);
+	gc_observed_free(f->o);
+	gc_graph_free(f->g);
+	fx_free(f->c);
+}
+
+/* "step; step; ..." of one target (all waves), by gc_action_describe(). */
+static char *steps(const struct gc_plan *p, const char *target)
+{
+	struct gc_buf b = GC_BUF_INIT;
+
+	for (size_t i = 0; i < p->nactions; i++) {
+		const struct gc_action *a = p->actions[i];
+
+		if (strcmp(a->target->name, target) != 0)
+			continue;
+		if (b.len > 0)
+			gc_buf_puts(&b, "; ");
+		gc_action_describe(&b, a);
+	}
+	return gc_buf_take(&b);
+}
+
+static void assert_steps(const struct gc_plan *p, const char *target, const char *want)
+{
+	char *got = steps(p, target);
+
+	assert_string_equal(got, want);
+	free(got);
+}
+
+static const struct gc_action *find_action(const struct gc_plan *p, const char *describe)
+{
+	struct gc_buf b = GC_BUF_INIT;
+
+	for (size_t i = 0; i < p->nactions; i++) {
+		gc_buf_reset(&b);
+		gc_action_describe(&b, p->actions[i]);
+		if (strcmp(gc_buf_str(&b), describe) == 0) {
+			gc_buf_free(&b);
+			return p->actions[i];
+		}
+	}
+	gc_buf_free(&b);
+	fail_msg("no action '%s'", describe);
+	return NULL;
+}
+
+/* a is among b's deps (transitively) */
+static bool depends(const struct gc_action *b, const struct gc_action *a)
+{
+	if (b == a)
+		return true;
+	for (size_t i = 0; i < b->ndeps; i++)
+		if (b->deps[i]->seq >= a->seq && depends(b->deps[i], a))
+			return true;
+	return false;
+}
+
+static char *summary(const struct gc_plan *p)
+{
+	struct gc_buf b = GC_BUF_INIT;
+
+	gc_plan_render_summary(&b, p);
+	return gc_buf_take(&b);
+}
+
+/* ---------------------------------------------------------------- offline */
+
+static void test_offline_passthrough_order(void **state)
+{
+	struct fx f;
+	char *s;
+
+	fx_build(&f, 1, 1, FX_PASSTHROUGH);
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "esx01",
+		     "+ esx01/esxi.ntp; enter maintenance mode on esx01; "
+		     "+ esx01/esxi.pci_passthru/0000:3b:00.0; + esx01/esxi.module_param/nmlx5_core; "
+		     "reboot esx01; wait for esx01; verify esx01; exit maintenance mode on esx01");
+	assert_steps(f.p, "vcenter",
+		     "+ dvs/rdma-dvs; + dvs/rdma-dvs/portgroup/rdma-pg; + vm/worker-01; "
+		     "+ vm/worker-01/hw; + vm/worker-01/extra_config; "
+		     "+ vm/worker-01/device.pci/0000:3b:00.0; + vm/worker-01/nic.sriov/0; "
+		     "power on worker-01");
+	assert_steps(f.p, "sw01",
+		     "+ sw01/switch.ecn; + sw01/switch.pool; + sw01/switch.ets; "
+		     "+ sw01/switch.qos_trust; + sw01/switch.pfc; + sw01/switch.lldp");
+	assert_steps(f.p, "worker-01",
+		     "+ guest/worker-01/packages; + guest/worker-01/peermem; + guest/worker-01/roce_qos");
+	/* cross-target order: the VM is cloned after its host left maintenance,
+	 * the guest is configured after the VM is on */
+	assert_true(depends(find_action(f.p, "+ vm/worker-01"),
+			    find_action(f.p, "exit maintenance mode on esx01")));
+	assert_true(depends(find_action(f.p, "+ guest/worker-01/packages"),
+			    find_action(f.p, "power on worker-01")));
+	assert_true(depends(find_action(f.p, "+ vm/worker-01/nic.sriov/0"),
+			    find_action(f.p, "+ dvs/rdma-dvs/portgroup/rdma-pg")));
+	/* nothing exists: no VM to power off */
+	for (size_t i = 0; i < f.p->nactions; i++)
+		assert_int_not_equal(f.p->actions[i]->kind, GC_ACT_POWER_OFF);
+	s = summary(f.p);
+	assert_string_equal(s, "Plan: 20 to add, 0 to change, 0 to destroy, 5 synthesized steps "
+			       "(1 hosts need maintenance, 1 reboots).");
+	free(s);
+	assert_string_equal(find_action(f.p, "reboot esx01")->why,
+			    "one reboot for 2 changes that take effect after a reboot");
+	assert_string_equal(find_action(f.p, "enter maintenance mode on esx01")->why,
+			    "passthrough for GPU 0000:3b:00.0, SR-IOV virtual functions "
+			    "(nmlx5_core max_vfs) need maintenance mode");
+	(void)state;
+	fx_done(&f);
+}
+
+static void test_offline_vgpu_order(void **state)
+{
+	struct fx f;
+
+	fx_build(&f, 1, 2, FX_VGPU);
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "esx01",
+		     "+ esx01/esxi.ntp; + esx01/esxi.firewall/pvrdma; "
+		     "+ esx01/esxi.advanced/Net.PVRDMAVmknic; enter maintenance mode on esx01; "
+		     "+ esx01/esxi.vib/NVD-VGPU-800; + esx01/esxi.graphics; "
+		     "+ esx01/esxi.gpu_ecc/0000:3b:00.0; + esx01/esxi.gpu_ecc/0000:3c:00.0; "
+		     "reboot esx01; wait for esx01; verify esx01; exit maintenance mode on esx01");
+	assert_true(depends(find_action(f.p, "+ esx01/esxi.advanced/Net.PVRDMAVmknic"),
+			    find_action(f.p, "+ dvs/rdma-dvs")));
+	assert_true(depends(find_action(f.p, "+ vm/worker-01/device.vgpu/1"),
+			    find_action(f.p, "+ esx01/esxi.gpu_ecc/0000:3c:00.0")));
+	assert_int_equal(f.p->stats.reboots, 1);
+	(void)state;
+	fx_done(&f);
+}
+
+/* ---------------------------------------------------------------- waves */
+
+static void test_waves_respect_max_unavailable(void **state)
+{
+	struct fx f;
+	struct gc_plan_opts opts = GC_PLAN_OPTS_INIT;
+
+	fx_build(&f, 5, 1, FX_PASSTHROUGH);
+	opts.max_unavailable = 2;
+	fx_plan_ok(&f, &opts);
+	assert_int_equal(f.p->nwaves, 3);
+	assert_int_equal(f.p->waves[0].nmaintenance_hosts, 2);
+	assert_string_equal(f.p->waves[0].maintenance_hosts[0], "esx01");
+	assert_string_equal(f.p->waves[0].maintenance_hosts[1], "esx02");
+	assert_int_equal(f.p->waves[1].nmaintenance_hosts, 2);
+	assert_string_equal(f.p->waves[1].maintenance_hosts[0], "esx03");
+	assert_int_equal(f.p->waves[2].nmaintenance_hosts, 1);
+	assert_string_equal(f.p->waves[2].maintenance_hosts[0], "esx05");
+	/* a host's whole window sits in one wave, the switch in the first */
+	assert_int_equal(find_action(f.p, "exit maintenance mode on esx04")->wave, 1);
+	assert_int_equal(find_action(f.p, "+ vm/worker-05/device.pci/0000:3b:00.0")->wave, 2);
+	assert_int_equal(find_action(f.p, "+ guest/worker-05/peermem")->wave, 2);
+	assert_int_equal(find_action(f.p, "+ sw01/switch.pfc")->wave, 0);
+	/* no host's NTP waits: hosts without maintenance changes are not limited */
+	assert_int_equal(find_action(f.p, "+ esx05/esxi.ntp")->wave, 0);
+	/* every action's deps are in its wave or earlier */
+	for (size_t i = 0; i < f.p->nactions; i++)
+		for (size_t d = 0; d < f.p->actions[i]->ndeps; d++)
+			assert_true(f.p->actions[i]->deps[d]->wave <= f.p->actions[i]->wave);
+	assert_int_equal(f.p->stats.hosts_in_maintenance, 5);
+	assert_int_equal(f.p->stats.reboots, 5);
+	(void)state;
+	fx_done(&f);
+}
+
+static void test_spec_rolling_default_one(void **state)
+{
+	struct fx f;
+
+	fx_build(&f, 3, 1, FX_PASSTHROUGH);
+	fx_plan_ok(&f, NULL);
+	assert_int_equal(f.p->max_unavailable, 1);
+	assert_int_equal(f.p->nwaves, 3);
+	for (size_t w = 0; w < 3; w++)
+		assert_int_equal(f.p->waves[w].nmaintenance_hosts, 1);
+	(void)state;
+	fx_done(&f);
+}
+
+/* ---------------------------------------------------------------- observed */
+
+static void test_converged_no_changes(void **state)
+{
+	struct fx f;
+	struct gc_buf b = GC_BUF_INIT;
+
+	fx_build(&f, 2, 2, FX_VGPU);
+	fx_converge(&f);
+	fx_plan_ok(&f, NULL);
+	assert_true(gc_plan_empty(f.p));
+	assert_int_equal(f.p->nwaves, 0);
+	gc_plan_render_text(&b, f.p, 0);
+	assert_string_equal(gc_buf_str(&b), "No changes. The cluster matches the spec.\n");
+	gc_buf_free(&b);
+	(void)state;
+	fx_done(&f);
+}
+
+static void test_one_drifted_property(void **state)
+{
+	struct fx f;
+	const struct gc_action *a;
+
+	fx_build(&f, 2, 1, FX_PASSTHROUGH);
+	fx_converge(&f);
+	gc_observed_set(f.o, "sw01/switch.pfc", "priority", "4");
+	fx_plan_ok(&f, NULL);
+	assert_int_equal(f.p->nactions, 1);
+	a = f.p->actions[0];
+	assert_int_equal(a->kind, GC_ACT_APPLY);
+	assert_int_equal(a->op, GC_OP_UPDATE);
+	assert_string_equal(a->resource_id, "sw01/switch.pfc");
+	assert_int_equal(a->nchanges, 1);
+	assert_string_equal(a->changes[0].key, "priority");
+	assert_string_equal(a->changes[0].old_value, "4");
+	assert_string_equal(a->changes[0].new_value, "3");
+	assert_int_equal(f.p->stats.change, 1);
+	assert_int_equal(f.p->stats.synthesized, 0);
+	(void)state;
+	fx_done(&f);
+}
+
+/* Passthrough disabled on a running host: the VM cannot move, so it is
+ * shut down first and started after the window. */
+static void test_drift_needs_maintenance_running_vm(void **state)
+{
+	struct fx f;
+
+	fx_build(&f, 2, 1, FX_PASSTHROUGH);
+	fx_converge(&f);
+	gc_observed_set(f.o, "esx02/esxi.pci_passthru/0000:3b:00.0", "enabled", "false");
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "esx02",
+		     "enter maintenance mode on esx02; ~ esx02/esxi.pci_passthru/0000:3b:00.0; "
+		     "reboot esx02; wait for esx02; verify esx02; exit maintenance mode on esx02");
+	assert_steps(f.p, "vcenter", "power off worker-02; power on worker-02");
+	assert_steps(f.p, "esx01", "");
+	assert_string_equal(find_action(f.p, "power off worker-02")->why,
+			    "esx02 enters maintenance mode and VM worker-02 cannot be live-migrated "
+			    "(passthrough GPU 0000:3b:00.0)");
+	assert_true(depends(find_action(f.p, "enter maintenance mode on esx02"),
+			    find_action(f.p, "power off worker-02")));
+	assert_true(depends(find_action(f.p, "power on worker-02"),
+			    find_action(f.p, "exit maintenance mode on esx02")));
+	assert_int_equal(f.p->stats.critical_path, 8);
+	(void)state;
+	fx_done(&f);
+}
+
+static void test_vgpu_host_vmotion(void **state)
+{
+	struct fx f;
+	struct gc_plan_opts opts = GC_PLAN_OPTS_INIT;
+
+	fx_build(&f, 1, 1, FX_VGPU);
+	fx_converge(&f);
+	gc_observed_set(f.o, "esx01/esxi.vib/NVD-VGPU-800", "version", "525.105.14-1OEM.800.1.0.20613240");
+	opts.allow_vmotion = 1;
+	fx_plan_ok(&f, &opts);
+	assert_steps(f.p, "vcenter", "migrate worker-01; migrate worker-01");
+	assert_string_equal(f.p->actions[0]->why,
+			    "esx01 enters maintenance mode; VM worker-01 can be live-migrated "
+			    "(rolling.allow_vmotion)");
+	assert_string_equal(find_action(f.p, "exit maintenance mode on esx01")->why,
+			    "the changes on esx01 are done and verified");
+	gc_plan_free(f.p);
+	f.p = NULL;
+	/* without allow_vmotion the vGPU VM is shut down instead */
+	opts.allow_vmotion = 0;
+	fx_plan_ok(&f, &opts);
+	assert_steps(f.p, "vcenter", "power off worker-01; power on worker-01");
+	assert_string_equal(find_action(f.p, "power off worker-01")->why,
+			    "esx01 enters maintenance mode and rolling.allow_vmotion is false");
+	(void)state;
+	fx_done(&f);
+}
+
+/* A VM device change that needs the VM off: one power-off, one power-on. */
+static void test_vm_off_change(void **state)
+{
+	struct fx f;
+	const struct gc_action *off;
+
+	fx_build(&f, 1, 2, FX_PASSTHROUGH);
+	fx_converge(&f);
+	gc_observed_set(f.o, "vm/worker-01/extra_config", "pciPassthru.64bitMMIOSizeGB", "32");
+	gc_observed_set(f.o, "vm/worker-01/hw", "memory_reservation", "none");
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "vcenter",
+		     "power off worker-01; ~ vm/worker-01/hw; ~ vm/worker-01/extra_config; "
+		     "power on worker-01");
+	off = find_action(f.p, "power off worker-01");
+	assert_string_equal(off->why, "firmware and memory reservation needs the VM powered off");
+	assert_true(off->synthesized);
+	assert_int_equal(f.p->stats.hosts_in_maintenance, 0);
+	assert_int_equal(f.p->stats.synthesized, 2);
+	(void)state;
+	fx_done(&f);
+}
+
+/* A VM that is off stays off for its changes and is then started. */
+static void test_vm_off_already(void **state)
+{
+	struct fx f;
+	const struct gc_action *on;
+
+	fx_build(&f, 1, 1, FX_PASSTHROUGH);
+	fx_converge(&f);
+	gc_observed_set_vm(f.o, "worker-01", GC_POWER_OFF, "esx01", false);
+	gc_observed_set(f.o, "vm/worker-01/extra_config", "pciPassthru.64bitMMIOSizeGB", "32");
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "vcenter", "~ vm/worker-01/extra_config; power on worker-01");
+	on = find_action(f.p, "power on worker-01");
+	assert_int_equal(on->op, GC_OP_UPDATE);
+	assert_string_equal(on->resource_id, "vm/worker-01/power");
+	assert_string_equal(on->changes[0].old_value, "off");
+	(void)state;
+	fx_done(&f);
+}
+
+static void test_delete_owned_device(void **state)
+{
+	struct fx f;
+	const struct gc_action *d;
+
+	fx_build(&f, 1, 1, FX_PASSTHROUGH);
+	fx_converge(&f);
+	gc_observed_set(f.o, "vm/worker-01/device.pci/0000:af:00.0", "host_pci", "0000:af:00.0");
+	gc_observed_set(f.o, "esx01/esxi.pci_passthru/0000:af:00.0", "enabled", "true"); /* not owned */
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "vcenter",
+		     "power off worker-01; - vm/worker-01/device.pci/0000:af:00.0; power on worker-01");
+	d = find_action(f.p, "- vm/worker-01/device.pci/0000:af:00.0");
+	assert_int_equal(d->res_kind, GC_RES_VM_DEVICE_PCI);
+	assert_null(d->resource);
+	assert_string_equal(d->changes[0].old_value, "0000:af:00.0");
+	assert_null(d->changes[0].new_value);
+	assert_int_equal(f.p->stats.destroy, 1);
+	(void)state;
+	fx_done(&f);
+}
+
+static void test_unmanaged_vm_evacuated(void **state)
+{
+	struct fx f;
+
+	fx_build(&f, 1, 1, FX_PASSTHROUGH);
+	fx_converge(&f);
+	gc_observed_set_vm(f.o, "build-box", GC_POWER_ON, "esx01", true);
+	gc_observed_set_vm(f.o, "elsewhere", GC_POWER_ON, "esx09", false);
+	gc_observed_set(f.o, "esx01/esxi.module_param/nmlx5_core", "max_vfs", "4,4");
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "vcenter",
+		     "power off worker-01; power off build-box; power on worker-01; power on build-box");
+	assert_string_equal(find_action(f.p, "power off build-box")->why,
+			    "esx01 enters maintenance mode and rolling.allow_vmotion is false");
+	(void)state;
+	fx_done(&f);
+}
+
+static void test_host_in_maintenance_and_unreachable(void **state)
+{
+	struct fx f;
+	struct gc_error err = GC_ERROR_INIT;
+
+	fx_build(&f, 1, 1, FX_PASSTHROUGH);
+	fx_converge(&f);
+	gc_observed_set(f.o, "esx01/esxi.module_param/nmlx5_core", "max_vfs", "4,4");
+	gc_observed_set_host(f.o, "esx01", true, true);
+	fx_plan_ok(&f, NULL);
+	assert_string_equal(find_action(f.p, "enter maintenance mode on esx01")->why,
+			    "esx01 is already in maintenance mode");
+	gc_plan_free(f.p);
+	f.p = NULL;
+	gc_observed_set_host(f.o, "esx01", false, false);
+	assert_int_equal(fx_plan(&f, NULL, &err), GC_EREMOTE);
+	assert_string_equal(err.msg, "host 'esx01' is unreachable: cannot plan its 1 changes that "
+				     "need maintenance mode");
+	(void)state;
+	fx_done(&f);
+}
+
+static void test_cycle_is_an_error(void **state)
+{
+	struct gc_graph *g;
+	struct gc_resource *a, *b;
+	struct gc_plan *p = NULL;
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_target *t;
+
+	gc_graph_new(&g);
+	t = gc_graph_add_target(g, GC_TARGET_VCENTER, GC_VCENTER_TARGET);
+	assert_int_equal(gc_graph_add(&a, g, GC_RES_DVS, t, "dvs/x", NULL, NULL, 0, &err), 0);
+	assert_int_equal(gc_graph_add(&b, g, GC_RES_DVS_PORTGROUP, t, "dvs/x/portgroup/y", NULL, NULL, 0, &err), 0);
+	gc_graph_add_edge(g, a, b);
+	gc_graph_add_edge(g, b, a);
+	assert_int_equal(gc_plan_build(&p, g, NULL, NULL, &err), GC_ECYCLE);
+	assert_null(p);
+	assert_string_equal(err.msg, "dependency cycle: dvs/x -> dvs/x/portgroup/y -> dvs/x");
+	(void)state;
+	gc_graph_free(g);
+}
+
+static void test_json_shape(void **state)
+{
+	struct fx f;
+	struct gc_buf b = GC_BUF_INIT;
+	json_object *root, *v, *w0, *t0, *a0;
+
+	fx_build(&f, 1, 1, FX_PASSTHROUGH);
+	fx_plan_ok(&f, NULL);
+	gc_plan_render_json(&b, f.p);
+	root = json_tokener_parse(gc_buf_str(&b));
+	assert_non_null(root);
+	assert_true(json_object_object_get_ex(root, "format_version", &v));
+	assert_int_equal(json_object_get_int(v), 1);
+	assert_true(json_object_object_get_ex(root, "summary", &v));
+	assert_true(json_object_object_get_ex(v, "critical_path", &v));
+	assert_int_equal(json_object_get_int(v), (int)f.p->stats.critical_path);
+	assert_true(json_object_object_get_ex(root, "waves", &v));
+	w0 = json_object_array_get_idx(v, 0);
+	assert_true(json_object_object_get_ex(w0, "targets", &v));
+	t0 = json_object_array_get_idx(v, 0);
+	assert_true(json_object_object_get_ex(t0, "actions", &v));
+	a0 = json_object_array_get_idx(v, 0);
+	assert_true(json_object_object_get_ex(a0, "resource", &v));
+	assert_string_equal(json_object_get_string(v), "esx01/esxi.ntp");
+	json_object_put(root);
+	gc_buf_free(&b);
+	(void)state;
+	fx_done(&f);
+}
+
+/* 2,000 hosts x (8 GPUs + 2 NICs + 1 VM), offline; counts only, no timing. */
+static void test_scale(void **state)
+{
+	struct fx f;
+	uint64_t t0;
+
+	fx_build(&f, 2000, 8, FX_PASSTHROUGH);
+	t0 = gc_now_ns();
+	fx_plan_ok(&f, NULL);
+	printf("# plan of 2000 hosts: %zu actions, %zu waves in %.3f s\n", f.p->nactions,
+	       f.p->nwaves, (double)(gc_now_ns() - t0) / 1e9);
+	assert_int_equal(f.p->nwaves, 2000);
+	assert_int_equal(f.p->stats.reboots, 2000);
+	assert_int_equal(f.p->nactions, f.g->nresources + 2000 * 5);
+	(void)state;
+	fx_done(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_offline_passthrough_order),
+		cmocka_unit_test(test_offline_vgpu_order),
+		cmocka_unit_test(test_waves_respect_max_unavailable),
+		cmocka_unit_test(test_spec_rolling_default_one),
+		cmocka_unit_test(test_converged_no_changes),
+		cmocka_unit_test(test_one_drifted_property),
+		cmocka_unit_test(test_drift_needs_maintenance_running_vm),
+		cmocka_unit_test(test_vgpu_host_vmotion),
+		cmocka_unit_test(test_vm_off_change),
+		cmocka_unit_test(test_vm_off_already),
+		cmocka_unit_test(test_delete_owned_device),
+		cmocka_unit_test(test_unmanaged_vm_evacuated),
+		cmocka_unit_test(test_host_in_maintenance_and_unreachable),
+		cmocka_unit_test(test_cycle_is_an_error),
+		cmocka_unit_test(test_json_shape),
+		cmocka_unit_test(test_scale),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
