@@ -244,7 +244,8 @@ int gc_onyx_session_configure(struct gc_onyx_session *s, struct gc_error *err);
 int gc_onyx_session_end_configure(struct gc_onyx_session *s, struct gc_error *err);
 /*
  * configure terminal, each command in order (stops at the first failure,
- * without saving), `configuration write`, back to enable mode.
+ * without saving), `configuration write`, back to enable mode.  An empty
+ * list sends nothing.
  */
 int gc_onyx_session_apply(struct gc_onyx_session *s, const struct gc_onyx_cmds *cmds,
 			  struct gc_error *err);

@@ -434,6 +434,8 @@ int gc_onyx_session_apply(struct gc_onyx_session *s, const struct gc_onyx_cmds *
 	size_t i;
 	int rc;
 
+	if (cmds->n == 0)
+		return 0; /* converged: do not even enter config mode */
 	rc = gc_onyx_session_configure(s, err);
 	if (rc)
 		return rc;

@@ -154,9 +154,11 @@ static void test_fake_apply_writes(void **state)
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_onyx_session *s = NULL;
 	char *cmdv[] = {"traffic pool roce", "type lossless"};
-	struct gc_onyx_cmds cmds = {cmdv, 2};
+	struct gc_onyx_cmds cmds = {cmdv, 2}, none = {NULL, 0};
 
 	assert_int_equal(gc_onyx_session_open(&s, &ch, &o, &err), 0);
+	assert_int_equal(gc_onyx_session_apply(s, &none, &err), 0); /* writes nothing */
+	assert_int_equal(f.next, 1);
 	assert_int_equal(gc_onyx_session_apply(s, &cmds, &err), 0);
 	assert_int_equal(gc_onyx_session_mode(s), GC_ONYX_MODE_ENABLE);
 	gc_onyx_session_close(s);
