@@ -114,6 +114,10 @@ struct gc_target {
 #define GC_RES_NEEDS_MAINTENANCE 0x1u /* the ESXi host must be in maintenance mode */
 #define GC_RES_NEEDS_REBOOT 0x2u      /* takes effect after the ESXi host reboots */
 #define GC_RES_NEEDS_VM_OFF 0x4u      /* the VM must be powered off */
+/* Applied with software a reboot-needing dependency on the same host installs
+ * (nvidia-smi of the vGPU manager): when both change, this one waits for
+ * that reboot (and gets a second reboot if it needs one itself). */
+#define GC_RES_AFTER_REBOOT 0x8u
 
 struct gc_prop {
 	const char *key;

@@ -170,7 +170,7 @@ static void build_vgpu_host(struct ctx *c, struct gc_target *t, const struct gc_
 
 		if (gpu->mode != GC_GPU_VGPU)
 			continue;
-		ecc = add(c, GC_RES_ESXI_GPU_ECC, t, h->name, NULL, maint, &v->mark,
+		ecc = add(c, GC_RES_ESXI_GPU_ECC, t, h->name, NULL, maint | GC_RES_AFTER_REBOOT, &v->mark,
 			  "%s/esxi.gpu_ecc/%s", h->name, gpu->pci);
 		set(c, ecc, "ecc", v->ecc == GC_TRUE ? "enabled" : "disabled");
 		summary(c, ecc, "ECC of GPU", gpu->pci);
@@ -271,6 +271,27 @@ static struct gc_resource *portgroup_of(struct ctx *c, const struct gc_vm_nic *n
 	return find(c, "dvs/%s/portgroup/%s", n->portgroup->dvswitch->name, n->portgroup->name);
 }
 
+/*
+ * A device not tied to one host GPU (dynamic DirectPath, an unpinned vGPU)
+ * may land on any GPU of the host in that mode: it waits for all of them.
+ */
+static void host_gpu_edges(struct ctx *c, const struct gc_vm *v, enum gc_gpu_mode mode,
+			   struct gc_resource *r)
+{
+	if (v->host == NULL)
+		return;
+	for (size_t i = 0; i < v->host->ngpus; i++) {
+		const char *pci = v->host->gpus[i].pci;
+
+		if (v->host->gpus[i].mode != mode)
+			continue;
+		if (mode == GC_GPU_PASSTHROUGH)
+			edge(c, find(c, "%s/esxi.pci_passthru/%s", v->host_name, pci), r);
+		else
+			edge(c, find(c, "%s/esxi.gpu_ecc/%s", v->host_name, pci), r);
+	}
+}
+
 static void build_vm_gpus(struct ctx *c, const struct gc_vm *v, struct gc_resource *pre,
 			  struct gc_resource *power)
 {
@@ -297,6 +318,8 @@ static void build_vm_gpus(struct ctx *c, const struct gc_vm *v, struct gc_resour
 			summary(c, r, "dynamic passthrough GPU", gpu->pci_id);
 			if (gpu->gpu != NULL)
 				edge(c, find(c, "%s/esxi.pci_passthru/%s", h, gpu->gpu->pci), r);
+			else
+				host_gpu_edges(c, v, GC_GPU_PASSTHROUGH, r);
 			break;
 		case GC_VMGPU_VGPU:
 			r = add(c, GC_RES_VM_DEVICE_VGPU, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
@@ -307,6 +330,8 @@ static void build_vm_gpus(struct ctx *c, const struct gc_vm *v, struct gc_resour
 			edge(c, find(c, "%s/esxi.graphics", h), r);
 			if (gpu->gpu != NULL)
 				edge(c, find(c, "%s/esxi.gpu_ecc/%s", h, gpu->gpu->pci), r);
+			else
+				host_gpu_edges(c, v, GC_GPU_VGPU, r);
 			break;
 		}
 		edge(c, pre, r);

@@ -120,6 +120,8 @@ static json_object *flags_json(unsigned flags)
 		json_object_array_add(a, json_object_new_string("needs_reboot"));
 	if (flags & GC_RES_NEEDS_VM_OFF)
 		json_object_array_add(a, json_object_new_string("needs_vm_off"));
+	if (flags & GC_RES_AFTER_REBOOT)
+		json_object_array_add(a, json_object_new_string("after_reboot"));
 	return a;
 }
 

@@ -323,6 +323,91 @@ static void open_windows(struct builder *b)
 	}
 }
 
+/* True when a changes with tools that a reboot-needing change of the same
+ * window installs (nvidia-smi from the vGPU manager VIB). */
+static bool needs_first_reboot(struct builder *b, const struct gc_action *a)
+{
+	const struct gc_resource *r = a->resource;
+
+	if (r == NULL || !(r->flags & GC_RES_AFTER_REBOOT))
+		return false;
+	for (size_t i = 0; i < r->ndeps; i++) {
+		const struct gc_action *d = b->ract[r->deps[i]->index];
+
+		if (d != NULL && d->target == a->target && (d->flags & GC_RES_NEEDS_REBOOT))
+			return true;
+	}
+	return false;
+}
+
+static struct gc_action *reboot_step(struct builder *b, const struct gc_target *tg,
+				     struct gc_action **wait, const char *why)
+{
+	struct gc_action *r = plan_action(b, GC_ACT_REBOOT, GC_OP_NONE, tg, why);
+
+	*wait = plan_action(b, GC_ACT_WAIT_HOST, GC_OP_NONE, tg, NULL);
+	whyf(b, *wait, "%s must answer again after the reboot", tg->name);
+	r->host = (*wait)->host = tg->name;
+	plan_dep(b, r, *wait);
+	b->p->stats.reboots++;
+	return r;
+}
+
+/*
+ * The reboots of one window.  Normally one reboot for every change that
+ * needs it.  A change flagged GC_RES_AFTER_REBOOT whose dependency in the
+ * same window needs a reboot (ECC via nvidia-smi after installing the VIB)
+ * runs after that reboot and, if it needs one too, gets a second.  Returns
+ * the last step before VERIFY (the last WAIT_HOST) or NULL.
+ */
+static struct gc_action *reboot_phases(struct builder *b, struct window *w,
+				       const struct gc_target *tg)
+{
+	struct gc_action *wait1 = NULL, *wait2 = NULL, *r2 = NULL;
+	size_t n1 = 0, n2 = 0, n2reboot = 0;
+	bool *late = gc_xcalloc(w->nmaint + 1, sizeof(*late));
+	struct gc_buf s = GC_BUF_INIT;
+
+	for (size_t i = 0; i < w->nmaint; i++) {
+		late[i] = needs_first_reboot(b, w->maint[i]);
+		if (late[i]) {
+			n2++;
+			n2reboot += (w->maint[i]->flags & GC_RES_NEEDS_REBOOT) != 0;
+		} else if (w->maint[i]->flags & GC_RES_NEEDS_REBOOT) {
+			n1++;
+		}
+	}
+	if (n1 > 0) {
+		gc_buf_printf(&s, "one reboot for %zu change%s that take%s effect after a reboot", n1,
+			      n1 == 1 ? "" : "s", n1 == 1 ? "s" : "");
+		w->reboot = reboot_step(b, tg, &wait1, gc_buf_str(&s));
+		for (size_t i = 0; i < w->nmaint; i++)
+			if (!late[i])
+				plan_dep(b, w->maint[i], w->reboot);
+	}
+	for (size_t i = 0; i < w->nmaint; i++) {
+		if (!late[i])
+			continue;
+		plan_dep(b, wait1, w->maint[i]);
+		whyf(b, w->maint[i], "applied after the reboot: it needs what that reboot loaded");
+	}
+	if (n2reboot > 0) {
+		gc_buf_reset(&s);
+		gc_buf_printf(&s, "second reboot: %zu change%s made with the new driver take%s effect "
+				  "after a reboot",
+			      n2reboot, n2reboot == 1 ? "" : "s", n2reboot == 1 ? "s" : "");
+		r2 = reboot_step(b, tg, &wait2, gc_buf_str(&s));
+		plan_dep(b, wait1, r2);
+		for (size_t i = 0; i < w->nmaint; i++)
+			if (late[i])
+				plan_dep(b, w->maint[i], r2);
+	}
+	free(late);
+	gc_buf_free(&s);
+	(void)n2;
+	return wait2 ? wait2 : wait1;
+}
+
 static int close_windows(struct builder *b)
 {
 	size_t k = 0;
@@ -355,19 +440,7 @@ static int close_windows(struct builder *b)
 		}
 		for (size_t i = 0; i < w->nmaint; i++)
 			plan_dep(b, w->enter, w->maint[i]);
-		last = NULL;
-		if (w->nreboot > 0) {
-			w->reboot = plan_action(b, GC_ACT_REBOOT, GC_OP_NONE, tg, NULL);
-			whyf(b, w->reboot, "one reboot for %zu change%s that take%s effect after a reboot",
-			     w->nreboot, w->nreboot == 1 ? "" : "s", w->nreboot == 1 ? "s" : "");
-			w->wait = plan_action(b, GC_ACT_WAIT_HOST, GC_OP_NONE, tg, NULL);
-			whyf(b, w->wait, "%s must answer again after the reboot", tg->name);
-			for (size_t i = 0; i < w->nmaint; i++)
-				plan_dep(b, w->maint[i], w->reboot);
-			plan_dep(b, w->reboot, w->wait);
-			last = w->wait;
-			b->p->stats.reboots++;
-		}
+		last = reboot_phases(b, w, tg);
 		w->verify = plan_action(b, GC_ACT_VERIFY, GC_OP_NONE, tg, NULL);
 		whyf(b, w->verify, "read back the %zu change%s before leaving maintenance mode",
 		     w->nmaint, w->nmaint == 1 ? "" : "s");
@@ -379,8 +452,6 @@ static int close_windows(struct builder *b)
 		plan_dep(b, w->verify, w->exit);
 		b->minwave[w->enter->seq] = w->batch;
 		w->enter->host = w->verify->host = w->exit->host = tg->name;
-		if (w->reboot != NULL)
-			w->reboot->host = w->wait->host = tg->name;
 		gc_buf_free(&s);
 	}
 	return 0;

@@ -211,6 +211,8 @@ static json_object *action_json(const struct gc_action *a)
 		json_object_array_add(flags, json_object_new_string("needs_reboot"));
 	if (a->flags & GC_RES_NEEDS_VM_OFF)
 		json_object_array_add(flags, json_object_new_string("needs_vm_off"));
+	if (a->flags & GC_RES_AFTER_REBOOT)
+		json_object_array_add(flags, json_object_new_string("after_reboot"));
 	json_object_object_add(o, "flags", flags);
 	for (size_t i = 0; i < a->nchanges; i++) {
 		json_object *c = json_object_new_object();

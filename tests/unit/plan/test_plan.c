@@ -187,12 +187,33 @@ static void test_offline_vgpu_order(void **state)
 		     "+ esx01/esxi.ntp; + esx01/esxi.firewall/pvrdma; "
 		     "+ esx01/esxi.advanced/Net.PVRDMAVmknic; enter maintenance mode on esx01; "
 		     "+ esx01/esxi.vib/NVD-VGPU-800; + esx01/esxi.graphics; "
+		     "reboot esx01; wait for esx01; "
 		     "+ esx01/esxi.gpu_ecc/0000:3b:00.0; + esx01/esxi.gpu_ecc/0000:3c:00.0; "
 		     "reboot esx01; wait for esx01; verify esx01; exit maintenance mode on esx01");
 	assert_true(depends(find_action(f.p, "+ esx01/esxi.advanced/Net.PVRDMAVmknic"),
 			    find_action(f.p, "+ dvs/rdma-dvs")));
 	assert_true(depends(find_action(f.p, "+ vm/worker-01/device.vgpu/1"),
 			    find_action(f.p, "+ esx01/esxi.gpu_ecc/0000:3c:00.0")));
+	/* ECC is set with nvidia-smi from the new VIB: after its reboot, then its own */
+	assert_int_equal(f.p->stats.reboots, 2);
+	assert_string_equal(find_action(f.p, "+ esx01/esxi.gpu_ecc/0000:3b:00.0")->why,
+			    "applied after the reboot: it needs what that reboot loaded");
+	(void)state;
+	fx_done(&f);
+}
+
+/* With the VIB already installed, an ECC change needs one reboot. */
+static void test_ecc_only_one_reboot(void **state)
+{
+	struct fx f;
+
+	fx_build(&f, 1, 1, FX_VGPU);
+	fx_converge(&f);
+	gc_observed_set(f.o, "esx01/esxi.gpu_ecc/0000:3b:00.0", "ecc", "enabled");
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "esx01",
+		     "enter maintenance mode on esx01; ~ esx01/esxi.gpu_ecc/0000:3b:00.0; "
+		     "reboot esx01; wait for esx01; verify esx01; exit maintenance mode on esx01");
 	assert_int_equal(f.p->stats.reboots, 1);
 	(void)state;
 	fx_done(&f);
@@ -524,6 +545,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_offline_passthrough_order),
 		cmocka_unit_test(test_offline_vgpu_order),
+		cmocka_unit_test(test_ecc_only_one_reboot),
 		cmocka_unit_test(test_waves_respect_max_unavailable),
 		cmocka_unit_test(test_spec_rolling_default_one),
 		cmocka_unit_test(test_converged_no_changes),
