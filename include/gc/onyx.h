@@ -169,6 +169,24 @@ int gc_onyx_diff(struct gc_onyx_cmds *cmds, const struct gc_onyx_desired *desire
 		 const struct gc_onyx_state *observed, bool owned, struct gc_error *err);
 
 /*
+ * The categories of the diff, one per resource kind of the graph
+ * (switch.pool, switch.qos_trust, switch.ecn, switch.ets, switch.pfc,
+ * switch.lldp, switch.roce).
+ */
+#define GC_ONYX_CAT_POOL 0x01u  /* traffic pool roce type/percent/map */
+#define GC_ONYX_CAT_TRUST 0x02u /* per-port qos trust */
+#define GC_ONYX_CAT_ECN 0x04u   /* per-port per-TC congestion-control */
+#define GC_ONYX_CAT_ETS 0x08u   /* per-port strict TCs */
+#define GC_ONYX_CAT_PFC 0x10u   /* PFC global, priorities, per-port mode */
+#define GC_ONYX_CAT_LLDP 0x20u
+#define GC_ONYX_CAT_ROCE 0x40u  /* one-shot `roce lossless` */
+#define GC_ONYX_CAT_ALL 0x7fu
+/* gc_onyx_diff() restricted to the categories in cats (same order). */
+int gc_onyx_diff_only(struct gc_onyx_cmds *cmds, const struct gc_onyx_desired *desired,
+		      const struct gc_onyx_state *observed, bool owned, unsigned cats,
+		      struct gc_error *err);
+
+/*
  * Human drift lines for `plan`, one per property, appended to b:
  *   "  interface ethernet 1/7 qos trust: L2 -> L3"
  *   "  traffic pool roce memory percent: 40.00 -> 50.00"

@@ -127,6 +127,7 @@ int gc_onyx_check_version(const struct gc_onyx_desired *desired,
 /* ---------------------------------------------------------------- diff engine */
 
 struct out {
+	unsigned cats;             /* GC_ONYX_CAT_* to compare */
 	struct gc_onyx_cmds *cmds; /* or NULL */
 	struct gc_buf *drift;      /* or NULL */
 	size_t nlines;
@@ -304,6 +305,58 @@ static void pct(char *b, size_t n, int x100)
 		snprintf(b, n, "%d.%02d", x100 / 100, x100 % 100);
 }
 
+static void pfc_adds(struct out *o, const struct gc_onyx_state *d, const struct gc_onyx_state *s,
+		     struct items *it)
+{
+	char cmd[160], label[96];
+	size_t i;
+	unsigned t;
+
+	if (d->pfc_enabled && !s->pfc_enabled)
+		global(o, "dcb priority-flow-control enable force", "dcb priority-flow-control",
+		       "disabled", "enabled (force)");
+	for (t = 0; t < 8; t++) {
+		if ((d->pfc_priorities & ~s->pfc_priorities) & (1u << t)) {
+			snprintf(cmd, sizeof(cmd), "dcb priority-flow-control priority %u enable", t);
+			snprintf(label, sizeof(label), "dcb priority-flow-control priority %u", t);
+			global(o, cmd, label, "disabled", "enabled");
+		}
+	}
+	for (i = 0; i < it->n; i++) {
+		if (port_of(d, &it->v[i].id)->pfc_force && !port_of(s, &it->v[i].id)->pfc_force)
+			set_item(&it->v[i], "dcb priority-flow-control mode on force",
+				 "dcb priority-flow-control mode", "auto", "on force");
+	}
+	emit_ports(o, it);
+}
+
+/* Per-port PFC first, then the priorities, then the global switch. */
+static void pfc_removals(struct out *o, const struct gc_onyx_state *d,
+			 const struct gc_onyx_state *s, struct items *it)
+{
+	char cmd[160], label[96];
+	size_t i;
+	int t;
+
+	for (i = 0; i < it->n; i++) {
+		if (!port_of(d, &it->v[i].id)->pfc_force && port_of(s, &it->v[i].id)->pfc_force)
+			set_item(&it->v[i], "no dcb priority-flow-control mode force",
+				 "dcb priority-flow-control mode", "on force", "auto");
+	}
+	emit_ports(o, it);
+	for (t = 7; t >= 0; t--) {
+		if ((s->pfc_priorities & ~d->pfc_priorities) & (1u << t)) {
+			snprintf(cmd, sizeof(cmd), "no dcb priority-flow-control priority %d enable",
+				 t);
+			snprintf(label, sizeof(label), "dcb priority-flow-control priority %d", t);
+			global(o, cmd, label, "enabled", "disabled");
+		}
+	}
+	if (!d->pfc_enabled && s->pfc_enabled)
+		global(o, "no dcb priority-flow-control enable", "dcb priority-flow-control",
+		       "enabled", "disabled");
+}
+
 /* Adds and changes, in recipe order. */
 static void adds(struct out *o, const struct gc_onyx_state *d, const struct gc_onyx_state *s,
 		 struct items *it)
@@ -312,25 +365,27 @@ static void adds(struct out *o, const struct gc_onyx_state *d, const struct gc_o
 	size_t i;
 	unsigned t;
 
-	if (d->pool_type[0] && strcmp(d->pool_type, s->pool_type) != 0) {
+	if ((o->cats & GC_ONYX_CAT_POOL) && d->pool_type[0] &&
+	    strcmp(d->pool_type, s->pool_type) != 0) {
 		snprintf(cmd, sizeof(cmd), "traffic pool roce type %s", d->pool_type);
 		global(o, cmd, "traffic pool roce type", s->pool_type[0] ? s->pool_type : "(unset)",
 		       d->pool_type);
 	}
-	if (d->pool_percent_x100 >= 0 && d->pool_percent_x100 != s->pool_percent_x100) {
+	if ((o->cats & GC_ONYX_CAT_POOL) && d->pool_percent_x100 >= 0 &&
+	    d->pool_percent_x100 != s->pool_percent_x100) {
 		pct(a, sizeof(a), s->pool_percent_x100);
 		pct(b, sizeof(b), d->pool_percent_x100);
 		snprintf(cmd, sizeof(cmd), "traffic pool roce memory percent %s", b);
 		global(o, cmd, "traffic pool roce memory percent", a, b);
 	}
-	for (t = 0; t < 8; t++) {
+	for (t = 0; t < 8 && (o->cats & GC_ONYX_CAT_POOL); t++) {
 		if ((d->pool_map & ~s->pool_map) & (1u << t)) {
 			snprintf(cmd, sizeof(cmd), "traffic pool roce map switch-priority %u", t);
 			snprintf(label, sizeof(label), "traffic pool roce map switch-priority %u", t);
 			global(o, cmd, label, "unmapped", "mapped");
 		}
 	}
-	for (i = 0; i < it->n; i++) {
+	for (i = 0; i < it->n && (o->cats & GC_ONYX_CAT_TRUST); i++) {
 		const struct gc_onyx_port_state *dp = port_of(d, &it->v[i].id);
 		const struct gc_onyx_port_state *sp = port_of(s, &it->v[i].id);
 
@@ -341,7 +396,7 @@ static void adds(struct out *o, const struct gc_onyx_state *d, const struct gc_o
 		}
 	}
 	emit_ports(o, it);
-	for (t = 0; t < 8; t++) {
+	for (t = 0; t < 8 && (o->cats & GC_ONYX_CAT_ECN); t++) {
 		for (i = 0; i < it->n; i++) {
 			const struct gc_onyx_tc_cc *dc = &port_of(d, &it->v[i].id)->cc[t];
 			const struct gc_onyx_tc_cc *sc = &port_of(s, &it->v[i].id)->cc[t];
@@ -361,7 +416,7 @@ static void adds(struct out *o, const struct gc_onyx_state *d, const struct gc_o
 		}
 		emit_ports(o, it);
 	}
-	for (t = 0; t < 8; t++) {
+	for (t = 0; t < 8 && (o->cats & GC_ONYX_CAT_ETS); t++) {
 		for (i = 0; i < it->n; i++) {
 			const struct gc_onyx_port_state *dp = port_of(d, &it->v[i].id);
 			const struct gc_onyx_port_state *sp = port_of(s, &it->v[i].id);
@@ -374,23 +429,9 @@ static void adds(struct out *o, const struct gc_onyx_state *d, const struct gc_o
 		}
 		emit_ports(o, it);
 	}
-	if (d->pfc_enabled && !s->pfc_enabled)
-		global(o, "dcb priority-flow-control enable force", "dcb priority-flow-control",
-		       "disabled", "enabled (force)");
-	for (t = 0; t < 8; t++) {
-		if ((d->pfc_priorities & ~s->pfc_priorities) & (1u << t)) {
-			snprintf(cmd, sizeof(cmd), "dcb priority-flow-control priority %u enable", t);
-			snprintf(label, sizeof(label), "dcb priority-flow-control priority %u", t);
-			global(o, cmd, label, "disabled", "enabled");
-		}
-	}
-	for (i = 0; i < it->n; i++) {
-		if (port_of(d, &it->v[i].id)->pfc_force && !port_of(s, &it->v[i].id)->pfc_force)
-			set_item(&it->v[i], "dcb priority-flow-control mode on force",
-				 "dcb priority-flow-control mode", "auto", "on force");
-	}
-	emit_ports(o, it);
-	if (d->lldp && !s->lldp)
+	if (o->cats & GC_ONYX_CAT_PFC)
+		pfc_adds(o, d, s, it);
+	if ((o->cats & GC_ONYX_CAT_LLDP) && d->lldp && !s->lldp)
 		global(o, "lldp", "lldp", "disabled", "enabled");
 }
 
@@ -402,26 +443,11 @@ static void removals(struct out *o, const struct gc_onyx_state *d,
 	size_t i;
 	int t;
 
-	if (!d->lldp && s->lldp)
+	if ((o->cats & GC_ONYX_CAT_LLDP) && !d->lldp && s->lldp)
 		global(o, "no lldp", "lldp", "enabled", "disabled");
-	for (i = 0; i < it->n; i++) {
-		if (!port_of(d, &it->v[i].id)->pfc_force && port_of(s, &it->v[i].id)->pfc_force)
-			set_item(&it->v[i], "no dcb priority-flow-control mode force",
-				 "dcb priority-flow-control mode", "on force", "auto");
-	}
-	emit_ports(o, it);
-	for (t = 7; t >= 0; t--) {
-		if ((s->pfc_priorities & ~d->pfc_priorities) & (1u << t)) {
-			snprintf(cmd, sizeof(cmd), "no dcb priority-flow-control priority %d enable",
-				 t);
-			snprintf(label, sizeof(label), "dcb priority-flow-control priority %d", t);
-			global(o, cmd, label, "enabled", "disabled");
-		}
-	}
-	if (!d->pfc_enabled && s->pfc_enabled)
-		global(o, "no dcb priority-flow-control enable", "dcb priority-flow-control",
-		       "enabled", "disabled");
-	for (t = 7; t >= 0; t--) {
+	if (o->cats & GC_ONYX_CAT_PFC)
+		pfc_removals(o, d, s, it);
+	for (t = 7; t >= 0 && (o->cats & GC_ONYX_CAT_ETS); t--) {
 		for (i = 0; i < it->n; i++) {
 			if (!((port_of(s, &it->v[i].id)->ets_strict &
 			       ~port_of(d, &it->v[i].id)->ets_strict) &
@@ -433,7 +459,7 @@ static void removals(struct out *o, const struct gc_onyx_state *d,
 		}
 		emit_ports(o, it);
 	}
-	for (t = 7; t >= 0; t--) {
+	for (t = 7; t >= 0 && (o->cats & GC_ONYX_CAT_ECN); t--) {
 		for (i = 0; i < it->n; i++) {
 			const struct gc_onyx_tc_cc *sc = &port_of(s, &it->v[i].id)->cc[t];
 
@@ -447,7 +473,7 @@ static void removals(struct out *o, const struct gc_onyx_state *d,
 		}
 		emit_ports(o, it);
 	}
-	for (i = 0; i < it->n; i++) {
+	for (i = 0; i < it->n && (o->cats & GC_ONYX_CAT_TRUST); i++) {
 		enum gc_onyx_trust st = port_of(s, &it->v[i].id)->trust;
 
 		if (port_of(d, &it->v[i].id)->trust == GC_ONYX_TRUST_UNSET &&
@@ -456,7 +482,7 @@ static void removals(struct out *o, const struct gc_onyx_state *d,
 				 "L2 (default)");
 	}
 	emit_ports(o, it);
-	for (t = 7; t >= 0; t--) {
+	for (t = 7; t >= 0 && (o->cats & GC_ONYX_CAT_POOL); t--) {
 		if ((s->pool_map & ~d->pool_map) & (1u << t)) {
 			snprintf(cmd, sizeof(cmd), "no traffic pool roce map switch-priority %d", t);
 			snprintf(label, sizeof(label), "traffic pool roce map switch-priority %d", t);
@@ -471,7 +497,7 @@ static void run(struct out *o, const struct gc_onyx_desired *desired,
 	struct items it;
 
 	if (desired->oneshot) {
-		if (strcmp(observed->roce_mode, "lossless") != 0)
+		if ((o->cats & GC_ONYX_CAT_ROCE) && strcmp(observed->roce_mode, "lossless") != 0)
 			global(o, "roce lossless", "roce mode",
 			       observed->roce_mode[0] ? observed->roce_mode : "N/A", "lossless");
 		return;
@@ -486,8 +512,15 @@ static void run(struct out *o, const struct gc_onyx_desired *desired,
 int gc_onyx_diff(struct gc_onyx_cmds *cmds, const struct gc_onyx_desired *desired,
 		 const struct gc_onyx_state *observed, bool owned, struct gc_error *err)
 {
+	return gc_onyx_diff_only(cmds, desired, observed, owned, GC_ONYX_CAT_ALL, err);
+}
+
+int gc_onyx_diff_only(struct gc_onyx_cmds *cmds, const struct gc_onyx_desired *desired,
+		      const struct gc_onyx_state *observed, bool owned, unsigned cats,
+		      struct gc_error *err)
+{
 	struct gc_onyx_cmds c = {NULL, 0};
-	struct out o = {&c, NULL, 0, 0, err};
+	struct out o = {cats, &c, NULL, 0, 0, err};
 
 	if (desired->st.pool_type[0] && strcmp(desired->st.pool_type, "lossless") != 0 &&
 	    strcmp(desired->st.pool_type, "lossy") != 0 &&
@@ -506,7 +539,7 @@ int gc_onyx_diff(struct gc_onyx_cmds *cmds, const struct gc_onyx_desired *desire
 size_t gc_onyx_drift(struct gc_buf *b, const struct gc_onyx_desired *desired,
 		     const struct gc_onyx_state *observed, bool owned)
 {
-	struct out o = {NULL, b, 0, 0, NULL};
+	struct out o = {GC_ONYX_CAT_ALL, NULL, b, 0, 0, NULL};
 
 	run(&o, desired, observed, owned);
 	return o.nlines;

@@ -425,6 +425,15 @@ static void test_diff_owned_removal(void **state)
 	assert_int_equal(gc_onyx_diff(&c, &d, &obs, true, &err), 0);
 	assert_cmds(&c, owned, GC_ARRAY_LEN(owned));
 	gc_onyx_cmds_free(&c);
+	/* one category at a time, as plan actions ask for it */
+	assert_int_equal(gc_onyx_diff_only(&c, &d, &obs, true, GC_ONYX_CAT_PFC, &err), 0);
+	assert_cmds(&c, owned + 2, 3);
+	gc_onyx_cmds_free(&c);
+	assert_int_equal(gc_onyx_diff_only(&c, &d, &obs, true, GC_ONYX_CAT_TRUST, &err), 0);
+	assert_cmds(&c, (const char *const[]){owned[0], owned[7]}, 2);
+	gc_onyx_cmds_free(&c);
+	assert_int_equal(gc_onyx_diff_only(&c, &d, &obs, true, GC_ONYX_CAT_POOL, &err), 0);
+	assert_int_equal(c.n, 0);
 	assert_int_equal(gc_onyx_drift(&drift, &d, &obs, true), GC_ARRAY_LEN(owned));
 	assert_non_null(strstr(gc_buf_str(&drift),
 			       "  interface ethernet 1/17-1/32 traffic-class 3 congestion-control: "
