@@ -93,12 +93,14 @@ write_inventory() {
 }
 
 write_known_hosts() {
-	local port=$1 key addr
-	key=$(cut -d' ' -f1,2 "$lab/ssh_host_ed25519_key.pub")
+	local port=$1 key addr t
 	: >"$lab/client/known_hosts.tmp"
 	while read -r addr _; do
 		case $addr in '#'* | '') continue ;; esac
-		echo "[$addr]:$port $key" >>"$lab/client/known_hosts.tmp"
+		for t in ed25519 ecdsa; do
+			key=$(cut -d' ' -f1,2 "$lab/ssh_host_${t}_key.pub")
+			echo "[$addr]:$port $key" >>"$lab/client/known_hosts.tmp"
+		done
 	done <"$lab/inventory"
 	mv "$lab/client/known_hosts.tmp" "$lab/client/known_hosts"
 }
@@ -123,6 +125,7 @@ Port $port
 ListenAddress 0.0.0.0
 AddressFamily inet
 HostKey $lab/ssh_host_ed25519_key
+HostKey $lab/ssh_host_ecdsa_key
 PidFile $lab/sshd.pid
 AuthorizedKeysFile $lab/authorized_keys
 # Loopback clients only, one user.
@@ -180,6 +183,8 @@ cmd_start() {
 	chmod 700 "$lab/client"
 	[ -f "$lab/ssh_host_ed25519_key" ] ||
 		ssh-keygen -q -t ed25519 -N '' -C gclab-host -f "$lab/ssh_host_ed25519_key"
+	[ -f "$lab/ssh_host_ecdsa_key" ] ||
+		ssh-keygen -q -t ecdsa -b 256 -N '' -C gclab-host -f "$lab/ssh_host_ecdsa_key"
 	[ -f "$lab/client/id_ed25519" ] ||
 		ssh-keygen -q -t ed25519 -N '' -C gclab-client -f "$lab/client/id_ed25519"
 	cp "$lab/client/id_ed25519.pub" "$lab/authorized_keys"

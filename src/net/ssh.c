@@ -456,14 +456,107 @@ out:
 	return rc;
 }
 
-static int check_host_key(struct gc_ssh_conn *c, const struct gc_ssh_opts *o, struct gc_error *err)
+/* Host key algorithms of libssh2 and the key type each one proves. */
+static int alg_key_type(const char *alg)
 {
-	LIBSSH2_KNOWNHOSTS *kh = NULL;
+	static const struct {
+		const char *alg;
+		int type;
+	} map[] = {
+		{"ssh-ed25519", LIBSSH2_HOSTKEY_TYPE_ED25519},
+		{"ecdsa-sha2-nistp256", LIBSSH2_HOSTKEY_TYPE_ECDSA_256},
+		{"ecdsa-sha2-nistp384", LIBSSH2_HOSTKEY_TYPE_ECDSA_384},
+		{"ecdsa-sha2-nistp521", LIBSSH2_HOSTKEY_TYPE_ECDSA_521},
+		{"rsa-sha2-512", LIBSSH2_HOSTKEY_TYPE_RSA},
+		{"rsa-sha2-256", LIBSSH2_HOSTKEY_TYPE_RSA},
+		{"ssh-rsa", LIBSSH2_HOSTKEY_TYPE_RSA},
+		{"ssh-dss", LIBSSH2_HOSTKEY_TYPE_DSS},
+	};
+	size_t i;
+
+	for (i = 0; i < GC_ARRAY_LEN(map); i++)
+		if (strcmp(alg, map[i].alg) == 0)
+			return map[i].type;
+	return LIBSSH2_HOSTKEY_TYPE_UNKNOWN;
+}
+
+/* Is there an entry for name with a key of this type?  A dummy key of the
+ * type gives MISMATCH exactly when one exists. */
+static bool known_type(LIBSSH2_KNOWNHOSTS *kh, const char *name, int type)
+{
+	struct libssh2_knownhost *found = NULL;
+
+	return libssh2_knownhost_check(kh, name, "-", 1,
+				       LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW |
+					       known_key_bits(type),
+				       &found) == LIBSSH2_KNOWNHOST_CHECK_MISMATCH;
+}
+
+/* The name of another key type recorded for name, or NULL. */
+static const char *other_known_type(LIBSSH2_KNOWNHOSTS *kh, const char *name, int type)
+{
+	static const int types[] = {LIBSSH2_HOSTKEY_TYPE_ED25519, LIBSSH2_HOSTKEY_TYPE_ECDSA_256,
+				    LIBSSH2_HOSTKEY_TYPE_ECDSA_384, LIBSSH2_HOSTKEY_TYPE_ECDSA_521,
+				    LIBSSH2_HOSTKEY_TYPE_RSA, LIBSSH2_HOSTKEY_TYPE_DSS};
+	size_t i;
+
+	for (i = 0; i < GC_ARRAY_LEN(types); i++)
+		if (types[i] != type && known_type(kh, name, types[i]))
+			return key_type_name(types[i]);
+	return NULL;
+}
+
+/*
+ * Load known_hosts and, like OpenSSH, ask first for the host key types
+ * already recorded for this host: libssh2's own order prefers ECDSA, and a
+ * host known by its ed25519 key would otherwise look unknown.
+ */
+static int load_and_prefer(struct gc_ssh_conn *c, LIBSSH2_KNOWNHOSTS **khp, const char *path,
+			   struct gc_error *err)
+{
+	LIBSSH2_KNOWNHOSTS *kh = libssh2_knownhost_init(c->session);
+	struct gc_buf first = GC_BUF_INIT, rest = GC_BUF_INIT;
+	const char **algs = NULL;
+	char name[300];
+	int n, i, rc;
+
+	if (kh == NULL)
+		return ssh_fail(c, LIBSSH2_ERROR_ALLOC, "known_hosts", err);
+	if ((rc = load_known_hosts(kh, path, err)) < 0) {
+		libssh2_knownhost_free(kh);
+		return rc;
+	}
+	*khp = kh;
+	known_hosts_name(name, sizeof(name), c->host, c->port);
+	n = libssh2_session_supported_algs(c->session, LIBSSH2_METHOD_HOSTKEY, &algs);
+	for (i = 0; i < n; i++) {
+		int type = alg_key_type(algs[i]);
+		struct gc_buf *b = known_type(kh, name, type) ? &first : &rest;
+
+		if (type == LIBSSH2_HOSTKEY_TYPE_UNKNOWN)
+			continue; /* certificates: not used */
+		gc_buf_printf(b, "%s%s", b->len ? "," : "", algs[i]);
+	}
+	if (first.len > 0) {
+		if (rest.len > 0)
+			gc_buf_printf(&first, ",%s", gc_buf_str(&rest));
+		libssh2_session_method_pref(c->session, LIBSSH2_METHOD_HOSTKEY, gc_buf_str(&first));
+	}
+	if (n > 0)
+		libssh2_free(c->session, algs);
+	gc_buf_free(&first);
+	gc_buf_free(&rest);
+	return 0;
+}
+
+static int check_host_key(struct gc_ssh_conn *c, const struct gc_ssh_opts *o,
+			  LIBSSH2_KNOWNHOSTS *kh, const char *path, struct gc_error *err)
+{
 	struct libssh2_knownhost *found = NULL;
 	const char *key, *tname, *hash;
 	char name[300];
-	char *path = o->known_hosts ? gc_xstrdup(o->known_hosts) : default_known_hosts();
 	struct gc_buf fp = GC_BUF_INIT, key64 = GC_BUF_INIT;
+	const char *other;
 	size_t len = 0;
 	int type = 0, rc = 0, check;
 
@@ -479,13 +572,6 @@ static int check_host_key(struct gc_ssh_conn *c, const struct gc_ssh_opts *o, st
 	base64(&key64, (const unsigned char *)key, len, true);
 	known_hosts_name(name, sizeof(name), c->host, c->port);
 
-	kh = libssh2_knownhost_init(c->session);
-	if (kh == NULL) {
-		rc = ssh_fail(c, LIBSSH2_ERROR_ALLOC, "known_hosts", err);
-		goto out;
-	}
-	if ((rc = load_known_hosts(kh, path, err)) < 0)
-		goto out;
 	check = libssh2_knownhost_check(kh, name, key, len,
 					LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW |
 						known_key_bits(type),
@@ -504,6 +590,18 @@ static int check_host_key(struct gc_ssh_conn *c, const struct gc_ssh_opts *o, st
 				  c->host, tname, gc_buf_str(&fp), name, path, name, path);
 		break;
 	case LIBSSH2_KNOWNHOST_CHECK_NOTFOUND:
+		if ((other = other_known_type(kh, name, type)) != NULL) {
+			/* a known host offering a new key type: not a new host */
+			rc = gc_error_set(err, GC_EHOSTKEY,
+					  "HOST KEY CHANGED for '%s': '%s' records a %s key for "
+					  "'%s', but the host offered only %s key %s. Refusing to "
+					  "connect (trusting new keys applies to new hosts only); if "
+					  "the change is expected, remove the old entry with: "
+					  "ssh-keygen -R '%s' -f '%s'",
+					  c->host, path, other, name, tname, gc_buf_str(&fp), name,
+					  path);
+			break;
+		}
 		if (!o->trust_new_host_keys) {
 			rc = gc_error_set(err, GC_EHOSTKEY,
 					  "host key of '%s' is not known: %s key %s is not in '%s' "
@@ -520,11 +618,8 @@ static int check_host_key(struct gc_ssh_conn *c, const struct gc_ssh_opts *o, st
 		break;
 	}
 out:
-	if (kh != NULL)
-		libssh2_knownhost_free(kh);
 	gc_buf_free(&fp);
 	gc_buf_free(&key64);
-	free(path);
 	return rc;
 }
 
@@ -737,6 +832,8 @@ out:
 int gc_ssh_connect(struct gc_ssh_conn **out, const struct gc_ssh_opts *o, struct gc_error *err)
 {
 	struct gc_ssh_conn *c;
+	LIBSSH2_KNOWNHOSTS *kh = NULL;
+	char *path = NULL;
 	unsigned ms;
 	uint64_t deadline;
 	int rc;
@@ -774,6 +871,9 @@ int gc_ssh_connect(struct gc_ssh_conn **out, const struct gc_ssh_opts *o, struct
 	libssh2_session_set_blocking(c->session, 0);
 	if (c->keepalive_s > 0)
 		libssh2_keepalive_config(c->session, 1, c->keepalive_s);
+	path = o->known_hosts ? gc_xstrdup(o->known_hosts) : default_known_hosts();
+	if ((rc = load_and_prefer(c, &kh, path, err)) < 0)
+		goto fail;
 	SSH_RETRY(c, rc, libssh2_session_handshake(c->session, c->fd), deadline, err, "handshake",
 		  ms);
 	if (rc != 0) {
@@ -781,14 +881,21 @@ int gc_ssh_connect(struct gc_ssh_conn **out, const struct gc_ssh_opts *o, struct
 		goto fail;
 	}
 	/* The host key is checked before a credential is sent. */
-	if ((rc = check_host_key(c, o, err)) < 0)
+	if ((rc = check_host_key(c, o, kh, path, err)) < 0)
 		goto fail;
+	libssh2_knownhost_free(kh);
+	kh = NULL;
+	free(path);
+	path = NULL;
 	if ((rc = authenticate(c, o, deadline, ms, err)) < 0)
 		goto fail;
 	c->ready = true; /* a keepalive in the middle of KEX would break it */
 	*out = c;
 	return 0;
 fail:
+	if (kh != NULL)
+		libssh2_knownhost_free(kh);
+	free(path);
 	c->alive = false;
 	gc_ssh_free(c);
 	return rc;

@@ -281,12 +281,13 @@ static void test_wrong_password(void **state)
 	assert_non_null(strstr(err.msg, "'GC_TEST_NOT_SET_ANYWHERE' is not set"));
 }
 
-static char *lab_fingerprint(void)
+/* OpenSSH's fingerprint of the lab's host key of that type (ed25519, ecdsa). */
+static char *lab_fingerprint(const char *type)
 {
 	char cmd[800];
 	char *line, *fp, *sp;
 
-	snprintf(cmd, sizeof(cmd), "ssh-keygen -l -E sha256 -f '%s/ssh_host_ed25519_key.pub'", lab);
+	snprintf(cmd, sizeof(cmd), "ssh-keygen -l -E sha256 -f '%s/ssh_host_%s_key.pub'", lab, type);
 	line = capture(cmd);
 	fp = strstr(line, "SHA256:");
 	assert_non_null(fp);
@@ -304,7 +305,7 @@ static void test_unknown_host_key_refused(void **state)
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_ssh_conn *c = NULL;
 	char kh[700], logp[700], want[200];
-	char *fp = lab_fingerprint();
+	char *fp = lab_fingerprint("ecdsa"); /* libssh2's first choice when nothing is known */
 	struct stat st;
 
 	clear_log("esxi-2");
@@ -313,7 +314,7 @@ static void test_unknown_host_key_refused(void **state)
 	o.password_env = "GC_TEST_LAB_PASSWORD";
 	assert_int_equal(gc_ssh_connect(&c, &o, &err), GC_EHOSTKEY);
 	assert_null(c);
-	snprintf(want, sizeof(want), "ssh-ed25519 key %s is not in", fp);
+	snprintf(want, sizeof(want), "ecdsa-sha2-nistp256 key %s is not in", fp);
 	assert_non_null(strstr(err.msg, want));
 	assert_non_null(strstr(err.msg, "host key of '127.0.0.12' is not known"));
 	assert_non_null(strstr(err.msg, "'ssh.trust_new_host_keys: true' in the spec"));
@@ -346,7 +347,7 @@ static void test_trust_new_host_key(void **state)
 	gc_ssh_result_free(&r);
 	gc_ssh_free(c);
 
-	snprintf(pubpath, sizeof(pubpath), "%s/ssh_host_ed25519_key.pub", lab);
+	snprintf(pubpath, sizeof(pubpath), "%s/ssh_host_ecdsa_key.pub", lab);
 	pub = slurp(pubpath);
 	sp = strchr(pub, ' ');
 	sp = strchr(sp + 1, ' ');
@@ -387,7 +388,7 @@ static void test_changed_host_key_refused(void **state)
 	struct gc_ssh_opts o = key_opts("esxi-2");
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_ssh_conn *c = NULL;
-	char kh[700], *before, *after, *fp = lab_fingerprint();
+	char kh[700], *before, *after, *fp = lab_fingerprint("ed25519");
 	char want[300];
 
 	clear_log("esxi-2");
@@ -418,6 +419,56 @@ static void test_changed_host_key_refused(void **state)
 	free(before);
 	free(after);
 	free(fp);
+}
+
+
+/* Like OpenSSH, ask for the key type known_hosts has: a host recorded by its
+ * ed25519 key only (OpenSSH's choice) or its ECDSA key only is known. */
+static void test_known_key_type_preferred(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-1");
+	struct gc_ssh_conn *c;
+	char kh[700];
+	const char *types[] = {"ed25519", "ecdsa"};
+	int i;
+
+	snprintf(kh, sizeof(kh), "%s/one_type_known_hosts", tmp);
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(sh("printf '[127.0.0.11]:%u ' >'%s' && cut -d' ' -f1,2 "
+				    "'%s/ssh_host_%s_key.pub' >>'%s'",
+				    port, kh, lab, types[i], kh),
+				 0);
+		o.known_hosts = kh;
+		c = connect_ok(&o);
+		gc_ssh_free(c);
+	}
+}
+
+/* A known host that offers a key of a type not recorded is not a new host:
+ * refused even with the opt-in, and nothing is appended. */
+static void test_other_key_type_refused(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-2");
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c = NULL;
+	char kh[700], *before, *after;
+
+	snprintf(kh, sizeof(kh), "%s/rsa_known_hosts", tmp);
+	assert_int_equal(sh("rm -f '%s/rsa' '%s/rsa.pub' && ssh-keygen -q -t rsa -b 1024 -N '' "
+			    "-f '%s/rsa' && printf '[127.0.0.12]:%u ' >'%s' && cut -d' ' -f1,2 "
+			    "'%s/rsa.pub' >>'%s'",
+			    tmp, tmp, tmp, port, kh, tmp, kh),
+			 0);
+	before = slurp(kh);
+	o.known_hosts = kh;
+	o.trust_new_host_keys = true;
+	assert_int_equal(gc_ssh_connect(&c, &o, &err), GC_EHOSTKEY);
+	assert_non_null(strstr(err.msg, "HOST KEY CHANGED for '127.0.0.12'"));
+	assert_non_null(strstr(err.msg, "records a ssh-rsa key"));
+	after = slurp(kh);
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
 }
 
 static void test_dropped_connection(void **state)
@@ -720,6 +771,8 @@ int main(void)
 		cmocka_unit_test(test_unknown_host_key_refused),
 		cmocka_unit_test(test_trust_new_host_key),
 		cmocka_unit_test(test_changed_host_key_refused),
+		cmocka_unit_test(test_known_key_type_preferred),
+		cmocka_unit_test(test_other_key_type_refused),
 		cmocka_unit_test(test_dropped_connection),
 		cmocka_unit_test(test_command_timeout),
 		cmocka_unit_test(test_connect_refused),
