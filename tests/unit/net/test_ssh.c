@@ -16,6 +16,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +258,81 @@ static void test_password_env_and_file(void **state)
 	assert_string_equal(r.out, "esxi-1\n");
 	gc_ssh_result_free(&r);
 	gc_ssh_free(c);
+}
+
+
+static void test_password_file_trailing_newline(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-1");
+	struct gc_ssh_conn *c;
+	char path[700];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/pw-newline", tmp);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\n", password);
+	fclose(f);
+	o.key_file = NULL;
+	o.password_file = path;
+	c = connect_ok(&o);
+	gc_ssh_free(c);
+}
+
+static void test_key_with_passphrase(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-1");
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c = NULL;
+	char key[700];
+
+	snprintf(key, sizeof(key), "%s/pkey", tmp);
+	assert_int_equal(sh("rm -f '%s' '%s.pub' && ssh-keygen -q -t ed25519 -N 'pass phrase 42' "
+			    "-f '%s' && cat '%s.pub' >>'%s/authorized_keys'",
+			    key, key, key, key, lab),
+			 0);
+	setenv("GC_TEST_KEY_PASS", "pass phrase 42", 1);
+	o.key_file = key;
+	o.key_passphrase_env = "GC_TEST_KEY_PASS";
+	c = connect_ok(&o);
+	gc_ssh_free(c);
+
+	setenv("GC_TEST_KEY_PASS", "wrong-secret-XYZ", 1);
+	c = NULL;
+	assert_int_equal(gc_ssh_connect(&c, &o, &err), GC_EINVAL);
+	assert_null(c);
+	assert_non_null(strstr(err.msg, "cannot use key file"));
+	assert_no_secret(&err);
+	assert_null(strstr(err.msg, "pass phrase 42"));
+}
+
+static void test_agent(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-1");
+	struct gc_ssh_conn *c;
+	struct gc_ssh_result r;
+	char cmd[1200], sock[700], *out, *p;
+	long pid;
+
+	snprintf(sock, sizeof(sock), "%s/agent.sock", tmp);
+	unlink(sock);
+	snprintf(cmd, sizeof(cmd), "ssh-agent -a '%s' -s | sed -n 's/^SSH_AGENT_PID=\\([0-9]*\\);.*/\\1/p'",
+		 sock);
+	out = capture(cmd);
+	pid = strtol(out, &p, 10);
+	assert_true(pid > 1);
+	free(out);
+	assert_int_equal(sh("SSH_AUTH_SOCK='%s' ssh-add -q '%s' 2>/dev/null", sock, key_file), 0);
+	setenv("SSH_AUTH_SOCK", sock, 1);
+	o.key_file = NULL;
+	o.agent = true;
+	c = connect_ok(&o);
+	exec_ok(c, "echo agent", &r);
+	assert_string_equal(r.out, "agent\n");
+	gc_ssh_result_free(&r);
+	gc_ssh_free(c);
+	unsetenv("SSH_AUTH_SOCK");
+	kill((pid_t)pid, SIGTERM);
 }
 
 static void test_wrong_password(void **state)
@@ -767,6 +843,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exec_exact),
 		cmocka_unit_test(test_password_env_and_file),
+		cmocka_unit_test(test_password_file_trailing_newline),
+		cmocka_unit_test(test_key_with_passphrase),
+		cmocka_unit_test(test_agent),
 		cmocka_unit_test(test_wrong_password),
 		cmocka_unit_test(test_unknown_host_key_refused),
 		cmocka_unit_test(test_trust_new_host_key),
