@@ -57,6 +57,17 @@ static struct gc_mark fmark(struct check *k, const void *field, struct gc_mark f
 	return spec_field_mark(k->x, field, fallback);
 }
 
+/* A mark resolved only when a diagnostic is actually emitted. */
+struct where {
+	const void *field;
+	struct gc_mark fallback;
+};
+
+static struct gc_mark at(struct check *k, struct where w)
+{
+	return fmark(k, w.field, w.fallback);
+}
+
 /* "no host named 'x'" with a did-you-mean over the defined names. */
 static void dangling(struct check *k, struct gc_mark m, const char *what, const char *name,
 		     const char **names, size_t n, const char *where)
@@ -169,7 +180,6 @@ static void index_pci(struct check *k)
 			struct gc_host_gpu *g = is_gpu ? &h->gpus[j] : NULL;
 			struct gc_host_nic *n = is_gpu ? NULL : &h->nics[j - h->ngpus];
 			const char *pci = is_gpu ? g->pci : n->pci;
-			struct gc_mark m = is_gpu ? fmark(k, &g->pci, g->mark) : fmark(k, &n->pci, n->mark);
 			const char *key;
 			void *prev;
 
@@ -180,7 +190,8 @@ static void index_pci(struct check *k)
 			if (prev == NULL)
 				prev = spec_strmap_get(&k->nics, key);
 			if (prev != NULL) {
-				spec_diag(k->x, GC_SEV_ERROR, m,
+				spec_diag(k->x, GC_SEV_ERROR,
+					  is_gpu ? fmark(k, &g->pci, g->mark) : fmark(k, &n->pci, n->mark),
 					  gc_arena_printf(k->x->arena, "first used at line %d",
 							  mark_of(prev).line),
 					  "duplicate PCI address '%s' on host '%s'", pci, q(h->name));
@@ -377,7 +388,7 @@ static void place_vms(struct check *k)
 
 /* The host GPU at pci on the VM's host, or NULL after a diagnostic. */
 static struct gc_host_gpu *find_gpu(struct check *k, struct gc_vm *vm, const char *pci,
-				    struct gc_mark m)
+				    struct where m)
 {
 	const char *key = pci_key(k, host_idx(k, vm->host), pci);
 	struct gc_host_gpu *g = spec_strmap_get(&k->gpus, key);
@@ -386,13 +397,13 @@ static struct gc_host_gpu *find_gpu(struct check *k, struct gc_vm *vm, const cha
 	if (g != NULL)
 		return g;
 	if (spec_strmap_get(&k->nics, key) != NULL) {
-		spec_diag(k->x, GC_SEV_ERROR, m, "NICs go under the VM's nics: (type: passthrough)",
+		spec_diag(k->x, GC_SEV_ERROR, at(k, m), "NICs go under the VM's nics: (type: passthrough)",
 			  "'%s' on host '%s' is a NIC, not a GPU", pci, q(vm->host->name));
 		return NULL;
 	}
 	other = spec_strmap_get(&k->gpu_any, pci);
 	if (other != NULL)
-		spec_diag(k->x, GC_SEV_ERROR, m,
+		spec_diag(k->x, GC_SEV_ERROR, at(k, m),
 			  gc_arena_printf(k->x->arena,
 					  "a VM can only use GPUs of its own host; move it with "
 					  "host: %s",
@@ -400,27 +411,27 @@ static struct gc_host_gpu *find_gpu(struct check *k, struct gc_vm *vm, const cha
 			  "GPU '%s' is on host '%s', not on '%s' (the host of VM '%s')", pci,
 			  q(other->host->name), q(vm->host->name), q(vm->name));
 	else
-		spec_diag(k->x, GC_SEV_ERROR, m, "list it under the host's gpus:",
+		spec_diag(k->x, GC_SEV_ERROR, at(k, m), "list it under the host's gpus:",
 			  "host '%s' has no GPU '%s'", q(vm->host->name), pci);
 	return NULL;
 }
 
 static void claim_static(struct check *k, struct gc_vm *vm, struct gc_vm_gpu *vg)
 {
-	struct gc_mark m = fmark(k, &vg->host_pci, vg->mark);
+	struct where m = {&vg->host_pci, vg->mark};
 	struct gc_host_gpu *g = find_gpu(k, vm, vg->host_pci, m);
 
 	if (g == NULL)
 		return;
 	if (g->mode == GC_GPU_VGPU) {
-		spec_diag(k->x, GC_SEV_ERROR, m,
+		spec_diag(k->x, GC_SEV_ERROR, at(k, m),
 			  "set mode: passthrough on the host GPU, or give the VM a vgpu profile",
 			  "GPU '%s' on host '%s' is in vgpu mode and cannot be passed through",
 			  vg->host_pci, q(vm->host->name));
 		return;
 	}
 	if (g->passthrough_vm != NULL) {
-		spec_diag(k->x, GC_SEV_ERROR, m, "a passthrough GPU belongs to one VM",
+		spec_diag(k->x, GC_SEV_ERROR, at(k, m), "a passthrough GPU belongs to one VM",
 			  "GPU '%s' on host '%s' is already passed through to VM '%s'",
 			  vg->host_pci, q(vm->host->name), q(g->passthrough_vm->name));
 		return;
@@ -457,23 +468,23 @@ static bool same_profile(const char *a, const char *b)
 
 /* Can g take one more vGPU of this profile?  Quiet unless `loud`. */
 static bool vgpu_fits(struct check *k, struct gc_host_gpu *g, const char *profile, bool loud,
-		      struct gc_mark m)
+		      struct where m)
 {
 	unsigned fb = gc_vgpu_profile_fb_gb(profile);
 
 	if (g->model == NULL || !spec_gpu_model_has_profile(g->model, profile)) {
 		if (loud && g->model == NULL)
-			spec_diag(k->x, GC_SEV_ERROR, m, "vGPU needs a GPU model from the table",
+			spec_diag(k->x, GC_SEV_ERROR, at(k, m), "vGPU needs a GPU model from the table",
 				  "no vGPU profiles are known for GPU model '%s'",
 				  q(g->model_name));
 		else if (loud)
-			spec_diag(k->x, GC_SEV_ERROR, m, profile_hint(k, g->model),
+			spec_diag(k->x, GC_SEV_ERROR, at(k, m), profile_hint(k, g->model),
 				  "vgpu profile '%s' is not offered by %s", profile, g->model->name);
 		return false;
 	}
 	if (g->vgpu_profile != NULL && !same_profile(g->vgpu_profile, profile)) {
 		if (loud)
-			spec_diag(k->x, GC_SEV_ERROR, m,
+			spec_diag(k->x, GC_SEV_ERROR, at(k, m),
 				  "all VMs on one physical GPU use the same vgpu profile",
 				  "GPU '%s' on host '%s' already runs vgpu profile '%s'", q(g->pci),
 				  q(g->host->name), g->vgpu_profile);
@@ -481,7 +492,7 @@ static bool vgpu_fits(struct check *k, struct gc_host_gpu *g, const char *profil
 	}
 	if (g->vgpu_used_gb + fb > g->memory_gb) {
 		if (loud)
-			spec_diag(k->x, GC_SEV_ERROR, m,
+			spec_diag(k->x, GC_SEV_ERROR, at(k, m),
 				  gc_arena_printf(k->x->arena,
 						  "%u of %u GB are already used by other vGPUs",
 						  g->vgpu_used_gb, g->memory_gb),
@@ -504,7 +515,7 @@ static void vgpu_take(struct gc_host_gpu *g, struct gc_vm_gpu *vg)
 
 static void claim_vgpu_pinned(struct check *k, struct gc_vm *vm, struct gc_vm_gpu *vg)
 {
-	struct gc_mark m = fmark(k, &vg->host_pci, vg->mark);
+	struct where m = {&vg->host_pci, vg->mark};
 	struct gc_host_gpu *g = find_gpu(k, vm, vg->host_pci, m);
 	size_t i;
 
@@ -515,7 +526,7 @@ static void claim_vgpu_pinned(struct check *k, struct gc_vm *vm, struct gc_vm_gp
 
 		if (o->kind == GC_VMGPU_STATIC && o->host_pci != NULL &&
 		    strcmp(o->host_pci, vg->host_pci) == 0) {
-			spec_diag(k->x, GC_SEV_ERROR, m,
+			spec_diag(k->x, GC_SEV_ERROR, at(k, m),
 				  "a GPU is either passed through or shared through vGPU",
 				  "VM '%s' uses GPU '%s' both as passthrough and as a vgpu",
 				  q(vm->name), vg->host_pci);
@@ -523,19 +534,19 @@ static void claim_vgpu_pinned(struct check *k, struct gc_vm *vm, struct gc_vm_gp
 		}
 	}
 	if (g->mode != GC_GPU_VGPU) {
-		spec_diag(k->x, GC_SEV_ERROR, m, "set mode: vgpu on the host GPU",
+		spec_diag(k->x, GC_SEV_ERROR, at(k, m), "set mode: vgpu on the host GPU",
 			  "GPU '%s' on host '%s' is in passthrough mode, not vgpu", vg->host_pci,
 			  q(vm->host->name));
 		return;
 	}
-	if (vgpu_fits(k, g, vg->profile, true, fmark(k, &vg->profile, vg->mark)))
+	if (vgpu_fits(k, g, vg->profile, true, (struct where){&vg->profile, vg->mark}))
 		vgpu_take(g, vg);
 }
 
 static void claim_vgpu_any(struct check *k, struct gc_vm *vm, struct gc_vm_gpu *vg)
 {
 	struct gc_host *h = vm->host;
-	struct gc_mark m = fmark(k, &vg->profile, vg->mark);
+	struct where m = {&vg->profile, vg->mark};
 	struct gc_host_gpu *offer = NULL;
 	size_t i, nvgpu = 0;
 
@@ -554,7 +565,7 @@ static void claim_vgpu_any(struct check *k, struct gc_vm *vm, struct gc_vm_gpu *
 		}
 	}
 	if (nvgpu == 0)
-		spec_diag(k->x, GC_SEV_ERROR, m, "set mode: vgpu on a GPU of the host",
+		spec_diag(k->x, GC_SEV_ERROR, at(k, m), "set mode: vgpu on a GPU of the host",
 			  "host '%s' has no GPU in vgpu mode for VM '%s'", q(h->name), q(vm->name));
 	else if (offer == NULL) {
 		for (i = 0; i < h->ngpus; i++) {
@@ -564,7 +575,7 @@ static void claim_vgpu_any(struct check *k, struct gc_vm *vm, struct gc_vm_gpu *
 			}
 		}
 	} else {
-		spec_diag(k->x, GC_SEV_ERROR, m,
+		spec_diag(k->x, GC_SEV_ERROR, at(k, m),
 			  gc_arena_printf(k->x->arena,
 					  "%zu GPU%s in vgpu mode; all VMs on one GPU use the same "
 					  "profile and their framebuffers must fit",
@@ -577,7 +588,7 @@ static void claim_vgpu_any(struct check *k, struct gc_vm *vm, struct gc_vm_gpu *
 static void claim_dynamic(struct check *k, struct gc_vm *vm, struct gc_vm_gpu *vg)
 {
 	struct gc_host *h = vm->host;
-	struct gc_mark m = fmark(k, &vg->pci_id, vg->mark);
+	struct where m = {&vg->pci_id, vg->mark};
 	const struct gc_gpu_model *want = spec_gpu_model_by_pci_id(vg->pci_id);
 	size_t i, base = k->gpu_base[host_idx(k, h)], matching = 0;
 
@@ -595,11 +606,11 @@ static void claim_dynamic(struct check *k, struct gc_vm *vm, struct gc_vm_gpu *v
 		}
 	}
 	if (matching == 0)
-		spec_diag(k->x, GC_SEV_ERROR, m,
+		spec_diag(k->x, GC_SEV_ERROR, at(k, m),
 			  "dynamic DirectPath picks a passthrough GPU of the VM's host with this id",
 			  "no passthrough GPU on host '%s' has PCI id '%s'", q(h->name), vg->pci_id);
 	else
-		spec_diag(k->x, GC_SEV_ERROR, m,
+		spec_diag(k->x, GC_SEV_ERROR, at(k, m),
 			  gc_arena_printf(k->x->arena,
 					  "%zu such GPU%s, all passed through or requested already",
 					  matching, matching == 1 ? "" : "s"),
@@ -642,7 +653,7 @@ static void assign_gpus(struct check *k)
 /* ---------------------------------------------------------------- NICs */
 
 static struct gc_host_nic *find_nic(struct check *k, struct gc_vm *vm, const char *pci,
-				    struct gc_mark m)
+				    struct where m)
 {
 	const char *key = pci_key(k, host_idx(k, vm->host), pci);
 	struct gc_host_nic *n = spec_strmap_get(&k->nics, key);
@@ -650,10 +661,10 @@ static struct gc_host_nic *find_nic(struct check *k, struct gc_vm *vm, const cha
 	if (n != NULL)
 		return n;
 	if (spec_strmap_get(&k->gpus, key) != NULL)
-		spec_diag(k->x, GC_SEV_ERROR, m, "GPUs go under the VM's gpus:",
+		spec_diag(k->x, GC_SEV_ERROR, at(k, m), "GPUs go under the VM's gpus:",
 			  "'%s' on host '%s' is a GPU, not a NIC", pci, q(vm->host->name));
 	else
-		spec_diag(k->x, GC_SEV_ERROR, m, "list it under the host's nics:",
+		spec_diag(k->x, GC_SEV_ERROR, at(k, m), "list it under the host's nics:",
 			  "host '%s' has no NIC '%s'", q(vm->host->name), pci);
 	return NULL;
 }
@@ -710,8 +721,6 @@ static void check_vm_nics(struct check *k, struct gc_vm *vm)
 		struct gc_host_nic *hn;
 		size_t ord;
 
-		if (!spec_field_given(k->x, &n->kind))
-			continue;
 		switch (n->kind) {
 		case GC_VMNIC_VMXNET3:
 			if (n->port_group != NULL)
@@ -726,7 +735,7 @@ static void check_vm_nics(struct check *k, struct gc_vm *vm)
 				n->portgroup = find_portgroup(k, n);
 			if (n->pf == NULL)
 				break;
-			hn = find_nic(k, vm, n->pf, fmark(k, &n->pf, n->mark));
+			hn = find_nic(k, vm, n->pf, (struct where){&n->pf, n->mark});
 			if (hn == NULL)
 				break;
 			if (hn->mode != GC_NIC_MODE_SRIOV) {
@@ -751,7 +760,7 @@ static void check_vm_nics(struct check *k, struct gc_vm *vm)
 		case GC_VMNIC_PASSTHROUGH:
 			if (n->host_pci == NULL)
 				break;
-			hn = find_nic(k, vm, n->host_pci, fmark(k, &n->host_pci, n->mark));
+			hn = find_nic(k, vm, n->host_pci, (struct where){&n->host_pci, n->mark});
 			if (hn == NULL)
 				break;
 			if (hn->mode != GC_NIC_MODE_PASSTHROUGH) {
@@ -809,8 +818,6 @@ static void derive_vm(struct check *k, struct gc_vm *vm)
 	for (i = 0; i < vm->nnics; i++) {
 		enum gc_vm_nic_kind kind = vm->nics[i].kind;
 
-		if (!spec_field_given(k->x, &vm->nics[i].kind))
-			continue;
 		if (kind == GC_VMNIC_SRIOV || kind == GC_VMNIC_PASSTHROUGH)
 			vm->has_passthrough = true;
 		if (kind == GC_VMNIC_PVRDMA)

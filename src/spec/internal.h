@@ -22,9 +22,13 @@
 /* ---------------------------------------------------------------- hash tables (hash.c) */
 
 /* String -> pointer map; keys are borrowed (arena strings) and compared by content. */
+struct spec_strmap_slot {
+	const char *key;
+	uint64_t hash;
+	void *val;
+};
 struct spec_strmap {
-	const char **keys;
-	void **vals;
+	struct spec_strmap_slot *slots;
 	size_t cap; /* power of two, 0 when empty */
 	size_t n;
 };
@@ -32,17 +36,6 @@ struct spec_strmap {
 void *spec_strmap_put(struct spec_strmap *m, const char *key, void *val);
 void *spec_strmap_get(const struct spec_strmap *m, const char *key);
 void spec_strmap_free(struct spec_strmap *m);
-
-/* Pointer -> mark map: where the value of one model field was written. */
-struct spec_markmap {
-	const void **keys;
-	struct gc_mark *vals;
-	size_t cap;
-	size_t n;
-};
-void spec_markmap_put(struct spec_markmap *m, const void *key, struct gc_mark mark);
-const struct gc_mark *spec_markmap_get(const struct spec_markmap *m, const void *key);
-void spec_markmap_free(struct spec_markmap *m);
 
 /* ---------------------------------------------------------------- context */
 
@@ -64,9 +57,24 @@ struct spec_ctx {
 	size_t nlines;
 	yaml_document_t *doc;
 	struct gc_diags diags; /* unsorted, uncapped up to SPEC_RAW_DIAG_MAX */
-	struct spec_markmap marks;
+	/* every parsed map: which object it filled and from which node, so the
+	 * mark of a field is found only when a diagnostic (or a "was it given?"
+	 * question) needs it; the last map parsed is cached */
+	struct spec_objrec *objs;
+	size_t nobjs, capobjs;
+	bool objs_sorted;
+	const void *last_obj;
+	const struct spec_field *last_fields;
+	uint64_t last_seen; /* bit i: fields[i] was given */
 	size_t budget; /* nodes we may still visit (alias bombs) */
 	bool over_budget;
+};
+
+struct spec_field;
+struct spec_objrec {
+	const void *obj;
+	const struct spec_field *fields;
+	int node; /* yaml document node index of the mapping */
 };
 
 /* ---------------------------------------------------------------- diagnostics (diag.c) */
@@ -85,7 +93,8 @@ void spec_diags_finish(struct spec_ctx *x, struct gc_diags *out);
 
 struct gc_mark spec_mark(struct spec_ctx *x, const yaml_node_t *n);
 yaml_node_t *spec_node(struct spec_ctx *x, int index);
-/* Where a field's value was written, else the fallback mark. */
+/* Where a field's value was written, else the fallback mark.  `field` must be
+ * the address of a member named in a field table (T_SUB members need an off). */
 struct gc_mark spec_field_mark(struct spec_ctx *x, const void *field, struct gc_mark fallback);
 bool spec_field_given(struct spec_ctx *x, const void *field);
 /* Count a visited node; false (and one error) once the alias budget is gone. */
@@ -129,7 +138,7 @@ enum spec_pat {
 struct spec_field {
 	const char *key;
 	enum spec_type type;
-	size_t off;
+	size_t off;   /* 0 for T_SUB/T_SKIP without a member of their own */
 	size_t off_n; /* T_STRLIST: offset of the count */
 	enum spec_pat pat;
 	const char *const *choices; /* T_STR: the allowed values, NULL-terminated */
@@ -139,7 +148,8 @@ struct spec_field {
 	void (*sub)(struct spec_ctx *x, yaml_node_t *value, void *obj);
 };
 
-/* Parse one map against a NULL-key-terminated field table; `what` names it in messages. */
+/* Parse one map against a NULL-key-terminated field table (at most 64
+ * fields); `what` names it in messages. */
 void spec_parse_map(struct spec_ctx *x, yaml_node_t *n, const struct spec_field *fields,
 		    void *obj, const char *what);
 /* Hint text describing a pattern's expected form. */

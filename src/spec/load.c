@@ -26,16 +26,121 @@ yaml_node_t *spec_node(struct spec_ctx *x, int index)
 	return yaml_document_get_node(x->doc, index);
 }
 
+/* ---------------------------------------------------------------- field marks */
+
+/* Index of the table entry whose member is at offset off, or -1. */
+static int field_at(const struct spec_field *fields, size_t off)
+{
+	int i;
+
+	for (i = 0; fields[i].key != NULL; i++) {
+		bool located = fields[i].type != T_SKIP && (fields[i].type != T_SUB || fields[i].off);
+
+		if (located && fields[i].off == off)
+			return i;
+	}
+	return -1;
+}
+
+/* The value node of key in map n, looking into merge keys as the parser does. */
+static yaml_node_t *value_of(struct spec_ctx *x, yaml_node_t *n, const char *key, bool merged)
+{
+	yaml_node_pair_t *p;
+
+	if (n == NULL || n->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = spec_node(x, p->key);
+
+		if (k != NULL && k->type == YAML_SCALAR_NODE &&
+		    strcmp((const char *)k->data.scalar.value, key) == 0)
+			return spec_node(x, p->value);
+	}
+	if (merged)
+		return NULL;
+	for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = spec_node(x, p->key), *v = spec_node(x, p->value), *r;
+		yaml_node_item_t *it;
+
+		if (k == NULL || v == NULL || k->type != YAML_SCALAR_NODE ||
+		    strcmp((const char *)k->data.scalar.value, "<<") != 0)
+			continue;
+		if (v->type == YAML_MAPPING_NODE && (r = value_of(x, v, key, true)) != NULL)
+			return r;
+		if (v->type != YAML_SEQUENCE_NODE)
+			continue;
+		for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+			if ((r = value_of(x, spec_node(x, *it), key, true)) != NULL)
+				return r;
+		}
+	}
+	return NULL;
+}
+
+static int by_obj(const void *a, const void *b)
+{
+	const struct spec_objrec *p = a, *q = b;
+
+	if (p->obj != q->obj)
+		return (uintptr_t)p->obj < (uintptr_t)q->obj ? -1 : 1;
+	return 0;
+}
+
+/* The YAML value node a model field was parsed from, or NULL when not given. */
+static yaml_node_t *field_node(struct spec_ctx *x, const void *field)
+{
+	const char *f = field;
+	size_t lo = 0, hi, i;
+	int idx;
+
+	if (x->doc == NULL)
+		return NULL;
+	/* the common case: a question about the map parsed just now */
+	if (x->last_obj != NULL && f >= (const char *)x->last_obj &&
+	    (idx = field_at(x->last_fields, (size_t)(f - (const char *)x->last_obj))) >= 0) {
+		if (!(x->last_seen & ((uint64_t)1 << idx)))
+			return NULL;
+		return value_of(x, spec_node(x, x->objs[x->nobjs - 1].node),
+				x->last_fields[idx].key, false);
+	}
+	if (!x->objs_sorted) {
+		/* stable enough: maps filling one object (roce + ecn) keep no order */
+		qsort(x->objs, x->nobjs, sizeof(*x->objs), by_obj);
+		x->objs_sorted = true;
+		x->last_obj = NULL; /* objs[nobjs - 1] is no longer the last map */
+	}
+	/* the last record whose object starts at or before the field */
+	hi = x->nobjs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if ((uintptr_t)x->objs[mid].obj <= (uintptr_t)f)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	for (i = lo; i > 0 && x->objs[i - 1].obj == x->objs[lo - 1].obj; i--) {
+		const struct spec_objrec *r = &x->objs[i - 1];
+
+		idx = field_at(r->fields, (size_t)(f - (const char *)r->obj));
+		if (idx >= 0)
+			return value_of(x, spec_node(x, r->node), r->fields[idx].key, false);
+	}
+	return NULL;
+}
+
 struct gc_mark spec_field_mark(struct spec_ctx *x, const void *field, struct gc_mark fallback)
 {
-	const struct gc_mark *m = spec_markmap_get(&x->marks, field);
+	yaml_node_t *n = field_node(x, field);
 
-	return m ? *m : fallback;
+	return n ? spec_mark(x, n) : fallback;
 }
 
 bool spec_field_given(struct spec_ctx *x, const void *field)
 {
-	return spec_markmap_get(&x->marks, field) != NULL;
+	return field_node(x, field) != NULL;
 }
 
 bool spec_visit(struct spec_ctx *x, const yaml_node_t *n)
@@ -158,6 +263,7 @@ static void parse_document(struct spec_ctx *x, yaml_parser_t *parser)
 	yaml_document_delete(&next);
 	x->budget = (size_t)(doc.nodes.top - doc.nodes.start) * 8 + 1000000;
 	spec_parse_root(x, root);
+	x->last_obj = NULL; /* checks look fields up by address */
 	spec_check(x);
 out:
 	yaml_document_delete(&doc);
@@ -203,7 +309,7 @@ int gc_spec_load_buffer(struct gc_cluster **out, struct gc_diags *diags, const c
 		*out = c;
 		c = NULL; /* now owned by the caller */
 	}
-	spec_markmap_free(&x.marks);
+	free(x.objs);
 	free(x.line_starts);
 	return rc;
 }

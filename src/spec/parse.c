@@ -9,8 +9,8 @@
  * value is type-checked with YAML 1.2 core-schema rules on plain scalars
  * (quoted scalars are always strings; a plain 8.0 is a number and must be
  * quoted to be a string), numbers are range-checked, strings are checked
- * with the strict validators of gc/pattern.h.  Where each value was written
- * is remembered (spec_markmap) so later checks can point at it.
+ * with the strict validators of gc/pattern.h.  Each parsed map is recorded
+ * (object, table, node) so later checks can find where a field was written.
  */
 #include <assert.h>
 #include <errno.h>
@@ -507,8 +507,9 @@ static void parse_pairs(struct spec_ctx *x, yaml_node_t *n, const struct spec_fi
 		if (strcmp(key, "<<") == 0 && k->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
 			continue; /* merges are applied after the map's own keys */
 		for (i = 0; i < nf; i++) {
-			if (fields[i].prefix ? strncmp(fields[i].key, key, strlen(fields[i].key)) == 0
-					     : strcmp(fields[i].key, key) == 0)
+			if (fields[i].key[0] == key[0] &&
+			    (fields[i].prefix ? strncmp(fields[i].key, key, strlen(fields[i].key)) == 0
+					      : strcmp(fields[i].key, key) == 0))
 				break;
 		}
 		if (i == nf) {
@@ -528,8 +529,6 @@ static void parse_pairs(struct spec_ctx *x, yaml_node_t *n, const struct spec_fi
 			continue; /* a merged key never overrides the map's own */
 		}
 		seen_line[i] = spec_mark(x, k).line;
-		if (fields[i].type != T_SUB && fields[i].type != T_SKIP)
-			spec_markmap_put(&x->marks, (char *)obj + fields[i].off, spec_mark(x, v));
 		set_field(x, v, &fields[i], obj);
 	}
 }
@@ -586,11 +585,25 @@ void spec_parse_map(struct spec_ctx *x, yaml_node_t *n, const struct spec_field 
 	memset(seen_line, 0, sizeof(seen_line));
 	parse_pairs(x, n, fields, nf, obj, seen_line, false);
 	parse_merges(x, n, fields, nf, obj, seen_line);
+	x->last_seen = 0;
 	for (i = 0; i < nf; i++) {
+		if (seen_line[i] != 0)
+			x->last_seen |= (uint64_t)1 << i;
 		if (fields[i].required && seen_line[i] == 0)
 			spec_diag(x, GC_SEV_ERROR, spec_mark(x, n), NULL,
 				  "missing required key '%s' in %s", fields[i].key, what);
 	}
+	if (x->nobjs == x->capobjs) {
+		x->capobjs = x->capobjs ? x->capobjs * 2 : 1024;
+		x->objs = gc_xrealloc(x->objs, x->capobjs * sizeof(*x->objs));
+	}
+	x->objs[x->nobjs].obj = obj;
+	x->objs[x->nobjs].fields = fields;
+	x->objs[x->nobjs].node = (int)(n - x->doc->nodes.start) + 1;
+	x->nobjs++;
+	x->objs_sorted = false;
+	x->last_obj = obj;
+	x->last_fields = fields;
 }
 
 const char *spec_string(struct spec_ctx *x, yaml_node_t *v, const char *key, enum spec_pat pat,

@@ -22,6 +22,7 @@
 #define FTRI(S, k, m) {.key = k, .type = T_TRI, .off = offsetof(S, m)}
 #define FLIST(S, k, m, p) {.key = k, .type = T_STRLIST, .off = offsetof(S, m), .off_n = offsetof(S, n##m), .pat = p}
 #define FSUB(k, fn, req) {.key = k, .type = T_SUB, .sub = fn, .required = req}
+#define FSUBO(k, fn, S, m, req) {.key = k, .type = T_SUB, .sub = fn, .off = offsetof(S, m), .required = req}
 #define FSKIP(k) {.key = k, .type = T_SKIP}
 #define FEND {.key = NULL}
 
@@ -55,12 +56,6 @@ static void *parse_list(struct spec_ctx *x, yaml_node_t *v, const char *key, siz
 	}
 	*count = i;
 	return arr;
-}
-
-/* Record where a handler-parsed value was written. */
-static void put_mark(struct spec_ctx *x, const void *field, yaml_node_t *v)
-{
-	spec_markmap_put(&x->marks, field, spec_mark(x, v));
 }
 
 /* A value given for a key that does not apply: error at the value. */
@@ -193,7 +188,6 @@ static void gpu_mode(struct spec_ctx *x, yaml_node_t *v, void *obj)
 	struct gc_host_gpu *g = obj;
 	const char *s = spec_string(x, v, "mode", P_ANY, gpu_modes);
 
-	put_mark(x, &g->mode, v);
 	if (s != NULL)
 		g->mode = strcmp(s, "vgpu") == 0 ? GC_GPU_VGPU : GC_GPU_PASSTHROUGH;
 }
@@ -202,7 +196,7 @@ static const struct spec_field host_gpu_fields[] = {
 	FSTR(struct gc_host_gpu, "pci", pci, P_PCI, true),
 	FSTR(struct gc_host_gpu, "model", model_name, P_MODEL, true),
 	FUINT(struct gc_host_gpu, "memory_gb", memory_gb, 1, 1024, false),
-	FSUB("mode", gpu_mode, false),
+	FSUBO("mode", gpu_mode, struct gc_host_gpu, mode, false),
 	FEND,
 };
 
@@ -268,7 +262,6 @@ static void nic_mode(struct spec_ctx *x, yaml_node_t *v, void *obj)
 	struct gc_host_nic *nic = obj;
 	const char *s = spec_string(x, v, "mode", P_ANY, nic_modes);
 
-	put_mark(x, &nic->mode, v);
 	if (s == NULL)
 		return;
 	if (strcmp(s, "sriov") == 0)
@@ -285,7 +278,7 @@ static const struct spec_field host_nic_fields[] = {
 	FSTR(struct gc_host_nic, "pci", pci, P_PCI, true),
 	FSTR(struct gc_host_nic, "model", model_name, P_MODEL, true),
 	FSTR(struct gc_host_nic, "device", device, P_IFNAME, false),
-	FSUB("mode", nic_mode, false),
+	FSUBO("mode", nic_mode, struct gc_host_nic, mode, false),
 	FUINT(struct gc_host_nic, "vfs", vfs, 1, 1024, false),
 	FSTR(struct gc_host_nic, "vmknic", vmknic, P_IFNAME, false),
 	FSTR(struct gc_host_nic, "dvswitch", dvswitch_name, P_NAME, false),
@@ -666,7 +659,7 @@ static const struct spec_field vm_gpu_fields[] = {
 static void vm_gpu_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 {
 	struct gc_vm_gpu *g = elem;
-	bool pci = spec_field_given(x, &g->host_pci), id, prof;
+	bool pci, id, prof;
 
 	spec_parse_map(x, n, vm_gpu_fields, g, "gpu");
 	if (n->type != YAML_MAPPING_NODE)
@@ -694,6 +687,8 @@ static void vm_gpu_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 	}
 }
 
+#define NIC_KIND_UNSET ((enum gc_vm_nic_kind)0x7f)
+
 static const char *const nic_types[] = {"vmxnet3", "sriov", "pvrdma", "passthrough", NULL};
 
 static void vm_nic_type(struct spec_ctx *x, yaml_node_t *v, void *obj)
@@ -703,7 +698,6 @@ static void vm_nic_type(struct spec_ctx *x, yaml_node_t *v, void *obj)
 
 	if (s == NULL)
 		return;
-	put_mark(x, &nic->kind, v);
 	if (strcmp(s, "vmxnet3") == 0)
 		nic->kind = GC_VMNIC_VMXNET3;
 	else if (strcmp(s, "sriov") == 0)
@@ -715,7 +709,7 @@ static void vm_nic_type(struct spec_ctx *x, yaml_node_t *v, void *obj)
 }
 
 static const struct spec_field vm_nic_fields[] = {
-	FSUB("type", vm_nic_type, true),
+	FSUBO("type", vm_nic_type, struct gc_vm_nic, kind, true),
 	FSTR(struct gc_vm_nic, "pf", pf, P_PCI, false),
 	FSTR(struct gc_vm_nic, "host_pci", host_pci, P_PCI, false),
 	FSTR(struct gc_vm_nic, "port_group", port_group, P_LABEL, false),
@@ -731,9 +725,13 @@ static void vm_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 	bool pf, hpci, pg, net, proto;
 	const char *what;
 
+	nic->kind = NIC_KIND_UNSET;
 	spec_parse_map(x, n, vm_nic_fields, nic, "nic");
-	if (n->type != YAML_MAPPING_NODE || !spec_field_given(x, &nic->kind))
+	if (nic->kind == NIC_KIND_UNSET) {
+		/* missing or invalid type (already reported): a plain NIC, no more checks */
+		nic->kind = GC_VMNIC_VMXNET3;
 		return;
+	}
 	pf = spec_field_given(x, &nic->pf);
 	hpci = spec_field_given(x, &nic->host_pci);
 	pg = spec_field_given(x, &nic->port_group);
@@ -841,7 +839,6 @@ static void root_vms(struct spec_ctx *x, yaml_node_t *v, void *obj)
 	struct gc_cluster *c = obj;
 
 	c->vms = parse_list(x, v, "vms", sizeof(*c->vms), &c->nvms, vm_item);
-	put_mark(x, &c->vms, v);
 }
 
 /* ---------------------------------------------------------------- policies */
@@ -916,7 +913,7 @@ static const struct spec_field root_fields[] = {
 	FSUB("hosts", root_hosts, false),
 	FSUB("distributed_switches", root_dvswitches, false),
 	FSUB("switches", root_switches, false),
-	FSUB("vms", root_vms, false),
+	FSUBO("vms", root_vms, struct gc_cluster, vms, false),
 	FSUB("rolling", root_rolling, false),
 	FSUB("validation", root_validation, false),
 	{.key = "x-", .type = T_SKIP, .prefix = true}, /* extension keys, e.g. for anchors */
