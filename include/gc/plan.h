@@ -81,6 +81,7 @@ struct gc_action {
 	enum gc_res_kind res_kind;          /* valid when resource_id != NULL */
 	const char *host; /* the ESXi host concerned, or NULL */
 	const char *vm;   /* the VM concerned, or NULL */
+	const char *dest_host; /* MIGRATE: where to (back onto `host`); NULL: off `host`, vCenter picks */
 	struct gc_change *changes;
 	size_t nchanges;
 	unsigned flags;      /* GC_RES_NEEDS_* of the resource */

@@ -503,6 +503,7 @@ static struct gc_action *evacuate(struct builder *b, const char *vm, const char 
 			   "(rolling.allow_vmotion)", host, who, vm);
 		*back = plan_action(b, GC_ACT_MIGRATE, GC_OP_NONE, b->vcenter, NULL);
 		whyf(b, *back, "return %s to %s after maintenance", vm, host);
+		(*back)->dest_host = gc_arena_strdup(&b->p->arena, host);
 	} else {
 		a = plan_action(b, GC_ACT_POWER_OFF, GC_OP_NONE, b->vcenter, NULL);
 		if (!migratable)

@@ -74,7 +74,10 @@ static void step_text(struct gc_buf *out, const struct gc_action *a)
 		gc_buf_printf(out, "power on %s", a->vm);
 		return;
 	case GC_ACT_MIGRATE:
-		gc_buf_printf(out, "migrate %s", a->vm);
+		if (a->dest_host != NULL)
+			gc_buf_printf(out, "migrate %s back to %s", a->vm, a->dest_host);
+		else
+			gc_buf_printf(out, "migrate %s off %s (vMotion)", a->vm, a->host);
 		return;
 	}
 }
@@ -205,6 +208,7 @@ static json_object *action_json(const struct gc_action *a)
 					      : NULL);
 	json_object_object_add(o, "host", str_or_null(a->host));
 	json_object_object_add(o, "vm", str_or_null(a->vm));
+	json_object_object_add(o, "dest_host", str_or_null(a->dest_host));
 	if (a->flags & GC_RES_NEEDS_MAINTENANCE)
 		json_object_array_add(flags, json_object_new_string("needs_maintenance"));
 	if (a->flags & GC_RES_NEEDS_REBOOT)

@@ -348,7 +348,7 @@ static void test_vgpu_host_vmotion(void **state)
 	gc_observed_set(f.o, "esx01/esxi.vib/NVD-VGPU-800", "version", "525.105.14-1OEM.800.1.0.20613240");
 	opts.allow_vmotion = 1;
 	fx_plan_ok(&f, &opts);
-	assert_steps(f.p, "vcenter", "migrate worker-01; migrate worker-01");
+	assert_steps(f.p, "vcenter", "migrate worker-01 off esx01; migrate worker-01 back to esx01");
 	assert_string_equal(f.p->actions[0]->why,
 			    "esx01 enters maintenance mode; VM worker-01 can be live-migrated "
 			    "(rolling.allow_vmotion)");
