@@ -24,6 +24,8 @@
 #include <sys/types.h>
 
 #include "gc/error.h"
+#include "gc/graph.h"
+#include "gc/observed.h"
 #include "gc/spec.h"
 #include "gc/util.h"
 
@@ -203,6 +205,22 @@ size_t gc_onyx_drift(struct gc_buf *b, const struct gc_onyx_desired *desired,
 int gc_onyx_check_version(const struct gc_onyx_desired *desired,
 			  const struct gc_onyx_version *v, const char *switch_name,
 			  struct gc_error *err);
+
+/* ---------------------------------------------------------------- observed store */
+
+/* The diff category of a switch.* resource kind; 0 for other kinds. */
+unsigned gc_onyx_cat_of(enum gc_res_kind kind);
+/*
+ * Record an observed switch into the store in the graph's shape: for each
+ * switch.* resource of res[0..nres), its desired properties verbatim when
+ * the category is converged, else what the switch has (at least one key
+ * then differs).  When sw->roce->owned, categories the spec no longer has
+ * but the switch still carries are recorded as "<switch>/switch.<kind>" so
+ * the planner plans their removal.
+ */
+void gc_onyx_record(struct gc_observed *obs, const struct gc_switch *sw,
+		    const struct gc_onyx_desired *desired, const struct gc_onyx_state *st,
+		    const struct gc_resource *const *res, size_t nres);
 
 /* ---------------------------------------------------------------- interactive session */
 
