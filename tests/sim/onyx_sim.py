@@ -214,7 +214,8 @@ class Switch:
         facts = simlab.read_json(host.path("switch.json"), {})
         self.facts = {
             "product": facts.get("product", host.attrs.get("product", "Onyx")),
-            "release": facts.get("release", host.attrs.get("release", "3.9.0300")),
+            "release": facts.get("release", host.attrs.get("release",
+                                                           host.attrs.get("version", "3.9.0300"))),
             "model": facts.get("model", host.attrs.get("model", "SN2700")),
             "ports": int(facts.get("ports", host.attrs.get("ports", 32))),
             "enable_password": facts.get("enable_password"),
