@@ -923,6 +923,21 @@ def sleep(ctx, argv):
     return 0
 
 
+def lab_bytes(ctx, argv):
+    """gclab-bytes N [stderr]: N bytes of 'x' (lab-only, for transport tests)."""
+    try:
+        n = int(argv[1])
+    except (IndexError, ValueError):
+        ctx.io.err("gclab-bytes: usage: gclab-bytes N [stderr]\n")
+        return 2
+    stream = ctx.io.stderr if argv[2:] == ["stderr"] else ctx.io.stdout
+    chunk = "x" * 65536
+    while n > 0:
+        stream.write(chunk[:min(n, 65536)])
+        n -= 65536
+    return 0
+
+
 def hostname(ctx, argv):
     ctx.io.out(ctx.host.name + "\n")
     return 0
@@ -936,6 +951,7 @@ def exit_cmd(ctx, argv):
 COMMANDS = {
     "esxcli": esxcli, "nvidia-smi": nvidia_smi, "vmware": vmware, "reboot": reboot,
     "echo": echo, "sleep": sleep, "hostname": hostname, "exit": exit_cmd,
+    "gclab-bytes": lab_bytes,
     "true": lambda ctx, argv: 0, "false": lambda ctx, argv: 1,
 }
 

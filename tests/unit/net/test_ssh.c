@@ -621,6 +621,41 @@ static void test_output_cap(void **state)
 	gc_ssh_free(c);
 }
 
+/* Past the cap the rest is read and dropped: several SSH windows (2 MiB
+ * each) of output on both streams still end in a clean exit status. */
+static void test_large_output_drained(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-1");
+	struct gc_ssh_conn *c;
+	struct gc_ssh_result r;
+	size_t i;
+
+	o.max_output = 1 << 20;
+	c = connect_ok(&o);
+	exec_ok(c, "gclab-bytes 6000000; gclab-bytes 3000000 stderr; echo done", &r);
+	assert_int_equal(r.out_len, 1 << 20);
+	assert_true(r.out_truncated);
+	assert_int_equal(r.err_len, 1 << 20);
+	assert_true(r.err_truncated);
+	for (i = 0; i < r.out_len; i++)
+		if (r.out[i] != 'x')
+			fail_msg("byte %zu is 0x%02x", i, (unsigned char)r.out[i]);
+	assert_int_equal(r.exit_status, 0);
+	gc_ssh_result_free(&r);
+	exec_ok(c, "gclab-bytes 3000000", &r);
+	assert_int_equal(r.out_len, 1 << 20);
+	gc_ssh_result_free(&r);
+	gc_ssh_free(c);
+
+	o.max_output = 0; /* default 16 MiB: all of it */
+	c = connect_ok(&o);
+	exec_ok(c, "gclab-bytes 5000000", &r);
+	assert_int_equal(r.out_len, 5000000);
+	assert_false(r.out_truncated);
+	gc_ssh_result_free(&r);
+	gc_ssh_free(c);
+}
+
 static void test_hundred_commands_one_connection(void **state)
 {
 	struct gc_ssh_opts o = key_opts("esxi-1");
@@ -856,6 +891,7 @@ int main(void)
 		cmocka_unit_test(test_command_timeout),
 		cmocka_unit_test(test_connect_refused),
 		cmocka_unit_test(test_output_cap),
+		cmocka_unit_test(test_large_output_drained),
 		cmocka_unit_test(test_hundred_commands_one_connection),
 		cmocka_unit_test(test_parallel_connections),
 		cmocka_unit_test(test_pty_shell),
