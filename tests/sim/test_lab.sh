@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# test_lab.sh - scripts/lab.sh: start is idempotent, status/env/reset say and
+# do what docs/lab.md says, stop leaves nothing running, no secret is printed.
+# Uses its own lab dir and port; needs root (as CI) and openssh-server.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+export GC_LAB_DIR=${1:-$root/build/test-lab-sh}/lab
+lab=$root/scripts/lab.sh
+port=$((23000 + $$ % 900))
+fails=0
+
+check() { # check DESCRIPTION COMMAND...
+	local what=$1
+	shift
+	if "$@"; then echo "ok - $what"; else echo "FAIL - $what"; fails=$((fails + 1)); fi
+}
+
+"$lab" stop >/dev/null 2>&1 || true
+rm -rf "$GC_LAB_DIR"
+out=$("$lab" start --hosts 2 --switches 1 --port "$port")
+check "start says where" grep -q "on port $port: 2 ESXi hosts, 1 switches" <<<"$out"
+pid=$(cat "$GC_LAB_DIR/sshd.pid")
+check "sshd runs" kill -0 "$pid"
+out=$("$lab" start --hosts 3 --switches 1 --port "$port")
+check "second start is a no-op" grep -q "already running (pid $pid" <<<"$out"
+check "second start adds the host" grep -q '^127.0.0.13 esxi esxi-3 version=8.0.2$' "$GC_LAB_DIR/inventory"
+check "switch address" grep -q '^127.0.0.100 onyx switch-1$' "$GC_LAB_DIR/inventory"
+check "known_hosts: 2 keys x 4 addresses" test "$(wc -l <"$GC_LAB_DIR/client/known_hosts")" -eq 8
+check "known_hosts names the port" grep -q "^\[127.0.0.13\]:$port ssh-ed25519 " "$GC_LAB_DIR/client/known_hosts"
+check "client dir is private" test "$(stat -c %a "$GC_LAB_DIR/client")" = 700
+check "password file is private" test "$(stat -c %a "$GC_LAB_DIR/client/password")" = 600
+
+envout=$("$lab" env)
+check "env exports the port" grep -qx "export GC_LAB_PORT=$port" <<<"$envout"
+check "env names the password file" grep -q "GC_LAB_PASSWORD_FILE='$GC_LAB_DIR/client/password'" <<<"$envout"
+secret=$(cat "$GC_LAB_DIR/client/password")
+check "no secret printed by env/status/start" \
+	bash -c '! { "$1" env; "$1" status; "$1" start --hosts 3 --switches 1; } 2>&1 | grep -qF -- "$2"' _ "$lab" "$secret"
+
+eval "$envout"
+ssh_lab() {
+	ssh -p "$GC_LAB_PORT" -i "$GC_LAB_KEY" -o UserKnownHostsFile="$GC_LAB_KNOWN_HOSTS" \
+		-o StrictHostKeyChecking=yes -o BatchMode=yes "$GC_LAB_USER@$1" "$2"
+}
+check "OpenSSH client reaches esxi-3" test "$(ssh_lab 127.0.0.13 hostname)" = esxi-3
+ssh_lab 127.0.0.11 'esxcli system maintenanceMode set -e true' >/dev/null
+check "state kept" test "$(ssh_lab 127.0.0.11 'esxcli system maintenanceMode get')" = Enabled
+"$lab" reset >/dev/null
+check "reset forgets state" test "$(ssh_lab 127.0.0.11 'esxcli system maintenanceMode get')" = Disabled
+check "reset keeps sshd" test "$(cat "$GC_LAB_DIR/sshd.pid")" = "$pid"
+
+check "status running" "$lab" status >/dev/null
+"$lab" stop >/dev/null
+check "stop ends sshd" bash -c '! [ -r /proc/$1/stat ] || [ "$(cut -d" " -f3 /proc/$1/stat)" = Z ]' _ "$pid"
+check "no lab process left" bash -c '! pgrep -f -- "$1/sshd_config" >/dev/null' _ "$GC_LAB_DIR"
+set +e
+"$lab" status >/dev/null
+rc=$?
+set -e
+check "status says stopped (exit 3)" test "$rc" = 3
+out=$("$lab" stop)
+check "stop twice is fine" grep -q "not running" <<<"$out"
+
+if [ "$fails" -ne 0 ]; then
+	echo "$fails check(s) failed"
+	exit 1
+fi
+echo "all lab.sh checks passed"
