@@ -398,6 +398,7 @@ int gc_probe_parse_nvsmi(struct gc_probe_nvsmi *out, const char *text, size_t le
 	memset(out, 0, sizeof(*out));
 	memset(section, 0, sizeof(section));
 	while (next_line(&it, &s, &n)) {
+		const char *parent;
 		size_t ind = 0;
 		int lvl;
 
@@ -450,21 +451,23 @@ int gc_probe_parse_nvsmi(struct gc_probe_nvsmi *out, const char *text, size_t le
 		}
 		if (!g)
 			continue;
+		/* the section this key is in; keys deeper than we track have none */
+		parent = (lvl >= 1 && lvl <= NVSMI_DEPTH) ? section[lvl - 1] : "";
 		if (lvl == 1 && eq(k, kn, "Product Name")) {
 			pb_copy(g->product, sizeof(g->product), v, vn);
 		} else if (eq(k, kn, "Virtualization Mode")) {
 			pb_copy(g->virt_mode, sizeof(g->virt_mode), v, vn);
 		} else if (eq(k, kn, "Host VGPU Mode")) {
 			pb_copy(g->host_vgpu_mode, sizeof(g->host_vgpu_mode), v, vn);
-		} else if (lvl >= 2 && strcmp(section[lvl - 1], "vGPU Software Licensed Product") == 0) {
+		} else if (lvl >= 2 && strcmp(parent, "vGPU Software Licensed Product") == 0) {
 			if (eq(k, kn, "Product Name"))
 				pb_copy(g->licensed_product, sizeof(g->licensed_product), v, vn);
 			else if (eq(k, kn, "License Status"))
 				pb_copy(g->license, sizeof(g->license), v, vn);
-		} else if (lvl >= 2 && strcmp(section[lvl - 1], "ECC Mode") == 0 &&
+		} else if (lvl >= 2 && strcmp(parent, "ECC Mode") == 0 &&
 			   eq(k, kn, "Current")) {
 			pb_copy(g->ecc_current, sizeof(g->ecc_current), v, vn);
-		} else if (lvl >= 2 && strcmp(section[lvl - 1], "FB Memory Usage") == 0 &&
+		} else if (lvl >= 2 && strcmp(parent, "FB Memory Usage") == 0 &&
 			   eq(k, kn, "Total")) {
 			long x;
 			size_t dn = 0;

@@ -488,8 +488,7 @@ void pb_rdma_test(struct gc_probe_rdma_test *t, const struct gc_probe_rdma *r,
 	int lfd = -1, fd = -1, i, j, tmo = o->rdma_timeout_s * 1000;
 
 	memset(&c, 0, sizeof(c));
-	pb_copy(t->role, sizeof(t->role), o->rdma_server ? "server" : "client",
-		o->rdma_server ? 6 : 6);
+	pb_copy(t->role, sizeof(t->role), o->rdma_server ? "server" : "client", 6);
 	if (o->rdma_peer)
 		pb_copy(t->peer, sizeof(t->peer), o->rdma_peer, strlen(o->rdma_peer));
 	t->gid_index = -1;
@@ -505,9 +504,8 @@ void pb_rdma_test(struct gc_probe_rdma_test *t, const struct gc_probe_rdma *r,
 				continue;
 			pb_copy(t->device, sizeof(t->device), d->name, strlen(d->name));
 			t->port = p->num;
+			/* RoCE needs a GID (GRH); InfiniBand without one routes by LID */
 			t->gid_index = o->rdma_gid_index >= 0 ? o->rdma_gid_index : p->roce_v2_index;
-			if (t->gid_index < 0 && strcmp(p->link_layer, "Ethernet") != 0 && p->ngids)
-				t->gid_index = -1; /* InfiniBand: LID routing */
 			break;
 		}
 	}

@@ -254,6 +254,22 @@ static void test_nvsmi_vgpu(void **state)
 	free(s);
 }
 
+/* Regression (found by fuzz_probe_nvsmi): a key indented deeper than the
+ * tracked sections read past the section array. */
+static void test_nvsmi_deep_indent(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_probe_nvsmi *s = calloc(1, sizeof(*s));
+	const char *t = "GPU 00000000:01:00.0\n"
+			"                                            Total : 5 MiB\n"
+			"    FB Memory Usage\n"
+			"        Total                             : 81559 MiB\n";
+
+	assert_int_equal(gc_probe_parse_nvsmi(s, t, strlen(t), &err), 0);
+	assert_int_equal(s->gpus[0].fb_total_mib, 81559);
+	free(s);
+}
+
 /* Every prefix of every capture parses or fails cleanly (ASan watches reads). */
 static void test_all_prefixes(void **state)
 {
@@ -291,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_traffic_class),
 		cmocka_unit_test(test_nvsmi_passthrough_capture),
 		cmocka_unit_test(test_nvsmi_vgpu),
+		cmocka_unit_test(test_nvsmi_deep_indent),
 		cmocka_unit_test(test_all_prefixes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
