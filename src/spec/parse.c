@@ -401,8 +401,8 @@ static void get_bool(struct spec_ctx *x, yaml_node_t *v, const struct spec_field
 static void get_strlist(struct spec_ctx *x, yaml_node_t *v, const struct spec_field *f,
 			void *obj)
 {
-	char ***arr = (char ***)((char *)obj + f->off);
-	size_t *n = (size_t *)((char *)obj + f->off_n);
+	char ***arr = (void *)((char *)obj + f->off);
+	size_t *n = (void *)((char *)obj + f->off_n);
 	yaml_node_item_t *it;
 
 	if (v->type != YAML_SEQUENCE_NODE) {
