@@ -193,6 +193,10 @@ cmd_start() {
 	echo "$user" >"$lab/user"
 	write_inventory "$hosts" "$switches" "$esxi7"
 	make_host_dirs "$user"
+	# The simulators run as the lab user: it must reach its host directories.
+	if [ "$(id -u)" = 0 ] && ! runuser -u "$user" -- test -x "$lab/hosts" -a -r "$lab/inventory"; then
+		die "user $user cannot reach $lab (a parent directory is not searchable by others?); choose another GC_LAB_DIR"
+	fi
 
 	if pid=$(sshd_pid); then
 		write_config "$port" "$user" "$lab/sshd_config.new"
