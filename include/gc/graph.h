@@ -144,7 +144,6 @@ struct gc_resource {
 	size_t ndeps;
 	const struct gc_resource **rdeps;
 	size_t nrdeps;
-	size_t capdeps, caprdeps, capprops; /* internal */
 };
 
 /*

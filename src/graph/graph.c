@@ -117,15 +117,20 @@ static void *grow_heap(void *arr, size_t n, size_t *cap, size_t elem)
 	return gc_xrealloc(arr, *cap * elem);
 }
 
-/* Same inside the arena (old copy abandoned). */
-static void *grow_arena(struct gc_arena *a, void *arr, size_t n, size_t *cap, size_t elem)
+/*
+ * Append room inside the arena for arrays whose capacity is implicit: the
+ * smallest power of two >= n, at least `min` (the old copy is abandoned;
+ * these arrays are short).  Saves a capacity field per array.
+ */
+static void *grow_arena(struct gc_arena *a, void *arr, size_t n, size_t min, size_t elem)
 {
+	size_t cap;
 	void *p;
 
-	if (n < *cap)
-		return arr;
-	*cap = *cap ? *cap * 2 : 4;
-	p = gc_arena_alloc(a, *cap * elem);
+	if (n != 0 && (n < min || (n & (n - 1)) != 0))
+		return arr; /* room left */
+	cap = n == 0 ? min : n * 2;
+	p = gc_arena_alloc(a, cap * elem);
 	if (n > 0)
 		memcpy(p, arr, n * elem);
 	return p;
@@ -204,7 +209,7 @@ int gc_graph_add(struct gc_resource **out, struct gc_graph *g, enum gc_res_kind 
 void gc_resource_set_borrowed(struct gc_graph *g, struct gc_resource *r, const char *key,
 			      const char *value)
 {
-	r->props = grow_arena(&g->arena, r->props, r->nprops, &r->capprops, sizeof(*r->props));
+	r->props = grow_arena(&g->arena, r->props, r->nprops, 4, sizeof(*r->props));
 	r->props[r->nprops].key = key;
 	r->props[r->nprops].value = value;
 	r->nprops++;
@@ -259,9 +264,9 @@ void gc_graph_add_edge(struct gc_graph *g, const struct gc_resource *before,
 	for (size_t i = 0; i < a->ndeps; i++)
 		if (a->deps[i] == before)
 			return;
-	a->deps = grow_arena(&g->arena, a->deps, a->ndeps, &a->capdeps, sizeof(*a->deps));
+	a->deps = grow_arena(&g->arena, a->deps, a->ndeps, 2, sizeof(*a->deps));
 	a->deps[a->ndeps++] = before;
-	b->rdeps = grow_arena(&g->arena, b->rdeps, b->nrdeps, &b->caprdeps, sizeof(*b->rdeps));
+	b->rdeps = grow_arena(&g->arena, b->rdeps, b->nrdeps, 2, sizeof(*b->rdeps));
 	b->rdeps[b->nrdeps++] = after;
 	g->nedges++;
 }

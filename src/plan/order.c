@@ -178,18 +178,6 @@ static int cmp_dep(const void *x, const void *y)
 	return (a->seq > c->seq) - (a->seq < c->seq);
 }
 
-static int cmp_group(const void *x, const void *y)
-{
-	const struct gc_action *a = *(struct gc_action *const *)x;
-	const struct gc_action *c = *(struct gc_action *const *)y;
-
-	if (a->wave != c->wave)
-		return (a->wave > c->wave) - (a->wave < c->wave);
-	if (a->target->index != c->target->index)
-		return (a->target->index > c->target->index) - (a->target->index < c->target->index);
-	return (a->seq > c->seq) - (a->seq < c->seq);
-}
-
 /*
  * Number the actions, give each its wave and deps array, and measure the
  * critical path: waves are barriers, so it is the sum over waves of the
@@ -243,15 +231,36 @@ static void number(struct builder *b, struct gc_action **ord)
 	free(cp);
 }
 
+/* Stable counting sort of n actions by target index or by wave (< nkeys). */
+static void counting_sort(struct gc_action **dst, struct gc_action **src, size_t n, size_t nkeys,
+			  bool by_wave)
+{
+	size_t *start = gc_xcalloc(nkeys + 1, sizeof(*start));
+
+	for (size_t i = 0; i < n; i++)
+		start[(by_wave ? src[i]->wave : src[i]->target->index) + 1]++;
+	for (size_t k = 0; k < nkeys; k++)
+		start[k + 1] += start[k];
+	for (size_t i = 0; i < n; i++)
+		dst[start[by_wave ? src[i]->wave : src[i]->target->index]++] = src[i];
+	free(start);
+}
+
 static void cut_waves(struct builder *b, struct gc_action **ord)
 {
 	struct gc_plan *p = b->p;
 	struct gc_action **v = gc_xcalloc(b->n + 1, sizeof(*v));
-	size_t i = 0;
+	struct gc_action **tmp = gc_xcalloc(b->n + 1, sizeof(*tmp));
+	size_t i = 0, ntk = b->g->ntargets + 1, nw = 0;
 
-	memcpy(v, ord, b->n * sizeof(*v));
-	qsort(v, b->n, sizeof(*v), cmp_group);
-	p->nwaves = b->n ? v[b->n - 1]->wave + 1 : 0;
+	/* (wave, target, seq) order by two stable counting sorts of the seq order */
+	for (size_t k = 0; k < b->n; k++)
+		if (ord[k]->wave + 1 > nw)
+			nw = ord[k]->wave + 1;
+	counting_sort(tmp, ord, b->n, ntk, false);
+	counting_sort(v, tmp, b->n, nw, true);
+	free(tmp);
+	p->nwaves = nw;
 	p->waves = gc_arena_alloc(&p->arena, (p->nwaves ? p->nwaves : 1) * sizeof(*p->waves));
 	while (i < b->n) {
 		size_t w = v[i]->wave, j = i, nt = 0, nh = 0;

@@ -167,7 +167,9 @@ static const char *obs_prop(const struct gc_observed_resource *o, const char *ke
 
 static void diff_resource(struct builder *b, const struct gc_resource *r)
 {
-	const struct gc_observed_resource *o = gc_observed_resource(b->o, r->id);
+	/* offline: skip hashing every id against an empty store */
+	const struct gc_observed_resource *o =
+		gc_observed_nresources(b->o) ? gc_observed_resource(b->o, r->id) : NULL;
 	enum gc_action_kind kind = GC_ACT_APPLY;
 	struct gc_action *a;
 	size_t nchanged = 0;
@@ -472,13 +474,18 @@ static struct window *window_of(struct builder *b, const char *host)
 /* Actions of each managed VM, in creation order (index by gc_graph.vms). */
 static void collect_vm_actions(struct builder *b)
 {
+	const char *last = NULL;
+	struct vmstate *vs = NULL;
+
 	for (size_t i = 0; i < b->n; i++) {
 		struct gc_action *a = b->list[i];
-		struct vmstate *vs;
 
 		if (a->vm == NULL || a->target->kind != GC_TARGET_VCENTER)
 			continue;
-		vs = plan_vmstate(b, a->vm);
+		/* a VM's actions come in a run: look its state up once per run */
+		if (last == NULL || (a->vm != last && strcmp(a->vm, last) != 0))
+			vs = plan_vmstate(b, a->vm);
+		last = a->vm;
 		if (vs == NULL)
 			continue;
 		if (vs->n == vs->cap) {
@@ -645,7 +652,7 @@ static void resource_edges(struct builder *b, const struct gc_resource **order)
 {
 	size_t n = b->g->nresources;
 	struct frontier {
-		struct gc_action **v;
+		struct gc_action **v; /* NULL when the resource has an action: {ract} */
 		size_t n;
 	} *fr = gc_xcalloc(n ? n : 1, sizeof(*fr));
 	struct gc_arena scratch = GC_ARENA_INIT;
@@ -654,37 +661,39 @@ static void resource_edges(struct builder *b, const struct gc_resource **order)
 		const struct gc_resource *r = order[i];
 		struct gc_action *a = b->ract[r->index];
 		struct frontier *f = &fr[r->index];
+		size_t total = 0;
 
 		if (a != NULL) {
 			for (size_t d = 0; d < r->ndeps; d++) {
-				struct frontier *df = &fr[r->deps[d]->index];
+				size_t di = r->deps[d]->index;
 
-				for (size_t k = 0; k < df->n; k++)
-					plan_dep(b, df->v[k], a);
+				if (b->ract[di] != NULL)
+					plan_dep(b, b->ract[di], a);
+				else
+					for (size_t k = 0; k < fr[di].n; k++)
+						plan_dep(b, fr[di].v[k], a);
 			}
-			f->v = gc_arena_alloc(&scratch, sizeof(*f->v));
-			f->v[0] = a;
-			f->n = 1;
 			continue;
 		}
-		/* union of the deps' frontiers, without duplicates */
-		size_t total = 0;
-
+		/* no action: pass on the union of the deps' frontiers */
 		for (size_t d = 0; d < r->ndeps; d++)
-			total += fr[r->deps[d]->index].n;
+			total += b->ract[r->deps[d]->index] ? 1 : fr[r->deps[d]->index].n;
 		if (total == 0)
 			continue;
 		f->v = gc_arena_alloc(&scratch, total * sizeof(*f->v));
 		for (size_t d = 0; d < r->ndeps; d++) {
-			struct frontier *df = &fr[r->deps[d]->index];
+			size_t di = r->deps[d]->index;
+			struct gc_action *one = b->ract[di];
+			struct gc_action **v = one ? &one : fr[di].v;
+			size_t nv = one ? 1 : fr[di].n;
 
-			for (size_t k = 0; k < df->n; k++) {
+			for (size_t k = 0; k < nv; k++) {
 				size_t j;
 
-				for (j = 0; j < f->n && f->v[j] != df->v[k]; j++)
+				for (j = 0; j < f->n && f->v[j] != v[k]; j++)
 					;
 				if (j == f->n)
-					f->v[f->n++] = df->v[k];
+					f->v[f->n++] = v[k];
 			}
 		}
 	}
