@@ -1115,6 +1115,13 @@ int gc_ssh_shell_open(struct gc_ssh_shell **out, struct gc_ssh_conn *c, struct g
 		return rc;
 	SSH_RETRY(c, rc, libssh2_channel_request_pty_ex(ch, "vt100", 5, NULL, 0, 511, 0, 0, 0),
 		  deadline, err, "PTY request", ms);
+	/* A PTY has one stream; should a server still send stderr, merge it
+	 * rather than let it fill the window unread. */
+	if (rc == 0)
+		SSH_RETRY(c, rc,
+			  libssh2_channel_handle_extended_data2(ch,
+								LIBSSH2_CHANNEL_EXTENDED_DATA_MERGE),
+			  deadline, err, "shell setup", ms);
 	if (rc == 0)
 		SSH_RETRY(c, rc, libssh2_channel_shell(ch), deadline, err, "shell request", ms);
 	if (rc != 0) {
