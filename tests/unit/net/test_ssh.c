@@ -566,6 +566,17 @@ static void test_dropped_connection(void **state)
 	assert_int_equal(gc_ssh_exec(c, "vmware -v", &r, &err), GC_ENET);
 	assert_non_null(strstr(err.msg, "reconnect"));
 	gc_ssh_free(c);
+
+	/* dropped in the middle of a command, after some output: still GC_ENET,
+	 * the partial output is not passed off as a result */
+	write_control("esxi-3", "{\"drop_after\": 1}");
+	c = connect_ok(&o);
+	gc_error_clear(&err);
+	memset(&r, 0x5a, sizeof(r));
+	assert_int_equal(gc_ssh_exec(c, "echo partial; vmware -v", &r, &err), GC_ENET);
+	assert_int_equal(r.exit_status, 0x5a5a5a5a); /* untouched */
+	assert_false(gc_ssh_alive(c));
+	gc_ssh_free(c);
 }
 
 static void test_command_timeout(void **state)
