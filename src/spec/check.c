@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "internal.h"
 
@@ -287,6 +288,58 @@ static void check_dvswitches(struct check *k)
 	}
 }
 
+static int by_pci(const void *a, const void *b)
+{
+	const struct gc_host_nic *p = *(const struct gc_host_nic *const *)a;
+	const struct gc_host_nic *q = *(const struct gc_host_nic *const *)b;
+
+	return strcasecmp(p->pci, q->pci);
+}
+
+/*
+ * nmlx5_core takes max_vfs as one value per port in the order the driver
+ * enumerates its ports (PCI order), while host.nmlx5_max_vfs lists the SR-IOV
+ * ports in spec order.  Warn when the two orders disagree: an SR-IOV port
+ * listed out of PCI order, or another Mellanox port before an SR-IOV one.
+ */
+static void check_nmlx5_order(struct check *k, struct gc_host *h)
+{
+	const struct gc_host_nic *sorted[64];
+	size_t i, n = 0, spec_pos = 0, last_sriov = 0;
+	bool any = false;
+
+	for (i = 0; i < h->nnics && n < GC_ARRAY_LEN(sorted); i++) {
+		if (h->nics[i].model != NULL && h->nics[i].pci != NULL)
+			sorted[n++] = &h->nics[i];
+	}
+	qsort(sorted, n, sizeof(*sorted), by_pci);
+	for (i = 0; i < n; i++) {
+		if (sorted[i]->mode == GC_NIC_MODE_SRIOV) {
+			last_sriov = i;
+			any = true;
+		}
+	}
+	for (i = 0; any && i <= last_sriov; i++) {
+		const struct gc_host_nic *nic = sorted[i];
+
+		if (nic->mode == GC_NIC_MODE_SRIOV) {
+			/* the next SR-IOV NIC in spec order must be this one */
+			while (spec_pos < h->nnics && h->nics[spec_pos].mode != GC_NIC_MODE_SRIOV)
+				spec_pos++;
+			if (&h->nics[spec_pos] == nic) {
+				spec_pos++;
+				continue;
+			}
+		}
+		spec_diag(k->x, GC_SEV_WARNING, fmark(k, &nic->pci, nic->mark),
+			  "nmlx5_core applies max_vfs to ports in PCI order: list the SR-IOV NICs "
+			  "in PCI order, before the host's other Mellanox NICs",
+			  "NIC '%s' of host '%s' is out of place for nmlx5_core max_vfs \"%s\"",
+			  nic->pci, q(h->name), h->nmlx5_max_vfs ? h->nmlx5_max_vfs : "");
+		return;
+	}
+}
+
 static void check_host(struct check *k, struct gc_host *h)
 {
 	struct gc_buf vfs = GC_BUF_INIT;
@@ -345,8 +398,10 @@ static void check_host(struct check *k, struct gc_host *h)
 				  "switch '%s'",
 				  n->device, h->name, n->dvswitch_name);
 	}
-	if (vfs.len > 0)
+	if (vfs.len > 0) {
 		h->nmlx5_max_vfs = gc_arena_strdup(k->x->arena, gc_buf_str(&vfs));
+		check_nmlx5_order(k, h);
+	}
 	gc_buf_free(&vfs);
 }
 

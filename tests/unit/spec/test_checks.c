@@ -117,7 +117,7 @@ static void test_nmlx5_max_vfs(void **state)
 		HEAD "hosts:\n"
 		     "  - name: h1\n    address: 127.0.0.1\n    credentials: root\n    nics:\n"
 		     "      - {pci: '0000:5e:00.0', model: ConnectX-5, mode: sriov, vfs: 8}\n"
-		     "      - {pci: '0000:5e:00.1', model: ConnectX-5, mode: passthrough}\n"
+		     "      - {pci: '0000:d8:00.1', model: ConnectX-6 Dx, mode: passthrough}\n"
 		     "      - {pci: '0000:d8:00.0', model: ConnectX-6 Dx, mode: sriov, vfs: 16}\n"
 		     "  - name: h2\n    address: 127.0.0.2\n    credentials: root\n    nics:\n"
 		     "      - {pci: '0000:5e:00.0', model: ConnectX-4 Lx, mode: sriov, vfs: 63}\n");
@@ -126,6 +126,42 @@ static void test_nmlx5_max_vfs(void **state)
 	assert_string_equal(c->hosts[1].nmlx5_max_vfs, "63");
 	assert_int_equal(c->hosts[0].nics[1].mode, GC_NIC_MODE_PASSTHROUGH);
 	gc_cluster_free(c);
+}
+
+/* max_vfs values are taken in spec order; the driver counts ports in PCI order */
+static void test_nmlx5_order_warning(void **state)
+{
+	struct gc_cluster *c;
+	char *text = load(HEAD "hosts:\n"
+			       "  - name: h1\n    address: 127.0.0.1\n    credentials: root\n    nics:\n"
+			       "      - {pci: '0000:d8:00.0', model: ConnectX-5, mode: sriov, vfs: 2}\n"
+			       "      - {pci: '0000:5e:00.0', model: ConnectX-5, mode: sriov, vfs: 8}\n"
+			       "  - name: h2\n    address: 127.0.0.2\n    credentials: root\n    nics:\n"
+			       "      - {pci: '0000:5e:00.0', model: ConnectX-5, mode: pvrdma, device: vmnic4, "
+			       "vmknic: vmk1, dvswitch: d}\n"
+			       "      - {pci: '0000:d8:00.0', model: ConnectX-5, mode: sriov, vfs: 4}\n"
+			       "distributed_switches: [{name: d, uplinks: [{host: h2, nic: vmnic4}]}]\n",
+			  &c, NULL);
+
+	assert_non_null(c);
+	assert_string_equal(text,
+			    "t.yaml:13:15: warning: NIC '0000:5e:00.0' of host 'h1' is out of place "
+			    "for nmlx5_core max_vfs \"2,8\"\n"
+			    "   13 |       - {pci: '0000:5e:00.0', model: ConnectX-5, mode: sriov, vfs: 8}\n"
+			    "      |               ^\n"
+			    "   = hint: nmlx5_core applies max_vfs to ports in PCI order: list the SR-IOV "
+			    "NICs in PCI order, before the host's other Mellanox NICs\n"
+			    "t.yaml:18:15: warning: NIC '0000:5e:00.0' of host 'h2' is out of place "
+			    "for nmlx5_core max_vfs \"4\"\n"
+			    "   18 |       - {pci: '0000:5e:00.0', model: ConnectX-5, mode: pvrdma, device: "
+			    "vmnic4, vmknic: vmk1, dvswitch: d}\n"
+			    "      |               ^\n"
+			    "   = hint: nmlx5_core applies max_vfs to ports in PCI order: list the SR-IOV "
+			    "NICs in PCI order, before the host's other Mellanox NICs\n");
+	assert_string_equal(c->hosts[0].nmlx5_max_vfs, "2,8");
+	assert_string_equal(c->hosts[1].nmlx5_max_vfs, "4");
+	gc_cluster_free(c);
+	free(text);
 }
 
 #define VGPU_HOST                                                                              \
@@ -388,6 +424,7 @@ int main(void)
 		cmocka_unit_test(test_mmio_sizes),
 		cmocka_unit_test(test_mmio_too_small),
 		cmocka_unit_test(test_nmlx5_max_vfs),
+		cmocka_unit_test(test_nmlx5_order_warning),
 		cmocka_unit_test(test_vgpu_first_fit),
 		cmocka_unit_test(test_vgpu_no_room),
 		cmocka_unit_test(test_dynamic_directpath),
