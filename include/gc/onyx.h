@@ -10,8 +10,12 @@
  *     plus a human drift description for `plan`;
  *   - an interactive CLI session (prompts, modes, enable, paging, `%` errors,
  *     configuration write) over an abstract byte channel, so it is tested
- *     against a scripted fake and the simulator and binds to gc_ssh's PTY
- *     shell channel later.
+ *     against a scripted fake and the simulator; gc_onyx_chan_ssh() binds it
+ *     to gc_ssh's PTY shell (library gc_drv_onyx_ssh).
+ *
+ * Those live in gc_drv_onyx_core.  gc_onyx_record() (the observed store in
+ * the graph's shape) and struct gc_driver gc_driver_onyx (driver.c, not
+ * declared here: the executor's registry names it) are in gc_drv_onyx.
  *
  * See docs/onyx.md for the commands sent and the formats assumed.
  */
