@@ -354,18 +354,25 @@ int gc_probe_render_text(char **out, const struct gc_probe_report *r)
 
 			pb_fmt(mem, sizeof(mem), "%llu MiB", (unsigned long long)(g->mem_bytes >> 20));
 			pb_fmt(cc, sizeof(cc), "%d.%d", g->cc_major, g->cc_minor);
-			pb_buf_printf(&b, "  %-3d %-28s %-10s %-14s %-4s %-13s %-8s %8.1f %8.1f %8.1f\n",
-				      g->index, g->name, mem, g->pci_bus_id, cc, or_dash(g->virt_mode),
-				      or_dash(g->ecc), g->h2d_gbs, g->d2h_gbs, g->d2d_gbs);
+			pb_buf_printf(&b, "  %-3d %-28s %-10s %-14s %-4s %-13s %-8s", g->index, g->name,
+				      mem, g->pci_bus_id, cc, or_dash(g->virt_mode), or_dash(g->ecc));
+			if (c->bw_status == GC_PROBE_NOT_RUN)
+				pb_buf_printf(&b, " %8s %8s %8s\n", "-", "-", "-");
+			else
+				pb_buf_printf(&b, " %8.1f %8.1f %8.1f\n", g->h2d_gbs, g->d2h_gbs,
+					      g->d2d_gbs);
 			if (g->license[0])
 				pb_buf_printf(&b, "      vGPU licence: %s\n", g->license);
 		}
 		pb_buf_printf(&b, "  vector-add: %s (%s)\n", gc_probe_status_name(c->vadd_status),
 			      or_dash(c->vadd_reason));
-		pb_buf_printf(&b, "  bandwidth: %s, %llu MiB x %d copies, median of %d%s%s\n",
-			      gc_probe_status_name(c->bw_status),
-			      (unsigned long long)(c->bw_bytes >> 20), c->bw_reps, c->bw_trials,
-			      c->bw_reason[0] ? ": " : "", c->bw_reason);
+		if (c->bw_status == GC_PROBE_NOT_RUN)
+			pb_buf_puts(&b, "  bandwidth: not run\n");
+		else
+			pb_buf_printf(&b, "  bandwidth: %s, %llu MiB x %d copies, median of %d%s%s\n",
+				      gc_probe_status_name(c->bw_status),
+				      (unsigned long long)(c->bw_bytes >> 20), c->bw_reps,
+				      c->bw_trials, c->bw_reason[0] ? ": " : "", c->bw_reason);
 		if (c->ngpu > 1) {
 			pb_buf_puts(&b, "  peer access (row -> column):\n      ");
 			for (j = 0; j < c->ngpu; j++)
