@@ -28,7 +28,8 @@ yaml_node_t *spec_node(struct spec_ctx *x, int index)
 
 /* ---------------------------------------------------------------- field marks */
 
-/* Index of the table entry whose member is at offset off, or -1. */
+/* Index of the table entry whose member is at offset off, or -1.  The end
+ * marker of a table carries the size of its struct. */
 static int field_at(const struct spec_field *fields, size_t off)
 {
 	int i;
@@ -40,6 +41,15 @@ static int field_at(const struct spec_field *fields, size_t off)
 			return i;
 	}
 	return -1;
+}
+
+static bool inside(const struct spec_field *fields, const void *obj, const char *f)
+{
+	size_t i = 0;
+
+	while (fields[i].key != NULL)
+		i++;
+	return f >= (const char *)obj && (size_t)(f - (const char *)obj) < fields[i].off;
 }
 
 /* The value node of key in map n, looking into merge keys as the parser does. */
@@ -96,7 +106,7 @@ static yaml_node_t *field_node(struct spec_ctx *x, const void *field)
 	if (x->doc == NULL)
 		return NULL;
 	/* the common case: a question about the map parsed just now */
-	if (x->last_obj != NULL && f >= (const char *)x->last_obj &&
+	if (x->last_obj != NULL && inside(x->last_fields, x->last_obj, f) &&
 	    (idx = field_at(x->last_fields, (size_t)(f - (const char *)x->last_obj))) >= 0) {
 		if (!(x->last_seen & ((uint64_t)1 << idx)))
 			return NULL;
@@ -119,11 +129,13 @@ static yaml_node_t *field_node(struct spec_ctx *x, const void *field)
 		else
 			hi = mid;
 	}
-	if (lo == 0)
-		return NULL;
-	for (i = lo; i > 0 && x->objs[i - 1].obj == x->objs[lo - 1].obj; i--) {
+	/* walk back over maps of embedded structs (host.ssh starts inside host)
+	 * and maps sharing one object (roce and its ecn) to the one holding f */
+	for (i = lo; i > 0 && lo - i < 16; i--) {
 		const struct spec_objrec *r = &x->objs[i - 1];
 
+		if (!inside(r->fields, r->obj, f))
+			continue;
 		idx = field_at(r->fields, (size_t)(f - (const char *)r->obj));
 		if (idx >= 0)
 			return value_of(x, spec_node(x, r->node), r->fields[idx].key, false);

@@ -577,6 +577,7 @@ void spec_parse_map(struct spec_ctx *x, yaml_node_t *n, const struct spec_field 
 	if (n->type != YAML_MAPPING_NODE) {
 		spec_diag(x, GC_SEV_ERROR, spec_mark(x, n), NULL, "%s must be a mapping, got %s",
 			  what, describe(x, n));
+		x->last_obj = NULL;
 		return;
 	}
 	while (fields[nf].key != NULL)

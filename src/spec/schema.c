@@ -24,7 +24,7 @@
 #define FSUB(k, fn, req) {.key = k, .type = T_SUB, .sub = fn, .required = req}
 #define FSUBO(k, fn, S, m, req) {.key = k, .type = T_SUB, .sub = fn, .off = offsetof(S, m), .required = req}
 #define FSKIP(k) {.key = k, .type = T_SKIP}
-#define FEND {.key = NULL}
+#define FEND(S) {.key = NULL, .off = sizeof(S)} /* the off of the end marker: the struct's size */
 
 typedef void (*item_fn)(struct spec_ctx *x, yaml_node_t *n, void *elem);
 
@@ -76,7 +76,7 @@ static const struct spec_field ssh_fields[] = {
 	FUINT(struct gc_ssh, "connect_timeout_s", connect_timeout_s, 1, 3600, false),
 	FUINT(struct gc_ssh, "command_timeout_s", command_timeout_s, 1, 86400, false),
 	FUINT(struct gc_ssh, "keepalive_s", keepalive_s, 0, 3600, false),
-	FEND,
+	FEND(struct gc_ssh),
 };
 
 static void parse_ssh(struct spec_ctx *x, yaml_node_t *v, struct gc_ssh *ssh)
@@ -108,7 +108,7 @@ static const struct spec_field credential_fields[] = {
 	FSTR(struct gc_credential, "key_file", key_file, P_PATH, false),
 	FSTR(struct gc_credential, "key_passphrase_env", key_passphrase_env, P_ENV, false),
 	FBOOL(struct gc_credential, "agent", agent),
-	FEND,
+	FEND(struct gc_credential),
 };
 
 static void credential_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
@@ -163,7 +163,7 @@ static const struct spec_field vcenter_fields[] = {
 	FBOOL(struct gc_vcenter, "insecure", insecure),
 	FUINT(struct gc_vcenter, "max_tasks", max_tasks, 1, 64, false),
 	FUINT(struct gc_vcenter, "max_tasks_per_host", max_tasks_per_host, 1, 16, false),
-	FEND,
+	FEND(struct gc_vcenter),
 };
 
 static void root_vcenter(struct spec_ctx *x, yaml_node_t *v, void *obj)
@@ -197,7 +197,7 @@ static const struct spec_field host_gpu_fields[] = {
 	FSTR(struct gc_host_gpu, "model", model_name, P_MODEL, true),
 	FUINT(struct gc_host_gpu, "memory_gb", memory_gb, 1, 1024, false),
 	FSUBO("mode", gpu_mode, struct gc_host_gpu, mode, false),
-	FEND,
+	FEND(struct gc_host_gpu),
 };
 
 static void unknown_model_hint(struct spec_ctx *x, struct gc_buf *h, const char *name, bool gpu)
@@ -282,7 +282,7 @@ static const struct spec_field host_nic_fields[] = {
 	FUINT(struct gc_host_nic, "vfs", vfs, 1, 1024, false),
 	FSTR(struct gc_host_nic, "vmknic", vmknic, P_IFNAME, false),
 	FSTR(struct gc_host_nic, "dvswitch", dvswitch_name, P_NAME, false),
-	FEND,
+	FEND(struct gc_host_nic),
 };
 
 static void host_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
@@ -348,7 +348,7 @@ static const struct spec_field vgpu_host_fields[] = {
 	FENUM(struct gc_vgpu_host, "assignment_policy", assignment_policy,
 	      ((const char *const[]){"Performance", "Consolidation", NULL}), false),
 	FTRI(struct gc_vgpu_host, "ecc", ecc),
-	FEND,
+	FEND(struct gc_vgpu_host),
 };
 
 static void host_vgpu(struct spec_ctx *x, yaml_node_t *v, void *obj)
@@ -407,7 +407,7 @@ static const struct spec_field host_fields[] = {
 	FSUB("gpus", host_gpus, false),
 	FSUB("vgpu", host_vgpu, false),
 	FSUB("nics", host_nics, false),
-	FEND,
+	FEND(struct gc_host),
 };
 
 static void host_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
@@ -430,7 +430,7 @@ static void root_hosts(struct spec_ctx *x, yaml_node_t *v, void *obj)
 static const struct spec_field uplink_fields[] = {
 	FSTR(struct gc_dvs_uplink, "host", host_name, P_NAME, true),
 	FSTR(struct gc_dvs_uplink, "nic", nic, P_IFNAME, true),
-	FEND,
+	FEND(struct gc_dvs_uplink),
 };
 
 static void uplink_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
@@ -441,7 +441,7 @@ static void uplink_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 static const struct spec_field portgroup_fields[] = {
 	FSTR(struct gc_portgroup, "name", name, P_LABEL, true),
 	FUINT(struct gc_portgroup, "vlan", vlan, 0, 4094, false),
-	FEND,
+	FEND(struct gc_portgroup),
 };
 
 static void portgroup_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
@@ -472,7 +472,7 @@ static const struct spec_field dvswitch_fields[] = {
 	FUINT(struct gc_dvswitch, "mtu", mtu, 1280, 9000, false),
 	FSUB("uplinks", dvs_uplinks, false),
 	FSUB("port_groups", dvs_portgroups, false),
-	FEND,
+	FEND(struct gc_dvswitch),
 };
 
 static void dvswitch_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
@@ -496,7 +496,7 @@ static void root_dvswitches(struct spec_ctx *x, yaml_node_t *v, void *obj)
 static const struct spec_field ecn_fields[] = {
 	FUINT(struct gc_switch_roce, "min_kb", ecn_min_kb, 1, 100000, false),
 	FUINT(struct gc_switch_roce, "max_kb", ecn_max_kb, 1, 100000, false),
-	FEND,
+	FEND(struct gc_switch_roce),
 };
 
 static void roce_ecn(struct spec_ctx *x, yaml_node_t *v, void *obj)
@@ -514,7 +514,7 @@ static const struct spec_field roce_fields[] = {
 	FBOOL(struct gc_switch_roce, "pfc", pfc),
 	FBOOL(struct gc_switch_roce, "lldp", lldp),
 	FBOOL(struct gc_switch_roce, "owned", owned),
-	FEND,
+	FEND(struct gc_switch_roce),
 };
 
 static void switch_roce(struct spec_ctx *x, yaml_node_t *v, void *obj)
@@ -545,7 +545,7 @@ static const struct spec_field switch_fields[] = {
 	FSTR(struct gc_switch, "version", version, P_VERSION, false),
 	FSTR(struct gc_switch, "ports", ports, P_PORTS, false),
 	FSUB("roce", switch_roce, false),
-	FEND,
+	FEND(struct gc_switch),
 };
 
 static void switch_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
@@ -571,7 +571,7 @@ static const struct spec_field license_fields[] = {
 	FUINT(struct gc_license, "port", port, 1, 65535, false),
 	FUINT(struct gc_license, "feature_type", feature_type, 0, 4, false),
 	FSTR(struct gc_license, "token_file", token_file, P_PATH, false),
-	FEND,
+	FEND(struct gc_license),
 };
 
 static void guest_license(struct spec_ctx *x, yaml_node_t *v, void *obj)
@@ -603,7 +603,7 @@ static const struct spec_field roce_qos_fields[] = {
 	FINT(struct gc_roce_qos, "pfc_priority", pfc_priority, 0, 7, true),
 	FINT(struct gc_roce_qos, "tos", tos, 0, 255, false),
 	FBOOL(struct gc_roce_qos, "ecn", ecn),
-	FEND,
+	FEND(struct gc_roce_qos),
 };
 
 static void guest_roce_qos(struct spec_ctx *x, yaml_node_t *v, void *obj)
@@ -633,7 +633,7 @@ static const struct spec_field guest_fields[] = {
 	FSUB("roce_qos", guest_roce_qos, false),
 	FBOOL(struct gc_guest, "container_toolkit", container_toolkit),
 	FLIST(struct gc_guest, "ntp", ntp, P_HOST),
-	FEND,
+	FEND(struct gc_guest),
 };
 
 static void vm_guest(struct spec_ctx *x, yaml_node_t *v, void *obj)
@@ -653,7 +653,7 @@ static const struct spec_field vm_gpu_fields[] = {
 	FSTR(struct gc_vm_gpu, "host_pci", host_pci, P_PCI, false),
 	FSTR(struct gc_vm_gpu, "pci_id", pci_id, P_PCI_ID, false),
 	FSTR(struct gc_vm_gpu, "vgpu", profile, P_PROFILE, false),
-	FEND,
+	FEND(struct gc_vm_gpu),
 };
 
 static void vm_gpu_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
@@ -716,7 +716,7 @@ static const struct spec_field vm_nic_fields[] = {
 	FSTR(struct gc_vm_nic, "network", network, P_LABEL, false),
 	FENUM(struct gc_vm_nic, "protocol", protocol,
 	      ((const char *const[]){"rocev1", "rocev2", NULL}), false),
-	FEND,
+	FEND(struct gc_vm_nic),
 };
 
 static void vm_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
@@ -819,7 +819,7 @@ static const struct spec_field vm_fields[] = {
 	FSUB("gpus", vm_gpus, false),
 	FSUB("nics", vm_nics, false),
 	FSUB("guest", vm_guest, false),
-	FEND,
+	FEND(struct gc_vm),
 };
 
 static void vm_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
@@ -846,7 +846,7 @@ static void root_vms(struct spec_ctx *x, yaml_node_t *v, void *obj)
 static const struct spec_field rolling_fields[] = {
 	FUINT(struct gc_rolling, "max_unavailable", max_unavailable, 1, 100000, false),
 	FBOOL(struct gc_rolling, "allow_vmotion", allow_vmotion),
-	FEND,
+	FEND(struct gc_rolling),
 };
 
 static void root_rolling(struct spec_ctx *x, yaml_node_t *v, void *obj)
@@ -864,7 +864,7 @@ static const struct spec_field validation_fields[] = {
 	FNUM(struct gc_validation, "min_d2h_gbps", min_d2h_gbps, 0, 100000),
 	FNUM(struct gc_validation, "min_d2d_gbps", min_d2d_gbps, 0, 100000),
 	FBOOL(struct gc_validation, "require_gpudirect", require_gpudirect),
-	FEND,
+	FEND(struct gc_validation),
 };
 
 static void root_validation(struct spec_ctx *x, yaml_node_t *v, void *obj)
@@ -880,7 +880,7 @@ static void root_validation(struct spec_ctx *x, yaml_node_t *v, void *obj)
 static const struct spec_field metadata_fields[] = {
 	FSTR(struct gc_cluster, "name", name, P_NAME, true),
 	FSTR(struct gc_cluster, "description", description, P_TEXT, false),
-	FEND,
+	FEND(struct gc_cluster),
 };
 
 static void root_metadata(struct spec_ctx *x, yaml_node_t *v, void *obj)
@@ -917,7 +917,7 @@ static const struct spec_field root_fields[] = {
 	FSUB("rolling", root_rolling, false),
 	FSUB("validation", root_validation, false),
 	{.key = "x-", .type = T_SKIP, .prefix = true}, /* extension keys, e.g. for anchors */
-	FEND,
+	FEND(struct gc_cluster),
 };
 
 void spec_parse_root(struct spec_ctx *x, yaml_node_t *root)
