@@ -129,14 +129,30 @@ static bool valid_url(const char *s)
 	if (strncmp(s, "https://", 8) != 0)
 		return false;
 	host = s + 8;
+	if (*host == '[') { /* IPv6 literal: https://[fd00::1]:443/sdk */
+		host++;
+		end = strchr(host, ']');
+		if (end == NULL)
+			return false;
+		n = (size_t)(end - host);
+		if (n == 0 || n >= sizeof(buf))
+			return false;
+		memcpy(buf, host, n);
+		buf[n] = '\0';
+		if (strchr(buf, ':') == NULL || !gc_valid_host(buf))
+			return false;
+		end++;
+		goto port;
+	}
 	end = host + strcspn(host, ":/");
 	n = (size_t)(end - host);
 	if (n == 0 || n >= sizeof(buf))
 		return false;
 	memcpy(buf, host, n);
 	buf[n] = '\0';
-	if (!gc_valid_host(buf))
+	if (!gc_valid_host(buf) || strchr(buf, ':') != NULL)
 		return false;
+port:
 	if (*end == ':') {
 		unsigned long port;
 		char *e;

@@ -249,6 +249,38 @@ static void test_io_error(void **state)
 	assert_string_equal(err.msg, "cannot open 'tests/data/spec/does-not-exist.yaml': No such file or directory");
 }
 
+static void test_too_large(void **state)
+{
+	static const char small[] = "apiVersion: gpuclusterctl/v1\n";
+	struct gc_cluster *c = NULL;
+	struct gc_diags d = {0};
+	struct gc_error err = GC_ERROR_INIT;
+
+	/* the size is checked before a byte is read */
+	assert_int_equal(gc_spec_load_buffer(&c, &d, "big.yaml", small, GC_SPEC_MAX_BYTES + 1u,
+					     &err),
+			 GC_ENOMEM);
+	assert_null(c);
+	assert_int_equal(d.n, 0);
+	assert_string_equal(err.msg, "'big.yaml' is larger than 67108864 bytes");
+}
+
+static void test_ipv6_vcenter(void **state)
+{
+	static const char spec[] =
+		"apiVersion: gpuclusterctl/v1\nkind: Cluster\nmetadata: {name: v6}\n"
+		"credentials: [{name: vc, username: administrator@vsphere.local, agent: true}]\n"
+		"vcenter: {url: 'https://[fd00::10]:8443/sdk', datacenter: DC0, credentials: vc}\n";
+	struct gc_cluster *c = NULL;
+	struct gc_diags d = {0};
+	struct gc_error err = GC_ERROR_INIT;
+
+	assert_int_equal(gc_spec_load_buffer(&c, &d, "v6.yaml", spec, strlen(spec), &err), 0);
+	assert_string_equal(c->vcenter->url, "https://[fd00::10]:8443/sdk");
+	assert_int_equal(d.n, 0);
+	gc_cluster_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +289,8 @@ int main(void)
 		cmocka_unit_test(test_gpudirect_pair),
 		cmocka_unit_test(test_multi_gpu_vm),
 		cmocka_unit_test(test_io_error),
+		cmocka_unit_test(test_too_large),
+		cmocka_unit_test(test_ipv6_vcenter),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
