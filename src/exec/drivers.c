@@ -11,8 +11,9 @@ const struct gc_driver *gc_exec_driver(enum gc_target_kind kind)
 	switch (kind) {
 	case GC_TARGET_ESXI:
 		return &gc_driver_esxi;
-	case GC_TARGET_VCENTER:
 	case GC_TARGET_SWITCH:
+		return &gc_driver_onyx;
+	case GC_TARGET_VCENTER:
 	case GC_TARGET_GUEST:
 		break;
 	}

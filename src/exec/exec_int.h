@@ -7,5 +7,6 @@
 #include "gc/sys/driver.h"
 
 extern const struct gc_driver gc_driver_esxi;
+extern const struct gc_driver gc_driver_onyx;
 
 #endif
