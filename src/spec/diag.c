@@ -54,19 +54,6 @@ void spec_diag(struct spec_ctx *x, enum gc_severity sev, struct gc_mark m, const
 	va_end(ap);
 }
 
-void spec_diagh(struct spec_ctx *x, enum gc_severity sev, struct gc_mark m, const char *msg,
-		const char *hfmt, ...)
-{
-	struct gc_buf h = GC_BUF_INIT;
-	va_list ap;
-
-	va_start(ap, hfmt);
-	gc_buf_vprintf(&h, hfmt, ap);
-	va_end(ap);
-	spec_diag(x, sev, m, gc_buf_str(&h), "%s", msg);
-	gc_buf_free(&h);
-}
-
 const char *spec_esc(struct spec_ctx *x, const char *s)
 {
 	struct gc_buf b = GC_BUF_INIT;

@@ -81,9 +81,6 @@ struct spec_objrec {
 
 void spec_diag(struct spec_ctx *x, enum gc_severity sev, struct gc_mark m, const char *hint,
 	       const char *fmt, ...) GC_PRINTF(5, 6);
-/* Hint built with a format; both strings are copied. */
-void spec_diagh(struct spec_ctx *x, enum gc_severity sev, struct gc_mark m, const char *fmt,
-		const char *hfmt, ...) GC_PRINTF(5, 6);
 /* Escape a value for a message: non-printables as \xNN, capped length. Arena string. */
 const char *spec_esc(struct spec_ctx *x, const char *s);
 /* Move the collected diagnostics, sorted and capped, into out. */

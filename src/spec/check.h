@@ -1,0 +1,64 @@
+/*
+ * check.h - what check.c and gpus.c share: the state of one checking pass
+ * and small helpers.  Private to src/spec.
+ */
+#ifndef GC_SPEC_CHECK_H
+#define GC_SPEC_CHECK_H
+
+#include "internal.h"
+
+#define HINT_CANDIDATES_MAX 2000 /* no did-you-mean over larger sets */
+
+struct check {
+	struct spec_ctx *x;
+	struct gc_cluster *c;
+	struct gc_arena scratch;
+	struct spec_strmap gpus;    /* "hostidx/pci" -> struct gc_host_gpu */
+	struct spec_strmap nics;    /* "hostidx/pci" -> struct gc_host_nic */
+	struct spec_strmap gpu_any; /* "pci" -> first struct gc_host_gpu with it */
+	struct spec_strmap uplinks; /* "dvsidx/host[/nic]" -> struct gc_dvs_uplink */
+	size_t *gpu_base, *nic_base; /* per host: ordinal of its first GPU / NIC */
+	bool *gpu_dyn;               /* per GPU: taken by a dynamic DirectPath request */
+	unsigned *vf_used;           /* per NIC: VFs handed out */
+	struct gc_vm **nic_owner;    /* per NIC: the VM it is passed through to */
+	const char **cred_names, **host_names, **dvs_names, **pg_names;
+	size_t ncred_names, nhost_names, ndvs_names, npg_names;
+	struct gc_dvswitch *pvrdma_dvs; /* the one dvswitch of all PVRDMA VMs */
+	const struct gc_vm *pvrdma_first;
+};
+
+static inline const char *q(const char *s)
+{
+	return s ? s : "?";
+}
+
+static inline size_t host_idx(struct check *k, const struct gc_host *h)
+{
+	return (size_t)(h - k->c->hosts);
+}
+
+static inline const char *pci_key(struct check *k, size_t idx, const char *pci)
+{
+	return gc_arena_printf(&k->scratch, "%zu/%s", idx, pci);
+}
+
+static inline struct gc_mark fmark(struct check *k, const void *field, struct gc_mark fallback)
+{
+	return spec_field_mark(k->x, field, fallback);
+}
+
+/* A mark resolved only when a diagnostic is actually emitted. */
+struct where {
+	const void *field;
+	struct gc_mark fallback;
+};
+
+static inline struct gc_mark at(struct check *k, struct where w)
+{
+	return fmark(k, w.field, w.fallback);
+}
+
+/* gpus.c: claim host GPUs for static passthrough, vGPUs and dynamic DirectPath */
+void chk_assign_gpus(struct check *k);
+
+#endif
