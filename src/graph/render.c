@@ -157,13 +157,29 @@ static json_object *resource_json(const struct gc_resource *r)
 	return o;
 }
 
+#define JSON_FLAGS (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+/* Serialize a json-c value at a nesting depth and release it (one resource
+ * at a time: a whole-graph json-c tree of 10,000 hosts is gigabytes). */
+static void put_json(struct gc_buf *out, json_object *o, size_t indent)
+{
+	static const char spaces[] = "        ";
+	const char *s = json_object_to_json_string_ext(o, JSON_FLAGS), *nl;
+
+	while ((nl = strchr(s, '\n')) != NULL) {
+		gc_buf_put(out, s, (size_t)(nl - s) + 1);
+		gc_buf_put(out, spaces, indent < sizeof(spaces) ? indent : sizeof(spaces) - 1);
+		s = nl + 1;
+	}
+	gc_buf_puts(out, s);
+	json_object_put(o);
+}
+
 void gc_graph_render_json(struct gc_buf *out, const struct gc_graph *g)
 {
-	json_object *root = json_object_new_object();
 	json_object *targets = json_object_new_array();
-	json_object *res = json_object_new_array_ext((int)g->nresources);
 
-	json_object_object_add(root, "format_version", json_object_new_int(1));
+	gc_buf_puts(out, "{\n  \"format_version\": 1,\n  \"targets\": ");
 	for (size_t i = 0; i < g->ntargets; i++) {
 		json_object *t = json_object_new_object();
 
@@ -172,13 +188,12 @@ void gc_graph_render_json(struct gc_buf *out, const struct gc_graph *g)
 		json_object_object_add(t, "name", json_object_new_string(g->targets[i]->name));
 		json_object_array_add(targets, t);
 	}
-	json_object_object_add(root, "targets", targets);
-	for (size_t i = 0; i < g->nresources; i++)
-		json_object_array_add(res, resource_json(g->resources[i]));
-	json_object_object_add(root, "resources", res);
-	gc_buf_puts(out, json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
-							      JSON_C_TO_STRING_SPACED |
-							      JSON_C_TO_STRING_NOSLASHESCAPE));
-	gc_buf_putc(out, '\n');
-	json_object_put(root);
+	put_json(out, targets, 2);
+	gc_buf_puts(out, ",\n  \"resources\": [\n");
+	for (size_t i = 0; i < g->nresources; i++) {
+		gc_buf_puts(out, "    ");
+		put_json(out, resource_json(g->resources[i]), 4);
+		gc_buf_puts(out, i + 1 < g->nresources ? ",\n" : "\n");
+	}
+	gc_buf_puts(out, "  ]\n}\n");
 }

@@ -17,6 +17,7 @@
  * when the caller asks for it (the CLI decides: TTY and no NO_COLOR).
  * JSON is built with json-c; its shape is docs/plan-json.md.
  */
+#include <assert.h>
 #include <string.h>
 
 #include <json-c/json.h>
@@ -252,49 +253,96 @@ static json_object *summary_json(const struct gc_plan *p)
 	return o;
 }
 
+#define JSON_FLAGS (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+/*
+ * Serialize a json-c value at a nesting depth of `indent` spaces (json-c
+ * pretty-prints from column 0) and release it.  The plan is written one
+ * action at a time: a whole-document json-c tree of a 10,000-host plan
+ * would hold millions of objects.
+ */
+static void put_json(struct gc_buf *out, json_object *o, int indent)
+{
+	static const char spaces[] = "                                ";
+	const char *s = json_object_to_json_string_ext(o, JSON_FLAGS), *nl;
+
+	assert((size_t)indent < sizeof(spaces));
+	while ((nl = strchr(s, '\n')) != NULL) {
+		gc_buf_put(out, s, (size_t)(nl - s) + 1);
+		gc_buf_put(out, spaces, (size_t)indent);
+		s = nl + 1;
+	}
+	gc_buf_puts(out, s);
+	json_object_put(o);
+}
+
+/* `"key": ` at an indent, then the value (json-c escapes both). */
+static void put_key(struct gc_buf *out, int indent, const char *key)
+{
+	gc_buf_printf(out, "%*s", indent, "");
+	put_json(out, json_object_new_string(key), 0);
+	gc_buf_puts(out, ": ");
+}
+
+static void put_target(struct gc_buf *out, const struct gc_plan_target *pt)
+{
+	gc_buf_puts(out, "        {\n");
+	put_key(out, 10, "kind");
+	put_json(out, json_object_new_string(gc_target_kind_name(pt->target->kind)), 0);
+	gc_buf_puts(out, ",\n");
+	put_key(out, 10, "name");
+	put_json(out, json_object_new_string(pt->target->name), 0);
+	gc_buf_puts(out, ",\n");
+	put_key(out, 10, "actions");
+	gc_buf_puts(out, "[\n");
+	for (size_t i = 0; i < pt->nactions; i++) {
+		gc_buf_printf(out, "%*s", 12, "");
+		put_json(out, action_json(pt->actions[i]), 12);
+		gc_buf_puts(out, i + 1 < pt->nactions ? ",\n" : "\n");
+	}
+	gc_buf_puts(out, "          ]\n        }");
+}
+
 void gc_plan_render_json(struct gc_buf *out, const struct gc_plan *p)
 {
-	json_object *root = json_object_new_object();
 	json_object *rolling = json_object_new_object();
-	json_object *waves = json_object_new_array();
 
-	json_object_object_add(root, "format_version", json_object_new_int(1));
-	json_object_object_add(root, "changes", json_object_new_boolean(!gc_plan_empty(p)));
-	json_object_object_add(root, "summary", summary_json(p));
+	gc_buf_puts(out, "{\n");
+	put_key(out, 2, "format_version");
+	gc_buf_puts(out, "1,\n");
+	put_key(out, 2, "changes");
+	gc_buf_puts(out, gc_plan_empty(p) ? "false,\n" : "true,\n");
+	put_key(out, 2, "summary");
+	put_json(out, summary_json(p), 2);
+	gc_buf_puts(out, ",\n");
 	json_object_object_add(rolling, "max_unavailable",
 			       json_object_new_int64((int64_t)p->max_unavailable));
 	json_object_object_add(rolling, "allow_vmotion", json_object_new_boolean(p->allow_vmotion));
-	json_object_object_add(root, "rolling", rolling);
+	put_key(out, 2, "rolling");
+	put_json(out, rolling, 2);
+	gc_buf_puts(out, ",\n");
+	put_key(out, 2, "waves");
+	gc_buf_puts(out, "[\n");
 	for (size_t w = 0; w < p->nwaves; w++) {
 		const struct gc_plan_wave *pw = &p->waves[w];
-		json_object *wo = json_object_new_object();
 		json_object *hosts = json_object_new_array();
-		json_object *targets = json_object_new_array();
 
-		json_object_object_add(wo, "index", json_object_new_int64((int64_t)w));
+		gc_buf_puts(out, "    {\n");
+		put_key(out, 6, "index");
+		gc_buf_printf(out, "%zu,\n", w);
 		for (size_t h = 0; h < pw->nmaintenance_hosts; h++)
 			json_object_array_add(hosts, json_object_new_string(pw->maintenance_hosts[h]));
-		json_object_object_add(wo, "maintenance_hosts", hosts);
+		put_key(out, 6, "maintenance_hosts");
+		put_json(out, hosts, 6);
+		gc_buf_puts(out, ",\n");
+		put_key(out, 6, "targets");
+		gc_buf_puts(out, "[\n");
 		for (size_t t = 0; t < pw->ntargets; t++) {
-			const struct gc_plan_target *pt = &pw->targets[t];
-			json_object *to = json_object_new_object();
-			json_object *acts = json_object_new_array();
-
-			json_object_object_add(to, "kind",
-					       json_object_new_string(gc_target_kind_name(pt->target->kind)));
-			json_object_object_add(to, "name", json_object_new_string(pt->target->name));
-			for (size_t i = 0; i < pt->nactions; i++)
-				json_object_array_add(acts, action_json(pt->actions[i]));
-			json_object_object_add(to, "actions", acts);
-			json_object_array_add(targets, to);
+			put_target(out, &pw->targets[t]);
+			gc_buf_puts(out, t + 1 < pw->ntargets ? ",\n" : "\n");
 		}
-		json_object_object_add(wo, "targets", targets);
-		json_object_array_add(waves, wo);
+		gc_buf_puts(out, "      ]\n    }");
+		gc_buf_puts(out, w + 1 < p->nwaves ? ",\n" : "\n");
 	}
-	json_object_object_add(root, "waves", waves);
-	gc_buf_puts(out, json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
-							      JSON_C_TO_STRING_SPACED |
-							      JSON_C_TO_STRING_NOSLASHESCAPE));
-	gc_buf_putc(out, '\n');
-	json_object_put(root);
+	gc_buf_puts(out, "  ]\n}\n");
 }
