@@ -312,25 +312,41 @@ static int check_keys(json_object *obj, const char *const *allowed, size_t n, co
 static int load_hosts(struct gc_observed *o, const char *name, json_object *hosts,
 		      struct gc_error *err)
 {
-	static const char *const keys[] = {"maintenance", "reachable"};
+	static const char *const keys[] = {"maintenance", "reachable", "reboot_pending",
+					   "reboot_pending_why", "maintenance_ours"};
 
 	if (!json_object_is_type(hosts, json_type_object))
 		return bad(err, name, "hosts", "expected an object");
 	json_object_object_foreach(hosts, host, facts)
 	{
-		bool maint = false, reachable = true;
+		bool maint = false, reachable = true, pending = false, ours = false;
+		const char *why = NULL;
 		char *what = gc_xasprintf("hosts.\"%s\"", host);
+		json_object *v;
 		int rc;
 
 		if (!json_object_is_type(facts, json_type_object))
 			rc = bad(err, name, what, "expected an object");
 		else if ((rc = check_keys(facts, keys, GC_ARRAY_LEN(keys), name, what, err)) == 0 &&
-			 (rc = get_bool(&maint, facts, "maintenance", name, what, err)) == 0)
+			 (rc = get_bool(&maint, facts, "maintenance", name, what, err)) == 0 &&
+			 (rc = get_bool(&pending, facts, "reboot_pending", name, what, err)) == 0 &&
+			 (rc = get_bool(&ours, facts, "maintenance_ours", name, what, err)) == 0)
 			rc = get_bool(&reachable, facts, "reachable", name, what, err);
+		if (rc == 0 && json_object_object_get_ex(facts, "reboot_pending_why", &v)) {
+			if (json_object_is_type(v, json_type_string))
+				why = json_object_get_string(v);
+			else
+				rc = gc_error_set(err, GC_EINVAL, "%s: %s.reboot_pending_why: expected a string",
+						  name, what);
+		}
 		free(what);
 		if (rc != 0)
 			return rc;
 		gc_observed_set_host(o, host, maint, reachable);
+		if (pending)
+			gc_observed_set_host_pending(o, host, true, why);
+		if (ours)
+			gc_observed_set_host_ours(o, host, true);
 	}
 	return 0;
 }

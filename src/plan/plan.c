@@ -379,9 +379,14 @@ static struct gc_action *reboot_phases(struct builder *b, struct window *w,
 			n1++;
 		}
 	}
-	if (n1 > 0) {
-		gc_buf_printf(&s, "one reboot for %zu change%s that take%s effect after a reboot", n1,
-			      n1 == 1 ? "" : "s", n1 == 1 ? "s" : "");
+	if (n1 > 0 || w->pending) {
+		if (n1 > 0)
+			gc_buf_printf(&s, "one reboot for %zu change%s that take%s effect after a reboot",
+				      n1, n1 == 1 ? "" : "s", n1 == 1 ? "s" : "");
+		if (w->pending)
+			gc_buf_printf(&s, "%s%s", n1 > 0 ? "; also owed: " : "a reboot is owed: ",
+				      w->pending_why ? w->pending_why
+						     : "configured changes are not active yet");
 		w->reboot = reboot_step(b, tg, &wait1, gc_buf_str(&s));
 		for (size_t i = 0; i < w->nmaint; i++)
 			if (!late[i])
@@ -410,6 +415,16 @@ static struct gc_action *reboot_phases(struct builder *b, struct window *w,
 	return wait2 ? wait2 : wait1;
 }
 
+/* A host an earlier apply left in maintenance mode, with nothing else to
+ * do: only take it out again. */
+static void exit_only_window(struct builder *b, struct window *w, const struct gc_target *tg)
+{
+	w->exit = plan_action(b, GC_ACT_EXIT_MAINTENANCE, GC_OP_NONE, tg, NULL);
+	whyf(b, w->exit, "an earlier apply left %s in maintenance mode", tg->name);
+	w->exit->host = tg->name;
+	b->minwave[w->exit->seq] = w->batch;
+}
+
 static int close_windows(struct builder *b)
 {
 	size_t k = 0;
@@ -417,25 +432,38 @@ static int close_windows(struct builder *b)
 	for (size_t t = 0; t < b->g->ntargets; t++) {
 		struct window *w = &b->win[t];
 		const struct gc_target *tg = b->g->targets[t];
-		const struct gc_observed_host *oh = gc_observed_host(b->o, tg->name);
+		const struct gc_observed_host *oh =
+			tg->kind == GC_TARGET_ESXI ? gc_observed_host(b->o, tg->name) : NULL;
+		bool in_maint = oh != NULL && oh->maintenance;
 		struct gc_action *last;
 		struct gc_buf s = GC_BUF_INIT;
 
-		if (w->nmaint == 0)
+		w->pending = oh != NULL && oh->reboot_pending;
+		w->pending_why = w->pending ? oh->reboot_pending_why : NULL;
+		if (w->nmaint == 0 && !w->pending && !(in_maint && oh->maintenance_ours))
 			continue;
 		if (oh != NULL && !oh->reachable)
 			return gc_error_set(b->err, GC_EREMOTE,
 					    "host '%s' is unreachable: cannot plan its %zu changes "
 					    "that need maintenance mode",
 					    tg->name, w->nmaint);
+		w->open = true;
 		w->batch = k++ / b->p->max_unavailable;
 		b->p->stats.hosts_in_maintenance++;
+		if (w->nmaint == 0 && !w->pending) {
+			exit_only_window(b, w, tg);
+			continue;
+		}
 		list_phrases(&s, w->maint, w->nmaint);
 		w->enter = plan_action(b, GC_ACT_ENTER_MAINTENANCE, GC_OP_NONE, tg, NULL);
-		if (oh != NULL && oh->maintenance) {
+		if (in_maint) {
 			/* already in maintenance mode: keep the step so the window
 			 * has one shape, but say so (executors skip it) */
-			whyf(b, w->enter, "%s is already in maintenance mode", tg->name);
+			whyf(b, w->enter, "%s is already in maintenance mode%s", tg->name,
+			     oh->maintenance_ours ? " (an earlier apply put it there)" : "");
+		} else if (w->nmaint == 0) {
+			whyf(b, w->enter, "a reboot is owed: %s",
+			     w->pending_why ? w->pending_why : "configured changes are not active yet");
 		} else {
 			whyf(b, w->enter, "%s need%s maintenance mode", gc_buf_str(&s),
 			     w->nmaint == 1 ? "s" : "");
@@ -443,11 +471,18 @@ static int close_windows(struct builder *b)
 		for (size_t i = 0; i < w->nmaint; i++)
 			plan_dep(b, w->enter, w->maint[i]);
 		last = reboot_phases(b, w, tg);
+		if (w->nmaint == 0) /* an owed reboot only: nothing else orders it */
+			plan_dep(b, w->enter, w->reboot);
 		w->verify = plan_action(b, GC_ACT_VERIFY, GC_OP_NONE, tg, NULL);
-		whyf(b, w->verify, "read back the %zu change%s before leaving maintenance mode",
-		     w->nmaint, w->nmaint == 1 ? "" : "s");
+		if (w->nmaint > 0)
+			whyf(b, w->verify, "read back the %zu change%s before leaving maintenance mode",
+			     w->nmaint, w->nmaint == 1 ? "" : "s");
+		else
+			whyf(b, w->verify, "check that the configured changes are active after the reboot");
 		for (size_t i = 0; i < w->nmaint; i++)
 			plan_dep(b, w->maint[i], w->verify);
+		if (last == NULL)
+			plan_dep(b, w->enter, w->verify);
 		plan_dep(b, last, w->verify);
 		w->exit = plan_action(b, GC_ACT_EXIT_MAINTENANCE, GC_OP_NONE, tg, NULL);
 		whyf(b, w->exit, "the changes on %s are done and verified", tg->name);
@@ -466,7 +501,7 @@ static struct window *window_of(struct builder *b, const char *host)
 	if (host == NULL)
 		return NULL;
 	t = gc_graph_target(b->g, GC_TARGET_ESXI, host);
-	if (t == NULL || b->win[t->index].nmaint == 0)
+	if (t == NULL || !b->win[t->index].open)
 		return NULL;
 	return &b->win[t->index];
 }

@@ -18,6 +18,9 @@ struct window {
 	struct gc_action **maint; /* changes that need maintenance or a reboot */
 	size_t nmaint, cap, nreboot;
 	size_t batch; /* the wave it belongs to */
+	bool open;    /* the host has a window (changes, an owed reboot, or ours to exit) */
+	bool pending; /* observed: a reboot is owed (reboot_pending) */
+	const char *pending_why;
 	struct gc_action *enter, *reboot, *wait, *verify, *exit;
 };
 

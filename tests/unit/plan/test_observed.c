@@ -24,7 +24,9 @@ static void test_load_ok(void **state)
 		"{\"version\": 1,\n"
 		" \"resources\": {\"esx01/esxi.ntp\": {\"servers\": \"a,b\", \"enabled\": \"true\"},\n"
 		"               \"esx01/esxi.firewall/pvrdma\": {}},\n"
-		" \"hosts\": {\"esx01\": {\"maintenance\": true}},\n"
+		" \"hosts\": {\"esx01\": {\"maintenance\": true},\n"
+		"           \"esx02\": {\"reboot_pending\": true, \"reboot_pending_why\": \"vib\",\n"
+		"                     \"maintenance_ours\": true}},\n"
 		" \"vms\": {\"worker-01\": {\"power\": \"on\", \"host\": \"esx01\"}}}";
 	const struct gc_observed_resource *r;
 
@@ -36,6 +38,10 @@ static void test_load_ok(void **state)
 	assert_null(gc_observed_resource(o, "esx02/esxi.ntp"));
 	assert_true(gc_observed_host(o, "esx01")->maintenance);
 	assert_true(gc_observed_host(o, "esx01")->reachable);
+	assert_false(gc_observed_host(o, "esx01")->reboot_pending);
+	assert_true(gc_observed_host(o, "esx02")->reboot_pending);
+	assert_string_equal(gc_observed_host(o, "esx02")->reboot_pending_why, "vib");
+	assert_true(gc_observed_host(o, "esx02")->maintenance_ours);
 	assert_int_equal(gc_observed_vm(o, "worker-01")->power, GC_POWER_ON);
 	assert_string_equal(gc_observed_vm(o, "worker-01")->host, "esx01");
 	/* power is mirrored into the vm.power resource */

@@ -471,6 +471,55 @@ static void test_host_in_maintenance_and_unreachable(void **state)
 	fx_done(&f);
 }
 
+/* The device says a configured change waits for a reboot (or the journal
+ * does): nothing to change, but a reboot in a maintenance window is owed. */
+static void test_owed_reboot(void **state)
+{
+	struct fx f;
+
+	fx_build(&f, 1, 1, FX_PASSTHROUGH);
+	fx_converge(&f);
+	gc_observed_set_host_pending(f.o, "esx01", true,
+				     "passthrough of 0000:3b:00.0 configured true, running false");
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "esx01",
+		     "enter maintenance mode on esx01; reboot esx01; wait for esx01; verify esx01; "
+		     "exit maintenance mode on esx01");
+	assert_steps(f.p, "vcenter", "power off worker-01; power on worker-01");
+	assert_string_equal(find_action(f.p, "reboot esx01")->why,
+			    "a reboot is owed: passthrough of 0000:3b:00.0 configured true, running false");
+	assert_int_equal(f.p->stats.reboots, 1);
+	(void)state;
+	fx_done(&f);
+}
+
+/* An earlier apply was killed inside a window: take the host out again and
+ * start the VM it had shut down. */
+static void test_left_in_maintenance_by_us(void **state)
+{
+	struct fx f;
+
+	fx_build(&f, 1, 1, FX_PASSTHROUGH);
+	fx_converge(&f);
+	gc_observed_set_host(f.o, "esx01", true, true);
+	gc_observed_set_host_ours(f.o, "esx01", true);
+	gc_observed_set_vm(f.o, "worker-01", GC_POWER_OFF, "esx01", false);
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "esx01", "exit maintenance mode on esx01");
+	assert_steps(f.p, "vcenter", "power on worker-01");
+	assert_string_equal(f.p->actions[0]->why, "an earlier apply left esx01 in maintenance mode");
+	assert_true(depends(find_action(f.p, "power on worker-01"),
+			    find_action(f.p, "exit maintenance mode on esx01")));
+	gc_plan_free(f.p);
+	f.p = NULL;
+	/* in maintenance for someone else's reasons: left alone */
+	gc_observed_set_host_ours(f.o, "esx01", false);
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "esx01", "");
+	(void)state;
+	fx_done(&f);
+}
+
 static void test_cycle_is_an_error(void **state)
 {
 	struct gc_graph *g;
@@ -557,6 +606,8 @@ int main(void)
 		cmocka_unit_test(test_delete_owned_device),
 		cmocka_unit_test(test_unmanaged_vm_evacuated),
 		cmocka_unit_test(test_host_in_maintenance_and_unreachable),
+		cmocka_unit_test(test_owed_reboot),
+		cmocka_unit_test(test_left_in_maintenance_by_us),
 		cmocka_unit_test(test_cycle_is_an_error),
 		cmocka_unit_test(test_json_shape),
 		cmocka_unit_test(test_scale),
