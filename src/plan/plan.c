@@ -590,7 +590,7 @@ static void synthesize_vm(struct builder *b, size_t i)
 	struct vmstate *vs = &b->vms[i];
 	const struct gc_observed_vm *ov = gc_observed_vm(b->o, v->name);
 	const char *cur_host = ov && ov->host ? ov->host : v->host;
-	struct window *w = window_of(b, cur_host), *home = window_of(b, v->host);
+	struct window *w = window_of(b, cur_host);
 	const struct gc_resource *pr;
 	struct gc_action *off = NULL, *on = NULL, *power = NULL, *offch = NULL;
 	bool exists, running;
@@ -652,11 +652,35 @@ static void synthesize_vm(struct builder *b, size_t i)
 		if (pr != NULL && b->ract[pr->index] == NULL)
 			b->ract[pr->index] = on;
 	}
-	/* the VM's own changes come after its host's maintenance window */
-	if (home != NULL)
+}
+
+/* True when a depends directly on another action of the same VM. */
+static bool has_vm_pred(const struct gc_action *a)
+{
+	for (const struct gc_action_link *l = a->in; l != NULL; l = l->next)
+		if (l->a->vm != NULL && strcmp(l->a->vm, a->vm) == 0 &&
+		    l->a->target == a->target)
+			return true;
+	return false;
+}
+
+/*
+ * A VM's own changes come after its host's maintenance window.  Only the
+ * first ones (no predecessor among the VM's actions) get the edge: the rest
+ * follow them, and the plan does not repeat the same "after" on every line.
+ */
+static void vm_after_window(struct builder *b)
+{
+	for (size_t i = 0; i < b->g->nvms; i++) {
+		struct window *home = window_of(b, b->g->vms[i].host);
+		struct vmstate *vs = &b->vms[i];
+
+		if (home == NULL)
+			continue;
 		for (size_t k = 0; k < vs->n; k++)
-			if (vs->actions[k] != off)
+			if (vs->actions[k]->kind != GC_ACT_POWER_OFF && !has_vm_pred(vs->actions[k]))
 				plan_dep(b, home->exit, vs->actions[k]);
+	}
 }
 
 /* Powered-on VMs the spec does not manage, on hosts that enter maintenance. */
@@ -809,6 +833,7 @@ int gc_plan_build(struct gc_plan **out, const struct gc_graph *g,
 		synthesize_vm(&b, i);
 	synthesize_unmanaged(&b);
 	resource_edges(&b, order);
+	vm_after_window(&b);
 	rc = plan_order(&b);
 	if (rc != 0)
 		goto out;

@@ -102,6 +102,23 @@ static void flags_text(struct gc_buf *out, unsigned flags)
 	gc_buf_putc(out, ']');
 }
 
+/* Dependencies on other targets (the same target runs in the listed order):
+ * "after: exit maintenance mode on esx01". */
+static void after_text(struct gc_buf *out, const struct gc_action *a, bool color)
+{
+	bool first = true;
+
+	for (size_t i = 0; i < a->ndeps; i++) {
+		if (a->deps[i]->target == a->target)
+			continue;
+		gc_buf_puts(out, first ? (color ? "        " C_DIM "after: " : "        after: ") : ", ");
+		gc_action_describe(out, a->deps[i]);
+		first = false;
+	}
+	if (!first)
+		gc_buf_puts(out, color ? C_RESET "\n" : "\n");
+}
+
 static void action_text(struct gc_buf *out, const struct gc_action *a, bool color)
 {
 	const char *mark = a->op == GC_OP_NONE ? ">" : gc_op_symbol(a->op);
@@ -135,6 +152,7 @@ static void action_text(struct gc_buf *out, const struct gc_action *a, bool colo
 		else
 			gc_buf_printf(out, "        why: %s\n", a->why);
 	}
+	after_text(out, a, color);
 }
 
 void gc_plan_render_summary(struct gc_buf *out, const struct gc_plan *p)
