@@ -174,6 +174,7 @@ struct gc_graph {
 	size_t captargets, capresources, capvms;
 	struct gc_strmap *index;   /* id -> resource */
 	struct gc_strmap *tindex;  /* kind:name -> target */
+	struct gc_strmap *vindex;  /* VM name -> index + 1 into vms */
 	const char *last_host, *last_vm; /* shared copies of consecutive host/vm names */
 };
 

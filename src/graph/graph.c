@@ -11,6 +11,7 @@
  * and building the graph stays linear.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +92,7 @@ void gc_graph_new(struct gc_graph **out)
 
 	g->index = gc_strmap_new();
 	g->tindex = gc_strmap_new();
+	g->vindex = gc_strmap_new();
 	g->rolling.max_unavailable = 1;
 	*out = g;
 }
@@ -101,6 +103,7 @@ void gc_graph_free(struct gc_graph *g)
 		return;
 	gc_strmap_free(g->index);
 	gc_strmap_free(g->tindex);
+	gc_strmap_free(g->vindex);
 	free(g->targets);
 	free(g->resources);
 	free(g->vms);
@@ -282,6 +285,8 @@ void gc_graph_add_vm(struct gc_graph *g, const struct gc_graph_vm *vm)
 	v->live_migratable = vm->live_migratable;
 	v->power_on = vm->power_on;
 	v->pinned_by = gc_arena_strdup(&g->arena, vm->pinned_by);
+	/* the array moves as it grows: index by position, not pointer */
+	gc_strmap_put(g->vindex, v->name, (void *)(uintptr_t)g->nvms);
 }
 
 struct gc_resource *gc_graph_find(const struct gc_graph *g, const char *id)
@@ -291,11 +296,9 @@ struct gc_resource *gc_graph_find(const struct gc_graph *g, const char *id)
 
 const struct gc_graph_vm *gc_graph_vm(const struct gc_graph *g, const char *name)
 {
-	/* VMs are few compared to resources; the planner indexes them itself */
-	for (size_t i = 0; i < g->nvms; i++)
-		if (strcmp(g->vms[i].name, name) == 0)
-			return &g->vms[i];
-	return NULL;
+	uintptr_t i = (uintptr_t)gc_strmap_get(g->vindex, name);
+
+	return i == 0 ? NULL : &g->vms[i - 1];
 }
 
 /* ---------------------------------------------------------------- topological sort */

@@ -654,12 +654,14 @@ static void synthesize_vm(struct builder *b, size_t i)
 	}
 }
 
-/* True when a depends directly on another action of the same VM. */
+/* True when a depends directly on another change of the same VM (a
+ * power-off or migration before the window does not count). */
 static bool has_vm_pred(const struct gc_action *a)
 {
 	for (const struct gc_action_link *l = a->in; l != NULL; l = l->next)
-		if (l->a->vm != NULL && strcmp(l->a->vm, a->vm) == 0 &&
-		    l->a->target == a->target)
+		if (l->a->vm != NULL && l->a->kind != GC_ACT_POWER_OFF &&
+		    l->a->kind != GC_ACT_MIGRATE && l->a->target == a->target &&
+		    strcmp(l->a->vm, a->vm) == 0)
 			return true;
 	return false;
 }

@@ -427,6 +427,7 @@ static void test_delete_owned_device(void **state)
 	assert_string_equal(d->changes[0].old_value, "0000:af:00.0");
 	assert_null(d->changes[0].new_value);
 	assert_int_equal(f.p->stats.destroy, 1);
+	assert_int_equal(d->ndeps, 1); /* the power-off only: no window on esx01 */
 	(void)state;
 	fx_done(&f);
 }
@@ -571,6 +572,85 @@ static void test_json_shape(void **state)
 	fx_done(&f);
 }
 
+/* The human plan, byte for byte, for a small hand-built graph. */
+static void test_text_exact(void **state)
+{
+	struct gc_graph *g;
+	struct gc_resource *r, *dev;
+	struct gc_observed *o;
+	struct gc_plan *p = NULL;
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_buf b = GC_BUF_INIT;
+	struct gc_target *esx, *vc;
+	struct gc_graph_vm vm = {"w1", "esx01", false, true, "passthrough GPU 0000:3b:00.0"};
+
+	gc_graph_new(&g);
+	esx = gc_graph_add_target(g, GC_TARGET_ESXI, "esx01");
+	vc = gc_graph_add_target(g, GC_TARGET_VCENTER, GC_VCENTER_TARGET);
+	assert_int_equal(gc_graph_add(&r, g, GC_RES_ESXI_PCI_PASSTHRU, esx,
+				      "esx01/esxi.pci_passthru/0000:3b:00.0", "esx01", NULL,
+				      GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT, &err), 0);
+	gc_resource_set(g, r, "enabled", "true");
+	r->summary = "passthrough for GPU";
+	r->detail = "0000:3b:00.0";
+	assert_int_equal(gc_graph_add(&dev, g, GC_RES_VM_DEVICE_PCI, vc, "vm/w1/device.pci/0000:3b:00.0",
+				      "esx01", "w1", GC_RES_NEEDS_VM_OFF, &err), 0);
+	gc_resource_set(g, dev, "host_pci", "0000:3b:00.0");
+	gc_graph_add_edge(g, r, dev);
+	gc_graph_add_vm(g, &vm);
+
+	gc_observed_new(&o);
+	gc_observed_set(o, "esx01/esxi.pci_passthru/0000:3b:00.0", "enabled", "false");
+	gc_observed_set(o, "vm/w1/device.pci/0000:af:00.0", "host_pci", "0000:af:00.0");
+	gc_observed_set_vm(o, "w1", GC_POWER_ON, "esx01", false);
+	assert_int_equal(gc_plan_build(&p, g, o, NULL, &err), 0);
+	gc_plan_render_text(&b, p, 0);
+	assert_string_equal(gc_buf_str(&b),
+		"Wave 1 of 1 (maintenance: esx01)\n"
+		"\n"
+		"  esxi esx01\n"
+		"    > enter maintenance mode\n"
+		"        why: passthrough for GPU 0000:3b:00.0 needs maintenance mode\n"
+		"        after: power off w1\n"
+		"    ~ esx01/esxi.pci_passthru/0000:3b:00.0  [maintenance, reboot]\n"
+		"        enabled: false → true\n"
+		"    > reboot\n"
+		"        why: one reboot for 1 change that takes effect after a reboot\n"
+		"    > wait for the host\n"
+		"        why: esx01 must answer again after the reboot\n"
+		"    > verify\n"
+		"        why: read back the 1 change before leaving maintenance mode\n"
+		"    > exit maintenance mode\n"
+		"        why: the changes on esx01 are done and verified\n"
+		"\n"
+		"  vcenter vcenter\n"
+		"    > power off w1 (guest shutdown)\n"
+		"        why: vm/w1/device.pci/0000:3b:00.0 needs the VM powered off\n"
+		"    + vm/w1/device.pci/0000:3b:00.0  [VM off]\n"
+		"        host_pci: (none) → 0000:3b:00.0\n"
+		"        after: ~ esx01/esxi.pci_passthru/0000:3b:00.0, exit maintenance mode on esx01\n"
+		"    - vm/w1/device.pci/0000:af:00.0  [VM off]\n"
+		"        host_pci: 0000:af:00.0 → (removed)\n"
+		"        after: exit maintenance mode on esx01\n"
+		"    > power on w1\n"
+		"        why: power w1 back on after the changes that needed it off\n"
+		"        after: exit maintenance mode on esx01\n"
+		"\n"
+		"Plan: 1 to add, 1 to change, 1 to destroy, 7 synthesized steps "
+		"(1 hosts need maintenance, 1 reboots).\n");
+	/* colour only when asked: ANSI markers around + ~ - > */
+	gc_buf_reset(&b);
+	gc_plan_render_text(&b, p, GC_RENDER_COLOR);
+	assert_non_null(strstr(gc_buf_str(&b), "\033[32m+\033[0m vm/w1/device.pci/0000:3b:00.0"));
+	assert_non_null(strstr(gc_buf_str(&b), "\033[31m-\033[0m vm/w1/device.pci/0000:af:00.0"));
+	assert_non_null(strstr(gc_buf_str(&b), "\033[33m~\033[0m esx01/esxi.pci_passthru"));
+	gc_buf_free(&b);
+	gc_plan_free(p);
+	gc_observed_free(o);
+	gc_graph_free(g);
+	(void)state;
+}
+
 /* 2,000 hosts x (8 GPUs + 2 NICs + 1 VM), offline; counts only, no timing. */
 static void test_scale(void **state)
 {
@@ -610,6 +690,7 @@ int main(void)
 		cmocka_unit_test(test_left_in_maintenance_by_us),
 		cmocka_unit_test(test_cycle_is_an_error),
 		cmocka_unit_test(test_json_shape),
+		cmocka_unit_test(test_text_exact),
 		cmocka_unit_test(test_scale),
 	};
 
