@@ -425,6 +425,30 @@ static void exit_only_window(struct builder *b, struct window *w, const struct g
 	b->minwave[w->exit->seq] = w->batch;
 }
 
+/* Changes on a host observed unreachable cannot be planned honestly. */
+static int check_reachable(struct builder *b)
+{
+	size_t *n = gc_xcalloc(b->g->ntargets + 1, sizeof(*n));
+	int rc = 0;
+
+	for (size_t i = 0; i < b->n; i++)
+		if (b->list[i]->target->kind == GC_TARGET_ESXI)
+			n[b->list[i]->target->index]++;
+	for (size_t t = 0; t < b->g->ntargets && rc == 0; t++) {
+		const struct gc_observed_host *oh;
+
+		if (n[t] == 0 || b->win[t].nmaint > 0)
+			continue; /* windows say it themselves */
+		oh = gc_observed_host(b->o, b->g->targets[t]->name);
+		if (oh != NULL && !oh->reachable)
+			rc = gc_error_set(b->err, GC_EREMOTE,
+					  "host '%s' is unreachable: cannot plan its %zu change%s",
+					  b->g->targets[t]->name, n[t], n[t] == 1 ? "" : "s");
+	}
+	free(n);
+	return rc;
+}
+
 static int close_windows(struct builder *b)
 {
 	size_t k = 0;
@@ -828,7 +852,7 @@ int gc_plan_build(struct gc_plan **out, const struct gc_graph *g,
 		diff_resource(&b, g->resources[i]);
 	diff_deletes(&b);
 	open_windows(&b);
-	if ((rc = close_windows(&b)) != 0)
+	if ((rc = check_reachable(&b)) != 0 || (rc = close_windows(&b)) != 0)
 		goto out;
 	collect_vm_actions(&b);
 	for (size_t i = 0; i < g->nvms; i++)

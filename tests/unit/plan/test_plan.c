@@ -468,6 +468,11 @@ static void test_host_in_maintenance_and_unreachable(void **state)
 	assert_int_equal(fx_plan(&f, NULL, &err), GC_EREMOTE);
 	assert_string_equal(err.msg, "host 'esx01' is unreachable: cannot plan its 1 changes that "
 				     "need maintenance mode");
+	gc_observed_set(f.o, "esx01/esxi.module_param/nmlx5_core", "max_vfs", "8,8");
+	gc_observed_set(f.o, "esx01/esxi.ntp", "servers", "pool.ntp.org");
+	gc_error_clear(&err);
+	assert_int_equal(fx_plan(&f, NULL, &err), GC_EREMOTE);
+	assert_string_equal(err.msg, "host 'esx01' is unreachable: cannot plan its 1 change");
 	(void)state;
 	fx_done(&f);
 }
