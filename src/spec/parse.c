@@ -520,6 +520,11 @@ static void parse_pairs(struct spec_ctx *x, yaml_node_t *n, const struct spec_fi
 			continue;
 		}
 		key = (const char *)k->data.scalar.value;
+		if (strlen(key) != k->data.scalar.length) {
+			spec_diag(x, GC_SEV_ERROR, spec_mark(x, k), "remove the \\0 escape",
+				  "key '%s' contains a NUL byte", spec_esc(x, key));
+			continue;
+		}
 		if (strcmp(key, "<<") == 0 && k->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
 			continue; /* merges are applied after the map's own keys */
 		for (i = 0; i < nf; i++) {
