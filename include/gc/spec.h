@@ -34,7 +34,8 @@
 #define GC_SPEC_MAX_BYTES (64u * 1024 * 1024)
 
 struct gc_mark {
-	const char *file; /* borrowed: the cluster's source path */
+	const char *file; /* borrowed: the cluster's source path; in diagnostics the
+	                     path or name the caller gave gc_spec_load*() */
 	int line;         /* 1-based; 0 when unknown */
 	int col;          /* 1-based */
 };
