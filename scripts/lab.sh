@@ -3,7 +3,14 @@
 # simulated ESXi hosts and Onyx switches (tests/sim/).  See docs/lab.md.
 #
 #   scripts/lab.sh start [--hosts N] [--switches M] [--esxi7 K] [--port P]
+#   scripts/lab.sh start --spec FILE [--port P]
 #   scripts/lab.sh stop | status | reset | env
+#
+# With --spec the lab stands in for the spec's own targets: one simulated
+# ESXi host per spec host (its name, address, version and PCI devices) and one
+# simulated switch per spec switch, and it writes $lab/<spec file name>: the
+# same spec with only its connection settings (port, known_hosts, lab user
+# and password file) pointed at the lab (tests/sim/lab_spec.py).
 #
 # Lab dir: $GC_LAB_DIR (default .lab/ at the repository root).  Port:
 # --port, else $GC_LAB_PORT, else the port of a previous start, else 2222.
@@ -26,6 +33,7 @@ die() { echo "lab: $*" >&2; exit 1; }
 usage() {
 	cat >&2 <<'EOF'
 usage: scripts/lab.sh start [--hosts N] [--switches M] [--esxi7 K] [--port P]
+       scripts/lab.sh start --spec FILE [--port P]
        scripts/lab.sh stop | status | reset | env
 EOF
 	exit 2
@@ -158,10 +166,23 @@ LogLevel VERBOSE
 EOF
 }
 
+py=/usr/bin/python3
+
+# Seed the simulated hosts of a spec lab with the spec's hardware (only
+# hosts without state yet), owned by the lab user.
+seed_from_spec() {
+	local user=$1 spec
+	[ -f "$lab/spec" ] || return 0
+	spec=$(cat "$lab/spec")
+	"$py" "$root/tests/sim/lab_spec.py" seed "$spec" "$lab" || die "cannot seed the lab from $spec"
+	chown -R "$user" "$lab/hosts"
+}
+
 cmd_start() {
-	local hosts=2 switches=0 esxi7=0 port="" user pid
+	local hosts=2 switches=0 esxi7=0 port="" user pid spec=""
 	while [ $# -gt 0 ]; do
 		case $1 in
+		--spec) spec=${2:?}; shift 2 ;;
 		--hosts) hosts=${2:?}; shift 2 ;;
 		--switches) switches=${2:?}; shift 2 ;;
 		--esxi7) esxi7=${2:?}; shift 2 ;;
@@ -191,8 +212,23 @@ cmd_start() {
 	chmod 644 "$lab/authorized_keys"
 	ensure_user "$user"
 	echo "$user" >"$lab/user"
-	write_inventory "$hosts" "$switches" "$esxi7"
+	if [ -n "$spec" ]; then
+		[ -f "$spec" ] || die "no spec file '$spec'"
+		spec=$(cd "$(dirname "$spec")" && pwd)/$(basename "$spec")
+		{
+			echo "# address kind name [key=value ...]   (written by scripts/lab.sh from $spec)"
+			"$py" "$root/tests/sim/lab_spec.py" inventory "$spec"
+		} >"$lab/inventory.tmp" || die "cannot read $spec"
+		mv "$lab/inventory.tmp" "$lab/inventory"
+		echo "$spec" >"$lab/spec"
+		hosts=$(grep -c ' esxi ' "$lab/inventory" || true)
+		switches=$(grep -c ' onyx ' "$lab/inventory" || true)
+	else
+		rm -f "$lab/spec"
+		write_inventory "$hosts" "$switches" "$esxi7"
+	fi
 	make_host_dirs "$user"
+	seed_from_spec "$user"
 	# The simulators run as the lab user: it must reach its host directories.
 	if [ "$(id -u)" = 0 ] && ! runuser -u "$user" -- test -x "$lab/hosts" -a -r "$lab/inventory"; then
 		die "user $user cannot reach $lab (a parent directory is not searchable by others?); choose another GC_LAB_DIR"
@@ -205,6 +241,7 @@ cmd_start() {
 			rm -f "$lab/sshd_config.new"
 			write_known_hosts "$port"
 			echo "lab: already running (pid $pid, port $port, $hosts hosts, $switches switches)"
+			write_lab_spec
 			return 0
 		fi
 		rm -f "$lab/sshd_config.new"
@@ -231,6 +268,17 @@ cmd_start() {
 	done
 	[ -n "${pid:-}" ] || die "sshd did not write its pid file (see $lab/sshd.log)"
 	echo "lab: started sshd (pid $pid) on port $port: $hosts ESXi hosts, $switches switches, lab dir $lab"
+	write_lab_spec
+}
+
+# The spec of a spec lab, with its connection settings pointed at the lab.
+write_lab_spec() {
+	local spec out
+	[ -f "$lab/spec" ] || return 0
+	spec=$(cat "$lab/spec")
+	out=$lab/$(basename "$spec")
+	"$py" "$root/tests/sim/lab_spec.py" rewrite "$spec" "$lab" "$out" || die "cannot write $out"
+	echo "lab: $out is $spec with its connections pointed at the lab"
 }
 
 cmd_stop() {
@@ -274,6 +322,7 @@ cmd_reset() {
 		rm -rf "${lab:?}/hosts/$name"
 	done < <(grep -v '^#' "$lab/inventory")
 	make_host_dirs "$user"
+	seed_from_spec "$user"
 	echo "lab: reset $lab/hosts"
 }
 

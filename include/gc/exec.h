@@ -45,6 +45,7 @@ enum gc_exec_event_kind {
 	GC_EV_RETRY,    /* transport fault, retrying */
 	GC_EV_NOTE,     /* driver's current step */
 	GC_EV_WAVE,     /* a wave begins */
+	GC_EV_PLANNED,  /* the plan is built (plan set), before anything changes */
 };
 
 struct gc_exec_event {
@@ -53,6 +54,7 @@ struct gc_exec_event {
 	const struct gc_action *action; /* NULL for CONNECT/OBSERVED/NOTE/WAVE */
 	const char *message;            /* note, failure text, or NULL */
 	size_t wave;
+	const struct gc_plan *plan;     /* GC_EV_PLANNED only */
 };
 
 struct gc_exec_opts {
@@ -102,6 +104,16 @@ struct gc_exec_report {
 int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 		const struct gc_exec_opts *opts, struct gc_error *err);
 void gc_exec_report_free(struct gc_exec_report *r);
+
+/*
+ * `--only`: the resources of g on the target kinds in `kinds` (bitmask of
+ * 1u << gc_target_kind) as a graph of their own; must-happen-before edges
+ * that ran through left-out resources join the kept ends directly.  VMs are
+ * kept for the planner only with vCenter selected.  *left_out counts the
+ * resources left out.  *out borrows from g (and its cluster).
+ */
+int gc_exec_scope(struct gc_graph **out, const struct gc_graph *g, unsigned kinds,
+		  size_t *left_out, struct gc_error *err);
 
 /* The driver for a target kind in this build, or NULL. */
 const struct gc_driver *gc_exec_driver(enum gc_target_kind kind);

@@ -33,12 +33,14 @@ const struct cli_command *cli_commands(size_t *n);
 const struct cli_command *cli_command_find(const char *name);
 
 int cmd_plan(int argc, char **argv);
+int cmd_apply(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 
 extern const char cmd_plan_usage[];
+extern const char cmd_apply_usage[];
 extern const char cmd_check_usage[];
 extern const char cmd_graph_usage[];
 extern const char cmd_version_usage[];
@@ -61,5 +63,9 @@ bool cli_write(const struct gc_buf *b);
  * in SPEC".  Returns 0 with *out set, or GC_EXIT_ERROR.
  */
 int cli_load_spec(struct gc_cluster **out, const char *path);
+
+/* Where apply keeps its journal and lock by default: .gpuclusterctl/ beside
+ * the spec.  Caller frees. */
+char *cli_default_state_dir(const char *spec);
 
 #endif

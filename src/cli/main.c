@@ -18,7 +18,7 @@ static const struct cli_command commands[] = {
 	{"plan", cmd_plan, "show what apply would change, in order", cmd_plan_usage},
 	{"check", cmd_check, "load and check a spec; print diagnostics", cmd_check_usage},
 	{"graph", cmd_graph, "print the resource graph (DOT or JSON)", cmd_graph_usage},
-	/* {"apply", cmd_apply, ...},       src/cli/cmd_apply.c    (with src/exec) */
+	{"apply", cmd_apply, "observe, plan and carry the plan out", cmd_apply_usage},
 	/* {"validate", cmd_validate, ...}, src/cli/cmd_validate.c (with src/validate) */
 	/* {"probe", cmd_probe, ...},       src/cli/cmd_probe.c    (with src/probe) */
 	{"version", cmd_version, "print the version", cmd_version_usage},

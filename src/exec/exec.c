@@ -122,7 +122,7 @@ bool gc_drv_resource_converged(struct gc_drv_ctx *ctx, const struct gc_resource 
 static void emit(struct gc_drv_ctx *ctx, enum gc_exec_event_kind kind, const struct gc_target *t,
 		 const struct gc_action *a, const char *msg, size_t wave)
 {
-	struct gc_exec_event ev = {kind, t, a, msg, wave};
+	struct gc_exec_event ev = {kind, t, a, msg, wave, NULL};
 
 	if (ctx->opts->event == NULL)
 		return;
@@ -463,6 +463,8 @@ static void remember(struct run *r, struct tslot *s, const struct gc_action *a, 
 		}
 		break;
 	case GC_ACT_WAIT_HOST:
+		s->in_reboot = false; /* it answers again: leaving maintenance is safe */
+		break;
 	case GC_ACT_POWER_OFF:
 	case GC_ACT_POWER_ON:
 	case GC_ACT_MIGRATE:
@@ -751,10 +753,10 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 	for (i = 0; i < g->ntargets; i++) {
 		enum gc_target_kind k = g->targets[i]->kind;
 
-		if (opts->kinds != 0 && selected(opts, k) && gc_exec_driver(k) == NULL) {
+		if (selected(opts, k) && gc_exec_driver(k) == NULL) {
 			rc = gc_error_set(err, GC_ENOTSUP,
-					  "this build cannot apply %s targets yet ('%s'); select the "
-					  "others with --only",
+					  "this build has no %s driver yet (target '%s'): nothing was "
+					  "touched; use --only to act on the other target kinds",
 					  gc_target_kind_name(k), g->targets[i]->name);
 			goto fail;
 		}
@@ -798,6 +800,11 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 	}
 	for (i = 0; i < r.nslots; i++)
 		r.slots[i].rep->reboot_owed = r.slots[i].reboot_owed;
+	if (opts->event != NULL) {
+		struct gc_exec_event ev = {GC_EV_PLANNED, NULL, NULL, NULL, 0, out->plan};
+
+		opts->event(opts->event_arg, &ev);
+	}
 	if (opts->plan_only)
 		goto done;
 

@@ -839,6 +839,15 @@ def nvidia_smi(ctx, argv):
             return 127
         gpus = [d for d in st["pci"] if d.get("gpu") and not d["passthru_active"]]
         args = argv[1:]
+        if args[:1] in (["-i"], ["--id"]) and len(args) >= 2:
+            # -i selects one GPU by PCI bus id (any domain width, any case).
+            # ECC is kept per host in this simulator; -i only has to name a
+            # GPU the host has.  The not-found text is assumed (no capture).
+            want = args[1].lower().split(":", 1)[-1]
+            if not any(d["addr"].lower().split(":", 1)[-1] == want for d in gpus):
+                ctx.io.err("No devices were found\n")
+                return 6
+            args = args[2:]
         if args[:1] in (["-e"], ["--ecc-config"]) or (args and args[0].startswith("--ecc-config=")):
             val = args[1] if args[0] == "-e" and len(args) > 1 else args[0].partition("=")[2]
             if val not in ("0", "1", "ENABLED", "DISABLED"):

@@ -1,0 +1,438 @@
+/*
+ * cmd_apply.c - `gpuclusterctl apply`: observe, plan, carry out, report.
+ *
+ * Everything happens in src/exec; this file parses options, shows the plan
+ * it is about to carry out, prints progress events (a line per target kept
+ * up to date on a TTY, plain lines otherwise), the final per-target summary,
+ * and picks the exit code.  SIGINT asks the executor to finish the actions
+ * in flight and start no new ones (exit 130); a second SIGINT kills.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "gc/exec.h"
+#include "gc/graph.h"
+#include "gc/plan.h"
+#include "gc/ssh.h"
+
+#define EXIT_INTERRUPTED 130
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+	signal(SIGINT, SIG_DFL); /* a second Ctrl-C kills */
+}
+
+const char cmd_apply_usage[] =
+	"usage: gpuclusterctl apply [options] SPEC\n"
+	"\n"
+	"Observe every target of SPEC, plan, and carry the plan out: hosts in\n"
+	"parallel, rolling (rolling.max_unavailable hosts in maintenance at once),\n"
+	"one connection per target, every step journalled so a killed apply can\n"
+	"simply be run again.\n"
+	"\n"
+	"Options:\n"
+	"  --only KINDS           act only on these target kinds (comma list of esxi,\n"
+	"                         switch, vcenter, guest); others are left untouched\n"
+	"  --parallelism N        targets worked on at once (default 32)\n"
+	"  --fail-fast            start no new action anywhere after the first failure\n"
+	"  --trust-new-host-keys  add unknown SSH host keys to known_hosts (a changed\n"
+	"                         key is always refused)\n"
+	"  --known-hosts FILE     use this known_hosts file instead of the spec's\n"
+	"  --state-dir DIR        journal and lock (default: .gpuclusterctl/ beside SPEC)\n"
+	"  --reboot-timeout SECS  how long a rebooting host may take (default 1200)\n"
+	"  --json                 print the run report as JSON on stdout\n"
+	"  -v, --verbose          print every step, and the connection counters\n"
+	"  -h, --help             show this help\n"
+	"\n"
+	"Exit status: 0 done (or nothing to do), 1 a target failed or an error,\n"
+	"64 usage, 130 interrupted.\n";
+
+struct ui {
+	bool tty;
+	bool verbose;
+	bool json;
+	FILE *f;
+	size_t ntargets;
+	char **lines; /* TTY: current line per target (graph index) */
+	size_t drawn; /* lines drawn last time */
+};
+
+static const char *kind_word(const struct gc_action *a)
+{
+	return gc_action_kind_name(a->kind);
+}
+
+static void redraw(struct ui *u, const struct gc_graph *g)
+{
+	size_t i;
+
+	if (u->drawn > 0)
+		fprintf(u->f, "\033[%zuA", u->drawn);
+	for (i = 0; i < u->ntargets; i++)
+		fprintf(u->f, "\r\033[K%-12s %s\n", g->targets[i]->name, u->lines[i] ? u->lines[i] : "");
+	u->drawn = u->ntargets;
+	fflush(u->f);
+}
+
+struct evctx {
+	struct ui *u;
+	const struct gc_graph *g;
+};
+
+static void on_event(void *arg, const struct gc_exec_event *ev)
+{
+	struct evctx *c = arg;
+	struct ui *u = c->u;
+	struct gc_buf b = GC_BUF_INIT;
+	const char *name = ev->target ? ev->target->name : "";
+
+	if (u->json)
+		return;
+	switch (ev->kind) {
+	case GC_EV_PLANNED:
+		if (!gc_plan_empty(ev->plan)) {
+			gc_plan_render_text(&b, ev->plan, cli_color(stdout) ? GC_RENDER_COLOR : 0);
+			fputs(gc_buf_str(&b), stdout);
+			fputc('\n', stdout);
+			fflush(stdout);
+		}
+		gc_buf_free(&b);
+		return;
+	case GC_EV_WAVE:
+		if (!u->tty)
+			fprintf(u->f, "wave %zu\n", ev->wave + 1);
+		return;
+	case GC_EV_CONNECT:
+		gc_buf_puts(&b, "observing");
+		break;
+	case GC_EV_OBSERVED:
+		gc_buf_puts(&b, "observed");
+		break;
+	case GC_EV_START:
+		gc_action_describe(&b, ev->action);
+		gc_buf_puts(&b, " ...");
+		break;
+	case GC_EV_DONE:
+		gc_action_describe(&b, ev->action);
+		gc_buf_puts(&b, " done");
+		break;
+	case GC_EV_FAILED:
+		if (ev->action)
+			gc_action_describe(&b, ev->action);
+		else
+			gc_buf_puts(&b, "observe");
+		gc_buf_printf(&b, " FAILED: %s", ev->message ? ev->message : "");
+		break;
+	case GC_EV_SKIPPED:
+		gc_buf_printf(&b, "%s skipped: %s", kind_word(ev->action), ev->message ? ev->message : "");
+		if (ev->action->resource_id)
+			gc_buf_printf(&b, " (%s)", ev->action->resource_id);
+		break;
+	case GC_EV_RETRY:
+		gc_buf_printf(&b, "retrying after: %s", ev->message ? ev->message : "");
+		break;
+	case GC_EV_NOTE:
+		if (!u->verbose && !u->tty) {
+			gc_buf_free(&b);
+			return;
+		}
+		gc_buf_puts(&b, ev->message ? ev->message : "");
+		break;
+	}
+	if (u->tty && ev->target != NULL) {
+		free(u->lines[ev->target->index]);
+		u->lines[ev->target->index] = gc_buf_take(&b);
+		redraw(u, c->g);
+	} else {
+		fprintf(u->f, "%s: %s\n", ev->target ? name : "gpuclusterctl", gc_buf_str(&b));
+		fflush(u->f);
+	}
+	gc_buf_free(&b);
+}
+
+static int parse_only(unsigned *kinds, const char *list)
+{
+	char *copy = gc_xstrdup(list), *save = NULL, *tok;
+	int rc = 0;
+
+	*kinds = 0;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "esxi") == 0)
+			*kinds |= 1u << GC_TARGET_ESXI;
+		else if (strcmp(tok, "switch") == 0)
+			*kinds |= 1u << GC_TARGET_SWITCH;
+		else if (strcmp(tok, "vcenter") == 0)
+			*kinds |= 1u << GC_TARGET_VCENTER;
+		else if (strcmp(tok, "guest") == 0)
+			*kinds |= 1u << GC_TARGET_GUEST;
+		else
+			rc = -1;
+	}
+	free(copy);
+	return rc == 0 && *kinds != 0 ? 0 : -1;
+}
+
+static bool parse_uint(unsigned *out, const char *s, unsigned min, unsigned max)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *s == '\0' || *end != '\0' || v < min || v > max)
+		return false;
+	*out = (unsigned)v;
+	return true;
+}
+
+char *cli_default_state_dir(const char *spec)
+{
+	const char *slash = strrchr(spec, '/');
+
+	if (slash == NULL)
+		return gc_xstrdup(".gpuclusterctl");
+	return gc_xasprintf("%.*s/.gpuclusterctl", (int)(slash - spec), spec);
+}
+
+static void print_summary(FILE *f, const struct gc_exec_report *rep, const struct gc_graph *g)
+{
+	size_t i, loud = 0;
+
+	fputs("\nSummary:\n", f);
+	for (i = 0; i < rep->ntargets; i++) {
+		const struct gc_exec_target_report *t = &rep->targets[i];
+
+		if (t->done + t->failed + t->skipped == 0 && t->error == NULL)
+			continue;
+		fprintf(f, "  %-12s %-8s %zu done, %zu failed, %zu skipped%s%s\n", t->target->name,
+			gc_target_kind_name(t->target->kind), t->done, t->failed, t->skipped,
+			t->error ? ": " : "", t->error ? t->error : "");
+		if (t->left_in_maintenance)
+			loud++;
+		if (t->reboot_owed && t->failed)
+			fprintf(f, "  %-12s          a change still waits for a reboot: re-run apply\n",
+				t->target->name);
+	}
+	for (i = 0; i < rep->ntargets && loud; i++) {
+		const struct gc_exec_target_report *t = &rep->targets[i];
+
+		if (t->left_in_maintenance)
+			fprintf(f, "\n!!! host '%s' is LEFT IN MAINTENANCE MODE: %s\n", t->target->name,
+				t->maintenance_why);
+	}
+	if (rep->out_of_scope > 0)
+		fprintf(f, "  %zu actions on target kinds not selected with --only were not run\n",
+			rep->out_of_scope);
+	(void)g;
+}
+
+static void print_json(const struct gc_exec_report *rep, int status)
+{
+	struct json_object *o = json_object_new_object(), *ts = json_object_new_array();
+	size_t i;
+
+	json_object_object_add(o, "format_version", json_object_new_int(1));
+	json_object_object_add(o, "status", json_object_new_string(status == 0 ? "ok" : status == EXIT_INTERRUPTED ? "interrupted" : "failed"));
+	json_object_object_add(o, "done", json_object_new_int64((int64_t)rep->done));
+	json_object_object_add(o, "failed", json_object_new_int64((int64_t)rep->failed));
+	json_object_object_add(o, "skipped", json_object_new_int64((int64_t)rep->skipped));
+	json_object_object_add(o, "out_of_scope", json_object_new_int64((int64_t)rep->out_of_scope));
+	json_object_object_add(o, "changing_commands", json_object_new_int64((int64_t)rep->changing_commands));
+	json_object_object_add(o, "observe_seconds", json_object_new_double(rep->observe_s));
+	json_object_object_add(o, "apply_seconds", json_object_new_double(rep->apply_s));
+	for (i = 0; i < rep->ntargets; i++) {
+		const struct gc_exec_target_report *t = &rep->targets[i];
+		struct json_object *j = json_object_new_object();
+
+		json_object_object_add(j, "name", json_object_new_string(t->target->name));
+		json_object_object_add(j, "kind", json_object_new_string(gc_target_kind_name(t->target->kind)));
+		json_object_object_add(j, "done", json_object_new_int64((int64_t)t->done));
+		json_object_object_add(j, "failed", json_object_new_int64((int64_t)t->failed));
+		json_object_object_add(j, "skipped", json_object_new_int64((int64_t)t->skipped));
+		json_object_object_add(j, "error", t->error ? json_object_new_string(t->error) : NULL);
+		json_object_object_add(j, "left_in_maintenance", json_object_new_boolean(t->left_in_maintenance));
+		json_object_object_add(j, "maintenance_reason",
+				       t->maintenance_why ? json_object_new_string(t->maintenance_why) : NULL);
+		json_object_array_add(ts, j);
+	}
+	json_object_object_add(o, "targets", ts);
+	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+	json_object_put(o);
+}
+
+int cmd_apply(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"only", required_argument, NULL, 'o'},
+		{"parallelism", required_argument, NULL, 'p'},
+		{"fail-fast", no_argument, NULL, 'F'},
+		{"trust-new-host-keys", no_argument, NULL, 'T'},
+		{"known-hosts", required_argument, NULL, 'k'},
+		{"state-dir", required_argument, NULL, 's'},
+		{"reboot-timeout", required_argument, NULL, 'r'},
+		{"json", no_argument, NULL, 'j'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct gc_exec_opts o;
+	struct gc_exec_report rep;
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_cluster *cluster = NULL;
+	struct gc_graph *g = NULL, *full = NULL;
+	size_t left_out = 0;
+	struct gc_ssh_stats st;
+	struct ui u;
+	struct evctx ec;
+	char *state_dir = NULL;
+	unsigned reboot_s = 1200;
+	int c, rc, status;
+
+	memset(&o, 0, sizeof(o));
+	memset(&u, 0, sizeof(u));
+	o.plan = (struct gc_plan_opts)GC_PLAN_OPTS_INIT;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+hv", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (parse_only(&o.kinds, optarg) != 0)
+				return cli_usage_error("apply", "--only takes a comma list of esxi, switch, vcenter, guest; got '%s'", optarg);
+			break;
+		case 'p':
+			if (!parse_uint(&o.parallelism, optarg, 1, 4096))
+				return cli_usage_error("apply", "--parallelism takes a number from 1 to 4096; got '%s'", optarg);
+			break;
+		case 'F':
+			o.fail_fast = true;
+			break;
+		case 'T':
+			o.drv.trust_new_host_keys = true;
+			break;
+		case 'k':
+			o.drv.known_hosts = optarg;
+			break;
+		case 's':
+			free(state_dir);
+			state_dir = gc_xstrdup(optarg);
+			break;
+		case 'r':
+			if (!parse_uint(&reboot_s, optarg, 1, 86400))
+				return cli_usage_error("apply", "--reboot-timeout takes seconds from 1 to 86400; got '%s'", optarg);
+			break;
+		case 'j':
+			u.json = true;
+			break;
+		case 'v':
+			u.verbose = true;
+			break;
+		case 'h':
+			free(state_dir);
+			return cli_print_usage("apply");
+		default:
+			free(state_dir);
+			return cli_usage_error("apply", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind != argc - 1) {
+		free(state_dir);
+		return cli_usage_error("apply", optind >= argc ? "missing SPEC" : "too many arguments");
+	}
+	if (cli_load_spec(&cluster, argv[optind]) != 0) {
+		free(state_dir);
+		return GC_EXIT_ERROR;
+	}
+	if (gc_graph_build(&full, cluster, &err) != 0) {
+		rc = cli_error("%s", err.msg);
+		goto out;
+	}
+	if (o.kinds != 0) {
+		if (gc_exec_scope(&g, full, o.kinds, &left_out, &err) != 0) {
+			rc = cli_error("%s", err.msg);
+			goto out;
+		}
+	} else {
+		g = full;
+		full = NULL;
+	}
+	if (state_dir == NULL)
+		state_dir = cli_default_state_dir(argv[optind]);
+	o.state_dir = state_dir;
+	o.drv.reboot_timeout_ms = reboot_s * 1000u;
+	if (getenv("GC_REBOOT_POLL_MS") != NULL) /* test hook: faster polling in the lab */
+		parse_uint(&o.drv.reboot_poll_ms, getenv("GC_REBOOT_POLL_MS"), 10, 60000);
+	o.interrupted = &interrupted;
+	u.f = stderr;
+	u.tty = !u.json && isatty(fileno(stderr)) && getenv("TERM") && strcmp(getenv("TERM"), "dumb") != 0;
+	u.ntargets = g->ntargets;
+	u.lines = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*u.lines));
+	ec.u = &u;
+	ec.g = g;
+	o.event = on_event;
+	o.event_arg = &ec;
+	signal(SIGINT, on_sigint);
+	gc_ssh_stats_reset();
+
+	rc = gc_exec_run(&rep, g, &o, &err);
+	signal(SIGINT, SIG_DFL);
+	gc_ssh_stats_get(&st);
+	status = rc == 0 ? GC_EXIT_OK : rc == GC_EINTR ? EXIT_INTERRUPTED : GC_EXIT_ERROR;
+	if (u.json) {
+		if (rep.plan != NULL)
+			print_json(&rep, status);
+		else
+			cli_error("%s", err.msg);
+	} else {
+		if (rep.plan != NULL && rep.done + rep.failed + rep.skipped == 0 && rc == 0) {
+			if (left_out > 0)
+				printf("No changes on the selected targets (--only; %zu resources on other "
+				       "target kinds were left out).\n", left_out);
+			else
+				fputs("No changes: the cluster matches the spec.\n", stdout);
+		} else if (rep.plan != NULL) {
+			struct gc_buf b = GC_BUF_INIT;
+
+			print_summary(stdout, &rep, g);
+			gc_plan_render_summary(&b, rep.plan);
+			printf("\n%s: %zu actions done, %zu failed, %zu skipped.\n",
+			       rc == 0 ? "Apply complete" : rc == GC_EINTR ? "Apply interrupted" : "Apply FAILED",
+			       rep.done, rep.failed, rep.skipped);
+			if (left_out > 0)
+				printf("(--only: %zu resources on other target kinds were left out.)\n",
+				       left_out);
+			gc_buf_free(&b);
+		}
+		if (rc != 0)
+			cli_error("%s", err.msg);
+		if (u.verbose)
+			fprintf(stderr,
+				"gpuclusterctl: %llu changing commands; SSH: %llu connections, %llu commands, "
+				"%llu shells; observe %.2f s, apply %.2f s\n",
+				(unsigned long long)rep.changing_commands, (unsigned long long)st.connections,
+				(unsigned long long)st.commands, (unsigned long long)st.shells, rep.observe_s,
+				rep.apply_s);
+	}
+	gc_exec_report_free(&rep);
+	rc = status;
+	for (size_t i = 0; i < u.ntargets; i++)
+		free(u.lines[i]);
+	free(u.lines);
+out:
+	gc_graph_free(g);
+	gc_graph_free(full);
+	gc_cluster_free(cluster);
+	free(state_dir);
+	return rc;
+}
