@@ -200,7 +200,7 @@ static const struct spec_field host_gpu_fields[] = {
 	FEND(struct gc_host_gpu),
 };
 
-static void unknown_model_hint(struct spec_ctx *x, struct gc_buf *h, const char *name, bool gpu)
+static void unknown_model_hint(struct gc_buf *h, const char *name, bool gpu)
 {
 	const char *names[32];
 	size_t n = 0, i, total;
@@ -229,7 +229,6 @@ static void unknown_model_hint(struct spec_ctx *x, struct gc_buf *h, const char 
 	}
 	if (gpu && strcmp(name, "V100") != 0)
 		gc_buf_puts(h, " (GPUs not in the table need memory_gb)");
-	(void)x;
 }
 
 static void host_gpu_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
@@ -250,7 +249,7 @@ static void host_gpu_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 	} else if (g->memory_gb == 0) {
 		struct gc_buf h = GC_BUF_INIT;
 
-		unknown_model_hint(x, &h, g->model_name, true);
+		unknown_model_hint(&h, g->model_name, true);
 		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &g->model_name, g->mark),
 			  gc_buf_str(&h), "unknown GPU model '%s'", g->model_name);
 		gc_buf_free(&h);
@@ -288,7 +287,7 @@ static const struct spec_field host_nic_fields[] = {
 static void host_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 {
 	struct gc_host_nic *nic = elem;
-	const char *pci = nic->pci;
+	const char *pci;
 
 	spec_parse_map(x, n, host_nic_fields, nic, "nic");
 	if (n->type != YAML_MAPPING_NODE)
@@ -299,7 +298,7 @@ static void host_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 		if (nic->model == NULL) {
 			struct gc_buf h = GC_BUF_INIT;
 
-			unknown_model_hint(x, &h, nic->model_name, false);
+			unknown_model_hint(&h, nic->model_name, false);
 			spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &nic->model_name, nic->mark),
 				  gc_buf_str(&h), "unknown NIC model '%s'", nic->model_name);
 			gc_buf_free(&h);
