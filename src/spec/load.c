@@ -224,7 +224,12 @@ static void yaml_error(struct spec_ctx *x, const yaml_parser_t *p)
 					  (int)p->context_mark.column + 1),
 			  "invalid yaml: %s", problem);
 	else
-		spec_diag(x, GC_SEV_ERROR, m, NULL, "invalid yaml: %s", problem);
+		spec_diag(x, GC_SEV_ERROR, m,
+			  p->error == YAML_COMPOSER_ERROR
+				  ? "an alias (*name) must come after its anchor (&name) in the file"
+				  : "check the indentation, and quote values that contain ': ' or "
+				    "start with a special character",
+			  "invalid yaml: %s", problem);
 }
 
 void gc_cluster_free(struct gc_cluster *c)

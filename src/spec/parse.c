@@ -304,6 +304,8 @@ static void type_error(struct spec_ctx *x, const yaml_node_t *v, const char *key
 	else if (v->type == YAML_SCALAR_NODE && strstr(want, "true or false") != NULL &&
 		 in_list((const char *)v->data.scalar.value, yaml11_bools))
 		hint = "write true or false (YAML 1.2 booleans)";
+	else if (strcmp(want, "a list") == 0)
+		hint = "write [a, b] or one '- item' per line";
 	spec_diag(x, GC_SEV_ERROR, spec_mark(x, v), hint, "'%s' must be %s, got %s", key, want,
 		  describe(x, v));
 }
@@ -515,7 +517,7 @@ static void parse_pairs(struct spec_ctx *x, yaml_node_t *n, const struct spec_fi
 		if (k == NULL || v == NULL || !spec_visit(x, k) || !spec_visit(x, v))
 			return;
 		if (k->type != YAML_SCALAR_NODE || classify(k) != K_STR) {
-			spec_diag(x, GC_SEV_ERROR, spec_mark(x, k), NULL,
+			spec_diag(x, GC_SEV_ERROR, spec_mark(x, k), "keys are names: quote it",
 				  "keys must be strings, got %s", describe(x, k));
 			continue;
 		}
@@ -596,8 +598,8 @@ void spec_parse_map(struct spec_ctx *x, yaml_node_t *n, const struct spec_field 
 	size_t nf = 0, i;
 
 	if (n->type != YAML_MAPPING_NODE) {
-		spec_diag(x, GC_SEV_ERROR, spec_mark(x, n), NULL, "%s must be a mapping, got %s",
-			  what, describe(x, n));
+		spec_diag(x, GC_SEV_ERROR, spec_mark(x, n), "write key: value pairs here",
+			  "%s must be a mapping, got %s", what, describe(x, n));
 		x->last_obj = NULL;
 		return;
 	}
@@ -612,7 +614,8 @@ void spec_parse_map(struct spec_ctx *x, yaml_node_t *n, const struct spec_field 
 		if (seen_line[i] != 0)
 			x->last_seen |= (uint64_t)1 << i;
 		if (fields[i].required && seen_line[i] == 0)
-			spec_diag(x, GC_SEV_ERROR, spec_mark(x, n), NULL,
+			spec_diag(x, GC_SEV_ERROR, spec_mark(x, n),
+				  gc_arena_printf(x->arena, "add %s: ...", fields[i].key),
 				  "missing required key '%s' in %s", fields[i].key, what);
 	}
 	if (x->nobjs == x->capobjs) {

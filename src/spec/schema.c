@@ -63,7 +63,7 @@ static void not_applicable(struct spec_ctx *x, const void *field, bool given, co
 			   const char *what)
 {
 	if (given)
-		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, field, (struct gc_mark){0}), NULL,
+		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, field, (struct gc_mark){0}), "remove it",
 			  "'%s' does not apply to %s", key, what);
 }
 
@@ -139,7 +139,8 @@ static void credential_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 			  given[0], given[1]);
 	if (spec_field_given(x, &cr->key_passphrase_env) && !spec_field_given(x, &cr->key_file))
 		spec_diag(x, GC_SEV_ERROR,
-			  spec_field_mark(x, &cr->key_passphrase_env, cr->mark), NULL,
+			  spec_field_mark(x, &cr->key_passphrase_env, cr->mark),
+			  "the passphrase unlocks key_file: add key_file: PATH or remove it",
 			  "'key_passphrase_env' needs 'key_file'");
 }
 
@@ -365,7 +366,7 @@ static void host_vgpu(struct spec_ctx *x, yaml_node_t *v, void *obj)
 			  "name the NVIDIA vGPU manager offline bundle (.zip) or .vib on the host",
 			  "vgpu section needs 'bundle' or 'vib'");
 	else if (spec_field_given(x, &g->bundle) && spec_field_given(x, &g->vib))
-		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &g->vib, g->mark), NULL,
+		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &g->vib, g->mark), "keep one of them",
 			  "give either 'bundle' or 'vib', not both");
 	if (g->default_type == NULL && !spec_field_given(x, &g->default_type))
 		g->default_type = "SharedPassthru";
@@ -590,7 +591,8 @@ static void guest_license(struct spec_ctx *x, yaml_node_t *v, void *obj)
 			  "give server: HOST (legacy license server) or token_file: PATH (NLS)",
 			  "license needs 'server' or 'token_file'");
 	else if (spec_field_given(x, &l->server) && spec_field_given(x, &l->token_file))
-		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &l->token_file, l->mark), NULL,
+		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &l->token_file, l->mark),
+			  "token_file for NLS, server for a legacy license server: keep one",
 			  "give either 'server' or 'token_file', not both");
 }
 
@@ -785,7 +787,9 @@ static void vm_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 		break;
 	}
 	if (pg && net)
-		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &nic->network, nic->mark), NULL,
+		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &nic->network, nic->mark),
+			  "network names a standard port group, port_group a distributed one: keep "
+			  "one",
 			  "give either 'network' or 'port_group', not both");
 }
 
