@@ -8,8 +8,10 @@
  * plan without a source is a usage error that says what to pass.
  *
  * Exit: 0 no changes, 2 changes, 1 error, 64 usage.
+ * GC_PLAN_TIMING=1 prints the time of each phase to stderr (benchmarks).
  */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +84,8 @@ int cmd_plan(int argc, char **argv)
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_buf out = GC_BUF_INIT;
 	int c, rc = GC_EXIT_ERROR;
+	uint64_t t[5] = {0};
+	bool timing = getenv("GC_PLAN_TIMING") != NULL && getenv("GC_PLAN_TIMING")[0] != '\0';
 
 	optind = 1;
 	opterr = 0;
@@ -123,8 +127,10 @@ int cmd_plan(int argc, char **argv)
 				       "live observation is not available yet: pass --offline (assume "
 				       "nothing exists) or --observed FILE (a snapshot)");
 
+	t[0] = gc_now_ns();
 	if (cli_load_spec(&cluster, argv[optind]) != 0)
 		goto out;
+	t[1] = gc_now_ns();
 	if (gc_graph_build(&graph, cluster, &err) != 0) {
 		cli_error("%s", err.msg);
 		goto out;
@@ -145,16 +151,26 @@ int cmd_plan(int argc, char **argv)
 		}
 		break;
 	}
+	t[2] = gc_now_ns();
 	if (gc_plan_build(&plan, graph, obs, &popts, &err) != 0) {
 		cli_error("%s", err.msg);
 		goto out;
 	}
+	t[3] = gc_now_ns();
 	if (json)
 		gc_plan_render_json(&out, plan);
 	else
 		gc_plan_render_text(&out, plan, cli_color(stdout) ? GC_RENDER_COLOR : 0);
+	t[4] = gc_now_ns();
 	if (!cli_write(&out))
 		goto out;
+	if (timing)
+		fprintf(stderr,
+			"gpuclusterctl: timing: load %.3f s, graph %.3f s (observe included), plan %.3f s, "
+			"render %.3f s; %zu resources, %zu actions, critical path %zu\n",
+			(double)(t[1] - t[0]) / 1e9, (double)(t[2] - t[1]) / 1e9,
+			(double)(t[3] - t[2]) / 1e9, (double)(t[4] - t[3]) / 1e9, graph->nresources,
+			plan->nactions, plan->stats.critical_path);
 	rc = gc_plan_empty(plan) ? GC_EXIT_OK : GC_EXIT_CHANGES;
 out:
 	gc_buf_free(&out);

@@ -170,12 +170,17 @@ static void add_chains(struct builder *b, struct gc_action **ord)
 	free(last);
 }
 
-static int cmp_dep(const void *x, const void *y)
+/* Deps by seq; lists are short (a handful), so insertion sort. */
+static void sort_deps(struct gc_action **v, size_t n)
 {
-	const struct gc_action *a = *(struct gc_action *const *)x;
-	const struct gc_action *c = *(struct gc_action *const *)y;
+	for (size_t i = 1; i < n; i++) {
+		struct gc_action *x = v[i];
+		size_t j = i;
 
-	return (a->seq > c->seq) - (a->seq < c->seq);
+		for (; j > 0 && v[j - 1]->seq > x->seq; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
 }
 
 /*
@@ -206,7 +211,7 @@ static void number(struct builder *b, struct gc_action **ord)
 			if (l->a->wave == wave && cp[l->a->seq - 1] > best)
 				best = cp[l->a->seq - 1];
 		}
-		qsort(a->deps, a->ndeps, sizeof(*a->deps), cmp_dep);
+		sort_deps(a->deps, a->ndeps);
 		cp[i] = best + 1;
 		if (cp[i] > wavelen[wave])
 			wavelen[wave] = cp[i];

@@ -347,8 +347,9 @@ static struct gc_action *reboot_step(struct builder *b, const struct gc_target *
 {
 	struct gc_action *r = plan_action(b, GC_ACT_REBOOT, GC_OP_NONE, tg, why);
 
+	/* a literal: one per host adds up at 10,000 hosts */
 	*wait = plan_action(b, GC_ACT_WAIT_HOST, GC_OP_NONE, tg, NULL);
-	whyf(b, *wait, "%s must answer again after the reboot", tg->name);
+	(*wait)->why = "the host must answer again after the reboot";
 	r->host = (*wait)->host = tg->name;
 	plan_dep(b, r, *wait);
 	b->p->stats.reboots++;
@@ -509,7 +510,7 @@ static int close_windows(struct builder *b)
 			plan_dep(b, w->enter, w->verify);
 		plan_dep(b, last, w->verify);
 		w->exit = plan_action(b, GC_ACT_EXIT_MAINTENANCE, GC_OP_NONE, tg, NULL);
-		whyf(b, w->exit, "the changes on %s are done and verified", tg->name);
+		w->exit->why = "the host's changes are done and verified";
 		plan_dep(b, w->verify, w->exit);
 		b->minwave[w->enter->seq] = w->batch;
 		w->enter->host = w->verify->host = w->exit->host = tg->name;

@@ -353,7 +353,7 @@ static void test_vgpu_host_vmotion(void **state)
 			    "esx01 enters maintenance mode; VM worker-01 can be live-migrated "
 			    "(rolling.allow_vmotion)");
 	assert_string_equal(find_action(f.p, "exit maintenance mode on esx01")->why,
-			    "the changes on esx01 are done and verified");
+			    "the host's changes are done and verified");
 	gc_plan_free(f.p);
 	f.p = NULL;
 	/* without allow_vmotion the vGPU VM is shut down instead */
@@ -622,11 +622,11 @@ static void test_text_exact(void **state)
 		"    > reboot\n"
 		"        why: one reboot for 1 change that takes effect after a reboot\n"
 		"    > wait for the host\n"
-		"        why: esx01 must answer again after the reboot\n"
+		"        why: the host must answer again after the reboot\n"
 		"    > verify\n"
 		"        why: read back the 1 change before leaving maintenance mode\n"
 		"    > exit maintenance mode\n"
-		"        why: the changes on esx01 are done and verified\n"
+		"        why: the host's changes are done and verified\n"
 		"\n"
 		"  vcenter vcenter\n"
 		"    > power off w1 (guest shutdown)\n"
