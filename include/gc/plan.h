@@ -13,6 +13,15 @@
  *
  * and per VM with a change that needs it powered off: one POWER_OFF before
  * and one POWER_ON after.  Every synthesized step carries a human `why`.
+ * Exceptions, all documented in docs/planner.md: a change flagged
+ * GC_RES_AFTER_REBOOT behind a reboot-needing dependency gets a second
+ * reboot (ECC after installing the vGPU manager); an observed owed reboot
+ * (reboot_pending) opens a window without a change; a host an earlier apply
+ * left in maintenance mode (maintenance_ours) gets EXIT_MAINTENANCE only.
+ *
+ * For drivers: an APPLY action carries `resource` (kind + full desired
+ * `props`) and `changes` (only what differs, old -> new); a DELETE has
+ * resource == NULL, `resource_id`, `res_kind` and the old values.
  *
  * Actions form a DAG (deps).  Besides the resource edges of the graph, the
  * actions of one connection keep a sequence: an ESXi host, a switch and a
@@ -84,7 +93,7 @@ struct gc_action {
 	const char *dest_host; /* MIGRATE: where to (back onto `host`); NULL: off `host`, vCenter picks */
 	struct gc_change *changes;
 	size_t nchanges;
-	unsigned flags;      /* GC_RES_NEEDS_* of the resource */
+	unsigned flags;      /* GC_RES_* flags of the resource */
 	const char *why;     /* for synthesized steps (and some resource actions), else NULL */
 	bool synthesized;    /* not a resource diff: ENTER/EXIT/REBOOT/... */
 	size_t wave;         /* 0-based */
