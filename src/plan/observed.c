@@ -403,6 +403,12 @@ int gc_observed_load_json_buffer(struct gc_observed **out, const char *name, con
 	json_object *root, *v;
 	int rc = 0;
 
+	if (len > GC_OBSERVED_MAX_BYTES) {
+		rc = gc_error_set(err, GC_ENOMEM, "%s: larger than %u bytes", name,
+				  GC_OBSERVED_MAX_BYTES);
+		root = NULL;
+		goto out;
+	}
 	root = json_tokener_parse_ex(tok, data, (int)len);
 	if (root == NULL || json_tokener_get_parse_end(tok) < len) {
 		enum json_tokener_error e = json_tokener_get_error(tok);
