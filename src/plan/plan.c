@@ -327,16 +327,22 @@ static void open_windows(struct builder *b)
 
 /* True when a changes with tools that a reboot-needing change of the same
  * window installs (nvidia-smi from the vGPU manager VIB). */
-static bool needs_first_reboot(struct builder *b, const struct gc_action *a)
+static bool needs_first_reboot(struct builder *b, const struct window *w,
+			       const struct gc_action *a)
 {
 	const struct gc_resource *r = a->resource;
 
 	if (r == NULL || !(r->flags & GC_RES_AFTER_REBOOT))
 		return false;
 	for (size_t i = 0; i < r->ndeps; i++) {
-		const struct gc_action *d = b->ract[r->deps[i]->index];
+		const struct gc_resource *dr = r->deps[i];
+		const struct gc_action *d = b->ract[dr->index];
 
-		if (d != NULL && d->target == a->target && (d->flags & GC_RES_NEEDS_REBOOT))
+		if (dr->target != r->target || !(dr->flags & GC_RES_NEEDS_REBOOT))
+			continue;
+		/* changed in this window, or already changed by an earlier run
+		 * whose reboot is still owed (the VIB is installed, not loaded) */
+		if (d != NULL || w->pending)
 			return true;
 	}
 	return false;
@@ -372,7 +378,7 @@ static struct gc_action *reboot_phases(struct builder *b, struct window *w,
 	struct gc_buf s = GC_BUF_INIT;
 
 	for (size_t i = 0; i < w->nmaint; i++) {
-		late[i] = needs_first_reboot(b, w->maint[i]);
+		late[i] = needs_first_reboot(b, w, w->maint[i]);
 		if (late[i]) {
 			n2++;
 			n2reboot += (w->maint[i]->flags & GC_RES_NEEDS_REBOOT) != 0;
@@ -392,6 +398,8 @@ static struct gc_action *reboot_phases(struct builder *b, struct window *w,
 		for (size_t i = 0; i < w->nmaint; i++)
 			if (!late[i])
 				plan_dep(b, w->maint[i], w->reboot);
+		if (w->reboot->nin == 0) /* an owed reboot with nothing before it */
+			plan_dep(b, w->enter, w->reboot);
 	}
 	for (size_t i = 0; i < w->nmaint; i++) {
 		if (!late[i])
@@ -496,8 +504,6 @@ static int close_windows(struct builder *b)
 		for (size_t i = 0; i < w->nmaint; i++)
 			plan_dep(b, w->enter, w->maint[i]);
 		last = reboot_phases(b, w, tg);
-		if (w->nmaint == 0) /* an owed reboot only: nothing else orders it */
-			plan_dep(b, w->enter, w->reboot);
 		w->verify = plan_action(b, GC_ACT_VERIFY, GC_OP_NONE, tg, NULL);
 		if (w->nmaint > 0)
 			whyf(b, w->verify, "read back the %zu change%s before leaving maintenance mode",

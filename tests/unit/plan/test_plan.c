@@ -499,6 +499,29 @@ static void test_owed_reboot(void **state)
 	fx_done(&f);
 }
 
+/* An earlier run installed the VIB and was killed before its reboot: the
+ * VIB looks converged, but nvidia-smi is not loaded until the owed reboot,
+ * so ECC waits for it (and then needs its own). */
+static void test_owed_reboot_before_ecc(void **state)
+{
+	struct fx f;
+
+	fx_build(&f, 1, 1, FX_VGPU);
+	fx_converge(&f);
+	gc_observed_set(f.o, "esx01/esxi.gpu_ecc/0000:3b:00.0", "ecc", "enabled");
+	gc_observed_set_host_pending(f.o, "esx01", true,
+				     "a change applied by an earlier run awaits its reboot");
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "esx01",
+		     "enter maintenance mode on esx01; reboot esx01; wait for esx01; "
+		     "~ esx01/esxi.gpu_ecc/0000:3b:00.0; reboot esx01; wait for esx01; "
+		     "verify esx01; exit maintenance mode on esx01");
+	assert_true(depends(find_action(f.p, "~ esx01/esxi.gpu_ecc/0000:3b:00.0"),
+			    find_action(f.p, "enter maintenance mode on esx01")));
+	(void)state;
+	fx_done(&f);
+}
+
 /* An earlier apply was killed inside a window: take the host out again and
  * start the VM it had shut down. */
 static void test_left_in_maintenance_by_us(void **state)
@@ -692,6 +715,7 @@ int main(void)
 		cmocka_unit_test(test_unmanaged_vm_evacuated),
 		cmocka_unit_test(test_host_in_maintenance_and_unreachable),
 		cmocka_unit_test(test_owed_reboot),
+		cmocka_unit_test(test_owed_reboot_before_ecc),
 		cmocka_unit_test(test_left_in_maintenance_by_us),
 		cmocka_unit_test(test_cycle_is_an_error),
 		cmocka_unit_test(test_json_shape),
