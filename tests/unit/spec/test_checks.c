@@ -300,7 +300,6 @@ static void test_alias_bomb(void **state)
 	struct gc_diags d;
 	char *text;
 	int i;
-	uint64_t t0 = gc_now_ns();
 
 	gc_buf_puts(&y, HEAD "x-g: &g {pci: '0000:01:00.0', model: T4}\nx-gs: &gs [");
 	for (i = 0; i < 1000; i++)
@@ -315,8 +314,9 @@ static void test_alias_bomb(void **state)
 	assert_non_null(strstr(text, "error: the spec expands to too many nodes\n"));
 	assert_int_equal(d.n, GC_DIAG_MAX);
 	assert_true(d.dropped > 0);
-	/* it stops early instead of walking 10^6 GPU maps (generous bound for sanitizers) */
-	assert_true(gc_now_ns() - t0 < 20ull * 1000 * 1000 * 1000);
+	/* it stopped early: the budget (8 x ~2,000 nodes + 1,000,000 visits) covers
+	 * ~200,000 of the 10^6 GPU maps, each a duplicate-PCI error */
+	assert_true(d.nerrors < 250000);
 	gc_diags_free(&d);
 	gc_buf_free(&y);
 	free(text);
