@@ -22,7 +22,11 @@
 static void dangling(struct check *k, struct gc_mark m, const char *what, const char *name,
 		     const char **names, size_t n, const char *where)
 {
-	const char *best = n <= HINT_CANDIDATES_MAX ? gc_did_you_mean(name, names, n) : NULL;
+	/* a did-you-mean costs n edit distances: not over huge sets, and not for
+	 * the thousands of errors of a broken generated spec */
+	const char *best = n <= HINT_CANDIDATES_MAX && k->x->diags.n < HINT_DIAGS_MAX
+				   ? gc_did_you_mean(name, names, n)
+				   : NULL;
 
 	if (best != NULL)
 		spec_diag(k->x, GC_SEV_ERROR, m,

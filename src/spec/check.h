@@ -8,6 +8,7 @@
 #include "internal.h"
 
 #define HINT_CANDIDATES_MAX 2000 /* no did-you-mean over larger sets */
+#define HINT_DIAGS_MAX 1000      /* nor once this many diagnostics were collected */
 
 struct check {
 	struct spec_ctx *x;
