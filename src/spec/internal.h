@@ -45,6 +45,10 @@ struct gc_spec_index {
 };
 
 #define SPEC_RAW_DIAG_MAX 10000 /* collected before sorting; the rest are counted */
+/* Size caps (real hardware stays far below; they keep per-host loops short) */
+#define SPEC_HOST_DEVICES_MAX 64 /* GPUs, and NICs (ports), per host */
+#define SPEC_VM_GPUS_MAX 32      /* passthrough devices per VM in vSphere 8 */
+#define SPEC_VM_NICS_MAX 10      /* network adapters per VM in vSphere */
 
 struct spec_ctx {
 	struct gc_cluster *c;

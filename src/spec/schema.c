@@ -9,6 +9,7 @@
  * needs another object lives in check.c.
  */
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "internal.h"
@@ -30,8 +31,8 @@ typedef void (*item_fn)(struct spec_ctx *x, yaml_node_t *n, void *elem);
 
 /* A list of objects: the array is sized from the sequence; each element's
  * first member is its struct gc_mark. */
-static void *parse_list(struct spec_ctx *x, yaml_node_t *v, const char *key, size_t elem,
-			size_t *count, item_fn item)
+static void *parse_list_max(struct spec_ctx *x, yaml_node_t *v, const char *key, size_t elem,
+			    size_t *count, item_fn item, size_t max)
 {
 	yaml_node_item_t *it;
 	size_t n, i = 0;
@@ -43,8 +44,14 @@ static void *parse_list(struct spec_ctx *x, yaml_node_t *v, const char *key, siz
 		return NULL;
 	}
 	n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+	if (n > max) {
+		spec_diag(x, GC_SEV_ERROR, spec_mark(x, v),
+			  gc_arena_printf(x->arena, "only the first %zu are checked", max),
+			  "'%s' lists %zu entries, at most %zu are supported", key, n, max);
+		n = max;
+	}
 	arr = gc_arena_alloc(x->arena, elem * (n ? n : 1));
-	for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
+	for (it = v->data.sequence.items.start; i < n; it++) {
 		yaml_node_t *e = spec_node(x, *it);
 		void *p = arr + i * elem;
 
@@ -56,6 +63,12 @@ static void *parse_list(struct spec_ctx *x, yaml_node_t *v, const char *key, siz
 	}
 	*count = i;
 	return arr;
+}
+
+static void *parse_list(struct spec_ctx *x, yaml_node_t *v, const char *key, size_t elem,
+			size_t *count, item_fn item)
+{
+	return parse_list_max(x, v, key, elem, count, item, SIZE_MAX);
 }
 
 /* A value given for a key that does not apply: error at the value. */
@@ -382,7 +395,8 @@ static void host_gpus(struct spec_ctx *x, yaml_node_t *v, void *obj)
 	struct gc_host *h = obj;
 	size_t i;
 
-	h->gpus = parse_list(x, v, "gpus", sizeof(*h->gpus), &h->ngpus, host_gpu_item);
+	h->gpus = parse_list_max(x, v, "gpus", sizeof(*h->gpus), &h->ngpus, host_gpu_item,
+				 SPEC_HOST_DEVICES_MAX);
 	for (i = 0; i < h->ngpus; i++)
 		h->gpus[i].host = h;
 }
@@ -392,7 +406,8 @@ static void host_nics(struct spec_ctx *x, yaml_node_t *v, void *obj)
 	struct gc_host *h = obj;
 	size_t i;
 
-	h->nics = parse_list(x, v, "nics", sizeof(*h->nics), &h->nnics, host_nic_item);
+	h->nics = parse_list_max(x, v, "nics", sizeof(*h->nics), &h->nnics, host_nic_item,
+				 SPEC_HOST_DEVICES_MAX);
 	for (i = 0; i < h->nnics; i++)
 		h->nics[i].host = h;
 }
@@ -797,14 +812,16 @@ static void vm_gpus(struct spec_ctx *x, yaml_node_t *v, void *obj)
 {
 	struct gc_vm *vm = obj;
 
-	vm->gpus = parse_list(x, v, "gpus", sizeof(*vm->gpus), &vm->ngpus, vm_gpu_item);
+	vm->gpus = parse_list_max(x, v, "gpus", sizeof(*vm->gpus), &vm->ngpus, vm_gpu_item,
+				  SPEC_VM_GPUS_MAX);
 }
 
 static void vm_nics(struct spec_ctx *x, yaml_node_t *v, void *obj)
 {
 	struct gc_vm *vm = obj;
 
-	vm->nics = parse_list(x, v, "nics", sizeof(*vm->nics), &vm->nnics, vm_nic_item);
+	vm->nics = parse_list_max(x, v, "nics", sizeof(*vm->nics), &vm->nnics, vm_nic_item,
+				  SPEC_VM_NICS_MAX);
 }
 
 static const struct spec_field vm_fields[] = {
