@@ -51,6 +51,14 @@ struct gc_action *plan_action(struct builder *b, enum gc_action_kind kind, enum 
 void plan_dep(struct builder *b, struct gc_action *before, struct gc_action *after);
 struct vmstate *plan_vmstate(struct builder *b, const char *vm);
 const struct gc_graph_vm *plan_vm(struct builder *b, const char *vm);
+/* synth.c, in the order gc_plan_build() calls them */
+void plan_open_windows(struct builder *b);
+int plan_check_reachable(struct builder *b);
+int plan_close_windows(struct builder *b);
+void plan_collect_vm_actions(struct builder *b);
+void plan_synthesize_vm(struct builder *b, size_t i);
+void plan_synthesize_unmanaged(struct builder *b);
+void plan_vm_after_window(struct builder *b);
 /* Sort, add target chains, number, cut waves, fill stats (order.c). */
 int plan_order(struct builder *b);
 
