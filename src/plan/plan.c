@@ -347,6 +347,7 @@ static void builder_free(struct builder *b)
 	free(b->list);
 	free(b->minwave);
 	gc_observed_free(b->empty);
+	gc_buf_free(&b->scratch);
 }
 
 int gc_plan_build(struct gc_plan **out, const struct gc_graph *g,

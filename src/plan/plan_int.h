@@ -44,6 +44,7 @@ struct builder {
 	struct vmstate *vms;
 	struct gc_strmap *vmindex; /* name -> vmstate */
 	const struct gc_target *vcenter;
+	struct gc_buf scratch; /* for "why" texts */
 };
 
 struct gc_action *plan_action(struct builder *b, enum gc_action_kind kind, enum gc_op op,

@@ -20,14 +20,13 @@ static void whyf(struct builder *b, struct gc_action *a, const char *fmt, ...) G
 
 static void whyf(struct builder *b, struct gc_action *a, const char *fmt, ...)
 {
-	struct gc_buf s = GC_BUF_INIT;
 	va_list ap;
 
+	gc_buf_reset(&b->scratch); /* one buffer for all: no malloc per step */
 	va_start(ap, fmt);
-	gc_buf_vprintf(&s, fmt, ap);
+	gc_buf_vprintf(&b->scratch, fmt, ap);
 	va_end(ap);
-	a->why = gc_arena_strdup(&b->p->arena, gc_buf_str(&s));
-	gc_buf_free(&s);
+	a->why = gc_arena_strndup(&b->p->arena, gc_buf_str(&b->scratch), b->scratch.len);
 }
 
 /* What an action changes, for "why" lines. */
