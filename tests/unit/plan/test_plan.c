@@ -600,6 +600,29 @@ static void test_json_shape(void **state)
 	fx_done(&f);
 }
 
+static void test_empty_graph(void **state)
+{
+	struct gc_graph *g;
+	struct gc_plan *p = NULL;
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_buf b = GC_BUF_INIT;
+	json_object *root;
+
+	gc_graph_new(&g);
+	assert_int_equal(gc_plan_build(&p, g, NULL, NULL, &err), 0);
+	assert_true(gc_plan_empty(p));
+	assert_int_equal(p->nwaves, 0);
+	assert_int_equal(p->stats.critical_path, 0);
+	gc_plan_render_json(&b, p);
+	root = json_tokener_parse(gc_buf_str(&b));
+	assert_non_null(root);
+	json_object_put(root);
+	gc_buf_free(&b);
+	gc_plan_free(p);
+	gc_graph_free(g);
+	(void)state;
+}
+
 /* The human plan, byte for byte, for a small hand-built graph. */
 static void test_text_exact(void **state)
 {
@@ -720,6 +743,7 @@ int main(void)
 		cmocka_unit_test(test_cycle_is_an_error),
 		cmocka_unit_test(test_json_shape),
 		cmocka_unit_test(test_text_exact),
+		cmocka_unit_test(test_empty_graph),
 		cmocka_unit_test(test_scale),
 	};
 
