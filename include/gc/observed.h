@@ -102,6 +102,12 @@ int gc_power_parse(enum gc_power *out, const char *s);
  * expected a string".  GC_EINVAL for malformed input, GC_EIO for I/O.
  */
 int gc_observed_load_json(struct gc_observed **out, const char *path, struct gc_error *err);
+/*
+ * Write the store as a version-1 snapshot (what gc_observed_load_json()
+ * reads back to an equal store): resources in insertion order, then hosts,
+ * then VMs.  For `observe --json`, bug reports and tests.
+ */
+void gc_observed_render_json(struct gc_buf *out, const struct gc_observed *o);
 int gc_observed_load_json_buffer(struct gc_observed **out, const char *name, const char *data,
 				 size_t len, struct gc_error *err);
 

@@ -463,3 +463,72 @@ int gc_observed_load_json(struct gc_observed **out, const char *path, struct gc_
 	free(data);
 	return rc;
 }
+
+/* ---------------------------------------------------------------- writing */
+
+#define JSON_FLAGS (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+/* json-c serializes each entry; the frame is written around them so a big
+ * store never becomes one big json-c tree. */
+static void put_entry(struct gc_buf *out, const char *key, json_object *val, bool last)
+{
+	json_object *k = json_object_new_string(key);
+	const char *s = json_object_to_json_string_ext(val, JSON_FLAGS), *nl;
+
+	gc_buf_puts(out, "    ");
+	gc_buf_puts(out, json_object_to_json_string_ext(k, JSON_FLAGS));
+	gc_buf_puts(out, ": ");
+	while ((nl = strchr(s, '\n')) != NULL) {
+		gc_buf_put(out, s, (size_t)(nl - s) + 1);
+		gc_buf_puts(out, "    ");
+		s = nl + 1;
+	}
+	gc_buf_puts(out, s);
+	gc_buf_puts(out, last ? "\n" : ",\n");
+	json_object_put(k);
+	json_object_put(val);
+}
+
+void gc_observed_render_json(struct gc_buf *out, const struct gc_observed *o)
+{
+	gc_buf_puts(out, "{\n  \"version\": 1,\n  \"resources\": {\n");
+	for (size_t i = 0; i < o->nres; i++) {
+		const struct gc_observed_resource *r = o->res[i];
+		json_object *props = json_object_new_object();
+
+		for (size_t k = 0; k < r->nprops; k++)
+			json_object_object_add(props, r->props[k].key,
+					       json_object_new_string(r->props[k].value));
+		put_entry(out, r->id, props, i + 1 == o->nres);
+	}
+	gc_buf_puts(out, "  },\n  \"hosts\": {\n");
+	for (size_t i = 0; i < o->nhosts; i++) {
+		const struct gc_observed_host *h = o->hosts[i];
+		json_object *f = json_object_new_object();
+
+		json_object_object_add(f, "maintenance", json_object_new_boolean(h->maintenance));
+		json_object_object_add(f, "reachable", json_object_new_boolean(h->reachable));
+		if (h->reboot_pending) {
+			json_object_object_add(f, "reboot_pending", json_object_new_boolean(true));
+			if (h->reboot_pending_why != NULL)
+				json_object_object_add(f, "reboot_pending_why",
+						       json_object_new_string(h->reboot_pending_why));
+		}
+		if (h->maintenance_ours)
+			json_object_object_add(f, "maintenance_ours", json_object_new_boolean(true));
+		put_entry(out, h->name, f, i + 1 == o->nhosts);
+	}
+	gc_buf_puts(out, "  },\n  \"vms\": {\n");
+	for (size_t i = 0; i < o->nvms; i++) {
+		const struct gc_observed_vm *v = o->vms[i];
+		json_object *f = json_object_new_object();
+
+		json_object_object_add(f, "power", json_object_new_string(gc_power_name(v->power)));
+		if (v->host != NULL)
+			json_object_object_add(f, "host", json_object_new_string(v->host));
+		if (v->live_migratable)
+			json_object_object_add(f, "live_migratable", json_object_new_boolean(true));
+		put_entry(out, v->name, f, i + 1 == o->nvms);
+	}
+	gc_buf_puts(out, "  }\n}\n");
+}

@@ -64,6 +64,37 @@ static void test_set_replaces(void **state)
 	gc_observed_free(o);
 }
 
+/* render -> load -> render is a fixed point, and the load sees the same facts */
+static void test_render_round_trip(void **state)
+{
+	struct gc_observed *o, *back = NULL;
+	struct gc_buf a = GC_BUF_INIT, b = GC_BUF_INIT;
+	struct gc_error err = GC_ERROR_INIT;
+
+	gc_observed_new(&o);
+	gc_observed_set(o, "esx01/esxi.ntp", "servers", "a,\"b\"\\c");
+	gc_observed_add(o, "esx01/esxi.firewall/pvrdma");
+	gc_observed_set_host(o, "esx01", true, true);
+	gc_observed_set_host_pending(o, "esx01", true, "vib installed");
+	gc_observed_set_host_ours(o, "esx01", true);
+	gc_observed_set_vm(o, "worker-01", GC_POWER_OFF, "esx01", false);
+	gc_observed_set_vm(o, "scratch", GC_POWER_ON, NULL, true);
+	gc_observed_render_json(&a, o);
+	assert_int_equal(gc_observed_load_json_buffer(&back, "a.json", a.ptr, a.len, &err), 0);
+	gc_observed_render_json(&b, back);
+	assert_string_equal(gc_buf_str(&a), gc_buf_str(&b));
+	assert_string_equal(gc_observed_get(back, "esx01/esxi.ntp", "servers"), "a,\"b\"\\c");
+	assert_true(gc_observed_host(back, "esx01")->maintenance_ours);
+	assert_string_equal(gc_observed_host(back, "esx01")->reboot_pending_why, "vib installed");
+	assert_true(gc_observed_vm(back, "scratch")->live_migratable);
+	assert_null(gc_observed_vm(back, "scratch")->host);
+	gc_buf_free(&a);
+	gc_buf_free(&b);
+	gc_observed_free(o);
+	gc_observed_free(back);
+	(void)state;
+}
+
 static void expect_error(const char *json, const char *msg)
 {
 	struct gc_observed *o = NULL;
@@ -101,6 +132,7 @@ int main(void)
 		cmocka_unit_test(test_load_ok),
 		cmocka_unit_test(test_set_replaces),
 		cmocka_unit_test(test_load_errors),
+		cmocka_unit_test(test_render_round_trip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
