@@ -86,6 +86,7 @@ def default_state(host):
         "hostname": host.name,
         "maintenance": False,
         "boot_count": 0,
+        "boot_time": 0,           # epoch seconds of the last (simulated) boot; 0 = long ago
         "down_until": 0,
         "graphics": {"type": "Shared", "policy": "Performance"},
         "graphics_active": "Shared",
@@ -120,6 +121,7 @@ def vib_active(state):
 def apply_reboot(state, host):
     control = simlab.read_control(host)
     state["boot_count"] += 1
+    state["boot_time"] = time.time() + float(control.get("reboot_seconds", 2))
     state["down_until"] = time.time() + float(control.get("reboot_seconds", 2))
     state["vibs"] = [dict(v) for v in state["vibs_pending"]]
     state["graphics_active"] = state["graphics"]["type"]
@@ -706,6 +708,14 @@ def c_advanced_set(st, args):
     return ("none",)
 
 
+def c_uptime_get(st, args):
+    # `esxcli system stats uptime get`: microseconds since boot, printed bare
+    # (scalar).  A host that was never rebooted in the lab has been up 30 days.
+    parse_opts(args, {})
+    boot = st.get("boot_time") or (time.time() - 30 * 86400)
+    return ("scalar", "integer", int(max(0.0, time.time() - boot) * 1e6))
+
+
 def c_mm_get(st, args):
     parse_opts(args, {})
     return ("scalar", "string", "Enabled" if st["maintenance"] else "Disabled")
@@ -775,6 +785,7 @@ ESXCLI = {
     ("system", "settings", "advanced", "list"): c_advanced_list,
     ("system", "settings", "advanced", "set"): c_advanced_set,
     ("system", "maintenanceMode", "get"): c_mm_get,
+    ("system", "stats", "uptime", "get"): c_uptime_get,
     ("system", "maintenanceMode", "set"): c_mm_set,
     ("system", "ntp", "get"): c_ntp_get,
     ("system", "ntp", "set"): c_ntp_set,

@@ -21,14 +21,27 @@
 #include "gc/ssh.h"
 #include "gc/sys/driver.h"
 
+/* Read-only commands (the observation batch, the reboot ping) answer in
+ * seconds on a healthy host; a silent connection must not hold them for the
+ * whole command timeout, which is sized for VIB installs. */
+#define READ_TIMEOUT_MS 60000u
+
 struct esxi_conn {
 	struct gc_ssh_conn *ssh;
+	unsigned command_timeout_ms; /* for changing commands */
 	const struct gc_target *target;
 	struct gc_esxi_facts facts; /* last observation */
 	bool have_facts;
 	const struct gc_resource *const *res; /* borrowed from the executor */
 	size_t nres;
+	/* reboot evidence: a dropped connection does not prove a reboot */
+	int64_t uptime_before_us; /* -1 when unknown */
+	uint64_t reboot_sent_ns;
+	unsigned reboot_resends;
 };
+
+#define CMD_UPTIME "esxcli system stats uptime get"
+#define MAX_REBOOT_RESENDS 2
 
 static void sleep_ms(unsigned ms)
 {
@@ -81,6 +94,8 @@ static int ssh_open(struct gc_ssh_conn **out, struct gc_drv_ctx *ctx, const stru
 	o.keepalive_s = h->ssh.keepalive_s;
 	rc = gc_ssh_connect(out, &o, err);
 	free(known);
+	if (rc == 0 && (o.command_timeout_ms == 0 || o.command_timeout_ms > READ_TIMEOUT_MS))
+		gc_ssh_set_command_timeout(*out, READ_TIMEOUT_MS);
 	if (rc != 0)
 		gc_error_prefix(err, "host '%s': ", t->name);
 	return rc;
@@ -89,6 +104,7 @@ static int ssh_open(struct gc_ssh_conn **out, struct gc_drv_ctx *ctx, const stru
 static int esxi_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
 			struct gc_error *err)
 {
+	const struct gc_drv_settings *set = gc_drv_settings(ctx);
 	struct esxi_conn *c = gc_xcalloc(1, sizeof(*c));
 	int rc = ssh_open(&c->ssh, ctx, t, 0, err);
 
@@ -97,6 +113,9 @@ static int esxi_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_tar
 		return rc;
 	}
 	c->target = t;
+	c->uptime_before_us = -1;
+	c->command_timeout_ms = set->command_timeout_ms ? set->command_timeout_ms
+						       : t->host->ssh.command_timeout_s * 1000u;
 	*conn = c;
 	return 0;
 }
@@ -231,7 +250,10 @@ static int run_change(struct esxi_conn *c, struct gc_drv_ctx *ctx, const char *c
 	int rc;
 
 	gc_drv_count_change(ctx);
+	gc_ssh_set_command_timeout(c->ssh, c->command_timeout_ms);
 	rc = gc_ssh_exec(c->ssh, cmd, &res, err);
+	if (gc_ssh_alive(c->ssh) && (c->command_timeout_ms == 0 || c->command_timeout_ms > READ_TIMEOUT_MS))
+		gc_ssh_set_command_timeout(c->ssh, READ_TIMEOUT_MS);
 	if (rc != 0) {
 		gc_error_prefix(err, "host '%s': ", c->target->name);
 		return rc;
@@ -253,11 +275,65 @@ static int run_change(struct esxi_conn *c, struct gc_drv_ctx *ctx, const char *c
 	return rc;
 }
 
+/* Microseconds since boot, from `esxcli system stats uptime get`; -1 if unknown. */
+static int64_t read_uptime(struct gc_ssh_conn *ssh)
+{
+	struct gc_error e = GC_ERROR_INIT;
+	struct gc_ssh_result res;
+	int64_t us = -1;
+	char *end;
+
+	if (gc_ssh_exec(ssh, CMD_UPTIME, &res, &e) != 0)
+		return -1;
+	if (res.exit_status == 0) {
+		long long v = strtoll(res.out, &end, 10);
+
+		if (end != res.out && v >= 0)
+			us = v;
+	}
+	gc_ssh_result_free(&res);
+	return us;
+}
+
+static int send_reboot(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	int rc;
+
+	c->uptime_before_us = read_uptime(c->ssh);
+	if (!gc_ssh_alive(c->ssh)) /* lost before the reboot went out: retry it */
+		return gc_error_set(err, GC_ENET, "host '%s': connection lost before the reboot",
+				    c->target->name);
+	c->reboot_sent_ns = gc_now_ns();
+	rc = run_change(c, ctx, GC_ESXI_CMD_REBOOT, NULL, err);
+	if (rc == GC_ENET || rc == GC_ETIMEOUT) {
+		gc_error_clear(err); /* the host dropped us: the reboot, or a fault (WAIT_HOST tells) */
+		rc = 0;
+	}
+	return rc;
+}
+
+/* Did the host boot since the reboot was sent?  1 yes, 0 no, -1 cannot tell. */
+static int rebooted(const struct esxi_conn *c, struct gc_ssh_conn *ssh)
+{
+	int64_t now_us, since_us;
+
+	if (c->uptime_before_us < 0)
+		return -1;
+	now_us = read_uptime(ssh);
+	if (now_us < 0)
+		return -1;
+	since_us = (int64_t)((gc_now_ns() - c->reboot_sent_ns) / 1000u);
+	/* without a reboot uptime would be >= before + elapsed (less 1 s of slack) */
+	return now_us + 1000000 < c->uptime_before_us + since_us;
+}
+
 static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
 {
 	const struct gc_drv_settings *set = gc_drv_settings(ctx);
 	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
 	unsigned poll = set->reboot_poll_ms ? set->reboot_poll_ms : 2000;
+	/* a host may keep answering for a while before it goes down */
+	uint64_t grace_ns = (uint64_t)(poll * 30u < 2000u ? 2000u : poll * 30u > 120000u ? 120000u : poll * 30u) * 1000000u;
 	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u;
 	char last[GC_ERROR_MSG_MAX] = "no answer";
 
@@ -267,6 +343,7 @@ static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 		struct gc_error e = GC_ERROR_INIT;
 		struct gc_ssh_conn *s = NULL;
 		struct gc_ssh_result res;
+		int booted;
 
 		sleep_ms(poll);
 		gc_drv_note(ctx, c->target, "waiting for the host to come back (%.0f s)",
@@ -279,18 +356,40 @@ static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 			}
 			continue;
 		}
-		if (gc_ssh_exec(s, GC_ESXI_CMD_PING, &res, &e) == 0 && res.exit_status == 0) {
-			gc_ssh_result_free(&res);
+		if (gc_ssh_exec(s, GC_ESXI_CMD_PING, &res, &e) != 0 || res.exit_status != 0) {
+			if (e.code == 0) {
+				snprintf(last, sizeof(last), "'%s' exited %d", GC_ESXI_CMD_PING, res.exit_status);
+				gc_ssh_result_free(&res);
+			} else {
+				snprintf(last, sizeof(last), "%s", e.msg);
+			}
+			gc_ssh_free(s);
+			continue;
+		}
+		gc_ssh_result_free(&res);
+		booted = rebooted(c, s);
+		if (booted != 0) { /* booted, or no way to tell: VERIFY reads the result */
 			c->ssh = s;
 			return 0;
 		}
-		if (e.code == 0) {
-			snprintf(last, sizeof(last), "'%s' exited %d", GC_ESXI_CMD_PING, res.exit_status);
-			gc_ssh_result_free(&res);
-		} else {
-			snprintf(last, sizeof(last), "%s", e.msg);
+		/* up, and never went down */
+		if (gc_now_ns() - c->reboot_sent_ns < grace_ns) {
+			gc_ssh_free(s);
+			continue;
 		}
-		gc_ssh_free(s);
+		if (c->reboot_resends >= MAX_REBOOT_RESENDS) {
+			gc_ssh_free(s);
+			return gc_error_set(err, GC_EREMOTE,
+					    "host '%s' did not reboot after %u reboot commands",
+					    c->target->name, c->reboot_resends + 1);
+		}
+		c->reboot_resends++;
+		gc_drv_note(ctx, c->target, "the host did not go down: sending the reboot again");
+		c->ssh = s;
+		if (send_reboot(c, ctx, err) != 0)
+			return err->code;
+		gc_ssh_free(c->ssh);
+		c->ssh = NULL;
 	}
 	return gc_error_set(err, GC_ETIMEOUT, "host '%s' did not come back within %u s after reboot (%s)",
 			    c->target->name, timeout / 1000, last);
@@ -358,12 +457,8 @@ static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_actio
 		return run_change(c, ctx, GC_ESXI_CMD_EXIT_MAINTENANCE, "already disabled", err);
 	case GC_ACT_REBOOT:
 		gc_drv_note(ctx, c->target, "rebooting");
-		rc = run_change(c, ctx, GC_ESXI_CMD_REBOOT, NULL, err);
-		if (rc == GC_ENET || rc == GC_ETIMEOUT) {
-			gc_error_clear(err); /* the host dropped us: that is the reboot */
-			rc = 0;
-		}
-		return rc;
+		c->reboot_resends = 0;
+		return send_reboot(c, ctx, err);
 	case GC_ACT_WAIT_HOST:
 		return wait_host(c, ctx, err);
 	case GC_ACT_VERIFY:

@@ -1,0 +1,129 @@
+"""labtest - shared fixture of the end-to-end tests: a private lab per test
+class (its own GC_LAB_DIR and port, started with `scripts/lab.sh start
+--spec`), the real gpuclusterctl binary, and readers for what the simulated
+hosts received and hold.
+
+Everything a test asserts comes from outside the tool: the exit status, what
+it printed, the simulator's command log and state files.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("GC_BIN", os.path.join(ROOT, "build", "src", "cli", "gpuclusterctl"))
+LAB = os.path.join(ROOT, "scripts", "lab.sh")
+OBSERVE_MARK = "@@gc:"
+
+
+def observation(line):
+    """True for read-only commands: observation batches and reboot polls."""
+    return OBSERVE_MARK in line or line in ("vmware -v", "esxcli system stats uptime get")
+
+
+class LabCase(unittest.TestCase):
+    spec = "examples/roce-passthrough.yaml"
+    port = 2310
+    reboot_seconds = 0.3
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lab = tempfile.mkdtemp(prefix="gc-it-")
+        os.chmod(cls.lab, 0o755)
+        cls.env = dict(os.environ, GC_LAB_DIR=cls.lab, GC_REBOOT_POLL_MS="100")
+        cls.run_lab("start", "--spec", os.path.join(ROOT, cls.spec), "--port", str(cls.port))
+        cls.specfile = os.path.join(cls.lab, os.path.basename(cls.spec))
+        cls.hosts = [l.split()[2] for l in open(os.path.join(cls.lab, "inventory"))
+                     if " esxi " in l]
+        cls.switches = [l.split()[2] for l in open(os.path.join(cls.lab, "inventory"))
+                        if " onyx " in l]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.run_lab("stop")
+        shutil.rmtree(cls.lab, ignore_errors=True)
+
+    @classmethod
+    def run_lab(cls, *args):
+        r = subprocess.run([LAB, *args], env=cls.env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise AssertionError("lab.sh %s failed: %s%s" % (" ".join(args), r.stdout, r.stderr))
+        return r.stdout
+
+    def setUp(self):
+        self.run_lab("reset")
+        for h in self.hosts:
+            self.control(h, {"reboot_seconds": self.reboot_seconds})
+        self.state_dir = os.path.join(self.lab, "state-%s" % self._testMethodName)
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    # ---------------------------------------------------------------- running the tool
+
+    def gc(self, *args, spec=None, timeout=300, env=None, check=None):
+        argv = [BIN, *args]
+        if args and args[0] in ("apply", "plan"):
+            argv += ["--state-dir", self.state_dir]
+        argv.append(spec or self.specfile)
+        r = subprocess.run(argv, env=env or self.env, capture_output=True, text=True,
+                           timeout=timeout)
+        if check is not None:
+            self.assertEqual(r.returncode, check,
+                             "exit %d\n--- stdout\n%s\n--- stderr\n%s" % (r.returncode, r.stdout, r.stderr))
+        return r
+
+    def apply(self, *args, check=0, **kw):
+        return self.gc("apply", "--only", "esxi,switch", *args, check=check, **kw)
+
+    # ---------------------------------------------------------------- reading the lab
+
+    def host_dir(self, name):
+        return os.path.join(self.lab, "hosts", name)
+
+    def state(self, name):
+        with open(os.path.join(self.host_dir(name), "state.json"), encoding="utf-8") as f:
+            return json.load(f)
+
+    def control(self, name, control):
+        path = os.path.join(self.host_dir(name), "control.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(control, f)
+        shutil.chown(path, user=open(os.path.join(self.lab, "user")).read().strip())
+
+    def log(self, name):
+        """[(timestamp, command)] the host received, in order."""
+        path = os.path.join(self.host_dir(name), "commands.log")
+        if not os.path.exists(path):
+            return []
+        out = []
+        for line in open(path, encoding="utf-8"):
+            ts, _, cmd = line.rstrip("\n").partition(" ")
+            out.append((ts, cmd))
+        return out
+
+    def changes(self, name):
+        """The changing commands a host received, in order."""
+        return [c for _, c in self.log(name) if not observation(c)]
+
+    def remote(self, name, command):
+        """Run a command on a simulated host by hand, as an operator would."""
+        addr = [l.split()[0] for l in open(os.path.join(self.lab, "inventory"))
+                if len(l.split()) > 2 and l.split()[2] == name][0]
+        r = subprocess.run(["ssh", "-p", str(self.port), "-i", os.path.join(self.lab, "client", "id_ed25519"),
+                            "-o", "UserKnownHostsFile=" + os.path.join(self.lab, "client", "known_hosts"),
+                            "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+                            "%s@%s" % (open(os.path.join(self.lab, "user")).read().strip(), addr), command],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+
+def parse_ts(ts):
+    """2026-11-21T12:04:20.608Z -> seconds."""
+    m = re.match(r"(\d+)-(\d+)-(\d+)T(\d+):(\d+):(\d+)\.(\d+)Z", ts)
+    y, mo, d, h, mi, s, ms = (int(x) for x in m.groups())
+    return time.mktime((y, mo, d, h, mi, s, 0, 0, 0)) + ms / 1000.0

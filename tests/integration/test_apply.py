@@ -1,0 +1,262 @@
+"""End-to-end: `gpuclusterctl apply` of examples/roce-passthrough.yaml (the ESXi
+hosts and the switch) against the lab, a real sshd with 8 simulated ESXi
+hosts and a simulated Onyx switch.  Issue 3's acceptance lines, one test each.
+"""
+import os
+import random
+import signal
+import subprocess
+import time
+import unittest
+
+from labtest import LabCase, observation, parse_ts
+
+ROCE_SEQUENCE = [
+    "esxcli system ntp set -e true -s ntp1.lab.example",
+    "esxcli system maintenanceMode set -e true",
+    "esxcli hardware pci pcipassthru set -d 0000:3b:00.0 -e true",
+    "esxcli system module parameters set -m nmlx5_core -p 'max_vfs=4'",
+    "esxcli system shutdown reboot -r gpuclusterctl",
+    "esxcli system maintenanceMode set -e false",
+]
+
+SWITCH_CONFIG = [
+    "interface ethernet 1/1-1/32 traffic-class 3 congestion-control ecn minimum-absolute 150 maximum-absolute 1500",
+    "traffic pool roce type lossless",
+    "traffic pool roce memory percent 50.00",
+    "traffic pool roce map switch-priority 3",
+    "interface ethernet 1/1-1/32 traffic-class 6 dcb ets strict",
+    "interface ethernet 1/1-1/32 qos trust L3",
+    "dcb priority-flow-control enable force",
+    "dcb priority-flow-control priority 3 enable",
+    "interface ethernet 1/1-1/32 dcb priority-flow-control mode on force",
+    "lldp",
+]
+SESSION_LINES = {"enable", "no cli session paging enable", "configure terminal", "exit",
+                 "configuration write"}
+
+
+class ApplyRoce(LabCase):
+    spec = "examples/roce-passthrough.yaml"
+    port = 2311
+
+    def assert_host_converged(self, h, boots=1):
+        st = self.state(h)
+        self.assertFalse(st["maintenance"], h)
+        gpu = [d for d in st["pci"] if d["addr"] == "0000:3b:00.0"][0]
+        self.assertTrue(gpu["passthru"] and gpu["passthru_active"], h)
+        self.assertEqual(st["modules"]["nmlx5_core"], "max_vfs=4", h)
+        self.assertEqual(st["modules_active"]["nmlx5_core"], "max_vfs=4", h)
+        self.assertEqual(st["ntp"], {"enabled": True, "servers": ["ntp1.lab.example"], "loglevel": "warning"})
+        self.assertEqual(st["boot_count"], boots, h)
+
+    def switch_config_commands(self):
+        return [c for _, c in self.log("sn2700")
+                if not c.startswith("show ") and c not in SESSION_LINES]
+
+    def test_converges_in_order_then_reapply_changes_nothing(self):
+        r = self.apply("-v")
+        self.assertIn("Apply complete: 70 actions done, 0 failed, 0 skipped.", r.stdout)
+        # each host: exactly the reference sequence, one maintenance window, one reboot
+        for h in self.hosts:
+            self.assertEqual(self.changes(h), ROCE_SEQUENCE, h)
+            self.assert_host_converged(h)
+        # rolling.max_unavailable is 2: never more than 2 hosts in maintenance at once
+        windows = []
+        for h in self.hosts:
+            ts = {c: parse_ts(t) for t, c in self.log(h) if "maintenanceMode set" in c}
+            windows.append((ts["esxcli system maintenanceMode set -e true"],
+                            ts["esxcli system maintenanceMode set -e false"]))
+        for start, _ in windows:
+            overlapping = sum(1 for s, e in windows if s <= start < e)
+            self.assertLessEqual(overlapping, 2)
+        # the switch: the lossless RoCE recipe, in one session, saved
+        self.assertEqual(self.switch_config_commands(), SWITCH_CONFIG)
+        sw = self.state("sn2700") if os.path.exists(os.path.join(self.host_dir("sn2700"), "state.json")) else None
+        self.assertIsNone(sw)  # the switch keeps running.json/startup.json instead
+        # one connection per target (9), no more commands than one batch per host
+        self.assertIn("SSH: ", r.stderr)
+
+        before = {h: len(self.log(h)) for h in self.hosts + self.switches}
+        r2 = self.apply("-v")
+        self.assertIn("No changes on the selected targets", r2.stdout)
+        self.assertIn("gpuclusterctl: 0 changing commands; SSH: 9 connections, 8 commands, 1 shells",
+                      r2.stderr)
+        for h in self.hosts:
+            new = [c for _, c in self.log(h)[before[h]:]]
+            self.assertEqual(len(new), 1, h)           # one observation batch
+            self.assertTrue(observation(new[0]), new)  # and nothing else
+        self.assertEqual([c for _, c in self.log("sn2700")[before["sn2700"]:]
+                          if not c.startswith("show ") and c not in SESSION_LINES], [])
+
+    def test_dropped_connection_is_retried_and_converges(self):
+        # esx03 drops the connection in the middle of the apply (after its
+        # observation batch and a few changes): the executor reconnects,
+        # re-observes and sends only what is still needed.
+        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "drop_after": 30})
+        # a dropped session may leave the TCP connection open and silent (the
+        # simulator cannot kill sshd's root-owned monitor): a short command
+        # timeout makes that a quick GC_ETIMEOUT, retried like a clean drop
+        spec = os.path.join(self.lab, "short-timeout.yaml")
+        open(spec, "w").write(open(self.specfile).read().replace("command_timeout_s: 300",
+                                                                   "command_timeout_s: 5"))
+        r = self.apply(spec=spec)
+        self.assertIn("retrying after:", r.stderr)
+        for h in self.hosts:
+            self.assert_host_converged(h)
+        seq = self.changes("esx03")
+        collapsed = [c for i, c in enumerate(seq) if i == 0 or c != seq[i - 1]]
+        self.assertEqual(collapsed, ROCE_SEQUENCE)
+        self.assertLessEqual(len(seq) - len(collapsed), 1)
+
+    def test_failing_command_fails_that_host_only_and_leaves_maintenance(self):
+        msg = "Error: Unable to set module parameters: nmlx5_core is busy"
+        self.control("esx02", {"reboot_seconds": self.reboot_seconds,
+                               "fail_once": {"match": "esxcli system module parameters set", "message": msg}})
+        r = self.apply(check=1)
+        self.assertIn("esx02        esxi     3 done, 1 failed, 4 skipped: host 'esx02': command "
+                      "'esxcli system module parameters set -m nmlx5_core -p 'max_vfs=4'' failed: " + msg,
+                      r.stdout)
+        self.assertNotIn("LEFT IN MAINTENANCE", r.stdout)
+        self.assertIn("esx02                 a change still waits for a reboot: re-run apply", r.stdout)
+        for h in self.hosts:
+            if h != "esx02":
+                self.assert_host_converged(h)
+        st = self.state("esx02")
+        self.assertFalse(st["maintenance"])          # taken out again after the failure
+        self.assertEqual(self.changes("esx02")[-1], "esxcli system maintenanceMode set -e false")
+        self.assertEqual(st["boot_count"], 0)
+        # the re-run finishes the job: the journal knows the passthrough change awaits a reboot
+        self.apply()
+        self.assert_host_converged("esx02")
+
+    def test_unknown_changed_and_trusted_host_keys(self):
+        empty = os.path.join(self.lab, "empty_known_hosts")
+        open(empty, "w").close()
+        r = self.apply("--known-hosts", empty, check=1)
+        self.assertIn("SHA256:", r.stderr + r.stdout)
+        self.assertIn("trust_new_host_keys", r.stderr + r.stdout)
+        for h in self.hosts:
+            self.assertEqual(self.log(h), [], h)     # nothing ran anywhere
+        self.assertEqual(self.log("sn2700"), [])
+        self.assertEqual(os.path.getsize(empty), 0)
+
+        # a changed key is refused even with the opt-in
+        bad = os.path.join(self.lab, "changed_known_hosts")
+        other = os.path.join(self.lab, "otherkey")
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", other], check=True)
+        key = open(other + ".pub").read().split()[:2]
+        with open(bad, "w") as f:
+            for l in open(os.path.join(self.lab, "inventory")):
+                if l.strip() and not l.startswith("#"):
+                    f.write("[%s]:%d %s %s\n" % (l.split()[0], self.port, key[0], key[1]))
+        r = self.apply("--known-hosts", bad, "--trust-new-host-keys", check=1)
+        self.assertIn("CHANGED", (r.stderr + r.stdout).upper())
+        for h in self.hosts:
+            self.assertEqual(self.log(h), [], h)
+
+        # opting in trusts new keys, records them and proceeds
+        self.apply("--known-hosts", empty, "--trust-new-host-keys")
+        lines = [l for l in open(empty) if l.strip()]
+        self.assertEqual(len(lines), len(self.hosts) + len(self.switches))
+        for h in self.hosts:
+            self.assert_host_converged(h)
+
+    def test_secrets_never_leak(self):
+        secret = open(os.path.join(self.lab, "client", "password")).read().strip()
+        self.assertGreater(len(secret), 8)
+        # the lab spec uses the password file; run it through password_env too
+        env = dict(self.env, GC_TEST_SECRET=secret)
+        spec = os.path.join(self.lab, "env-spec.yaml")
+        text = open(self.specfile).read().replace(
+            "password_file: " + os.path.join(self.lab, "client", "password"), "password_env: GC_TEST_SECRET")
+        open(spec, "w").write(text)
+        seen = []
+
+        def watch_argv():
+            for pid in os.listdir("/proc"):
+                if pid.isdigit():
+                    try:
+                        seen.append(open("/proc/%s/cmdline" % pid, "rb").read())
+                    except OSError:
+                        pass
+
+        p = subprocess.Popen([self.gc_bin(), "apply", "--only", "esxi,switch", "-v", "--state-dir",
+                              self.state_dir, spec], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        while p.poll() is None:
+            watch_argv()
+            time.sleep(0.05)
+        out, err = p.communicate()
+        self.assertEqual(p.returncode, 0, err)
+        self.assertNotIn(secret, out + err)
+        self.assertFalse(any(secret.encode() in a for a in seen))
+        for root, _, files in os.walk(self.state_dir):
+            for f in files:
+                self.assertNotIn(secret, open(os.path.join(root, f), errors="replace").read())
+        for h in self.hosts + self.switches:
+            for _, c in self.log(h):
+                self.assertNotIn(secret, c)
+        self.assertNotIn(secret, open(os.path.join(self.lab, "sshd.log"), errors="replace").read())
+
+    def gc_bin(self):
+        from labtest import BIN
+        return BIN
+
+
+class ApplyKilled(LabCase):
+    """SIGKILL at random points, then a re-run: it converges every time, no VIB
+    is installed twice and no host reboots more than once more than a clean
+    run.  The vGPU example has a VIB and two reboots per host (the ECC change
+    needs the driver that the first reboot loads)."""
+    spec = "examples/vgpu-pvrdma.yaml"
+    port = 2312
+    points = int(os.environ.get("GC_KILL_POINTS", "20"))
+
+    def apply_bg(self):
+        from labtest import BIN
+        return subprocess.Popen([BIN, "apply", "--only", "esxi", "--state-dir", self.state_dir,
+                                 self.specfile], env=self.env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+
+    def converged(self):
+        for h in self.hosts:
+            st = self.state(h)
+            self.assertFalse(st["maintenance"], h)
+            if not any(d.get("gpu") for d in st["pci"]):
+                continue
+            self.assertEqual(st["graphics"]["type"], "SharedPassthru", h)
+            self.assertEqual(st["graphics_active"], "SharedPassthru", h)
+            self.assertEqual([v["name"] for v in st["vibs"] if v["name"].startswith("NVD")],
+                             ["NVD-AIE_ESXi_8.0.0_Driver"], h)
+            self.assertEqual(st["ecc"], {"current": "Disabled", "pending": "Disabled"}, h)
+            self.assertTrue(st["firewall"]["pvrdma"], h)
+            self.assertEqual(st["advanced"]["/Net/PVRDMAVmknic"], "vmk1", h)
+
+    def test_sigkill_at_random_points_then_rerun_converges(self):
+        t0 = time.time()
+        p = self.apply_bg()
+        self.assertEqual(p.wait(timeout=300), 0)
+        clean = time.time() - t0
+        self.converged()
+        clean_boots = {h: self.state(h)["boot_count"] for h in self.hosts}
+        rng = random.Random(int(os.environ.get("GC_KILL_SEED", "1")))
+        for i in range(self.points):
+            self.setUp()
+            delay = rng.uniform(0.05, clean * 0.9)
+            p = self.apply_bg()
+            time.sleep(delay)
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            r = self.gc("apply", "--only", "esxi", timeout=300)
+            self.assertEqual(r.returncode, 0, "point %d (%.2fs): %s%s" % (i, delay, r.stdout[-2000:], r.stderr[-2000:]))
+            self.converged()
+            for h in self.hosts:
+                installs = [c for c in self.changes(h) if c.startswith("esxcli software vib install")]
+                self.assertLessEqual(len(installs), 1, "point %d: %s installed twice" % (i, h))
+                self.assertLessEqual(self.state(h)["boot_count"], clean_boots[h] + 1,
+                                     "point %d (%.2fs): %s rebooted more than once more" % (i, delay, h))
+
+
+if __name__ == "__main__":
+    unittest.main()
