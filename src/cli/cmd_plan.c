@@ -19,10 +19,11 @@
 #include "cli.h"
 #include "gc/graph.h"
 #include "gc/observed.h"
+#include "gc/exec.h"
 #include "gc/plan.h"
 
 const char cmd_plan_usage[] =
-	"usage: gpuclusterctl plan [--offline | --observed FILE] [--json] [--parallelism N] SPEC\n"
+	"usage: gpuclusterctl plan [--offline | --observed FILE] [--only KINDS] [--json] SPEC\n"
 	"\n"
 	"Show what apply would change, in order: resource changes (+ create, ~ update,\n"
 	"- delete) and the steps they need (maintenance mode, one reboot per host,\n"
@@ -30,26 +31,53 @@ const char cmd_plan_usage[] =
 	"rolling.max_unavailable.\n"
 	"\n"
 	"Options:\n"
+	"Without --offline or --observed the targets are observed live: one SSH\n"
+	"connection per target, one batch of read-only commands each; nothing is\n"
+	"changed.\n"
+	"\n"
 	"  --offline          plan as if nothing exists yet; touch nothing\n"
 	"  --observed FILE    plan against an observed-state snapshot (JSON); touch nothing\n"
+	"  --only KINDS       plan only for these target kinds (esxi,switch,vcenter,guest)\n"
 	"  --json             print the plan as JSON (format_version 1)\n"
-	"  --parallelism N    accepted for apply compatibility; ignored by plan\n"
+	"  --parallelism N    live: targets observed at once (default 32)\n"
+	"  --known-hosts FILE live: known_hosts file instead of the spec's\n"
+	"  --trust-new-host-keys  live: record unknown host keys (changed ones are refused)\n"
+	"  --state-dir DIR    live: where the journal and lock are (default .gpuclusterctl/\n"
+	"                     beside SPEC); the journal says which reboots are owed\n"
 	"  -h, --help         show this help\n"
 	"\n"
 	"Exit status: 0 no changes, 2 changes, 1 error, 64 usage.\n";
 
 enum source { SRC_NONE, SRC_OFFLINE, SRC_FILE };
 
-/*
- * Live observation: connect to every target and observe in batches.  This
- * is where src/exec's observer will be called; returning GC_ENOTSUP keeps
- * the CLI honest until then.
- */
-static int observe_live(struct gc_observed **out, const struct gc_graph *g, struct gc_error *err)
+/* --only: "esxi,switch" -> bitmask of target kinds; -1 on an unknown word. */
+static int parse_kinds(unsigned *kinds, const char *list)
 {
-	(void)out;
-	(void)g;
-	return gc_error_set(err, GC_ENOTSUP, "live observation is not available yet");
+	static const struct {
+		const char *name;
+		enum gc_target_kind kind;
+	} words[] = {{"esxi", GC_TARGET_ESXI},
+		     {"switch", GC_TARGET_SWITCH},
+		     {"vcenter", GC_TARGET_VCENTER},
+		     {"guest", GC_TARGET_GUEST}};
+	const char *p = list;
+
+	*kinds = 0;
+	while (*p) {
+		size_t n = strcspn(p, ","), i;
+		bool found = false;
+
+		for (i = 0; i < GC_ARRAY_LEN(words); i++) {
+			if (strlen(words[i].name) == n && strncmp(p, words[i].name, n) == 0) {
+				*kinds |= 1u << words[i].kind;
+				found = true;
+			}
+		}
+		if (!found)
+			return -1;
+		p += n + (p[n] == ',');
+	}
+	return *kinds ? 0 : -1;
 }
 
 static int parse_uint(unsigned *out, const char *s)
@@ -71,6 +99,9 @@ int cmd_plan(int argc, char **argv)
 	static const struct option opts[] = {
 		{"offline", no_argument, NULL, 'o'},   {"observed", required_argument, NULL, 'O'},
 		{"json", no_argument, NULL, 'j'},      {"parallelism", required_argument, NULL, 'p'},
+		{"only", required_argument, NULL, 'k'}, {"known-hosts", required_argument, NULL, 'K'},
+		{"trust-new-host-keys", no_argument, NULL, 'T'},
+		{"state-dir", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0},
 	};
 	enum source src = SRC_NONE;
@@ -83,7 +114,15 @@ int cmd_plan(int argc, char **argv)
 	struct gc_plan *plan = NULL;
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_buf out = GC_BUF_INIT;
+	struct gc_exec_opts xo;
+	struct gc_exec_report rep;
+	struct gc_graph *scoped = NULL;
+	char *state_dir = NULL;
+	size_t left_out = 0;
 	int c, rc = GC_EXIT_ERROR;
+
+	memset(&xo, 0, sizeof(xo));
+	memset(&rep, 0, sizeof(rep));
 	uint64_t t[5] = {0};
 	bool timing = getenv("GC_PLAN_TIMING") != NULL && getenv("GC_PLAN_TIMING")[0] != '\0';
 
@@ -110,6 +149,20 @@ int cmd_plan(int argc, char **argv)
 				return cli_usage_error("plan", "--parallelism needs a number from 1 to 4096, not '%s'",
 						       optarg);
 			break;
+		case 'k':
+			if (parse_kinds(&xo.kinds, optarg) != 0)
+				return cli_usage_error("plan", "--only takes a comma list of esxi, switch, "
+							       "vcenter, guest; got '%s'", optarg);
+			break;
+		case 'K':
+			xo.drv.known_hosts = optarg;
+			break;
+		case 'T':
+			xo.drv.trust_new_host_keys = true;
+			break;
+		case 's':
+			xo.state_dir = optarg;
+			break;
 		case 'h':
 			return cli_print_usage("plan");
 		case ':':
@@ -122,10 +175,6 @@ int cmd_plan(int argc, char **argv)
 		return cli_usage_error("plan", "missing SPEC");
 	if (optind + 1 < argc)
 		return cli_usage_error("plan", "too many arguments (one SPEC)");
-	if (src == SRC_NONE)
-		return cli_usage_error("plan",
-				       "live observation is not available yet: pass --offline (assume "
-				       "nothing exists) or --observed FILE (a snapshot)");
 
 	t[0] = gc_now_ns();
 	if (cli_load_spec(&cluster, argv[optind]) != 0)
@@ -134,6 +183,15 @@ int cmd_plan(int argc, char **argv)
 	if (gc_graph_build(&graph, cluster, &err) != 0) {
 		cli_error("%s", err.msg);
 		goto out;
+	}
+	if (xo.kinds != 0) {
+		if (gc_exec_scope(&scoped, graph, xo.kinds, &left_out, &err) != 0) {
+			cli_error("%s", err.msg);
+			goto out;
+		}
+		gc_graph_free(graph);
+		graph = scoped; /* now owned through graph */
+		scoped = NULL;
 	}
 	switch (src) {
 	case SRC_FILE:
@@ -145,14 +203,22 @@ int cmd_plan(int argc, char **argv)
 	case SRC_OFFLINE:
 		break;
 	case SRC_NONE:
-		if (observe_live(&obs, graph, &err) != 0) {
+		/* live: the executor observes every target once and plans, changing nothing */
+		if (xo.state_dir == NULL)
+			xo.state_dir = state_dir = cli_default_state_dir(argv[optind]);
+		xo.plan_only = true;
+		xo.parallelism = popts.parallelism;
+		xo.plan = popts;
+		if (gc_exec_run(&rep, graph, &xo, &err) != 0) {
 			cli_error("%s", err.msg);
 			goto out;
 		}
+		plan = rep.plan; /* now owned by plan */
+		rep.plan = NULL;
 		break;
 	}
 	t[2] = gc_now_ns();
-	if (gc_plan_build(&plan, graph, obs, &popts, &err) != 0) {
+	if (plan == NULL && gc_plan_build(&plan, graph, obs, &popts, &err) != 0) {
 		cli_error("%s", err.msg);
 		goto out;
 	}
@@ -164,6 +230,9 @@ int cmd_plan(int argc, char **argv)
 	t[4] = gc_now_ns();
 	if (!cli_write(&out))
 		goto out;
+	if (left_out > 0)
+		fprintf(stderr, "gpuclusterctl: --only: %zu resources on other target kinds left out\n",
+			left_out);
 	if (timing)
 		fprintf(stderr,
 			"gpuclusterctl: timing: load %.3f s, graph %.3f s (observe included), plan %.3f s, "
@@ -173,6 +242,8 @@ int cmd_plan(int argc, char **argv)
 			plan->nactions, plan->stats.critical_path);
 	rc = gc_plan_empty(plan) ? GC_EXIT_OK : GC_EXIT_CHANGES;
 out:
+	gc_exec_report_free(&rep);
+	free(state_dir);
 	gc_buf_free(&out);
 	gc_plan_free(plan);
 	gc_observed_free(obs);

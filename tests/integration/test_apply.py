@@ -89,6 +89,42 @@ class ApplyRoce(LabCase):
         self.assertEqual([c for _, c in self.log("sn2700")[before["sn2700"]:]
                           if not c.startswith("show ") and c not in SESSION_LINES], [])
 
+    def test_drift_by_hand_shows_in_plan_exactly_and_apply_restores_it(self):
+        self.apply()
+        r = self.gc("plan", "--only", "esxi,switch", check=0)
+        self.assertEqual(r.stdout, "No changes. The cluster matches the spec.\n")
+        # an operator changes NTP on esx03 and port 1/7's trust mode on the switch
+        self.remote("esx03", "esxcli system ntp set -s other.lab.example")
+        self.switch_cli("enable", "configure terminal", "interface ethernet 1/7 qos trust L2",
+                        "exit", "exit")
+        r = self.gc("plan", "--only", "esxi,switch", check=2)
+        self.assertEqual(r.stdout,
+                         "Wave 1 of 1\n\n"
+                         "  esxi esx03\n"
+                         "    ~ esx03/esxi.ntp\n"
+                         "        servers: other.lab.example → ntp1.lab.example\n\n"
+                         "  switch sn2700\n"
+                         "    ~ sn2700/switch.qos_trust\n"
+                         "        ports: 1/1-1/6,1/8-1/32 → 1/1-1/32\n"
+                         "        trust: L2 → L3\n\n"
+                         "Plan: 0 to add, 2 to change, 0 to destroy, 0 synthesized steps "
+                         "(0 hosts need maintenance, 0 reboots).\n")
+        before = len(self.log("esx03"))
+        self.apply()
+        self.assertEqual([c for _, c in self.log("esx03")[before:] if not observation(c)],
+                         ["esxcli system ntp set -e true -s ntp1.lab.example"])
+        self.assertIn("interface ethernet 1/7 qos trust L3", self.switch_config_commands())
+        self.gc("plan", "--only", "esxi,switch", check=0)
+
+    def switch_cli(self, *lines):
+        inv = [l.split() for l in open(os.path.join(self.lab, "inventory")) if " onyx " in l][0]
+        r = subprocess.run(["ssh", "-tt", "-p", str(self.port), "-i", os.path.join(self.lab, "client", "id_ed25519"),
+                            "-o", "UserKnownHostsFile=" + os.path.join(self.lab, "client", "known_hosts"),
+                            "-o", "BatchMode=yes",
+                            "%s@%s" % (open(os.path.join(self.lab, "user")).read().strip(), inv[0])],
+                           input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
     def test_dropped_connection_is_retried_and_converges(self):
         # esx03 drops the connection in the middle of the apply (after its
         # observation batch and a few changes): the executor reconnects,

@@ -109,16 +109,20 @@ check("plan --observed missing file: names it",
       err.startswith("gpuclusterctl: error: ") and "tests/data/observed/missing.json" in err, err)
 
 # ---------------------------------------------------------------- usage
-rc, out, err = run("plan", "examples/roce-passthrough.yaml")
-check("plan without a source: exit 64", rc == 64 and out == "", err)
-check("plan without a source: says what to pass", err ==
-      "gpuclusterctl plan: live observation is not available yet: pass --offline (assume "
-      "nothing exists) or --observed FILE (a snapshot)\n"
-      "Try 'gpuclusterctl plan --help' for more information.\n", err)
+# without --offline/--observed plan observes live (tests/integration covers the
+# lab); a target kind this build has no driver for is refused before anything
+rc, out, err = run("plan", "--only", "vcenter", "--state-dir", "/tmp/gc-cli-test-state",
+                   "examples/roce-passthrough.yaml")
+check("live plan of a kind without a driver: exit 1", rc == 1 and out == "", err)
+check("live plan of a kind without a driver: says so", err ==
+      "gpuclusterctl: error: this build has no vcenter driver yet (target 'vcenter'): nothing "
+      "was touched; use --only to act on the other target kinds\n", err)
 for args, msg in [(["plan", "--offline"], "missing SPEC"),
                   (["plan", "--bogus", "x.yaml"], "unknown option '--bogus'"),
                   (["plan", "--offline", "--observed", "o.json", "x.yaml"],
                    "--offline and --observed exclude each other"),
+                  (["plan", "--only", "esx", "x.yaml"],
+                   "--only takes a comma list of esxi, switch, vcenter, guest; got 'esx'"),
                   (["plan", "--offline", "--parallelism", "zero", "x.yaml"],
                    "--parallelism needs a number from 1 to 4096, not 'zero'"),
                   (["plan", "--offline", "a.yaml", "b.yaml"], "too many arguments (one SPEC)"),
