@@ -34,6 +34,7 @@ const struct cli_command *cli_command_find(const char *name);
 
 int cmd_plan(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_version(int argc, char **argv);
@@ -41,6 +42,7 @@ int cmd_help(int argc, char **argv);
 
 extern const char cmd_plan_usage[];
 extern const char cmd_apply_usage[];
+extern const char cmd_probe_usage[];
 extern const char cmd_check_usage[];
 extern const char cmd_graph_usage[];
 extern const char cmd_version_usage[];

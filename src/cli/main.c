@@ -20,7 +20,7 @@ static const struct cli_command commands[] = {
 	{"graph", cmd_graph, "print the resource graph (DOT or JSON)", cmd_graph_usage},
 	{"apply", cmd_apply, "observe, plan and carry the plan out", cmd_apply_usage},
 	/* {"validate", cmd_validate, ...}, src/cli/cmd_validate.c (with src/validate) */
-	/* {"probe", cmd_probe, ...},       src/cli/cmd_probe.c    (with src/probe) */
+	{"probe", cmd_probe, "check this node: RDMA, RoCE QoS, CUDA, bandwidth", cmd_probe_usage},
 	{"version", cmd_version, "print the version", cmd_version_usage},
 	{"help", cmd_help, "show help for gpuclusterctl or a command", cmd_help_usage},
 };
