@@ -24,13 +24,13 @@ bool gc_valid_host(const char *s);
 bool gc_valid_pci(const char *s);
 /* PCI vendor:device id, "10de:1db6" (4+4 hex). */
 bool gc_valid_pci_id(const char *s);
-/* Absolute path of safe characters [A-Za-z0-9._/+-], no "..", <=1024. */
+/* Absolute path of a file: safe characters [A-Za-z0-9._/+-], no "..", no trailing '/', <=1024. */
 bool gc_valid_abs_path(const char *s);
 /* ESXi device names: vmnic0, vmk1, vmhba2, vmrdma0 ([a-z]+[0-9]+, <=15). */
 bool gc_valid_ifname(const char *s);
 /* Onyx ethernet port or range list: "1/1", "1/1-1/32", "1/1-1/4,1/9" (also 1/1/2 split ports). */
 bool gc_valid_port_range(const char *s);
-/* Version strings: [0-9A-Za-z.+_-]{1,64}. */
+/* Version strings: [0-9A-Za-z][0-9A-Za-z.+_-]{0,63} (never an option). */
 bool gc_valid_version(const char *s);
 /* vGPU profile names: grid_t4-16c, nvidia_a100-40c ([a-z0-9_-]{1,64}). */
 bool gc_valid_vgpu_profile(const char *s);

@@ -139,7 +139,8 @@ bool gc_valid_pci_id(const char *s)
 
 bool gc_valid_abs_path(const char *s)
 {
-	if (s == NULL || s[0] != '/' || strlen(s) > 1024)
+	/* a file: "/" alone and a trailing '/' (a directory) are refused */
+	if (s == NULL || s[0] != '/' || strlen(s) > 1024 || s[strlen(s) - 1] == '/')
 		return false;
 	if (strstr(s, "/../") || strstr(s, "/./") || strstr(s, "//"))
 		return false;
@@ -215,7 +216,8 @@ bool gc_valid_port_range(const char *s)
 
 bool gc_valid_version(const char *s)
 {
-	return s && all_in(s, ".+_-", 64);
+	/* starts with a letter or digit: never an option ("-rf", "--help") */
+	return s && is_alnum(s[0]) && all_in(s, ".+_-", 64);
 }
 
 bool gc_valid_vgpu_profile(const char *s)

@@ -76,6 +76,11 @@ static void test_patterns(void **state)
 	assert_false(gc_valid_abs_path("/vmfs/$(reboot).zip"));
 	assert_false(gc_valid_abs_path("/vmfs/../etc/passwd"));
 	assert_false(gc_valid_abs_path("relative/path"));
+	assert_false(gc_valid_abs_path("/"));
+	assert_false(gc_valid_abs_path("/vmfs/volumes/"));
+	assert_true(gc_valid_version("8.0.2"));
+	assert_false(gc_valid_version("-rf"));
+	assert_false(gc_valid_version("--help"));
 	assert_true(gc_valid_ifname("vmk1"));
 	assert_false(gc_valid_ifname("vmk1 "));
 	assert_true(gc_valid_port_range("1/1-1/32"));
