@@ -174,8 +174,8 @@ static void global(struct out *o, const char *cmd, const char *label, const char
 struct item {
 	struct gc_onyx_port_id id;
 	bool need;
-	char suffix[128];
-	char label[96]; /* drift: property after "interface ethernet RANGE " */
+	char suffix[160]; /* as large as the command buffers it is copied from */
+	char label[160]; /* drift: property after "interface ethernet RANGE " */
 	char old[48];
 	char new_[48];
 };
