@@ -434,26 +434,21 @@ static int run_action(struct run *r, struct tslot *s, const struct gc_action *a,
 	}
 }
 
-/* Bookkeeping in the journal for what cannot be observed later. */
-static void remember(struct run *r, struct tslot *s, const struct gc_action *a, const char *aid)
+/*
+ * Bookkeeping in the journal for what cannot be observed later.  Intent is
+ * written (and fsync'd) BEFORE the command goes out: if we die right after
+ * the host acted, the next run still knows that the host is in maintenance
+ * because of us and that a reboot is owed (module parameters have no
+ * running view in esxcli, so only the journal can tell).
+ */
+static void remember_before(struct run *r, struct tslot *s, const struct gc_action *a,
+			    const char *aid)
 {
 	switch (a->kind) {
 	case GC_ACT_ENTER_MAINTENANCE:
-		s->maint_ours = true;
-		journal(r, s->target, aid, "maintenance", GC_J_START, NULL);
-		break;
-	case GC_ACT_EXIT_MAINTENANCE:
-		s->maint_ours = false;
-		journal(r, s->target, aid, "maintenance", GC_J_DONE, NULL);
-		break;
-	case GC_ACT_REBOOT:
-		s->in_reboot = true;
-		break;
-	case GC_ACT_VERIFY:
-		s->in_reboot = false;
-		if (s->reboot_owed_logged) {
-			s->reboot_owed = s->reboot_owed_logged = false;
-			journal(r, s->target, aid, "reboot_owed", GC_J_DONE, NULL);
+		if (!s->maint_ours) {
+			s->maint_ours = true;
+			journal(r, s->target, aid, "maintenance", GC_J_START, NULL);
 		}
 		break;
 	case GC_ACT_APPLY:
@@ -462,9 +457,47 @@ static void remember(struct run *r, struct tslot *s, const struct gc_action *a, 
 			journal(r, s->target, aid, "reboot_owed", GC_J_START, NULL);
 		}
 		break;
-	case GC_ACT_WAIT_HOST:
-		s->in_reboot = false; /* it answers again: leaving maintenance is safe */
+	case GC_ACT_REBOOT:
+		s->in_reboot = true;
 		break;
+	case GC_ACT_EXIT_MAINTENANCE:
+	case GC_ACT_VERIFY:
+	case GC_ACT_WAIT_HOST:
+	case GC_ACT_POWER_OFF:
+	case GC_ACT_POWER_ON:
+	case GC_ACT_MIGRATE:
+		break;
+	}
+}
+
+static void remember_after(struct run *r, struct tslot *s, const struct gc_action *a,
+			   const char *aid, bool ok)
+{
+	switch (a->kind) {
+	case GC_ACT_ENTER_MAINTENANCE:
+		if (!ok) { /* the host said no: it is not in maintenance because of us */
+			s->maint_ours = false;
+			journal(r, s->target, aid, "maintenance", GC_J_DONE, "enter failed");
+		}
+		break;
+	case GC_ACT_EXIT_MAINTENANCE:
+		if (ok) {
+			s->maint_ours = false;
+			journal(r, s->target, aid, "maintenance", GC_J_DONE, NULL);
+		}
+		break;
+	case GC_ACT_WAIT_HOST:
+		if (ok)
+			s->in_reboot = false; /* it answers again: leaving maintenance is safe */
+		break;
+	case GC_ACT_VERIFY:
+		if (ok && s->reboot_owed_logged) {
+			s->reboot_owed = s->reboot_owed_logged = false;
+			journal(r, s->target, aid, "reboot_owed", GC_J_DONE, NULL);
+		}
+		break;
+	case GC_ACT_APPLY:
+	case GC_ACT_REBOOT:
 	case GC_ACT_POWER_OFF:
 	case GC_ACT_POWER_ON:
 	case GC_ACT_MIGRATE:
@@ -479,6 +512,7 @@ static void execute(struct run *r, struct tslot *s, const struct gc_action *a)
 	int rc;
 
 	emit(&r->ctx, GC_EV_START, s->target, a, NULL, r->wave_index);
+	remember_before(r, s, a, aid);
 	journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_START, NULL);
 	rc = run_action(r, s, a, &err);
 	pthread_mutex_lock(&r->mu);
@@ -498,10 +532,11 @@ static void execute(struct run *r, struct tslot *s, const struct gc_action *a)
 	pthread_mutex_unlock(&r->mu);
 	if (rc == 0) {
 		journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_DONE, NULL);
-		remember(r, s, a, aid);
+		remember_after(r, s, a, aid, true);
 		emit(&r->ctx, GC_EV_DONE, s->target, a, NULL, r->wave_index);
 	} else {
 		journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_FAILED, err.msg);
+		remember_after(r, s, a, aid, false);
 		emit(&r->ctx, GC_EV_FAILED, s->target, a, err.msg, r->wave_index);
 	}
 	free(aid);

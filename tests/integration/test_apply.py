@@ -2,6 +2,7 @@
 hosts and the switch) against the lab, a real sshd with 8 simulated ESXi
 hosts and a simulated Onyx switch.  Issue 3's acceptance lines, one test each.
 """
+import json
 import os
 import random
 import signal
@@ -234,6 +235,50 @@ class ApplyRoce(LabCase):
             for _, c in self.log(h):
                 self.assertNotIn(secret, c)
         self.assertNotIn(secret, open(os.path.join(self.lab, "sshd.log"), errors="replace").read())
+
+    def slow_apply_bg(self, latency_ms=150):
+        for h in self.hosts:
+            self.control(h, {"reboot_seconds": self.reboot_seconds, "latency_ms": latency_ms})
+        return subprocess.Popen([self.gc_bin(), "apply", "--only", "esxi,switch", "--state-dir",
+                                 self.state_dir, self.specfile], env=self.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def test_second_apply_is_refused_naming_the_holder(self):
+        first = self.slow_apply_bg()
+        lock = os.path.join(self.state_dir, "roce-lab.lock")
+        for _ in range(100):
+            if os.path.exists(lock) and os.path.getsize(lock) > 0:
+                break
+            time.sleep(0.05)
+        r = self.apply(check=1)
+        self.assertIn("gpuclusterctl: error: cluster 'roce-lab' is locked by another apply "
+                      "(pid %d on " % first.pid, r.stderr)
+        out, err = first.communicate(timeout=300)
+        self.assertEqual(first.returncode, 0, err)
+        for h in self.hosts:
+            self.assert_host_converged(h)
+
+    def test_ctrl_c_finishes_in_flight_steps_then_rerun_converges(self):
+        p = self.slow_apply_bg()
+        time.sleep(2.0)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=300)
+        self.assertEqual(p.returncode, 130, err)
+        self.assertIn("Apply interrupted", out)
+        # every step that started was recorded as finished (done or failed)
+        started, ended = set(), set()
+        for line in open(os.path.join(self.state_dir, "roce-lab.journal")):
+            rec = json.loads(line)
+            if rec["kind"] in ("maintenance", "reboot_owed"):
+                continue
+            key = (rec["target"], rec["action"])
+            (started if rec["state"] == "start" else ended).add(key)
+        self.assertEqual(started - ended, set())
+        for h in self.hosts:
+            self.control(h, {"reboot_seconds": self.reboot_seconds})
+        self.apply()
+        for h in self.hosts:
+            self.assert_host_converged(h)
 
     def gc_bin(self):
         from labtest import BIN

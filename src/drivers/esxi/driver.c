@@ -323,8 +323,10 @@ static int rebooted(const struct esxi_conn *c, struct gc_ssh_conn *ssh)
 	if (now_us < 0)
 		return -1;
 	since_us = (int64_t)((gc_now_ns() - c->reboot_sent_ns) / 1000u);
-	/* without a reboot uptime would be >= before + elapsed (less 1 s of slack) */
-	return now_us + 1000000 < c->uptime_before_us + since_us;
+	/* Without a reboot, uptime now = uptime before + time since (the boot time
+	 * did not move); after one, the boot is later than the reboot command.
+	 * 250 ms covers the latency of the two uptime reads. */
+	return now_us + 250000 < c->uptime_before_us + since_us;
 }
 
 static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
