@@ -487,11 +487,13 @@ static void remember_after(struct run *r, struct tslot *s, const struct gc_actio
 		}
 		break;
 	case GC_ACT_WAIT_HOST:
-		if (ok)
-			s->in_reboot = false; /* it answers again: leaving maintenance is safe */
-		break;
 	case GC_ACT_VERIFY:
-		if (ok && s->reboot_owed_logged) {
+		if (!ok)
+			break;
+		/* it answers again after a reboot the driver has evidence of (or
+		 * verified): leaving maintenance is safe and the owed reboot is paid */
+		s->in_reboot = false;
+		if (s->reboot_owed_logged) {
 			s->reboot_owed = s->reboot_owed_logged = false;
 			journal(r, s->target, aid, "reboot_owed", GC_J_DONE, NULL);
 		}
