@@ -397,6 +397,15 @@ static void feed_journal_to_store(struct run *r)
 
 /* ---------------------------------------------------------------- running one action */
 
+/* The default of gc_driver.already_done (see sys/driver.h). */
+static bool already_done(struct run *r, const struct tslot *s, const struct gc_action *a)
+{
+	if (s->drv->already_done != NULL)
+		return s->drv->already_done(&r->ctx, a);
+	return a->kind == GC_ACT_APPLY && a->op != GC_OP_DELETE && a->resource != NULL &&
+	       gc_drv_resource_converged(&r->ctx, a->resource);
+}
+
 static int run_action(struct run *r, struct tslot *s, const struct gc_action *a,
 		      struct gc_error *err)
 {
@@ -425,8 +434,7 @@ static int run_action(struct run *r, struct tslot *s, const struct gc_action *a,
 		if (connect_slot(r, s, &e) != 0)
 			continue;
 		if (s->drv->observe(s->conn, &r->ctx, s->target, r->tres[s->target->index],
-				    r->ntres[s->target->index], &problems, &e) == 0 &&
-		    s->drv->already_done != NULL && s->drv->already_done(&r->ctx, a)) {
+				    r->ntres[s->target->index], &problems, &e) == 0 && already_done(r, s, a)) {
 			gc_buf_free(&problems);
 			return 0;
 		}

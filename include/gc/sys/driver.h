@@ -57,8 +57,9 @@ struct gc_driver {
 	/* Carry out one action.  *conn may be replaced (after a reboot). */
 	int (*apply)(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
 		     struct gc_error *err);
-	/* True when the action's resource already holds its desired values in
-	 * the store (after a re-observation): a retry is then not needed. */
+	/* True when the action needs no resend after a re-observation.  NULL:
+	 * the executor's rule, an APPLY (not a delete) whose resource already
+	 * holds its desired values in the store. */
 	bool (*already_done)(struct gc_drv_ctx *ctx, const struct gc_action *a);
 	void (*disconnect)(void *conn);
 };

@@ -475,30 +475,11 @@ static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_actio
 			    c->target->name, gc_action_kind_name(a->kind));
 }
 
-static bool esxi_already_done(struct gc_drv_ctx *ctx, const struct gc_action *a)
-{
-	switch (a->kind) {
-	case GC_ACT_APPLY:
-		return a->resource != NULL && gc_drv_resource_converged(ctx, a->resource);
-	case GC_ACT_ENTER_MAINTENANCE:
-	case GC_ACT_EXIT_MAINTENANCE:
-	case GC_ACT_REBOOT:
-	case GC_ACT_WAIT_HOST:
-	case GC_ACT_VERIFY:
-	case GC_ACT_POWER_OFF:
-	case GC_ACT_POWER_ON:
-	case GC_ACT_MIGRATE:
-		break;
-	}
-	return false;
-}
-
 const struct gc_driver gc_driver_esxi = {
 	.name = "esxi",
 	.kind = GC_TARGET_ESXI,
 	.connect = esxi_connect,
 	.observe = esxi_observe,
 	.apply = esxi_apply,
-	.already_done = esxi_already_done,
 	.disconnect = esxi_disconnect,
 };

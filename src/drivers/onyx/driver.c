@@ -222,31 +222,11 @@ static int onyx_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_actio
 			    c->target->name, gc_action_kind_name(a->kind));
 }
 
-static bool onyx_already_done(struct gc_drv_ctx *ctx, const struct gc_action *a)
-{
-	switch (a->kind) {
-	case GC_ACT_APPLY:
-		return a->op != GC_OP_DELETE && a->resource != NULL &&
-		       gc_drv_resource_converged(ctx, a->resource);
-	case GC_ACT_ENTER_MAINTENANCE:
-	case GC_ACT_EXIT_MAINTENANCE:
-	case GC_ACT_REBOOT:
-	case GC_ACT_WAIT_HOST:
-	case GC_ACT_VERIFY:
-	case GC_ACT_POWER_OFF:
-	case GC_ACT_POWER_ON:
-	case GC_ACT_MIGRATE:
-		break;
-	}
-	return false;
-}
-
 const struct gc_driver gc_driver_onyx = {
 	.name = "onyx",
 	.kind = GC_TARGET_SWITCH,
 	.connect = onyx_connect,
 	.observe = onyx_observe,
 	.apply = onyx_apply,
-	.already_done = onyx_already_done,
 	.disconnect = onyx_disconnect,
 };
