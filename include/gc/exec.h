@@ -44,6 +44,7 @@ enum gc_exec_event_kind {
 	GC_EV_SKIPPED,
 	GC_EV_RETRY,    /* transport fault, retrying */
 	GC_EV_NOTE,     /* driver's current step */
+	GC_EV_WARN,     /* something the user must see (always printed) */
 	GC_EV_WAVE,     /* a wave begins */
 	GC_EV_PLANNED,  /* the plan is built (plan set), before anything changes */
 };

@@ -143,6 +143,14 @@ static void on_event(void *arg, const struct gc_exec_event *ev)
 	case GC_EV_RETRY:
 		gc_buf_printf(&b, "retrying after: %s", ev->message ? ev->message : "");
 		break;
+	case GC_EV_WARN:
+		fprintf(u->f, "%s%swarning: %s\n", ev->target ? name : "", ev->target ? ": " : "",
+			ev->message ? ev->message : "");
+		fflush(u->f);
+		gc_buf_free(&b);
+		if (u->tty)
+			u->drawn = 0; /* the warning scrolled the target lines */
+		return;
 	case GC_EV_NOTE:
 		if (!u->verbose && !u->tty) {
 			gc_buf_free(&b);

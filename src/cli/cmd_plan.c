@@ -50,6 +50,20 @@ const char cmd_plan_usage[] =
 
 enum source { SRC_NONE, SRC_OFFLINE, SRC_FILE };
 
+/* Live plan: warnings and failures of the observation go to stderr. */
+static void plan_event(void *arg, const struct gc_exec_event *ev)
+{
+	const char *who = ev->target ? ev->target->name : "gpuclusterctl";
+
+	(void)arg;
+	if (ev->kind == GC_EV_WARN)
+		fprintf(stderr, "%s: warning: %s\n", who, ev->message ? ev->message : "");
+	else if (ev->kind == GC_EV_FAILED)
+		fprintf(stderr, "%s: %s\n", who, ev->message ? ev->message : "");
+	else if (ev->kind == GC_EV_RETRY)
+		fprintf(stderr, "%s: retrying after: %s\n", who, ev->message ? ev->message : "");
+}
+
 /* --only: "esxi,switch" -> bitmask of target kinds; -1 on an unknown word. */
 static int parse_kinds(unsigned *kinds, const char *list)
 {
@@ -207,6 +221,7 @@ int cmd_plan(int argc, char **argv)
 		if (xo.state_dir == NULL)
 			xo.state_dir = state_dir = cli_default_state_dir(argv[optind]);
 		xo.plan_only = true;
+		xo.event = plan_event;
 		xo.parallelism = popts.parallelism;
 		xo.plan = popts;
 		if (gc_exec_run(&rep, graph, &xo, &err) != 0) {

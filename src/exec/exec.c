@@ -40,6 +40,8 @@ struct tslot {
 	bool reboot_owed;      /* journal: a reboot-needing change awaits its reboot */
 	bool reboot_owed_logged;
 	bool in_reboot;        /* REBOOT sent, VERIFY not yet passed */
+	bool save_owed;        /* journal: switch commands sent, their save not confirmed */
+	bool save_owed_logged;
 	struct gc_exec_target_report *rep;
 };
 
@@ -206,7 +208,7 @@ static void journal(struct run *r, const struct gc_target *t, const char *action
 	if (r->journal == NULL)
 		return;
 	if (gc_journal_append(r->journal, t->name, action, kind, st, detail, &err) != 0)
-		emit(&r->ctx, GC_EV_NOTE, t, NULL, err.msg, 0); /* keep going: the device is the truth */
+		emit(&r->ctx, GC_EV_WARN, t, NULL, err.msg, 0); /* keep going: the device is the truth */
 }
 
 /* ---------------------------------------------------------------- connect + observe */
@@ -361,12 +363,21 @@ static void recall_journal(struct run *r, const char *cluster)
 	size_t i;
 
 	if (gc_journal_read(&h, r->ctx.opts->state_dir, cluster, &err) != 0) {
-		emit(&r->ctx, GC_EV_NOTE, NULL, NULL, err.msg, 0);
+		emit(&r->ctx, GC_EV_WARN, NULL, NULL, err.msg, 0);
 		return;
 	}
 	for (i = 0; i < r->nslots; i++) {
 		struct tslot *s = &r->slots[i];
 
+		if (s->target->kind == GC_TARGET_SWITCH) {
+			s->save_owed = s->save_owed_logged =
+				gc_jhistory_last(&h, s->target->name, "save_owed") == GC_J_START;
+			if (s->save_owed)
+				emit(&r->ctx, GC_EV_WARN, s->target, NULL,
+				     "the configuration may be unsaved: an earlier apply stopped before "
+				     "'configuration write'; apply saves it",
+				     0);
+		}
 		if (s->target->kind != GC_TARGET_ESXI)
 			continue;
 		s->maint_ours = gc_jhistory_last(&h, s->target->name, "maintenance") == GC_J_START;
@@ -460,6 +471,10 @@ static void remember_before(struct run *r, struct tslot *s, const struct gc_acti
 		}
 		break;
 	case GC_ACT_APPLY:
+		if (s->target->kind == GC_TARGET_SWITCH && !s->save_owed_logged) {
+			s->save_owed = s->save_owed_logged = true;
+			journal(r, s->target, aid, "save_owed", GC_J_START, NULL);
+		}
 		if ((a->flags & GC_RES_NEEDS_REBOOT) && !s->reboot_owed_logged) {
 			s->reboot_owed = s->reboot_owed_logged = true;
 			journal(r, s->target, aid, "reboot_owed", GC_J_START, NULL);
@@ -507,11 +522,46 @@ static void remember_after(struct run *r, struct tslot *s, const struct gc_actio
 		}
 		break;
 	case GC_ACT_APPLY:
+		/* the switch driver saves after each action's commands */
+		if (ok && s->target->kind == GC_TARGET_SWITCH && s->save_owed_logged) {
+			s->save_owed = s->save_owed_logged = false;
+			journal(r, s->target, aid, "save_owed", GC_J_DONE, NULL);
+		}
+		break;
 	case GC_ACT_REBOOT:
 	case GC_ACT_POWER_OFF:
 	case GC_ACT_POWER_ON:
 	case GC_ACT_MIGRATE:
 		break;
+	}
+}
+
+/* After the waves: save what an earlier run left unsaved and this run did not. */
+static void settle_saves(struct run *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+		struct gc_error err = GC_ERROR_INIT;
+
+		if (!s->save_owed || s->failed || s->drv == NULL || s->drv->save == NULL ||
+		    !selected(r->ctx.opts, s->target->kind) || r->rep->interrupted)
+			continue;
+		if (connect_slot(r, s, &err) == 0 && s->drv->save(s->conn, &r->ctx, s->target, &err) == 0) {
+			s->save_owed = s->save_owed_logged = false;
+			s->rep->done++;
+			r->rep->done++;
+			journal(r, s->target, "save", "save_owed", GC_J_DONE, NULL);
+			emit(&r->ctx, GC_EV_WARN, s->target, NULL,
+			     "saved the configuration an earlier apply left unsaved", 0);
+		} else {
+			s->failed = true;
+			s->rep->failed++;
+			r->rep->failed++;
+			slot_error(s, err.msg);
+			emit(&r->ctx, GC_EV_FAILED, s->target, NULL, err.msg, 0);
+		}
 	}
 }
 
@@ -859,6 +909,7 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 	for (i = 0; i < out->plan->nwaves; i++)
 		run_wave(&r, i);
 	recover_hosts(&r);
+	settle_saves(&r);
 	out->apply_s = since(t0);
 	out->changing_commands = r.ctx.changes;
 	for (i = 0; i < r.nslots; i++)

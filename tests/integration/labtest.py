@@ -33,6 +33,8 @@ class LabCase(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        # GC_IT_PORT_OFFSET moves every lab port (two suites at once on one machine)
+        cls.port = cls.port + int(os.environ.get("GC_IT_PORT_OFFSET", "0"))
         cls.lab = tempfile.mkdtemp(prefix="gc-it-")
         os.chmod(cls.lab, 0o755)
         cls.env = dict(os.environ, GC_LAB_DIR=cls.lab, GC_REBOOT_POLL_MS="100")

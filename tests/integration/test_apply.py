@@ -117,6 +117,30 @@ class ApplyRoce(LabCase):
         self.assertIn("interface ethernet 1/7 qos trust L3", self.switch_config_commands())
         self.gc("plan", "--only", "esxi,switch", check=0)
 
+    def test_unsaved_switch_configuration_is_reported_and_saved(self):
+        self.apply()
+        sw = self.host_dir("sn2700")
+        running = json.load(open(os.path.join(sw, "running.json")))
+        self.assertEqual(json.load(open(os.path.join(sw, "startup.json"))), running)
+        # an earlier apply sent its commands and died before `configuration write`
+        os.unlink(os.path.join(sw, "startup.json"))
+        with open(os.path.join(self.state_dir, "roce-lab.journal"), "a") as j:
+            j.write(json.dumps({"run": "killed", "ts": 0, "target": "sn2700",
+                                "action": "~ sn2700/switch.pool", "kind": "save_owed",
+                                "state": "start"}) + "\n")
+        r = self.gc("plan", "--only", "esxi,switch", check=0)
+        self.assertIn("sn2700: warning: the configuration may be unsaved: an earlier apply "
+                      "stopped before 'configuration write'; apply saves it", r.stderr)
+        before = len(self.log("sn2700"))
+        r = self.apply()
+        self.assertIn("sn2700: warning: saved the configuration an earlier apply left unsaved",
+                      r.stderr)
+        sent = [c for _, c in self.log("sn2700")[before:] if not c.startswith("show ")]
+        self.assertEqual(sent.count("configuration write"), 1)
+        self.assertEqual(json.load(open(os.path.join(sw, "startup.json"))), running)
+        r = self.apply()
+        self.assertNotIn("unsaved", r.stderr)
+
     def switch_cli(self, *lines):
         inv = [l.split() for l in open(os.path.join(self.lab, "inventory")) if " onyx " in l][0]
         r = subprocess.run(["ssh", "-tt", "-p", str(self.port), "-i", os.path.join(self.lab, "client", "id_ed25519"),

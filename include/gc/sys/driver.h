@@ -61,6 +61,10 @@ struct gc_driver {
 	 * the executor's rule, an APPLY (not a delete) whose resource already
 	 * holds its desired values in the store. */
 	bool (*already_done)(struct gc_drv_ctx *ctx, const struct gc_action *a);
+	/* Optional: persist a configuration that an earlier run may have left
+	 * unsaved (a switch's running config written to its startup file). */
+	int (*save)(void *conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
+		    struct gc_error *err);
 	void (*disconnect)(void *conn);
 };
 

@@ -222,11 +222,31 @@ static int onyx_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_actio
 			    c->target->name, gc_action_kind_name(a->kind));
 }
 
+/* `configuration write` alone: an earlier apply stopped between its commands
+ * and their save (the journal says so), so the running config may already
+ * match the spec and still be lost at the next reload. */
+static int onyx_save(void *conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
+		     struct gc_error *err)
+{
+	struct onyx_conn *c = conn;
+	int rc;
+
+	gc_drv_count_change(ctx);
+	gc_drv_note(ctx, t, "configuration write (an earlier apply did not save)");
+	rc = gc_onyx_session_configure(c->s, err);
+	if (rc == 0)
+		rc = gc_onyx_session_exec(c->s, NULL, "configuration write", err);
+	if (rc == 0)
+		rc = gc_onyx_session_end_configure(c->s, err);
+	return rc;
+}
+
 const struct gc_driver gc_driver_onyx = {
 	.name = "onyx",
 	.kind = GC_TARGET_SWITCH,
 	.connect = onyx_connect,
 	.observe = onyx_observe,
 	.apply = onyx_apply,
+	.save = onyx_save,
 	.disconnect = onyx_disconnect,
 };
