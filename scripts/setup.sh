@@ -14,6 +14,7 @@ packages=(
 	libcmocka-dev libibverbs-dev python3 python3-yaml python3-jsonschema graphviz
 	# the local lab: a real OpenSSH server on loopback behind our simulated shells
 	openssh-server openssh-client
+	golang-go golang-github-vmware-govmomi-dev openssl # the lab's vCenter: tests/sim/vcsim.sh
 )
 [ "${GC_SETUP_FUZZ:-0}" = 1 ] && packages+=(clang libclang-rt-14-dev)
 

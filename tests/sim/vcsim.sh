@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# vcsim.sh - the lab's vCenter: govmomi's simulator on loopback with TLS.
+#
+#   tests/sim/vcsim.sh build              # once; cached; needs no network
+#   tests/sim/vcsim.sh start [--port P] [--method-delay M:ms,...]
+#   tests/sim/vcsim.sh stop | status | env
+#
+# Built from Debian 12's golang-github-vmware-govmomi-dev with Debian's Go in
+# GOPATH mode.  That package ships the simulator library but not govmomi's
+# vcsim command, so tests/sim/vcsim/main.go is the command we build.
+#
+# Binary: $GC_VCSIM_BIN (default .lab/vcsim/bin at the repository root), shared
+# by every lab dir; rebuilt only when main.go is newer.  Lab dir: $GC_VCSIM_DIR
+# (default .lab/vcsim): the test CA and server certificate (openssl, SAN
+# 127.0.0.1 and localhost), the password file, the pid file and the log.
+# Port: --port, else $GC_VCSIM_PORT, else 8990.  Username: gcadmin.
+# Secrets live in files under the lab dir and are never printed.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+bindir=${GC_VCSIM_BIN:-$root/.lab/vcsim/bin}
+lab=${GC_VCSIM_DIR:-$root/.lab/vcsim}
+case $lab in /*) ;; *) lab=$PWD/$lab ;; esac
+case $bindir in /*) ;; *) bindir=$PWD/$bindir ;; esac
+port=${GC_VCSIM_PORT:-8990}
+user=gcadmin
+main_go=$root/tests/sim/vcsim/main.go
+
+die() { echo "vcsim: $*" >&2; exit 1; }
+
+usage() {
+	echo "usage: tests/sim/vcsim.sh build | start [--port P] [--method-delay M:ms,...] | stop | status | env" >&2
+	exit 2
+}
+
+# In a subshell, so the lock's descriptor never leaks into vcsim itself.
+build() (
+	local bin=$bindir/vcsim
+	mkdir -p "$bindir"
+	exec 9>"$bindir/.lock"
+	flock 9
+	if [ -x "$bin" ] && [ "$bin" -nt "$main_go" ]; then
+		return 0
+	fi
+	command -v go >/dev/null || die "no 'go': install golang-go (scripts/setup.sh)"
+	[ -d /usr/share/gocode/src/github.com/vmware/govmomi/simulator ] ||
+		die "no govmomi simulator: install golang-github-vmware-govmomi-dev (scripts/setup.sh)"
+	# GOPATH mode against Debian's packaged sources only: no module proxy,
+	# no network.  The build cache stays beside the binary.
+	env GO111MODULE=off GOPATH=/usr/share/gocode GOPROXY=off GOFLAGS= \
+		GOCACHE="$bindir/cache" HOME="$bindir" \
+		go build -o "$bin.tmp" "$main_go" >"$bindir/build.log" 2>&1 ||
+		die "build failed (see $bindir/build.log)"
+	mv -f "$bin.tmp" "$bin"
+)
+
+vcsim_pid() {
+	local pid
+	[ -f "$lab/vcsim.pid" ] || return 1
+	pid=$(cat "$lab/vcsim.pid" 2>/dev/null) || return 1
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+	# Only our vcsim: its command line names our certificate.
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$lab/server.crt" || return 1
+	echo "$pid"
+}
+
+# A CA and a server certificate signed by it, made once per lab dir.
+make_certs() {
+	[ -f "$lab/server.crt" ] && [ -f "$lab/server.key" ] && [ -f "$lab/ca.crt" ] && return 0
+	command -v openssl >/dev/null || die "no 'openssl' (scripts/setup.sh)"
+	(
+		cd "$lab"
+		umask 077
+		openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=gpuclusterctl lab CA" \
+			-keyout ca.key -out ca.crt -addext basicConstraints=critical,CA:TRUE \
+			-addext keyUsage=critical,keyCertSign,cRLSign
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+			-keyout server.key -out server.csr
+		printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+			"basicConstraints=CA:FALSE" "keyUsage=digitalSignature,keyEncipherment" \
+			"extendedKeyUsage=serverAuth" >server.ext
+		openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+			-days 3650 -extfile server.ext -out server.crt
+		chmod 644 ca.crt server.crt
+	) >"$lab/openssl.log" 2>&1 || die "openssl failed (see $lab/openssl.log)"
+}
+
+make_password() {
+	[ -s "$lab/password" ] && return 0
+	(umask 077; printf '%s' "$(head -c 18 /dev/urandom | base64 | tr -d '/+=')" >"$lab/password")
+}
+
+start() {
+	local delay="" pid i
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--port) port=${2:?}; shift 2 ;;
+		--method-delay) delay=${2:?}; shift 2 ;;
+		*) usage ;;
+		esac
+	done
+	case $port in '' | *[!0-9]*) die "bad port '$port'" ;; esac
+	mkdir -p "$lab"
+	if pid=$(vcsim_pid); then
+		die "already running (pid $pid); stop it first"
+	fi
+	build
+	make_certs
+	make_password
+	echo "$port" >"$lab/port"
+	echo "$user" >"$lab/username"
+	set -- -l "127.0.0.1:$port" -tlscert "$lab/server.crt" -tlskey "$lab/server.key" \
+		-username "$user" -password-file "$lab/password"
+	[ -n "$delay" ] && set -- "$@" -method-delay "$delay"
+	setsid "$bindir/vcsim" "$@" >"$lab/vcsim.out" 2>"$lab/vcsim.log" </dev/null &
+	echo $! >"$lab/vcsim.pid"
+	for i in $(seq 1 100); do
+		grep -q '^export GOVC_URL=' "$lab/vcsim.out" 2>/dev/null && return 0
+		kill -0 "$(cat "$lab/vcsim.pid")" 2>/dev/null ||
+			die "exited at start: $(tail -n 3 "$lab/vcsim.log")"
+		sleep 0.1
+	done
+	die "not listening after 10 s (see $lab/vcsim.log)"
+}
+
+stop() {
+	local pid i
+	pid=$(vcsim_pid) || { rm -f "$lab/vcsim.pid"; return 0; }
+	kill -TERM "$pid"
+	for i in $(seq 1 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+	rm -f "$lab/vcsim.pid"
+}
+
+print_env() {
+	[ -f "$lab/port" ] || die "never started in $lab"
+	echo "GC_VCSIM_URL=https://127.0.0.1:$(cat "$lab/port")"
+	echo "GC_VCSIM_CA_FILE=$lab/ca.crt"
+	echo "GC_VCSIM_USERNAME=$(cat "$lab/username")"
+	echo "GC_VCSIM_PASSWORD_FILE=$lab/password"
+}
+
+case ${1:-} in
+build) build ;;
+start) shift; start "$@" ;;
+stop) stop ;;
+status) if pid=$(vcsim_pid); then echo "running (pid $pid, port $(cat "$lab/port"))"; else echo stopped; exit 1; fi ;;
+env) print_env ;;
+*) usage ;;
+esac

@@ -1,0 +1,106 @@
+// main.go - the lab's vCenter simulator: govmomi's simulator package behind
+// a small command line, built by tests/sim/vcsim.sh in GOPATH mode.
+//
+// Debian 12's golang-github-vmware-govmomi-dev (0.24.2) ships the simulator
+// library but not govmomi's own vcsim command, so this file stands in for
+// it.  It serves the default VPX model (1 datacenter, 1 cluster of 3 hosts,
+// 1 standalone host, 4 VMs) with TLS from the given certificate, accepts one
+// username whose password is read from a file (never from argv), and prints
+// "export GOVC_URL=... GOVC_SIM_PID=..." once it listens.  SIGINT/SIGTERM
+// stop it.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"io/ioutil"
+	"log"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/vmware/govmomi/simulator"
+
+	// Optional endpoints: /rest (vAPI sessions) and the lookup service.
+	_ "github.com/vmware/govmomi/lookup/simulator"
+	_ "github.com/vmware/govmomi/vapi/simulator"
+)
+
+func readSecret(path string) string {
+	b, err := ioutil.ReadFile(path)
+	if err != nil {
+		log.Fatalf("vcsim: cannot read the password file: %v", err)
+	}
+	return strings.TrimRight(string(b), "\r\n")
+}
+
+func methodDelays(spec string) map[string]int {
+	m := make(map[string]int)
+	for _, s := range strings.Split(spec, ",") {
+		kv := strings.Split(strings.TrimSpace(s), ":")
+		if len(kv) != 2 {
+			log.Fatalf("vcsim: -method-delay wants method:ms[,method:ms...], got %q", s)
+		}
+		ms, err := strconv.Atoi(kv[1])
+		if err != nil {
+			log.Fatalf("vcsim: -method-delay %q: %v", s, err)
+		}
+		m[kv[0]] = ms
+	}
+	return m
+}
+
+func main() {
+	model := simulator.VPX()
+	flag.IntVar(&model.ClusterHost, "host", model.ClusterHost, "hosts per cluster")
+	flag.IntVar(&model.Host, "standalone-host", model.Host, "standalone hosts")
+	flag.IntVar(&model.Machine, "vm", model.Machine, "VMs per resource pool")
+	listen := flag.String("l", "127.0.0.1:8990", "listen address")
+	cert := flag.String("tlscert", "", "TLS certificate (PEM)")
+	key := flag.String("tlskey", "", "TLS key (PEM)")
+	user := flag.String("username", "", "the one accepted username")
+	passFile := flag.String("password-file", "", "file holding its password")
+	delay := flag.String("method-delay", "", "method:ms[,method:ms...]")
+	trace := flag.String("trace-file", "", "write SOAP traffic here")
+	flag.Parse()
+
+	if *cert == "" || *key == "" || *user == "" || *passFile == "" {
+		log.Fatal("vcsim: -tlscert, -tlskey, -username and -password-file are required")
+	}
+	if *delay != "" {
+		model.DelayConfig.MethodDelay = methodDelays(*delay)
+	}
+	if *trace != "" {
+		f, err := os.Create(*trace)
+		if err != nil {
+			log.Fatal(err)
+		}
+		simulator.TraceFile = f
+		simulator.Trace = true
+	}
+	if err := model.Create(); err != nil {
+		log.Fatal(err)
+	}
+	pair, err := tls.LoadX509KeyPair(*cert, *key)
+	if err != nil {
+		log.Fatal(err)
+	}
+	model.Service.RegisterEndpoints = true
+	model.Service.Listen = &url.URL{Host: *listen,
+		User: url.UserPassword(*user, readSecret(*passFile))}
+	model.Service.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+	s := model.Service.NewServer()
+	u := *s.URL
+	u.User = nil
+	fmt.Printf("export GOVC_URL=%s GOVC_SIM_PID=%d\n", u.String(), os.Getpid())
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	s.Close()
+	model.Remove()
+}
