@@ -18,7 +18,7 @@
 4. Ansible (Debian's ansible-core, `raw` module, default linear strategy)
    drives the same command sequence against the same hosts, reset to factory
    state, with forks 5 and forks N; the reboot is a `raw` reboot followed
-   by `wait_for_connection`.
+   by a pause and a retried `raw` (the hosts run no Python for wait_for_connection).
 
 Prints a Markdown table for docs/benchmarks.md.
 """
@@ -108,7 +108,7 @@ def critical_path(plan, journal_path):
     return total
 
 
-def ansible_run(lab, hosts, addrs, port, forks, env):
+def ansible_run(lab, hosts, addrs, port, forks, env, reboot):
     inv = os.path.join(lab, "ansible-inventory.ini")
     user = open(os.path.join(lab, "user")).read().strip()
     with open(inv, "w") as f:
@@ -120,8 +120,12 @@ def ansible_run(lab, hosts, addrs, port, forks, env):
                 % os.path.join(lab, "client", "known_hosts"))
     play = os.path.join(lab, "ansible-play.yml")
     tasks = ["    - raw: \"%s\"" % c for c in SEQUENCE[:4]]
+    # the hosts run no Python (wait_for_connection needs it): pause for the
+    # reboot, then retry a raw command until the host answers
     tasks += ["    - raw: \"%s\"\n      ignore_unreachable: true\n      ignore_errors: true" % SEQUENCE[4],
-              "    - wait_for_connection: {delay: 1, sleep: 1, timeout: 300}",
+              "    - pause: {seconds: %d}" % (int(reboot) + 1),
+              "    - raw: \"vmware -v\"\n      register: up\n      until: up is succeeded\n"
+              "      retries: 120\n      delay: 1",
               "    - raw: \"%s\"" % SEQUENCE[5]]
     with open(play, "w") as f:
         f.write("- hosts: esxi\n  gather_facts: false\n  tasks:\n" + "\n".join(tasks) + "\n")
@@ -161,28 +165,33 @@ def main():
         plan = json.loads(r.stdout)
         since = len(open(os.path.join(lab, "sshd.log"), errors="replace").readlines())
         t0 = time.time()
-        r = sh([args.bin, "apply", "-v", "--state-dir", state, labspec], env)
+        r = sh([args.bin, "apply", "-v", "--parallelism", str(args.hosts), "--state-dir", state,
+                labspec], env)
         wall = time.time() - t0
         if r.returncode != 0:
             sys.exit("apply: exit %d\n%s\n%s" % (r.returncode, r.stdout[-3000:], r.stderr[-3000:]))
         conns = connections_per_host(lab, since)
         cp = critical_path(plan, os.path.join(state, "applybench.journal"))
         counters = [l for l in r.stderr.splitlines() if "changing commands" in l]
-        rows = [("gpuclusterctl apply (parallelism 32)", wall)]
+        rows = [("gpuclusterctl apply --parallelism %d" % args.hosts, wall)]
+        phases = re.search(r"observe ([0-9.]+) s, apply ([0-9.]+) s", r.stderr)
+        observe_s, apply_s = float(phases.group(1)), float(phases.group(2))
         if shutil.which("ansible-playbook"):
             for forks in (5, args.hosts):
                 sh([os.path.join(ROOT, "scripts", "lab.sh"), "reset"], env)
                 set_controls(lab, hosts, args.latency_ms, args.reboot_seconds)
                 rows.append(("Ansible raw, linear, forks %d" % forks,
-                             ansible_run(lab, hosts, addrs, args.port, forks, env)))
+                             ansible_run(lab, hosts, addrs, args.port, forks, env, args.reboot_seconds)))
         print("%d simulated hosts, %d ms added per remote command, %.1f s simulated reboot\n"
               % (args.hosts, args.latency_ms, args.reboot_seconds))
         print("| run | wall s | / gpuclusterctl |")
         print("|---|---:|---:|")
         for name, w in rows:
             print("| %s | %.1f | %.2f |" % (name, w, w / wall))
-        print("\ncritical-path time (journal, waves as barriers): %.2f s; apply wall / critical path = %.2f"
-              % (cp, wall / cp))
+        print("\nwall %.1f s = observe %.2f s (one batch per host) + apply phase %.2f s + start/plan"
+              % (wall, observe_s, apply_s))
+        print("critical-path time of the plan (journal durations, waves as barriers): %.2f s; "
+              "apply phase / critical path = %.2f" % (cp, apply_s / cp))
         print("connections per host during apply: min %d, max %d (1 + reconnects after the reboot)"
               % (min(conns.get(a, 0) for a in addrs), max(conns.get(a, 0) for a in addrs)))
         if counters:

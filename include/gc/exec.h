@@ -60,7 +60,7 @@ struct gc_exec_event {
 
 struct gc_exec_opts {
 	const char *state_dir;  /* journal and lock; required */
-	unsigned parallelism;   /* workers; 0: 32 */
+	unsigned parallelism;   /* workers; 0: 64 (the work waits on the network, not the CPU) */
 	bool fail_fast;
 	bool plan_only;         /* observe and plan; change nothing */
 	unsigned retries;       /* transport retries per action; 0: 3 */

@@ -45,7 +45,7 @@ const char cmd_apply_usage[] =
 	"Options:\n"
 	"  --only KINDS           act only on these target kinds (comma list of esxi,\n"
 	"                         switch, vcenter, guest); others are left untouched\n"
-	"  --parallelism N        targets worked on at once (default 32)\n"
+	"  --parallelism N        targets worked on at once (default 64)\n"
 	"  --fail-fast            start no new action anywhere after the first failure\n"
 	"  --trust-new-host-keys  add unknown SSH host keys to known_hosts (a changed\n"
 	"                         key is always refused)\n"

@@ -39,7 +39,7 @@ const char cmd_plan_usage[] =
 	"  --observed FILE    plan against an observed-state snapshot (JSON); touch nothing\n"
 	"  --only KINDS       plan only for these target kinds (esxi,switch,vcenter,guest)\n"
 	"  --json             print the plan as JSON (format_version 1)\n"
-	"  --parallelism N    live: targets observed at once (default 32)\n"
+	"  --parallelism N    live: targets observed at once (default 64)\n"
 	"  --known-hosts FILE live: known_hosts file instead of the spec's\n"
 	"  --trust-new-host-keys  live: record unknown host keys (changed ones are refused)\n"
 	"  --state-dir DIR    live: where the journal and lock are (default .gpuclusterctl/\n"

@@ -838,7 +838,7 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 	r.ctx.graph = g;
 	r.ctx.opts = opts;
 	r.rep = out;
-	r.parallelism = opts->parallelism ? opts->parallelism : 32;
+	r.parallelism = opts->parallelism ? opts->parallelism : 64;
 	pthread_mutex_init(&r.mu, NULL);
 	pthread_cond_init(&r.cv, NULL);
 	pthread_mutex_init(&r.ctx.obs_mu, NULL);
