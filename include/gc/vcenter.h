@@ -160,8 +160,37 @@ int gc_vcenter_observe(struct gc_vcenter_inventory **out, struct gc_vcenter_conn
 void gc_vcenter_inventory_free(struct gc_vcenter_inventory *inv);
 const struct gc_vcenter_vm *gc_vcenter_inventory_vm(const struct gc_vcenter_inventory *inv,
 						    const char *name);
-/* The value of extraConfig key, or NULL. */
+/* The value of extraConfig key (the last entry for it), or NULL. */
 const char *gc_vcenter_vm_option(const struct gc_vcenter_vm *vm, const char *key);
+
+/* ---------------------------------------------------------------- reconfiguration */
+
+/* What one ReconfigVM_Task changes; everything else stays as it is. */
+struct gc_vcenter_vm_change {
+	/* Set key=value; an empty value removes the key (vCenter's rule). */
+	const struct gc_vcenter_option *extra_config;
+	size_t nextra_config;
+	const char *firmware;   /* "efi" | "bios"; NULL: unchanged */
+	int reservation_locked; /* memoryReservationLockedToMax: -1 unchanged, 0, 1 */
+};
+
+/*
+ * ReconfigVM_Task on the VM with this moref, then gc_vcenter_task_wait().
+ * The spec's elements go out in XSD order (extraConfig, firmware,
+ * memoryReservationLockedToMax).  A refused call or a task that ends in
+ * error is GC_EREMOTE with vCenter's own message.
+ */
+int gc_vcenter_reconfigure(struct gc_vcenter_conn *vc, const char *vm_moref,
+			   const struct gc_vcenter_vm_change *change, unsigned timeout_ms,
+			   struct gc_error *err);
+/*
+ * Poll Task.info (state, error) until the task succeeds (0), fails
+ * (GC_EREMOTE: "<what>: <localizedMessage> (<fault type>)") or timeout_ms
+ * passes (GC_ETIMEOUT; the task may still be running).  Polls start at
+ * 50 ms and back off to 1 s.
+ */
+int gc_vcenter_task_wait(struct gc_vcenter_conn *vc, const char *task, const char *what,
+			 unsigned timeout_ms, struct gc_error *err);
 
 /* ---------------------------------------------------------------- counters */
 

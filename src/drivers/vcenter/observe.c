@@ -389,10 +389,11 @@ const struct gc_vcenter_vm *gc_vcenter_inventory_vm(const struct gc_vcenter_inve
 	return NULL;
 }
 
+/* The last entry wins: vCenter keeps one per key, vcsim 0.24 appends. */
 const char *gc_vcenter_vm_option(const struct gc_vcenter_vm *vm, const char *key)
 {
-	for (size_t i = 0; i < vm->nextra_config; i++)
-		if (strcmp(vm->extra_config[i].key, key) == 0)
-			return vm->extra_config[i].value;
+	for (size_t i = vm->nextra_config; i > 0; i--)
+		if (strcmp(vm->extra_config[i - 1].key, key) == 0)
+			return vm->extra_config[i - 1].value;
 	return NULL;
 }

@@ -4,8 +4,11 @@
  * Bodies are written as strictly escaped text in the shape govmomi and
  * pyvmomi send (REAL-FORMATS D.3): the method element carries the default
  * namespace urn:vim25, its children are unprefixed, subclasses are marked
- * with xsi:type.  The caller writes children in XSD order; this file only
- * escapes, nests and closes.
+ * with xsi:type.  XML Schema types use the prefix `xsd` (xsd:string), as
+ * govmomi and pyvmomi write them: vCenter resolves any prefix by namespace,
+ * but govmomi 0.24's decoder (vcsim) matches "xsd:" literally and drops a
+ * value typed "xs:string".  The caller writes children in XSD order; this
+ * file only escapes, nests and closes.
  *
  * Replies are parsed with libxml2 (no network, no entity loading) and
  * navigated by local element name.  A SOAP fault is turned into a gc_error
@@ -26,7 +29,7 @@
 static const char envelope_open[] =
 	"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 	"<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\""
-	" xmlns:xsi=\"" XSI_NS "\" xmlns:xs=\"http://www.w3.org/2001/XMLSchema\">"
+	" xmlns:xsi=\"" XSI_NS "\" xmlns:xsd=\"http://www.w3.org/2001/XMLSchema\">"
 	"<soapenv:Body>";
 
 /* Text and attribute values: markup characters as entities, whitespace
@@ -73,6 +76,11 @@ void gc_vcenter_soap_elem(struct gc_vcenter_soap *s, const char *name, const cha
 	gc_buf_printf(&s->b, "<%s>", name);
 	put_escaped(s, text);
 	gc_buf_printf(&s->b, "</%s>", name);
+}
+
+void gc_vcenter_soap_text(struct gc_vcenter_soap *s, const char *text)
+{
+	put_escaped(s, text);
 }
 
 void gc_vcenter_soap_open(struct gc_vcenter_soap *s, const char *name, const char *xsi_type)

@@ -49,6 +49,8 @@ void gc_vcenter_soap_begin(struct gc_vcenter_soap *s, const char *method, const 
 			   const char *this_id);
 /* <name>text</name> */
 void gc_vcenter_soap_elem(struct gc_vcenter_soap *s, const char *name, const char *text);
+/* Escaped text inside the element opened last. */
+void gc_vcenter_soap_text(struct gc_vcenter_soap *s, const char *text);
 /* <name> or <name xsi:type="TYPE"> (xsi_type NULL: none), then </name> */
 void gc_vcenter_soap_open(struct gc_vcenter_soap *s, const char *name, const char *xsi_type);
 void gc_vcenter_soap_close(struct gc_vcenter_soap *s, const char *name);
@@ -60,6 +62,10 @@ int gc_vcenter_soap_end(struct gc_vcenter_soap *s, const struct gc_vcenter_conn 
 			struct gc_error *err);
 /* Zero (the Login body holds a password) and free. */
 void gc_vcenter_soap_free(struct gc_vcenter_soap *s);
+
+/* The ReconfigVM_Task body up to (not including) gc_vcenter_soap_end(). */
+void gc_vcenter_reconfig_body(struct gc_vcenter_soap *s, const char *vm_moref,
+			      const struct gc_vcenter_vm_change *change);
 
 /*
  * POST the finished body to /sdk and parse the answer.  On success *doc is
