@@ -1,5 +1,6 @@
 /*
- * ssh.c - the SSH transport over libssh2 (the only file that includes it).
+ * ssh.c - the SSH transport over libssh2 (src/net/ssh*.c are the only files
+ * that include it; host keys live in ssh_hostkey.c).
  *
  * Every session runs in libssh2's non-blocking mode: each libssh2 call that
  * would block returns LIBSSH2_ERROR_EAGAIN and we poll() the socket in the
@@ -8,11 +9,8 @@
  * how a command that trickles output forever still times out, and how a
  * keepalive can be sent while we wait.
  *
- * Host keys: we read the OpenSSH known_hosts file line by line into a
- * libssh2 knownhost collection (lines libssh2 cannot parse - markers,
- * certificates, unknown key types - are skipped, as OpenSSH skips what it
- * does not use) and look up "host" (port 22) or "[host]:port", the names
- * OpenSSH writes, hashed or not.  New keys are appended as one plain line.
+ * The host key is checked (ssh_hostkey.c) right after the handshake and
+ * before any credential is sent.
  *
  * Errors from libssh2 are converted at this boundary: the libssh2 code goes
  * to err->libcode, libssh2_session_last_error()'s text into the message, and
@@ -39,28 +37,7 @@
 
 #include "gc/ssh.h"
 
-#define DEFAULT_CONNECT_MS 10000u
-#define DEFAULT_COMMAND_MS 300000u
-#define SECRET_MAX 4096
-
-struct gc_ssh_conn {
-	int fd;
-	LIBSSH2_SESSION *session;
-	bool alive;
-	bool shut;        /* socket shut down: libssh2 calls fail at once */
-	bool ready;       /* authenticated: keepalives may be sent */
-	char target[300]; /* user@host:port */
-	char *host;
-	unsigned port;
-	unsigned command_ms;
-	unsigned keepalive_s;
-	size_t max_output;
-};
-
-struct gc_ssh_shell {
-	struct gc_ssh_conn *conn;
-	LIBSSH2_CHANNEL *channel;
-};
+#include "ssh_int.h"
 
 static atomic_uint_fast64_t stat_connections;
 static atomic_uint_fast64_t stat_commands;
@@ -99,7 +76,7 @@ static int classify(int rc)
 
 /* Convert libssh2's last error into err; marks the connection dead when the
  * failure is a transport one. */
-static int ssh_fail(struct gc_ssh_conn *c, int rc, const char *what, struct gc_error *err)
+int gc_ssh_fail(struct gc_ssh_conn *c, int rc, const char *what, struct gc_error *err)
 {
 	char *msg = NULL;
 	int msglen = 0;
@@ -212,7 +189,7 @@ static int lib_fail(struct gc_ssh_conn *c, int rc, const char *what, struct gc_e
 		return GC_ETIMEOUT;
 	if (rc == RC_NETFAIL)
 		return GC_ENET;
-	return ssh_fail(c, rc, what, err);
+	return gc_ssh_fail(c, rc, what, err);
 }
 
 /* ---------------------------------------------------------------- TCP */
@@ -284,345 +261,6 @@ static int tcp_connect(struct gc_ssh_conn *c, uint64_t deadline, unsigned ms, st
 	return gc_error_set_errno(err, GC_ENET, last_errno, "ssh %s: cannot connect", c->target);
 }
 
-/* ---------------------------------------------------------------- host keys */
-
-static const char *key_type_name(int type)
-{
-	switch (type) {
-	case LIBSSH2_HOSTKEY_TYPE_RSA:
-		return "ssh-rsa";
-	case LIBSSH2_HOSTKEY_TYPE_DSS:
-		return "ssh-dss";
-	case LIBSSH2_HOSTKEY_TYPE_ECDSA_256:
-		return "ecdsa-sha2-nistp256";
-	case LIBSSH2_HOSTKEY_TYPE_ECDSA_384:
-		return "ecdsa-sha2-nistp384";
-	case LIBSSH2_HOSTKEY_TYPE_ECDSA_521:
-		return "ecdsa-sha2-nistp521";
-	case LIBSSH2_HOSTKEY_TYPE_ED25519:
-		return "ssh-ed25519";
-	}
-	return NULL;
-}
-
-static int known_key_bits(int type)
-{
-	switch (type) {
-	case LIBSSH2_HOSTKEY_TYPE_RSA:
-		return LIBSSH2_KNOWNHOST_KEY_SSHRSA;
-	case LIBSSH2_HOSTKEY_TYPE_DSS:
-		return LIBSSH2_KNOWNHOST_KEY_SSHDSS;
-	case LIBSSH2_HOSTKEY_TYPE_ECDSA_256:
-		return LIBSSH2_KNOWNHOST_KEY_ECDSA_256;
-	case LIBSSH2_HOSTKEY_TYPE_ECDSA_384:
-		return LIBSSH2_KNOWNHOST_KEY_ECDSA_384;
-	case LIBSSH2_HOSTKEY_TYPE_ECDSA_521:
-		return LIBSSH2_KNOWNHOST_KEY_ECDSA_521;
-	case LIBSSH2_HOSTKEY_TYPE_ED25519:
-		return LIBSSH2_KNOWNHOST_KEY_ED25519;
-	}
-	return LIBSSH2_KNOWNHOST_KEY_UNKNOWN;
-}
-
-static void base64(struct gc_buf *b, const unsigned char *p, size_t n, bool pad)
-{
-	static const char tab[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	size_t i;
-
-	for (i = 0; i + 2 < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-
-		gc_buf_putc(b, tab[v >> 18 & 63]);
-		gc_buf_putc(b, tab[v >> 12 & 63]);
-		gc_buf_putc(b, tab[v >> 6 & 63]);
-		gc_buf_putc(b, tab[v & 63]);
-	}
-	if (i < n) {
-		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
-
-		gc_buf_putc(b, tab[v >> 18 & 63]);
-		gc_buf_putc(b, tab[v >> 12 & 63]);
-		if (i + 1 < n)
-			gc_buf_putc(b, tab[v >> 6 & 63]);
-		else if (pad)
-			gc_buf_putc(b, '=');
-		if (pad)
-			gc_buf_putc(b, '=');
-	}
-}
-
-/* The name OpenSSH files a host under: "host" on port 22, else "[host]:port". */
-static void known_hosts_name(char *out, size_t n, const char *host, unsigned port)
-{
-	if (port == 22)
-		snprintf(out, n, "%s", host);
-	else
-		snprintf(out, n, "[%s]:%u", host, port);
-}
-
-static char *default_known_hosts(void)
-{
-	const char *home = getenv("HOME");
-
-	return gc_xasprintf("%s/.ssh/known_hosts", home && *home ? home : ".");
-}
-
-/* Load the file into kh, skipping lines libssh2 cannot use. A missing file is empty. */
-static int load_known_hosts(LIBSSH2_KNOWNHOSTS *kh, const char *path, struct gc_error *err)
-{
-	char *text = NULL, *line, *next;
-	struct gc_error e = GC_ERROR_INIT;
-
-	if (access(path, F_OK) != 0 && errno == ENOENT)
-		return 0;
-	if (gc_read_file(&text, NULL, path, (size_t)64 << 20, &e) < 0)
-		return gc_error_set(err, GC_EIO, "known_hosts: %s", e.msg);
-	for (line = text; line != NULL && *line != '\0'; line = next) {
-		size_t len;
-
-		next = strchr(line, '\n');
-		len = next ? (size_t)(next - line) : strlen(line);
-		if (next)
-			*next++ = '\0';
-		while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
-			line[--len] = '\0';
-		if (len == 0 || line[0] == '#' || line[0] == '@')
-			continue;
-		(void)libssh2_knownhost_readline(kh, line, len, LIBSSH2_KNOWNHOST_FILE_OPENSSH);
-	}
-	free(text);
-	return 0;
-}
-
-static int mkdirs(char *path, mode_t mode)
-{
-	char *p;
-
-	for (p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, mode) < 0 && errno != EEXIST) {
-			*p = '/';
-			return -1;
-		}
-		*p = '/';
-	}
-	return 0;
-}
-
-static int append_known_host(const char *path, const char *name, const char *type,
-			     const char *key64, struct gc_error *err)
-{
-	char *dir = gc_xstrdup(path);
-	struct gc_buf line = GC_BUF_INIT;
-	struct stat st;
-	int fd, rc = 0;
-
-	if (mkdirs(dir, 0700) < 0) {
-		rc = gc_error_set_errno(err, GC_EIO, errno, "cannot create the directory of '%s'",
-					path);
-		goto out;
-	}
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		rc = gc_error_set_errno(err, GC_EIO, errno, "cannot open '%s'", path);
-		goto out;
-	}
-	flock(fd, LOCK_EX);
-	if (fstat(fd, &st) == 0 && st.st_size > 0) {
-		/* keep the file line-structured if its last line had no newline */
-		int rfd = open(path, O_RDONLY | O_CLOEXEC);
-		char last = '\n';
-
-		if (rfd >= 0) {
-			if (pread(rfd, &last, 1, st.st_size - 1) != 1)
-				last = '\n';
-			close(rfd);
-		}
-		if (last != '\n')
-			gc_buf_putc(&line, '\n');
-	}
-	gc_buf_printf(&line, "%s %s %s\n", name, type, key64);
-	if (write(fd, line.ptr, line.len) != (ssize_t)line.len)
-		rc = gc_error_set_errno(err, GC_EIO, errno, "cannot append to '%s'", path);
-	if (fsync(fd) < 0 && rc == 0)
-		rc = gc_error_set_errno(err, GC_EIO, errno, "cannot sync '%s'", path);
-	close(fd);
-out:
-	gc_buf_free(&line);
-	free(dir);
-	return rc;
-}
-
-/* Host key algorithms of libssh2 and the key type each one proves. */
-static int alg_key_type(const char *alg)
-{
-	static const struct {
-		const char *alg;
-		int type;
-	} map[] = {
-		{"ssh-ed25519", LIBSSH2_HOSTKEY_TYPE_ED25519},
-		{"ecdsa-sha2-nistp256", LIBSSH2_HOSTKEY_TYPE_ECDSA_256},
-		{"ecdsa-sha2-nistp384", LIBSSH2_HOSTKEY_TYPE_ECDSA_384},
-		{"ecdsa-sha2-nistp521", LIBSSH2_HOSTKEY_TYPE_ECDSA_521},
-		{"rsa-sha2-512", LIBSSH2_HOSTKEY_TYPE_RSA},
-		{"rsa-sha2-256", LIBSSH2_HOSTKEY_TYPE_RSA},
-		{"ssh-rsa", LIBSSH2_HOSTKEY_TYPE_RSA},
-		{"ssh-dss", LIBSSH2_HOSTKEY_TYPE_DSS},
-	};
-	size_t i;
-
-	for (i = 0; i < GC_ARRAY_LEN(map); i++)
-		if (strcmp(alg, map[i].alg) == 0)
-			return map[i].type;
-	return LIBSSH2_HOSTKEY_TYPE_UNKNOWN;
-}
-
-/* Is there an entry for name with a key of this type?  A dummy key of the
- * type gives MISMATCH exactly when one exists. */
-static bool known_type(LIBSSH2_KNOWNHOSTS *kh, const char *name, int type)
-{
-	struct libssh2_knownhost *found = NULL;
-
-	return libssh2_knownhost_check(kh, name, "-", 1,
-				       LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW |
-					       known_key_bits(type),
-				       &found) == LIBSSH2_KNOWNHOST_CHECK_MISMATCH;
-}
-
-/* The name of another key type recorded for name, or NULL. */
-static const char *other_known_type(LIBSSH2_KNOWNHOSTS *kh, const char *name, int type)
-{
-	static const int types[] = {LIBSSH2_HOSTKEY_TYPE_ED25519, LIBSSH2_HOSTKEY_TYPE_ECDSA_256,
-				    LIBSSH2_HOSTKEY_TYPE_ECDSA_384, LIBSSH2_HOSTKEY_TYPE_ECDSA_521,
-				    LIBSSH2_HOSTKEY_TYPE_RSA, LIBSSH2_HOSTKEY_TYPE_DSS};
-	size_t i;
-
-	for (i = 0; i < GC_ARRAY_LEN(types); i++)
-		if (types[i] != type && known_type(kh, name, types[i]))
-			return key_type_name(types[i]);
-	return NULL;
-}
-
-/*
- * Load known_hosts and, like OpenSSH, ask first for the host key types
- * already recorded for this host: libssh2's own order prefers ECDSA, and a
- * host known by its ed25519 key would otherwise look unknown.
- */
-static int load_and_prefer(struct gc_ssh_conn *c, LIBSSH2_KNOWNHOSTS **khp, const char *path,
-			   struct gc_error *err)
-{
-	LIBSSH2_KNOWNHOSTS *kh = libssh2_knownhost_init(c->session);
-	struct gc_buf first = GC_BUF_INIT, rest = GC_BUF_INIT;
-	const char **algs = NULL;
-	char name[300];
-	int n, i, rc;
-
-	if (kh == NULL)
-		return ssh_fail(c, LIBSSH2_ERROR_ALLOC, "known_hosts", err);
-	if ((rc = load_known_hosts(kh, path, err)) < 0) {
-		libssh2_knownhost_free(kh);
-		return rc;
-	}
-	*khp = kh;
-	known_hosts_name(name, sizeof(name), c->host, c->port);
-	n = libssh2_session_supported_algs(c->session, LIBSSH2_METHOD_HOSTKEY, &algs);
-	for (i = 0; i < n; i++) {
-		int type = alg_key_type(algs[i]);
-		struct gc_buf *b = known_type(kh, name, type) ? &first : &rest;
-
-		if (type == LIBSSH2_HOSTKEY_TYPE_UNKNOWN)
-			continue; /* certificates: not used */
-		gc_buf_printf(b, "%s%s", b->len ? "," : "", algs[i]);
-	}
-	if (first.len > 0) {
-		if (rest.len > 0)
-			gc_buf_printf(&first, ",%s", gc_buf_str(&rest));
-		libssh2_session_method_pref(c->session, LIBSSH2_METHOD_HOSTKEY, gc_buf_str(&first));
-	}
-	if (n > 0)
-		libssh2_free(c->session, algs);
-	gc_buf_free(&first);
-	gc_buf_free(&rest);
-	return 0;
-}
-
-static int check_host_key(struct gc_ssh_conn *c, const struct gc_ssh_opts *o,
-			  LIBSSH2_KNOWNHOSTS *kh, const char *path, struct gc_error *err)
-{
-	struct libssh2_knownhost *found = NULL;
-	const char *key, *tname, *hash;
-	char name[300];
-	struct gc_buf fp = GC_BUF_INIT, key64 = GC_BUF_INIT;
-	const char *other;
-	size_t len = 0;
-	int type = 0, rc = 0, check;
-
-	key = libssh2_session_hostkey(c->session, &len, &type);
-	hash = libssh2_hostkey_hash(c->session, LIBSSH2_HOSTKEY_HASH_SHA256);
-	tname = key_type_name(type);
-	if (key == NULL || hash == NULL || tname == NULL) {
-		rc = ssh_fail(c, LIBSSH2_ERROR_HOSTKEY_INIT, "reading the host key", err);
-		goto out;
-	}
-	gc_buf_puts(&fp, "SHA256:");
-	base64(&fp, (const unsigned char *)hash, 32, false);
-	base64(&key64, (const unsigned char *)key, len, true);
-	known_hosts_name(name, sizeof(name), c->host, c->port);
-
-	check = libssh2_knownhost_check(kh, name, key, len,
-					LIBSSH2_KNOWNHOST_TYPE_PLAIN | LIBSSH2_KNOWNHOST_KEYENC_RAW |
-						known_key_bits(type),
-					&found);
-	switch (check) {
-	case LIBSSH2_KNOWNHOST_CHECK_MATCH:
-		break;
-	case LIBSSH2_KNOWNHOST_CHECK_MISMATCH:
-		rc = gc_error_set(err, GC_EHOSTKEY,
-				  "HOST KEY CHANGED for '%s': it now offers %s key %s, which does "
-				  "not match the key recorded for '%s' in '%s'. Someone may be "
-				  "intercepting the connection, or the host was reinstalled. "
-				  "Refusing to connect (trusting new keys never replaces a known "
-				  "one); if the change is expected, remove the old entry with: "
-				  "ssh-keygen -R '%s' -f '%s'",
-				  c->host, tname, gc_buf_str(&fp), name, path, name, path);
-		break;
-	case LIBSSH2_KNOWNHOST_CHECK_NOTFOUND:
-		if ((other = other_known_type(kh, name, type)) != NULL) {
-			/* a known host offering a new key type: not a new host */
-			rc = gc_error_set(err, GC_EHOSTKEY,
-					  "HOST KEY CHANGED for '%s': '%s' records a %s key for "
-					  "'%s', but the host offered only %s key %s. Refusing to "
-					  "connect (trusting new keys applies to new hosts only); if "
-					  "the change is expected, remove the old entry with: "
-					  "ssh-keygen -R '%s' -f '%s'",
-					  c->host, path, other, name, tname, gc_buf_str(&fp), name,
-					  path);
-			break;
-		}
-		if (!o->trust_new_host_keys) {
-			rc = gc_error_set(err, GC_EHOSTKEY,
-					  "host key of '%s' is not known: %s key %s is not in '%s' "
-					  "under '%s'; if this is the right host, trust it with "
-					  "'ssh.trust_new_host_keys: true' in the spec or "
-					  "--trust-new-host-keys",
-					  c->host, tname, gc_buf_str(&fp), path, name);
-			break;
-		}
-		rc = append_known_host(path, name, tname, gc_buf_str(&key64), err);
-		break;
-	default:
-		rc = ssh_fail(c, LIBSSH2_ERROR_HOSTKEY_INIT, "checking the host key", err);
-		break;
-	}
-out:
-	gc_buf_free(&fp);
-	gc_buf_free(&key64);
-	return rc;
-}
-
 /* ---------------------------------------------------------------- authentication */
 
 /* Reads a secret into a fixed buffer (no reallocations leaving copies behind). */
@@ -689,7 +327,7 @@ static int auth_agent(struct gc_ssh_conn *c, const char *user, uint64_t deadline
 	int rc;
 
 	if (agent == NULL)
-		return ssh_fail(c, LIBSSH2_ERROR_ALLOC, "ssh-agent", err);
+		return gc_ssh_fail(c, LIBSSH2_ERROR_ALLOC, "ssh-agent", err);
 	if (libssh2_agent_connect(agent) != 0) {
 		rc = gc_error_set(err, GC_EAUTH, "ssh %s: cannot reach ssh-agent (is SSH_AUTH_SOCK set?)",
 				  c->target);
@@ -777,7 +415,7 @@ static int authenticate(struct gc_ssh_conn *c, const struct gc_ssh_opts *o, uint
 			goto out;
 		}
 		if (classify(r) != GC_EAUTH) {
-			rc = ssh_fail(c, r, "public key authentication", err);
+			rc = gc_ssh_fail(c, r, "public key authentication", err);
 			goto out;
 		}
 		gc_buf_printf(&tried, "%skey file '%s'", tried.len ? ", " : "", o->key_file);
@@ -803,7 +441,7 @@ static int authenticate(struct gc_ssh_conn *c, const struct gc_ssh_opts *o, uint
 			goto out;
 		}
 		if (classify(r) != GC_EAUTH) {
-			rc = ssh_fail(c, r, "password authentication", err);
+			rc = gc_ssh_fail(c, r, "password authentication", err);
 			goto out;
 		}
 		if (o->password_env != NULL)
@@ -871,8 +509,8 @@ int gc_ssh_connect(struct gc_ssh_conn **out, const struct gc_ssh_opts *o, struct
 	libssh2_session_set_blocking(c->session, 0);
 	if (c->keepalive_s > 0)
 		libssh2_keepalive_config(c->session, 1, c->keepalive_s);
-	path = o->known_hosts ? gc_xstrdup(o->known_hosts) : default_known_hosts();
-	if ((rc = load_and_prefer(c, &kh, path, err)) < 0)
+	path = o->known_hosts ? gc_xstrdup(o->known_hosts) : gc_ssh_default_known_hosts();
+	if ((rc = gc_ssh_load_known_hosts(c, &kh, path, err)) < 0)
 		goto fail;
 	SSH_RETRY(c, rc, libssh2_session_handshake(c->session, c->fd), deadline, err, "handshake",
 		  ms);
@@ -881,7 +519,7 @@ int gc_ssh_connect(struct gc_ssh_conn **out, const struct gc_ssh_opts *o, struct
 		goto fail;
 	}
 	/* The host key is checked before a credential is sent. */
-	if ((rc = check_host_key(c, o, kh, path, err)) < 0)
+	if ((rc = gc_ssh_check_host_key(c, o, kh, path, err)) < 0)
 		goto fail;
 	libssh2_knownhost_free(kh);
 	kh = NULL;
@@ -962,7 +600,7 @@ static LIBSSH2_CHANNEL *open_channel(struct gc_ssh_conn *c, uint64_t deadline, u
 			return ch;
 		}
 		if (libssh2_session_last_errno(c->session) != LIBSSH2_ERROR_EAGAIN) {
-			*rcp = ssh_fail(c, libssh2_session_last_errno(c->session),
+			*rcp = gc_ssh_fail(c, libssh2_session_last_errno(c->session),
 					"opening a channel", err);
 			return NULL;
 		}
@@ -1040,7 +678,7 @@ int gc_ssh_exec(struct gc_ssh_conn *c, const char *command, struct gc_ssh_result
 				sink_put(stream ? &errs : &out, chunk, (size_t)n, c->max_output);
 				progress = true;
 			} else if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) {
-				rc = ssh_fail(c, (int)n, "reading command output", err);
+				rc = gc_ssh_fail(c, (int)n, "reading command output", err);
 				goto fail;
 			}
 		}
@@ -1162,7 +800,7 @@ int gc_ssh_shell_write(struct gc_ssh_shell *s, const char *data, size_t n, struc
 			continue;
 		}
 		if (w != LIBSSH2_ERROR_EAGAIN && w != 0)
-			return ssh_fail(c, (int)w, "writing to the shell", err);
+			return gc_ssh_fail(c, (int)w, "writing to the shell", err);
 		w = wait_socket(c, deadline, err);
 		if (w == GC_ETIMEOUT)
 			return timeout_fail(c, "writing to the shell", ms, err);
@@ -1187,7 +825,7 @@ ssize_t gc_ssh_shell_read(struct gc_ssh_shell *s, char *buf, size_t n, int timeo
 		if (r > 0)
 			return r;
 		if (r < 0 && r != LIBSSH2_ERROR_EAGAIN)
-			return ssh_fail(c, (int)r, "reading from the shell", err);
+			return gc_ssh_fail(c, (int)r, "reading from the shell", err);
 		if (libssh2_channel_eof(s->channel))
 			return gc_error_set(err, GC_ENET, "ssh %s: the remote closed the shell",
 					    c->target);

@@ -1,0 +1,50 @@
+/*
+ * ssh_int.h - private to src/net: the connection struct and what ssh.c and
+ * ssh_hostkey.c share.  Nothing outside src/net includes this.
+ */
+#ifndef GC_NET_SSH_INT_H
+#define GC_NET_SSH_INT_H
+
+#include <stdbool.h>
+#include <libssh2.h>
+
+#include "gc/ssh.h"
+
+#define DEFAULT_CONNECT_MS 10000u
+#define DEFAULT_COMMAND_MS 300000u
+#define SECRET_MAX 4096
+
+struct gc_ssh_conn {
+	int fd;
+	LIBSSH2_SESSION *session;
+	bool alive;
+	bool shut;        /* socket shut down: libssh2 calls fail at once */
+	bool ready;       /* authenticated: keepalives may be sent */
+	char target[300]; /* user@host:port */
+	char *host;
+	unsigned port;
+	unsigned command_ms;
+	unsigned keepalive_s;
+	size_t max_output;
+};
+
+struct gc_ssh_shell {
+	struct gc_ssh_conn *conn;
+	LIBSSH2_CHANNEL *channel;
+};
+
+/* Convert libssh2's last error into err (ssh.c); marks the connection dead
+ * when the failure is a transport one. */
+int gc_ssh_fail(struct gc_ssh_conn *c, int rc, const char *what, struct gc_error *err);
+/* $HOME/.ssh/known_hosts (caller frees). */
+char *gc_ssh_default_known_hosts(void);
+/* Read known_hosts into *khp and prefer, in the handshake, the key types it
+ * already records for this host (as OpenSSH does). */
+int gc_ssh_load_known_hosts(struct gc_ssh_conn *c, LIBSSH2_KNOWNHOSTS **khp, const char *path,
+			    struct gc_error *err);
+/* Check the server's host key against known_hosts, trusting new keys only on
+ * opt-in and refusing changed ones always (ssh_hostkey.c). */
+int gc_ssh_check_host_key(struct gc_ssh_conn *c, const struct gc_ssh_opts *o,
+			  LIBSSH2_KNOWNHOSTS *kh, const char *path, struct gc_error *err);
+
+#endif
