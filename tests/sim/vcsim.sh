@@ -2,7 +2,8 @@
 # vcsim.sh - the lab's vCenter: govmomi's simulator on loopback with TLS.
 #
 #   tests/sim/vcsim.sh build              # once; cached; needs no network
-#   tests/sim/vcsim.sh start [--port P] [--method-delay M:ms,...]
+#   tests/sim/vcsim.sh start [--port P] [--vms N] [--method-delay M:ms,...]
+#                 (--vms: VMs per resource pool; the default model has 2 pools)
 #   tests/sim/vcsim.sh stop | status | env
 #
 # Built from Debian 12's golang-github-vmware-govmomi-dev with Debian's Go in
@@ -29,7 +30,7 @@ main_go=$root/tests/sim/vcsim/main.go
 die() { echo "vcsim: $*" >&2; exit 1; }
 
 usage() {
-	echo "usage: tests/sim/vcsim.sh build | start [--port P] [--method-delay M:ms,...] | stop | status | env" >&2
+	echo "usage: tests/sim/vcsim.sh build | start [--port P] [--vms N] [--method-delay M:ms,...] | stop | status | env" >&2
 	exit 2
 }
 
@@ -91,11 +92,12 @@ make_password() {
 }
 
 start() {
-	local delay="" pid i
+	local delay="" vms="" pid i
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--port) port=${2:?}; shift 2 ;;
 		--method-delay) delay=${2:?}; shift 2 ;;
+		--vms) vms=${2:?}; shift 2 ;;
 		*) usage ;;
 		esac
 	done
@@ -112,15 +114,16 @@ start() {
 	set -- -l "127.0.0.1:$port" -tlscert "$lab/server.crt" -tlskey "$lab/server.key" \
 		-username "$user" -password-file "$lab/password"
 	[ -n "$delay" ] && set -- "$@" -method-delay "$delay"
+	case $vms in '' | *[!0-9]*) [ -z "$vms" ] || die "bad --vms '$vms'" ;; *) set -- "$@" -vm "$vms" ;; esac
 	setsid "$bindir/vcsim" "$@" >"$lab/vcsim.out" 2>"$lab/vcsim.log" </dev/null &
 	echo $! >"$lab/vcsim.pid"
-	for i in $(seq 1 100); do
+	for i in $(seq 1 600); do
 		grep -q '^export GOVC_URL=' "$lab/vcsim.out" 2>/dev/null && return 0
 		kill -0 "$(cat "$lab/vcsim.pid")" 2>/dev/null ||
 			die "exited at start: $(tail -n 3 "$lab/vcsim.log")"
 		sleep 0.1
 	done
-	die "not listening after 10 s (see $lab/vcsim.log)"
+	die "not listening after 60 s (see $lab/vcsim.log)"
 }
 
 stop() {

@@ -21,6 +21,11 @@ int sh(const char *fmt, ...)
 
 int vcsim_start(struct vcsim *v, const char *leaf, unsigned port)
 {
+	return vcsim_start_args(v, leaf, port, "");
+}
+
+int vcsim_start_args(struct vcsim *v, const char *leaf, unsigned port, const char *args)
+{
 	struct gc_error err = GC_ERROR_INIT;
 	char *pw = NULL;
 
@@ -32,8 +37,8 @@ int vcsim_start(struct vcsim *v, const char *leaf, unsigned port)
 	snprintf(v->ca_file, sizeof(v->ca_file), "%s/ca.crt", v->dir);
 	snprintf(v->password_file, sizeof(v->password_file), "%s/password", v->dir);
 	vcsim_stop(v);
-	if (sh("GC_VCSIM_DIR='%s' '%s/tests/sim/vcsim.sh' start --port %u", v->dir,
-	       GC_SOURCE_DIR, port) != 0)
+	if (sh("GC_VCSIM_DIR='%s' '%s/tests/sim/vcsim.sh' start --port %u %s", v->dir,
+	       GC_SOURCE_DIR, port, args) != 0)
 		return -1;
 	if (gc_read_file(&pw, NULL, v->password_file, sizeof(v->password) - 1, &err) < 0)
 		return -1;

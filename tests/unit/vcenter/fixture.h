@@ -20,6 +20,8 @@ struct vcsim {
 
 /* Start vcsim in GC_BINARY_DIR/<leaf> on port; 0 on success. */
 int vcsim_start(struct vcsim *v, const char *leaf, unsigned port);
+/* The same with extra arguments for `vcsim.sh start` (e.g. "--vms 500"). */
+int vcsim_start_args(struct vcsim *v, const char *leaf, unsigned port, const char *args);
 void vcsim_stop(const struct vcsim *v);
 /* system() of a formatted command. */
 int sh(const char *fmt, ...) GC_PRINTF(1, 2);
