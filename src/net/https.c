@@ -96,6 +96,9 @@ static int curl_fail(struct gc_https *h, CURLcode rc, const char *what, struct g
 		r = gc_error_set(err, code, "%s: certificate not trusted: %s", h->target,
 				 detail(h, rc));
 		goto out;
+	case CURLE_FILESIZE_EXCEEDED: /* Content-Length over the cap: nothing read */
+		h->overflow = true;
+		/* fall through */
 	case CURLE_WRITE_ERROR:
 		if (h->overflow) {
 			code = GC_ENOMEM;

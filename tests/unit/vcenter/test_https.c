@@ -252,9 +252,19 @@ static void test_response_cap(void **state)
 	struct gc_https *h = NULL;
 	struct gc_https_response r;
 
+	struct gc_https_request q = {.method = "POST", .path = "/sdk", .body = "x",
+				     .body_len = 1, .content_type = "text/xml"};
+
 	assert_int_equal(gc_https_new(&h, &o, &err), 0);
+	/* streamed (chunked): stopped when the cap is crossed */
 	assert_int_equal(get(h, "/about", &r, &err), GC_ENOMEM);
 	assert_string_equal(err.msg, "https (https://127.0.0.1:8991): GET /about: "
+				     "response larger than 100 bytes");
+	/* announced (a 538-byte SOAP fault with Content-Length): refused up front */
+	gc_error_clear(&err);
+	assert_int_equal(gc_https_request(h, &q, &r, &err), GC_ENOMEM);
+	assert_int_equal(err.libcode, 63); /* CURLE_FILESIZE_EXCEEDED */
+	assert_string_equal(err.msg, "https (https://127.0.0.1:8991): POST /sdk: "
 				     "response larger than 100 bytes");
 	gc_https_free(h);
 }
