@@ -313,6 +313,23 @@ static int read_section(struct gc_esxi_facts *f, int sec, const char *text, size
 	return 0;
 }
 
+/* The n of "@@gc:<token>:<n>", read within its length (the output is not
+ * NUL-terminated): 1-3 digits, else -1. */
+static int marker_number(const char *tag, size_t len)
+{
+	int v = 0;
+	size_t i;
+
+	if (len == 0 || len > 3)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (tag[i] < '0' || tag[i] > '9')
+			return -1;
+		v = v * 10 + (tag[i] - '0');
+	}
+	return v;
+}
+
 int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, const char *text,
 			      size_t len, struct gc_error *err)
 {
@@ -322,6 +339,7 @@ int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, cons
 	char prefix[64];
 	size_t plen;
 	int sec = 0;
+	unsigned seen = 0; /* each section once: a repeat would be read twice */
 	bool failed = false, done = false;
 
 	memset(&f, 0, sizeof(f));
@@ -345,7 +363,7 @@ int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, cons
 			if (tlen == 3 && memcmp(tag, "end", 3) == 0)
 				done = true;
 			else
-				newsec = atoi(tag);
+				newsec = marker_number(tag, tlen);
 			/* close the running section */
 			if (sec > 0) {
 				size_t slen = (size_t)(p - sec_start);
@@ -365,6 +383,12 @@ int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, cons
 				gc_esxi_facts_free(&f);
 				return gc_error_set(err, GC_EREMOTE, "unexpected observation marker");
 			}
+			if (!done && (seen & (1u << sec)) != 0) {
+				gc_esxi_facts_free(&f);
+				return gc_error_set(err, GC_EREMOTE, "observation section %d repeated", sec);
+			}
+			if (!done)
+				seen |= 1u << sec;
 		}
 		p = next;
 	}

@@ -156,6 +156,34 @@ static void test_garbage_section_is_remote_error(void **state)
 			    "'esxcli --formatter=xml software vib list': esxcli XML has no <output><root>");
 }
 
+/* Found by fuzz_esxi_observe: a repeated section made the second read
+ * append past the array the first one sized. */
+static void test_repeated_section_is_refused(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_facts f;
+	const char *sec = "@@gc:K:5\n<output><root><list><structure>"
+			  "<field name=\"DeviceID\"><string>0000:3b:00.0</string></field>"
+			  "</structure></list></root></output>\n";
+	char *text = gc_xasprintf("%s%s@@gc:K:end\n", sec, sec);
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", text, strlen(text), &err), GC_EREMOTE);
+	assert_string_equal(err.msg, "observation section 5 repeated");
+	free(text);
+}
+
+/* Found by fuzz_esxi_observe: the marker number was read with atoi() past
+ * the end of the (not NUL-terminated) output. */
+static void test_marker_number_within_its_bytes(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_facts f;
+	const char text[] = {'@', '@', 'g', 'c', ':', 'K', ':', '1', '2', '3', '4'};
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", text, sizeof(text), &err), GC_EREMOTE);
+	assert_string_equal(err.msg, "unexpected observation marker");
+}
+
 static void test_version_forms(void **state)
 {
 	struct gc_error err = GC_ERROR_INIT;
@@ -177,6 +205,8 @@ int main(void)
 		cmocka_unit_test(test_cut_short_is_retryable),
 		cmocka_unit_test(test_failed_sections),
 		cmocka_unit_test(test_garbage_section_is_remote_error),
+		cmocka_unit_test(test_repeated_section_is_refused),
+		cmocka_unit_test(test_marker_number_within_its_bytes),
 		cmocka_unit_test(test_version_forms),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
