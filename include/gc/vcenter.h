@@ -192,6 +192,27 @@ int gc_vcenter_reconfigure(struct gc_vcenter_conn *vc, const char *vm_moref,
 int gc_vcenter_task_wait(struct gc_vcenter_conn *vc, const char *task, const char *what,
 			 unsigned timeout_ms, struct gc_error *err);
 
+/* ---------------------------------------------------------------- REST session */
+
+/*
+ * Open a REST (vSphere Automation) session beside the SOAP one: POST
+ * /api/session with HTTP Basic credentials (the password read again from
+ * opts), falling back to /rest/com/vmware/cis/session when /api answers 404.
+ * 401 is GC_EAUTH naming the vCenter and the user.  The session id is kept
+ * in the connection only, sent as `vmware-api-session-id`, never in errors;
+ * gc_vcenter_free() logs it out too.
+ */
+int gc_vcenter_rest_login(struct gc_vcenter_conn *vc, const struct gc_vcenter_opts *opts,
+			  struct gc_error *err);
+/* One REST request with the session header ("GET", "/api/vcenter/vm").
+ * Same rules as gc_https_request(): 401 is GC_EAUTH. */
+int gc_vcenter_rest(struct gc_vcenter_conn *vc, const char *method, const char *path,
+		    struct gc_https_response *resp, struct gc_error *err);
+/* DELETE the session; 0 when there was none. */
+int gc_vcenter_rest_logout(struct gc_vcenter_conn *vc, struct gc_error *err);
+/* "/api" or "/rest" while a REST session is open, else NULL. */
+const char *gc_vcenter_rest_flavour(const struct gc_vcenter_conn *vc);
+
 /* ---------------------------------------------------------------- counters */
 
 /* SOAP calls of method (e.g. "RetrievePropertiesEx") sent on this connection. */

@@ -22,7 +22,6 @@
 #include "gc/spec.h"
 #include "soap.h"
 
-#define SECRET_MAX 1024
 #define BOOTSTRAP_API_VERSION "6.5"
 
 void gc_vcenter_opts_from_spec(struct gc_vcenter_opts *out, const struct gc_vcenter *vc,
@@ -39,8 +38,8 @@ void gc_vcenter_opts_from_spec(struct gc_vcenter_opts *out, const struct gc_vcen
 	}
 }
 
-static int read_password(char *out, const struct gc_vcenter_opts *o, const char *target,
-			 struct gc_error *err)
+int gc_vcenter_read_password(char *out, const struct gc_vcenter_opts *o, const char *target,
+			     struct gc_error *err)
 {
 	char *file = NULL;
 	size_t len = 0;
@@ -54,7 +53,7 @@ static int read_password(char *out, const struct gc_vcenter_opts *o, const char 
 					    "%s: password environment variable '%s' is not set",
 					    target, o->password_env);
 		len = strlen(v);
-		if (len >= SECRET_MAX)
+		if (len >= GC_VCENTER_SECRET_MAX)
 			return gc_error_set(err, GC_EINVAL, "%s: password in '%s' is too long",
 					    target, o->password_env);
 		memcpy(out, v, len + 1);
@@ -62,13 +61,13 @@ static int read_password(char *out, const struct gc_vcenter_opts *o, const char 
 	}
 	if (o->password_file == NULL)
 		return gc_error_set(err, GC_EINVAL, "%s: no password_env or password_file", target);
-	if (gc_read_file(&file, &len, o->password_file, SECRET_MAX, err) < 0) {
+	if (gc_read_file(&file, &len, o->password_file, GC_VCENTER_SECRET_MAX, err) < 0) {
 		gc_error_prefix(err, "%s: password file: ", target);
 		return err ? err->code : GC_EIO;
 	}
 	if (len > 0 && file[len - 1] == '\n')
 		file[--len] = '\0';
-	if (len >= SECRET_MAX)
+	if (len >= GC_VCENTER_SECRET_MAX)
 		rc = gc_error_set(err, GC_EINVAL, "%s: password in '%s' is too long", target,
 				  o->password_file);
 	else
@@ -125,13 +124,13 @@ static int login(struct gc_vcenter_conn *vc, const struct gc_vcenter_opts *o,
 {
 	struct gc_error lerr = GC_ERROR_INIT;
 	struct gc_vcenter_soap s;
-	char secret[SECRET_MAX];
+	char secret[GC_VCENTER_SECRET_MAX];
 	char cookie[8];
 	xmlDocPtr doc = NULL;
 	xmlNodePtr ret;
 	int rc;
 
-	rc = read_password(secret, o, vc->target, err);
+	rc = gc_vcenter_read_password(secret, o, vc->target, err);
 	if (rc < 0)
 		return rc;
 	gc_vcenter_soap_begin(&s, "Login", "SessionManager", vc->session_manager);
@@ -222,8 +221,10 @@ void gc_vcenter_free(struct gc_vcenter_conn *vc)
 {
 	if (vc == NULL)
 		return;
-	if (vc->https != NULL)
+	if (vc->https != NULL) {
+		gc_vcenter_rest_logout(vc, NULL);
 		gc_vcenter_logout(vc, NULL);
+	}
 	gc_https_free(vc->https);
 	free(vc);
 }

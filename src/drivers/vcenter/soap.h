@@ -14,6 +14,7 @@
 #include "gc/vcenter.h"
 
 #define GC_VCENTER_METHODS_MAX 32
+#define GC_VCENTER_SECRET_MAX 1024
 
 struct gc_vcenter_conn {
 	struct gc_https *https;
@@ -25,11 +26,17 @@ struct gc_vcenter_conn {
 	char root_folder[128];
 	bool logged_in;
 	char last_fault[512];      /* "faultstring (FaultType)" of the last fault */
+	char rest_base[8];         /* "/api" | "/rest" | "" (no REST session) */
+	char rest_token[256];      /* the REST session id: a secret, zeroed at logout */
 	struct {
 		char method[48];
 		uint64_t n;
 	} calls[GC_VCENTER_METHODS_MAX];
 };
+
+/* The password named by o (env or file), into out[GC_VCENTER_SECRET_MAX]. */
+int gc_vcenter_read_password(char *out, const struct gc_vcenter_opts *o, const char *target,
+			     struct gc_error *err);
 
 /*
  * A request body under construction:

@@ -311,6 +311,58 @@ static void test_logout_ends_the_session(void **state)
 	gc_vcenter_free(vc);
 }
 
+/* vcsim 0.24 has no /api: the login falls back to /rest.  Its /rest checks
+ * only that user and password are non-empty, so a wrong password cannot be
+ * refused there; an empty one can. */
+static void test_rest_session(void **state)
+{
+	struct gc_vcenter_opts o = lab_opts();
+	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_https_response r;
+	struct gc_https_stats st;
+
+	assert_null(gc_vcenter_rest_flavour(vc));
+	assert_int_equal(gc_vcenter_rest(vc, "GET", "/rest/com/vmware/cis/session", &r, &err),
+			 GC_EAUTH);
+	assert_string_equal(err.msg, "vCenter (https://127.0.0.1:8992): GET "
+				     "/rest/com/vmware/cis/session: no REST session");
+	gc_error_clear(&err);
+	assert_int_equal(gc_vcenter_rest_login(vc, &o, &err), 0);
+	assert_string_equal(gc_vcenter_rest_flavour(vc), "/rest");
+	gc_vcenter_https_stats(vc, &st);
+	/* RetrieveServiceContent, Login, POST /api/session (404), POST /rest/... */
+	assert_int_equal(st.requests, 4);
+	assert_int_equal(st.connections, 1);
+	assert_int_equal(gc_vcenter_rest(vc, "GET", "/rest/com/vmware/cis/session", &r, &err), 0);
+	assert_int_equal(r.status, 200);
+	assert_memory_equal(r.body, "{\"value\":{\"user\":\"gcadmin\",", 27);
+	gc_https_response_free(&r);
+	assert_int_equal(gc_vcenter_rest_logout(vc, &err), 0);
+	assert_null(gc_vcenter_rest_flavour(vc));
+	assert_int_equal(gc_vcenter_rest_logout(vc, &err), 0); /* none: nothing sent */
+	gc_vcenter_https_stats(vc, &st);
+	assert_int_equal(st.requests, 6);
+	gc_vcenter_free(vc);
+}
+
+static void test_rest_login_refused(void **state)
+{
+	struct gc_vcenter_opts o = lab_opts();
+	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_error err = GC_ERROR_INIT;
+
+	setenv("GC_TEST_VC_EMPTY", "", 1);
+	o.password_file = NULL;
+	o.password_env = "GC_TEST_VC_EMPTY";
+	assert_int_equal(gc_vcenter_rest_login(vc, &o, &err), GC_EAUTH);
+	assert_string_equal(err.msg, "vCenter (https://127.0.0.1:8992): REST login as 'gcadmin' "
+				     "refused (401 on /rest/com/vmware/cis/session)");
+	assert_null(gc_vcenter_rest_flavour(vc));
+	unsetenv("GC_TEST_VC_EMPTY");
+	gc_vcenter_free(vc);
+}
+
 static void test_opts_from_spec(void **state)
 {
 	struct gc_vcenter v = {0};
@@ -342,6 +394,8 @@ int main(void)
 		cmocka_unit_test(test_observe_default_inventory),
 		cmocka_unit_test(test_one_round_trip_for_all_vms),
 		cmocka_unit_test(test_logout_ends_the_session),
+		cmocka_unit_test(test_rest_session),
+		cmocka_unit_test(test_rest_login_refused),
 		cmocka_unit_test(test_opts_from_spec),
 	};
 
