@@ -51,10 +51,12 @@ struct gc_error {
 #else
 #define GC_PRINTF(a, b)
 #endif
+/* For the va_list variants: the format is argument a, checked at their callers. */
+#define GC_VPRINTF(a) GC_PRINTF(a, 0)
 
 /* Set err (if not already set) and return code. err may be NULL. */
 int gc_error_set(struct gc_error *err, int code, const char *fmt, ...) GC_PRINTF(3, 4);
-int gc_error_setv(struct gc_error *err, int code, const char *fmt, va_list ap);
+int gc_error_setv(struct gc_error *err, int code, const char *fmt, va_list ap) GC_VPRINTF(3);
 /* Like gc_error_set, also records errno. */
 int gc_error_set_errno(struct gc_error *err, int code, int errnum, const char *fmt, ...)
 	GC_PRINTF(4, 5);

@@ -34,7 +34,7 @@ void gc_buf_put(struct gc_buf *b, const void *data, size_t n);
 void gc_buf_puts(struct gc_buf *b, const char *s);
 void gc_buf_putc(struct gc_buf *b, char c);
 void gc_buf_printf(struct gc_buf *b, const char *fmt, ...) GC_PRINTF(2, 3);
-void gc_buf_vprintf(struct gc_buf *b, const char *fmt, va_list ap);
+void gc_buf_vprintf(struct gc_buf *b, const char *fmt, va_list ap) GC_VPRINTF(2);
 void gc_buf_reset(struct gc_buf *b);
 /* Returns the string (never NULL) and leaves b empty; caller frees. */
 char *gc_buf_take(struct gc_buf *b);

@@ -18,6 +18,9 @@
 #define SOURCE_LINE_MAX 240 /* bytes of a source line kept in a diagnostic */
 
 static void diag_add(struct spec_ctx *x, enum gc_severity sev, struct gc_mark m, char *hint,
+		     const char *fmt, va_list ap) GC_VPRINTF(5);
+
+static void diag_add(struct spec_ctx *x, enum gc_severity sev, struct gc_mark m, char *hint,
 		     const char *fmt, va_list ap)
 {
 	struct gc_diags *d = &x->diags;
