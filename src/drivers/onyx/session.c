@@ -454,6 +454,15 @@ fail:
 	/* leave config mode without saving; the cause stays the first error */
 	if (s->mode != GC_ONYX_MODE_NONE)
 		gc_onyx_session_end_configure(s, &scratch);
+	if (i > 0 && err != NULL) {
+		/* what did take effect is live but unsaved: say so (the journal
+		 * keeps the save owed, so the next apply saves after converging) */
+		size_t len = strlen(err->msg);
+
+		snprintf(err->msg + len, sizeof(err->msg) - len,
+			 "; %zu earlier command%s of this step took effect and %s not saved", i,
+			 i == 1 ? "" : "s", i == 1 ? "is" : "are");
+	}
 	return rc;
 }
 

@@ -209,7 +209,7 @@ static void test_lab_faults(void **state)
 	assert_int_equal(observe_diff(k.s, &d, &cmds, &err), 0);
 	assert_int_equal(gc_onyx_session_apply(k.s, &cmds, &err), GC_EREMOTE);
 	assert_string_equal(err.msg, "switch 'sn2700': command 'traffic pool roce memory percent "
-				     "50.00' failed: % Pool configuration is locked");
+				     "50.00' failed: % Pool configuration is locked; 1 earlier command of this step took effect and is not saved");
 	gc_onyx_cmds_free(&cmds);
 	/* nothing was saved; a retry converges what is left */
 	gc_error_clear(&err);

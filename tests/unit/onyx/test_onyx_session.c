@@ -124,7 +124,7 @@ static void test_fake_session(void **state)
 	free(out);
 	assert_int_equal(gc_onyx_session_apply(s, &cmds, &err), GC_EREMOTE);
 	assert_string_equal(err.msg, "switch 'sn2700': command 'xyz' failed: % Unrecognized "
-				     "command \"xyz\". Type \"?\" for help.");
+				     "command \"xyz\". Type \"?\" for help.; 1 earlier command of this step took effect and is not saved");
 	assert_int_equal(gc_onyx_session_mode(s), GC_ONYX_MODE_ENABLE);
 	gc_onyx_session_close(s);
 	assert_int_equal(f.next, f.n);
