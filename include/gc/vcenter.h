@@ -130,9 +130,21 @@ struct gc_vcenter_vm {
 	size_t ndevices;
 };
 
+/* One entry of HostSystem config.pciPassthruInfo. */
+struct gc_vcenter_passthru {
+	const char *id; /* "0000:3b:00.0" */
+	bool enabled;   /* configured for passthrough */
+	bool capable;
+	bool active;    /* enabled and in effect (no reboot owed) */
+};
+
 struct gc_vcenter_host {
 	const char *moref; /* "host-21" */
 	const char *name;
+	struct gc_vcenter_passthru *passthru; /* config.pciPassthruInfo */
+	size_t npassthru;
+	const char **vgpu_types;              /* config.sharedPassthruGpuTypes */
+	size_t nvgpu_types;
 };
 
 /* Everything one observation read; one arena owns it all. */
@@ -148,8 +160,9 @@ struct gc_vcenter_inventory {
 /*
  * Read every VM of every datacenter (name, config.hardware.device,
  * config.extraConfig, config.firmware, config.memoryReservationLockedToMax,
- * runtime.powerState, runtime.host) and every host's name in one
- * RetrievePropertiesEx from the root folder (more round trips only when
+ * runtime.powerState, runtime.host) and every host's name, PCI passthrough
+ * state and offered vGPU types in one RetrievePropertiesEx from the root
+ * folder (more round trips only when
  * vCenter pages the result with a token).  A property vCenter could not
  * read (a missingSet in the reply) fails the whole observation, naming the
  * object, the property and the fault: GC_EAUTH for NotAuthenticated, else
@@ -160,6 +173,13 @@ int gc_vcenter_observe(struct gc_vcenter_inventory **out, struct gc_vcenter_conn
 void gc_vcenter_inventory_free(struct gc_vcenter_inventory *inv);
 const struct gc_vcenter_vm *gc_vcenter_inventory_vm(const struct gc_vcenter_inventory *inv,
 						    const char *name);
+const struct gc_vcenter_host *gc_vcenter_inventory_host(const struct gc_vcenter_inventory *inv,
+							const char *name);
+/* The host's passthrough entry for PCI id, or NULL. */
+const struct gc_vcenter_passthru *gc_vcenter_host_passthru(const struct gc_vcenter_host *h,
+							   const char *pci_id);
+/* True when the host offers vGPU type `profile` ("grid_t4-16c"). */
+bool gc_vcenter_host_offers_vgpu(const struct gc_vcenter_host *h, const char *profile);
 /* The value of extraConfig key (the last entry for it), or NULL. */
 const char *gc_vcenter_vm_option(const struct gc_vcenter_vm *vm, const char *key);
 

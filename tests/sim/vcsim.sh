@@ -2,8 +2,10 @@
 # vcsim.sh - the lab's vCenter: govmomi's simulator on loopback with TLS.
 #
 #   tests/sim/vcsim.sh build              # once; cached; needs no network
-#   tests/sim/vcsim.sh start [--port P] [--vms N] [--method-delay M:ms,...]
-#                 (--vms: VMs per resource pool; the default model has 2 pools)
+#   tests/sim/vcsim.sh start [--port P] [--vms N] [--host-gpus FILE] [--method-delay M:ms,...]
+#                 (--vms: VMs per resource pool; the default model has 2 pools;
+#                  --host-gpus: passthrough devices and vGPU types per host, see
+#                  tests/sim/vcsim/main.go and tests/sim/vcsim/host-gpus.json)
 #   tests/sim/vcsim.sh stop | status | env
 #
 # Built from Debian 12's golang-github-vmware-govmomi-dev with Debian's Go in
@@ -30,7 +32,7 @@ main_go=$root/tests/sim/vcsim/main.go
 die() { echo "vcsim: $*" >&2; exit 1; }
 
 usage() {
-	echo "usage: tests/sim/vcsim.sh build | start [--port P] [--vms N] [--method-delay M:ms,...] | stop | status | env" >&2
+	echo "usage: tests/sim/vcsim.sh build | start [--port P] [--vms N] [--host-gpus FILE] [--method-delay M:ms,...] | stop | status | env" >&2
 	exit 2
 }
 
@@ -92,12 +94,13 @@ make_password() {
 }
 
 start() {
-	local delay="" vms="" pid i
+	local delay="" vms="" gpus="" pid i
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--port) port=${2:?}; shift 2 ;;
 		--method-delay) delay=${2:?}; shift 2 ;;
 		--vms) vms=${2:?}; shift 2 ;;
+		--host-gpus) gpus=${2:?}; shift 2 ;;
 		*) usage ;;
 		esac
 	done
@@ -114,6 +117,7 @@ start() {
 	set -- -l "127.0.0.1:$port" -tlscert "$lab/server.crt" -tlskey "$lab/server.key" \
 		-username "$user" -password-file "$lab/password"
 	[ -n "$delay" ] && set -- "$@" -method-delay "$delay"
+	[ -n "$gpus" ] && set -- "$@" -host-gpus "$gpus"
 	case $vms in '' | *[!0-9]*) [ -z "$vms" ] || die "bad --vms '$vms'" ;; *) set -- "$@" -vm "$vms" ;; esac
 	setsid "$bindir/vcsim" "$@" >"$lab/vcsim.out" 2>"$lab/vcsim.log" </dev/null &
 	echo $! >"$lab/vcsim.pid"

@@ -4,7 +4,8 @@
  * One RetrievePropertiesEx starts at the root folder and walks the inventory
  * with traversal specs (folder -> child entities, datacenter -> vm and host
  * folders, compute resource -> hosts, vApp -> VMs), asking for the VM
- * properties the planner compares and every host's name.  No view objects
+ * properties the planner compares and, for every host, its name, its PCI
+ * passthrough state and the vGPU types it offers.  No view objects
  * are created, so nothing needs destroying and the cost is one round trip
  * however many VMs there are.  When vCenter pages a large result it returns
  * a token, and ContinueRetrievePropertiesEx fetches the rest.
@@ -29,6 +30,12 @@ static const char *const vm_props[] = {
 	"config.memoryReservationLockedToMax",
 	"runtime.powerState",
 	"runtime.host",
+};
+
+static const char *const host_props[] = {
+	"name",
+	"config.pciPassthruInfo",
+	"config.sharedPassthruGpuTypes",
 };
 
 /* A traversal spec: from objects of `type` follow `path`, then the named specs. */
@@ -65,7 +72,8 @@ static void write_spec(struct gc_vcenter_soap *s, const char *root)
 	gc_vcenter_soap_open(s, "propSet", NULL);
 	gc_vcenter_soap_elem(s, "type", "HostSystem");
 	gc_vcenter_soap_elem(s, "all", "false");
-	gc_vcenter_soap_elem(s, "pathSet", "name");
+	for (size_t i = 0; i < GC_ARRAY_LEN(host_props); i++)
+		gc_vcenter_soap_elem(s, "pathSet", host_props[i]);
 	gc_vcenter_soap_close(s, "propSet");
 	gc_vcenter_soap_open(s, "objectSet", NULL);
 	gc_vcenter_soap_moref(s, "obj", "Folder", root);
@@ -256,17 +264,69 @@ static int add_vm(struct collect *c, xmlNodePtr obj, struct gc_error *err)
 	return 0;
 }
 
+static bool is_true(struct gc_arena *a, xmlNodePtr n, const char *name)
+{
+	const char *t = gc_vcenter_xml_text(a, n, name);
+
+	return t != NULL && strcmp(t, "true") == 0;
+}
+
+static void read_passthru(struct gc_arena *a, struct gc_vcenter_host *h, xmlNodePtr val)
+{
+	size_t n = count_elements(val), i = 0;
+
+	h->passthru = gc_arena_alloc(a, (n ? n : 1) * sizeof(*h->passthru));
+	for (xmlNodePtr c = val->children; c != NULL; c = c->next) {
+		struct gc_vcenter_passthru *p = &h->passthru[i];
+
+		if (c->type != XML_ELEMENT_NODE)
+			continue;
+		p->id = gc_vcenter_xml_text(a, c, "id");
+		if (p->id == NULL)
+			continue;
+		p->enabled = is_true(a, c, "passthruEnabled");
+		p->capable = is_true(a, c, "passthruCapable");
+		p->active = is_true(a, c, "passthruActive");
+		i++;
+	}
+	h->npassthru = i;
+}
+
+static void read_strings(struct gc_arena *a, const char ***out, size_t *nout, xmlNodePtr val)
+{
+	size_t n = count_elements(val), i = 0;
+
+	*out = gc_arena_alloc(a, (n ? n : 1) * sizeof(**out));
+	for (xmlNodePtr c = val->children; c != NULL; c = c->next)
+		if (c->type == XML_ELEMENT_NODE)
+			(*out)[i++] = gc_vcenter_xml_text(a, c, NULL);
+	*nout = i;
+}
+
 static int add_host(struct collect *c, xmlNodePtr obj, struct gc_error *err)
 {
 	struct gc_vcenter_inventory *inv = c->inv;
-	struct gc_vcenter_host h;
-	xmlNodePtr p = gc_vcenter_xml_child(obj, "propSet");
+	struct gc_vcenter_host h = {0};
 	xmlNodePtr ms = gc_vcenter_xml_child(obj, "missingSet");
+	char name[64];
 
 	if (ms != NULL)
 		return missing(c, obj, ms, err);
 	h.moref = gc_vcenter_xml_text(&inv->arena, obj, "obj");
-	h.name = gc_vcenter_xml_text(&inv->arena, p, "val");
+	for (xmlNodePtr p = gc_vcenter_xml_child(obj, "propSet"); p != NULL;
+	     p = gc_vcenter_xml_next(p, "propSet")) {
+		xmlNodePtr val = gc_vcenter_xml_child(p, "val");
+
+		gc_vcenter_xml_copy(name, sizeof(name), p, "name");
+		if (val == NULL)
+			continue;
+		if (strcmp(name, "name") == 0)
+			h.name = gc_vcenter_xml_text(&inv->arena, val, NULL);
+		else if (strcmp(name, "config.pciPassthruInfo") == 0)
+			read_passthru(&inv->arena, &h, val);
+		else if (strcmp(name, "config.sharedPassthruGpuTypes") == 0)
+			read_strings(&inv->arena, &h.vgpu_types, &h.nvgpu_types, val);
+	}
 	if (h.name == NULL)
 		return 0;
 	if (inv->nhosts == c->host_cap) {
@@ -387,6 +447,32 @@ const struct gc_vcenter_vm *gc_vcenter_inventory_vm(const struct gc_vcenter_inve
 		if (strcmp(inv->vms[i].name, name) == 0)
 			return &inv->vms[i];
 	return NULL;
+}
+
+const struct gc_vcenter_host *gc_vcenter_inventory_host(const struct gc_vcenter_inventory *inv,
+							const char *name)
+{
+	for (size_t i = 0; i < inv->nhosts; i++)
+		if (strcmp(inv->hosts[i].name, name) == 0)
+			return &inv->hosts[i];
+	return NULL;
+}
+
+const struct gc_vcenter_passthru *gc_vcenter_host_passthru(const struct gc_vcenter_host *h,
+							   const char *pci_id)
+{
+	for (size_t i = 0; i < h->npassthru; i++)
+		if (strcmp(h->passthru[i].id, pci_id) == 0)
+			return &h->passthru[i];
+	return NULL;
+}
+
+bool gc_vcenter_host_offers_vgpu(const struct gc_vcenter_host *h, const char *profile)
+{
+	for (size_t i = 0; i < h->nvgpu_types; i++)
+		if (strcmp(h->vgpu_types[i], profile) == 0)
+			return true;
+	return false;
 }
 
 /* The last entry wins: vCenter keeps one per key, vcsim 0.24 appends. */

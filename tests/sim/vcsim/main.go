@@ -8,10 +8,19 @@
 // username whose password is read from a file (never from argv), and prints
 // "export GOVC_URL=... GOVC_SIM_PID=..." once it listens.  SIGINT/SIGTERM
 // stop it.
+//
+// -host-gpus FILE gives named hosts what the default model lacks: PCI
+// passthrough devices (config.pciPassthruInfo) and the vGPU types they offer
+// (config.sharedPassthruGpuTypes), from JSON:
+//
+//	{"DC0_H0": {"passthru": [{"id": "0000:3b:00.0", "enabled": true,
+//	             "capable": true, "active": true}],
+//	            "vgpu_types": ["grid_t4-16c"]}}
 package main
 
 import (
 	"crypto/tls"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io/ioutil"
@@ -24,6 +33,7 @@ import (
 	"syscall"
 
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/types"
 
 	// Optional endpoints: /rest (vAPI sessions) and the lookup service.
 	_ "github.com/vmware/govmomi/lookup/simulator"
@@ -54,6 +64,46 @@ func methodDelays(spec string) map[string]int {
 	return m
 }
 
+type hostGPUs struct {
+	Passthru []struct {
+		ID      string `json:"id"`
+		Enabled bool   `json:"enabled"`
+		Capable bool   `json:"capable"`
+		Active  bool   `json:"active"`
+	} `json:"passthru"`
+	VgpuTypes []string `json:"vgpu_types"`
+}
+
+func loadHostGPUs(path string) {
+	b, err := ioutil.ReadFile(path)
+	if err != nil {
+		log.Fatalf("vcsim: -host-gpus: %v", err)
+	}
+	var want map[string]hostGPUs
+	if err := json.Unmarshal(b, &want); err != nil {
+		log.Fatalf("vcsim: -host-gpus %s: %v", path, err)
+	}
+	for _, e := range simulator.Map.All("HostSystem") {
+		h := e.(*simulator.HostSystem)
+		g, ok := want[h.Name]
+		if !ok || h.Config == nil {
+			continue
+		}
+		var info []types.BaseHostPciPassthruInfo
+		for _, p := range g.Passthru {
+			info = append(info, &types.HostPciPassthruInfo{Id: p.ID,
+				PassthruEnabled: p.Enabled, PassthruCapable: p.Capable,
+				PassthruActive: p.Active})
+		}
+		h.Config.PciPassthruInfo = info
+		h.Config.SharedPassthruGpuTypes = g.VgpuTypes
+		delete(want, h.Name)
+	}
+	for name := range want {
+		log.Fatalf("vcsim: -host-gpus %s: no host named %q", path, name)
+	}
+}
+
 func main() {
 	model := simulator.VPX()
 	flag.IntVar(&model.ClusterHost, "host", model.ClusterHost, "hosts per cluster")
@@ -66,6 +116,7 @@ func main() {
 	passFile := flag.String("password-file", "", "file holding its password")
 	delay := flag.String("method-delay", "", "method:ms[,method:ms...]")
 	trace := flag.String("trace-file", "", "write SOAP traffic here")
+	gpus := flag.String("host-gpus", "", "JSON file: passthrough devices and vGPU types per host")
 	flag.Parse()
 
 	if *cert == "" || *key == "" || *user == "" || *passFile == "" {
@@ -84,6 +135,9 @@ func main() {
 	}
 	if err := model.Create(); err != nil {
 		log.Fatal(err)
+	}
+	if *gpus != "" {
+		loadHostGPUs(*gpus)
 	}
 	pair, err := tls.LoadX509KeyPair(*cert, *key)
 	if err != nil {

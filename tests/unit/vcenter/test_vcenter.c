@@ -7,7 +7,8 @@
  * standalone host DC0_H0 with VMs DC0_H0_VM0/1, cluster DC0_C0 of hosts
  * DC0_C0_H0..2 with VMs DC0_C0_RP0_VM0/1.  Cluster VMs are placed with
  * math/rand, which Go 1.19 seeds with 1, so their hosts are the same on
- * every start; so are the managed object ids.
+ * every start; so are the managed object ids.  tests/sim/vcsim/host-gpus.json
+ * gives DC0_C0_H0 and DC0_H0 PCI passthrough devices and DC0_H0 vGPU types.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,7 +29,8 @@ static struct vcsim sim;
 
 static int group_setup(void **state)
 {
-	if (vcsim_start(&sim, "test-vcenter-vcsim", PORT_VCSIM) != 0) {
+	if (vcsim_start_args(&sim, "test-vcenter-vcsim", PORT_VCSIM,
+			     "--host-gpus '" GC_SOURCE_DIR "/tests/sim/vcsim/host-gpus.json'") != 0) {
 		fprintf(stderr, "test_vcenter: vcsim did not start (see %s/vcsim.log)\n", sim.dir);
 		return -1;
 	}
@@ -272,6 +274,56 @@ static void test_observe_default_inventory(void **state)
 	gc_vcenter_free(vc);
 }
 
+static void test_observe_host_inventory(void **state)
+{
+	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_inventory *inv = NULL;
+	struct gc_error err = GC_ERROR_INIT;
+	const struct gc_vcenter_host *h;
+	const struct gc_vcenter_passthru *p;
+
+	assert_int_equal(gc_vcenter_observe(&inv, vc, &err), 0);
+	assert_int_equal(gc_vcenter_calls(vc, "RetrievePropertiesEx"), 1);
+	h = gc_vcenter_inventory_host(inv, "DC0_C0_H0");
+	assert_non_null(h);
+	assert_string_equal(h->moref, "host-34");
+	assert_int_equal(h->npassthru, 3);
+	assert_string_equal(h->passthru[0].id, "0000:3b:00.0");
+	assert_true(h->passthru[0].enabled && h->passthru[0].capable && h->passthru[0].active);
+	assert_string_equal(h->passthru[1].id, "0000:af:00.0");
+	assert_true(h->passthru[1].enabled && h->passthru[1].capable);
+	assert_false(h->passthru[1].active); /* enabled, reboot owed */
+	p = gc_vcenter_host_passthru(h, "0000:d8:00.0");
+	assert_ptr_equal(p, &h->passthru[2]);
+	assert_false(p->enabled);
+	assert_true(p->capable);
+	assert_false(p->active);
+	assert_null(gc_vcenter_host_passthru(h, "0000:00:00.0"));
+	assert_int_equal(h->nvgpu_types, 0);
+	assert_false(gc_vcenter_host_offers_vgpu(h, "grid_t4-16c"));
+
+	h = gc_vcenter_inventory_host(inv, "DC0_H0");
+	assert_non_null(h);
+	assert_int_equal(h->npassthru, 1);
+	assert_string_equal(h->passthru[0].id, "0000:3b:00.0");
+	assert_false(h->passthru[0].enabled);
+	assert_int_equal(h->nvgpu_types, 3);
+	assert_string_equal(h->vgpu_types[0], "grid_t4-1q");
+	assert_string_equal(h->vgpu_types[1], "grid_t4-16c");
+	assert_string_equal(h->vgpu_types[2], "grid_t4-8c");
+	assert_true(gc_vcenter_host_offers_vgpu(h, "grid_t4-16c"));
+	assert_false(gc_vcenter_host_offers_vgpu(h, "grid_a100-40c"));
+
+	/* vcsim's default model has neither */
+	h = gc_vcenter_inventory_host(inv, "DC0_C0_H2");
+	assert_non_null(h);
+	assert_int_equal(h->npassthru, 0);
+	assert_int_equal(h->nvgpu_types, 0);
+	assert_null(gc_vcenter_inventory_host(inv, "DC0_C0_H3"));
+	gc_vcenter_inventory_free(inv);
+	gc_vcenter_free(vc);
+}
+
 static void test_one_round_trip_for_all_vms(void **state)
 {
 	struct gc_vcenter_conn *vc = connect_lab();
@@ -392,6 +444,7 @@ int main(void)
 		cmocka_unit_test(test_untrusted_certificate_refused),
 		cmocka_unit_test(test_password_sources),
 		cmocka_unit_test(test_observe_default_inventory),
+		cmocka_unit_test(test_observe_host_inventory),
 		cmocka_unit_test(test_one_round_trip_for_all_vms),
 		cmocka_unit_test(test_logout_ends_the_session),
 		cmocka_unit_test(test_rest_session),
