@@ -196,6 +196,117 @@ static void test_failed_task_reports_vcenter_message(void **state)
 	gc_vcenter_free(vc);
 }
 
+/* deviceChange add of one device, written in REAL-FORMATS D.3 order. */
+static void open_add(struct gc_vcenter_soap *s, const char *type, const char *key)
+{
+	gc_vcenter_soap_open(s, "deviceChange", NULL);
+	gc_vcenter_soap_elem(s, "operation", "add");
+	gc_vcenter_soap_open(s, "device", type);
+	gc_vcenter_soap_elem(s, "key", key);
+}
+
+static void close_add(struct gc_vcenter_soap *s)
+{
+	gc_vcenter_soap_close(s, "device");
+	gc_vcenter_soap_close(s, "deviceChange");
+}
+
+static void network_backing(struct gc_vcenter_soap *s)
+{
+	gc_vcenter_soap_open(s, "backing", "VirtualEthernetCardNetworkBackingInfo");
+	gc_vcenter_soap_elem(s, "deviceName", "VM Network");
+	gc_vcenter_soap_close(s, "backing");
+}
+
+static void write_gpu_devices(struct gc_vcenter_soap *s)
+{
+	gc_vcenter_soap_open(s, "spec", NULL);
+	open_add(s, "VirtualPCIPassthrough", "-100");
+	gc_vcenter_soap_open(s, "backing", "VirtualPCIPassthroughDeviceBackingInfo");
+	gc_vcenter_soap_elem(s, "deviceName", "GA100 [A100 PCIe 40GB]");
+	gc_vcenter_soap_elem(s, "useAutoDetect", "false");
+	gc_vcenter_soap_elem(s, "id", "0000:af:00.0");
+	gc_vcenter_soap_elem(s, "deviceId", "20f1");
+	gc_vcenter_soap_elem(s, "systemId", "5f2b0c3e-host-system-id");
+	gc_vcenter_soap_elem(s, "vendorId", "4318");
+	gc_vcenter_soap_close(s, "backing");
+	close_add(s);
+	open_add(s, "VirtualPCIPassthrough", "-101");
+	gc_vcenter_soap_open(s, "backing", "VirtualPCIPassthroughVmiopBackingInfo");
+	gc_vcenter_soap_elem(s, "vgpu", "grid_t4-16c");
+	gc_vcenter_soap_close(s, "backing");
+	close_add(s);
+	open_add(s, "VirtualSriovEthernetCard", "-102");
+	network_backing(s);
+	gc_vcenter_soap_elem(s, "allowGuestOSMtuChange", "true");
+	gc_vcenter_soap_open(s, "sriovBacking", NULL);
+	gc_vcenter_soap_open(s, "physicalFunctionBacking", NULL);
+	gc_vcenter_soap_elem(s, "deviceName", "");
+	gc_vcenter_soap_elem(s, "id", "0000:3b:00.0");
+	gc_vcenter_soap_close(s, "physicalFunctionBacking");
+	gc_vcenter_soap_close(s, "sriovBacking");
+	close_add(s);
+	open_add(s, "VirtualVmxnet3Vrdma", "-103");
+	network_backing(s);
+	gc_vcenter_soap_elem(s, "deviceProtocol", "rocev2");
+	close_add(s);
+	gc_vcenter_soap_close(s, "spec");
+}
+
+/* vcsim keeps what it is given (it does not check that the VM is off or
+ * that the host has the device); the observation reads every backing back. */
+static void test_observe_reads_gpu_and_rdma_backings(void **state)
+{
+	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_inventory *inv = NULL;
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_vcenter_soap s;
+	xmlDocPtr doc = NULL;
+	xmlNodePtr ret;
+	char task[64];
+	const struct gc_vcenter_vm *vm;
+	const struct gc_vcenter_device *d;
+
+	gc_vcenter_soap_begin(&s, "ReconfigVM_Task", "VirtualMachine", "vm-63");
+	write_gpu_devices(&s);
+	assert_int_equal(gc_vcenter_soap_end(&s, vc, &err), 0);
+	if (gc_vcenter_soap_call(vc, &s, &doc, &ret, &err) < 0)
+		fail_msg("ReconfigVM_Task: %s", err.msg);
+	gc_vcenter_xml_copy(task, sizeof(task), ret, "returnval");
+	gc_vcenter_soap_free(&s);
+	xmlFreeDoc(doc);
+	assert_int_equal(gc_vcenter_task_wait(vc, task, "add devices", 10000, &err), 0);
+
+	assert_int_equal(gc_vcenter_observe(&inv, vc, &err), 0);
+	vm = gc_vcenter_inventory_vm(inv, "DC0_C0_RP0_VM0");
+	assert_int_equal(vm->ndevices, 17);
+	d = &vm->devices[13];
+	assert_string_equal(d->type, "VirtualPCIPassthrough");
+	assert_string_equal(d->backing_type, "VirtualPCIPassthroughDeviceBackingInfo");
+	assert_string_equal(d->pci_id, "0000:af:00.0");
+	assert_string_equal(d->device_id, "20f1");
+	assert_string_equal(d->system_id, "5f2b0c3e-host-system-id");
+	assert_int_equal(d->vendor_id, 4318);
+	assert_null(d->vgpu);
+	d = &vm->devices[14];
+	assert_string_equal(d->type, "VirtualPCIPassthrough");
+	assert_string_equal(d->backing_type, "VirtualPCIPassthroughVmiopBackingInfo");
+	assert_string_equal(d->vgpu, "grid_t4-16c");
+	assert_null(d->pci_id);
+	d = &vm->devices[15];
+	assert_string_equal(d->type, "VirtualSriovEthernetCard");
+	assert_string_equal(d->sriov_pf, "0000:3b:00.0");
+	assert_string_equal(d->network, "VM Network");
+	assert_null(d->device_protocol);
+	d = &vm->devices[16];
+	assert_string_equal(d->type, "VirtualVmxnet3Vrdma");
+	assert_string_equal(d->device_protocol, "rocev2");
+	assert_string_equal(d->network, "VM Network");
+	assert_null(d->sriov_pf);
+	gc_vcenter_inventory_free(inv);
+	gc_vcenter_free(vc);
+}
+
 static void test_unknown_task(void **state)
 {
 	struct gc_vcenter_conn *vc = connect_lab();
@@ -218,6 +329,7 @@ int main(void)
 		cmocka_unit_test(test_bad_firmware_refused_before_sending),
 		cmocka_unit_test(test_failed_task_reports_vcenter_message),
 		cmocka_unit_test(test_unknown_task),
+		cmocka_unit_test(test_observe_reads_gpu_and_rdma_backings),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
