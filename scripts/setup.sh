@@ -13,8 +13,10 @@ packages=(
 	# tests
 	libcmocka-dev libibverbs-dev python3 python3-yaml python3-jsonschema graphviz
 	# the local lab: a real OpenSSH server on loopback behind our simulated shells
-	openssh-server openssh-client
-	golang-go golang-github-vmware-govmomi-dev openssl # the lab's vCenter: tests/sim/vcsim.sh
+	# (procps: ps/pgrep in scripts/lab.sh and the lab tests; openssl: test certificates)
+	openssh-server openssh-client procps openssl
+	# the lab's vCenter: a simulator built from Debian's govmomi (tests/sim/vcsim.sh)
+	golang-go golang-github-vmware-govmomi-dev
 )
 [ "${GC_SETUP_FUZZ:-0}" = 1 ] && packages+=(clang libclang-rt-14-dev)
 

@@ -24,7 +24,7 @@ enum gc_code {
 	GC_ENET = -8,      /* transport failure; safe to retry */
 	GC_EREMOTE = -9,   /* the target ran the command and said no */
 	GC_ETIMEOUT = -10, /* a deadline passed */
-	GC_EHOSTKEY = -11, /* SSH host key unknown or changed */
+	GC_EHOSTKEY = -11, /* SSH host key unknown or changed; TLS certificate not trusted */
 	GC_EAUTH = -12,    /* authentication failed */
 	GC_ELOCKED = -13,  /* another apply holds the lock */
 	GC_EUSAGE = -14,   /* command-line usage error */

@@ -55,4 +55,14 @@ uint64_t gc_now_ns(void);
 
 #define GC_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* An intended fall-through between switch labels (gcc and clang). */
+#if defined(__has_attribute)
+#if __has_attribute(fallthrough)
+#define GC_FALLTHROUGH __attribute__((fallthrough))
+#endif
+#endif
+#ifndef GC_FALLTHROUGH
+#define GC_FALLTHROUGH ((void)0)
+#endif
+
 #endif

@@ -98,7 +98,7 @@ static int curl_fail(struct gc_https *h, CURLcode rc, const char *what, struct g
 		goto out;
 	case CURLE_FILESIZE_EXCEEDED: /* Content-Length over the cap: nothing read */
 		h->overflow = true;
-		/* fall through */
+		GC_FALLTHROUGH;
 	case CURLE_WRITE_ERROR:
 		if (h->overflow) {
 			code = GC_ENOMEM;
