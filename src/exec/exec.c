@@ -26,6 +26,7 @@
 #include "gc/exec.h"
 #include "gc/journal.h"
 #include "gc/spec.h"
+#include "gc/ssh.h"
 
 enum astate { A_PENDING, A_RUNNING, A_DONE, A_FAILED, A_SKIPPED, A_OUT_OF_SCOPE };
 
@@ -152,6 +153,46 @@ void gc_drv_count_change(struct gc_drv_ctx *ctx)
 bool gc_drv_interrupted(const struct gc_drv_ctx *ctx)
 {
 	return ctx->opts->interrupted != NULL && *ctx->opts->interrupted;
+}
+
+/* What every SSH driver (ESXi, Onyx, later guests) derives the same way.
+ * (Here, not in a file of its own: the drivers call back into gc_exec, and
+ * exec.c is the member of the static library that is always linked.) */
+static char *expand_home(const char *path)
+{
+	const char *home = getenv("HOME");
+
+	if (path == NULL)
+		return NULL;
+	if (path[0] == '~' && path[1] == '/' && home != NULL)
+		return gc_xasprintf("%s%s", home, path + 1);
+	return gc_xstrdup(path);
+}
+
+void gc_drv_ssh_opts(struct gc_ssh_opts *o, char **known, const struct gc_drv_ctx *ctx,
+		     const char *address, const struct gc_ssh *ssh,
+		     const struct gc_credential *cred, const char *default_user)
+{
+	const struct gc_drv_settings *set = gc_drv_settings(ctx);
+
+	memset(o, 0, sizeof(*o));
+	o->host = address;
+	o->port = ssh->port;
+	o->username = cred ? cred->username : default_user;
+	if (cred != NULL) {
+		o->agent = cred->agent;
+		o->key_file = cred->key_file;
+		o->key_passphrase_env = cred->key_passphrase_env;
+		o->password_env = cred->password_env;
+		o->password_file = cred->password_file;
+	}
+	*known = expand_home(set->known_hosts ? set->known_hosts : ssh->known_hosts);
+	o->known_hosts = *known;
+	o->trust_new_host_keys = set->trust_new_host_keys || ssh->trust_new_host_keys;
+	o->connect_timeout_ms = ssh->connect_timeout_s * 1000u;
+	o->command_timeout_ms = set->command_timeout_ms ? set->command_timeout_ms
+						       : ssh->command_timeout_s * 1000u;
+	o->keepalive_s = ssh->keepalive_s;
 }
 
 /* ---------------------------------------------------------------- small helpers */

@@ -270,10 +270,13 @@ class ApplyRoce(LabCase):
     def test_second_apply_is_refused_naming_the_holder(self):
         first = self.slow_apply_bg()
         lock = os.path.join(self.state_dir, "roce-lab.lock")
-        for _ in range(100):
-            if os.path.exists(lock) and os.path.getsize(lock) > 0:
+        # wait (generously: CI machines are loaded) until the first holds the lock
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if os.path.exists(lock) and ("pid %d " % first.pid) in open(lock).read():
                 break
             time.sleep(0.05)
+        self.assertIsNone(first.poll(), "the first apply ended before the second could start")
         r = self.apply(check=1)
         self.assertIn("gpuclusterctl: error: cluster 'roce-lab' is locked by another apply "
                       "(pid %d on " % first.pid, r.stderr)

@@ -89,6 +89,19 @@ void gc_drv_host_state(struct gc_drv_ctx *ctx, const char *host,
 /* A desired-vs-observed check under the store's lock: every desired key of
  * r equals the observed value. */
 bool gc_drv_resource_converged(struct gc_drv_ctx *ctx, const struct gc_resource *r);
+struct gc_ssh_opts;
+struct gc_ssh;
+struct gc_credential;
+/*
+ * SSH options of a target from its spec: address, `ssh:` settings and
+ * credential, with the run's overrides (--known-hosts, --trust-new-host-keys,
+ * a command timeout) applied and a leading "~/" of known_hosts expanded.
+ * *known holds the expanded path that o->known_hosts points at; free it after
+ * gc_ssh_connect().
+ */
+void gc_drv_ssh_opts(struct gc_ssh_opts *o, char **known, const struct gc_drv_ctx *ctx,
+		     const char *address, const struct gc_ssh *ssh,
+		     const struct gc_credential *cred, const char *default_user);
 /* The target's current step, for progress ("rebooting, 12 s"). */
 void gc_drv_note(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *fmt, ...)
 	GC_PRINTF(3, 4);

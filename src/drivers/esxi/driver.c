@@ -50,48 +50,19 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-static char *expand_home(const char *path)
-{
-	const char *home = getenv("HOME");
-
-	if (path == NULL)
-		return NULL;
-	if (path[0] == '~' && path[1] == '/' && home != NULL)
-		return gc_xasprintf("%s%s", home, path + 1);
-	return gc_xstrdup(path);
-}
-
 static int ssh_open(struct gc_ssh_conn **out, struct gc_drv_ctx *ctx, const struct gc_target *t,
 		    unsigned connect_timeout_ms, struct gc_error *err)
 {
-	const struct gc_drv_settings *set = gc_drv_settings(ctx);
 	const struct gc_host *h = t->host;
-	const struct gc_credential *cred;
 	struct gc_ssh_opts o;
 	char *known;
 	int rc;
 
 	if (h == NULL)
 		return gc_error_set(err, GC_EINVAL, "host '%s' has no spec", t->name);
-	cred = h->credentials;
-	memset(&o, 0, sizeof(o));
-	o.host = h->address;
-	o.port = h->ssh.port;
-	o.username = cred ? cred->username : "root";
-	if (cred != NULL) {
-		o.agent = cred->agent;
-		o.key_file = cred->key_file;
-		o.key_passphrase_env = cred->key_passphrase_env;
-		o.password_env = cred->password_env;
-		o.password_file = cred->password_file;
-	}
-	known = expand_home(set->known_hosts ? set->known_hosts : h->ssh.known_hosts);
-	o.known_hosts = known;
-	o.trust_new_host_keys = set->trust_new_host_keys || h->ssh.trust_new_host_keys;
-	o.connect_timeout_ms = connect_timeout_ms ? connect_timeout_ms : h->ssh.connect_timeout_s * 1000u;
-	o.command_timeout_ms = set->command_timeout_ms ? set->command_timeout_ms
-						       : h->ssh.command_timeout_s * 1000u;
-	o.keepalive_s = h->ssh.keepalive_s;
+	gc_drv_ssh_opts(&o, &known, ctx, h->address, &h->ssh, h->credentials, "root");
+	if (connect_timeout_ms != 0)
+		o.connect_timeout_ms = connect_timeout_ms;
 	rc = gc_ssh_connect(out, &o, err);
 	free(known);
 	if (rc == 0 && (o.command_timeout_ms == 0 || o.command_timeout_ms > READ_TIMEOUT_MS))

@@ -31,46 +31,16 @@ struct onyx_conn {
 	size_t nres;
 };
 
-static char *expand_home(const char *path)
-{
-	const char *home = getenv("HOME");
-
-	if (path == NULL)
-		return NULL;
-	if (path[0] == '~' && path[1] == '/' && home != NULL)
-		return gc_xasprintf("%s%s", home, path + 1);
-	return gc_xstrdup(path);
-}
-
 static int open_cli(struct onyx_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
 {
-	const struct gc_drv_settings *set = gc_drv_settings(ctx);
 	const struct gc_switch *sw = c->target->sw;
-	const struct gc_credential *cred = sw->credentials;
 	struct gc_onyx_session_opts so;
 	struct gc_ssh_opts o;
 	struct gc_onyx_chan ch;
 	char *known;
 	int rc;
 
-	memset(&o, 0, sizeof(o));
-	o.host = sw->address;
-	o.port = sw->ssh.port;
-	o.username = cred ? cred->username : "admin";
-	if (cred != NULL) {
-		o.agent = cred->agent;
-		o.key_file = cred->key_file;
-		o.key_passphrase_env = cred->key_passphrase_env;
-		o.password_env = cred->password_env;
-		o.password_file = cred->password_file;
-	}
-	known = expand_home(set->known_hosts ? set->known_hosts : sw->ssh.known_hosts);
-	o.known_hosts = known;
-	o.trust_new_host_keys = set->trust_new_host_keys || sw->ssh.trust_new_host_keys;
-	o.connect_timeout_ms = sw->ssh.connect_timeout_s * 1000u;
-	o.command_timeout_ms = set->command_timeout_ms ? set->command_timeout_ms
-						       : sw->ssh.command_timeout_s * 1000u;
-	o.keepalive_s = sw->ssh.keepalive_s;
+	gc_drv_ssh_opts(&o, &known, ctx, sw->address, &sw->ssh, sw->credentials, "admin");
 	rc = gc_ssh_connect(&c->ssh, &o, err);
 	free(known);
 	if (rc == 0)
