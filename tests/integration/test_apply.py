@@ -160,7 +160,7 @@ class ApplyRoce(LabCase):
         # timeout makes that a quick GC_ETIMEOUT, retried like a clean drop
         spec = os.path.join(self.lab, "short-timeout.yaml")
         open(spec, "w").write(open(self.specfile).read().replace("command_timeout_s: 300",
-                                                                   "command_timeout_s: 5"))
+                                                                   "command_timeout_s: 15"))
         r = self.apply(spec=spec)
         self.assertIn("retrying after:", r.stderr)
         for h in self.hosts:
