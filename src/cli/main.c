@@ -125,7 +125,8 @@ static void print_main_usage(FILE *f)
 	      f);
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "   %-10s %s\n", c[i].name, c[i].summary);
-	fputs("\nExit status: 0 no changes / success, 2 the plan has changes, 1 error, 64 usage.\n"
+	fputs("\nExit status: 0 no changes / success, 2 the plan has changes, 1 error, 64 usage,\n"
+	      "130 apply interrupted.\n"
 	      "See 'gpuclusterctl help <command>' or man gpuclusterctl.\n",
 	      f);
 }

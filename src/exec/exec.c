@@ -254,7 +254,10 @@ static void journal(struct run *r, const struct gc_target *t, const char *action
 
 /* ---------------------------------------------------------------- connect + observe */
 
-static int connect_slot(struct run *r, struct tslot *s, struct gc_error *err)
+/* Connect the target if it has no connection.  With `retry`, transport
+ * faults are retried with backoff here; callers that loop themselves pass
+ * false, so one layer retries and a dead host costs retries+1 attempts. */
+static int connect_slot(struct run *r, struct tslot *s, bool retry, struct gc_error *err)
 {
 	unsigned attempt;
 	int rc = 0;
@@ -267,7 +270,7 @@ static int connect_slot(struct run *r, struct tslot *s, struct gc_error *err)
 		rc = s->drv->connect(&s->conn, &r->ctx, s->target, &e);
 		if (rc == 0)
 			return 0;
-		if (!transport_fault(rc) || attempt >= retries_of(r->ctx.opts) ||
+		if (!retry || !transport_fault(rc) || attempt >= retries_of(r->ctx.opts) ||
 		    gc_drv_interrupted(&r->ctx)) {
 			*err = e;
 			return rc;
@@ -293,7 +296,7 @@ static int observe_slot(struct run *r, struct tslot *s, struct gc_error *err)
 	for (attempt = 0;; attempt++) {
 		struct gc_error e = GC_ERROR_INIT;
 
-		rc = connect_slot(r, s, &e);
+		rc = connect_slot(r, s, false, &e);
 		if (rc == 0) {
 			gc_buf_reset(&problems);
 			rc = s->drv->observe(s->conn, &r->ctx, s->target, r->tres[s->target->index],
@@ -464,7 +467,7 @@ static int run_action(struct run *r, struct tslot *s, const struct gc_action *a,
 	unsigned attempt;
 	int rc;
 
-	rc = connect_slot(r, s, err);
+	rc = connect_slot(r, s, true, err);
 	if (rc != 0)
 		return rc;
 	for (attempt = 0;; attempt++) {
@@ -483,7 +486,7 @@ static int run_action(struct run *r, struct tslot *s, const struct gc_action *a,
 		drop_conn(s);
 		sleep_ms(backoff_ms(r->ctx.opts, attempt));
 		gc_error_clear(&e);
-		if (connect_slot(r, s, &e) != 0)
+		if (connect_slot(r, s, false, &e) != 0)
 			continue;
 		if (s->drv->observe(s->conn, &r->ctx, s->target, r->tres[s->target->index],
 				    r->ntres[s->target->index], &problems, &e) == 0 && already_done(r, s, a)) {
@@ -589,7 +592,7 @@ static void settle_saves(struct run *r)
 		if (!s->save_owed || s->failed || s->drv == NULL || s->drv->save == NULL ||
 		    !selected(r->ctx.opts, s->target->kind) || r->rep->interrupted)
 			continue;
-		if (connect_slot(r, s, &err) == 0 && s->drv->save(s->conn, &r->ctx, s->target, &err) == 0) {
+		if (connect_slot(r, s, true, &err) == 0 && s->drv->save(s->conn, &r->ctx, s->target, &err) == 0) {
 			s->save_owed = s->save_owed_logged = false;
 			s->rep->done++;
 			r->rep->done++;

@@ -150,6 +150,18 @@ class ApplyRoce(LabCase):
                            input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
+    def test_unreachable_host_is_retried_three_times_then_reported(self):
+        # nothing listens on port+50: connection refused, a transport fault
+        spec = os.path.join(self.lab, "unreachable.yaml")
+        open(spec, "w").write(open(self.specfile).read().replace(
+            "port: %d" % self.port, "port: %d" % (self.port + 50)))
+        r = self.gc("plan", "--only", "esxi", spec=spec, check=1)
+        for h in self.hosts:
+            self.assertEqual(r.stderr.count("%s: retrying after: host '%s': ssh " % (h, h)), 3, r.stderr)
+        self.assertIn("gpuclusterctl: error: esxi 'esx01' failed: host 'esx01': ssh gclab@127.0.0.11:%d: "
+                      "cannot connect: Connection refused\n" % (self.port + 50), r.stderr)
+        self.assertEqual(r.stdout, "")
+
     def test_dropped_connection_is_retried_and_converges(self):
         # esx03 drops the connection in the middle of the apply (after its
         # observation batch and a few changes): the executor reconnects,
