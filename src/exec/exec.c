@@ -28,54 +28,6 @@
 #include "gc/spec.h"
 #include "gc/ssh.h"
 
-enum astate { A_PENDING, A_RUNNING, A_DONE, A_FAILED, A_SKIPPED, A_OUT_OF_SCOPE };
-
-struct tslot {
-	const struct gc_target *target;
-	const struct gc_driver *drv;
-	void *conn;
-	bool busy;
-	bool failed;           /* a device or fatal error: stop this target */
-	bool observed;
-	bool maint_ours;       /* in maintenance because we put it there */
-	bool reboot_owed;      /* journal: a reboot-needing change awaits its reboot */
-	bool reboot_owed_logged;
-	bool in_reboot;        /* REBOOT sent, VERIFY not yet passed */
-	bool save_owed;        /* journal: switch commands sent, their save not confirmed */
-	bool save_owed_logged;
-	struct gc_exec_target_report *rep;
-};
-
-struct gc_drv_ctx {
-	const struct gc_graph *graph;
-	const struct gc_exec_opts *opts;
-	struct gc_observed *obs;
-	pthread_mutex_t obs_mu;
-	pthread_mutex_t ev_mu;
-	uint64_t changes;
-};
-
-struct run {
-	struct gc_drv_ctx ctx;
-	struct gc_journal *journal;
-	struct gc_exec_report *rep;
-	struct tslot *slots; /* per graph target */
-	size_t nslots;
-	enum astate *st;     /* per action (seq - 1) */
-	/* resources of each target, for observation */
-	const struct gc_resource ***tres;
-	size_t *ntres;
-	/* scheduler */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	const struct gc_plan_wave *wave;
-	size_t wave_index;
-	size_t *next;        /* per wave target: index of its next action */
-	size_t remaining;
-	bool stop;           /* fail-fast or interrupt */
-	unsigned parallelism;
-};
-
 /* ---------------------------------------------------------------- driver helpers */
 
 const struct gc_drv_settings *gc_drv_settings(const struct gc_drv_ctx *ctx)
@@ -122,7 +74,7 @@ bool gc_drv_resource_converged(struct gc_drv_ctx *ctx, const struct gc_resource 
 	return same;
 }
 
-static void emit(struct gc_drv_ctx *ctx, enum gc_exec_event_kind kind, const struct gc_target *t,
+void gc_exec_emit(struct gc_drv_ctx *ctx, enum gc_exec_event_kind kind, const struct gc_target *t,
 		 const struct gc_action *a, const char *msg, size_t wave)
 {
 	struct gc_exec_event ev = {kind, t, a, msg, wave, NULL};
@@ -142,7 +94,7 @@ void gc_drv_note(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	emit(ctx, GC_EV_NOTE, t, NULL, msg, 0);
+	gc_exec_emit(ctx, GC_EV_NOTE, t, NULL, msg, 0);
 }
 
 void gc_drv_count_change(struct gc_drv_ctx *ctx)
@@ -222,12 +174,12 @@ static unsigned backoff_ms(const struct gc_exec_opts *o, unsigned attempt)
 	return base << (attempt < 6 ? attempt : 6);
 }
 
-static bool selected(const struct gc_exec_opts *o, enum gc_target_kind k)
+bool gc_exec_selected(const struct gc_exec_opts *o, enum gc_target_kind k)
 {
 	return o->kinds == 0 || (o->kinds & (1u << k)) != 0;
 }
 
-static void slot_error(struct tslot *s, const char *msg)
+void gc_exec_slot_error(struct tslot *s, const char *msg)
 {
 	if (s->rep->error == NULL)
 		s->rep->error = gc_xstrdup(msg);
@@ -241,7 +193,7 @@ static char *action_id(const struct gc_action *a)
 	return gc_buf_take(&b);
 }
 
-static void journal(struct run *r, const struct gc_target *t, const char *action, const char *kind,
+void gc_exec_journal(struct run *r, const struct gc_target *t, const char *action, const char *kind,
 		    enum gc_jstate st, const char *detail)
 {
 	struct gc_error err = GC_ERROR_INIT;
@@ -249,7 +201,7 @@ static void journal(struct run *r, const struct gc_target *t, const char *action
 	if (r->journal == NULL)
 		return;
 	if (gc_journal_append(r->journal, t->name, action, kind, st, detail, &err) != 0)
-		emit(&r->ctx, GC_EV_WARN, t, NULL, err.msg, 0); /* keep going: the device is the truth */
+		gc_exec_emit(&r->ctx, GC_EV_WARN, t, NULL, err.msg, 0); /* keep going: the device is the truth */
 }
 
 /* ---------------------------------------------------------------- connect + observe */
@@ -257,7 +209,7 @@ static void journal(struct run *r, const struct gc_target *t, const char *action
 /* Connect the target if it has no connection.  With `retry`, transport
  * faults are retried with backoff here; callers that loop themselves pass
  * false, so one layer retries and a dead host costs retries+1 attempts. */
-static int connect_slot(struct run *r, struct tslot *s, bool retry, struct gc_error *err)
+int gc_exec_connect_slot(struct run *r, struct tslot *s, bool retry, struct gc_error *err)
 {
 	unsigned attempt;
 	int rc = 0;
@@ -275,7 +227,7 @@ static int connect_slot(struct run *r, struct tslot *s, bool retry, struct gc_er
 			*err = e;
 			return rc;
 		}
-		emit(&r->ctx, GC_EV_RETRY, s->target, NULL, e.msg, 0);
+		gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, NULL, e.msg, 0);
 		sleep_ms(backoff_ms(r->ctx.opts, attempt));
 	}
 }
@@ -296,7 +248,7 @@ static int observe_slot(struct run *r, struct tslot *s, struct gc_error *err)
 	for (attempt = 0;; attempt++) {
 		struct gc_error e = GC_ERROR_INIT;
 
-		rc = connect_slot(r, s, false, &e);
+		rc = gc_exec_connect_slot(r, s, false, &e);
 		if (rc == 0) {
 			gc_buf_reset(&problems);
 			rc = s->drv->observe(s->conn, &r->ctx, s->target, r->tres[s->target->index],
@@ -311,7 +263,7 @@ static int observe_slot(struct run *r, struct tslot *s, struct gc_error *err)
 			return rc;
 		}
 		drop_conn(s);
-		emit(&r->ctx, GC_EV_RETRY, s->target, NULL, e.msg, 0);
+		gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, NULL, e.msg, 0);
 		sleep_ms(backoff_ms(r->ctx.opts, attempt));
 	}
 	if (problems.len > 0) {
@@ -348,13 +300,13 @@ static void *observe_worker(void *arg)
 		pthread_mutex_unlock(&p->mu);
 		if (s == NULL || gc_drv_interrupted(&p->r->ctx))
 			return NULL;
-		emit(&p->r->ctx, GC_EV_CONNECT, s->target, NULL, NULL, 0);
+		gc_exec_emit(&p->r->ctx, GC_EV_CONNECT, s->target, NULL, NULL, 0);
 		if (observe_slot(p->r, s, &err) != 0) {
 			s->failed = true;
-			slot_error(s, err.msg);
-			emit(&p->r->ctx, GC_EV_FAILED, s->target, NULL, err.msg, 0);
+			gc_exec_slot_error(s, err.msg);
+			gc_exec_emit(&p->r->ctx, GC_EV_FAILED, s->target, NULL, err.msg, 0);
 		} else {
-			emit(&p->r->ctx, GC_EV_OBSERVED, s->target, NULL, NULL, 0);
+			gc_exec_emit(&p->r->ctx, GC_EV_OBSERVED, s->target, NULL, NULL, 0);
 		}
 	}
 }
@@ -390,64 +342,12 @@ static void observe_all(struct run *r)
 	pthread_mutex_init(&p.mu, NULL);
 	p.todo = gc_xcalloc(r->nslots ? r->nslots : 1, sizeof(*p.todo));
 	for (i = 0; i < r->nslots; i++) {
-		if (r->slots[i].drv != NULL && selected(r->ctx.opts, r->slots[i].target->kind))
+		if (r->slots[i].drv != NULL && gc_exec_selected(r->ctx.opts, r->slots[i].target->kind))
 			p.todo[p.ntodo++] = &r->slots[i];
 	}
 	run_pool(p.ntodo < r->parallelism ? (unsigned)p.ntodo : r->parallelism, observe_worker, &p);
 	free(p.todo);
 	pthread_mutex_destroy(&p.mu);
-}
-
-/* ---------------------------------------------------------------- the journal's memory */
-
-static void recall_journal(struct run *r, const char *cluster)
-{
-	struct gc_error err = GC_ERROR_INIT;
-	struct gc_jhistory h;
-	size_t i;
-
-	if (gc_journal_read(&h, r->ctx.opts->state_dir, cluster, &err) != 0) {
-		emit(&r->ctx, GC_EV_WARN, NULL, NULL, err.msg, 0);
-		return;
-	}
-	for (i = 0; i < r->nslots; i++) {
-		struct tslot *s = &r->slots[i];
-
-		if (s->target->kind == GC_TARGET_SWITCH) {
-			s->save_owed = s->save_owed_logged =
-				gc_jhistory_last(&h, s->target->name, "save_owed") == GC_J_START;
-			if (s->save_owed)
-				emit(&r->ctx, GC_EV_WARN, s->target, NULL,
-				     "the configuration may be unsaved: an earlier apply stopped before "
-				     "'configuration write'; apply saves it",
-				     0);
-		}
-		if (s->target->kind != GC_TARGET_ESXI)
-			continue;
-		s->maint_ours = gc_jhistory_last(&h, s->target->name, "maintenance") == GC_J_START;
-		s->reboot_owed = gc_jhistory_last(&h, s->target->name, "reboot_owed") == GC_J_START;
-		s->reboot_owed_logged = s->reboot_owed;
-	}
-	gc_jhistory_free(&h);
-}
-
-static void feed_journal_to_store(struct run *r)
-{
-	size_t i;
-
-	for (i = 0; i < r->nslots; i++) {
-		struct tslot *s = &r->slots[i];
-		const struct gc_observed_host *oh;
-
-		if (s->target->kind != GC_TARGET_ESXI || !s->observed)
-			continue;
-		oh = gc_observed_host(r->ctx.obs, s->target->name);
-		if (s->reboot_owed && (oh == NULL || !oh->reboot_pending))
-			gc_observed_set_host_pending(r->ctx.obs, s->target->name, true,
-						     "a change applied by an earlier run awaits its reboot");
-		if (s->maint_ours && oh != NULL && oh->maintenance)
-			gc_observed_set_host_ours(r->ctx.obs, s->target->name, true);
-	}
 }
 
 /* ---------------------------------------------------------------- running one action */
@@ -461,13 +361,13 @@ static bool already_done(struct run *r, const struct tslot *s, const struct gc_a
 	       gc_drv_resource_converged(&r->ctx, a->resource);
 }
 
-static int run_action(struct run *r, struct tslot *s, const struct gc_action *a,
+int gc_exec_run_action(struct run *r, struct tslot *s, const struct gc_action *a,
 		      struct gc_error *err)
 {
 	unsigned attempt;
 	int rc;
 
-	rc = connect_slot(r, s, true, err);
+	rc = gc_exec_connect_slot(r, s, true, err);
 	if (rc != 0)
 		return rc;
 	for (attempt = 0;; attempt++) {
@@ -481,12 +381,15 @@ static int run_action(struct run *r, struct tslot *s, const struct gc_action *a,
 				*err = e;
 			return rc;
 		}
-		/* transport fault: reconnect, re-observe, re-send only if still needed */
-		emit(&r->ctx, GC_EV_RETRY, s->target, a, e.msg, 0);
-		drop_conn(s);
+		/* transport fault: reconnect, re-observe, re-send only if still needed.
+		 * A shared connection is never dropped under the other lanes: its
+		 * transport reconnects by itself on the next request. */
+		gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, a, e.msg, 0);
+		if (!s->lanes)
+			drop_conn(s);
 		sleep_ms(backoff_ms(r->ctx.opts, attempt));
 		gc_error_clear(&e);
-		if (connect_slot(r, s, false, &e) != 0)
+		if (gc_exec_connect_slot(r, s, false, &e) != 0)
 			continue;
 		if (s->drv->observe(s->conn, &r->ctx, s->target, r->tres[s->target->index],
 				    r->ntres[s->target->index], &problems, &e) == 0 && already_done(r, s, a)) {
@@ -497,128 +400,16 @@ static int run_action(struct run *r, struct tslot *s, const struct gc_action *a,
 	}
 }
 
-/*
- * Bookkeeping in the journal for what cannot be observed later.  Intent is
- * written (and fsync'd) BEFORE the command goes out: if we die right after
- * the host acted, the next run still knows that the host is in maintenance
- * because of us and that a reboot is owed (module parameters have no
- * running view in esxcli, so only the journal can tell).
- */
-static void remember_before(struct run *r, struct tslot *s, const struct gc_action *a,
-			    const char *aid)
-{
-	switch (a->kind) {
-	case GC_ACT_ENTER_MAINTENANCE:
-		if (!s->maint_ours) {
-			s->maint_ours = true;
-			journal(r, s->target, aid, "maintenance", GC_J_START, NULL);
-		}
-		break;
-	case GC_ACT_APPLY:
-		if (s->target->kind == GC_TARGET_SWITCH && !s->save_owed_logged) {
-			s->save_owed = s->save_owed_logged = true;
-			journal(r, s->target, aid, "save_owed", GC_J_START, NULL);
-		}
-		if ((a->flags & GC_RES_NEEDS_REBOOT) && !s->reboot_owed_logged) {
-			s->reboot_owed = s->reboot_owed_logged = true;
-			journal(r, s->target, aid, "reboot_owed", GC_J_START, NULL);
-		}
-		break;
-	case GC_ACT_REBOOT:
-		s->in_reboot = true;
-		break;
-	case GC_ACT_EXIT_MAINTENANCE:
-	case GC_ACT_VERIFY:
-	case GC_ACT_WAIT_HOST:
-	case GC_ACT_POWER_OFF:
-	case GC_ACT_POWER_ON:
-	case GC_ACT_MIGRATE:
-		break;
-	}
-}
-
-static void remember_after(struct run *r, struct tslot *s, const struct gc_action *a,
-			   const char *aid, bool ok)
-{
-	switch (a->kind) {
-	case GC_ACT_ENTER_MAINTENANCE:
-		if (!ok) { /* the host said no: it is not in maintenance because of us */
-			s->maint_ours = false;
-			journal(r, s->target, aid, "maintenance", GC_J_DONE, "enter failed");
-		}
-		break;
-	case GC_ACT_EXIT_MAINTENANCE:
-		if (ok) {
-			s->maint_ours = false;
-			journal(r, s->target, aid, "maintenance", GC_J_DONE, NULL);
-		}
-		break;
-	case GC_ACT_WAIT_HOST:
-	case GC_ACT_VERIFY:
-		if (!ok)
-			break;
-		/* it answers again after a reboot the driver has evidence of (or
-		 * verified): leaving maintenance is safe and the owed reboot is paid */
-		s->in_reboot = false;
-		if (s->reboot_owed_logged) {
-			s->reboot_owed = s->reboot_owed_logged = false;
-			journal(r, s->target, aid, "reboot_owed", GC_J_DONE, NULL);
-		}
-		break;
-	case GC_ACT_APPLY:
-		/* the switch driver saves after each action's commands */
-		if (ok && s->target->kind == GC_TARGET_SWITCH && s->save_owed_logged) {
-			s->save_owed = s->save_owed_logged = false;
-			journal(r, s->target, aid, "save_owed", GC_J_DONE, NULL);
-		}
-		break;
-	case GC_ACT_REBOOT:
-	case GC_ACT_POWER_OFF:
-	case GC_ACT_POWER_ON:
-	case GC_ACT_MIGRATE:
-		break;
-	}
-}
-
-/* After the waves: save what an earlier run left unsaved and this run did not. */
-static void settle_saves(struct run *r)
-{
-	size_t i;
-
-	for (i = 0; i < r->nslots; i++) {
-		struct tslot *s = &r->slots[i];
-		struct gc_error err = GC_ERROR_INIT;
-
-		if (!s->save_owed || s->failed || s->drv == NULL || s->drv->save == NULL ||
-		    !selected(r->ctx.opts, s->target->kind) || r->rep->interrupted)
-			continue;
-		if (connect_slot(r, s, true, &err) == 0 && s->drv->save(s->conn, &r->ctx, s->target, &err) == 0) {
-			s->save_owed = s->save_owed_logged = false;
-			s->rep->done++;
-			r->rep->done++;
-			journal(r, s->target, "save", "save_owed", GC_J_DONE, NULL);
-			emit(&r->ctx, GC_EV_WARN, s->target, NULL,
-			     "saved the configuration an earlier apply left unsaved", 0);
-		} else {
-			s->failed = true;
-			s->rep->failed++;
-			r->rep->failed++;
-			slot_error(s, err.msg);
-			emit(&r->ctx, GC_EV_FAILED, s->target, NULL, err.msg, 0);
-		}
-	}
-}
-
 static void execute(struct run *r, struct tslot *s, const struct gc_action *a)
 {
 	struct gc_error err = GC_ERROR_INIT;
 	char *aid = action_id(a);
 	int rc;
 
-	emit(&r->ctx, GC_EV_START, s->target, a, NULL, r->wave_index);
-	remember_before(r, s, a, aid);
-	journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_START, NULL);
-	rc = run_action(r, s, a, &err);
+	gc_exec_emit(&r->ctx, GC_EV_START, s->target, a, NULL, r->wave_index);
+	gc_exec_remember_before(r, s, a, aid);
+	gc_exec_journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_START, NULL);
+	rc = gc_exec_run_action(r, s, a, &err);
 	pthread_mutex_lock(&r->mu);
 	if (rc == 0) {
 		r->st[a->seq - 1] = A_DONE;
@@ -628,20 +419,25 @@ static void execute(struct run *r, struct tslot *s, const struct gc_action *a)
 		r->st[a->seq - 1] = A_FAILED;
 		s->rep->failed++;
 		r->rep->failed++;
-		s->failed = true;
-		slot_error(s, err.msg);
+		/* with lanes only this VM's later actions depend on it (the plan
+		 * sequences each VM): the other VMs go on */
+		if (s->lanes)
+			s->lane_failed = true;
+		else
+			s->failed = true;
+		gc_exec_slot_error(s, err.msg);
 		if (r->ctx.opts->fail_fast)
 			r->stop = true;
 	}
 	pthread_mutex_unlock(&r->mu);
 	if (rc == 0) {
-		journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_DONE, NULL);
-		remember_after(r, s, a, aid, true);
-		emit(&r->ctx, GC_EV_DONE, s->target, a, NULL, r->wave_index);
+		gc_exec_journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_DONE, NULL);
+		gc_exec_remember_after(r, s, a, aid, true);
+		gc_exec_emit(&r->ctx, GC_EV_DONE, s->target, a, NULL, r->wave_index);
 	} else {
-		journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_FAILED, err.msg);
-		remember_after(r, s, a, aid, false);
-		emit(&r->ctx, GC_EV_FAILED, s->target, a, err.msg, r->wave_index);
+		gc_exec_journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_FAILED, err.msg);
+		gc_exec_remember_after(r, s, a, aid, false);
+		gc_exec_emit(&r->ctx, GC_EV_FAILED, s->target, a, err.msg, r->wave_index);
 	}
 	free(aid);
 }
@@ -674,7 +470,46 @@ static void skip_action(struct run *r, struct tslot *s, const struct gc_action *
 	s->rep->skipped++;
 	r->rep->skipped++;
 	r->remaining--;
-	emit(&r->ctx, GC_EV_SKIPPED, s->target, a, why, r->wave_index);
+	gc_exec_emit(&r->ctx, GC_EV_SKIPPED, s->target, a, why, r->wave_index);
+}
+
+/*
+ * Under r->mu, for a target with lanes: the first pending action of this
+ * wave's list that is ready, skipping (as the plain scheduler does) the
+ * doomed ones on the way.  Blocked actions do not stop the scan: another
+ * VM's action further down may be ready.  r->next[i] only marks the first
+ * action not yet taken.
+ */
+static const struct gc_action *pick_lane(struct run *r, struct tslot *s,
+					 const struct gc_plan_target *pt, size_t i)
+{
+	for (size_t j = r->next[i]; j < pt->nactions; j++) {
+		const struct gc_action *a = pt->actions[j];
+		int rd;
+
+		if (r->st[a->seq - 1] != A_PENDING) {
+			if (j == r->next[i])
+				r->next[i]++;
+			continue;
+		}
+		rd = readiness(r, a);
+		if (r->stop) {
+			skip_action(r, s, a, r->rep->interrupted ? "interrupted" : "not started: --fail-fast");
+		} else if (s->drv == NULL || !gc_exec_selected(r->ctx.opts, s->target->kind)) {
+			r->st[a->seq - 1] = A_OUT_OF_SCOPE;
+			r->rep->out_of_scope++;
+			r->remaining--;
+		} else if (s->failed) {
+			skip_action(r, s, a, "target failed earlier");
+		} else if (rd == -1) {
+			skip_action(r, s, a, "a prerequisite failed");
+		} else if (rd == -2) {
+			skip_action(r, s, a, "needs an action on a target kind not selected");
+		} else if (rd == 1) {
+			return a;
+		}
+	}
+	return NULL;
 }
 
 static void *apply_worker(void *arg)
@@ -699,6 +534,14 @@ static void *apply_worker(void *arg)
 			const struct gc_plan_target *pt = &w->targets[i];
 			struct tslot *s = &r->slots[pt->target->index];
 
+			if (s->lanes) {
+				act = pick_lane(r, s, pt, i);
+				if (act != NULL) {
+					pick = s;
+					r->st[act->seq - 1] = A_RUNNING;
+				}
+				continue;
+			}
 			while (r->next[i] < pt->nactions && !s->busy) {
 				const struct gc_action *a = pt->actions[r->next[i]];
 				int rd = readiness(r, a);
@@ -706,7 +549,7 @@ static void *apply_worker(void *arg)
 				if (r->stop) {
 					skip_action(r, s, a, r->rep->interrupted ? "interrupted"
 										 : "not started: --fail-fast");
-				} else if (s->drv == NULL || !selected(r->ctx.opts, s->target->kind)) {
+				} else if (s->drv == NULL || !gc_exec_selected(r->ctx.opts, s->target->kind)) {
 					r->st[a->seq - 1] = A_OUT_OF_SCOPE;
 					r->rep->out_of_scope++;
 					r->remaining--;
@@ -725,7 +568,7 @@ static void *apply_worker(void *arg)
 				}
 				r->next[i]++;
 			}
-			if (pick != NULL) {
+			if (pick != NULL && !pick->lanes) {
 				r->next[i]++;
 				pick->busy = true;
 				r->st[act->seq - 1] = A_RUNNING;
@@ -757,67 +600,23 @@ static void run_wave(struct run *r, size_t wi)
 	const struct gc_plan_wave *w = &r->rep->plan->waves[wi];
 	size_t i, n = 0;
 
-	for (i = 0; i < w->ntargets; i++)
+	size_t workers = 0;
+
+	for (i = 0; i < w->ntargets; i++) {
 		n += w->targets[i].nactions;
+		/* a target with lanes may run all of its actions at once */
+		workers += r->slots[w->targets[i].target->index].lanes ? w->targets[i].nactions : 1;
+	}
 	if (n == 0)
 		return;
 	r->wave = w;
 	r->wave_index = wi;
 	r->next = gc_xcalloc(w->ntargets, sizeof(*r->next));
 	r->remaining = n;
-	emit(&r->ctx, GC_EV_WAVE, NULL, NULL, NULL, wi);
-	run_pool(w->ntargets < r->parallelism ? (unsigned)w->ntargets : r->parallelism, apply_worker, r);
+	gc_exec_emit(&r->ctx, GC_EV_WAVE, NULL, NULL, NULL, wi);
+	run_pool(workers < r->parallelism ? (unsigned)workers : r->parallelism, apply_worker, r);
 	free(r->next);
 	r->next = NULL;
-}
-
-/*
- * After the waves: an ESXi host that we put into maintenance mode and whose
- * window did not finish (it failed, or --fail-fast stopped it) is taken out
- * again, unless it was rebooted and never came back verified, or the user
- * interrupted us: then it stays, loudly, and the journal remembers for the
- * next run.
- */
-static void recover_hosts(struct run *r)
-{
-	size_t i;
-
-	for (i = 0; i < r->nslots; i++) {
-		struct tslot *s = &r->slots[i];
-		struct gc_action exit_a;
-		struct gc_error err = GC_ERROR_INIT;
-
-		if (s->target->kind != GC_TARGET_ESXI || !s->maint_ours || s->drv == NULL ||
-		    !selected(r->ctx.opts, s->target->kind))
-			continue;
-		if (r->rep->interrupted) {
-			s->rep->left_in_maintenance = true;
-			s->rep->maintenance_why = gc_xasprintf(
-				"interrupted; re-run apply to finish (the journal remembers)");
-			continue;
-		}
-		if (s->in_reboot) {
-			s->rep->left_in_maintenance = true;
-			s->rep->maintenance_why = gc_xasprintf(
-				"it was rebooted and has not been verified since: check the host, then "
-				"re-run apply");
-			continue;
-		}
-		memset(&exit_a, 0, sizeof(exit_a));
-		exit_a.kind = GC_ACT_EXIT_MAINTENANCE;
-		exit_a.target = s->target;
-		exit_a.host = s->target->name;
-		exit_a.synthesized = true;
-		exit_a.why = "recover: leave maintenance mode after a failure";
-		if (run_action(r, s, &exit_a, &err) == 0) {
-			journal(r, s->target, "recover: exit maintenance", "maintenance", GC_J_DONE, NULL);
-			s->maint_ours = false;
-			emit(&r->ctx, GC_EV_NOTE, s->target, NULL, "left maintenance mode after the failure", 0);
-		} else {
-			s->rep->left_in_maintenance = true;
-			s->rep->maintenance_why = gc_xasprintf("leaving maintenance mode failed: %s", err.msg);
-		}
-	}
 }
 
 /* ---------------------------------------------------------------- the whole run */
@@ -892,7 +691,7 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 	for (i = 0; i < g->ntargets; i++) {
 		enum gc_target_kind k = g->targets[i]->kind;
 
-		if (selected(opts, k) && gc_exec_driver(k) == NULL) {
+		if (gc_exec_selected(opts, k) && gc_exec_driver(k) == NULL) {
 			rc = gc_error_set(err, GC_ENOTSUP,
 					  "this build has no %s driver yet (target '%s'): nothing was "
 					  "touched; use --only to act on the other target kinds",
@@ -917,15 +716,16 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 	for (i = 0; i < g->ntargets; i++) {
 		r.slots[i].target = g->targets[i];
 		r.slots[i].drv = gc_exec_driver(g->targets[i]->kind);
+		r.slots[i].lanes = r.slots[i].drv != NULL && r.slots[i].drv->shared_conn;
 		r.slots[i].rep = &out->targets[i];
 		out->targets[i].target = g->targets[i];
 	}
 	index_resources(&r, g);
-	recall_journal(&r, cluster);
+	gc_exec_recall_journal(&r, cluster);
 
 	t0 = gc_now_ns();
 	observe_all(&r);
-	feed_journal_to_store(&r);
+	gc_exec_feed_journal(&r);
 	out->observe_s = since(t0);
 	if (gc_drv_interrupted(&r.ctx)) {
 		out->interrupted = true;
@@ -952,15 +752,15 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 	/* targets that failed to observe fail all their actions' dependents */
 	for (i = 0; i < out->plan->nwaves; i++)
 		run_wave(&r, i);
-	recover_hosts(&r);
-	settle_saves(&r);
+	gc_exec_recover_hosts(&r);
+	gc_exec_settle_saves(&r);
 	out->apply_s = since(t0);
 	out->changing_commands = r.ctx.changes;
 	for (i = 0; i < r.nslots; i++)
 		r.slots[i].rep->reboot_owed = r.slots[i].reboot_owed;
 done:
 	for (i = 0; i < r.nslots; i++) {
-		if (r.slots[i].failed && rc == 0)
+		if ((r.slots[i].failed || r.slots[i].lane_failed) && rc == 0)
 			rc = gc_error_set(err, GC_EREMOTE, "%s '%s' failed: %s",
 					  gc_target_kind_name(r.slots[i].target->kind),
 					  r.slots[i].target->name,

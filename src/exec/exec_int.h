@@ -1,12 +1,91 @@
 /*
- * exec_int.h - private to src/exec: the driver registry.
+ * exec_int.h - private to src/exec: the driver registry and the run state
+ * that exec.c (connect, observe, schedule, run) and recover.c (what the
+ * journal remembers across runs, recovery after the waves) share.
  */
 #ifndef GC_EXEC_INT_H
 #define GC_EXEC_INT_H
 
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gc/exec.h"
+#include "gc/journal.h"
 #include "gc/sys/driver.h"
 
 extern const struct gc_driver gc_driver_esxi;
 extern const struct gc_driver gc_driver_onyx;
+
+enum astate { A_PENDING, A_RUNNING, A_DONE, A_FAILED, A_SKIPPED, A_OUT_OF_SCOPE };
+
+struct tslot {
+	const struct gc_target *target;
+	const struct gc_driver *drv;
+	void *conn;
+	bool busy;
+	bool failed;           /* a device or fatal error: stop this target */
+	bool observed;
+	bool maint_ours;       /* in maintenance because we put it there */
+	bool reboot_owed;      /* journal: a reboot-needing change awaits its reboot */
+	bool reboot_owed_logged;
+	bool in_reboot;        /* REBOOT sent, VERIFY not yet passed */
+	bool save_owed;        /* journal: switch commands sent, their save not confirmed */
+	bool save_owed_logged;
+	bool lanes;            /* drv->shared_conn: actions of different VMs run at once */
+	bool lane_failed;      /* lanes: some VM's action failed (the others went on) */
+	struct gc_exec_target_report *rep;
+};
+
+struct gc_drv_ctx {
+	const struct gc_graph *graph;
+	const struct gc_exec_opts *opts;
+	struct gc_observed *obs;
+	pthread_mutex_t obs_mu;
+	pthread_mutex_t ev_mu;
+	uint64_t changes;
+};
+
+struct run {
+	struct gc_drv_ctx ctx;
+	struct gc_journal *journal;
+	struct gc_exec_report *rep;
+	struct tslot *slots; /* per graph target */
+	size_t nslots;
+	enum astate *st;     /* per action (seq - 1) */
+	/* resources of each target, for observation */
+	const struct gc_resource ***tres;
+	size_t *ntres;
+	/* scheduler */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	const struct gc_plan_wave *wave;
+	size_t wave_index;
+	size_t *next;        /* per wave target: index of its next action */
+	size_t remaining;
+	bool stop;           /* fail-fast or interrupt */
+	unsigned parallelism;
+};
+
+/* exec.c */
+void gc_exec_emit(struct gc_drv_ctx *ctx, enum gc_exec_event_kind kind, const struct gc_target *t,
+		  const struct gc_action *a, const char *msg, size_t wave);
+void gc_exec_journal(struct run *r, const struct gc_target *t, const char *action,
+		     const char *kind, enum gc_jstate st, const char *detail);
+bool gc_exec_selected(const struct gc_exec_opts *o, enum gc_target_kind k);
+void gc_exec_slot_error(struct tslot *s, const char *msg);
+int gc_exec_connect_slot(struct run *r, struct tslot *s, bool retry, struct gc_error *err);
+int gc_exec_run_action(struct run *r, struct tslot *s, const struct gc_action *a,
+		       struct gc_error *err);
+
+/* recover.c */
+void gc_exec_recall_journal(struct run *r, const char *cluster);
+void gc_exec_feed_journal(struct run *r);
+void gc_exec_remember_before(struct run *r, struct tslot *s, const struct gc_action *a,
+			     const char *aid);
+void gc_exec_remember_after(struct run *r, struct tslot *s, const struct gc_action *a,
+			    const char *aid, bool ok);
+void gc_exec_settle_saves(struct run *r);
+void gc_exec_recover_hosts(struct run *r);
 
 #endif

@@ -43,6 +43,14 @@ struct gc_drv_host_state {
 struct gc_driver {
 	const char *name;              /* "esxi" */
 	enum gc_target_kind kind;
+	/*
+	 * One connection that several actions use at once (vCenter: different
+	 * VMs' tasks in flight).  The executor then runs the target's ready
+	 * actions in parallel (the plan sequences each VM), keeps the target
+	 * going when one VM's action fails, and never drops the connection on
+	 * a transport fault; apply and observe must be thread-safe.
+	 */
+	bool shared_conn;
 	int (*connect)(void **conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
 		       struct gc_error *err);
 	/*

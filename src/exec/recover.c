@@ -1,0 +1,228 @@
+/*
+ * recover.c - what the journal remembers across runs and what the executor
+ * puts right after the waves.
+ *
+ * Before a command goes out, its intent is journalled (and fsync'd):
+ * maintenance entered by us, a reboot owed, a switch configuration not yet
+ * saved.  The next run reads that back (recall) and hands it to the planner
+ * as observed facts (feed).  After the waves, a host we left in maintenance
+ * after a failure is taken out again unless that would be unsafe, and a
+ * configuration an earlier run left unsaved is saved.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_int.h"
+#include "gc/journal.h"
+
+void gc_exec_recall_journal(struct run *r, const char *cluster)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_jhistory h;
+	size_t i;
+
+	if (gc_journal_read(&h, r->ctx.opts->state_dir, cluster, &err) != 0) {
+		gc_exec_emit(&r->ctx, GC_EV_WARN, NULL, NULL, err.msg, 0);
+		return;
+	}
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+
+		if (s->target->kind == GC_TARGET_SWITCH) {
+			s->save_owed = s->save_owed_logged =
+				gc_jhistory_last(&h, s->target->name, "save_owed") == GC_J_START;
+			if (s->save_owed)
+				gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL,
+				     "the configuration may be unsaved: an earlier apply stopped before "
+				     "'configuration write'; apply saves it",
+				     0);
+		}
+		if (s->target->kind != GC_TARGET_ESXI)
+			continue;
+		s->maint_ours = gc_jhistory_last(&h, s->target->name, "maintenance") == GC_J_START;
+		s->reboot_owed = gc_jhistory_last(&h, s->target->name, "reboot_owed") == GC_J_START;
+		s->reboot_owed_logged = s->reboot_owed;
+	}
+	gc_jhistory_free(&h);
+}
+
+void gc_exec_feed_journal(struct run *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+		const struct gc_observed_host *oh;
+
+		if (s->target->kind != GC_TARGET_ESXI || !s->observed)
+			continue;
+		oh = gc_observed_host(r->ctx.obs, s->target->name);
+		if (s->reboot_owed && (oh == NULL || !oh->reboot_pending))
+			gc_observed_set_host_pending(r->ctx.obs, s->target->name, true,
+						     "a change applied by an earlier run awaits its reboot");
+		if (s->maint_ours && oh != NULL && oh->maintenance)
+			gc_observed_set_host_ours(r->ctx.obs, s->target->name, true);
+	}
+}
+
+/*
+ * Bookkeeping in the journal for what cannot be observed later.  Intent is
+ * written (and fsync'd) BEFORE the command goes out: if we die right after
+ * the host acted, the next run still knows that the host is in maintenance
+ * because of us and that a reboot is owed (module parameters have no
+ * running view in esxcli, so only the journal can tell).
+ */
+void gc_exec_remember_before(struct run *r, struct tslot *s, const struct gc_action *a,
+			    const char *aid)
+{
+	switch (a->kind) {
+	case GC_ACT_ENTER_MAINTENANCE:
+		if (!s->maint_ours) {
+			s->maint_ours = true;
+			gc_exec_journal(r, s->target, aid, "maintenance", GC_J_START, NULL);
+		}
+		break;
+	case GC_ACT_APPLY:
+		if (s->target->kind == GC_TARGET_SWITCH && !s->save_owed_logged) {
+			s->save_owed = s->save_owed_logged = true;
+			gc_exec_journal(r, s->target, aid, "save_owed", GC_J_START, NULL);
+		}
+		if ((a->flags & GC_RES_NEEDS_REBOOT) && !s->reboot_owed_logged) {
+			s->reboot_owed = s->reboot_owed_logged = true;
+			gc_exec_journal(r, s->target, aid, "reboot_owed", GC_J_START, NULL);
+		}
+		break;
+	case GC_ACT_REBOOT:
+		s->in_reboot = true;
+		break;
+	case GC_ACT_EXIT_MAINTENANCE:
+	case GC_ACT_VERIFY:
+	case GC_ACT_WAIT_HOST:
+	case GC_ACT_POWER_OFF:
+	case GC_ACT_POWER_ON:
+	case GC_ACT_MIGRATE:
+		break;
+	}
+}
+
+void gc_exec_remember_after(struct run *r, struct tslot *s, const struct gc_action *a,
+			   const char *aid, bool ok)
+{
+	switch (a->kind) {
+	case GC_ACT_ENTER_MAINTENANCE:
+		if (!ok) { /* the host said no: it is not in maintenance because of us */
+			s->maint_ours = false;
+			gc_exec_journal(r, s->target, aid, "maintenance", GC_J_DONE, "enter failed");
+		}
+		break;
+	case GC_ACT_EXIT_MAINTENANCE:
+		if (ok) {
+			s->maint_ours = false;
+			gc_exec_journal(r, s->target, aid, "maintenance", GC_J_DONE, NULL);
+		}
+		break;
+	case GC_ACT_WAIT_HOST:
+	case GC_ACT_VERIFY:
+		if (!ok)
+			break;
+		/* it answers again after a reboot the driver has evidence of (or
+		 * verified): leaving maintenance is safe and the owed reboot is paid */
+		s->in_reboot = false;
+		if (s->reboot_owed_logged) {
+			s->reboot_owed = s->reboot_owed_logged = false;
+			gc_exec_journal(r, s->target, aid, "reboot_owed", GC_J_DONE, NULL);
+		}
+		break;
+	case GC_ACT_APPLY:
+		/* the switch driver saves after each action's commands */
+		if (ok && s->target->kind == GC_TARGET_SWITCH && s->save_owed_logged) {
+			s->save_owed = s->save_owed_logged = false;
+			gc_exec_journal(r, s->target, aid, "save_owed", GC_J_DONE, NULL);
+		}
+		break;
+	case GC_ACT_REBOOT:
+	case GC_ACT_POWER_OFF:
+	case GC_ACT_POWER_ON:
+	case GC_ACT_MIGRATE:
+		break;
+	}
+}
+
+/* After the waves: save what an earlier run left unsaved and this run did not. */
+void gc_exec_settle_saves(struct run *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+		struct gc_error err = GC_ERROR_INIT;
+
+		if (!s->save_owed || s->failed || s->drv == NULL || s->drv->save == NULL ||
+		    !gc_exec_selected(r->ctx.opts, s->target->kind) || r->rep->interrupted)
+			continue;
+		if (gc_exec_connect_slot(r, s, true, &err) == 0 && s->drv->save(s->conn, &r->ctx, s->target, &err) == 0) {
+			s->save_owed = s->save_owed_logged = false;
+			s->rep->done++;
+			r->rep->done++;
+			gc_exec_journal(r, s->target, "save", "save_owed", GC_J_DONE, NULL);
+			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL,
+			     "saved the configuration an earlier apply left unsaved", 0);
+		} else {
+			s->failed = true;
+			s->rep->failed++;
+			r->rep->failed++;
+			gc_exec_slot_error(s, err.msg);
+			gc_exec_emit(&r->ctx, GC_EV_FAILED, s->target, NULL, err.msg, 0);
+		}
+	}
+}
+
+/*
+ * After the waves: an ESXi host that we put into maintenance mode and whose
+ * window did not finish (it failed, or --fail-fast stopped it) is taken out
+ * again, unless it was rebooted and never came back verified, or the user
+ * interrupted us: then it stays, loudly, and the journal remembers for the
+ * next run.
+ */
+void gc_exec_recover_hosts(struct run *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+		struct gc_action exit_a;
+		struct gc_error err = GC_ERROR_INIT;
+
+		if (s->target->kind != GC_TARGET_ESXI || !s->maint_ours || s->drv == NULL ||
+		    !gc_exec_selected(r->ctx.opts, s->target->kind))
+			continue;
+		if (r->rep->interrupted) {
+			s->rep->left_in_maintenance = true;
+			s->rep->maintenance_why = gc_xasprintf(
+				"interrupted; re-run apply to finish (the journal remembers)");
+			continue;
+		}
+		if (s->in_reboot) {
+			s->rep->left_in_maintenance = true;
+			s->rep->maintenance_why = gc_xasprintf(
+				"it was rebooted and has not been verified since: check the host, then "
+				"re-run apply");
+			continue;
+		}
+		memset(&exit_a, 0, sizeof(exit_a));
+		exit_a.kind = GC_ACT_EXIT_MAINTENANCE;
+		exit_a.target = s->target;
+		exit_a.host = s->target->name;
+		exit_a.synthesized = true;
+		exit_a.why = "recover: leave maintenance mode after a failure";
+		if (gc_exec_run_action(r, s, &exit_a, &err) == 0) {
+			gc_exec_journal(r, s->target, "recover: exit maintenance", "maintenance", GC_J_DONE, NULL);
+			s->maint_ours = false;
+			gc_exec_emit(&r->ctx, GC_EV_NOTE, s->target, NULL, "left maintenance mode after the failure", 0);
+		} else {
+			s->rep->left_in_maintenance = true;
+			s->rep->maintenance_why = gc_xasprintf("leaving maintenance mode failed: %s", err.msg);
+		}
+	}
+}
+
