@@ -128,6 +128,10 @@ struct gc_vcenter_vm {
 	size_t nextra_config;
 	struct gc_vcenter_device *devices;
 	size_t ndevices;
+	int num_cpus;              /* config.hardware.numCPU; 0 when absent */
+	int memory_mb;             /* config.hardware.memoryMB; 0 when absent */
+	bool is_template;          /* config.template */
+	const char *resource_pool; /* resourcePool moref; NULL for a template */
 };
 
 /* One entry of HostSystem config.pciPassthruInfo. */
@@ -145,6 +149,60 @@ struct gc_vcenter_host {
 	size_t npassthru;
 	const char **vgpu_types;              /* config.sharedPassthruGpuTypes */
 	size_t nvgpu_types;
+	const char *parent;       /* its ComputeResource / ClusterComputeResource moref */
+	bool maintenance;         /* runtime.inMaintenanceMode */
+	struct gc_vcenter_pci_device *pci;    /* hardware.pciDevice */
+	size_t npci;
+};
+
+/* One entry of HostSystem hardware.pciDevice. */
+struct gc_vcenter_pci_device {
+	const char *id;          /* "0000:3b:00.0" */
+	int vendor_id;           /* as vCenter sends it (xsd:short, signed): 0x10de is 4318 */
+	int device_id;           /* as sent (signed short); a backing wants (uint16_t) in hex */
+	const char *device_name; /* "GV100GL [Tesla V100 PCIe 32GB]" */
+};
+
+struct gc_vcenter_datacenter {
+	const char *moref, *name;
+	const char *vm_folder, *host_folder, *network_folder, *datastore_folder;
+};
+
+/* A ComputeResource or ClusterComputeResource. */
+struct gc_vcenter_compute {
+	const char *moref, *name;
+	const char *type;                /* "ClusterComputeResource" | "ComputeResource" */
+	const char *resource_pool;       /* its root resource pool */
+	const char *environment_browser; /* for QueryConfigTarget */
+};
+
+struct gc_vcenter_datastore {
+	const char *moref, *name;
+};
+
+/* A standard network (Network) or a distributed port group. */
+struct gc_vcenter_network {
+	const char *moref, *name;
+	const char *type;         /* "Network" | "DistributedVirtualPortgroup" | ... */
+	const char *portgroup_key; /* DVPG: config.key */
+	const char *dvs;          /* DVPG: config.distributedVirtualSwitch moref */
+	int vlan;                 /* DVPG: defaultPortConfig.vlan.vlanId; -1 when not a single id */
+	const char *config_version; /* DVPG: config.configVersion */
+};
+
+struct gc_vcenter_dvs_member {
+	const char *host;   /* host moref (config.host[].config.host) */
+	const char **pnics; /* config.backing.pnicSpec[].pnicDevice, "vmnic5" */
+	size_t npnics;
+};
+
+struct gc_vcenter_dvs {
+	const char *moref, *name;
+	const char *uuid;           /* the switch uuid a port backing names */
+	int max_mtu;                /* config.maxMtu; 0 when absent */
+	const char *config_version; /* config.configVersion */
+	struct gc_vcenter_dvs_member *members; /* config.host */
+	size_t nmembers;
 };
 
 /* Everything one observation read; one arena owns it all. */
@@ -154,6 +212,16 @@ struct gc_vcenter_inventory {
 	size_t nvms;
 	struct gc_vcenter_host *hosts;
 	size_t nhosts;
+	struct gc_vcenter_datacenter *datacenters;
+	size_t ndatacenters;
+	struct gc_vcenter_compute *computes;
+	size_t ncomputes;
+	struct gc_vcenter_datastore *datastores;
+	size_t ndatastores;
+	struct gc_vcenter_network *networks; /* standard networks and DV port groups */
+	size_t nnetworks;
+	struct gc_vcenter_dvs *dvs;
+	size_t ndvs;
 	unsigned round_trips;            /* RetrievePropertiesEx + ContinueRetrievePropertiesEx */
 };
 
@@ -180,13 +248,69 @@ const struct gc_vcenter_passthru *gc_vcenter_host_passthru(const struct gc_vcent
 							   const char *pci_id);
 /* True when the host offers vGPU type `profile` ("grid_t4-16c"). */
 bool gc_vcenter_host_offers_vgpu(const struct gc_vcenter_host *h, const char *profile);
+/* Lookups by name (the first match) or moref; NULL when absent. */
+const struct gc_vcenter_datacenter *gc_vcenter_inventory_datacenter(
+	const struct gc_vcenter_inventory *inv, const char *name);
+const struct gc_vcenter_compute *gc_vcenter_inventory_compute(
+	const struct gc_vcenter_inventory *inv, const char *moref);
+const struct gc_vcenter_datastore *gc_vcenter_inventory_datastore(
+	const struct gc_vcenter_inventory *inv, const char *name);
+const struct gc_vcenter_network *gc_vcenter_inventory_network(
+	const struct gc_vcenter_inventory *inv, const char *name);
+const struct gc_vcenter_dvs *gc_vcenter_inventory_dvs(const struct gc_vcenter_inventory *inv,
+						      const char *name);
+const struct gc_vcenter_host *gc_vcenter_inventory_host_moref(
+	const struct gc_vcenter_inventory *inv, const char *moref);
+const struct gc_vcenter_pci_device *gc_vcenter_host_pci(const struct gc_vcenter_host *h,
+							const char *pci_id);
 /* The value of extraConfig key (the last entry for it), or NULL. */
 const char *gc_vcenter_vm_option(const struct gc_vcenter_vm *vm, const char *key);
 
 /* ---------------------------------------------------------------- reconfiguration */
 
+enum gc_vcenter_devop { GC_VCENTER_DEV_ADD, GC_VCENTER_DEV_REMOVE };
+
+enum gc_vcenter_devkind {
+	GC_VCENTER_PCI_STATIC,  /* VirtualPCIPassthrough, VirtualPCIPassthroughDeviceBackingInfo */
+	GC_VCENTER_PCI_DYNAMIC, /* VirtualPCIPassthrough, ...DynamicBackingInfo (allowedDevice) */
+	GC_VCENTER_VGPU,        /* VirtualPCIPassthrough, ...VmiopBackingInfo (vgpu) */
+	GC_VCENTER_NIC_VMXNET3, /* VirtualVmxnet3 */
+	GC_VCENTER_NIC_SRIOV,   /* VirtualSriovEthernetCard (sriovBacking.physicalFunctionBacking) */
+	GC_VCENTER_NIC_PVRDMA,  /* VirtualVmxnet3Vrdma (deviceProtocol) */
+};
+
+/*
+ * One deviceChange entry.  REMOVE needs only `key` (the existing device's)
+ * and `kind` (for the xsi:type).  ADD uses a negative `key` (-100, -101 ...)
+ * and the fields of its kind; NULL/0 fields are left out.
+ */
+struct gc_vcenter_devspec {
+	enum gc_vcenter_devop op;
+	enum gc_vcenter_devkind kind;
+	int key;
+	/* PCI_STATIC: the device; NIC_SRIOV: the physical function */
+	const char *pci_id;       /* "0000:3b:00.0" */
+	const char *device_id;    /* hex string, "1db6" */
+	const char *system_id;    /* from QueryConfigTarget */
+	int vendor_id;            /* signed decimal, 4318 */
+	const char *device_name;  /* deviceName of the backing; "" when unknown */
+	/* PCI_DYNAMIC: allowedDevice */
+	int allowed_vendor_id, allowed_device_id;
+	/* VGPU */
+	const char *vgpu;         /* "grid_t4-16c" */
+	/* NICs: a standard network (by name and moref) or a DV port group */
+	const char *network;      /* VirtualEthernetCardNetworkBackingInfo.deviceName */
+	const char *network_moref;
+	const char *dvs_uuid, *portgroup_key; /* VirtualEthernetCardDistributedVirtualPortBackingInfo */
+	const char *protocol;     /* NIC_PVRDMA: "rocev1" | "rocev2" */
+};
+
 /* What one ReconfigVM_Task changes; everything else stays as it is. */
 struct gc_vcenter_vm_change {
+	int num_cpus;           /* numCPUs; 0: unchanged */
+	long memory_mb;         /* memoryMB; 0: unchanged */
+	const struct gc_vcenter_devspec *devices; /* deviceChange, in this order */
+	size_t ndevices;
 	/* Set key=value; an empty value removes the key (vCenter's rule). */
 	const struct gc_vcenter_option *extra_config;
 	size_t nextra_config;
@@ -211,6 +335,79 @@ int gc_vcenter_reconfigure(struct gc_vcenter_conn *vc, const char *vm_moref,
  */
 int gc_vcenter_task_wait(struct gc_vcenter_conn *vc, const char *task, const char *what,
 			 unsigned timeout_ms, struct gc_error *err);
+
+/* The same, copying the task's info.result (a moref's id, e.g. the new VM of
+ * a clone) into result[0..n) when it succeeds ("" when it has none). */
+int gc_vcenter_task_wait_result(struct gc_vcenter_conn *vc, const char *task, const char *what,
+				unsigned timeout_ms, char *result, size_t n, struct gc_error *err);
+
+/* ---------------------------------------------------------------- VM lifecycle (vmops.c) */
+
+/*
+ * CloneVM_Task of `from` (a template or VM moref) named `name` into `folder`
+ * with location pool / host / datastore (datastore NULL: the source's), not
+ * powered on, not a template; waits for the task and copies the new VM's
+ * moref into out[0..n).
+ */
+int gc_vcenter_clone(char *out, size_t n, struct gc_vcenter_conn *vc, const char *from,
+		     const char *name, const char *folder, const char *pool, const char *host,
+		     const char *datastore, unsigned timeout_ms, struct gc_error *err);
+/* PowerOnVM_Task / PowerOffVM_Task (hard off), waited for. */
+int gc_vcenter_power_on(struct gc_vcenter_conn *vc, const char *vm, unsigned timeout_ms,
+			struct gc_error *err);
+int gc_vcenter_power_off(struct gc_vcenter_conn *vc, const char *vm, unsigned timeout_ms,
+			 struct gc_error *err);
+/* ShutdownGuest (not a task: returns once VMware Tools accepted it).  A VM
+ * without running Tools answers with a fault (GC_EREMOTE). */
+int gc_vcenter_shutdown_guest(struct gc_vcenter_conn *vc, const char *vm, struct gc_error *err);
+/* runtime.powerState of one VM ("poweredOn", ...) into out[0..n). */
+int gc_vcenter_power_state(struct gc_vcenter_conn *vc, const char *vm, char *out, size_t n,
+			   struct gc_error *err);
+/* RelocateVM_Task onto host (and pool when non-NULL): vMotion. */
+int gc_vcenter_relocate(struct gc_vcenter_conn *vc, const char *vm, const char *host,
+			const char *pool, unsigned timeout_ms, struct gc_error *err);
+
+/* One entry of ConfigTarget.pciPassthrough or ConfigTarget.sriov. */
+struct gc_vcenter_pci_target {
+	char id[32];           /* pciDevice.id */
+	int vendor_id, device_id; /* pciDevice.vendorId / deviceId as sent */
+	char device_name[128]; /* pciDevice.deviceName */
+	char system_id[128];
+	bool sriov;            /* from ConfigTarget.sriov (a physical function) */
+};
+/*
+ * QueryConfigTarget on an EnvironmentBrowser for one host: the PCI devices
+ * the host offers for passthrough and its SR-IOV physical functions, with
+ * the systemId a static backing needs.  *out is gc_xmalloc'd (caller frees).
+ */
+int gc_vcenter_query_pci(struct gc_vcenter_pci_target **out, size_t *nout,
+			 struct gc_vcenter_conn *vc, const char *environment_browser,
+			 const char *host, struct gc_error *err);
+
+/* ---------------------------------------------------------------- distributed switches (dvs.c) */
+
+struct gc_vcenter_dvs_uplink {
+	const char *host; /* host moref */
+	const char *pnic; /* "vmnic5" */
+};
+
+/* CreateDVS_Task in a network folder: a VMwareDVSConfigSpec with name and
+ * maxMtu; waits, copies the new switch's moref into out[0..n). */
+int gc_vcenter_create_dvs(char *out, size_t n, struct gc_vcenter_conn *vc, const char *folder,
+			  const char *name, int mtu, unsigned timeout_ms, struct gc_error *err);
+/* ReconfigureDvs_Task: configVersion, maxMtu (0: unchanged) and host
+ * members to add with their uplink pnic. */
+int gc_vcenter_reconfigure_dvs(struct gc_vcenter_conn *vc, const char *dvs,
+			       const char *config_version, int mtu,
+			       const struct gc_vcenter_dvs_uplink *add, size_t nadd,
+			       unsigned timeout_ms, struct gc_error *err);
+/* AddDVPortgroup_Task: one early-binding port group with this VLAN id (0: none). */
+int gc_vcenter_add_portgroup(struct gc_vcenter_conn *vc, const char *dvs, const char *name,
+			     int vlan, unsigned timeout_ms, struct gc_error *err);
+/* ReconfigureDVPortgroup_Task: set the VLAN id. */
+int gc_vcenter_portgroup_vlan(struct gc_vcenter_conn *vc, const char *portgroup,
+			      const char *config_version, int vlan, unsigned timeout_ms,
+			      struct gc_error *err);
 
 /* ---------------------------------------------------------------- REST session */
 
