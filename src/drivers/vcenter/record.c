@@ -1,0 +1,386 @@
+/*
+ * record.c - one vCenter observation, in the shape of the resource graph.
+ *
+ * gc_vcenter_observe() reads every VM, host, switch and port group in one
+ * property-collector call; this file turns that inventory into observed
+ * resources with the same ids and property keys the graph builder uses
+ * (src/graph/build.c), so the planner's diff is the generic one.  Which
+ * device stands for which spec item is decided here too (vcdrv.h), and the
+ * driver asks the same functions when it applies a change, so the two can
+ * never disagree.
+ *
+ * What cannot be read back is recorded as desired, and documented in
+ * docs/vcenter.md: the template a VM was cloned from (vCenter keeps no
+ * record of it) and the physical GPU a pinned vGPU sits on.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vcdrv.h"
+
+/* ---------------------------------------------------------------- matching */
+
+const struct gc_vcenter_host *gc_vcdrv_host(const struct gc_vcenter_inventory *inv,
+					    const struct gc_host *h)
+{
+	const struct gc_vcenter_host *vh;
+
+	if (h == NULL)
+		return NULL;
+	vh = gc_vcenter_inventory_host(inv, h->name);
+	if (vh == NULL && h->address != NULL)
+		vh = gc_vcenter_inventory_host(inv, h->address);
+	return vh;
+}
+
+const char *gc_vcdrv_host_name(const struct gc_vcenter_inventory *inv, const struct gc_cluster *c,
+			       const char *moref)
+{
+	const struct gc_vcenter_host *vh;
+
+	if (moref == NULL || (vh = gc_vcenter_inventory_host_moref(inv, moref)) == NULL)
+		return NULL;
+	for (size_t i = 0; c != NULL && i < c->nhosts; i++) {
+		const struct gc_host *h = &c->hosts[i];
+
+		if (strcmp(h->name, vh->name) == 0 ||
+		    (h->address != NULL && strcmp(h->address, vh->name) == 0))
+			return h->name;
+	}
+	return vh->name;
+}
+
+const struct gc_vcenter_vm *gc_vcdrv_vm(const struct gc_vcenter_inventory *inv, const char *name)
+{
+	for (size_t i = 0; i < inv->nvms; i++)
+		if (!inv->vms[i].is_template && strcmp(inv->vms[i].name, name) == 0)
+			return &inv->vms[i];
+	return NULL;
+}
+
+static bool type_is(const struct gc_vcenter_device *d, const char *type)
+{
+	return d->type != NULL && strcmp(d->type, type) == 0;
+}
+
+static bool backing_is(const struct gc_vcenter_device *d, const char *type)
+{
+	return d->backing_type != NULL && strcmp(d->backing_type, type) == 0;
+}
+
+bool gc_vcdrv_is_nic(const struct gc_vcenter_device *d, enum gc_res_kind kind)
+{
+	switch (kind) {
+	case GC_RES_VM_NIC_VMXNET3:
+		return type_is(d, "VirtualVmxnet3");
+	case GC_RES_VM_NIC_SRIOV:
+		return type_is(d, "VirtualSriovEthernetCard");
+	case GC_RES_VM_NIC_PVRDMA:
+		return type_is(d, "VirtualVmxnet3Vrdma");
+	case GC_RES_VM_DEVICE_VGPU:
+		return type_is(d, "VirtualPCIPassthrough") &&
+		       backing_is(d, "VirtualPCIPassthroughVmiopBackingInfo");
+	case GC_RES_VM_DEVICE_PCI:
+		return type_is(d, "VirtualPCIPassthrough") &&
+		       backing_is(d, "VirtualPCIPassthroughDeviceBackingInfo");
+	default:
+		return false;
+	}
+}
+
+/* Which of the VM's spec items of this kind does r stand for (0-based),
+ * counting only items that are matched by type (NICs, vGPUs)? */
+static size_t ordinal(const struct gc_vm *v, const struct gc_resource *r)
+{
+	/* ids end in the spec's list index: vm/<vm>/nic.sriov/<i>, .../device.vgpu/<i> */
+	const char *slash = strrchr(r->id, '/');
+	size_t idx = slash ? strtoul(slash + 1, NULL, 10) : 0, n = 0;
+
+	if (r->kind == GC_RES_VM_DEVICE_VGPU) {
+		for (size_t i = 0; i < v->ngpus && i < idx; i++)
+			n += v->gpus[i].kind == GC_VMGPU_VGPU;
+		return n;
+	}
+	for (size_t i = 0; i < v->nnics && i < idx; i++) {
+		enum gc_vm_nic_kind k = v->nics[i].kind;
+
+		n += (r->kind == GC_RES_VM_NIC_VMXNET3 && k == GC_VMNIC_VMXNET3) ||
+		     (r->kind == GC_RES_VM_NIC_SRIOV && k == GC_VMNIC_SRIOV) ||
+		     (r->kind == GC_RES_VM_NIC_PVRDMA && k == GC_VMNIC_PVRDMA);
+	}
+	return n;
+}
+
+const struct gc_vcenter_device *gc_vcdrv_device(const struct gc_vcenter_inventory *inv,
+						const struct gc_vcenter_vm *vm,
+						const struct gc_vm *v,
+						const struct gc_resource *r)
+{
+	size_t want, seen = 0;
+
+	(void)inv;
+	if (vm == NULL || v == NULL)
+		return NULL;
+	if (r->kind == GC_RES_VM_DEVICE_PCI) {
+		const char *pci = gc_resource_prop(r, "host_pci");
+
+		for (size_t i = 0; pci != NULL && i < vm->ndevices; i++) {
+			const struct gc_vcenter_device *d = &vm->devices[i];
+
+			if (gc_vcdrv_is_nic(d, GC_RES_VM_DEVICE_PCI) && d->pci_id != NULL &&
+			    strcmp(d->pci_id, pci) == 0)
+				return d;
+		}
+		return NULL;
+	}
+	want = ordinal(v, r);
+	/* vCenter lists devices in key order; keys only grow, so a device added
+	 * later never overtakes an older one */
+	for (size_t i = 0; i < vm->ndevices; i++) {
+		const struct gc_vcenter_device *d = &vm->devices[i];
+
+		if (!gc_vcdrv_is_nic(d, r->kind))
+			continue;
+		if (seen++ == want)
+			return d;
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- recording */
+
+struct rec {
+	struct gc_observed *obs;
+	const struct gc_vcenter_inventory *inv;
+	const struct gc_cluster *c;
+	struct gc_buf *problems;
+};
+
+static void setu(struct gc_observed *obs, const char *id, const char *key, long v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%ld", v);
+	gc_observed_set(obs, id, key, buf);
+}
+
+static void set_if(struct gc_observed *obs, const char *id, const char *key, const char *v)
+{
+	if (v != NULL)
+		gc_observed_set(obs, id, key, v);
+}
+
+/* The name of the network a NIC backing points at: a DV port group by key,
+ * else the standard network's name. */
+static const char *nic_network(const struct gc_vcenter_inventory *inv,
+			       const struct gc_vcenter_device *d, bool *distributed)
+{
+	*distributed = false;
+	if (d->portgroup_key != NULL) {
+		*distributed = true;
+		for (size_t i = 0; i < inv->nnetworks; i++)
+			if (inv->networks[i].portgroup_key != NULL &&
+			    strcmp(inv->networks[i].portgroup_key, d->portgroup_key) == 0)
+				return inv->networks[i].name;
+		return d->portgroup_key;
+	}
+	return d->network;
+}
+
+static void record_nic(struct rec *x, const struct gc_resource *r, const struct gc_vcenter_device *d)
+{
+	bool dist;
+	const char *net = nic_network(x->inv, d, &dist);
+
+	gc_observed_add(x->obs, r->id);
+	/* the spec says port_group for a distributed port group and network
+	 * for a standard one: record under the key the backing really is */
+	set_if(x->obs, r->id, dist ? "port_group" : "network", net);
+	if (r->kind == GC_RES_VM_NIC_SRIOV)
+		set_if(x->obs, r->id, "pf", d->sriov_pf);
+	if (r->kind == GC_RES_VM_NIC_PVRDMA)
+		set_if(x->obs, r->id, "protocol", d->device_protocol);
+}
+
+static void record_vm_part(struct rec *x, const struct gc_resource *r, const struct gc_vm *v,
+			   const struct gc_vcenter_vm *vm)
+{
+	const struct gc_vcenter_device *d;
+
+	switch (r->kind) {
+	case GC_RES_VM: {
+		const char *host = gc_vcdrv_host_name(x->inv, x->c, vm->host_moref);
+		const char *tmpl = gc_resource_prop(r, "template");
+
+		gc_observed_add(x->obs, r->id);
+		set_if(x->obs, r->id, "host", host);
+		/* vCenter keeps no record of the template a VM came from */
+		set_if(x->obs, r->id, "template", tmpl);
+		if (vm->num_cpus > 0)
+			setu(x->obs, r->id, "cpus", vm->num_cpus);
+		if (vm->memory_mb > 0) {
+			if (vm->memory_mb % 1024 == 0) {
+				setu(x->obs, r->id, "memory_gb", vm->memory_mb / 1024);
+			} else {
+				char buf[32];
+
+				snprintf(buf, sizeof(buf), "%.2f", vm->memory_mb / 1024.0);
+				gc_observed_set(x->obs, r->id, "memory_gb", buf);
+			}
+		}
+		break;
+	}
+	case GC_RES_VM_HW:
+		gc_observed_add(x->obs, r->id);
+		set_if(x->obs, r->id, "firmware", vm->firmware);
+		gc_observed_set(x->obs, r->id, "memory_reservation",
+				vm->reservation_locked_set && vm->reservation_locked ? "full" : "none");
+		break;
+	case GC_RES_VM_EXTRA_CONFIG:
+		gc_observed_add(x->obs, r->id);
+		for (size_t i = 0; i < r->nprops; i++)
+			set_if(x->obs, r->id, r->props[i].key,
+			       gc_vcenter_vm_option(vm, r->props[i].key));
+		break;
+	case GC_RES_VM_DEVICE_PCI:
+		if (gc_resource_prop(r, "host_pci") == NULL) {
+			gc_buf_printf(x->problems,
+				      "VM '%s': dynamic DirectPath (%s) is not supported by the vCenter "
+				      "driver yet\n",
+				      v->name, gc_resource_prop(r, "pci_id"));
+			break;
+		}
+		d = gc_vcdrv_device(x->inv, vm, v, r);
+		if (d == NULL)
+			break;
+		gc_observed_add(x->obs, r->id);
+		gc_observed_set(x->obs, r->id, "host_pci", d->pci_id);
+		/* a GPU or a NIC: what the spec said sits at that address */
+		set_if(x->obs, r->id, "device", gc_resource_prop(r, "device"));
+		break;
+	case GC_RES_VM_DEVICE_VGPU:
+		d = gc_vcdrv_device(x->inv, vm, v, r);
+		if (d == NULL)
+			break;
+		gc_observed_add(x->obs, r->id);
+		set_if(x->obs, r->id, "profile", d->vgpu);
+		/* which physical GPU a vGPU runs on is the host's choice at power-on */
+		set_if(x->obs, r->id, "host_pci", gc_resource_prop(r, "host_pci"));
+		break;
+	case GC_RES_VM_NIC_SRIOV:
+	case GC_RES_VM_NIC_PVRDMA:
+	case GC_RES_VM_NIC_VMXNET3:
+		d = gc_vcdrv_device(x->inv, vm, v, r);
+		if (d != NULL)
+			record_nic(x, r, d);
+		break;
+	default:
+		break;
+	}
+}
+
+static enum gc_power power_of(const char *s)
+{
+	if (s == NULL)
+		return GC_POWER_UNKNOWN;
+	if (strcmp(s, "poweredOn") == 0)
+		return GC_POWER_ON;
+	if (strcmp(s, "poweredOff") == 0)
+		return GC_POWER_OFF;
+	if (strcmp(s, "suspended") == 0)
+		return GC_POWER_SUSPENDED;
+	return GC_POWER_UNKNOWN;
+}
+
+static void record_vm(struct rec *x, const struct gc_resource *r)
+{
+	const struct gc_vm *v = gc_cluster_vm(x->c, r->vm);
+	const struct gc_vcenter_vm *vm = gc_vcdrv_vm(x->inv, r->vm);
+
+	if (v == NULL)
+		return;
+	if (r->kind == GC_RES_VM) {
+		const struct gc_vcenter_host *vh = gc_vcdrv_host(x->inv, v->host);
+
+		if (vh == NULL)
+			gc_buf_printf(x->problems, "VM '%s': host '%s' is not in %s\n", v->name,
+				      v->host_name, "vCenter");
+		if (vm == NULL && gc_vcenter_inventory_vm(x->inv, v->template_name) == NULL)
+			gc_buf_printf(x->problems, "VM '%s': no template or VM named '%s' to clone\n",
+				      v->name, v->template_name);
+		if (vm != NULL)
+			gc_observed_set_vm(x->obs, v->name, power_of(vm->power_state),
+					   gc_vcdrv_host_name(x->inv, x->c, vm->host_moref),
+					   v->live_migratable);
+	}
+	if (vm != NULL && r->kind != GC_RES_VM_POWER)
+		record_vm_part(x, r, v, vm);
+}
+
+static void record_dvs(struct rec *x, const struct gc_resource *r)
+{
+	const char *name = r->id + strlen("dvs/");
+	const struct gc_vcenter_dvs *d = gc_vcenter_inventory_dvs(x->inv, name);
+
+	if (d == NULL)
+		return;
+	gc_observed_add(x->obs, r->id);
+	if (d->max_mtu > 0)
+		setu(x->obs, r->id, "mtu", d->max_mtu);
+	for (size_t i = 0; i < d->nmembers; i++) {
+		const char *host = gc_vcdrv_host_name(x->inv, x->c, d->members[i].host);
+		char key[160];
+
+		if (host == NULL || d->members[i].npnics == 0)
+			continue;
+		snprintf(key, sizeof(key), "uplink.%s", host);
+		gc_observed_set(x->obs, r->id, key, d->members[i].pnics[0]);
+	}
+}
+
+static void record_portgroup(struct rec *x, const struct gc_resource *r)
+{
+	const char *dvs_name = gc_resource_prop(r, "dvswitch");
+	const char *pg = strrchr(r->id, '/') + 1;
+	const struct gc_vcenter_dvs *d = dvs_name ? gc_vcenter_inventory_dvs(x->inv, dvs_name) : NULL;
+
+	for (size_t i = 0; d != NULL && i < x->inv->nnetworks; i++) {
+		const struct gc_vcenter_network *n = &x->inv->networks[i];
+
+		if (n->dvs == NULL || strcmp(n->dvs, d->moref) != 0 || strcmp(n->name, pg) != 0)
+			continue;
+		gc_observed_add(x->obs, r->id);
+		gc_observed_set(x->obs, r->id, "dvswitch", d->name);
+		if (n->vlan >= 0)
+			setu(x->obs, r->id, "vlan", n->vlan);
+		return;
+	}
+}
+
+void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,
+		     const struct gc_cluster *c, const struct gc_resource *const *res, size_t nres,
+		     struct gc_buf *problems)
+{
+	struct rec x = {obs, inv, c, problems};
+
+	if (c != NULL && c->vcenter != NULL && c->vcenter->datacenter != NULL &&
+	    gc_vcenter_inventory_datacenter(inv, c->vcenter->datacenter) == NULL)
+		gc_buf_printf(problems, "vCenter has no datacenter '%s'\n", c->vcenter->datacenter);
+	for (size_t i = 0; i < nres; i++) {
+		const struct gc_resource *r = res[i];
+
+		switch (r->kind) {
+		case GC_RES_DVS:
+			record_dvs(&x, r);
+			break;
+		case GC_RES_DVS_PORTGROUP:
+			record_portgroup(&x, r);
+			break;
+		default:
+			if (r->vm != NULL)
+				record_vm(&x, r);
+			break;
+		}
+	}
+}

@@ -1,0 +1,58 @@
+/*
+ * vcdrv.h - private to src/drivers/vcenter: how the driver (driver.c) and
+ * the recorder (record.c) agree on which vCenter object stands for which
+ * spec resource.
+ *
+ * Hosts: a vCenter host is the spec host whose name or address it carries.
+ * Devices are matched by what they are, never by position: a static
+ * passthrough device by its PCI id; the n-th vGPU of the spec by the n-th
+ * vGPU device of the VM (device key order); a NIC of the spec by the first
+ * not yet claimed adapter of its type (vmxnet3, SR-IOV, PVRDMA) in device
+ * key order.  Adapters of other types (an E1000 a template brought along)
+ * are left alone: the spec does not own them.
+ */
+#ifndef GC_VCDRV_H
+#define GC_VCDRV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gc/graph.h"
+#include "gc/observed.h"
+#include "gc/spec.h"
+#include "gc/vcenter.h"
+
+/* The vCenter host of a spec host (by name, then address), or NULL. */
+const struct gc_vcenter_host *gc_vcdrv_host(const struct gc_vcenter_inventory *inv,
+					    const struct gc_host *h);
+/* The spec name of a vCenter host moref (vCenter's own name when no spec
+ * host matches), or NULL when the moref is unknown. */
+const char *gc_vcdrv_host_name(const struct gc_vcenter_inventory *inv, const struct gc_cluster *c,
+			       const char *moref);
+/* The VM named so that is not a template, or NULL. */
+const struct gc_vcenter_vm *gc_vcdrv_vm(const struct gc_vcenter_inventory *inv, const char *name);
+
+/*
+ * The VM's device that stands for resource r (a vm.device.* or vm.nic.*
+ * resource of VM v), or NULL when there is none (the planner creates it).
+ * For a NIC or vGPU whose type matches, that is the device even when its
+ * settings differ (an update).
+ */
+const struct gc_vcenter_device *gc_vcdrv_device(const struct gc_vcenter_inventory *inv,
+						const struct gc_vcenter_vm *vm,
+						const struct gc_vm *v,
+						const struct gc_resource *r);
+/* Is the device an adapter of this NIC kind / a vGPU / a static PCI passthrough? */
+bool gc_vcdrv_is_nic(const struct gc_vcenter_device *d, enum gc_res_kind kind);
+
+/*
+ * Record what the inventory says about the resources res[0..nres) of the
+ * vCenter target: VMs (and their power state and host), hardware, extra
+ * config, devices, distributed switches and port groups.  `problems` gets
+ * one line for each thing the spec names that vCenter does not have.
+ */
+void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,
+		     const struct gc_cluster *c, const struct gc_resource *const *res, size_t nres,
+		     struct gc_buf *problems);
+
+#endif
