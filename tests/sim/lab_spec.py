@@ -4,6 +4,7 @@
     lab_spec.py inventory SPEC            print lab inventory lines for its hosts/switches
     lab_spec.py seed SPEC LABDIR          seed each simulated host with the spec's hardware
     lab_spec.py rewrite SPEC LABDIR OUT   write the spec with connection settings -> lab
+    lab_spec.py vcsim-inventory SPEC      print the vCenter simulator's inventory (JSON)
 
 `seed` writes hosts/<name>/state.json (only when absent, so a running lab
 keeps its state): the host's ESXi version and PCI devices exactly as the
@@ -15,6 +16,14 @@ lab's port and known_hosts file, every credential used by a host or switch
 becomes the lab user with the lab's password file.  Names, addresses,
 hardware and desired configuration are untouched, so applying the rewritten
 spec exercises exactly the example.  (Comments are not kept.)
+
+`vcsim-inventory` prints what tests/sim/vcsim/main.go -inventory reads
+(format in tests/sim/vcsim/inventory.go): the spec's datacenter, cluster and
+datastore (datastore1 when the spec names none), every host with its ESXi
+version and PCI devices as vCenter shows a host whose host-side setup is
+done (passthrough GPUs enabled and active, SR-IOV NICs with their VFs,
+vGPU GPUs not passed through and offering their model's vGPU types), the
+networks and templates the spec's VMs name.
 """
 import json
 import os
@@ -48,6 +57,41 @@ NIC_IDS = {
     "ConnectX-7": ("0x1021", "MT2910 Family [ConnectX-7]"),
     "BlueField-2": ("0xa2d6", "MT42822 BlueField-2 integrated ConnectX-6 Dx"),
 }
+
+# Mirrors src/spec/tables.c (sources and confidence are noted there): the
+# vGPU types of each GPU model in the spelling ESXi uses, and the most VFs
+# a NIC model offers per port.
+VGPU_TYPES = {
+    "P100": ["grid_p100c-1q", "grid_p100c-2q", "grid_p100c-4q", "grid_p100c-8q", "grid_p100c-16q",
+             "grid_p100c-4c", "grid_p100c-8c", "grid_p100c-16c"],
+    "V100-16GB": ["grid_v100-1q", "grid_v100-2q", "grid_v100-4q", "grid_v100-8q", "grid_v100-16q",
+                  "grid_v100-4c", "grid_v100-8c", "grid_v100-16c"],
+    "V100-32GB": ["grid_v100d-1q", "grid_v100d-2q", "grid_v100d-4q", "grid_v100d-8q",
+                  "grid_v100d-16q", "grid_v100d-32q", "grid_v100d-4c", "grid_v100d-8c",
+                  "grid_v100d-16c", "grid_v100d-32c"],
+    "T4": ["grid_t4-1q", "grid_t4-2q", "grid_t4-4q", "grid_t4-8q", "grid_t4-16q",
+           "grid_t4-4c", "grid_t4-8c", "grid_t4-16c"],
+    "A100-40GB": ["grid_a100-4c", "grid_a100-5c", "grid_a100-8c", "grid_a100-10c", "grid_a100-20c",
+                  "grid_a100-40c", "grid_a100-1-5c", "grid_a100-2-10c", "grid_a100-3-20c",
+                  "grid_a100-4-20c", "grid_a100-7-40c"],
+    "A100-80GB": ["grid_a100d-4c", "grid_a100d-8c", "grid_a100d-10c", "grid_a100d-16c",
+                  "grid_a100d-20c", "grid_a100d-40c", "grid_a100d-80c", "grid_a100d-1-10c",
+                  "grid_a100d-2-20c", "grid_a100d-3-40c", "grid_a100d-4-40c", "grid_a100d-7-80c"],
+    "A30": ["grid_a30-4c", "grid_a30-6c", "grid_a30-8c", "grid_a30-12c", "grid_a30-24c",
+            "grid_a30-1-6c", "grid_a30-2-12c", "grid_a30-4-24c"],
+    "L4": ["grid_l4-1q", "grid_l4-2q", "grid_l4-3q", "grid_l4-4q", "grid_l4-6q", "grid_l4-8q",
+           "grid_l4-12q", "grid_l4-24q", "grid_l4-4c", "grid_l4-6c", "grid_l4-8c", "grid_l4-12c",
+           "grid_l4-24c"],
+    "L40S": ["grid_l40s-1q", "grid_l40s-2q", "grid_l40s-3q", "grid_l40s-4q", "grid_l40s-6q",
+             "grid_l40s-8q", "grid_l40s-12q", "grid_l40s-16q", "grid_l40s-24q", "grid_l40s-48q",
+             "grid_l40s-4c", "grid_l40s-6c", "grid_l40s-8c", "grid_l40s-12c", "grid_l40s-16c",
+             "grid_l40s-24c", "grid_l40s-48c"],
+    "H100": ["grid_h100-4c", "grid_h100-5c", "grid_h100-10c", "grid_h100-20c", "grid_h100-40c",
+             "grid_h100-80c", "grid_h100-1-10c", "grid_h100-2-20c", "grid_h100-3-40c",
+             "grid_h100-4-40c", "grid_h100-7-80c"],
+}
+MAX_VFS = {"ConnectX-4 Lx": 63}  # 127 for the others
+BUILDS = {"8.0.2": "22380479", "8.0.3": "24022510", "8.0.0": "20513097"}
 
 
 def load(path):
@@ -133,9 +177,76 @@ def rewrite(spec, lab):
     return spec
 
 
+def short(hexid):
+    """A PCI id as vCenter's xsd:short: signed 16 bits (0x10de -> 4318)."""
+    v = int(hexid, 16) & 0xffff
+    return v - 0x10000 if v >= 0x8000 else v
+
+
+def vcsim_inventory(spec):
+    vc = spec.get("vcenter") or {}
+    vms = spec.get("vms") or []
+    hosts = spec.get("hosts") or []
+    used_vgpu = {}  # host name -> profiles its VMs use
+    networks = ["VM Network"]
+    templates = []
+    for vm in vms:
+        for g in vm.get("gpus") or []:
+            if g.get("vgpu"):
+                used_vgpu.setdefault(vm.get("host"), []).append(g["vgpu"])
+        for n in vm.get("nics") or []:
+            net = n.get("network")
+            if net and n.get("type") != "pvrdma" and net not in networks:
+                networks.append(net)
+        t = vm.get("template")
+        if t and t not in templates:
+            templates.append(t)
+    out_hosts = []
+    for h in hosts:
+        pci = []
+        vgpu = []
+        for g in h.get("gpus") or []:
+            model = g.get("model")
+            dev_id, dev_name = GPU_IDS.get(model, ("0x0000", "NVIDIA GPU"))
+            mode = g.get("mode", "passthrough")
+            on = mode == "passthrough"
+            pci.append({"id": g["pci"], "class_id": short("0x0302"),
+                        "vendor_id": short("0x10de"), "vendor_name": "NVIDIA Corporation",
+                        "device_id": short(dev_id), "device_name": dev_name,
+                        "passthru_capable": True, "passthru_enabled": on, "passthru_active": on})
+            if mode == "vgpu":
+                for p in VGPU_TYPES.get(model, []) + used_vgpu.get(h["name"], []):
+                    if p not in vgpu:
+                        vgpu.append(p)
+        for i, n in enumerate(h.get("nics") or []):
+            dev_id, dev_name = NIC_IDS.get(n.get("model"), ("0x0000", "Mellanox NIC"))
+            d = {"id": n["pci"], "class_id": short("0x0200"),
+                 "vendor_id": short("0x15b3"), "vendor_name": "Mellanox Technologies",
+                 "device_id": short(dev_id), "device_name": dev_name,
+                 "passthru_capable": True, "passthru_enabled": False, "passthru_active": False,
+                 "pnic": n.get("device") or "vmnic%d" % (4 + i), "driver": "nmlx5_core"}
+            if n.get("mode") == "sriov":
+                d["sriov"] = {"vfs": int(n.get("vfs", 0)),
+                              "max_vfs": MAX_VFS.get(n.get("model"), 127)}
+            elif n.get("mode") == "passthrough":
+                d["passthru_enabled"] = d["passthru_active"] = True
+            pci.append(d)
+        version = str(h.get("version", "8.0.2"))
+        out_hosts.append({"name": h["name"], "address": h.get("address", ""),
+                          "version": version, "build": BUILDS.get(version, ""),
+                          "pci": pci, "vgpu_types": vgpu})
+    first = hosts[0]["name"] if hosts else ""
+    return {"datacenter": vc.get("datacenter", "DC0"), "cluster": vc.get("cluster", "gpu"),
+            "datastore": vc.get("datastore") or "datastore1", "networks": networks,
+            "templates": [{"name": t, "host": first} for t in templates], "hosts": out_hosts}
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "inventory":
         print("\n".join(inventory(load(argv[2]))))
+        return 0
+    if len(argv) == 3 and argv[1] == "vcsim-inventory":
+        print(json.dumps(vcsim_inventory(load(argv[2])), indent=1))
         return 0
     if len(argv) == 4 and argv[1] == "seed":
         seed(load(argv[2]), argv[3])

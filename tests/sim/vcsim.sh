@@ -2,10 +2,13 @@
 # vcsim.sh - the lab's vCenter: govmomi's simulator on loopback with TLS.
 #
 #   tests/sim/vcsim.sh build              # once; cached; needs no network
-#   tests/sim/vcsim.sh start [--port P] [--vms N] [--host-gpus FILE] [--method-delay M:ms,...]
+#   tests/sim/vcsim.sh start [--port P] [--vms N] [--host-gpus FILE] [--inventory FILE]
+#                            [--method-delay M:ms,...]
 #                 (--vms: VMs per resource pool; the default model has 2 pools;
 #                  --host-gpus: passthrough devices and vGPU types per host, see
-#                  tests/sim/vcsim/main.go and tests/sim/vcsim/host-gpus.json)
+#                  tests/sim/vcsim/main.go and tests/sim/vcsim/host-gpus.json;
+#                  --inventory: a spec's inventory instead of the default model,
+#                  from tests/sim/lab_spec.py vcsim-inventory SPEC)
 #   tests/sim/vcsim.sh stop | status | env
 #
 # Built from Debian 12's golang-github-vmware-govmomi-dev with Debian's Go in
@@ -13,7 +16,7 @@
 # vcsim command, so tests/sim/vcsim/main.go is the command we build.
 #
 # Binary: $GC_VCSIM_BIN (default .lab/vcsim/bin at the repository root), shared
-# by every lab dir; rebuilt only when main.go is newer.  Lab dir: $GC_VCSIM_DIR
+# by every lab dir; rebuilt only when a tests/sim/vcsim/*.go file is newer.  Lab dir: $GC_VCSIM_DIR
 # (default .lab/vcsim): the test CA and server certificate (openssl, SAN
 # 127.0.0.1 and localhost), the password file, the pid file and the log.
 # Port: --port, else $GC_VCSIM_PORT, else 8990.  Username: gcadmin.
@@ -27,12 +30,12 @@ case $lab in /*) ;; *) lab=$PWD/$lab ;; esac
 case $bindir in /*) ;; *) bindir=$PWD/$bindir ;; esac
 port=${GC_VCSIM_PORT:-8990}
 user=gcadmin
-main_go=$root/tests/sim/vcsim/main.go
+src=$root/tests/sim/vcsim
 
 die() { echo "vcsim: $*" >&2; exit 1; }
 
 usage() {
-	echo "usage: tests/sim/vcsim.sh build | start [--port P] [--vms N] [--host-gpus FILE] [--method-delay M:ms,...] | stop | status | env" >&2
+	echo "usage: tests/sim/vcsim.sh build | start [--port P] [--vms N] [--host-gpus FILE] [--inventory FILE] [--method-delay M:ms,...] | stop | status | env" >&2
 	exit 2
 }
 
@@ -42,7 +45,7 @@ build() (
 	mkdir -p "$bindir"
 	exec 9>"$bindir/.lock"
 	flock 9
-	if [ -x "$bin" ] && [ "$bin" -nt "$main_go" ]; then
+	if [ -x "$bin" ] && [ -z "$(find "$src" -maxdepth 1 -name '*.go' -newer "$bin")" ]; then
 		return 0
 	fi
 	command -v go >/dev/null || die "no 'go': install golang-go (scripts/setup.sh)"
@@ -52,7 +55,7 @@ build() (
 	# no network.  The build cache stays beside the binary.
 	env GO111MODULE=off GOPATH=/usr/share/gocode GOPROXY=off GOFLAGS= \
 		GOCACHE="$bindir/cache" HOME="$bindir" \
-		go build -o "$bin.tmp" "$main_go" >"$bindir/build.log" 2>&1 ||
+		go build -o "$bin.tmp" "$src"/*.go >"$bindir/build.log" 2>&1 ||
 		die "build failed (see $bindir/build.log)"
 	mv -f "$bin.tmp" "$bin"
 )
@@ -94,13 +97,14 @@ make_password() {
 }
 
 start() {
-	local delay="" vms="" gpus="" pid i
+	local delay="" vms="" gpus="" inv="" pid i
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--port) port=${2:?}; shift 2 ;;
 		--method-delay) delay=${2:?}; shift 2 ;;
 		--vms) vms=${2:?}; shift 2 ;;
 		--host-gpus) gpus=${2:?}; shift 2 ;;
+		--inventory) inv=${2:?}; shift 2 ;;
 		*) usage ;;
 		esac
 	done
@@ -118,6 +122,7 @@ start() {
 		-username "$user" -password-file "$lab/password"
 	[ -n "$delay" ] && set -- "$@" -method-delay "$delay"
 	[ -n "$gpus" ] && set -- "$@" -host-gpus "$gpus"
+	[ -n "$inv" ] && set -- "$@" -inventory "$inv"
 	case $vms in '' | *[!0-9]*) [ -z "$vms" ] || die "bad --vms '$vms'" ;; *) set -- "$@" -vm "$vms" ;; esac
 	setsid "$bindir/vcsim" "$@" >"$lab/vcsim.out" 2>"$lab/vcsim.log" </dev/null &
 	echo $! >"$lab/vcsim.pid"

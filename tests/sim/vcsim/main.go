@@ -9,6 +9,11 @@
 // "export GOVC_URL=... GOVC_SIM_PID=..." once it listens.  SIGINT/SIGTERM
 // stop it.
 //
+// -inventory FILE replaces the default model by a spec's inventory
+// (inventory.go; tests/sim/lab_spec.py vcsim-inventory SPEC writes it).
+// In either model each compute resource's EnvironmentBrowser answers
+// QueryConfigTarget with the hosts' PCI devices (configtarget.go).
+//
 // -host-gpus FILE gives named hosts what the default model lacks: PCI
 // passthrough devices (config.pciPassthruInfo) and the vGPU types they offer
 // (config.sharedPassthruGpuTypes), from JSON:
@@ -106,9 +111,10 @@ func loadHostGPUs(path string) {
 
 func main() {
 	model := simulator.VPX()
-	flag.IntVar(&model.ClusterHost, "host", model.ClusterHost, "hosts per cluster")
-	flag.IntVar(&model.Host, "standalone-host", model.Host, "standalone hosts")
-	flag.IntVar(&model.Machine, "vm", model.Machine, "VMs per resource pool")
+	flag.IntVar(&model.ClusterHost, "host", model.ClusterHost, "hosts per cluster (default model)")
+	flag.IntVar(&model.Host, "standalone-host", model.Host, "standalone hosts (default model)")
+	flag.IntVar(&model.Machine, "vm", model.Machine, "VMs per resource pool (default model)")
+	invFile := flag.String("inventory", "", "JSON file: build this inventory instead of the default model")
 	listen := flag.String("l", "127.0.0.1:8990", "listen address")
 	cert := flag.String("tlscert", "", "TLS certificate (PEM)")
 	key := flag.String("tlskey", "", "TLS key (PEM)")
@@ -133,9 +139,25 @@ func main() {
 		simulator.TraceFile = f
 		simulator.Trace = true
 	}
+	var inv *inventory
+	if *invFile != "" {
+		var err error
+		if inv, err = readInventory(*invFile); err != nil {
+			log.Fatalf("vcsim: -inventory: %v", err)
+		}
+		delays := model.DelayConfig
+		model = inventoryModel()
+		model.DelayConfig = delays
+	}
 	if err := model.Create(); err != nil {
 		log.Fatal(err)
 	}
+	if inv != nil {
+		if err := buildInventory(model, inv); err != nil {
+			log.Fatalf("vcsim: -inventory %s: %v", *invFile, err)
+		}
+	}
+	wrapEnvironmentBrowsers()
 	if *gpus != "" {
 		loadHostGPUs(*gpus)
 	}
@@ -157,4 +179,5 @@ func main() {
 	<-sig
 	s.Close()
 	model.Remove()
+	removeTempDirs()
 }
