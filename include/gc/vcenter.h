@@ -30,7 +30,12 @@
  *   GC_EINVAL             bad options, password env var unset, unreadable file,
  *                         or a reply that is not the SOAP we asked for
  *
- * Threads: one connection is used by one thread at a time.
+ * Threads: every call on a connection may be made from several threads at
+ * once, except gc_vcenter_connect() and gc_vcenter_free().  A mutex in the
+ * connection is held around each HTTP exchange (one kept-alive TLS
+ * connection, shared), never while a task is waited for, so the task waits
+ * of different threads interleave.  Inventories are plain data: read them
+ * from any thread, free each once.
  */
 #ifndef GC_VCENTER_H
 #define GC_VCENTER_H
@@ -104,6 +109,8 @@ struct gc_vcenter_device {
 	int vendor_id;            /* backing.vendorId, signed decimal; 0 when absent */
 	/* VirtualPCIPassthroughVmiopBackingInfo */
 	const char *vgpu;         /* "grid_t4-16c" */
+	/* VirtualPCIPassthroughDynamicBackingInfo: the first allowedDevice; 0 when absent */
+	int allowed_vendor_id, allowed_device_id;
 	/* VirtualVmxnet3Vrdma */
 	const char *device_protocol; /* "rocev2" */
 	/* VirtualSriovEthernetCard: sriovBacking.physicalFunctionBacking.id */
@@ -228,10 +235,13 @@ struct gc_vcenter_inventory {
 /*
  * Read every VM of every datacenter (name, config.hardware.device,
  * config.extraConfig, config.firmware, config.memoryReservationLockedToMax,
- * runtime.powerState, runtime.host) and every host's name, PCI passthrough
- * state and offered vGPU types in one RetrievePropertiesEx from the root
- * folder (more round trips only when
- * vCenter pages the result with a token).  A property vCenter could not
+ * config.hardware.numCPU/memoryMB, config.template, resourcePool,
+ * runtime.powerState, runtime.host), every host (name, PCI passthrough
+ * state, offered vGPU types, parent, maintenance mode, PCI devices), and
+ * the datacenters, compute resources, datastores, networks, DV port groups
+ * and distributed switches, in one RetrievePropertiesEx from the root
+ * folder (more round trips only when vCenter pages the result with a
+ * token).  An unset property is left NULL/0.  A property vCenter could not
  * read (a missingSet in the reply) fails the whole observation, naming the
  * object, the property and the fault: GC_EAUTH for NotAuthenticated, else
  * GC_EREMOTE.  Leaving the VM out would make it look absent.
@@ -320,9 +330,12 @@ struct gc_vcenter_vm_change {
 
 /*
  * ReconfigVM_Task on the VM with this moref, then gc_vcenter_task_wait().
- * The spec's elements go out in XSD order (extraConfig, firmware,
- * memoryReservationLockedToMax).  A refused call or a task that ends in
- * error is GC_EREMOTE with vCenter's own message.
+ * The spec's elements go out in XSD order (numCPUs, memoryMB,
+ * deviceChange..., extraConfig..., firmware, memoryReservationLockedToMax).
+ * Every value is checked first: a bad one is GC_EINVAL naming the vCenter,
+ * the VM and the field (deviceChange[i]: pci_id ...), and nothing is sent.
+ * A refused call or a task that ends in error is GC_EREMOTE with vCenter's
+ * own message.
  */
 int gc_vcenter_reconfigure(struct gc_vcenter_conn *vc, const char *vm_moref,
 			   const struct gc_vcenter_vm_change *change, unsigned timeout_ms,
@@ -337,7 +350,8 @@ int gc_vcenter_task_wait(struct gc_vcenter_conn *vc, const char *task, const cha
 			 unsigned timeout_ms, struct gc_error *err);
 
 /* The same, copying the task's info.result (a moref's id, e.g. the new VM of
- * a clone) into result[0..n) when it succeeds ("" when it has none). */
+ * a clone) into result[0..n) when it succeeds ("" when it has none; a
+ * result that does not fit is GC_EREMOTE).  result NULL: not wanted. */
 int gc_vcenter_task_wait_result(struct gc_vcenter_conn *vc, const char *task, const char *what,
 				unsigned timeout_ms, char *result, size_t n, struct gc_error *err);
 
@@ -358,7 +372,8 @@ int gc_vcenter_power_on(struct gc_vcenter_conn *vc, const char *vm, unsigned tim
 int gc_vcenter_power_off(struct gc_vcenter_conn *vc, const char *vm, unsigned timeout_ms,
 			 struct gc_error *err);
 /* ShutdownGuest (not a task: returns once VMware Tools accepted it).  A VM
- * without running Tools answers with a fault (GC_EREMOTE). */
+ * without running Tools answers with a fault (GC_EREMOTE); so does a VM that
+ * is off. */
 int gc_vcenter_shutdown_guest(struct gc_vcenter_conn *vc, const char *vm, struct gc_error *err);
 /* runtime.powerState of one VM ("poweredOn", ...) into out[0..n). */
 int gc_vcenter_power_state(struct gc_vcenter_conn *vc, const char *vm, char *out, size_t n,
@@ -378,7 +393,9 @@ struct gc_vcenter_pci_target {
 /*
  * QueryConfigTarget on an EnvironmentBrowser for one host: the PCI devices
  * the host offers for passthrough and its SR-IOV physical functions, with
- * the systemId a static backing needs.  *out is gc_xmalloc'd (caller frees).
+ * the systemId a static backing needs.  *out is gc_xmalloc'd (caller frees;
+ * NULL when *nout is 0).  Entries whose id is not a PCI address and SR-IOV
+ * virtual functions are left out; more than 4,096 entries is GC_EREMOTE.
  */
 int gc_vcenter_query_pci(struct gc_vcenter_pci_target **out, size_t *nout,
 			 struct gc_vcenter_conn *vc, const char *environment_browser,
@@ -391,20 +408,29 @@ struct gc_vcenter_dvs_uplink {
 	const char *pnic; /* "vmnic5" */
 };
 
-/* CreateDVS_Task in a network folder: a VMwareDVSConfigSpec with name and
- * maxMtu; waits, copies the new switch's moref into out[0..n). */
+/*
+ * CreateDVS_Task in a network folder: a VMwareDVSConfigSpec with name and
+ * maxMtu (0: vCenter's default; at most 9000); waits, copies the new
+ * switch's moref into out[0..n).
+ *
+ * The switch calls below name the switch as a VmwareDistributedVirtualSwitch
+ * (vCenter's type for it); a ManagedObjectNotFound for that type is tried
+ * once more as a DistributedVirtualSwitch (vcsim's type), see dvs.c.
+ */
 int gc_vcenter_create_dvs(char *out, size_t n, struct gc_vcenter_conn *vc, const char *folder,
 			  const char *name, int mtu, unsigned timeout_ms, struct gc_error *err);
-/* ReconfigureDvs_Task: configVersion, maxMtu (0: unchanged) and host
- * members to add with their uplink pnic. */
+/* ReconfigureDvs_Task: configVersion (NULL: not sent), maxMtu (0:
+ * unchanged) and host members to add with their uplink pnic (NULL: none). */
 int gc_vcenter_reconfigure_dvs(struct gc_vcenter_conn *vc, const char *dvs,
 			       const char *config_version, int mtu,
 			       const struct gc_vcenter_dvs_uplink *add, size_t nadd,
 			       unsigned timeout_ms, struct gc_error *err);
-/* AddDVPortgroup_Task: one early-binding port group with this VLAN id (0: none). */
+/* AddDVPortgroup_Task: one early-binding port group (8 ports, autoExpand)
+ * with this VLAN id (0: none; at most 4094).  vCenter returns no moref:
+ * find the group by name in the next observation. */
 int gc_vcenter_add_portgroup(struct gc_vcenter_conn *vc, const char *dvs, const char *name,
 			     int vlan, unsigned timeout_ms, struct gc_error *err);
-/* ReconfigureDVPortgroup_Task: set the VLAN id. */
+/* ReconfigureDVPortgroup_Task: set the VLAN id (config_version NULL: not sent). */
 int gc_vcenter_portgroup_vlan(struct gc_vcenter_conn *vc, const char *portgroup,
 			      const char *config_version, int vlan, unsigned timeout_ms,
 			      struct gc_error *err);

@@ -7,6 +7,9 @@
  * ({"value": "<token>"}).  Later requests carry the token in the
  * `vmware-api-session-id` header; logout is DELETE on the same session path.
  *
+ * Every exchange holds the connection's mutex (soap.c): the REST calls share
+ * the one libcurl handle with the SOAP ones.
+ *
  * JSON is read with json-c.  The token is a secret: it is checked to be a
  * plain printable word (it goes into a header line), kept in the connection
  * only, zeroed at logout, and never put into an error.
@@ -44,8 +47,11 @@ static int read_token(struct gc_vcenter_conn *vc, const char *body, bool wrapped
 		    strlen(t))
 		rc = gc_error_set(err, GC_EREMOTE, "%s: REST login: no usable session token in the "
 				  "reply", vc->target);
-	else
+	else {
+		gc_vcenter_lock(vc);
 		snprintf(vc->rest_token, sizeof(vc->rest_token), "%s", t);
+		gc_vcenter_unlock(vc);
+	}
 	json_object_put(root); /* frees t's storage too */
 	return rc;
 }
@@ -54,12 +60,16 @@ static int post_session(struct gc_vcenter_conn *vc, const char *path, const char
 			const char *password, struct gc_https_response *r, struct gc_error *err)
 {
 	struct gc_https_request q = {0};
+	int rc;
 
 	q.method = "POST";
 	q.path = path;
 	q.username = user;
 	q.password = password;
-	return gc_https_request(vc->https, &q, r, err);
+	gc_vcenter_lock(vc);
+	rc = gc_https_request(vc->https, &q, r, err);
+	gc_vcenter_unlock(vc);
+	return rc;
 }
 
 int gc_vcenter_rest_login(struct gc_vcenter_conn *vc, const struct gc_vcenter_opts *o,
@@ -91,8 +101,11 @@ int gc_vcenter_rest_login(struct gc_vcenter_conn *vc, const struct gc_vcenter_op
 				  r.status, wrapped ? REST_SESSION : API_SESSION);
 	else
 		rc = read_token(vc, r.body, wrapped, err);
-	if (rc == 0)
+	if (rc == 0) {
+		gc_vcenter_lock(vc);
 		snprintf(vc->rest_base, sizeof(vc->rest_base), "%s", wrapped ? "/rest" : "/api");
+		gc_vcenter_unlock(vc);
+	}
 	gc_https_response_free(&r);
 	return rc;
 }
@@ -105,14 +118,18 @@ int gc_vcenter_rest(struct gc_vcenter_conn *vc, const char *method, const char *
 	const char *headers[2] = {header, NULL};
 	int rc;
 
-	if (vc->rest_token[0] == '\0')
+	gc_vcenter_lock(vc);
+	if (vc->rest_token[0] == '\0') {
+		gc_vcenter_unlock(vc);
 		return gc_error_set(err, GC_EAUTH, "%s: %s %s: no REST session", vc->target, method,
 				    path);
+	}
 	snprintf(header, sizeof(header), "vmware-api-session-id: %s", vc->rest_token);
 	q.method = method;
 	q.path = path;
 	q.headers = headers;
 	rc = gc_https_request(vc->https, &q, resp, err);
+	gc_vcenter_unlock(vc);
 	memset(header, 0, sizeof(header));
 	return rc;
 }
@@ -120,13 +137,19 @@ int gc_vcenter_rest(struct gc_vcenter_conn *vc, const char *method, const char *
 int gc_vcenter_rest_logout(struct gc_vcenter_conn *vc, struct gc_error *err)
 {
 	struct gc_https_response r;
+	char path[64];
 	int rc;
 
-	if (vc->rest_token[0] == '\0')
+	gc_vcenter_lock(vc);
+	snprintf(path, sizeof(path), "%s", vc->rest_token[0] ? session_path(vc) : "");
+	gc_vcenter_unlock(vc);
+	if (path[0] == '\0')
 		return 0;
-	rc = gc_vcenter_rest(vc, "DELETE", session_path(vc), &r, err);
+	rc = gc_vcenter_rest(vc, "DELETE", path, &r, err);
+	gc_vcenter_lock(vc);
 	memset(vc->rest_token, 0, sizeof(vc->rest_token));
 	vc->rest_base[0] = '\0';
+	gc_vcenter_unlock(vc);
 	if (rc < 0)
 		return rc;
 	if (r.status != 200 && r.status != 204)
@@ -136,7 +159,16 @@ int gc_vcenter_rest_logout(struct gc_vcenter_conn *vc, struct gc_error *err)
 	return rc;
 }
 
+/* "/api" and "/rest" are literals, so the answer outlives the lock. */
 const char *gc_vcenter_rest_flavour(const struct gc_vcenter_conn *vc)
 {
-	return vc->rest_base[0] ? vc->rest_base : NULL;
+	const char *f = NULL;
+
+	gc_vcenter_lock(vc);
+	if (strcmp(vc->rest_base, "/api") == 0)
+		f = "/api";
+	else if (strcmp(vc->rest_base, "/rest") == 0)
+		f = "/rest";
+	gc_vcenter_unlock(vc);
+	return f;
 }

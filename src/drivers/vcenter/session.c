@@ -14,7 +14,11 @@
  *
  * The first SOAPAction names urn:vim25/6.5, a version every supported
  * vCenter accepts; later calls name the server's own about.apiVersion.
+ *
+ * Connecting also initialises libxml2 (xmlInitParser) and the connection's
+ * mutex, so that threads may share the connection afterwards (soap.c).
  */
+#include <libxml/parser.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,7 +175,11 @@ int gc_vcenter_connect(struct gc_vcenter_conn **out, const struct gc_vcenter_opt
 	if (o->username == NULL || o->username[0] == '\0')
 		return gc_error_set(err, GC_EINVAL, "%s (%s): no username",
 				    o->name ? o->name : "vCenter", o->url ? o->url : "no URL");
+	/* Before any thread may parse a reply: libxml2 wants this once. */
+	xmlInitParser();
 	vc = gc_xcalloc(1, sizeof(*vc));
+	if (pthread_mutex_init(&vc->lock, NULL) != 0)
+		abort(); /* default attributes: only out of memory, which aborts anyway */
 	ho.url = o->url;
 	ho.name = o->name ? o->name : "vCenter";
 	ho.ca_file = o->ca_file;
@@ -201,9 +209,13 @@ int gc_vcenter_logout(struct gc_vcenter_conn *vc, struct gc_error *err)
 	struct gc_vcenter_soap s;
 	xmlDocPtr doc = NULL;
 	xmlNodePtr ret;
+	bool in;
 	int rc;
 
-	if (!vc->logged_in)
+	gc_vcenter_lock(vc);
+	in = vc->logged_in;
+	gc_vcenter_unlock(vc);
+	if (!in)
 		return 0;
 	gc_vcenter_soap_begin(&s, "Logout", "SessionManager", vc->session_manager);
 	rc = gc_vcenter_soap_end(&s, vc, err);
@@ -212,8 +224,10 @@ int gc_vcenter_logout(struct gc_vcenter_conn *vc, struct gc_error *err)
 	gc_vcenter_soap_free(&s);
 	xmlFreeDoc(doc);
 	/* Whatever the answer, this session is over for us. */
+	gc_vcenter_lock(vc);
 	vc->logged_in = false;
 	gc_https_clear_cookies(vc->https);
+	gc_vcenter_unlock(vc);
 	return rc;
 }
 
@@ -226,6 +240,7 @@ void gc_vcenter_free(struct gc_vcenter_conn *vc)
 		gc_vcenter_logout(vc, NULL);
 	}
 	gc_https_free(vc->https);
+	pthread_mutex_destroy(&vc->lock);
 	free(vc);
 }
 
@@ -246,13 +261,19 @@ const char *gc_vcenter_full_name(const struct gc_vcenter_conn *vc)
 
 uint64_t gc_vcenter_calls(const struct gc_vcenter_conn *vc, const char *method)
 {
+	uint64_t n = 0;
+
+	gc_vcenter_lock(vc);
 	for (size_t i = 0; i < GC_VCENTER_METHODS_MAX && vc->calls[i].method[0]; i++)
 		if (strcmp(vc->calls[i].method, method) == 0)
-			return vc->calls[i].n;
-	return 0;
+			n = vc->calls[i].n;
+	gc_vcenter_unlock(vc);
+	return n;
 }
 
 void gc_vcenter_https_stats(const struct gc_vcenter_conn *vc, struct gc_https_stats *out)
 {
+	gc_vcenter_lock(vc);
 	gc_https_stats(vc->https, out);
+	gc_vcenter_unlock(vc);
 }

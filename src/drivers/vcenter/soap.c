@@ -15,7 +15,13 @@
  * here, with vCenter's own faultstring and the fault type (the xsi:type of
  * the element under <detail>, e.g. InvalidLogin).  The body we sent never
  * goes into an error: it may hold a password.
+ *
+ * Threads: the connection's mutex is held for the HTTP exchange only (and
+ * for the call counters and last_fault), so a task poll of one thread
+ * waits for at most one other call, never for another thread's task.
  */
+#include <assert.h>
+#include <errno.h>
 #include <libxml/parser.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +103,18 @@ void gc_vcenter_soap_open(struct gc_vcenter_soap *s, const char *name, const cha
 void gc_vcenter_soap_close(struct gc_vcenter_soap *s, const char *name)
 {
 	gc_buf_printf(&s->b, "</%s>", name);
+}
+
+void gc_vcenter_soap_moref_opt(struct gc_vcenter_soap *s, const char *name, const char *type,
+			       const char *id)
+{
+	if (id != NULL)
+		gc_vcenter_soap_moref(s, name, type, id);
+}
+
+void gc_vcenter_soap_int(struct gc_vcenter_soap *s, const char *name, long v)
+{
+	gc_buf_printf(&s->b, "<%s>%ld</%s>", name, v, name);
 }
 
 void gc_vcenter_soap_moref(struct gc_vcenter_soap *s, const char *name, const char *type,
@@ -194,8 +212,45 @@ void gc_vcenter_xml_copy(char *buf, size_t n, xmlNodePtr node, const char *name)
 	xmlFree(v);
 }
 
+int gc_vcenter_xml_int(xmlNodePtr node, const char *name, int dflt)
+{
+	char buf[32], *end;
+	long v;
+
+	if (name != NULL)
+		node = gc_vcenter_xml_child(node, name);
+	if (node == NULL)
+		return dflt;
+	gc_vcenter_xml_copy(buf, sizeof(buf), node, NULL);
+	if (buf[0] == '\0')
+		return dflt;
+	errno = 0;
+	v = strtol(buf, &end, 10);
+	if (errno != 0 || *end != '\0' || v < -2147483647L - 1 || v > 2147483647L)
+		return dflt;
+	return (int)v;
+}
+
 /* ---------------------------------------------------------------- one call */
 
+void gc_vcenter_lock(const struct gc_vcenter_conn *vc)
+{
+	/* The mutex is the one field a const reader changes. */
+	int rc = pthread_mutex_lock((pthread_mutex_t *)&vc->lock);
+
+	assert(rc == 0);
+	(void)rc;
+}
+
+void gc_vcenter_unlock(const struct gc_vcenter_conn *vc)
+{
+	int rc = pthread_mutex_unlock((pthread_mutex_t *)&vc->lock);
+
+	assert(rc == 0);
+	(void)rc;
+}
+
+/* Under the lock. */
 static void count_call(struct gc_vcenter_conn *vc, const char *method)
 {
 	size_t i;
@@ -209,10 +264,10 @@ static void count_call(struct gc_vcenter_conn *vc, const char *method)
 	vc->calls[i].n++;
 }
 
-static int fault(struct gc_vcenter_conn *vc, const char *method, xmlNodePtr f,
+static int fault(const char *target, const char *method, xmlNodePtr f, char *out, size_t nout,
 		 struct gc_error *err)
 {
-	char text[400], tbuf[96];
+	char text[400], tbuf[96], both[512];
 	xmlNodePtr d = first_element(gc_vcenter_xml_child(f, "detail"));
 	const char *type = gc_vcenter_xml_type(d, tbuf, sizeof(tbuf));
 	int code = GC_EREMOTE;
@@ -230,40 +285,41 @@ static int fault(struct gc_vcenter_conn *vc, const char *method, xmlNodePtr f,
 	if (type != NULL && (strcmp(type, "InvalidLogin") == 0 ||
 			     strcmp(type, "NotAuthenticated") == 0))
 		code = GC_EAUTH;
-	snprintf(vc->last_fault, sizeof(vc->last_fault), "%s (%s)",
-		 text[0] ? text : "fault without a message", type ? type : "no detail");
-	return gc_error_set(err, code, "%s: %s: %s", vc->target, method, vc->last_fault);
+	snprintf(both, sizeof(both), "%s (%s)", text[0] ? text : "fault without a message",
+		 type ? type : "no detail");
+	if (out != NULL)
+		snprintf(out, nout, "%s", both);
+	return gc_error_set(err, code, "%s: %s: %s", target, method, both);
 }
 
-static int parse_reply(struct gc_vcenter_conn *vc, const char *method,
-		       const struct gc_https_response *r, xmlDocPtr *doc, xmlNodePtr *ret,
-		       struct gc_error *err)
+int gc_vcenter_soap_parse(const char *target, const char *method, long status, const char *body,
+			  size_t len, xmlDocPtr *doc, xmlNodePtr *ret, char *fault_out,
+			  size_t nfault, struct gc_error *err)
 {
 	char want[96];
 	xmlDocPtr d;
-	xmlNodePtr body, first;
+	xmlNodePtr root, first;
 	int rc;
 
-	if (r->body_len > (size_t)0x7fffffff)
-		return gc_error_set(err, GC_ENOMEM, "%s: %s: reply too large", vc->target, method);
-	d = xmlReadMemory(r->body, (int)r->body_len, "sdk.xml", NULL,
+	if (len > (size_t)0x7fffffff)
+		return gc_error_set(err, GC_ENOMEM, "%s: %s: reply too large", target, method);
+	d = xmlReadMemory(body, (int)len, "sdk.xml", NULL,
 			  XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-	body = d ? gc_vcenter_xml_child(xmlDocGetRootElement(d), "Body") : NULL;
-	first = first_element(body);
+	root = d ? xmlDocGetRootElement(d) : NULL;
+	first = first_element(gc_vcenter_xml_child(root, "Body"));
 	if (first == NULL) {
-		rc = gc_error_set(err, r->status >= 500 ? GC_ENET : GC_EINVAL,
-				  "%s: %s: HTTP %ld without a SOAP reply", vc->target, method,
-				  r->status);
+		rc = gc_error_set(err, status >= 500 ? GC_ENET : GC_EINVAL,
+				  "%s: %s: HTTP %ld without a SOAP reply", target, method, status);
 		goto fail;
 	}
 	if (xmlStrcmp(first->name, BAD_CAST "Fault") == 0) {
-		rc = fault(vc, method, first, err);
+		rc = fault(target, method, first, fault_out, nfault, err);
 		goto fail;
 	}
 	snprintf(want, sizeof(want), "%sResponse", method);
-	if (r->status != 200 || xmlStrcmp(first->name, BAD_CAST want) != 0) {
-		rc = gc_error_set(err, GC_EINVAL, "%s: %s: HTTP %ld with <%s>, not <%s>",
-				  vc->target, method, r->status, (const char *)first->name, want);
+	if (status != 200 || xmlStrcmp(first->name, BAD_CAST want) != 0) {
+		rc = gc_error_set(err, GC_EINVAL, "%s: %s: HTTP %ld with <%s>, not <%s>", target,
+				  method, status, (const char *)first->name, want);
 		goto fail;
 	}
 	*doc = d;
@@ -277,7 +333,7 @@ fail:
 int gc_vcenter_soap_call(struct gc_vcenter_conn *vc, const struct gc_vcenter_soap *s,
 			 xmlDocPtr *doc, xmlNodePtr *ret, struct gc_error *err)
 {
-	char action[64];
+	char action[64], fbuf[512] = "";
 	const char *headers[2];
 	struct gc_https_request q = {0};
 	struct gc_https_response r;
@@ -292,14 +348,38 @@ int gc_vcenter_soap_call(struct gc_vcenter_conn *vc, const struct gc_vcenter_soa
 	q.body = s->b.ptr;
 	q.body_len = s->b.len;
 	q.headers = headers;
+	gc_vcenter_lock(vc);
 	count_call(vc, s->method);
 	vc->last_fault[0] = '\0';
 	rc = gc_https_request(vc->https, &q, &r, err);
 	if (rc == GC_ENET || rc == GC_ETIMEOUT || rc == GC_EHOSTKEY)
 		vc->logged_in = false; /* unreachable: no Logout round trip on free */
+	gc_vcenter_unlock(vc);
 	if (rc < 0)
 		return rc;
-	rc = parse_reply(vc, s->method, &r, doc, ret, err);
+	/* Parsing needs no lock: another thread's call may go out meanwhile. */
+	rc = gc_vcenter_soap_parse(vc->target, s->method, r.status, r.body, r.body_len, doc, ret,
+				   fbuf, sizeof(fbuf), err);
 	gc_https_response_free(&r);
+	if (fbuf[0] != '\0') {
+		gc_vcenter_lock(vc);
+		snprintf(vc->last_fault, sizeof(vc->last_fault), "%s", fbuf);
+		gc_vcenter_unlock(vc);
+	}
+	return rc;
+}
+
+int gc_vcenter_soap_run(struct gc_vcenter_conn *vc, struct gc_vcenter_soap *s,
+			struct gc_error *err)
+{
+	xmlDocPtr doc = NULL;
+	xmlNodePtr ret;
+	int rc;
+
+	rc = gc_vcenter_soap_end(s, vc, err);
+	if (rc == 0)
+		rc = gc_vcenter_soap_call(vc, s, &doc, &ret, err);
+	gc_vcenter_soap_free(s);
+	xmlFreeDoc(doc);
 	return rc;
 }

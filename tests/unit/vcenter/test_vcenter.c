@@ -355,11 +355,12 @@ static void test_logout_ends_the_session(void **state)
 	assert_int_equal(gc_vcenter_calls(vc, "Logout"), 1);
 	assert_int_equal(gc_vcenter_logout(vc, &err), 0); /* already out: nothing sent */
 	assert_int_equal(gc_vcenter_calls(vc, "Logout"), 1);
-	/* vcsim answers an unauthenticated read with NotAuthenticated per object */
+	/* vcsim answers an unauthenticated read with NotAuthenticated per
+	 * object; the datacenter is the first object the traversal reaches. */
 	assert_int_equal(gc_vcenter_observe(&inv, vc, &err), GC_EAUTH);
 	assert_null(inv);
 	assert_string_equal(err.msg, "vCenter (https://127.0.0.1:8992): RetrievePropertiesEx: "
-				     "cannot read name of vm-57 (NotAuthenticated)");
+				     "cannot read name of datacenter-2 (NotAuthenticated)");
 	gc_vcenter_free(vc);
 }
 
