@@ -20,6 +20,8 @@
 # (default .lab/vcsim): the test CA and server certificate (openssl, SAN
 # 127.0.0.1 and localhost), the password file, the pid file and the log.
 # Port: --port, else $GC_VCSIM_PORT, else 8990.  Username: gcadmin.
+# Faults: vcsim reads $lab/faults.json at every request (format in
+# tests/sim/vcsim/faults.go); tests write and remove it while vcsim runs.
 # Secrets live in files under the lab dir and are never printed.
 set -euo pipefail
 
@@ -123,6 +125,7 @@ start() {
 	[ -n "$delay" ] && set -- "$@" -method-delay "$delay"
 	[ -n "$gpus" ] && set -- "$@" -host-gpus "$gpus"
 	[ -n "$inv" ] && set -- "$@" -inventory "$inv"
+	set -- "$@" -faults "$lab/faults.json" # read at every request; absent = no faults
 	case $vms in '' | *[!0-9]*) [ -z "$vms" ] || die "bad --vms '$vms'" ;; *) set -- "$@" -vm "$vms" ;; esac
 	setsid "$bindir/vcsim" "$@" >"$lab/vcsim.out" 2>"$lab/vcsim.log" </dev/null &
 	echo $! >"$lab/vcsim.pid"

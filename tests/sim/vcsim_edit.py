@@ -181,6 +181,10 @@ class Client:
 
     def all(self, kind, paths=("name",)):
         """[(moref, {path: element})] of every object of a kind."""
+        return [(ref, vals) for ref, vals, _ in self.all_typed(kind, paths)]
+
+    def all_typed(self, kind, paths=("name",)):
+        """[(moref, {path: element}, moref type)] of every object of a kind."""
         v = self.call("CreateContainerView", "ViewManager", self.content["viewManager"],
                       '<container type="Folder">%s</container><type>%s</type><recursive>true</recursive>'
                       % (escape(self.content["rootFolder"]), kind))
@@ -197,7 +201,8 @@ class Client:
             for obj in r.iter("{urn:vim25}objects"):
                 vals = {p.findtext("{urn:vim25}name"): p.find("{urn:vim25}val")
                         for p in obj.findall("{urn:vim25}propSet")}
-                out.append((obj.findtext("{urn:vim25}obj"), vals))
+                o = obj.find("{urn:vim25}obj")
+                out.append((o.text, vals, o.get("type")))
             return out
         finally:
             self.call("DestroyView", "ContainerView", view)
@@ -366,16 +371,11 @@ def config_target(c, host_name):
 
 
 def show_dvs(c, name):
-    ref = None
-    for kind in ("VmwareDistributedVirtualSwitch", "DistributedVirtualSwitch"):
-        try:
-            ref = c.find(kind, name)
-            break
-        except Fault:
-            continue
-    if ref is None:
+    found = [(ref, t) for ref, v, t in c.all_typed("DistributedVirtualSwitch") if v["name"].text == name]
+    if not found:
         raise Fault("NotFound", "no distributed switch named '%s'" % name)
-    p = c.props("VmwareDistributedVirtualSwitch", ref,
+    ref, kind = found[0]
+    p = c.props(kind, ref,
                 ["name", "config", "summary.hostMember", "portgroup"])
     cfg = to_py(p["config"])
     members = []
@@ -390,7 +390,7 @@ def show_dvs(c, name):
         vlan = to_py(q["config.defaultPortConfig"]).get("vlan") if q.get("config.defaultPortConfig") is not None else None
         pgs.append({"name": q["name"].text, "key": pg.text,
                     "vlan": vlan.get("vlanId") if isinstance(vlan, dict) else None})
-    return {"name": p["name"].text, "moref": ref, "max_mtu": cfg.get("maxMtu"),
+    return {"name": p["name"].text, "moref": ref, "type": kind, "max_mtu": cfg.get("maxMtu"),
             "config_version": cfg.get("configVersion"),
             "host_members": [c.name_of("HostSystem", h.text) for h in kids(p, "summary.hostMember")],
             "config_hosts": members, "portgroups": pgs}
@@ -399,7 +399,7 @@ def show_dvs(c, name):
 def show_inventory(c):
     out = {}
     for kind in ("Datacenter", "ClusterComputeResource", "HostSystem", "Datastore", "Network",
-                 "DistributedVirtualPortgroup", "VmwareDistributedVirtualSwitch"):
+                 "DistributedVirtualPortgroup", "DistributedVirtualSwitch"):
         out[kind] = sorted(v["name"].text for _, v in c.all(kind))
     vms, templates = [], []
     for _, v in c.all("VirtualMachine", ("name", "config.template")):

@@ -14,6 +14,11 @@
 // In either model each compute resource's EnvironmentBrowser answers
 // QueryConfigTarget with the hosts' PCI devices (configtarget.go).
 //
+// Every SOAP request passes fidelity.go first: -faults FILE injects
+// vCenter faults (faults.go), and a few calls are fixed up after vcsim ran
+// them so that the result is vCenter's (extraConfig, clone placement,
+// distributed switch maxMtu and members).
+//
 // -host-gpus FILE gives named hosts what the default model lacks: PCI
 // passthrough devices (config.pciPassthruInfo) and the vGPU types they offer
 // (config.sharedPassthruGpuTypes), from JSON:
@@ -24,6 +29,7 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"flag"
@@ -38,6 +44,7 @@ import (
 	"syscall"
 
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/types"
 
 	// Optional endpoints: /rest (vAPI sessions) and the lookup service.
@@ -123,6 +130,7 @@ func main() {
 	delay := flag.String("method-delay", "", "method:ms[,method:ms...]")
 	trace := flag.String("trace-file", "", "write SOAP traffic here")
 	gpus := flag.String("host-gpus", "", "JSON file: passthrough devices and vGPU types per host")
+	faults := flag.String("faults", "", "JSON file of injected faults, read at every request (faults.go)")
 	flag.Parse()
 
 	if *cert == "" || *key == "" || *user == "" || *passFile == "" {
@@ -170,6 +178,14 @@ func main() {
 		User: url.UserPassword(*user, readSecret(*passFile))}
 	model.Service.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
 	s := model.Service.NewServer()
+	// The /sdk handler in front of vcsim's (fidelity.go).  NewServer has
+	// started serving, but nobody knows the port before the line below is
+	// printed, so no request can race with this assignment.
+	client, err := vim25.NewClient(context.Background(), model.Service)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s.Config.Handler = newSdkHandler(s.Config.Handler, *faults, client)
 	u := *s.URL
 	u.User = nil
 	fmt.Printf("export GOVC_URL=%s GOVC_SIM_PID=%d\n", u.String(), os.Getpid())
