@@ -3,14 +3,18 @@
 # simulated ESXi hosts and Onyx switches (tests/sim/).  See docs/lab.md.
 #
 #   scripts/lab.sh start [--hosts N] [--switches M] [--esxi7 K] [--port P]
-#   scripts/lab.sh start --spec FILE [--port P]
+#   scripts/lab.sh start --spec FILE [--port P] [--vcsim-port P]
 #   scripts/lab.sh stop | status | reset | env
 #
 # With --spec the lab stands in for the spec's own targets: one simulated
 # ESXi host per spec host (its name, address, version and PCI devices) and one
 # simulated switch per spec switch, and it writes $lab/<spec file name>: the
 # same spec with only its connection settings (port, known_hosts, lab user
-# and password file) pointed at the lab (tests/sim/lab_spec.py).
+# and password file) pointed at the lab (tests/sim/lab_spec.py).  When the
+# spec has a vcenter, the lab also runs vcsim (tests/sim/vcsim.sh, lab dir
+# $lab/vcsim) with the spec's inventory, and the written spec's vcenter
+# points at it.  vcsim port: --vcsim-port, else $GC_LAB_VCSIM_PORT, else
+# the port of a previous start, else 8990.
 #
 # Lab dir: $GC_LAB_DIR (default .lab/ at the repository root).  Port:
 # --port, else $GC_LAB_PORT, else the port of a previous start, else 2222.
@@ -33,7 +37,7 @@ die() { echo "lab: $*" >&2; exit 1; }
 usage() {
 	cat >&2 <<'EOF'
 usage: scripts/lab.sh start [--hosts N] [--switches M] [--esxi7 K] [--port P]
-       scripts/lab.sh start --spec FILE [--port P]
+       scripts/lab.sh start --spec FILE [--port P] [--vcsim-port P]
        scripts/lab.sh stop | status | reset | env
 EOF
 	exit 2
@@ -167,6 +171,59 @@ EOF
 }
 
 py=/usr/bin/python3
+vcsim_sh=$root/tests/sim/vcsim.sh
+
+vcsim() { GC_VCSIM_DIR=$lab/vcsim "$vcsim_sh" "$@"; }
+
+# The lab's vCenter, for a spec with a vcenter: vcsim with the spec's
+# inventory (tests/sim/lab_spec.py vcsim-inventory).  A running vcsim with
+# the same port and inventory is left alone; otherwise it is (re)started,
+# which is a fresh inventory.  $1: the port asked for, may be empty.
+start_vcsim() {
+	local want=$1 spec port pid
+	spec=$(cat "$lab/spec" 2>/dev/null || true)
+	if [ -z "$spec" ] || ! "$py" -c 'import sys, yaml; sys.exit(0 if (yaml.safe_load(open(sys.argv[1])) or {}).get("vcenter") else 1)' "$spec"; then
+		stop_vcsim
+		rm -f "$lab/vcsim-inventory.json" "$lab/vcsim/port"
+		return 0
+	fi
+	port=${want:-${GC_LAB_VCSIM_PORT:-$(cat "$lab/vcsim/port" 2>/dev/null || echo 8990)}}
+	[[ $port =~ ^[0-9]+$ ]] || die "not a number: '$port'"
+	"$py" "$root/tests/sim/lab_spec.py" vcsim-inventory "$spec" >"$lab/vcsim-inventory.json.tmp" ||
+		die "cannot write vcsim's inventory from $spec"
+	if pid=$(vcsim_pid) && [ "$(cat "$lab/vcsim/port" 2>/dev/null)" = "$port" ] &&
+		cmp -s "$lab/vcsim-inventory.json" "$lab/vcsim-inventory.json.tmp"; then
+		rm -f "$lab/vcsim-inventory.json.tmp"
+		echo "lab: vcsim already running (pid $pid, port $port)"
+		return 0
+	fi
+	mv "$lab/vcsim-inventory.json.tmp" "$lab/vcsim-inventory.json"
+	stop_vcsim
+	run_vcsim "$port"
+}
+
+run_vcsim() {
+	vcsim start --port "$1" --inventory "$lab/vcsim-inventory.json" ||
+		die "vcsim did not start on port $1 (see $lab/vcsim/vcsim.log)"
+	echo "lab: started vcsim (pid $(vcsim_pid)) on https://127.0.0.1:$1/sdk: $(spec_summary)"
+}
+
+spec_summary() {
+	"$py" -c 'import json, sys; d = json.load(open(sys.argv[1])); print("datacenter %s, cluster %s, %d hosts, %d templates" % (d["datacenter"], d["cluster"], len(d["hosts"]), len(d["templates"])))' "$lab/vcsim-inventory.json"
+}
+
+vcsim_pid() {
+	[ -d "$lab/vcsim" ] || return 1
+	vcsim status >/dev/null 2>&1 || return 1
+	cat "$lab/vcsim/vcsim.pid"
+}
+
+stop_vcsim() {
+	local pid
+	pid=$(vcsim_pid) || return 0
+	vcsim stop
+	echo "lab: stopped vcsim (pid $pid)"
+}
 
 # Seed the simulated hosts of a spec lab with the spec's hardware (only
 # hosts without state yet), owned by the lab user.
@@ -179,10 +236,11 @@ seed_from_spec() {
 }
 
 cmd_start() {
-	local hosts=2 switches=0 esxi7=0 port="" user pid spec=""
+	local hosts=2 switches=0 esxi7=0 port="" user pid spec="" vcport=""
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--spec) spec=${2:?}; shift 2 ;;
+		--vcsim-port) vcport=${2:?}; shift 2 ;;
 		--hosts) hosts=${2:?}; shift 2 ;;
 		--switches) switches=${2:?}; shift 2 ;;
 		--esxi7) esxi7=${2:?}; shift 2 ;;
@@ -190,7 +248,7 @@ cmd_start() {
 		*) usage ;;
 		esac
 	done
-	for v in "$hosts" "$switches" "$esxi7" ${port:+"$port"}; do
+	for v in "$hosts" "$switches" "$esxi7" ${port:+"$port"} ${vcport:+"$vcport"}; do
 		[[ $v =~ ^[0-9]+$ ]] || die "not a number: '$v'"
 	done
 	[ -x "$sshd_bin" ] || die "$sshd_bin not found (apt-get install openssh-server)"
@@ -233,6 +291,7 @@ cmd_start() {
 	if [ "$(id -u)" = 0 ] && ! runuser -u "$user" -- test -x "$lab/hosts" -a -r "$lab/inventory"; then
 		die "user $user cannot reach $lab (a parent directory is not searchable by others?); choose another GC_LAB_DIR"
 	fi
+	start_vcsim "$vcport"
 
 	if pid=$(sshd_pid); then
 		write_config "$port" "$user" "$lab/sshd_config.new"
@@ -299,17 +358,28 @@ cmd_stop() {
 		echo "lab: not running"
 	fi
 	rm -f "$lab/sshd.pid"
+	stop_vcsim
 }
 
 cmd_status() {
 	local pid
+	local rc=0
 	if pid=$(sshd_pid); then
 		echo "lab: running (pid $pid, port $(cat "$lab/port"), lab dir $lab)"
 		grep -v '^#' "$lab/inventory" | sed 's/^/  /'
 	else
 		echo "lab: not running (lab dir $lab)"
-		return 3
+		rc=3
 	fi
+	if [ -f "$lab/vcsim-inventory.json" ]; then
+		if pid=$(vcsim_pid); then
+			echo "lab: vcsim running (pid $pid, https://127.0.0.1:$(cat "$lab/vcsim/port")/sdk): $(spec_summary)"
+		else
+			echo "lab: vcsim not running (lab dir $lab/vcsim)"
+			rc=3
+		fi
+	fi
+	return $rc
 }
 
 cmd_reset() {
@@ -324,6 +394,13 @@ cmd_reset() {
 	make_host_dirs "$user"
 	seed_from_spec "$user"
 	echo "lab: reset $lab/hosts"
+	if [ -f "$lab/vcsim-inventory.json" ] && [ -f "$lab/vcsim/port" ]; then
+		# vCenter state lives in vcsim's memory: a restart is a fresh inventory
+		rm -f "$lab/vcsim/faults.json"
+		stop_vcsim >/dev/null
+		run_vcsim "$(cat "$lab/vcsim/port")" >/dev/null
+		echo "lab: reset vcsim (fresh inventory, no faults)"
+	fi
 }
 
 cmd_env() {
@@ -336,6 +413,15 @@ export GC_LAB_KNOWN_HOSTS='$lab/client/known_hosts'
 export GC_LAB_KEY='$lab/client/id_ed25519'
 export GC_LAB_PASSWORD_FILE='$lab/client/password'
 EOF
+	if [ -f "$lab/vcsim-inventory.json" ] && [ -f "$lab/vcsim/port" ]; then
+		cat <<EOF
+export GC_LAB_VCSIM_URL=https://127.0.0.1:$(cat "$lab/vcsim/port")/sdk
+export GC_LAB_VCSIM_CA_FILE='$lab/vcsim/ca.crt'
+export GC_LAB_VCSIM_USERNAME=$(cat "$lab/vcsim/username")
+export GC_LAB_VCSIM_PASSWORD_FILE='$lab/vcsim/password'
+export GC_LAB_VCSIM_FAULTS='$lab/vcsim/faults.json'
+EOF
+	fi
 }
 
 [ $# -ge 1 ] || usage

@@ -13,7 +13,10 @@ vmnic names), plus one management NIC, in factory state (nothing configured).
 
 `rewrite` changes only how targets are reached: every SSH target gets the
 lab's port and known_hosts file, every credential used by a host or switch
-becomes the lab user with the lab's password file.  Names, addresses,
+becomes the lab user with the lab's password file, and when the lab runs a
+vcsim (LABDIR/vcsim/port exists) the spec's vcenter gets its URL
+(https://127.0.0.1:PORT/sdk), the lab CA as ca_file, and its credential
+becomes vcsim's user with vcsim's password file.  Names, addresses,
 hardware and desired configuration are untouched, so applying the rewritten
 spec exercises exactly the example.  (Comments are not kept.)
 
@@ -174,7 +177,36 @@ def rewrite(spec, lab):
                 c.pop(k, None)
             c["username"] = user
             c["password_file"] = password
+    rewrite_vcenter(spec, lab, used)
     return spec
+
+
+def rewrite_vcenter(spec, lab, used):
+    """Point the spec's vCenter at the lab's vcsim, when it runs one."""
+    vc = spec.get("vcenter")
+    d = os.path.join(lab, "vcsim")
+    if not isinstance(vc, dict) or not os.path.exists(os.path.join(d, "port")):
+        return
+    with open(os.path.join(d, "port"), encoding="utf-8") as f:
+        port = int(f.read().strip())
+    with open(os.path.join(d, "username"), encoding="utf-8") as f:
+        user = f.read().strip()
+    vc["url"] = "https://127.0.0.1:%d/sdk" % port
+    vc["ca_file"] = os.path.join(d, "ca.crt")
+    vc.pop("insecure", None)
+    creds = spec.setdefault("credentials", [])
+    name = vc.get("credentials")
+    if name in used or not any(c.get("name") == name for c in creds):
+        # shared with a host or switch (now the lab's SSH user), or missing
+        name = "%s-vcsim" % (name or "vcenter")
+        creds.append({"name": name})
+        vc["credentials"] = name
+    for c in creds:
+        if c.get("name") == name:
+            for k in ("password_env", "key_file", "key_passphrase_env", "agent"):
+                c.pop(k, None)
+            c["username"] = user
+            c["password_file"] = os.path.join(d, "password")
 
 
 def short(hexid):
