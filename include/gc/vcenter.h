@@ -411,11 +411,8 @@ struct gc_vcenter_dvs_uplink {
 /*
  * CreateDVS_Task in a network folder: a VMwareDVSConfigSpec with name and
  * maxMtu (0: vCenter's default; at most 9000); waits, copies the new
- * switch's moref into out[0..n).
- *
- * The switch calls below name the switch as a VmwareDistributedVirtualSwitch
- * (vCenter's type for it); a ManagedObjectNotFound for that type is tried
- * once more as a DistributedVirtualSwitch (vcsim's type), see dvs.c.
+ * switch's moref into out[0..n).  The calls below name the switch as a
+ * VmwareDistributedVirtualSwitch, vCenter's type for it.
  */
 int gc_vcenter_create_dvs(char *out, size_t n, struct gc_vcenter_conn *vc, const char *folder,
 			  const char *name, int mtu, unsigned timeout_ms, struct gc_error *err);

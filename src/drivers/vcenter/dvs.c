@@ -18,10 +18,9 @@
  *
  * The _this of a switch method is typed VmwareDistributedVirtualSwitch, the
  * type vCenter gives every switch made from a VMwareDVSConfigSpec; vCenter
- * does not find an object by a moref of another type.  vcsim 0.24 registers
- * its switches as DistributedVirtualSwitch instead, so when the typed call
- * is answered ManagedObjectNotFound the same body goes out once more with
- * the base type; when that fails too, the first error is the one reported.
+ * does not find an object by a moref of another type.  (vcsim 0.24 itself
+ * registers its switches as DistributedVirtualSwitch; the lab's stand-in
+ * translates, see docs/vcenter.md.)
  */
 #include <string.h>
 
@@ -29,43 +28,8 @@
 #include "soap.h"
 
 #define DVS_TYPE "VmwareDistributedVirtualSwitch"
-#define DVS_BASE_TYPE "DistributedVirtualSwitch"
 #define MTU_MAX 9000 /* vSphere's largest switch MTU */
 #define PORTS_DEFAULT 8 /* an early-binding group's ports; vCenter grows it (autoExpand) */
-
-/* Writes the body of a switch method after _this (typed as given). */
-typedef void (*dvs_body)(struct gc_vcenter_soap *s, const void *arg);
-
-/* The first error wins (gc/error.h): hand `first` on whole, libcode included. */
-static int pass_on(struct gc_error *err, const struct gc_error *first)
-{
-	if (err != NULL && err->code == 0)
-		*err = *first;
-	return first->code;
-}
-
-static int dvs_task(struct gc_vcenter_conn *vc, const char *method, const char *dvs,
-		    dvs_body body, const void *arg, unsigned timeout_ms, char *result, size_t n,
-		    struct gc_error *err)
-{
-	struct gc_error first = GC_ERROR_INIT;
-	struct gc_vcenter_soap s;
-	int rc;
-
-	gc_vcenter_soap_begin(&s, method, DVS_TYPE, dvs);
-	body(&s, arg);
-	rc = gc_vcenter_run_task(vc, &s, dvs, timeout_ms, result, n, &first);
-	if (rc == 0)
-		return 0;
-	if (rc != GC_EREMOTE || strstr(first.msg, "(ManagedObjectNotFound)") == NULL ||
-	    strstr(first.msg, DVS_TYPE ":") == NULL)
-		return pass_on(err, &first);
-	gc_vcenter_soap_begin(&s, method, DVS_BASE_TYPE, dvs);
-	body(&s, arg);
-	if (gc_vcenter_run_task(vc, &s, dvs, timeout_ms, result, n, NULL) < 0)
-		return pass_on(err, &first);
-	return 0;
-}
 
 static bool name_ok(const char *s)
 {
@@ -90,10 +54,18 @@ static int check_mtu(const struct gc_vcenter_conn *vc, const char *what, int mtu
 
 /* ---------------------------------------------------------------- CreateDVS_Task */
 
-struct create_arg {
-	const char *name;
-	int mtu;
-};
+void gc_vcenter_create_dvs_body(struct gc_vcenter_soap *s, const char *folder, const char *name,
+				int mtu)
+{
+	gc_vcenter_soap_begin(s, "CreateDVS_Task", "Folder", folder);
+	gc_vcenter_soap_open(s, "spec", NULL);
+	gc_vcenter_soap_open(s, "configSpec", "VMwareDVSConfigSpec");
+	gc_vcenter_soap_elem(s, "name", name);
+	if (mtu > 0)
+		gc_vcenter_soap_int(s, "maxMtu", mtu);
+	gc_vcenter_soap_close(s, "configSpec");
+	gc_vcenter_soap_close(s, "spec");
+}
 
 int gc_vcenter_create_dvs(char *out, size_t n, struct gc_vcenter_conn *vc, const char *folder,
 			  const char *name, int mtu, unsigned timeout_ms, struct gc_error *err)
@@ -111,48 +83,35 @@ int gc_vcenter_create_dvs(char *out, size_t n, struct gc_vcenter_conn *vc, const
 	rc = check_mtu(vc, "CreateDVS_Task", mtu, err);
 	if (rc < 0)
 		return rc;
-	gc_vcenter_soap_begin(&s, "CreateDVS_Task", "Folder", folder);
-	gc_vcenter_soap_open(&s, "spec", NULL);
-	gc_vcenter_soap_open(&s, "configSpec", "VMwareDVSConfigSpec");
-	gc_vcenter_soap_elem(&s, "name", name);
-	if (mtu > 0)
-		gc_vcenter_soap_int(&s, "maxMtu", mtu);
-	gc_vcenter_soap_close(&s, "configSpec");
-	gc_vcenter_soap_close(&s, "spec");
+	gc_vcenter_create_dvs_body(&s, folder, name, mtu);
 	return gc_vcenter_run_task(vc, &s, folder, timeout_ms, out, n, err);
 }
 
 /* ---------------------------------------------------------------- ReconfigureDvs_Task */
 
-struct reconf_arg {
-	const char *config_version;
-	int mtu;
-	const struct gc_vcenter_dvs_uplink *add;
-	size_t nadd;
-};
-
-static void reconf_body(struct gc_vcenter_soap *s, const void *arg)
+void gc_vcenter_reconfigure_dvs_body(struct gc_vcenter_soap *s, const char *dvs,
+				     const char *config_version, int mtu,
+				     const struct gc_vcenter_dvs_uplink *add, size_t nadd)
 {
-	const struct reconf_arg *r = arg;
-
+	gc_vcenter_soap_begin(s, "ReconfigureDvs_Task", DVS_TYPE, dvs);
 	gc_vcenter_soap_open(s, "spec", "VMwareDVSConfigSpec");
-	if (r->config_version != NULL)
-		gc_vcenter_soap_elem(s, "configVersion", r->config_version);
-	for (size_t i = 0; i < r->nadd; i++) {
+	if (config_version != NULL)
+		gc_vcenter_soap_elem(s, "configVersion", config_version);
+	for (size_t i = 0; i < nadd; i++) {
 		gc_vcenter_soap_open(s, "host", NULL);
 		gc_vcenter_soap_elem(s, "operation", "add");
-		gc_vcenter_soap_moref(s, "host", "HostSystem", r->add[i].host);
+		gc_vcenter_soap_moref(s, "host", "HostSystem", add[i].host);
 		gc_vcenter_soap_open(s, "backing", "DistributedVirtualSwitchHostMemberPnicBacking");
-		if (r->add[i].pnic != NULL) {
+		if (add[i].pnic != NULL) {
 			gc_vcenter_soap_open(s, "pnicSpec", NULL);
-			gc_vcenter_soap_elem(s, "pnicDevice", r->add[i].pnic);
+			gc_vcenter_soap_elem(s, "pnicDevice", add[i].pnic);
 			gc_vcenter_soap_close(s, "pnicSpec");
 		}
 		gc_vcenter_soap_close(s, "backing");
 		gc_vcenter_soap_close(s, "host");
 	}
-	if (r->mtu > 0)
-		gc_vcenter_soap_int(s, "maxMtu", r->mtu);
+	if (mtu > 0)
+		gc_vcenter_soap_int(s, "maxMtu", mtu);
 	gc_vcenter_soap_close(s, "spec");
 }
 
@@ -161,7 +120,7 @@ int gc_vcenter_reconfigure_dvs(struct gc_vcenter_conn *vc, const char *dvs,
 			       const struct gc_vcenter_dvs_uplink *add, size_t nadd,
 			       unsigned timeout_ms, struct gc_error *err)
 {
-	struct reconf_arg r = {config_version, mtu, add, nadd};
+	struct gc_vcenter_soap s;
 	int rc = check_mtu(vc, "ReconfigureDvs_Task", mtu, err);
 
 	if (rc < 0)
@@ -178,8 +137,8 @@ int gc_vcenter_reconfigure_dvs(struct gc_vcenter_conn *vc, const char *dvs,
 					    "'%s' of %s is not a NIC name (vmnic5)", vc->target,
 					    dvs, add[i].pnic, add[i].host);
 	}
-	return dvs_task(vc, "ReconfigureDvs_Task", dvs, reconf_body, &r, timeout_ms, NULL, 0,
-			err);
+	gc_vcenter_reconfigure_dvs_body(&s, dvs, config_version, mtu, add, nadd);
+	return gc_vcenter_run_task(vc, &s, dvs, timeout_ms, NULL, 0, err);
 }
 
 /* ---------------------------------------------------------------- port groups */
@@ -203,19 +162,14 @@ static int check_vlan(const struct gc_vcenter_conn *vc, const char *what, int vl
 	return 0;
 }
 
-struct pg_arg {
-	const char *name;
-	int vlan;
-};
-
-static void pg_body(struct gc_vcenter_soap *s, const void *arg)
+void gc_vcenter_add_portgroup_body(struct gc_vcenter_soap *s, const char *dvs, const char *name,
+				   int vlan)
 {
-	const struct pg_arg *p = arg;
-
+	gc_vcenter_soap_begin(s, "AddDVPortgroup_Task", DVS_TYPE, dvs);
 	gc_vcenter_soap_open(s, "spec", NULL);
-	gc_vcenter_soap_elem(s, "name", p->name);
+	gc_vcenter_soap_elem(s, "name", name);
 	gc_vcenter_soap_int(s, "numPorts", PORTS_DEFAULT);
-	vlan_setting(s, p->vlan);
+	vlan_setting(s, vlan);
 	gc_vcenter_soap_elem(s, "type", "earlyBinding");
 	gc_vcenter_soap_elem(s, "autoExpand", "true");
 	gc_vcenter_soap_close(s, "spec");
@@ -224,7 +178,7 @@ static void pg_body(struct gc_vcenter_soap *s, const void *arg)
 int gc_vcenter_add_portgroup(struct gc_vcenter_conn *vc, const char *dvs, const char *name,
 			     int vlan, unsigned timeout_ms, struct gc_error *err)
 {
-	struct pg_arg p = {name, vlan};
+	struct gc_vcenter_soap s;
 	int rc = check_vlan(vc, "AddDVPortgroup_Task", vlan, err);
 
 	if (rc < 0)
@@ -236,7 +190,20 @@ int gc_vcenter_add_portgroup(struct gc_vcenter_conn *vc, const char *dvs, const 
 	if (dvs == NULL || dvs[0] == '\0')
 		return gc_error_set(err, GC_EINVAL, "%s: AddDVPortgroup_Task: no switch",
 				    vc->target);
-	return dvs_task(vc, "AddDVPortgroup_Task", dvs, pg_body, &p, timeout_ms, NULL, 0, err);
+	gc_vcenter_add_portgroup_body(&s, dvs, name, vlan);
+	return gc_vcenter_run_task(vc, &s, dvs, timeout_ms, NULL, 0, err);
+}
+
+void gc_vcenter_portgroup_vlan_body(struct gc_vcenter_soap *s, const char *portgroup,
+				    const char *config_version, int vlan)
+{
+	gc_vcenter_soap_begin(s, "ReconfigureDVPortgroup_Task", "DistributedVirtualPortgroup",
+			      portgroup);
+	gc_vcenter_soap_open(s, "spec", NULL);
+	if (config_version != NULL)
+		gc_vcenter_soap_elem(s, "configVersion", config_version);
+	vlan_setting(s, vlan);
+	gc_vcenter_soap_close(s, "spec");
 }
 
 int gc_vcenter_portgroup_vlan(struct gc_vcenter_conn *vc, const char *portgroup,
@@ -251,12 +218,6 @@ int gc_vcenter_portgroup_vlan(struct gc_vcenter_conn *vc, const char *portgroup,
 	if (portgroup == NULL || portgroup[0] == '\0')
 		return gc_error_set(err, GC_EINVAL, "%s: ReconfigureDVPortgroup_Task: no port "
 				    "group", vc->target);
-	gc_vcenter_soap_begin(&s, "ReconfigureDVPortgroup_Task", "DistributedVirtualPortgroup",
-			      portgroup);
-	gc_vcenter_soap_open(&s, "spec", NULL);
-	if (config_version != NULL)
-		gc_vcenter_soap_elem(&s, "configVersion", config_version);
-	vlan_setting(&s, vlan);
-	gc_vcenter_soap_close(&s, "spec");
+	gc_vcenter_portgroup_vlan_body(&s, portgroup, config_version, vlan);
 	return gc_vcenter_run_task(vc, &s, portgroup, timeout_ms, NULL, 0, err);
 }

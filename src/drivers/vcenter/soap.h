@@ -87,6 +87,21 @@ void gc_vcenter_soap_free(struct gc_vcenter_soap *s);
  * The change must have passed gc_vcenter_check_change(). */
 void gc_vcenter_reconfig_body(struct gc_vcenter_soap *s, const char *vm_moref,
 			      const struct gc_vcenter_vm_change *change);
+/* The bodies of vmops.c and dvs.c, likewise (the tests compare them whole). */
+void gc_vcenter_clone_body(struct gc_vcenter_soap *s, const char *from, const char *name,
+			   const char *folder, const char *pool, const char *host,
+			   const char *datastore);
+void gc_vcenter_relocate_body(struct gc_vcenter_soap *s, const char *vm, const char *host,
+			      const char *pool);
+void gc_vcenter_create_dvs_body(struct gc_vcenter_soap *s, const char *folder, const char *name,
+				int mtu);
+void gc_vcenter_reconfigure_dvs_body(struct gc_vcenter_soap *s, const char *dvs,
+				     const char *config_version, int mtu,
+				     const struct gc_vcenter_dvs_uplink *add, size_t nadd);
+void gc_vcenter_add_portgroup_body(struct gc_vcenter_soap *s, const char *dvs, const char *name,
+				   int vlan);
+void gc_vcenter_portgroup_vlan_body(struct gc_vcenter_soap *s, const char *portgroup,
+				    const char *config_version, int vlan);
 /* GC_EINVAL naming the vCenter, the VM and the field of the first bad value. */
 int gc_vcenter_check_change(const struct gc_vcenter_conn *vc, const char *vm_moref,
 			    const struct gc_vcenter_vm_change *change, struct gc_error *err);

@@ -194,6 +194,24 @@ static int need(const struct gc_vcenter_conn *vc, const char *method, const char
 	return 0;
 }
 
+void gc_vcenter_clone_body(struct gc_vcenter_soap *s, const char *from, const char *name,
+			   const char *folder, const char *pool, const char *host,
+			   const char *datastore)
+{
+	gc_vcenter_soap_begin(s, "CloneVM_Task", "VirtualMachine", from);
+	gc_vcenter_soap_moref(s, "folder", "Folder", folder);
+	gc_vcenter_soap_elem(s, "name", name);
+	gc_vcenter_soap_open(s, "spec", NULL);
+	gc_vcenter_soap_open(s, "location", NULL);
+	gc_vcenter_soap_moref_opt(s, "datastore", "Datastore", datastore);
+	gc_vcenter_soap_moref_opt(s, "pool", "ResourcePool", pool);
+	gc_vcenter_soap_moref_opt(s, "host", "HostSystem", host);
+	gc_vcenter_soap_close(s, "location");
+	gc_vcenter_soap_elem(s, "template", "false");
+	gc_vcenter_soap_elem(s, "powerOn", "false");
+	gc_vcenter_soap_close(s, "spec");
+}
+
 int gc_vcenter_clone(char *out, size_t n, struct gc_vcenter_conn *vc, const char *from,
 		     const char *name, const char *folder, const char *pool, const char *host,
 		     const char *datastore, unsigned timeout_ms, struct gc_error *err)
@@ -208,18 +226,7 @@ int gc_vcenter_clone(char *out, size_t n, struct gc_vcenter_conn *vc, const char
 	if (strlen(name) > 80) /* vCenter's limit for an entity name */
 		return gc_error_set(err, GC_EINVAL, "%s: CloneVM_Task of %s: name '%.80s...' is "
 				    "longer than 80 bytes", vc->target, from, name);
-	gc_vcenter_soap_begin(&s, "CloneVM_Task", "VirtualMachine", from);
-	gc_vcenter_soap_moref(&s, "folder", "Folder", folder);
-	gc_vcenter_soap_elem(&s, "name", name);
-	gc_vcenter_soap_open(&s, "spec", NULL);
-	gc_vcenter_soap_open(&s, "location", NULL);
-	gc_vcenter_soap_moref_opt(&s, "datastore", "Datastore", datastore);
-	gc_vcenter_soap_moref_opt(&s, "pool", "ResourcePool", pool);
-	gc_vcenter_soap_moref_opt(&s, "host", "HostSystem", host);
-	gc_vcenter_soap_close(&s, "location");
-	gc_vcenter_soap_elem(&s, "template", "false");
-	gc_vcenter_soap_elem(&s, "powerOn", "false");
-	gc_vcenter_soap_close(&s, "spec");
+	gc_vcenter_clone_body(&s, from, name, folder, pool, host, datastore);
 	return gc_vcenter_run_task(vc, &s, from, timeout_ms, out, n, err);
 }
 
@@ -258,6 +265,16 @@ int gc_vcenter_shutdown_guest(struct gc_vcenter_conn *vc, const char *vm, struct
 	return gc_vcenter_soap_run(vc, &s, err);
 }
 
+void gc_vcenter_relocate_body(struct gc_vcenter_soap *s, const char *vm, const char *host,
+			      const char *pool)
+{
+	gc_vcenter_soap_begin(s, "RelocateVM_Task", "VirtualMachine", vm);
+	gc_vcenter_soap_open(s, "spec", NULL);
+	gc_vcenter_soap_moref_opt(s, "pool", "ResourcePool", pool);
+	gc_vcenter_soap_moref(s, "host", "HostSystem", host);
+	gc_vcenter_soap_close(s, "spec");
+}
+
 int gc_vcenter_relocate(struct gc_vcenter_conn *vc, const char *vm, const char *host,
 			const char *pool, unsigned timeout_ms, struct gc_error *err)
 {
@@ -267,11 +284,7 @@ int gc_vcenter_relocate(struct gc_vcenter_conn *vc, const char *vm, const char *
 	if ((rc = need(vc, "RelocateVM_Task", "VM", vm, err)) < 0 ||
 	    (rc = need(vc, "RelocateVM_Task", "host", host, err)) < 0)
 		return rc;
-	gc_vcenter_soap_begin(&s, "RelocateVM_Task", "VirtualMachine", vm);
-	gc_vcenter_soap_open(&s, "spec", NULL);
-	gc_vcenter_soap_moref_opt(&s, "pool", "ResourcePool", pool);
-	gc_vcenter_soap_moref(&s, "host", "HostSystem", host);
-	gc_vcenter_soap_close(&s, "spec");
+	gc_vcenter_relocate_body(&s, vm, host, pool);
 	return gc_vcenter_run_task(vc, &s, vm, timeout_ms, NULL, 0, err);
 }
 
