@@ -155,6 +155,11 @@ class Client:
         self.call("Login", "SessionManager", self.content["sessionManager"],
                   "<userName>%s</userName><password>%s</password>" % (escape(user), escape(password)))
 
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
     def logout(self):
         try:
             self.call("Logout", "SessionManager", self.content["sessionManager"])
@@ -473,6 +478,7 @@ def main(argv):
         else:
             ap.error("say what to do")
         c.logout()
+        c.close()
     except Fault as e:
         print("vcsim_edit: %s: %s" % (e.kind, e.message), file=sys.stderr)
         return 1

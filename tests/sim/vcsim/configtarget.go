@@ -18,7 +18,8 @@
 //   - pciPassthrough: a VirtualMachinePciPassthroughInfo per device whose
 //     passthrough is enabled and active (SR-IOV physical functions are not
 //     passthrough devices), name = the PCI id, pciDevice = the host's
-//     hardware.pciDevice entry, systemId = the host's
+//     hardware.pciDevice entry (only the id when the host has none, as
+//     with -host-gpus), systemId = the host's
 //     hardware.systemInfo.uuid;
 //   - sriov: a VirtualMachineSriovInfo per SR-IOV physical function with
 //     SR-IOV enabled, virtualFunction false, pnic = its vmnic name;
@@ -112,9 +113,10 @@ func appendHostTargets(target *types.ConfigTarget, h *simulator.HostSystem, seen
 	}
 	systemID := h.Hardware.SystemInfo.Uuid
 	for _, bi := range h.Config.PciPassthruInfo {
-		dev, ok := devices[bi.GetHostPciPassthruInfo().Id]
+		id := bi.GetHostPciPassthruInfo().Id
+		dev, ok := devices[id]
 		if !ok {
-			continue
+			dev = types.HostPciDevice{Id: id} // -host-gpus names no hardware
 		}
 		info := types.VirtualMachinePciPassthroughInfo{
 			VirtualMachineTargetInfo: types.VirtualMachineTargetInfo{Name: dev.Id},

@@ -34,6 +34,9 @@
 //     config.host gets each add, edit (new backing) and remove, maxMtu
 //     changes when the spec sets it, and configVersion goes up by one.
 //     vcsim does not check the spec's configVersion, vCenter does.
+//   - A distributed port backing (ReconfigVM_Task, CloneVM_Task,
+//     CreateVM_Task): vcsim wants every host of the cluster in the switch,
+//     vCenter the VM's host (widenSwitches).
 package main
 
 import (
@@ -64,25 +67,10 @@ type sdkHandler struct {
 	inner  http.Handler
 	faults *faultBook
 	client *vim25.Client // in-process, for the follow-up calls of a fix
-
-	mu    sync.Mutex
-	locks map[types.ManagedObjectReference]*sync.Mutex // one fix per switch at a time
 }
 
 func newSdkHandler(inner http.Handler, faultsFile string, c *vim25.Client) *sdkHandler {
-	return &sdkHandler{inner: inner, faults: &faultBook{file: faultsFile}, client: c,
-		locks: map[types.ManagedObjectReference]*sync.Mutex{}}
-}
-
-func (h *sdkHandler) lockOf(ref types.ManagedObjectReference) *sync.Mutex {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	l, ok := h.locks[ref]
-	if !ok {
-		l = new(sync.Mutex)
-		h.locks[ref] = l
-	}
-	return l
+	return &sdkHandler{inner: inner, faults: &faultBook{file: faultsFile}, client: c}
 }
 
 func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -110,6 +98,13 @@ func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.faults.inject(w, r, h.inner, m) {
 		return
 	}
+	switch m.Name {
+	case "CreateDVS_Task", "ReconfigureDvs_Task", "AddDVPortgroup_Task", "ReconfigureDVPortgroup_Task",
+		"Destroy_Task":
+		// switches change one call at a time, never while widened
+		widenMu.Lock()
+		defer widenMu.Unlock()
+	}
 	var post func(*simulator.Task)
 	switch req := m.Body.(type) {
 	case *types.ReconfigVM_Task:
@@ -121,9 +116,6 @@ func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case *types.CreateDVS_Task:
 		post = func(t *simulator.Task) { h.fixCreateDVS(req, t) }
 	case *types.ReconfigureDvs_Task:
-		l := h.lockOf(req.This)
-		l.Lock()
-		defer l.Unlock()
 		ops := append([]types.DistributedVirtualSwitchHostMemberConfigSpec(nil),
 			req.Spec.GetDVSConfigSpec().Host...)
 		if stripEdits(req) {
@@ -135,6 +127,9 @@ func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		post = func(*simulator.Task) { fixReconfigureDvs(req, ops) }
+	}
+	if restore := widenSwitches(m, body); restore != nil {
+		defer restore()
 	}
 	if post == nil {
 		h.inner.ServeHTTP(w, r)
@@ -336,6 +331,90 @@ func (h *sdkHandler) fixClone(req *types.CloneVM_Task, t *simulator.Task) {
 }
 
 // ---------------------------------------------------------------- distributed switches
+
+var switchUUID = regexp.MustCompile(`<switchUuid>([^<]+)</switchUuid>`)
+
+// widenMu: one widened call, or one call that changes a switch, at a time
+// (see widenSwitches and ServeHTTP).
+var widenMu sync.Mutex
+
+// widenSwitches works around vcsim's check of a distributed port backing,
+// which wants every host of the VM's cluster to be a member of the switch;
+// vCenter wants the VM's host to be one.  When the VM's host is a member,
+// the switch's summary.hostMember is widened to the whole cluster for the
+// duration of the call, and the returned func restores it.  nil: nothing
+// to do.
+func widenSwitches(m *simulator.Method, body []byte) func() {
+	ids := switchUUID.FindAllSubmatch(body, -1)
+	var host *types.ManagedObjectReference
+	switch req := m.Body.(type) {
+	case *types.ReconfigVM_Task:
+		if vm, ok := simulator.Map.Get(req.This).(*simulator.VirtualMachine); ok {
+			simulator.Map.WithLock(vm, func() { host = vm.Runtime.Host })
+		}
+	case *types.CloneVM_Task:
+		host = req.Spec.Location.Host
+		if vm, ok := simulator.Map.Get(req.This).(*simulator.VirtualMachine); ok {
+			simulator.Map.WithLock(vm, func() {
+				if host == nil {
+					host = vm.Runtime.Host
+				}
+				for _, d := range vm.Config.Hardware.Device {
+					if b, ok := d.GetVirtualDevice().Backing.(*types.VirtualEthernetCardDistributedVirtualPortBackingInfo); ok {
+						ids = append(ids, [][]byte{nil, []byte(b.Port.SwitchUuid)})
+					}
+				}
+			})
+		}
+	case *types.CreateVM_Task:
+		host = req.Host
+	}
+	if host == nil || len(ids) == 0 {
+		return nil
+	}
+	h, ok := simulator.Map.Get(*host).(*simulator.HostSystem)
+	if !ok {
+		return nil
+	}
+	var cluster []types.ManagedObjectReference
+	switch cr := simulator.Map.Get(*h.Parent).(type) {
+	case *simulator.ClusterComputeResource:
+		simulator.Map.WithLock(cr, func() { cluster = append(cluster, cr.Host...) })
+	default:
+		return nil
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[string(id[1])] = true
+	}
+	widenMu.Lock()
+	var undo []func()
+	for _, e := range simulator.Map.All("DistributedVirtualSwitch") {
+		dvs := e.(*simulator.DistributedVirtualSwitch)
+		simulator.Map.WithLock(dvs, func() {
+			if !want[dvs.Uuid] || simulator.FindReference(dvs.Summary.HostMember, *host) == nil {
+				return
+			}
+			orig := dvs.Summary.HostMember
+			wide := append([]types.ManagedObjectReference(nil), orig...)
+			for _, ref := range cluster {
+				if simulator.FindReference(wide, ref) == nil {
+					wide = append(wide, ref)
+				}
+			}
+			dvs.Summary.HostMember = wide
+			undo = append(undo, func() {
+				simulator.Map.WithLock(dvs, func() { dvs.Summary.HostMember = orig })
+			})
+		})
+	}
+	return func() {
+		for _, f := range undo {
+			f()
+		}
+		widenMu.Unlock()
+	}
+}
 
 func dvsOf(ref types.ManagedObjectReference) *simulator.DistributedVirtualSwitch {
 	dvs, _ := simulator.Map.Get(ref).(*simulator.DistributedVirtualSwitch)
