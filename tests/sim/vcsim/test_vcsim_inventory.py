@@ -5,7 +5,8 @@ meets it: vcsim started with each example spec's inventory
 tests/sim/vcsim_edit.py (python's standard library, not our C code).
 
 Ports 8986 (roce-passthrough), 8987 (vgpu-pvrdma) and 8988 (the default
-model with -host-gpus) only; each vcsim has its own lab dir under BUILDDIR.
+model with -host-gpus, then scripts/lab.sh --spec as root) only; each vcsim
+has its own lab dir under BUILDDIR.
 
 Asserts exactly: the inventory (datacenter, cluster, hosts, datastore,
 networks, template), each host's PCI devices, passthrough/SR-IOV state and
@@ -129,6 +130,80 @@ def sim_devices(host):
     """The spec's devices of a host: the ones after the virtual chipset."""
     return [d for d in host["pci_devices"] if not d["id"].startswith("0000:00:")
             and d["id"] not in ("0000:03:00.0", "0000:0b:00.0", "0000:13:00.0")]
+
+
+class LabSpec(unittest.TestCase):
+    """scripts/lab.sh start --spec runs vcsim too (on 8988, after DefaultModel)."""
+
+    @classmethod
+    def setUpClass(cls):
+        if os.getuid() != 0 or not os.path.exists("/usr/sbin/sshd"):
+            raise unittest.SkipTest("scripts/lab.sh needs root and openssh-server")
+        cls.lab = os.path.join(BUILD, "lab")
+        os.makedirs(BUILD, exist_ok=True)
+        os.chmod(BUILD, 0o755)
+        cls.env = dict(os.environ, GC_LAB_DIR=cls.lab)
+        cls.env.pop("GC_LAB_VCSIM_PORT", None)
+        cls.sshport = str(24000 + os.getpid() % 900)
+        cls.lab_sh("stop")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.lab_sh("stop")
+
+    @classmethod
+    def lab_sh(cls, *args):
+        r = subprocess.run([os.path.join(ROOT, "scripts", "lab.sh"), *args], env=cls.env,
+                           capture_output=True, text=True, timeout=600)
+        return r.returncode, r.stdout, r.stderr
+
+    def test_spec_lab_runs_vcsim_and_points_the_spec_at_it(self):
+        import yaml
+        rc, out, err = self.lab_sh("start", "--spec", os.path.join(ROOT, "examples", "vgpu-pvrdma.yaml"),
+                                   "--port", self.sshport, "--vcsim-port", "8988")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("lab: started vcsim (pid ", out)
+        self.assertIn(") on https://127.0.0.1:8988/sdk: datacenter DC0, cluster gpu, 5 hosts, 1 templates\n", out)
+        d = os.path.join(self.lab, "vcsim")
+        with open(os.path.join(self.lab, "vgpu-pvrdma.yaml"), encoding="utf-8") as f:
+            spec = yaml.safe_load(f)
+        self.assertEqual(spec["vcenter"], {"url": "https://127.0.0.1:8988/sdk", "datacenter": "DC0",
+                                           "cluster": "gpu", "credentials": "vc-admin",
+                                           "ca_file": os.path.join(d, "ca.crt")})
+        self.assertEqual([c for c in spec["credentials"] if c["name"] == "vc-admin"],
+                         [{"name": "vc-admin", "username": "gcadmin",
+                           "password_file": os.path.join(d, "password")}])
+        rc, env, _ = self.lab_sh("env")
+        self.assertIn("export GC_LAB_VCSIM_URL=https://127.0.0.1:8988/sdk\n", env)
+        rc, out, _ = self.lab_sh("status")
+        self.assertEqual(rc, 0)
+        self.assertRegex(out, r"lab: vcsim running \(pid \d+, https://127.0.0.1:8988/sdk\): datacenter DC0")
+        # a second start keeps it; reset restarts it with a fresh inventory
+        rc, out, _ = self.lab_sh("start", "--spec", os.path.join(ROOT, "examples", "vgpu-pvrdma.yaml"))
+        self.assertIn("lab: vcsim already running (pid ", out)
+        v = ve.Client("https://127.0.0.1:8988/sdk", os.path.join(d, "ca.crt"))
+        with open(os.path.join(d, "password"), encoding="utf-8") as f:
+            v.login("gcadmin", f.read().strip())
+        t = v.find("VirtualMachine", "ubuntu-22.04-template")
+        v.reconfigure(t, "<annotation>by hand</annotation>")
+        self.assertEqual(v.props("VirtualMachine", t, ["config.annotation"])["config.annotation"].text, "by hand")
+        with open(os.path.join(d, "faults.json"), "w", encoding="utf-8") as f:
+            f.write("{}")
+        v.close()
+        rc, out, _ = self.lab_sh("reset")
+        self.assertIn("lab: reset vcsim (fresh inventory, no faults)\n", out)
+        self.assertFalse(os.path.exists(os.path.join(d, "faults.json")))
+        v = ve.Client("https://127.0.0.1:8988/sdk", os.path.join(d, "ca.crt"))
+        with open(os.path.join(d, "password"), encoding="utf-8") as f:
+            v.login("gcadmin", f.read().strip())
+        t = v.find("VirtualMachine", "ubuntu-22.04-template")
+        self.assertIsNone(v.props("VirtualMachine", t, ["config.annotation"]).get("config.annotation"))
+        v.close()
+        rc, out, _ = self.lab_sh("stop")
+        self.assertIn("lab: stopped vcsim (pid ", out)
+        rc, out, _ = self.lab_sh("status")
+        self.assertEqual(rc, 3)
+        self.assertIn("lab: vcsim not running", out)
 
 
 class RocePassthrough(unittest.TestCase):
