@@ -2,9 +2,10 @@
 // a small command line, built by tests/sim/vcsim.sh in GOPATH mode.
 //
 // Debian 12's golang-github-vmware-govmomi-dev (0.24.2) ships the simulator
-// library but not govmomi's own vcsim command, so this file stands in for
-// it.  It serves the default VPX model (1 datacenter, 1 cluster of 3 hosts,
-// 1 standalone host, 4 VMs) with TLS from the given certificate, accepts one
+// library but not govmomi's own vcsim command, so the files of this
+// directory stand in for it.  Without -inventory it serves the default VPX
+// model (1 datacenter, 1 cluster of 3 hosts, 1 standalone host, 4 VMs).  It
+// serves TLS from the given certificate, accepts one
 // username whose password is read from a file (never from argv), and prints
 // "export GOVC_URL=... GOVC_SIM_PID=..." once it listens.  SIGINT/SIGTERM
 // stop it.
@@ -16,8 +17,9 @@
 //
 // Every SOAP request passes fidelity.go first: -faults FILE injects
 // vCenter faults (faults.go), and a few calls are fixed up after vcsim ran
-// them so that the result is vCenter's (extraConfig, clone placement,
-// distributed switch maxMtu and members).
+// them so that the result is vCenter's (extraConfig, clone placement and
+// config, distributed switch maxMtu, members and type).  docs/vcenter.md
+// lists them, and what vcsim still does not model.
 //
 // -host-gpus FILE gives named hosts what the default model lacks: PCI
 // passthrough devices (config.pciPassthruInfo) and the vGPU types they offer
