@@ -14,6 +14,7 @@ const struct gc_driver *gc_exec_driver(enum gc_target_kind kind)
 	case GC_TARGET_SWITCH:
 		return &gc_driver_onyx;
 	case GC_TARGET_VCENTER:
+		return &gc_driver_vcenter;
 	case GC_TARGET_GUEST:
 		break;
 	}

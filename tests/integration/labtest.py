@@ -38,7 +38,10 @@ class LabCase(unittest.TestCase):
         cls.lab = tempfile.mkdtemp(prefix="gc-it-")
         os.chmod(cls.lab, 0o755)
         cls.env = dict(os.environ, GC_LAB_DIR=cls.lab, GC_REBOOT_POLL_MS="100")
-        cls.run_lab("start", "--spec", os.path.join(ROOT, cls.spec), "--port", str(cls.port))
+        # each class's vCenter (vcsim) on its own port too: 8970 + (port - 2310)
+        cls.vcsim_port = 8970 + cls.port - 2310
+        cls.run_lab("start", "--spec", os.path.join(ROOT, cls.spec), "--port", str(cls.port),
+                    "--vcsim-port", str(cls.vcsim_port))
         cls.specfile = os.path.join(cls.lab, os.path.basename(cls.spec))
         cls.hosts = [l.split()[2] for l in open(os.path.join(cls.lab, "inventory"))
                      if " esxi " in l]
@@ -94,7 +97,8 @@ class LabCase(unittest.TestCase):
         path = os.path.join(self.host_dir(name), "control.json")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(control, f)
-        shutil.chown(path, user=open(os.path.join(self.lab, "user")).read().strip())
+        with open(os.path.join(self.lab, "user"), encoding="utf-8") as f:
+            shutil.chown(path, user=f.read().strip())
 
     def log(self, name):
         """[(timestamp, command)] the host received, in order."""

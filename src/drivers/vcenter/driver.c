@@ -832,6 +832,12 @@ static int apply_resource(struct vc_conn *c, struct gc_drv_ctx *ctx, const struc
 		return dvs_apply(c, ctx, a, err);
 	if (r->kind == GC_RES_DVS_PORTGROUP)
 		return portgroup_apply(c, ctx, a, err);
+	/* what this run made may already hold it (a clone brings the
+	 * template's vmxnet3 along): nothing to send */
+	if (a->op != GC_OP_CREATE || r->kind != GC_RES_VM) {
+		if (gc_drv_resource_converged(ctx, r))
+			return 0;
+	}
 	v = r->vm ? gc_cluster_vm(c->c, r->vm) : NULL;
 	if (v == NULL)
 		return gc_error_set(err, GC_EINVAL, "%s: no VM in the spec for %s",
