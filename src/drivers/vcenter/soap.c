@@ -10,7 +10,10 @@
  * value typed "xs:string".  The caller writes children in XSD order; this
  * file only escapes, nests and closes.
  *
- * Replies are parsed with libxml2 (no network, no entity loading) and
+ * Replies are parsed with libxml2 (no network, no entity loading) as
+ * UTF-8, whatever encoding they declare: vCenter sends UTF-8, and a reply
+ * in another declared encoding with a byte that encoding cannot convert
+ * made libxml2 print to stderr (found by fuzz_vcenter_observe).  They are
  * navigated by local element name.  A SOAP fault is turned into a gc_error
  * here, with vCenter's own faultstring and the fault type (the xsi:type of
  * the element under <detail>, e.g. InvalidLogin).  The body we sent never
@@ -303,7 +306,7 @@ int gc_vcenter_soap_parse(const char *target, const char *method, long status, c
 
 	if (len > (size_t)0x7fffffff)
 		return gc_error_set(err, GC_ENOMEM, "%s: %s: reply too large", target, method);
-	d = xmlReadMemory(body, (int)len, "sdk.xml", NULL,
+	d = xmlReadMemory(body, (int)len, "sdk.xml", "UTF-8",
 			  XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
 	root = d ? xmlDocGetRootElement(d) : NULL;
 	first = first_element(gc_vcenter_xml_child(root, "Body"));

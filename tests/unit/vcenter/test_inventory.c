@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../../src/drivers/vcenter/soap.h"
 #include "fixture.h"
@@ -309,6 +310,43 @@ static void test_replies_that_fail(void **state)
 	gc_vcenter_inventory_free(inv);
 }
 
+/*
+ * Found by fuzz_vcenter_observe: a reply declaring another encoding, with a
+ * byte that encoding cannot convert, made libxml2 print "encoding error"
+ * and "I/O error" lines to stderr (library code never prints).  Replies
+ * are read as UTF-8 whatever they declare, so such a reply is one that is
+ * not the SOAP we asked for, and nothing is printed.
+ */
+static void test_reply_in_another_encoding_prints_nothing(void **state)
+{
+	static const char xml[] =
+		"<?xml version=\"1.0\" encoding=\"ISO-2022-JP\"?>\n"
+		"<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\">"
+		"<soapenv:Body><RetrievePropertiesExResponse xmlns=\"urn:vim25\"><returnval>"
+		"<objects><obj type=\"Datastore\">datastore-1</obj><propSet><name>name</name>"
+		"<val>ds\x93</val></propSet></objects></returnval></RetrievePropertiesExResponse>"
+		"</soapenv:Body></soapenv:Envelope>";
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_vcenter_inventory *inv = NULL;
+	FILE *tmp = tmpfile();
+	int saved = dup(2);
+	long printed;
+
+	assert_non_null(tmp);
+	fflush(stderr);
+	assert_true(dup2(fileno(tmp), 2) >= 0);
+	assert_int_equal(gc_vcenter_observe_parse(&inv, xml, sizeof(xml) - 1, &err), GC_EINVAL);
+	fflush(stderr);
+	printed = lseek(2, 0, SEEK_END);
+	dup2(saved, 2);
+	close(saved);
+	fclose(tmp);
+	assert_int_equal(printed, 0);
+	assert_null(inv);
+	assert_string_equal(err.msg, "vCenter: RetrievePropertiesEx: HTTP 200 without a SOAP "
+				     "reply");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_captured_after_apply),
 		cmocka_unit_test(test_constructed_edges),
 		cmocka_unit_test(test_replies_that_fail),
+		cmocka_unit_test(test_reply_in_another_encoding_prints_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
