@@ -8,6 +8,9 @@
  * plan without a source is a usage error that says what to pass.
  *
  * Exit: 0 no changes, 2 changes, 1 error, 64 usage.
+ * -v/--verbose prints the drivers' notes (GC_EV_NOTE) to stderr, e.g. the
+ * vCenter's "observed N VMs and M hosts in 1 property-collector round trip";
+ * stdout (the plan) is the same with or without it.
  * GC_PLAN_TIMING=1 prints the time of each phase to stderr (benchmarks).
  */
 #include <getopt.h>
@@ -23,7 +26,7 @@
 #include "gc/plan.h"
 
 const char cmd_plan_usage[] =
-	"usage: gpuclusterctl plan [--offline | --observed FILE] [--only KINDS] [--json] SPEC\n"
+	"usage: gpuclusterctl plan [--offline | --observed FILE] [--only KINDS] [--json] [-v] SPEC\n"
 	"\n"
 	"Show what apply would change, in order: resource changes (+ create, ~ update,\n"
 	"- delete) and the steps they need (maintenance mode, one reboot per host,\n"
@@ -44,19 +47,24 @@ const char cmd_plan_usage[] =
 	"  --trust-new-host-keys  live: record unknown host keys (changed ones are refused)\n"
 	"  --state-dir DIR    live: where the journal and lock are (default .gpuclusterctl/\n"
 	"                     beside SPEC); the journal says which reboots are owed\n"
+	"  -v, --verbose      live: print the drivers' notes to stderr (e.g. how many\n"
+	"                     vCenter property-collector round trips observing took)\n"
 	"  -h, --help         show this help\n"
 	"\n"
 	"Exit status: 0 no changes, 2 changes, 1 error, 64 usage.\n";
 
 enum source { SRC_NONE, SRC_OFFLINE, SRC_FILE };
 
-/* Live plan: warnings and failures of the observation go to stderr. */
+/* Live plan: warnings and failures of the observation go to stderr, and
+ * with --verbose (arg points at true) the drivers' notes too. */
 static void plan_event(void *arg, const struct gc_exec_event *ev)
 {
 	const char *who = ev->target ? ev->target->name : "gpuclusterctl";
+	bool verbose = *(const bool *)arg;
 
-	(void)arg;
-	if (ev->kind == GC_EV_WARN)
+	if (ev->kind == GC_EV_NOTE && verbose)
+		fprintf(stderr, "%s: %s\n", who, ev->message ? ev->message : "");
+	else if (ev->kind == GC_EV_WARN)
 		fprintf(stderr, "%s: warning: %s\n", who, ev->message ? ev->message : "");
 	else if (ev->kind == GC_EV_FAILED)
 		fprintf(stderr, "%s: %s\n", who, ev->message ? ev->message : "");
@@ -116,11 +124,12 @@ int cmd_plan(int argc, char **argv)
 		{"only", required_argument, NULL, 'k'}, {"known-hosts", required_argument, NULL, 'K'},
 		{"trust-new-host-keys", no_argument, NULL, 'T'},
 		{"state-dir", required_argument, NULL, 's'},
+		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0},
 	};
 	enum source src = SRC_NONE;
 	const char *observed_path = NULL;
-	bool json = false;
+	bool json = false, verbose = false;
 	struct gc_plan_opts popts = GC_PLAN_OPTS_INIT;
 	struct gc_cluster *cluster = NULL;
 	struct gc_graph *graph = NULL;
@@ -142,7 +151,7 @@ int cmd_plan(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hv", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			if (src == SRC_FILE)
@@ -176,6 +185,9 @@ int cmd_plan(int argc, char **argv)
 			break;
 		case 's':
 			xo.state_dir = optarg;
+			break;
+		case 'v':
+			verbose = true;
 			break;
 		case 'h':
 			return cli_print_usage("plan");
@@ -222,6 +234,7 @@ int cmd_plan(int argc, char **argv)
 			xo.state_dir = state_dir = cli_default_state_dir(argv[optind]);
 		xo.plan_only = true;
 		xo.event = plan_event;
+		xo.event_arg = &verbose;
 		xo.parallelism = popts.parallelism;
 		xo.plan = popts;
 		if (gc_exec_run(&rep, graph, &xo, &err) != 0) {

@@ -68,6 +68,9 @@ for ex in EXAMPLES:
     check(f"plan --offline {ex}: exit 2", rc == 2, err)
     check(f"plan --offline {ex}: quiet stderr", err == "", err)
     golden(f"plan --offline {ex}: text", out, f"tests/data/plan/{ex}.txt")
+    rc_v, out_v, err_v = run("plan", "-v", "--offline", spec)
+    check(f"plan -v --offline {ex}: same exit and stdout, quiet stderr",
+          rc_v == rc and out_v == out and err_v == "", err_v)
     rc, out, err = run("plan", "--offline", "--json", spec)
     check(f"plan --offline --json {ex}: exit 2", rc == 2, err)
     golden(f"plan --offline --json {ex}: json", out, f"tests/data/plan/{ex}.json")
