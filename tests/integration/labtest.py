@@ -117,12 +117,14 @@ class LabCase(unittest.TestCase):
 
     def remote(self, name, command):
         """Run a command on a simulated host by hand, as an operator would."""
-        addr = [l.split()[0] for l in open(os.path.join(self.lab, "inventory"))
-                if len(l.split()) > 2 and l.split()[2] == name][0]
+        with open(os.path.join(self.lab, "inventory"), encoding="utf-8") as f:
+            addr = [l.split()[0] for l in f if len(l.split()) > 2 and l.split()[2] == name][0]
+        with open(os.path.join(self.lab, "user"), encoding="utf-8") as f:
+            user = f.read().strip()
         r = subprocess.run(["ssh", "-p", str(self.port), "-i", os.path.join(self.lab, "client", "id_ed25519"),
                             "-o", "UserKnownHostsFile=" + os.path.join(self.lab, "client", "known_hosts"),
                             "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
-                            "%s@%s" % (open(os.path.join(self.lab, "user")).read().strip(), addr), command],
+                            "%s@%s" % (user, addr), command],
                            capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         return r.stdout

@@ -136,6 +136,26 @@ class ApplyVmsRoce(VcenterLab):
         self.apply()
         self.assert_worker(3)
 
+    def test_host_maintenance_powers_its_passthrough_vm_off_then_on(self):
+        self.apply()
+        # an operator turns passthrough off on esx02: the host needs a
+        # maintenance window, and worker-02 (passthrough GPU) cannot move
+        self.remote("esx02", "esxcli hardware pci pcipassthru set -d 0000:3b:00.0 -e false")
+        r = self.plan(check=2)
+        self.assertIn("> power off worker-02 (guest shutdown)", r.stdout)
+        self.assertIn("> power on worker-02", r.stdout)
+        r = self.apply("-v")
+        lines = r.stderr.splitlines()  # progress goes to stderr
+        order = [i for i, l in enumerate(lines) for want in (
+            "vcenter: power off worker-02 done", "esx02: enter maintenance mode on esx02 done",
+            "esx02: exit maintenance mode on esx02 done", "vcenter: power on worker-02 done")
+            if l == want]
+        self.assertEqual(len(order), 4, r.stderr)
+        self.assertEqual(order, sorted(order), r.stderr)
+        self.assert_worker(2)
+        self.assertFalse(self.state("esx02")["maintenance"])
+        self.reapply_changes_nothing()
+
     def spec_variant(self, edit):
         import yaml
         with open(self.specfile, encoding="utf-8") as f:
@@ -191,6 +211,24 @@ class ApplyVmsVgpu(VcenterLab):
             self.assertEqual(len(rdma), 1, name)
             self.assertEqual(rdma[0]["deviceProtocol"], "rocev2", name)
             self.assertEqual(rdma[0]["portgroup"], "pvrdma-pg", name)
+        self.reapply_changes_nothing()
+
+    def test_host_maintenance_migrates_its_vgpu_vm_away_and_back(self):
+        self.apply()
+        # the default graphics type changed by hand on esx01: a maintenance
+        # window; worker-01 (vGPU + PVRDMA) may be live-migrated
+        # (rolling.allow_vmotion) instead of powered off
+        self.remote("esx01", "esxcli graphics host set --default-type Shared")
+        r = self.plan(check=2)
+        self.assertIn("migrate worker-01", r.stdout)
+        self.assertNotIn("power off worker-01", r.stdout)
+        r = self.apply("-v")
+        out = r.stderr  # progress goes to stderr
+        self.assertIn("vcenter: migrate worker-01", out)
+        first = out.index("vcenter: migrate worker-01")
+        self.assertLess(first, out.index("esx01: enter maintenance mode on esx01 done"))
+        vm = self.show("worker-01")
+        self.assertEqual((vm["host"], vm["power"]), ("esx01", "poweredOn"))
         self.reapply_changes_nothing()
 
 

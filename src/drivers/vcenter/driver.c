@@ -677,13 +677,15 @@ static int power_off(struct vc_conn *c, struct gc_drv_ctx *ctx, const char *name
 static int migrate(struct vc_conn *c, struct gc_drv_ctx *ctx, const char *name, const char *from,
 		   const char *dest, struct gc_error *err)
 {
-	const struct gc_vcenter_inventory *inv = snapshot(c);
-	const struct gc_vcenter_vm *vm = find_vm(c, ctx, &inv, name, err);
+	/* where the VM is now, not where it was at observation: it may have
+	 * moved off its host earlier in this run */
+	const struct gc_vcenter_inventory *inv = refresh(c, ctx, err);
+	const struct gc_vcenter_vm *vm = inv ? find_vm(c, ctx, &inv, name, err) : NULL;
 	const struct gc_vcenter_host *to = NULL, *src;
 	int rc;
 
 	if (vm == NULL)
-		return GC_EREMOTE;
+		return vm_fail(GC_EREMOTE, err, name);
 	src = gc_vcenter_inventory_host_moref(inv, vm->host_moref ? vm->host_moref : "");
 	if (dest != NULL) {
 		to = gc_vcdrv_host(inv, gc_cluster_host(c->c, dest));
