@@ -1,0 +1,245 @@
+/*
+ * test_record.c - the recorder (src/drivers/vcenter/record.c): a vCenter
+ * inventory, built by hand in the shape gc_vcenter_observe() returns, mapped
+ * onto the resources of examples/roce-passthrough.yaml.  What a user sees
+ * from it is the plan, so the tests assert exact observed values and the
+ * exact problems, without a vCenter.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../../src/drivers/vcenter/vcdrv.h"
+#include "gc/graph.h"
+#include "gc/observed.h"
+#include "gc/spec.h"
+
+struct fix {
+	struct gc_cluster *c;
+	struct gc_graph *g;
+	const struct gc_resource **res; /* the vCenter target's */
+	size_t nres;
+	struct gc_vcenter_inventory inv;
+	struct gc_vcenter_host hosts[8];
+	char host_names[8][8], host_morefs[8][16];
+	struct gc_vcenter_datacenter dc;
+	struct gc_vcenter_vm vm[2]; /* worker-01, the template */
+	struct gc_vcenter_device dev[8];
+	struct gc_vcenter_option opt[4];
+	struct gc_observed *obs;
+	struct gc_buf problems;
+};
+
+static int setup(void **state)
+{
+	struct fix *f = calloc(1, sizeof(*f));
+	struct gc_diags diags = {0};
+	struct gc_error err = GC_ERROR_INIT;
+
+	assert_int_equal(gc_spec_load(&f->c, &diags, GC_SOURCE_DIR "/examples/roce-passthrough.yaml",
+				      &err),
+			 0);
+	gc_diags_free(&diags);
+	assert_int_equal(gc_graph_build(&f->g, f->c, &err), 0);
+	f->res = calloc(f->g->nresources, sizeof(*f->res));
+	for (size_t i = 0; i < f->g->nresources; i++)
+		if (f->g->resources[i]->target->kind == GC_TARGET_VCENTER)
+			f->res[f->nres++] = f->g->resources[i];
+
+	/* vCenter as an apply leaves it: 8 hosts, worker-01 converged on esx01 */
+	for (int i = 0; i < 8; i++) {
+		snprintf(f->host_names[i], sizeof(f->host_names[i]), "esx%02d", i + 1);
+		snprintf(f->host_morefs[i], sizeof(f->host_morefs[i]), "host-%d", 20 + i);
+		f->hosts[i].name = f->host_names[i];
+		f->hosts[i].moref = f->host_morefs[i];
+		f->hosts[i].parent = "domain-c7";
+	}
+	f->dc = (struct gc_vcenter_datacenter){.moref = "datacenter-2", .name = "DC0"};
+	f->dev[0] = (struct gc_vcenter_device){.key = 4000, .type = "VirtualVmxnet3",
+					       .backing_type = "VirtualEthernetCardNetworkBackingInfo",
+					       .network = "VM Network", .controller_key = 100,
+					       .unit_number = 7};
+	f->dev[1] = (struct gc_vcenter_device){.key = 4001, .type = "VirtualPCIPassthrough",
+					       .backing_type = "VirtualPCIPassthroughDeviceBackingInfo",
+					       .pci_id = "0000:3b:00.0", .device_id = "1db6",
+					       .vendor_id = 4318, .controller_key = 100, .unit_number = 8};
+	f->dev[2] = (struct gc_vcenter_device){.key = 4002, .type = "VirtualSriovEthernetCard",
+					       .backing_type = "VirtualEthernetCardNetworkBackingInfo",
+					       .network = "rdma-net", .sriov_pf = "0000:5e:00.0",
+					       .controller_key = 100, .unit_number = 9};
+	f->opt[0] = (struct gc_vcenter_option){"pciPassthru.use64bitMMIO", "TRUE"};
+	f->opt[1] = (struct gc_vcenter_option){"pciPassthru.64bitMMIOSizeGB", "64"};
+	f->opt[2] = (struct gc_vcenter_option){"pciPassthru.allowP2P", "true"};
+	f->vm[0] = (struct gc_vcenter_vm){.moref = "vm-60", .name = "worker-01", .host_moref = "host-20",
+				       .power_state = "poweredOn", .firmware = "efi",
+				       .reservation_locked = true, .reservation_locked_set = true,
+				       .extra_config = f->opt, .nextra_config = 3,
+				       .devices = f->dev, .ndevices = 3, .num_cpus = 16,
+				       .memory_mb = 131072, .resource_pool = "resgroup-8"};
+	f->vm[1] = (struct gc_vcenter_vm){.moref = "vm-10", .name = "ubuntu-22.04-template",
+					  .host_moref = "host-20", .power_state = "poweredOff",
+					  .firmware = "bios", .is_template = true, .num_cpus = 2,
+					  .memory_mb = 4096};
+	f->inv.vms = f->vm;
+	f->inv.nvms = 2;
+	f->inv.hosts = f->hosts;
+	f->inv.nhosts = 8;
+	f->inv.datacenters = &f->dc;
+	f->inv.ndatacenters = 1;
+	gc_observed_new(&f->obs);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fix *f = *state;
+
+	gc_observed_free(f->obs);
+	gc_buf_free(&f->problems);
+	free(f->res);
+	gc_graph_free(f->g);
+	gc_cluster_free(f->c);
+	free(f);
+	return 0;
+}
+
+static void record(struct fix *f)
+{
+	gc_vcdrv_record(f->obs, &f->inv, f->c, f->res, f->nres, &f->problems);
+}
+
+/* The desired properties of resource `id` that the observation does not
+ * hold, as "key=observed" lines ("key=(none)" when absent). */
+static char *differences(struct fix *f, const char *id)
+{
+	const struct gc_resource *r = gc_graph_find(f->g, id);
+	struct gc_buf b = GC_BUF_INIT;
+
+	assert_non_null(r);
+	if (gc_observed_resource(f->obs, id) == NULL)
+		gc_buf_puts(&b, "absent\n");
+	for (size_t i = 0; i < r->nprops; i++) {
+		const char *v = gc_observed_get(f->obs, id, r->props[i].key);
+
+		if (v == NULL || strcmp(v, r->props[i].value) != 0)
+			gc_buf_printf(&b, "%s=%s\n", r->props[i].key, v ? v : "(none)");
+	}
+	gc_buf_puts(&b, "");
+	return gc_buf_take(&b);
+}
+
+static void assert_same(struct fix *f, const char *id, const char *want)
+{
+	char *d = differences(f, id);
+
+	assert_string_equal(d, want);
+	free(d);
+}
+
+static void test_converged_vm_has_no_differences(void **state)
+{
+	struct fix *f = *state;
+	static const char *const ids[] = {
+		"vm/worker-01", "vm/worker-01/hw", "vm/worker-01/extra_config",
+		"vm/worker-01/device.pci/0000:3b:00.0", "vm/worker-01/nic.vmxnet3/0",
+		"vm/worker-01/nic.sriov/1", "vm/worker-01/power",
+	};
+
+	record(f);
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		assert_same(f, ids[i], "");
+	/* the other 7 VMs do not exist yet: absent, so the planner clones them */
+	assert_null(gc_observed_resource(f->obs, "vm/worker-02"));
+	assert_string_equal(f->problems.ptr ? f->problems.ptr : "", "");
+	assert_int_equal(gc_observed_vm(f->obs, "worker-01")->power, GC_POWER_ON);
+	assert_string_equal(gc_observed_vm(f->obs, "worker-01")->host, "esx01");
+}
+
+static void test_nics_match_by_type_not_position(void **state)
+{
+	struct fix *f = *state;
+
+	/* an E1000 the template brought along, before the others in key order,
+	 * and the SR-IOV card ahead of the vmxnet3: still the same VM */
+	f->dev[3] = f->dev[0];
+	f->dev[0] = (struct gc_vcenter_device){.key = 3999, .type = "VirtualE1000",
+					       .backing_type = "VirtualEthernetCardNetworkBackingInfo",
+					       .network = "VM Network", .controller_key = 100,
+					       .unit_number = 6};
+	f->dev[3].key = 4003;
+	f->vm[0].ndevices = 4;
+	record(f);
+	assert_same(f, "vm/worker-01/nic.vmxnet3/0", "");
+	assert_same(f, "vm/worker-01/nic.sriov/1", "");
+}
+
+static void test_drift_is_exactly_what_changed(void **state)
+{
+	struct fix *f = *state;
+
+	f->opt[1].value = "32";
+	f->vm[0].firmware = "bios";
+	f->vm[0].reservation_locked = false;
+	f->dev[2].network = "VM Network";
+	f->dev[1].pci_id = "0000:af:00.0"; /* another GPU: the spec's is absent */
+	f->vm[0].num_cpus = 8;
+	f->vm[0].power_state = "poweredOff";
+	record(f);
+	assert_same(f, "vm/worker-01/extra_config", "pciPassthru.64bitMMIOSizeGB=32\n");
+	assert_same(f, "vm/worker-01/hw", "firmware=bios\nmemory_reservation=none\n");
+	assert_same(f, "vm/worker-01/nic.sriov/1", "network=VM Network\n");
+	assert_same(f, "vm/worker-01/device.pci/0000:3b:00.0",
+		    "absent\nhost_pci=(none)\ndevice=(none)\n");
+	assert_same(f, "vm/worker-01", "cpus=8\n");
+	assert_same(f, "vm/worker-01/power", "power=off\n");
+}
+
+static void test_a_template_of_the_same_name_is_not_the_vm(void **state)
+{
+	struct fix *f = *state;
+
+	f->vm[0].is_template = true;
+	record(f);
+	assert_null(gc_observed_resource(f->obs, "vm/worker-01"));
+	assert_null(gc_observed_vm(f->obs, "worker-01"));
+}
+
+static void test_problems_name_what_vcenter_lacks(void **state)
+{
+	struct fix *f = *state;
+
+	f->inv.nhosts = 7; /* no esx08 */
+	f->inv.nvms = 1;   /* no template */
+	f->dc.name = "DC9";
+	record(f);
+	assert_string_equal(f->problems.ptr,
+			    "vCenter has no datacenter 'DC0'\n"
+			    "VM 'worker-02': no template or VM named 'ubuntu-22.04-template' to clone\n"
+			    "VM 'worker-03': no template or VM named 'ubuntu-22.04-template' to clone\n"
+			    "VM 'worker-04': no template or VM named 'ubuntu-22.04-template' to clone\n"
+			    "VM 'worker-05': no template or VM named 'ubuntu-22.04-template' to clone\n"
+			    "VM 'worker-06': no template or VM named 'ubuntu-22.04-template' to clone\n"
+			    "VM 'worker-07': no template or VM named 'ubuntu-22.04-template' to clone\n"
+			    "VM 'worker-08': host 'esx08' is not in vCenter\n"
+			    "VM 'worker-08': no template or VM named 'ubuntu-22.04-template' to clone\n");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_converged_vm_has_no_differences, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nics_match_by_type_not_position, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drift_is_exactly_what_changed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_template_of_the_same_name_is_not_the_vm, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_problems_name_what_vcenter_lacks, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
