@@ -486,8 +486,7 @@ static int vm_device(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_
 	}
 	d[nd].op = GC_VCENTER_DEV_ADD;
 	d[nd].key = -100;
-	switch (r->kind) {
-	case GC_RES_VM_DEVICE_PCI:
+	if (r->kind == GC_RES_VM_DEVICE_PCI) {
 		if (old != NULL)
 			return 0; /* present: host_pci is its identity */
 		rc = pci_target(&pt, c, inv, v, gc_resource_prop(r, "host_pci"), false, err);
@@ -500,8 +499,7 @@ static int vm_device(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_
 		d[nd].system_id = pt.system_id;
 		d[nd].vendor_id = pt.vendor_id;
 		d[nd].device_name = pt.device_name;
-		break;
-	case GC_RES_VM_DEVICE_VGPU: {
+	} else if (r->kind == GC_RES_VM_DEVICE_VGPU) {
 		const char *profile = gc_resource_prop(r, "profile");
 		struct place p;
 
@@ -521,11 +519,8 @@ static int vm_device(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_
 		}
 		d[nd].kind = GC_VCENTER_VGPU;
 		d[nd].vgpu = profile;
-		break;
-	}
-	case GC_RES_VM_NIC_SRIOV:
-	case GC_RES_VM_NIC_PVRDMA:
-	case GC_RES_VM_NIC_VMXNET3: {
+	} else {
+		/* a NIC: sriov, pvrdma or vmxnet3 (apply_resource sends nothing else) */
 		const struct gc_vm_nic *n = spec_nic(v, r);
 
 		if (n == NULL)
@@ -550,11 +545,6 @@ static int vm_device(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_
 		} else {
 			d[nd].kind = GC_VCENTER_NIC_VMXNET3;
 		}
-		break;
-	}
-	default:
-		return gc_error_set(err, GC_ENOTSUP, "%s: cannot apply %s", gc_vcenter_target(c->vc),
-				    r->id);
 	}
 	nd++;
 	change_init(&ch);
@@ -844,30 +834,27 @@ static int apply_resource(struct vc_conn *c, struct gc_drv_ctx *ctx, const struc
 	if (v == NULL)
 		return gc_error_set(err, GC_EINVAL, "%s: no VM in the spec for %s",
 				    gc_vcenter_target(c->vc), r->id);
-	switch (r->kind) {
-	case GC_RES_VM:
+	/* an if chain: of all resource kinds only the VM's reach here */
+	if (r->kind == GC_RES_VM) {
 		rc = vm_create(c, ctx, v, err);
 		if (rc == 0)
 			rc = vm_settle(c, ctx, v, err);
 		return vm_fail(rc, err, v->name);
-	case GC_RES_VM_HW:
+	}
+	if (r->kind == GC_RES_VM_HW)
 		return vm_hw(c, ctx, v, r, err);
-	case GC_RES_VM_EXTRA_CONFIG:
+	if (r->kind == GC_RES_VM_EXTRA_CONFIG)
 		return vm_extra(c, ctx, v, a, err);
-	case GC_RES_VM_DEVICE_PCI:
-	case GC_RES_VM_DEVICE_VGPU:
-	case GC_RES_VM_NIC_SRIOV:
-	case GC_RES_VM_NIC_PVRDMA:
-	case GC_RES_VM_NIC_VMXNET3:
+	if (r->kind == GC_RES_VM_DEVICE_PCI || r->kind == GC_RES_VM_DEVICE_VGPU ||
+	    r->kind == GC_RES_VM_NIC_SRIOV || r->kind == GC_RES_VM_NIC_PVRDMA ||
+	    r->kind == GC_RES_VM_NIC_VMXNET3)
 		return vm_device(c, ctx, v, r, err);
-	case GC_RES_VM_POWER:
+	if (r->kind == GC_RES_VM_POWER) {
 		if (strcmp(gc_resource_prop(r, "power"), "on") == 0)
 			return power_on(c, ctx, v, err);
 		return power_off(c, ctx, v->name, v->host_name, err);
-	default:
-		return gc_error_set(err, GC_ENOTSUP, "%s: cannot apply %s", gc_vcenter_target(c->vc),
-				    r->id);
 	}
+	return gc_error_set(err, GC_ENOTSUP, "%s: cannot apply %s", gc_vcenter_target(c->vc), r->id);
 }
 
 static int vc_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,

@@ -71,22 +71,20 @@ static bool backing_is(const struct gc_vcenter_device *d, const char *type)
 
 bool gc_vcdrv_is_nic(const struct gc_vcenter_device *d, enum gc_res_kind kind)
 {
-	switch (kind) {
-	case GC_RES_VM_NIC_VMXNET3:
+	/* an if chain, not a switch: most resource kinds are not devices */
+	if (kind == GC_RES_VM_NIC_VMXNET3)
 		return type_is(d, "VirtualVmxnet3");
-	case GC_RES_VM_NIC_SRIOV:
+	if (kind == GC_RES_VM_NIC_SRIOV)
 		return type_is(d, "VirtualSriovEthernetCard");
-	case GC_RES_VM_NIC_PVRDMA:
+	if (kind == GC_RES_VM_NIC_PVRDMA)
 		return type_is(d, "VirtualVmxnet3Vrdma");
-	case GC_RES_VM_DEVICE_VGPU:
+	if (kind == GC_RES_VM_DEVICE_VGPU)
 		return type_is(d, "VirtualPCIPassthrough") &&
 		       backing_is(d, "VirtualPCIPassthroughVmiopBackingInfo");
-	case GC_RES_VM_DEVICE_PCI:
+	if (kind == GC_RES_VM_DEVICE_PCI)
 		return type_is(d, "VirtualPCIPassthrough") &&
 		       backing_is(d, "VirtualPCIPassthroughDeviceBackingInfo");
-	default:
-		return false;
-	}
+	return false;
 }
 
 /* Which of the VM's spec items of this kind does r stand for (0-based),
@@ -275,7 +273,31 @@ static void record_vm_part(struct rec *x, const struct gc_resource *r, const str
 		if (d != NULL)
 			record_nic(x, r, d);
 		break;
-	default:
+	case GC_RES_VM_POWER: /* recorded with the VM (gc_observed_set_vm) */
+	case GC_RES_ESXI_NTP:
+	case GC_RES_ESXI_PCI_PASSTHRU:
+	case GC_RES_ESXI_MODULE_PARAM:
+	case GC_RES_ESXI_VIB:
+	case GC_RES_ESXI_GRAPHICS:
+	case GC_RES_ESXI_GPU_ECC:
+	case GC_RES_ESXI_ADVANCED:
+	case GC_RES_ESXI_FIREWALL:
+	case GC_RES_DVS:
+	case GC_RES_DVS_PORTGROUP:
+	case GC_RES_SWITCH_ROCE:
+	case GC_RES_SWITCH_POOL:
+	case GC_RES_SWITCH_QOS_TRUST:
+	case GC_RES_SWITCH_ECN:
+	case GC_RES_SWITCH_ETS:
+	case GC_RES_SWITCH_PFC:
+	case GC_RES_SWITCH_LLDP:
+	case GC_RES_GUEST_PACKAGES:
+	case GC_RES_GUEST_LICENSE:
+	case GC_RES_GUEST_PEERMEM:
+	case GC_RES_GUEST_ROCE_QOS:
+	case GC_RES_GUEST_CONTAINER_TOOLKIT:
+	case GC_RES_GUEST_NTP:
+	case GC_RES__COUNT:
 		break;
 	}
 }
@@ -370,17 +392,11 @@ void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory 
 	for (size_t i = 0; i < nres; i++) {
 		const struct gc_resource *r = res[i];
 
-		switch (r->kind) {
-		case GC_RES_DVS:
+		if (r->kind == GC_RES_DVS)
 			record_dvs(&x, r);
-			break;
-		case GC_RES_DVS_PORTGROUP:
+		else if (r->kind == GC_RES_DVS_PORTGROUP)
 			record_portgroup(&x, r);
-			break;
-		default:
-			if (r->vm != NULL)
-				record_vm(&x, r);
-			break;
-		}
+		else if (r->vm != NULL)
+			record_vm(&x, r);
 	}
 }
