@@ -43,10 +43,10 @@ class LabCase(unittest.TestCase):
         cls.run_lab("start", "--spec", os.path.join(ROOT, cls.spec), "--port", str(cls.port),
                     "--vcsim-port", str(cls.vcsim_port))
         cls.specfile = os.path.join(cls.lab, os.path.basename(cls.spec))
-        cls.hosts = [l.split()[2] for l in open(os.path.join(cls.lab, "inventory"))
-                     if " esxi " in l]
-        cls.switches = [l.split()[2] for l in open(os.path.join(cls.lab, "inventory"))
-                        if " onyx " in l]
+        with open(os.path.join(cls.lab, "inventory"), encoding="utf-8") as f:
+            inventory = f.readlines()
+        cls.hosts = [l.split()[2] for l in inventory if " esxi " in l]
+        cls.switches = [l.split()[2] for l in inventory if " onyx " in l]
 
     @classmethod
     def tearDownClass(cls):

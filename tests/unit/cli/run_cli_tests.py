@@ -114,11 +114,11 @@ check("plan --observed missing file: names it",
 # ---------------------------------------------------------------- usage
 # without --offline/--observed plan observes live (tests/integration covers the
 # lab); a target kind this build has no driver for is refused before anything
-rc, out, err = run("plan", "--only", "vcenter", "--state-dir", "/tmp/gc-cli-test-state",
+rc, out, err = run("plan", "--only", "guest", "--state-dir", "/tmp/gc-cli-test-state",
                    "examples/roce-passthrough.yaml")
 check("live plan of a kind without a driver: exit 1", rc == 1 and out == "", err)
 check("live plan of a kind without a driver: says so", err ==
-      "gpuclusterctl: error: this build has no vcenter driver yet (target 'vcenter'): nothing "
+      "gpuclusterctl: error: this build has no guest driver yet (target 'worker-01'): nothing "
       "was touched; use --only to act on the other target kinds\n", err)
 for args, msg in [(["plan", "--offline"], "missing SPEC"),
                   (["plan", "--bogus", "x.yaml"], "unknown option '--bogus'"),
