@@ -232,5 +232,31 @@ class ApplyVmsVgpu(VcenterLab):
         self.reapply_changes_nothing()
 
 
+
+class ApplyVmsMultiGpu(VcenterLab):
+    """One VM with a static passthrough GPU and a dynamic DirectPath one
+    (vendor:device, ESXi picks a free GPU of that id at power-on)."""
+    spec = "examples/multi-gpu-vm.yaml"
+    port = 2317
+    only = "esxi,vcenter"
+
+    def test_static_and_dynamic_passthrough_converge(self):
+        self.apply()
+        vm = self.show("trainer")
+        self.assert_common(vm, "trainer", "esx01", 32, 192, "efi")
+        self.assertTrue(vm["reservation_locked"])
+        self.assertEqual(vm["extra_config"].get("pciPassthru.64bitMMIOSizeGB"), "64")
+        backings = sorted((d["backing"]["type"], d["backing"].get("id"),
+                           d["backing"].get("allowedDevice"))
+                          for d in self.devices(vm, "VirtualPCIPassthrough"))
+        self.assertEqual(backings, [
+            ("VirtualPCIPassthroughDeviceBackingInfo", "0000:3b:00.0", None),
+            # allowedDevice ids are decimal ints (0x10de, 0x1db4); vcsim_edit
+            # leaves every deviceId a string, as a static backing's is hex
+            ("VirtualPCIPassthroughDynamicBackingInfo", None,
+             {"vendorId": 4318, "deviceId": "7604"}),
+        ])
+        self.reapply_changes_nothing()
+
 if __name__ == "__main__":
     unittest.main()

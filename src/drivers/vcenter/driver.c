@@ -414,6 +414,36 @@ static int pci_target(struct gc_vcenter_pci_target *out, struct vc_conn *c,
 			    sriov ? "the SR-IOV physical function" : "PCI device", pci);
 }
 
+/* Does the VM's host offer a passthrough device vendor:device (dynamic
+ * DirectPath picks one of them at power-on)? */
+static int dynamic_offered(struct vc_conn *c, const struct gc_vcenter_inventory *inv,
+			   const struct gc_vm *v, unsigned vendor, unsigned device,
+			   struct gc_error *err)
+{
+	struct gc_vcenter_pci_target *t = NULL;
+	size_t n = 0;
+	struct place p;
+	int rc;
+
+	if (place_of(&p, c, inv, v->host, err) != 0)
+		return GC_EREMOTE;
+	rc = gc_vcenter_query_pci(&t, &n, c->vc, p.compute->environment_browser, p.host->moref, err);
+	if (rc != 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		if (!t[i].sriov && (uint16_t)t[i].vendor_id == vendor &&
+		    (uint16_t)t[i].device_id == device) {
+			free(t);
+			return 0;
+		}
+	}
+	free(t);
+	return gc_error_set(err, GC_EREMOTE,
+			    "%s: host '%s' offers no passthrough device %04x:%04x to VMs (is "
+			    "passthrough enabled and the host rebooted?)",
+			    gc_vcenter_target(c->vc), v->host_name, vendor, device);
+}
+
 /* Fill a NIC's network backing from the spec's network or port group. */
 static int nic_backing(struct gc_vcenter_devspec *d, struct vc_conn *c, struct gc_drv_ctx *ctx,
 		       const struct gc_vcenter_inventory **inv, const struct gc_vm_nic *n,
@@ -486,7 +516,22 @@ static int vm_device(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_
 	}
 	d[nd].op = GC_VCENTER_DEV_ADD;
 	d[nd].key = -100;
-	if (r->kind == GC_RES_VM_DEVICE_PCI) {
+	if (r->kind == GC_RES_VM_DEVICE_PCI && gc_resource_prop(r, "host_pci") == NULL) {
+		unsigned vendor, device;
+
+		if (old != NULL)
+			return 0; /* present: vendor:device is its identity */
+		if (!gc_vcdrv_pci_id(gc_resource_prop(r, "pci_id"), &vendor, &device))
+			return gc_error_set(err, GC_EINVAL, "VM '%s': bad PCI id '%s'", v->name,
+					    gc_resource_prop(r, "pci_id"));
+		rc = dynamic_offered(c, inv, v, vendor, device, err);
+		if (rc != 0)
+			return vm_fail(rc, err, v->name);
+		d[nd].kind = GC_VCENTER_PCI_DYNAMIC;
+		d[nd].allowed_vendor_id = (int)vendor;
+		d[nd].allowed_device_id = (int)device;
+		d[nd].device_name = "";
+	} else if (r->kind == GC_RES_VM_DEVICE_PCI) {
 		if (old != NULL)
 			return 0; /* present: host_pci is its identity */
 		rc = pci_target(&pt, c, inv, v, gc_resource_prop(r, "host_pci"), false, err);

@@ -13,9 +13,11 @@
  * docs/vcenter.md: the template a VM was cloned from (vCenter keeps no
  * record of it) and the physical GPU a pinned vGPU sits on.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "vcdrv.h"
 
@@ -87,6 +89,59 @@ bool gc_vcdrv_is_nic(const struct gc_vcenter_device *d, enum gc_res_kind kind)
 	return false;
 }
 
+/* "10de:1db4" -> 0x10de, 0x1db4; false when it is not that shape. */
+bool gc_vcdrv_pci_id(const char *s, unsigned *vendor, unsigned *device)
+{
+	char *end;
+	unsigned long v, d;
+
+	if (s == NULL)
+		return false;
+	v = strtoul(s, &end, 16);
+	if (end != s + 4 || *end != ':')
+		return false;
+	d = strtoul(end + 1, &end, 16);
+	if (end != s + 9 || *end != '\0')
+		return false;
+	*vendor = (unsigned)v;
+	*device = (unsigned)d;
+	return true;
+}
+
+/* A dynamic DirectPath device allowing vendor:device?  vCenter sends the
+ * ids as xsd:int; compare them as the 16-bit ids they are. */
+static bool is_dynamic(const struct gc_vcenter_device *d, unsigned vendor, unsigned device)
+{
+	return type_is(d, "VirtualPCIPassthrough") &&
+	       backing_is(d, "VirtualPCIPassthroughDynamicBackingInfo") &&
+	       (uint16_t)d->allowed_vendor_id == vendor && (uint16_t)d->allowed_device_id == device;
+}
+
+/* The n-th dynamic device of the spec with this id stands for the n-th
+ * such device of the VM: ids end in the GPU's list index (dynamic-<i>). */
+static const struct gc_vcenter_device *dynamic_device(const struct gc_vcenter_vm *vm,
+						      const struct gc_vm *v,
+						      const struct gc_resource *r)
+{
+	const char *id = gc_resource_prop(r, "pci_id");
+	const char *dash = strrchr(r->id, '-');
+	size_t idx = dash ? strtoul(dash + 1, NULL, 10) : 0, want = 0, seen = 0;
+	unsigned vendor, device;
+
+	if (!gc_vcdrv_pci_id(id, &vendor, &device))
+		return NULL;
+	for (size_t i = 0; i < v->ngpus && i < idx; i++)
+		want += v->gpus[i].kind == GC_VMGPU_DYNAMIC && v->gpus[i].pci_id != NULL &&
+			strcasecmp(v->gpus[i].pci_id, id) == 0;
+	for (size_t i = 0; i < vm->ndevices; i++) {
+		if (!is_dynamic(&vm->devices[i], vendor, device))
+			continue;
+		if (seen++ == want)
+			return &vm->devices[i];
+	}
+	return NULL;
+}
+
 /* Which of the VM's spec items of this kind does r stand for (0-based),
  * counting only items that are matched by type (NICs, vGPUs)? */
 static size_t ordinal(const struct gc_vm *v, const struct gc_resource *r)
@@ -120,6 +175,8 @@ const struct gc_vcenter_device *gc_vcdrv_device(const struct gc_vcenter_inventor
 	(void)inv;
 	if (vm == NULL || v == NULL)
 		return NULL;
+	if (r->kind == GC_RES_VM_DEVICE_PCI && gc_resource_prop(r, "host_pci") == NULL)
+		return dynamic_device(vm, v, r);
 	if (r->kind == GC_RES_VM_DEVICE_PCI) {
 		const char *pci = gc_resource_prop(r, "host_pci");
 
@@ -242,18 +299,19 @@ static void record_vm_part(struct rec *x, const struct gc_resource *r, const str
 			       gc_vcenter_vm_option(vm, r->props[i].key));
 		break;
 	case GC_RES_VM_DEVICE_PCI:
-		if (gc_resource_prop(r, "host_pci") == NULL) {
-			gc_buf_printf(x->problems,
-				      "VM '%s': dynamic DirectPath (%s) is not supported by the vCenter "
-				      "driver yet\n",
-				      v->name, gc_resource_prop(r, "pci_id"));
-			break;
-		}
 		d = gc_vcdrv_device(x->inv, vm, v, r);
 		if (d == NULL)
 			break;
 		gc_observed_add(x->obs, r->id);
-		gc_observed_set(x->obs, r->id, "host_pci", d->pci_id);
+		if (gc_resource_prop(r, "host_pci") != NULL) {
+			gc_observed_set(x->obs, r->id, "host_pci", d->pci_id);
+		} else {
+			char id[16];
+
+			snprintf(id, sizeof(id), "%04x:%04x", (unsigned)(uint16_t)d->allowed_vendor_id,
+				 (unsigned)(uint16_t)d->allowed_device_id);
+			gc_observed_set(x->obs, r->id, "pci_id", id);
+		}
 		/* a GPU or a NIC: what the spec said sits at that address */
 		set_if(x->obs, r->id, "device", gc_resource_prop(r, "device"));
 		break;

@@ -5,7 +5,8 @@
  *
  * Hosts: a vCenter host is the spec host whose name or address it carries.
  * Devices are matched by what they are, never by position: a static
- * passthrough device by its PCI id; the n-th vGPU of the spec by the n-th
+ * passthrough device by its PCI id; the n-th dynamic DirectPath device of
+ * an id by the n-th dynamic device allowing that vendor:device; the n-th vGPU of the spec by the n-th
  * vGPU device of the VM (device key order); a NIC of the spec by the first
  * not yet claimed adapter of its type (vmxnet3, SR-IOV, PVRDMA) in device
  * key order.  Adapters of other types (an E1000 a template brought along)
@@ -42,6 +43,8 @@ const struct gc_vcenter_device *gc_vcdrv_device(const struct gc_vcenter_inventor
 						const struct gc_vcenter_vm *vm,
 						const struct gc_vm *v,
 						const struct gc_resource *r);
+/* "10de:1db4" -> 0x10de, 0x1db4 (a dynamic DirectPath id); false when not that shape. */
+bool gc_vcdrv_pci_id(const char *s, unsigned *vendor, unsigned *device);
 /* Is the device an adapter of this NIC kind / a vGPU / a static PCI passthrough? */
 bool gc_vcdrv_is_nic(const struct gc_vcenter_device *d, enum gc_res_kind kind);
 

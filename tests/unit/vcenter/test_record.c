@@ -230,6 +230,22 @@ static void test_problems_name_what_vcenter_lacks(void **state)
 			    "VM 'worker-08': no template or VM named 'ubuntu-22.04-template' to clone\n");
 }
 
+static void test_dynamic_ids_parse_strictly(void **state)
+{
+	unsigned v = 0, d = 0;
+
+	(void)state;
+	assert_true(gc_vcdrv_pci_id("10de:1db4", &v, &d));
+	assert_int_equal(v, 0x10de);
+	assert_int_equal(d, 0x1db4);
+	assert_true(gc_vcdrv_pci_id("15B3:A2D6", &v, &d));
+	assert_int_equal(d, 0xa2d6);
+	assert_false(gc_vcdrv_pci_id("10de:1db", &v, &d));
+	assert_false(gc_vcdrv_pci_id("10de-1db4", &v, &d));
+	assert_false(gc_vcdrv_pci_id("10de:1db4x", &v, &d));
+	assert_false(gc_vcdrv_pci_id("", &v, &d));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +255,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_a_template_of_the_same_name_is_not_the_vm, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_problems_name_what_vcenter_lacks, setup, teardown),
+		cmocka_unit_test(test_dynamic_ids_parse_strictly),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
