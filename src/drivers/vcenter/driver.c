@@ -9,7 +9,8 @@
  * (a thread waits for a slot before it starts a task).
  *
  * Observation is one RetrievePropertiesEx for the whole inventory
- * (observe.c); record.c maps it onto the graph's resources.  The latest
+ * (observe.c); record.c maps it onto the graph's resources; changes.c
+ * carries out the actions.  The latest
  * inventory is kept for the morefs the actions need; an action that needs
  * something made earlier in this run (a switch, a cloned VM) and cannot
  * find it re-reads the inventory once.  Inventories are never freed before
@@ -22,44 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gc/spec.h"
 #include "gc/sys/driver.h"
 #include "gc/vcenter.h"
 #include "vcdrv.h"
 
-#define TASK_TIMEOUT_MS (30u * 60u * 1000u)
 #define SHUTDOWN_TIMEOUT_MS (5u * 60u * 1000u)
-
-struct host_slot {
-	const char *host; /* spec host name (borrowed from the cluster) */
-	unsigned n;
-};
-
-struct vc_conn {
-	struct gc_vcenter_conn *vc;
-	const struct gc_cluster *c;
-	const struct gc_target *t;
-	const struct gc_resource *const *res; /* borrowed from the executor */
-	size_t nres;
-	pthread_mutex_t mu; /* guards everything below */
-	pthread_cond_t cv;
-	struct gc_vcenter_inventory *inv; /* latest observation */
-	struct gc_vcenter_inventory **old;
-	size_t nold;
-	unsigned tasks, max_tasks, max_per_host;
-	struct host_slot *slots;
-	size_t nslots;
-	unsigned shutdown_timeout_ms;
-};
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 /* ---------------------------------------------------------------- task slots */
 
@@ -74,7 +44,7 @@ static struct host_slot *host_slot(struct vc_conn *c, const char *host)
 }
 
 /* Wait until a task may start on this vCenter (and host, when named). */
-static void slot_get(struct vc_conn *c, const char *host)
+void gc_vcdrv_slot_get(struct vc_conn *c, const char *host)
 {
 	struct host_slot *h;
 
@@ -88,7 +58,7 @@ static void slot_get(struct vc_conn *c, const char *host)
 	pthread_mutex_unlock(&c->mu);
 }
 
-static void slot_put(struct vc_conn *c, const char *host)
+void gc_vcdrv_slot_put(struct vc_conn *c, const char *host)
 {
 	struct host_slot *h;
 
@@ -147,6 +117,11 @@ static void vc_disconnect(void *conn)
 	for (size_t i = 0; i < c->nold; i++)
 		gc_vcenter_inventory_free(c->old[i]);
 	free(c->old);
+	for (size_t i = 0; i < c->npci; i++) {
+		free(c->pci[i].host);
+		free(c->pci[i].t);
+	}
+	free(c->pci);
 	free(c->slots);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv);
@@ -206,7 +181,7 @@ static int vc_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_target
 	return observe_now(c, ctx, problems, err);
 }
 
-static const struct gc_vcenter_inventory *snapshot(struct vc_conn *c)
+const struct gc_vcenter_inventory *gc_vcdrv_snapshot(struct vc_conn *c)
 {
 	const struct gc_vcenter_inventory *inv;
 
@@ -217,20 +192,15 @@ static const struct gc_vcenter_inventory *snapshot(struct vc_conn *c)
 }
 
 /* Read the inventory again (something this run made is not in the snapshot). */
-static const struct gc_vcenter_inventory *refresh(struct vc_conn *c, struct gc_drv_ctx *ctx,
+const struct gc_vcenter_inventory *gc_vcdrv_refresh(struct vc_conn *c, struct gc_drv_ctx *ctx,
 						  struct gc_error *err)
 {
-	return observe_now(c, ctx, NULL, err) == 0 ? snapshot(c) : NULL;
+	return observe_now(c, ctx, NULL, err) == 0 ? gc_vcdrv_snapshot(c) : NULL;
 }
 
 /* ---------------------------------------------------------------- lookups */
 
-struct place {
-	const struct gc_vcenter_host *host;
-	const struct gc_vcenter_compute *compute;
-};
-
-static int place_of(struct place *p, struct vc_conn *c, const struct gc_vcenter_inventory *inv,
+int gc_vcdrv_place(struct place *p, struct vc_conn *c, const struct gc_vcenter_inventory *inv,
 		    const struct gc_host *h, struct gc_error *err)
 {
 	p->host = gc_vcdrv_host(inv, h);
@@ -244,7 +214,7 @@ static int place_of(struct place *p, struct vc_conn *c, const struct gc_vcenter_
 	return 0;
 }
 
-static const struct gc_vcenter_datacenter *datacenter(struct vc_conn *c,
+const struct gc_vcenter_datacenter *gc_vcdrv_datacenter(struct vc_conn *c,
 						      const struct gc_vcenter_inventory *inv,
 						      struct gc_error *err)
 {
@@ -262,674 +232,23 @@ static const struct gc_vcenter_datacenter *datacenter(struct vc_conn *c,
 }
 
 /* The VM in vCenter, re-reading once when this run made it. */
-static const struct gc_vcenter_vm *find_vm(struct vc_conn *c, struct gc_drv_ctx *ctx,
+const struct gc_vcenter_vm *gc_vcdrv_find_vm(struct vc_conn *c, struct gc_drv_ctx *ctx,
 					   const struct gc_vcenter_inventory **inv, const char *name,
 					   struct gc_error *err)
 {
 	const struct gc_vcenter_vm *vm = gc_vcdrv_vm(*inv, name);
 
-	if (vm == NULL && (*inv = refresh(c, ctx, err)) != NULL)
+	if (vm == NULL && (*inv = gc_vcdrv_refresh(c, ctx, err)) != NULL)
 		vm = gc_vcdrv_vm(*inv, name);
 	if (vm == NULL && *inv != NULL)
 		gc_error_set(err, GC_EREMOTE, "%s: no VM '%s'", gc_vcenter_target(c->vc), name);
 	return vm;
 }
 
-/* ---------------------------------------------------------------- VM changes */
-
-/* Prefix the VM's name to a failure (vCenter's message stays the cause). */
-static int vm_fail(int rc, struct gc_error *err, const char *vm)
-{
-	if (rc != 0)
-		gc_error_prefix(err, "VM '%s': ", vm);
-	return rc;
-}
-
-static int reconfigure(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_vm *v,
-		       const struct gc_vcenter_vm *vm, const struct gc_vcenter_vm_change *ch,
-		       struct gc_error *err)
-{
-	int rc;
-
-	slot_get(c, v->host_name);
-	gc_drv_count_change(ctx);
-	rc = gc_vcenter_reconfigure(c->vc, vm->moref, ch, TASK_TIMEOUT_MS, err);
-	slot_put(c, v->host_name);
-	return rc;
-}
-
-static void change_init(struct gc_vcenter_vm_change *ch)
-{
-	memset(ch, 0, sizeof(*ch));
-	ch->reservation_locked = -1;
-}
-
-static long want_memory_mb(const struct gc_vm *v)
-{
-	return (long)v->memory_gb * 1024;
-}
-
-static int vm_create(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_vm *v,
-		     struct gc_error *err)
-{
-	const struct gc_vcenter_inventory *inv = snapshot(c);
-	const struct gc_vcenter_datacenter *dc;
-	const struct gc_vcenter_vm *from, *vm;
-	const char *ds = NULL;
-	struct place p;
-	char moref[128];
-	int rc;
-
-	if ((vm = gc_vcdrv_vm(inv, v->name)) == NULL) {
-		if ((dc = datacenter(c, inv, err)) == NULL || place_of(&p, c, inv, v->host, err) != 0)
-			return GC_EREMOTE;
-		from = gc_vcenter_inventory_vm(inv, v->template_name);
-		if (from == NULL)
-			return gc_error_set(err, GC_EREMOTE, "%s: no template '%s'",
-					    gc_vcenter_target(c->vc), v->template_name);
-		if (c->c->vcenter->datastore != NULL) {
-			const struct gc_vcenter_datastore *d =
-				gc_vcenter_inventory_datastore(inv, c->c->vcenter->datastore);
-
-			if (d == NULL)
-				return gc_error_set(err, GC_EREMOTE, "%s: no datastore '%s'",
-						    gc_vcenter_target(c->vc), c->c->vcenter->datastore);
-			ds = d->moref;
-		}
-		gc_drv_note(ctx, c->t, "cloning %s from %s onto %s", v->name, v->template_name,
-			    v->host_name);
-		slot_get(c, v->host_name);
-		gc_drv_count_change(ctx);
-		rc = gc_vcenter_clone(moref, sizeof(moref), c->vc, from->moref, v->name, dc->vm_folder,
-				      p.compute->resource_pool, p.host->moref, ds, TASK_TIMEOUT_MS, err);
-		slot_put(c, v->host_name);
-		if (rc != 0)
-			return rc;
-		if ((vm = find_vm(c, ctx, &inv, v->name, err)) == NULL)
-			return GC_EREMOTE;
-	}
-	return 0;
-}
-
-/* Host, CPUs, memory of an existing VM (after a clone or as an update). */
-static int vm_settle(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_vm *v,
-		     struct gc_error *err)
-{
-	const struct gc_vcenter_inventory *inv = snapshot(c);
-	const struct gc_vcenter_vm *vm = find_vm(c, ctx, &inv, v->name, err);
-	struct gc_vcenter_vm_change ch;
-	struct place p;
-	int rc;
-
-	if (vm == NULL || place_of(&p, c, inv, v->host, err) != 0)
-		return GC_EREMOTE;
-	if (vm->host_moref == NULL || strcmp(vm->host_moref, p.host->moref) != 0) {
-		/* vCenter clones onto location.host; vcsim 0.24 ignores it */
-		gc_drv_note(ctx, c->t, "moving %s onto %s", v->name, v->host_name);
-		slot_get(c, v->host_name);
-		gc_drv_count_change(ctx);
-		rc = gc_vcenter_relocate(c->vc, vm->moref, p.host->moref, p.compute->resource_pool,
-					 TASK_TIMEOUT_MS, err);
-		slot_put(c, v->host_name);
-		if (rc != 0)
-			return rc;
-	}
-	change_init(&ch);
-	if (v->cpus > 0 && vm->num_cpus != (int)v->cpus)
-		ch.num_cpus = (int)v->cpus;
-	if (v->memory_gb > 0 && vm->memory_mb != want_memory_mb(v))
-		ch.memory_mb = want_memory_mb(v);
-	if (ch.num_cpus == 0 && ch.memory_mb == 0)
-		return 0;
-	return reconfigure(c, ctx, v, vm, &ch, err);
-}
-
-/* The PCI device (or SR-IOV physical function) `pci` as the host offers it. */
-static int pci_target(struct gc_vcenter_pci_target *out, struct vc_conn *c,
-		      const struct gc_vcenter_inventory *inv, const struct gc_vm *v,
-		      const char *pci, bool sriov, struct gc_error *err)
-{
-	struct gc_vcenter_pci_target *t = NULL;
-	size_t n = 0;
-	struct place p;
-	int rc;
-
-	if (place_of(&p, c, inv, v->host, err) != 0)
-		return GC_EREMOTE;
-	rc = gc_vcenter_query_pci(&t, &n, c->vc, p.compute->environment_browser, p.host->moref, err);
-	if (rc != 0)
-		return rc;
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(t[i].id, pci) == 0 && t[i].sriov == sriov) {
-			*out = t[i];
-			free(t);
-			return 0;
-		}
-	}
-	free(t);
-	return gc_error_set(err, GC_EREMOTE,
-			    "%s: host '%s' does not offer %s %s to VMs (is passthrough enabled "
-			    "and the host rebooted?)",
-			    gc_vcenter_target(c->vc), v->host_name,
-			    sriov ? "the SR-IOV physical function" : "PCI device", pci);
-}
-
-/* Does the VM's host offer a passthrough device vendor:device (dynamic
- * DirectPath picks one of them at power-on)? */
-static int dynamic_offered(struct vc_conn *c, const struct gc_vcenter_inventory *inv,
-			   const struct gc_vm *v, unsigned vendor, unsigned device,
-			   struct gc_error *err)
-{
-	struct gc_vcenter_pci_target *t = NULL;
-	size_t n = 0;
-	struct place p;
-	int rc;
-
-	if (place_of(&p, c, inv, v->host, err) != 0)
-		return GC_EREMOTE;
-	rc = gc_vcenter_query_pci(&t, &n, c->vc, p.compute->environment_browser, p.host->moref, err);
-	if (rc != 0)
-		return rc;
-	for (size_t i = 0; i < n; i++) {
-		if (!t[i].sriov && (uint16_t)t[i].vendor_id == vendor &&
-		    (uint16_t)t[i].device_id == device) {
-			free(t);
-			return 0;
-		}
-	}
-	free(t);
-	return gc_error_set(err, GC_EREMOTE,
-			    "%s: host '%s' offers no passthrough device %04x:%04x to VMs (is "
-			    "passthrough enabled and the host rebooted?)",
-			    gc_vcenter_target(c->vc), v->host_name, vendor, device);
-}
-
-/* Fill a NIC's network backing from the spec's network or port group. */
-static int nic_backing(struct gc_vcenter_devspec *d, struct vc_conn *c, struct gc_drv_ctx *ctx,
-		       const struct gc_vcenter_inventory **inv, const struct gc_vm_nic *n,
-		       struct gc_error *err)
-{
-	const char *name = n->port_group ? n->port_group : n->network;
-	const struct gc_vcenter_network *net = name ? gc_vcenter_inventory_network(*inv, name) : NULL;
-
-	if (name == NULL)
-		return gc_error_set(err, GC_EINVAL, "a NIC without network or port group");
-	if (net == NULL && (*inv = refresh(c, ctx, err)) != NULL)
-		net = gc_vcenter_inventory_network(*inv, name);
-	if (net == NULL)
-		return *inv == NULL ? GC_EREMOTE
-				    : gc_error_set(err, GC_EREMOTE, "%s: no network or port group '%s'",
-						   gc_vcenter_target(c->vc), name);
-	if (net->portgroup_key != NULL) {
-		const struct gc_vcenter_dvs *dvs = NULL;
-
-		for (size_t i = 0; i < (*inv)->ndvs; i++)
-			if (net->dvs != NULL && strcmp((*inv)->dvs[i].moref, net->dvs) == 0)
-				dvs = &(*inv)->dvs[i];
-		if (dvs == NULL || dvs->uuid == NULL)
-			return gc_error_set(err, GC_EREMOTE, "%s: port group '%s' has no switch uuid",
-					    gc_vcenter_target(c->vc), name);
-		d->dvs_uuid = dvs->uuid;
-		d->portgroup_key = net->portgroup_key;
-	} else {
-		d->network = net->name;
-		d->network_moref = net->moref;
-	}
-	return 0;
-}
-
-static const struct gc_vm_nic *spec_nic(const struct gc_vm *v, const struct gc_resource *r)
-{
-	const char *slash = strrchr(r->id, '/');
-	size_t i = slash ? strtoul(slash + 1, NULL, 10) : 0;
-
-	return i < v->nnics ? &v->nics[i] : NULL;
-}
-
-/* Add (or replace) the device that stands for r. */
-static int vm_device(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_vm *v,
-		     const struct gc_resource *r, struct gc_error *err)
-{
-	const struct gc_vcenter_inventory *inv = snapshot(c);
-	const struct gc_vcenter_vm *vm = find_vm(c, ctx, &inv, v->name, err);
-	const struct gc_vcenter_device *old;
-	struct gc_vcenter_devspec d[2];
-	struct gc_vcenter_pci_target pt;
-	struct gc_vcenter_vm_change ch;
-	char devid[8];
-	size_t nd = 0;
-	int rc;
-
-	if (vm == NULL)
-		return GC_EREMOTE;
-	memset(d, 0, sizeof(d));
-	old = gc_vcdrv_device(inv, vm, v, r);
-	if (old != NULL && r->kind != GC_RES_VM_DEVICE_PCI) {
-		/* a vGPU or NIC of the right type with other settings: replace it */
-		d[nd].op = GC_VCENTER_DEV_REMOVE;
-		d[nd].key = old->key;
-		d[nd].kind = r->kind == GC_RES_VM_DEVICE_VGPU ? GC_VCENTER_VGPU
-			     : r->kind == GC_RES_VM_NIC_SRIOV ? GC_VCENTER_NIC_SRIOV
-			     : r->kind == GC_RES_VM_NIC_PVRDMA ? GC_VCENTER_NIC_PVRDMA
-							       : GC_VCENTER_NIC_VMXNET3;
-		nd++;
-	}
-	d[nd].op = GC_VCENTER_DEV_ADD;
-	d[nd].key = -100;
-	if (r->kind == GC_RES_VM_DEVICE_PCI && gc_resource_prop(r, "host_pci") == NULL) {
-		unsigned vendor, device;
-
-		if (old != NULL)
-			return 0; /* present: vendor:device is its identity */
-		if (!gc_vcdrv_pci_id(gc_resource_prop(r, "pci_id"), &vendor, &device))
-			return gc_error_set(err, GC_EINVAL, "VM '%s': bad PCI id '%s'", v->name,
-					    gc_resource_prop(r, "pci_id"));
-		rc = dynamic_offered(c, inv, v, vendor, device, err);
-		if (rc != 0)
-			return vm_fail(rc, err, v->name);
-		d[nd].kind = GC_VCENTER_PCI_DYNAMIC;
-		d[nd].allowed_vendor_id = (int)vendor;
-		d[nd].allowed_device_id = (int)device;
-		d[nd].device_name = "";
-	} else if (r->kind == GC_RES_VM_DEVICE_PCI) {
-		if (old != NULL)
-			return 0; /* present: host_pci is its identity */
-		rc = pci_target(&pt, c, inv, v, gc_resource_prop(r, "host_pci"), false, err);
-		if (rc != 0)
-			return vm_fail(rc, err, v->name);
-		snprintf(devid, sizeof(devid), "%x", (unsigned)(uint16_t)pt.device_id);
-		d[nd].kind = GC_VCENTER_PCI_STATIC;
-		d[nd].pci_id = pt.id;
-		d[nd].device_id = devid;
-		d[nd].system_id = pt.system_id;
-		d[nd].vendor_id = pt.vendor_id;
-		d[nd].device_name = pt.device_name;
-	} else if (r->kind == GC_RES_VM_DEVICE_VGPU) {
-		const char *profile = gc_resource_prop(r, "profile");
-		struct place p;
-
-		if (place_of(&p, c, inv, v->host, err) != 0)
-			return vm_fail(GC_EREMOTE, err, v->name);
-		if (!gc_vcenter_host_offers_vgpu(p.host, profile)) {
-			/* the vGPU manager may have been installed in this run */
-			if ((inv = refresh(c, ctx, err)) == NULL ||
-			    place_of(&p, c, inv, v->host, err) != 0)
-				return vm_fail(GC_EREMOTE, err, v->name);
-			if (!gc_vcenter_host_offers_vgpu(p.host, profile))
-				return vm_fail(gc_error_set(err, GC_EREMOTE,
-							    "host '%s' does not offer vGPU type '%s' "
-							    "(is the NVIDIA vGPU manager installed?)",
-							    v->host_name, profile),
-					       err, v->name);
-		}
-		d[nd].kind = GC_VCENTER_VGPU;
-		d[nd].vgpu = profile;
-	} else {
-		/* a NIC: sriov, pvrdma or vmxnet3 (apply_resource sends nothing else) */
-		const struct gc_vm_nic *n = spec_nic(v, r);
-
-		if (n == NULL)
-			return gc_error_set(err, GC_EINVAL, "VM '%s': no NIC for %s", v->name, r->id);
-		rc = nic_backing(&d[nd], c, ctx, &inv, n, err);
-		if (rc != 0)
-			return vm_fail(rc, err, v->name);
-		if (r->kind == GC_RES_VM_NIC_SRIOV) {
-			rc = pci_target(&pt, c, inv, v, n->pf, true, err);
-			if (rc != 0)
-				return vm_fail(rc, err, v->name);
-			snprintf(devid, sizeof(devid), "%x", (unsigned)(uint16_t)pt.device_id);
-			d[nd].kind = GC_VCENTER_NIC_SRIOV;
-			d[nd].pci_id = pt.id;
-			d[nd].device_id = devid;
-			d[nd].system_id = pt.system_id;
-			d[nd].vendor_id = pt.vendor_id;
-			d[nd].device_name = pt.device_name;
-		} else if (r->kind == GC_RES_VM_NIC_PVRDMA) {
-			d[nd].kind = GC_VCENTER_NIC_PVRDMA;
-			d[nd].protocol = n->protocol ? n->protocol : "rocev2";
-		} else {
-			d[nd].kind = GC_VCENTER_NIC_VMXNET3;
-		}
-	}
-	nd++;
-	change_init(&ch);
-	ch.devices = d;
-	ch.ndevices = nd;
-	return vm_fail(reconfigure(c, ctx, v, vm, &ch, err), err, v->name);
-}
-
-static int vm_hw(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_vm *v,
-		 const struct gc_resource *r, struct gc_error *err)
-{
-	const struct gc_vcenter_inventory *inv = snapshot(c);
-	const struct gc_vcenter_vm *vm = find_vm(c, ctx, &inv, v->name, err);
-	struct gc_vcenter_vm_change ch;
-	const char *res = gc_resource_prop(r, "memory_reservation");
-
-	if (vm == NULL)
-		return GC_EREMOTE;
-	change_init(&ch);
-	ch.firmware = gc_resource_prop(r, "firmware");
-	if (ch.firmware != NULL && vm->firmware != NULL && strcmp(ch.firmware, vm->firmware) == 0)
-		ch.firmware = NULL;
-	if (res != NULL)
-		ch.reservation_locked = strcmp(res, "full") == 0;
-	return vm_fail(reconfigure(c, ctx, v, vm, &ch, err), err, v->name);
-}
-
-static int vm_extra(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_vm *v,
-		    const struct gc_action *a, struct gc_error *err)
-{
-	const struct gc_vcenter_inventory *inv = snapshot(c);
-	const struct gc_vcenter_vm *vm = find_vm(c, ctx, &inv, v->name, err);
-	struct gc_vcenter_option opts[32];
-	struct gc_vcenter_vm_change ch;
-	size_t n = 0;
-
-	if (vm == NULL)
-		return GC_EREMOTE;
-	for (size_t i = 0; i < a->nchanges && n < GC_ARRAY_LEN(opts); i++) {
-		opts[n].key = a->changes[i].key;
-		opts[n].value = a->changes[i].new_value ? a->changes[i].new_value : "";
-		n++;
-	}
-	change_init(&ch);
-	ch.extra_config = opts;
-	ch.nextra_config = n;
-	return vm_fail(reconfigure(c, ctx, v, vm, &ch, err), err, v->name);
-}
-
-/* ---------------------------------------------------------------- power, vMotion */
-
-static int power_on(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_vm *v,
-		    struct gc_error *err)
-{
-	const struct gc_vcenter_inventory *inv = snapshot(c);
-	const struct gc_vcenter_vm *vm = find_vm(c, ctx, &inv, v->name, err);
-	char state[32];
-	int rc;
-
-	if (vm == NULL)
-		return GC_EREMOTE;
-	if (gc_vcenter_power_state(c->vc, vm->moref, state, sizeof(state), err) != 0)
-		return vm_fail(GC_EREMOTE, err, v->name);
-	if (strcmp(state, "poweredOn") == 0)
-		return 0;
-	slot_get(c, v->host_name);
-	gc_drv_count_change(ctx);
-	rc = gc_vcenter_power_on(c->vc, vm->moref, TASK_TIMEOUT_MS, err);
-	slot_put(c, v->host_name);
-	return vm_fail(rc, err, v->name);
-}
-
-/* Guest shutdown, waiting up to the shutdown timeout, then a hard power-off. */
-static int power_off(struct vc_conn *c, struct gc_drv_ctx *ctx, const char *name,
-		     const char *host, struct gc_error *err)
-{
-	const struct gc_vcenter_inventory *inv = snapshot(c);
-	const struct gc_vcenter_vm *vm = find_vm(c, ctx, &inv, name, err);
-	struct gc_error e = GC_ERROR_INIT;
-	char state[32];
-	uint64_t deadline;
-	int rc;
-
-	if (vm == NULL)
-		return GC_EREMOTE;
-	if (gc_vcenter_power_state(c->vc, vm->moref, state, sizeof(state), err) != 0)
-		return vm_fail(GC_EREMOTE, err, name);
-	if (strcmp(state, "poweredOff") == 0)
-		return 0;
-	gc_drv_count_change(ctx);
-	if (gc_vcenter_shutdown_guest(c->vc, vm->moref, &e) == 0) {
-		gc_drv_note(ctx, c->t, "shutting down the guest of %s", name);
-		deadline = gc_now_ns() + (uint64_t)c->shutdown_timeout_ms * 1000000u;
-		for (;;) {
-			if (gc_vcenter_power_state(c->vc, vm->moref, state, sizeof(state), err) != 0)
-				return vm_fail(GC_EREMOTE, err, name);
-			if (strcmp(state, "poweredOff") == 0)
-				return 0;
-			if (gc_now_ns() > deadline || gc_drv_interrupted(ctx))
-				break;
-			sleep_ms(1000);
-		}
-		gc_drv_note(ctx, c->t, "%s did not shut down in %u s: powering it off", name,
-			    c->shutdown_timeout_ms / 1000);
-	} else if (e.code != GC_EREMOTE) {
-		*err = e;
-		return vm_fail(e.code, err, name);
-	} else {
-		gc_drv_note(ctx, c->t, "guest shutdown of %s refused (%s): powering it off", name,
-			    e.msg);
-	}
-	slot_get(c, host);
-	rc = gc_vcenter_power_off(c->vc, vm->moref, TASK_TIMEOUT_MS, err);
-	slot_put(c, host);
-	return vm_fail(rc, err, name);
-}
-
-/* vMotion `name` onto dest (a spec host), or off `from` onto a host of the
- * same cluster that is not in maintenance mode. */
-static int migrate(struct vc_conn *c, struct gc_drv_ctx *ctx, const char *name, const char *from,
-		   const char *dest, struct gc_error *err)
-{
-	/* where the VM is now, not where it was at observation: it may have
-	 * moved off its host earlier in this run */
-	const struct gc_vcenter_inventory *inv = refresh(c, ctx, err);
-	const struct gc_vcenter_vm *vm = inv ? find_vm(c, ctx, &inv, name, err) : NULL;
-	const struct gc_vcenter_host *to = NULL, *src;
-	int rc;
-
-	if (vm == NULL)
-		return vm_fail(GC_EREMOTE, err, name);
-	src = gc_vcenter_inventory_host_moref(inv, vm->host_moref ? vm->host_moref : "");
-	if (dest != NULL) {
-		to = gc_vcdrv_host(inv, gc_cluster_host(c->c, dest));
-	} else {
-		for (size_t i = 0; i < inv->nhosts && to == NULL; i++) {
-			const struct gc_vcenter_host *h = &inv->hosts[i];
-			const char *hn = gc_vcdrv_host_name(inv, c->c, h->moref);
-
-			if (src != NULL && h != src && !h->maintenance && h->parent != NULL &&
-			    src->parent != NULL && strcmp(h->parent, src->parent) == 0 &&
-			    (from == NULL || hn == NULL || strcmp(hn, from) != 0))
-				to = h;
-		}
-	}
-	if (to == NULL)
-		return vm_fail(gc_error_set(err, GC_EREMOTE, "no host to move it to%s%s",
-					    dest ? ": no host " : "", dest ? dest : ""),
-			       err, name);
-	if (src == to)
-		return 0;
-	slot_get(c, from);
-	gc_drv_count_change(ctx);
-	rc = gc_vcenter_relocate(c->vc, vm->moref, to->moref, NULL, TASK_TIMEOUT_MS, err);
-	slot_put(c, from);
-	return vm_fail(rc, err, name);
-}
-
-/* ---------------------------------------------------------------- switches */
-
-static int dvs_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_action *a,
-		     struct gc_error *err)
-{
-	const struct gc_resource *r = a->resource;
-	const struct gc_dvswitch *sw = gc_cluster_dvswitch(c->c, r->id + strlen("dvs/"));
-	const struct gc_vcenter_inventory *inv = snapshot(c);
-	const struct gc_vcenter_dvs *d;
-	struct gc_vcenter_dvs_uplink up[64];
-	size_t nup = 0;
-	char moref[128];
-	int rc, mtu = 0;
-
-	if (sw == NULL)
-		return gc_error_set(err, GC_EINVAL, "no distributed switch for %s", r->id);
-	d = gc_vcenter_inventory_dvs(inv, sw->name);
-	if (d == NULL) {
-		const struct gc_vcenter_datacenter *dc = datacenter(c, inv, err);
-
-		if (dc == NULL)
-			return GC_EREMOTE;
-		slot_get(c, NULL);
-		gc_drv_count_change(ctx);
-		rc = gc_vcenter_create_dvs(moref, sizeof(moref), c->vc, dc->network_folder, sw->name,
-					   (int)sw->mtu, TASK_TIMEOUT_MS, err);
-		slot_put(c, NULL);
-		if (rc != 0)
-			return rc;
-		if ((inv = refresh(c, ctx, err)) == NULL)
-			return GC_EREMOTE;
-		if ((d = gc_vcenter_inventory_dvs(inv, sw->name)) == NULL)
-			return gc_error_set(err, GC_EREMOTE, "%s: switch '%s' was created but is not "
-					    "in the inventory", gc_vcenter_target(c->vc), sw->name);
-	}
-	if (d->max_mtu != (int)sw->mtu)
-		mtu = (int)sw->mtu;
-	for (size_t i = 0; i < sw->nuplinks && nup < GC_ARRAY_LEN(up); i++) {
-		const struct gc_vcenter_host *vh = gc_vcdrv_host(inv, sw->uplinks[i].host);
-		bool member = false;
-
-		if (vh == NULL)
-			return gc_error_set(err, GC_EREMOTE, "%s: no host '%s' for the uplink of '%s'",
-					    gc_vcenter_target(c->vc), sw->uplinks[i].host_name, sw->name);
-		for (size_t j = 0; j < d->nmembers; j++) {
-			if (strcmp(d->members[j].host, vh->moref) != 0)
-				continue;
-			member = true;
-			if (d->members[j].npnics == 0 ||
-			    strcmp(d->members[j].pnics[0], sw->uplinks[i].nic) != 0)
-				return gc_error_set(err, GC_ENOTSUP,
-						    "%s: host '%s' is on switch '%s' with another "
-						    "uplink; changing it is not supported yet",
-						    gc_vcenter_target(c->vc), sw->uplinks[i].host_name,
-						    sw->name);
-		}
-		if (!member) {
-			up[nup].host = vh->moref;
-			up[nup].pnic = sw->uplinks[i].nic;
-			nup++;
-		}
-	}
-	if (mtu == 0 && nup == 0)
-		return 0;
-	slot_get(c, NULL);
-	gc_drv_count_change(ctx);
-	rc = gc_vcenter_reconfigure_dvs(c->vc, d->moref, d->config_version, mtu, up, nup,
-					TASK_TIMEOUT_MS, err);
-	slot_put(c, NULL);
-	return rc;
-}
-
-static int portgroup_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_action *a,
-			   struct gc_error *err)
-{
-	const struct gc_resource *r = a->resource;
-	const char *dvs_name = gc_resource_prop(r, "dvswitch");
-	const char *name = strrchr(r->id, '/') + 1;
-	const char *vlan_s = gc_resource_prop(r, "vlan");
-	int vlan = vlan_s ? atoi(vlan_s) : 0, rc;
-	const struct gc_vcenter_inventory *inv = snapshot(c);
-	const struct gc_vcenter_dvs *d = gc_vcenter_inventory_dvs(inv, dvs_name);
-
-	if (d == NULL && (inv = refresh(c, ctx, err)) != NULL)
-		d = gc_vcenter_inventory_dvs(inv, dvs_name);
-	if (d == NULL)
-		return inv == NULL ? GC_EREMOTE
-				   : gc_error_set(err, GC_EREMOTE, "%s: no switch '%s'",
-						  gc_vcenter_target(c->vc), dvs_name);
-	slot_get(c, NULL);
-	gc_drv_count_change(ctx);
-	if (a->op == GC_OP_CREATE) {
-		rc = gc_vcenter_add_portgroup(c->vc, d->moref, name, vlan, TASK_TIMEOUT_MS, err);
-	} else {
-		const struct gc_vcenter_network *n = gc_vcenter_inventory_network(inv, name);
-
-		rc = n == NULL ? gc_error_set(err, GC_EREMOTE, "%s: no port group '%s'",
-					      gc_vcenter_target(c->vc), name)
-			       : gc_vcenter_portgroup_vlan(c->vc, n->moref, n->config_version, vlan,
-							   TASK_TIMEOUT_MS, err);
-	}
-	slot_put(c, NULL);
-	return rc;
-}
-
-/* ---------------------------------------------------------------- apply */
-
-static int apply_resource(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_action *a,
-			  struct gc_error *err)
-{
-	const struct gc_resource *r = a->resource;
-	const struct gc_vm *v;
-	int rc;
-
-	if (a->op == GC_OP_DELETE || r == NULL)
-		return gc_error_set(err, GC_ENOTSUP, "%s: removing %s is not supported",
-				    gc_vcenter_target(c->vc), a->resource_id);
-	if (r->kind == GC_RES_DVS)
-		return dvs_apply(c, ctx, a, err);
-	if (r->kind == GC_RES_DVS_PORTGROUP)
-		return portgroup_apply(c, ctx, a, err);
-	/* what this run made may already hold it (a clone brings the
-	 * template's vmxnet3 along): nothing to send */
-	if (a->op != GC_OP_CREATE || r->kind != GC_RES_VM) {
-		if (gc_drv_resource_converged(ctx, r))
-			return 0;
-	}
-	v = r->vm ? gc_cluster_vm(c->c, r->vm) : NULL;
-	if (v == NULL)
-		return gc_error_set(err, GC_EINVAL, "%s: no VM in the spec for %s",
-				    gc_vcenter_target(c->vc), r->id);
-	/* an if chain: of all resource kinds only the VM's reach here */
-	if (r->kind == GC_RES_VM) {
-		rc = vm_create(c, ctx, v, err);
-		if (rc == 0)
-			rc = vm_settle(c, ctx, v, err);
-		return vm_fail(rc, err, v->name);
-	}
-	if (r->kind == GC_RES_VM_HW)
-		return vm_hw(c, ctx, v, r, err);
-	if (r->kind == GC_RES_VM_EXTRA_CONFIG)
-		return vm_extra(c, ctx, v, a, err);
-	if (r->kind == GC_RES_VM_DEVICE_PCI || r->kind == GC_RES_VM_DEVICE_VGPU ||
-	    r->kind == GC_RES_VM_NIC_SRIOV || r->kind == GC_RES_VM_NIC_PVRDMA ||
-	    r->kind == GC_RES_VM_NIC_VMXNET3)
-		return vm_device(c, ctx, v, r, err);
-	if (r->kind == GC_RES_VM_POWER) {
-		if (strcmp(gc_resource_prop(r, "power"), "on") == 0)
-			return power_on(c, ctx, v, err);
-		return power_off(c, ctx, v->name, v->host_name, err);
-	}
-	return gc_error_set(err, GC_ENOTSUP, "%s: cannot apply %s", gc_vcenter_target(c->vc), r->id);
-}
-
 static int vc_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
 		    struct gc_error *err)
 {
-	struct vc_conn *c = *conn;
-	const struct gc_vm *v = a->vm ? gc_cluster_vm(c->c, a->vm) : NULL;
-
-	switch (a->kind) {
-	case GC_ACT_APPLY:
-		return apply_resource(c, ctx, a, err);
-	case GC_ACT_POWER_ON:
-		if (v == NULL)
-			return gc_error_set(err, GC_EINVAL, "power on: VM '%s' is not in the spec",
-					    a->vm ? a->vm : "?");
-		return power_on(c, ctx, v, err);
-	case GC_ACT_POWER_OFF:
-		/* also VMs the spec does not manage, evacuated for maintenance */
-		return power_off(c, ctx, a->vm, a->host, err);
-	case GC_ACT_MIGRATE:
-		return migrate(c, ctx, a->vm, a->host, a->dest_host, err);
-	case GC_ACT_ENTER_MAINTENANCE:
-	case GC_ACT_EXIT_MAINTENANCE:
-	case GC_ACT_REBOOT:
-	case GC_ACT_WAIT_HOST:
-	case GC_ACT_VERIFY:
-		break;
-	}
-	return gc_error_set(err, GC_ENOTSUP, "%s: %s is an ESXi host step",
-			    gc_vcenter_target(c->vc), gc_action_kind_name(a->kind));
+	return gc_vcdrv_apply(*conn, ctx, a, err);
 }
 
 struct done_arg {

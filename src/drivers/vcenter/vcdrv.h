@@ -15,12 +15,14 @@
 #ifndef GC_VCDRV_H
 #define GC_VCDRV_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "gc/graph.h"
 #include "gc/observed.h"
 #include "gc/spec.h"
+#include "gc/sys/driver.h"
 #include "gc/vcenter.h"
 
 /* The vCenter host of a spec host (by name, then address), or NULL. */
@@ -57,5 +59,77 @@ bool gc_vcdrv_is_nic(const struct gc_vcenter_device *d, enum gc_res_kind kind);
 void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,
 		     const struct gc_cluster *c, const struct gc_resource *const *res, size_t nres,
 		     struct gc_buf *problems);
+
+/* ---------------------------------------------------------------- the driver's connection */
+
+/*
+ * Shared by driver.c (connect, observe, task slots, lookups) and changes.c
+ * (what each action sends).  `mu` guards the inventory pointers, the task
+ * counters and the PCI cache; the SOAP connection serialises itself.
+ */
+struct host_slot {
+	const char *host; /* spec host name (borrowed from the cluster) */
+	unsigned n;
+};
+
+/* One host's QueryConfigTarget entries. */
+struct pci_cache {
+	char *host; /* moref */
+	struct gc_vcenter_pci_target *t;
+	size_t n;
+};
+
+struct vc_conn {
+	struct gc_vcenter_conn *vc;
+	const struct gc_cluster *c;
+	const struct gc_target *t;
+	const struct gc_resource *const *res; /* borrowed from the executor */
+	size_t nres;
+	pthread_mutex_t mu; /* guards everything below */
+	pthread_cond_t cv;
+	struct gc_vcenter_inventory *inv; /* latest observation */
+	struct gc_vcenter_inventory **old;
+	size_t nold;
+	unsigned tasks, max_tasks, max_per_host;
+	struct host_slot *slots;
+	size_t nslots;
+	unsigned shutdown_timeout_ms;
+	/* QueryConfigTarget per host, read once per run (changes.c); a
+	 * device not found is looked up once more with a fresh query */
+	struct pci_cache *pci;
+	size_t npci;
+};
+
+struct place {
+	const struct gc_vcenter_host *host;
+	const struct gc_vcenter_compute *compute;
+};
+
+
+/* driver.c */
+/* Wait for a task slot on the vCenter (and the spec host, when named). */
+void gc_vcdrv_slot_get(struct vc_conn *c, const char *host);
+void gc_vcdrv_slot_put(struct vc_conn *c, const char *host);
+/* The latest inventory (valid until disconnect). */
+const struct gc_vcenter_inventory *gc_vcdrv_snapshot(struct vc_conn *c);
+/* Observe again (recording into the store); NULL with err set on failure. */
+const struct gc_vcenter_inventory *gc_vcdrv_refresh(struct vc_conn *c, struct gc_drv_ctx *ctx,
+						    struct gc_error *err);
+/* The vCenter host of spec host h and its compute resource. */
+int gc_vcdrv_place(struct place *p, struct vc_conn *c, const struct gc_vcenter_inventory *inv,
+		   const struct gc_host *h, struct gc_error *err);
+/* The spec's datacenter (the first one when the spec names none). */
+const struct gc_vcenter_datacenter *gc_vcdrv_datacenter(struct vc_conn *c,
+							const struct gc_vcenter_inventory *inv,
+							struct gc_error *err);
+/* The VM named so, reading the inventory again once when it is not there
+ * (*inv is updated). */
+const struct gc_vcenter_vm *gc_vcdrv_find_vm(struct vc_conn *c, struct gc_drv_ctx *ctx,
+					     const struct gc_vcenter_inventory **inv,
+					     const char *name, struct gc_error *err);
+
+/* changes.c: carry out one action of the vCenter target. */
+int gc_vcdrv_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_action *a,
+		   struct gc_error *err);
 
 #endif
