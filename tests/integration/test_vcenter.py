@@ -174,6 +174,16 @@ class ApplyVmsRoce(VcenterLab):
         self.assertIn("certificate", r.stdout + r.stderr)
         self.assertNotEqual(self.vc("show", "worker-01", check=False).returncode, 0)
 
+    def test_insecure_true_connects_and_warns(self):
+        def edit(d):
+            d["vcenter"].pop("ca_file")
+            d["vcenter"]["insecure"] = True
+        spec = self.spec_variant(edit)
+        r = self.gc("plan", "--only", "vcenter", spec=spec, check=2)
+        self.assertRegex(r.stderr, r"variant-test_insecure_true_connects_and_warns\.yaml:\d+:\d+: "
+                         r"warning: TLS certificate checks for vCenter are off \(insecure: true\)")
+        self.assertIn("+ vm/worker-01", r.stdout)
+
     def test_wrong_password_names_the_vcenter(self):
         bad = os.path.join(self.lab, "wrong-password")
         with open(bad, "w", encoding="utf-8") as f:
