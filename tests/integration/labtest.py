@@ -106,9 +106,10 @@ class LabCase(unittest.TestCase):
         if not os.path.exists(path):
             return []
         out = []
-        for line in open(path, encoding="utf-8"):
-            ts, _, cmd = line.rstrip("\n").partition(" ")
-            out.append((ts, cmd))
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                ts, _, cmd = line.rstrip("\n").partition(" ")
+                out.append((ts, cmd))
         return out
 
     def changes(self, name):

@@ -40,9 +40,47 @@ struct task_info {
 	bool result_long;  /* info.result did not fit */
 };
 
-static void read_task_info(struct task_info *ti, xmlNodePtr ret)
+/*
+ * RetrievePropertiesEx of `paths` of the one object type:id.  On success
+ * *doc is the reply (caller frees with xmlFreeDoc) and *objects its
+ * returnval's <objects> (NULL when vCenter sent none).
+ */
+static int retrieve_one(struct gc_vcenter_conn *vc, const char *type, const char *id,
+			const char *const *paths, size_t npaths, xmlDocPtr *doc,
+			xmlNodePtr *objects, struct gc_error *err)
 {
-	xmlNodePtr objects = gc_vcenter_xml_child(gc_vcenter_xml_child(ret, "returnval"), "objects");
+	struct gc_vcenter_soap s;
+	xmlNodePtr ret;
+	int rc;
+
+	gc_vcenter_soap_begin(&s, "RetrievePropertiesEx", "PropertyCollector",
+			      vc->property_collector);
+	gc_vcenter_soap_open(&s, "specSet", NULL);
+	gc_vcenter_soap_open(&s, "propSet", NULL);
+	gc_vcenter_soap_elem(&s, "type", type);
+	gc_vcenter_soap_elem(&s, "all", "false");
+	for (size_t i = 0; i < npaths; i++)
+		gc_vcenter_soap_elem(&s, "pathSet", paths[i]);
+	gc_vcenter_soap_close(&s, "propSet");
+	gc_vcenter_soap_open(&s, "objectSet", NULL);
+	gc_vcenter_soap_moref(&s, "obj", type, id);
+	gc_vcenter_soap_elem(&s, "skip", "false");
+	gc_vcenter_soap_close(&s, "objectSet");
+	gc_vcenter_soap_close(&s, "specSet");
+	gc_vcenter_soap_open(&s, "options", NULL);
+	gc_vcenter_soap_close(&s, "options");
+	rc = gc_vcenter_soap_end(&s, vc, err);
+	if (rc == 0)
+		rc = gc_vcenter_soap_call(vc, &s, doc, &ret, err);
+	gc_vcenter_soap_free(&s);
+	if (rc < 0)
+		return rc;
+	*objects = gc_vcenter_xml_child(gc_vcenter_xml_child(ret, "returnval"), "objects");
+	return 0;
+}
+
+static void read_task_info(struct task_info *ti, xmlNodePtr objects)
+{
 	char name[64];
 
 	for (xmlNodePtr p = gc_vcenter_xml_child(objects, "propSet"); p != NULL;
@@ -73,36 +111,15 @@ static void read_task_info(struct task_info *ti, xmlNodePtr ret)
 static int poll_task(struct gc_vcenter_conn *vc, const char *task, struct task_info *ti,
 		     struct gc_error *err)
 {
-	struct gc_vcenter_soap s;
+	static const char *const paths[] = {"info.state", "info.error", "info.result"};
 	xmlDocPtr doc = NULL;
-	xmlNodePtr ret;
-	int rc;
+	xmlNodePtr objects;
+	int rc = retrieve_one(vc, "Task", task, paths, GC_ARRAY_LEN(paths), &doc, &objects, err);
 
-	gc_vcenter_soap_begin(&s, "RetrievePropertiesEx", "PropertyCollector",
-			      vc->property_collector);
-	gc_vcenter_soap_open(&s, "specSet", NULL);
-	gc_vcenter_soap_open(&s, "propSet", NULL);
-	gc_vcenter_soap_elem(&s, "type", "Task");
-	gc_vcenter_soap_elem(&s, "all", "false");
-	gc_vcenter_soap_elem(&s, "pathSet", "info.state");
-	gc_vcenter_soap_elem(&s, "pathSet", "info.error");
-	gc_vcenter_soap_elem(&s, "pathSet", "info.result");
-	gc_vcenter_soap_close(&s, "propSet");
-	gc_vcenter_soap_open(&s, "objectSet", NULL);
-	gc_vcenter_soap_moref(&s, "obj", "Task", task);
-	gc_vcenter_soap_elem(&s, "skip", "false");
-	gc_vcenter_soap_close(&s, "objectSet");
-	gc_vcenter_soap_close(&s, "specSet");
-	gc_vcenter_soap_open(&s, "options", NULL);
-	gc_vcenter_soap_close(&s, "options");
-	rc = gc_vcenter_soap_end(&s, vc, err);
-	if (rc == 0)
-		rc = gc_vcenter_soap_call(vc, &s, &doc, &ret, err);
-	gc_vcenter_soap_free(&s);
 	if (rc < 0)
 		return rc;
 	memset(ti, 0, sizeof(*ti));
-	read_task_info(ti, ret);
+	read_task_info(ti, objects);
 	xmlFreeDoc(doc);
 	return 0;
 }
@@ -291,36 +308,18 @@ int gc_vcenter_relocate(struct gc_vcenter_conn *vc, const char *vm, const char *
 int gc_vcenter_power_state(struct gc_vcenter_conn *vc, const char *vm, char *out, size_t n,
 			   struct gc_error *err)
 {
-	struct gc_vcenter_soap s;
+	static const char *const paths[] = {"runtime.powerState"};
 	xmlDocPtr doc = NULL;
-	xmlNodePtr ret, objects, p;
+	xmlNodePtr objects, p;
 	char state[64] = "";
 	int rc = need(vc, "RetrievePropertiesEx", "VM", vm, err);
 
 	if (rc < 0)
 		return rc;
-	gc_vcenter_soap_begin(&s, "RetrievePropertiesEx", "PropertyCollector",
-			      vc->property_collector);
-	gc_vcenter_soap_open(&s, "specSet", NULL);
-	gc_vcenter_soap_open(&s, "propSet", NULL);
-	gc_vcenter_soap_elem(&s, "type", "VirtualMachine");
-	gc_vcenter_soap_elem(&s, "all", "false");
-	gc_vcenter_soap_elem(&s, "pathSet", "runtime.powerState");
-	gc_vcenter_soap_close(&s, "propSet");
-	gc_vcenter_soap_open(&s, "objectSet", NULL);
-	gc_vcenter_soap_moref(&s, "obj", "VirtualMachine", vm);
-	gc_vcenter_soap_elem(&s, "skip", "false");
-	gc_vcenter_soap_close(&s, "objectSet");
-	gc_vcenter_soap_close(&s, "specSet");
-	gc_vcenter_soap_open(&s, "options", NULL);
-	gc_vcenter_soap_close(&s, "options");
-	rc = gc_vcenter_soap_end(&s, vc, err);
-	if (rc == 0)
-		rc = gc_vcenter_soap_call(vc, &s, &doc, &ret, err);
-	gc_vcenter_soap_free(&s);
+	rc = retrieve_one(vc, "VirtualMachine", vm, paths, GC_ARRAY_LEN(paths), &doc, &objects,
+			  err);
 	if (rc < 0)
 		return rc;
-	objects = gc_vcenter_xml_child(gc_vcenter_xml_child(ret, "returnval"), "objects");
 	for (p = gc_vcenter_xml_child(objects, "propSet"); p != NULL;
 	     p = gc_vcenter_xml_next(p, "propSet")) {
 		char name[64];

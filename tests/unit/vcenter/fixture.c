@@ -1,7 +1,12 @@
 /*
- * fixture.c - start and stop a private vcsim (see fixture.h).
+ * fixture.c - start and stop a private vcsim, connect to it and observe it
+ * (see fixture.h).  Failures inside a test go through cmocka's fail_msg().
  */
+#include <setjmp.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +24,8 @@ int sh(const char *fmt, ...)
 	return system(cmd);
 }
 
-int vcsim_start(struct vcsim *v, const char *leaf, unsigned port)
-{
-	return vcsim_start_args(v, leaf, port, "");
-}
-
-int vcsim_start_args(struct vcsim *v, const char *leaf, unsigned port, const char *args)
+/* Start vcsim in GC_BINARY_DIR/<leaf> on port with args for `vcsim.sh start`. */
+static int start(struct vcsim *v, const char *leaf, unsigned port, const char *args)
 {
 	struct gc_error err = GC_ERROR_INIT;
 	char *pw = NULL;
@@ -52,4 +53,57 @@ void vcsim_stop(const struct vcsim *v)
 {
 	sh("GC_VCSIM_DIR='%s' '%s/tests/sim/vcsim.sh' stop >/dev/null 2>&1", v->dir,
 	   GC_SOURCE_DIR);
+}
+
+int vcsim_setup(struct vcsim *v, const char *prog, unsigned port, const char *args)
+{
+	char leaf[128];
+
+	snprintf(leaf, sizeof(leaf), "%s-vcsim", prog);
+	for (char *p = leaf; *p != '\0'; p++)
+		if (*p == '_')
+			*p = '-';
+	if (start(v, leaf, port, args) != 0) {
+		fprintf(stderr, "%s: vcsim did not start (see %s/vcsim.log)\n", prog, v->dir);
+		return -1;
+	}
+	return 0;
+}
+
+struct gc_vcenter_opts vcsim_opts(const struct vcsim *v)
+{
+	struct gc_vcenter_opts o = {0};
+
+	o.url = v->url;
+	o.username = "gcadmin";
+	o.password_file = v->password_file;
+	o.ca_file = v->ca_file;
+	return o;
+}
+
+struct gc_vcenter_conn *vcsim_connect_opts(const struct gc_vcenter_opts *o)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_vcenter_conn *vc = NULL;
+
+	if (gc_vcenter_connect(&vc, o, &err) < 0)
+		fail_msg("connect: %s", err.msg);
+	return vc;
+}
+
+struct gc_vcenter_conn *vcsim_connect(const struct vcsim *v)
+{
+	struct gc_vcenter_opts o = vcsim_opts(v);
+
+	return vcsim_connect_opts(&o);
+}
+
+struct gc_vcenter_inventory *vcsim_observe(struct gc_vcenter_conn *vc)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_vcenter_inventory *inv = NULL;
+
+	if (gc_vcenter_observe(&inv, vc, &err) < 0)
+		fail_msg("observe: %s", err.msg);
+	return inv;
 }

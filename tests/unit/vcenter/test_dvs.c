@@ -28,42 +28,13 @@ static struct vcsim sim;
 
 static int group_setup(void **state)
 {
-	if (vcsim_start(&sim, "test-dvs-vcsim", PORT_VCSIM) != 0) {
-		fprintf(stderr, "test_dvs: vcsim did not start (see %s/vcsim.log)\n", sim.dir);
-		return -1;
-	}
-	return 0;
+	return vcsim_setup(&sim, "test_dvs", PORT_VCSIM, "");
 }
 
 static int group_teardown(void **state)
 {
 	vcsim_stop(&sim);
 	return 0;
-}
-
-static struct gc_vcenter_conn *connect_lab(void)
-{
-	struct gc_vcenter_opts o = {0};
-	struct gc_error err = GC_ERROR_INIT;
-	struct gc_vcenter_conn *vc = NULL;
-
-	o.url = sim.url;
-	o.username = "gcadmin";
-	o.password_file = sim.password_file;
-	o.ca_file = sim.ca_file;
-	if (gc_vcenter_connect(&vc, &o, &err) < 0)
-		fail_msg("connect: %s", err.msg);
-	return vc;
-}
-
-static struct gc_vcenter_inventory *observe(struct gc_vcenter_conn *vc)
-{
-	struct gc_error err = GC_ERROR_INIT;
-	struct gc_vcenter_inventory *inv = NULL;
-
-	if (gc_vcenter_observe(&inv, vc, &err) < 0)
-		fail_msg("observe: %s", err.msg);
-	return inv;
 }
 
 static void test_bodies(void **state)
@@ -118,7 +89,7 @@ static void test_bodies(void **state)
 static void test_bad_values_refused_before_sending(void **state)
 {
 	const struct gc_vcenter_dvs_uplink bad_nic[] = {{"host-21", "eth0;reboot"}};
-	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
 	struct gc_error err = GC_ERROR_INIT;
 	char moref[64];
 
@@ -160,8 +131,8 @@ static void test_bad_values_refused_before_sending(void **state)
 /* vcsim's default inventory, as the observation reads it. */
 static void test_default_network_inventory(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
-	struct gc_vcenter_inventory *inv = observe(vc);
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
+	struct gc_vcenter_inventory *inv = vcsim_observe(vc);
 	const struct gc_vcenter_dvs *d = gc_vcenter_inventory_dvs(inv, "DVS0");
 	const struct gc_vcenter_network *pg = gc_vcenter_inventory_network(inv, "DC0_DVPG0");
 	const struct gc_vcenter_network *up = gc_vcenter_inventory_network(inv, "DVS0-DVUplinks-9");
@@ -191,8 +162,8 @@ static char dvs_moref[64];
 
 static void test_create_switch_member_portgroup(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
-	struct gc_vcenter_inventory *inv = observe(vc);
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
+	struct gc_vcenter_inventory *inv = vcsim_observe(vc);
 	struct gc_error err = GC_ERROR_INIT;
 	const struct gc_vcenter_datacenter *dc = gc_vcenter_inventory_datacenter(inv, "DC0");
 	const struct gc_vcenter_host *h = gc_vcenter_inventory_host(inv, "DC0_H0");
@@ -207,7 +178,7 @@ static void test_create_switch_member_portgroup(void **state)
 					       dc->network_folder, "gc-rdma", 9000, 10000, &err),
 			 0);
 	gc_vcenter_inventory_free(inv);
-	inv = observe(vc);
+	inv = vcsim_observe(vc);
 	d = gc_vcenter_inventory_dvs(inv, "gc-rdma");
 	assert_non_null(d);
 	assert_string_equal(d->moref, dvs_moref);
@@ -218,7 +189,7 @@ static void test_create_switch_member_portgroup(void **state)
 
 	assert_int_equal(gc_vcenter_reconfigure_dvs(vc, dvs_moref, cv, 0, &up, 1, 10000, &err), 0);
 	gc_vcenter_inventory_free(inv);
-	inv = observe(vc);
+	inv = vcsim_observe(vc);
 	d = gc_vcenter_inventory_dvs(inv, "gc-rdma");
 	assert_int_equal(d->nmembers, 1);
 	assert_string_equal(d->members[0].host, host);
@@ -230,7 +201,7 @@ static void test_create_switch_member_portgroup(void **state)
 	assert_int_equal(gc_vcenter_add_portgroup(vc, dvs_moref, "gc-rdma-pg", 100, 10000, &err),
 			 0);
 	gc_vcenter_inventory_free(inv);
-	inv = observe(vc);
+	inv = vcsim_observe(vc);
 	pg = gc_vcenter_inventory_network(inv, "gc-rdma-pg");
 	assert_non_null(pg);
 	assert_string_equal(pg->type, "DistributedVirtualPortgroup");
@@ -242,7 +213,7 @@ static void test_create_switch_member_portgroup(void **state)
 						   &err),
 			 0);
 	gc_vcenter_inventory_free(inv);
-	inv = observe(vc);
+	inv = vcsim_observe(vc);
 	pg = gc_vcenter_inventory_network(inv, "gc-rdma-pg");
 	assert_int_equal(pg->vlan, 200);
 	gc_vcenter_inventory_free(inv);
@@ -252,8 +223,8 @@ static void test_create_switch_member_portgroup(void **state)
 /* A VM of the member host gets a vmxnet3 on the new port group. */
 static void test_nic_on_the_portgroup(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
-	struct gc_vcenter_inventory *inv = observe(vc);
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
+	struct gc_vcenter_inventory *inv = vcsim_observe(vc);
 	struct gc_error err = GC_ERROR_INIT;
 	const struct gc_vcenter_dvs *d = gc_vcenter_inventory_dvs(inv, "gc-rdma");
 	const struct gc_vcenter_network *pg = gc_vcenter_inventory_network(inv, "gc-rdma-pg");
@@ -268,7 +239,7 @@ static void test_nic_on_the_portgroup(void **state)
 	const struct gc_vcenter_device *dev;
 
 	assert_int_equal(gc_vcenter_reconfigure(vc, "vm-60", &c, 10000, &err), 0);
-	after = observe(vc);
+	after = vcsim_observe(vc);
 	vm = gc_vcenter_inventory_vm(after, "DC0_H0_VM1");
 	assert_int_equal(vm->ndevices, 14);
 	dev = &vm->devices[13];
@@ -285,8 +256,8 @@ static void test_nic_on_the_portgroup(void **state)
 /* A host that is a member already: the task fails with vCenter's message. */
 static void test_refused_task(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
-	struct gc_vcenter_inventory *inv = observe(vc);
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
+	struct gc_vcenter_inventory *inv = vcsim_observe(vc);
 	struct gc_error err = GC_ERROR_INIT;
 	const struct gc_vcenter_host *h = gc_vcenter_inventory_host(inv, "DC0_H0");
 	struct gc_vcenter_dvs_uplink up = {h->moref, "vmnic1"};

@@ -96,10 +96,8 @@ static int start_silent(void)
 
 static int group_setup(void **state)
 {
-	if (vcsim_start(&sim, "test-https-vcsim", PORT_VCSIM) != 0) {
-		fprintf(stderr, "test_https: vcsim did not start (see %s/vcsim.log)\n", sim.dir);
+	if (vcsim_setup(&sim, "test_https", PORT_VCSIM, "") != 0)
 		return -1;
-	}
 	if (start_selfsigned() != 0 || start_silent() != 0) {
 		fprintf(stderr, "test_https: local servers did not start\n");
 		return -1;

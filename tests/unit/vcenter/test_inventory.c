@@ -29,12 +29,7 @@ static struct vcsim sim;
 
 static int group_setup(void **state)
 {
-	if (vcsim_start(&sim, "test-inventory-vcsim", PORT_VCSIM) != 0) {
-		fprintf(stderr, "test_inventory: vcsim did not start (see %s/vcsim.log)\n",
-			sim.dir);
-		return -1;
-	}
-	return 0;
+	return vcsim_setup(&sim, "test_inventory", PORT_VCSIM, "");
 }
 
 static int group_teardown(void **state)
@@ -43,35 +38,10 @@ static int group_teardown(void **state)
 	return 0;
 }
 
-static struct gc_vcenter_conn *connect_lab(void)
-{
-	struct gc_vcenter_opts o = {0};
-	struct gc_error err = GC_ERROR_INIT;
-	struct gc_vcenter_conn *vc = NULL;
-
-	o.url = sim.url;
-	o.username = "gcadmin";
-	o.password_file = sim.password_file;
-	o.ca_file = sim.ca_file;
-	if (gc_vcenter_connect(&vc, &o, &err) < 0)
-		fail_msg("connect: %s", err.msg);
-	return vc;
-}
-
-static struct gc_vcenter_inventory *observe(struct gc_vcenter_conn *vc)
-{
-	struct gc_error err = GC_ERROR_INIT;
-	struct gc_vcenter_inventory *inv = NULL;
-
-	if (gc_vcenter_observe(&inv, vc, &err) < 0)
-		fail_msg("observe: %s", err.msg);
-	return inv;
-}
-
 static void test_default_inventory(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
-	struct gc_vcenter_inventory *inv = observe(vc);
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
+	struct gc_vcenter_inventory *inv = vcsim_observe(vc);
 	const struct gc_vcenter_datacenter *dc = gc_vcenter_inventory_datacenter(inv, "DC0");
 	const struct gc_vcenter_host *h = gc_vcenter_inventory_host(inv, "DC0_H0");
 	const struct gc_vcenter_host *c0 = gc_vcenter_inventory_host(inv, "DC0_C0_H0");
@@ -140,7 +110,7 @@ static void raw(struct gc_vcenter_conn *vc, const char *method, const char *type
  * missingSet, so the observation still succeeds. */
 static void test_template_and_maintenance(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_vcenter_inventory *inv;
 	const struct gc_vcenter_vm *vm;
@@ -148,7 +118,7 @@ static void test_template_and_maintenance(void **state)
 	assert_int_equal(gc_vcenter_power_off(vc, "vm-66", 10000, &err), 0);
 	raw(vc, "MarkAsTemplate", "VirtualMachine", "vm-66", false);
 	raw(vc, "EnterMaintenanceMode_Task", "HostSystem", "host-50", true);
-	inv = observe(vc);
+	inv = vcsim_observe(vc);
 	vm = gc_vcenter_inventory_vm(inv, "DC0_C0_RP0_VM1");
 	assert_true(vm->is_template);
 	assert_null(vm->resource_pool);

@@ -22,12 +22,7 @@ static struct vcsim sim;
 
 static int group_setup(void **state)
 {
-	if (vcsim_start_args(&sim, "test-observe-scale-vcsim", PORT_VCSIM, "--vms 500") != 0) {
-		fprintf(stderr, "test_observe_scale: vcsim did not start (see %s/vcsim.log)\n",
-			sim.dir);
-		return -1;
-	}
-	return 0;
+	return vcsim_setup(&sim, "test_observe_scale", PORT_VCSIM, "--vms 500");
 }
 
 static int group_teardown(void **state)
@@ -43,17 +38,13 @@ static int by_name(const void *a, const void *b)
 
 static void test_thousand_vms_one_round_trip(void **state)
 {
-	struct gc_vcenter_opts o = {0};
+	struct gc_vcenter_opts o = vcsim_opts(&sim);
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_vcenter_conn *vc = NULL;
 	struct gc_vcenter_inventory *inv = NULL;
 	struct gc_https_stats st;
 	const char **names;
 
-	o.url = sim.url;
-	o.username = "gcadmin";
-	o.password_file = sim.password_file;
-	o.ca_file = sim.ca_file;
 	assert_int_equal(gc_vcenter_connect(&vc, &o, &err), 0);
 	assert_int_equal(gc_vcenter_observe(&inv, vc, &err), 0);
 	assert_int_equal(inv->nvms, 1000);

@@ -28,32 +28,13 @@ static struct vcsim sim;
 
 static int group_setup(void **state)
 {
-	if (vcsim_start(&sim, "test-reconfig-vcsim", PORT_VCSIM) != 0) {
-		fprintf(stderr, "test_reconfig: vcsim did not start (see %s/vcsim.log)\n", sim.dir);
-		return -1;
-	}
-	return 0;
+	return vcsim_setup(&sim, "test_reconfig", PORT_VCSIM, "");
 }
 
 static int group_teardown(void **state)
 {
 	vcsim_stop(&sim);
 	return 0;
-}
-
-static struct gc_vcenter_conn *connect_lab(void)
-{
-	struct gc_vcenter_opts o = {0};
-	struct gc_error err = GC_ERROR_INIT;
-	struct gc_vcenter_conn *vc = NULL;
-
-	o.url = sim.url;
-	o.username = "gcadmin";
-	o.password_file = sim.password_file;
-	o.ca_file = sim.ca_file;
-	if (gc_vcenter_connect(&vc, &o, &err) < 0)
-		fail_msg("connect: %s", err.msg);
-	return vc;
 }
 
 static const struct gc_vcenter_option mmio[] = {
@@ -101,7 +82,7 @@ static void test_body_element_order(void **state)
 
 static void test_reconfigure_then_observe(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
 	struct gc_vcenter_vm_change c = {.extra_config = mmio, .nextra_config = 2,
 					 .firmware = "efi", .reservation_locked = 1};
 	struct gc_vcenter_inventory *inv = NULL;
@@ -135,7 +116,7 @@ static void test_reconfigure_then_observe(void **state)
 
 static void test_unknown_vm_is_remote_error(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
 	struct gc_vcenter_vm_change c = {.extra_config = mmio, .nextra_config = 1,
 					 .firmware = NULL, .reservation_locked = -1};
 	struct gc_error err = GC_ERROR_INIT;
@@ -149,7 +130,7 @@ static void test_unknown_vm_is_remote_error(void **state)
 
 static void test_bad_firmware_refused_before_sending(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
 	struct gc_vcenter_vm_change c = {.extra_config = NULL, .nextra_config = 0,
 					 .firmware = "uefi", .reservation_locked = -1};
 	struct gc_error err = GC_ERROR_INIT;
@@ -183,7 +164,7 @@ static void call_vm(struct gc_vcenter_conn *vc, const char *method, const char *
  * annotation) with a task that ends in NotSupported. */
 static void test_failed_task_reports_vcenter_message(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
 	struct gc_vcenter_vm_change c = {.extra_config = mmio, .nextra_config = 1,
 					 .firmware = NULL, .reservation_locked = -1};
 	struct gc_error err = GC_ERROR_INIT;
@@ -351,7 +332,7 @@ static void test_bad_devices_refused_before_sending(void **state)
 		{{.op = GC_VCENTER_DEV_REMOVE, .kind = GC_VCENTER_VGPU, .key = -100},
 		 "key -100 is not an existing device's key"},
 	};
-	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
 	struct gc_vcenter_devspec ok = gpu_devices[1];
 	char want[512];
 
@@ -391,7 +372,7 @@ static void test_add_and_remove_each_device_kind(void **state)
 	};
 	struct gc_vcenter_devspec all[6];
 	struct gc_vcenter_devspec rm[6];
-	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
 	struct gc_vcenter_inventory *inv = NULL;
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_vcenter_vm_change c = {.devices = all, .ndevices = 6, .reservation_locked = -1};
@@ -462,7 +443,7 @@ static void test_add_and_remove_each_device_kind(void **state)
 /* numCPUs and memoryMB read back as config.hardware.numCPU / memoryMB. */
 static void test_cpus_and_memory(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
 	struct gc_vcenter_inventory *inv = NULL;
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_vcenter_vm_change c = {.num_cpus = 16, .memory_mb = 131072,
@@ -483,7 +464,7 @@ static void test_cpus_and_memory(void **state)
 
 static void test_unknown_task(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
 	struct gc_error err = GC_ERROR_INIT;
 
 	assert_int_equal(gc_vcenter_task_wait(vc, "task-999999", "a task", 1000, &err),

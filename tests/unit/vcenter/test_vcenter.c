@@ -29,12 +29,8 @@ static struct vcsim sim;
 
 static int group_setup(void **state)
 {
-	if (vcsim_start_args(&sim, "test-vcenter-vcsim", PORT_VCSIM,
-			     "--host-gpus '" GC_SOURCE_DIR "/tests/sim/vcsim/host-gpus.json'") != 0) {
-		fprintf(stderr, "test_vcenter: vcsim did not start (see %s/vcsim.log)\n", sim.dir);
-		return -1;
-	}
-	return 0;
+	return vcsim_setup(&sim, "test_vcenter", PORT_VCSIM,
+			   "--host-gpus '" GC_SOURCE_DIR "/tests/sim/vcsim/host-gpus.json'");
 }
 
 static int group_teardown(void **state)
@@ -45,12 +41,8 @@ static int group_teardown(void **state)
 
 static struct gc_vcenter_opts lab_opts(void)
 {
-	struct gc_vcenter_opts o = {0};
+	struct gc_vcenter_opts o = vcsim_opts(&sim);
 
-	o.url = sim.url;
-	o.username = "gcadmin";
-	o.password_file = sim.password_file;
-	o.ca_file = sim.ca_file;
 	o.connect_timeout_ms = 5000;
 	o.timeout_ms = 20000;
 	return o;
@@ -59,12 +51,8 @@ static struct gc_vcenter_opts lab_opts(void)
 static struct gc_vcenter_conn *connect_lab(void)
 {
 	struct gc_vcenter_opts o = lab_opts();
-	struct gc_error err = GC_ERROR_INIT;
-	struct gc_vcenter_conn *vc = NULL;
 
-	if (gc_vcenter_connect(&vc, &o, &err) < 0)
-		fail_msg("connect: %s", err.msg);
-	return vc;
+	return vcsim_connect_opts(&o);
 }
 
 static void test_connect_with_ca_file(void **state)

@@ -44,42 +44,13 @@ static int group_setup(void **state)
 	      f);
 	fclose(f);
 	snprintf(args, sizeof(args), "--host-gpus '%s'", gpus);
-	if (vcsim_start_args(&sim, "test-vmops-vcsim", PORT_VCSIM, args) != 0) {
-		fprintf(stderr, "test_vmops: vcsim did not start (see %s/vcsim.log)\n", sim.dir);
-		return -1;
-	}
-	return 0;
+	return vcsim_setup(&sim, "test_vmops", PORT_VCSIM, args);
 }
 
 static int group_teardown(void **state)
 {
 	vcsim_stop(&sim);
 	return 0;
-}
-
-static struct gc_vcenter_conn *connect_lab(void)
-{
-	struct gc_vcenter_opts o = {0};
-	struct gc_error err = GC_ERROR_INIT;
-	struct gc_vcenter_conn *vc = NULL;
-
-	o.url = sim.url;
-	o.username = "gcadmin";
-	o.password_file = sim.password_file;
-	o.ca_file = sim.ca_file;
-	if (gc_vcenter_connect(&vc, &o, &err) < 0)
-		fail_msg("connect: %s", err.msg);
-	return vc;
-}
-
-static struct gc_vcenter_inventory *observe(struct gc_vcenter_conn *vc)
-{
-	struct gc_error err = GC_ERROR_INIT;
-	struct gc_vcenter_inventory *inv = NULL;
-
-	if (gc_vcenter_observe(&inv, vc, &err) < 0)
-		fail_msg("observe: %s", err.msg);
-	return inv;
 }
 
 /* "<task-id>): rest" after the task id in err.msg, which must start with prefix. */
@@ -128,8 +99,8 @@ static void test_clone_and_relocate_bodies(void **state)
  */
 static void test_clone_then_relocate(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
-	struct gc_vcenter_inventory *inv = observe(vc);
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
+	struct gc_vcenter_inventory *inv = vcsim_observe(vc);
 	struct gc_error err = GC_ERROR_INIT;
 	const struct gc_vcenter_datacenter *dc = gc_vcenter_inventory_datacenter(inv, "DC0");
 	const struct gc_vcenter_vm *src = gc_vcenter_inventory_vm(inv, "DC0_H0_VM1");
@@ -151,7 +122,7 @@ static void test_clone_then_relocate(void **state)
 	assert_memory_equal(moref, "vm-", 3);
 	gc_vcenter_inventory_free(inv);
 
-	inv = observe(vc);
+	inv = vcsim_observe(vc);
 	vm = gc_vcenter_inventory_vm(inv, "clone-01");
 	assert_non_null(vm);
 	assert_string_equal(vm->moref, moref);
@@ -164,7 +135,7 @@ static void test_clone_then_relocate(void **state)
 	gc_vcenter_inventory_free(inv);
 
 	assert_int_equal(gc_vcenter_relocate(vc, moref, next_host, NULL, 10000, &err), 0);
-	inv = observe(vc);
+	inv = vcsim_observe(vc);
 	vm = gc_vcenter_inventory_vm(inv, "clone-01");
 	assert_string_equal(vm->host_moref, next_host);
 	assert_string_equal(vm->host_name, "DC0_C0_H0");
@@ -186,7 +157,7 @@ static void assert_power(struct gc_vcenter_conn *vc, const char *vm, const char 
 
 static void test_power_off_on_and_shutdown(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_vcenter_inventory *inv;
 	char prefix[256];
@@ -194,7 +165,7 @@ static void test_power_off_on_and_shutdown(void **state)
 	assert_power(vc, "vm-57", "poweredOn");
 	assert_int_equal(gc_vcenter_power_off(vc, "vm-57", 10000, &err), 0);
 	assert_power(vc, "vm-57", "poweredOff");
-	inv = observe(vc);
+	inv = vcsim_observe(vc);
 	assert_string_equal(gc_vcenter_inventory_vm(inv, "DC0_H0_VM0")->power_state, "poweredOff");
 	gc_vcenter_inventory_free(inv);
 
@@ -226,7 +197,7 @@ static void test_power_off_on_and_shutdown(void **state)
 
 static void test_unknown_vm(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
 	struct gc_error err = GC_ERROR_INIT;
 	char s[32];
 
@@ -246,8 +217,8 @@ static void test_unknown_vm(void **state)
  * enabled, active passthrough device with the host's systemId. */
 static void test_query_pci(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
-	struct gc_vcenter_inventory *inv = observe(vc);
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
+	struct gc_vcenter_inventory *inv = vcsim_observe(vc);
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_vcenter_pci_target *t = (void *)1;
 	size_t n = 99;
@@ -377,8 +348,8 @@ static void *work(void *arg)
 
 static void test_threads_share_one_connection(void **state)
 {
-	struct gc_vcenter_conn *vc = connect_lab();
-	struct gc_vcenter_inventory *inv = observe(vc);
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
+	struct gc_vcenter_inventory *inv = vcsim_observe(vc);
 	const struct gc_vcenter_vm *src = gc_vcenter_inventory_vm(inv, "DC0_C0_RP0_VM0");
 	const struct gc_vcenter_datacenter *dc = gc_vcenter_inventory_datacenter(inv, "DC0");
 	struct worker w[THREADS];
@@ -398,7 +369,7 @@ static void test_threads_share_one_connection(void **state)
 		assert_string_equal(w[i].state, "poweredOn");
 	}
 	gc_vcenter_inventory_free(inv);
-	inv = observe(vc);
+	inv = vcsim_observe(vc);
 	for (int i = 0; i < THREADS; i++) {
 		char name[32];
 		const struct gc_vcenter_vm *vm;
