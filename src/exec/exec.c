@@ -474,6 +474,33 @@ static void skip_action(struct run *r, struct tslot *s, const struct gc_action *
 }
 
 /*
+ * Under r->mu: settle a pending action that cannot run (stop, out of
+ * scope, its target or a prerequisite failed) and return -1; else 1 when
+ * it is ready, 0 when it waits for another action.
+ */
+static int triage(struct run *r, struct tslot *s, const struct gc_action *a)
+{
+	int rd = readiness(r, a);
+
+	if (r->stop) {
+		skip_action(r, s, a, r->rep->interrupted ? "interrupted" : "not started: --fail-fast");
+	} else if (s->drv == NULL || !gc_exec_selected(r->ctx.opts, s->target->kind)) {
+		r->st[a->seq - 1] = A_OUT_OF_SCOPE;
+		r->rep->out_of_scope++;
+		r->remaining--;
+	} else if (s->failed) {
+		skip_action(r, s, a, "target failed earlier");
+	} else if (rd == -1) {
+		skip_action(r, s, a, "a prerequisite failed");
+	} else if (rd == -2) {
+		skip_action(r, s, a, "needs an action on a target kind not selected");
+	} else {
+		return rd;
+	}
+	return -1;
+}
+
+/*
  * Under r->mu, for a target with lanes: the first pending action of this
  * wave's list that is ready, skipping (as the plain scheduler does) the
  * doomed ones on the way.  Blocked actions do not stop the scan: another
@@ -492,22 +519,9 @@ static const struct gc_action *pick_lane(struct run *r, struct tslot *s,
 				r->next[i]++;
 			continue;
 		}
-		rd = readiness(r, a);
-		if (r->stop) {
-			skip_action(r, s, a, r->rep->interrupted ? "interrupted" : "not started: --fail-fast");
-		} else if (s->drv == NULL || !gc_exec_selected(r->ctx.opts, s->target->kind)) {
-			r->st[a->seq - 1] = A_OUT_OF_SCOPE;
-			r->rep->out_of_scope++;
-			r->remaining--;
-		} else if (s->failed) {
-			skip_action(r, s, a, "target failed earlier");
-		} else if (rd == -1) {
-			skip_action(r, s, a, "a prerequisite failed");
-		} else if (rd == -2) {
-			skip_action(r, s, a, "needs an action on a target kind not selected");
-		} else if (rd == 1) {
+		rd = triage(r, s, a);
+		if (rd == 1)
 			return a;
-		}
 	}
 	return NULL;
 }
@@ -544,28 +558,15 @@ static void *apply_worker(void *arg)
 			}
 			while (r->next[i] < pt->nactions && !s->busy) {
 				const struct gc_action *a = pt->actions[r->next[i]];
-				int rd = readiness(r, a);
+				int rd = triage(r, s, a);
 
-				if (r->stop) {
-					skip_action(r, s, a, r->rep->interrupted ? "interrupted"
-										 : "not started: --fail-fast");
-				} else if (s->drv == NULL || !gc_exec_selected(r->ctx.opts, s->target->kind)) {
-					r->st[a->seq - 1] = A_OUT_OF_SCOPE;
-					r->rep->out_of_scope++;
-					r->remaining--;
-				} else if (s->failed) {
-					skip_action(r, s, a, "target failed earlier");
-				} else if (rd == -1) {
-					skip_action(r, s, a, "a prerequisite failed");
-				} else if (rd == -2) {
-					skip_action(r, s, a, "needs an action on a target kind not selected");
-				} else if (rd == 1) {
+				if (rd == 1) {
 					pick = s;
 					act = a;
 					break;
-				} else {
-					break; /* blocked on another target: look elsewhere */
 				}
+				if (rd == 0)
+					break; /* blocked on another target: look elsewhere */
 				r->next[i]++;
 			}
 			if (pick != NULL && !pick->lanes) {
