@@ -29,6 +29,12 @@ static void sleep_ms(unsigned ms)
 }
 
 
+static bool backing_is_dynamic(const struct gc_vcenter_device *d)
+{
+	return d->backing_type != NULL &&
+	       strcmp(d->backing_type, "VirtualPCIPassthroughDynamicBackingInfo") == 0;
+}
+
 /* Prefix the VM's name to a failure (vCenter's message stays the cause). */
 static int vm_fail(int rc, struct gc_error *err, const char *vm)
 {
@@ -367,6 +373,44 @@ static int vm_device(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_
 	return vm_fail(reconfigure(c, ctx, v, vm, &ch, err), err, v->name);
 }
 
+/*
+ * Remove a device the spec no longer names (a delete of the planner's; the
+ * id says which, gc_vcdrv_extra_id()).  A device that is gone already
+ * (removed by hand, or by an earlier try whose reply was lost) is done.
+ */
+static int vm_device_remove(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_vm *v,
+			    const struct gc_action *a, struct gc_error *err)
+{
+	const struct gc_vcenter_inventory *inv = gc_vcdrv_snapshot(c);
+	const struct gc_vcenter_vm *vm = gc_vcdrv_find_vm(c, ctx, &inv, v->name, err);
+	const struct gc_vcenter_device *old;
+	struct gc_vcenter_devspec d;
+	struct gc_vcenter_vm_change ch;
+	enum gc_res_kind kind;
+
+	if (vm == NULL)
+		return vm_fail(GC_EREMOTE, err, v->name);
+	old = gc_vcdrv_extra_device(vm, v->name, a->resource_id);
+	if (old == NULL) {
+		gc_drv_note(ctx, c->t, "%s: already gone", a->resource_id);
+		return 0;
+	}
+	kind = gc_vcdrv_owned_kind(old);
+	memset(&d, 0, sizeof(d));
+	d.op = GC_VCENTER_DEV_REMOVE;
+	d.key = old->key;
+	/* the remove names the device's own type: one xsi:type per kind */
+	d.kind = kind == GC_RES_VM_NIC_SRIOV    ? GC_VCENTER_NIC_SRIOV
+		 : kind == GC_RES_VM_NIC_PVRDMA ? GC_VCENTER_NIC_PVRDMA
+		 : kind == GC_RES_VM_DEVICE_VGPU
+			 ? GC_VCENTER_VGPU
+			 : (backing_is_dynamic(old) ? GC_VCENTER_PCI_DYNAMIC : GC_VCENTER_PCI_STATIC);
+	change_init(&ch);
+	ch.devices = &d;
+	ch.ndevices = 1;
+	return vm_fail(reconfigure(c, ctx, v, vm, &ch, err), err, v->name);
+}
+
 static int vm_hw(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_vm *v,
 		 const struct gc_resource *r, struct gc_error *err)
 {
@@ -631,6 +675,9 @@ static int apply_resource(struct vc_conn *c, struct gc_drv_ctx *ctx, const struc
 	const struct gc_vm *v;
 	int rc;
 
+	if (a->op == GC_OP_DELETE && a->vm != NULL && (v = gc_cluster_vm(c->c, a->vm)) != NULL &&
+	    a->res_kind != GC_RES_VM)
+		return vm_device_remove(c, ctx, v, a, err);
 	if (a->op == GC_OP_DELETE || r == NULL)
 		return gc_error_set(err, GC_ENOTSUP, "%s: removing %s is not supported",
 				    gc_vcenter_target(c->vc), a->resource_id);

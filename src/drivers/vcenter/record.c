@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gc/pattern.h"
 #include "vcdrv.h"
 
 /* ---------------------------------------------------------------- matching */
@@ -209,6 +210,8 @@ struct rec {
 	struct gc_observed *obs;
 	const struct gc_vcenter_inventory *inv;
 	const struct gc_cluster *c;
+	const struct gc_resource *const *res;
+	size_t nres;
 	struct gc_buf *problems;
 };
 
@@ -243,19 +246,40 @@ static const char *nic_network(const struct gc_vcenter_inventory *inv,
 	return d->network;
 }
 
-static void record_nic(struct rec *x, const struct gc_resource *r, const struct gc_vcenter_device *d)
+/* What a device itself says, under resource id `id` of kind `kind`: the
+ * same keys the graph builder gives that kind. */
+static void record_device(struct rec *x, const char *id, enum gc_res_kind kind,
+			  const struct gc_vcenter_device *d)
 {
 	bool dist;
-	const char *net = nic_network(x->inv, d, &dist);
+	const char *net;
+	char pci_id[16];
 
-	gc_observed_add(x->obs, r->id);
-	/* the spec says port_group for a distributed port group and network
-	 * for a standard one: record under the key the backing really is */
-	set_if(x->obs, r->id, dist ? "port_group" : "network", net);
-	if (r->kind == GC_RES_VM_NIC_SRIOV)
-		set_if(x->obs, r->id, "pf", d->sriov_pf);
-	if (r->kind == GC_RES_VM_NIC_PVRDMA)
-		set_if(x->obs, r->id, "protocol", d->device_protocol);
+	gc_observed_add(x->obs, id);
+	if (kind == GC_RES_VM_DEVICE_PCI) {
+		if (backing_is(d, "VirtualPCIPassthroughDynamicBackingInfo")) {
+			snprintf(pci_id, sizeof(pci_id), "%04x:%04x",
+				 (unsigned)(uint16_t)d->allowed_vendor_id,
+				 (unsigned)(uint16_t)d->allowed_device_id);
+			gc_observed_set(x->obs, id, "pci_id", pci_id);
+		} else {
+			set_if(x->obs, id, "host_pci", d->pci_id);
+		}
+		return;
+	}
+	if (kind == GC_RES_VM_DEVICE_VGPU) {
+		set_if(x->obs, id, "profile", d->vgpu);
+		return;
+	}
+	/* a NIC.  The spec says port_group for a distributed port group and
+	 * network for a standard one: record under the key the backing
+	 * really is */
+	net = nic_network(x->inv, d, &dist);
+	set_if(x->obs, id, dist ? "port_group" : "network", net);
+	if (kind == GC_RES_VM_NIC_SRIOV)
+		set_if(x->obs, id, "pf", d->sriov_pf);
+	if (kind == GC_RES_VM_NIC_PVRDMA)
+		set_if(x->obs, id, "protocol", d->device_protocol);
 }
 
 static void record_vm_part(struct rec *x, const struct gc_resource *r, const struct gc_vm *v,
@@ -302,16 +326,7 @@ static void record_vm_part(struct rec *x, const struct gc_resource *r, const str
 		d = gc_vcdrv_device(x->inv, vm, v, r);
 		if (d == NULL)
 			break;
-		gc_observed_add(x->obs, r->id);
-		if (gc_resource_prop(r, "host_pci") != NULL) {
-			gc_observed_set(x->obs, r->id, "host_pci", d->pci_id);
-		} else {
-			char id[16];
-
-			snprintf(id, sizeof(id), "%04x:%04x", (unsigned)(uint16_t)d->allowed_vendor_id,
-				 (unsigned)(uint16_t)d->allowed_device_id);
-			gc_observed_set(x->obs, r->id, "pci_id", id);
-		}
+		record_device(x, r->id, r->kind, d);
 		/* a GPU or a NIC: what the spec said sits at that address */
 		set_if(x->obs, r->id, "device", gc_resource_prop(r, "device"));
 		break;
@@ -319,8 +334,7 @@ static void record_vm_part(struct rec *x, const struct gc_resource *r, const str
 		d = gc_vcdrv_device(x->inv, vm, v, r);
 		if (d == NULL)
 			break;
-		gc_observed_add(x->obs, r->id);
-		set_if(x->obs, r->id, "profile", d->vgpu);
+		record_device(x, r->id, r->kind, d);
 		/* which physical GPU a vGPU runs on is the host's choice at power-on */
 		set_if(x->obs, r->id, "host_pci", gc_resource_prop(r, "host_pci"));
 		break;
@@ -329,7 +343,7 @@ static void record_vm_part(struct rec *x, const struct gc_resource *r, const str
 	case GC_RES_VM_NIC_VMXNET3:
 		d = gc_vcdrv_device(x->inv, vm, v, r);
 		if (d != NULL)
-			record_nic(x, r, d);
+			record_device(x, r->id, r->kind, d);
 		break;
 	case GC_RES_VM_POWER: /* recorded with the VM (gc_observed_set_vm) */
 	case GC_RES_ESXI_NTP:
@@ -438,11 +452,103 @@ static void record_portgroup(struct rec *x, const struct gc_resource *r)
 	}
 }
 
+/* ---------------------------------------------------------------- what the spec stops naming */
+
+enum gc_res_kind gc_vcdrv_owned_kind(const struct gc_vcenter_device *d)
+{
+	if (type_is(d, "VirtualPCIPassthrough")) {
+		if (backing_is(d, "VirtualPCIPassthroughDeviceBackingInfo") ||
+		    backing_is(d, "VirtualPCIPassthroughDynamicBackingInfo"))
+			return GC_RES_VM_DEVICE_PCI;
+		if (backing_is(d, "VirtualPCIPassthroughVmiopBackingInfo"))
+			return GC_RES_VM_DEVICE_VGPU;
+		return GC_RES__COUNT; /* a backing we do not know: not ours */
+	}
+	if (type_is(d, "VirtualSriovEthernetCard"))
+		return GC_RES_VM_NIC_SRIOV;
+	if (type_is(d, "VirtualVmxnet3Vrdma"))
+		return GC_RES_VM_NIC_PVRDMA;
+	/* vmxnet3 and every other adapter: a template's management NIC is
+	 * the guest's way in, so what the spec does not name stays */
+	return GC_RES__COUNT;
+}
+
+char *gc_vcdrv_extra_id(const char *vm, const struct gc_vcenter_device *d)
+{
+	enum gc_res_kind kind = gc_vcdrv_owned_kind(d);
+	const char *seg = kind == GC_RES_VM_DEVICE_PCI    ? "device.pci"
+			  : kind == GC_RES_VM_DEVICE_VGPU ? "device.vgpu"
+			  : kind == GC_RES_VM_NIC_SRIOV   ? "nic.sriov"
+			  : kind == GC_RES_VM_NIC_PVRDMA  ? "nic.pvrdma"
+							  : NULL;
+
+	if (seg == NULL)
+		return NULL;
+	/* the address names a static GPU as the spec would; anything else
+	 * (and an address vCenter sent in another shape) by its device key,
+	 * which vCenter never gives to another device of the VM */
+	if (backing_is(d, "VirtualPCIPassthroughDeviceBackingInfo") && d->pci_id != NULL &&
+	    gc_valid_pci(d->pci_id))
+		return gc_xasprintf("vm/%s/%s/%s", vm, seg, d->pci_id);
+	return gc_xasprintf("vm/%s/%s/key-%d", vm, seg, d->key);
+}
+
+const struct gc_vcenter_device *gc_vcdrv_extra_device(const struct gc_vcenter_vm *vm,
+						      const char *name, const char *id)
+{
+	for (size_t i = 0; vm != NULL && i < vm->ndevices; i++) {
+		char *mine = gc_vcdrv_extra_id(name, &vm->devices[i]);
+		bool same = mine != NULL && strcmp(mine, id) == 0;
+
+		free(mine);
+		if (same)
+			return &vm->devices[i];
+	}
+	return NULL;
+}
+
+/*
+ * Record, under ids the graph does not have, the devices of VM v that are
+ * of a kind the spec owns (passthrough and vGPU devices, SR-IOV and PVRDMA
+ * adapters) but that no spec item claims: the planner deletes them.
+ */
+static void record_extras(struct rec *x, const struct gc_vm *v, const struct gc_vcenter_vm *vm)
+{
+	const struct gc_vcenter_device **claimed = gc_xcalloc(vm->ndevices + 1, sizeof(*claimed));
+	size_t nclaimed = 0;
+
+	for (size_t i = 0; i < x->nres; i++) {
+		const struct gc_resource *r = x->res[i];
+		const struct gc_vcenter_device *d;
+
+		if (r->vm == NULL || strcmp(r->vm, v->name) != 0 || nclaimed == vm->ndevices)
+			continue;
+		if (r->kind != GC_RES_VM_DEVICE_PCI && r->kind != GC_RES_VM_DEVICE_VGPU &&
+		    r->kind != GC_RES_VM_NIC_SRIOV && r->kind != GC_RES_VM_NIC_PVRDMA &&
+		    r->kind != GC_RES_VM_NIC_VMXNET3)
+			continue;
+		if ((d = gc_vcdrv_device(x->inv, vm, v, r)) != NULL)
+			claimed[nclaimed++] = d;
+	}
+	for (size_t i = 0; i < vm->ndevices; i++) {
+		const struct gc_vcenter_device *d = &vm->devices[i];
+		char *id = gc_vcdrv_extra_id(v->name, d);
+		bool mine = false;
+
+		for (size_t j = 0; j < nclaimed && !mine; j++)
+			mine = claimed[j] == d;
+		if (id != NULL && !mine)
+			record_device(x, id, gc_vcdrv_owned_kind(d), d);
+		free(id);
+	}
+	free(claimed);
+}
+
 void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,
 		     const struct gc_cluster *c, const struct gc_resource *const *res, size_t nres,
 		     struct gc_buf *problems)
 {
-	struct rec x = {obs, inv, c, problems};
+	struct rec x = {obs, inv, c, res, nres, problems};
 
 	if (c != NULL && c->vcenter != NULL && c->vcenter->datacenter != NULL &&
 	    gc_vcenter_inventory_datacenter(inv, c->vcenter->datacenter) == NULL)
@@ -456,5 +562,14 @@ void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory 
 			record_portgroup(&x, r);
 		else if (r->vm != NULL)
 			record_vm(&x, r);
+	}
+	for (size_t i = 0; i < nres; i++) {
+		const struct gc_resource *r = res[i];
+		const struct gc_vm *v;
+		const struct gc_vcenter_vm *vm;
+
+		if (r->kind == GC_RES_VM && (v = gc_cluster_vm(c, r->vm)) != NULL &&
+		    (vm = gc_vcdrv_vm(inv, r->vm)) != NULL)
+			record_extras(&x, v, vm);
 	}
 }

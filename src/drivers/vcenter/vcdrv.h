@@ -51,9 +51,28 @@ bool gc_vcdrv_pci_id(const char *s, unsigned *vendor, unsigned *device);
 bool gc_vcdrv_is_nic(const struct gc_vcenter_device *d, enum gc_res_kind kind);
 
 /*
+ * What the spec stops naming.  The spec owns, on each VM it names, every
+ * passthrough device (static or dynamic), vGPU, SR-IOV and PVRDMA adapter:
+ * one that no spec item claims is recorded under an id the graph does not
+ * have, and the planner deletes it.  vmxnet3 and other adapters are never
+ * removed (a template's management NIC is the guest's way in), nor are
+ * VMs the spec does not name.
+ */
+/* The resource kind a device of that type is owned as, or GC_RES__COUNT. */
+enum gc_res_kind gc_vcdrv_owned_kind(const struct gc_vcenter_device *d);
+/* "vm/<vm>/device.pci/<pci>" for a static passthrough device, else
+ * "vm/<vm>/<kind>/key-<device key>"; NULL when the device is not owned.
+ * The caller frees it. */
+char *gc_vcdrv_extra_id(const char *vm, const struct gc_vcenter_device *d);
+/* The device of `vm` (named `name` in the spec) whose extra id is `id`, or NULL. */
+const struct gc_vcenter_device *gc_vcdrv_extra_device(const struct gc_vcenter_vm *vm,
+						      const char *name, const char *id);
+
+/*
  * Record what the inventory says about the resources res[0..nres) of the
  * vCenter target: VMs (and their power state and host), hardware, extra
- * config, devices, distributed switches and port groups.  `problems` gets
+ * config, devices (and the owned devices no spec item claims, above),
+ * distributed switches and port groups.  `problems` gets
  * one line for each thing the spec names that vCenter does not have.
  */
 void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,

@@ -29,7 +29,7 @@ struct fix {
 	char host_names[8][8], host_morefs[8][16];
 	struct gc_vcenter_datacenter dc;
 	struct gc_vcenter_vm vm[2]; /* worker-01, the template */
-	struct gc_vcenter_device dev[8];
+	struct gc_vcenter_device dev[10];
 	struct gc_vcenter_option opt[4];
 	struct gc_observed *obs;
 	struct gc_buf problems;
@@ -230,6 +230,92 @@ static void test_problems_name_what_vcenter_lacks(void **state)
 			    "VM 'worker-08': no template or VM named 'ubuntu-22.04-template' to clone\n");
 }
 
+/* Every observed id under vm/worker-01/, one per line, in store order. */
+static char *vm_ids(struct fix *f)
+{
+	struct gc_buf b = GC_BUF_INIT;
+
+	for (size_t i = 0; i < gc_observed_nresources(f->obs); i++) {
+		const struct gc_observed_resource *o = gc_observed_resource_at(f->obs, i);
+
+		if (strncmp(o->id, "vm/worker-01/", 13) == 0)
+			gc_buf_printf(&b, "%s\n", o->id);
+	}
+	gc_buf_puts(&b, "");
+	return gc_buf_take(&b);
+}
+
+static void test_owned_devices_the_spec_does_not_name_are_recorded_for_removal(void **state)
+{
+	struct fix *f = *state;
+	char *ids;
+
+	/* added by hand: a second GPU, a vGPU, a second VF, a PVRDMA adapter,
+	 * a second vmxnet3, a passthrough of a backing we do not know, and a
+	 * GPU whose address vCenter sent in a shape we do not accept */
+	f->dev[3] = (struct gc_vcenter_device){.key = 4003, .type = "VirtualPCIPassthrough",
+					       .backing_type = "VirtualPCIPassthroughDeviceBackingInfo",
+					       .pci_id = "0000:af:00.0", .vendor_id = 4318};
+	f->dev[4] = (struct gc_vcenter_device){.key = 4004, .type = "VirtualPCIPassthrough",
+					       .backing_type = "VirtualPCIPassthroughVmiopBackingInfo",
+					       .vgpu = "grid_v100dx-32c"};
+	f->dev[5] = f->dev[2];
+	f->dev[5].key = 4005;
+	f->dev[5].network = "VM Network";
+	f->dev[6] = (struct gc_vcenter_device){.key = 4006, .type = "VirtualVmxnet3Vrdma",
+					       .backing_type = "VirtualEthernetCardNetworkBackingInfo",
+					       .network = "rdma-net", .device_protocol = "rocev2"};
+	f->dev[7] = f->dev[0];
+	f->dev[7].key = 4007;
+	f->dev[8] = (struct gc_vcenter_device){.key = 4008, .type = "VirtualPCIPassthrough",
+					       .backing_type = "VirtualPCIPassthroughPluginBackingInfo"};
+	f->dev[9] = f->dev[3];
+	f->dev[9].key = 4009;
+	f->dev[9].pci_id = "0000:d8:00.0;reboot";
+	f->vm[0].ndevices = 10;
+	record(f);
+
+	ids = vm_ids(f);
+	assert_string_equal(ids, "vm/worker-01/power\n"
+				 "vm/worker-01/hw\n"
+				 "vm/worker-01/extra_config\n"
+				 "vm/worker-01/device.pci/0000:3b:00.0\n"
+				 "vm/worker-01/nic.vmxnet3/0\n"
+				 "vm/worker-01/nic.sriov/1\n"
+				 "vm/worker-01/device.pci/0000:af:00.0\n"
+				 "vm/worker-01/device.vgpu/key-4004\n"
+				 "vm/worker-01/nic.sriov/key-4005\n"
+				 "vm/worker-01/nic.pvrdma/key-4006\n"
+				 "vm/worker-01/device.pci/key-4009\n");
+	free(ids);
+	/* the spec's own devices are still the ones it claimed */
+	assert_same(f, "vm/worker-01/device.pci/0000:3b:00.0", "");
+	assert_same(f, "vm/worker-01/nic.sriov/1", "");
+	assert_string_equal(gc_observed_get(f->obs, "vm/worker-01/device.pci/0000:af:00.0", "host_pci"),
+			    "0000:af:00.0");
+	assert_string_equal(gc_observed_get(f->obs, "vm/worker-01/device.vgpu/key-4004", "profile"),
+			    "grid_v100dx-32c");
+	assert_string_equal(gc_observed_get(f->obs, "vm/worker-01/nic.sriov/key-4005", "pf"),
+			    "0000:5e:00.0");
+	assert_string_equal(gc_observed_get(f->obs, "vm/worker-01/nic.sriov/key-4005", "network"),
+			    "VM Network");
+	assert_string_equal(gc_observed_get(f->obs, "vm/worker-01/nic.pvrdma/key-4006", "protocol"),
+			    "rocev2");
+	/* and the driver finds each by the same id, and nothing else */
+	assert_ptr_equal(gc_vcdrv_extra_device(&f->vm[0], "worker-01",
+					       "vm/worker-01/device.pci/0000:af:00.0"),
+			 &f->dev[3]);
+	assert_ptr_equal(gc_vcdrv_extra_device(&f->vm[0], "worker-01",
+					       "vm/worker-01/device.pci/key-4009"),
+			 &f->dev[9]);
+	assert_ptr_equal(gc_vcdrv_extra_device(&f->vm[0], "worker-01",
+					       "vm/worker-01/nic.pvrdma/key-4006"),
+			 &f->dev[6]);
+	assert_null(gc_vcdrv_extra_device(&f->vm[0], "worker-01", "vm/worker-01/nic.vmxnet3/key-4007"));
+	assert_null(gc_vcdrv_extra_device(&f->vm[0], "worker-01", "vm/worker-01/device.pci/key-4008"));
+	assert_null(gc_vcdrv_extra_device(&f->vm[0], "worker-02", "vm/worker-01/device.pci/key-4009"));
+}
+
 static void test_dynamic_ids_parse_strictly(void **state)
 {
 	unsigned v = 0, d = 0;
@@ -255,6 +341,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_a_template_of_the_same_name_is_not_the_vm, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_problems_name_what_vcenter_lacks, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_owned_devices_the_spec_does_not_name_are_recorded_for_removal, setup,
+			teardown),
 		cmocka_unit_test(test_dynamic_ids_parse_strictly),
 	};
 
