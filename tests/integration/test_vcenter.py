@@ -68,13 +68,35 @@ class VcenterLab(LabCase):
         self.assertEqual(vm["cpus"], cpus, name)
         self.assertEqual(vm["memory_mb"], memory_gb * 1024, name)
 
-    def reapply_changes_nothing(self):
-        r = self.gc("apply", "--only", self.only, "--json", check=0)
+    def reapply_changes_nothing(self, spec=None):
+        r = self.gc("apply", "--only", self.only, "--json", spec=spec, check=0)
         rep = json.loads(r.stdout)
         self.assertEqual(rep["changing_commands"], 0, r.stdout)
         self.assertEqual(rep["done"], 0, r.stdout)
-        r = self.plan(check=0)
+        r = self.plan(spec=spec, check=0)
         self.assertIn("No changes.", r.stdout)
+
+    def spec_variant(self, edit):
+        import yaml
+        with open(self.specfile, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+        edit(doc)
+        path = os.path.join(self.lab, "variant-%s.yaml" % self._testMethodName)
+        with open(path, "w", encoding="utf-8") as f:
+            yaml.safe_dump(doc, f)
+        return path
+
+    def vcenter_steps(self, plan_out):
+        """The vCenter target's step lines of a text plan, in order."""
+        lines = plan_out.splitlines()
+        start = lines.index("  vcenter vcenter")
+        steps = []
+        for l in lines[start + 1:]:
+            if not l.startswith("    "):
+                break
+            if l[4] in "+~->":
+                steps.append(l[4:])
+        return steps
 
 
 class ApplyVmsRoce(VcenterLab):
@@ -156,16 +178,6 @@ class ApplyVmsRoce(VcenterLab):
         self.assertFalse(self.state("esx02")["maintenance"])
         self.reapply_changes_nothing()
 
-    def spec_variant(self, edit):
-        import yaml
-        with open(self.specfile, encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
-        edit(doc)
-        path = os.path.join(self.lab, "variant-%s.yaml" % self._testMethodName)
-        with open(path, "w", encoding="utf-8") as f:
-            yaml.safe_dump(doc, f)
-        return path
-
     def test_untrusted_certificate_is_refused_and_nothing_changes(self):
         # the lab's CA is not in the system store: without ca_file, no trust
         spec = self.spec_variant(lambda d: d["vcenter"].pop("ca_file"))
@@ -243,6 +255,26 @@ class ApplyVmsVgpu(VcenterLab):
 
 
 
+    def test_a_vgpu_added_by_hand_is_removed_with_the_vm_off(self):
+        self.apply()
+        self.vc("worker-02", "add-vgpu", "grid_t4-8c")
+        key = [d["key"] for d in self.devices(self.show("worker-02"), "VirtualPCIPassthrough")
+               if d["backing"]["vgpu"] == "grid_t4-8c"][0]
+        r = self.plan(check=2)
+        gone = "- vm/worker-02/device.vgpu/key-%d  [VM off]" % key
+        self.assertEqual(self.vcenter_steps(r.stdout),
+                         ["> power off worker-02 (guest shutdown)", gone, "> power on worker-02"],
+                         r.stdout)
+        self.assertIn("profile: grid_t4-8c → (removed)", r.stdout)
+        self.assertIn("Plan: 0 to add, 0 to change, 1 to destroy", r.stdout)
+        self.apply()
+        vm = self.show("worker-02")
+        self.assertEqual([d["backing"]["vgpu"] for d in self.devices(vm, "VirtualPCIPassthrough")],
+                         ["grid_t4-16c"])
+        self.assertEqual(vm["power"], "poweredOn")
+        self.reapply_changes_nothing()
+
+
 class ApplyVmsMultiGpu(VcenterLab):
     """One VM with a static passthrough GPU and a dynamic DirectPath one
     (vendor:device, ESXi picks a free GPU of that id at power-on)."""
@@ -267,6 +299,51 @@ class ApplyVmsMultiGpu(VcenterLab):
              {"vendorId": 4318, "deviceId": "7604"}),
         ])
         self.reapply_changes_nothing()
+
+    def gpus(self):
+        return sorted((d["backing"]["type"], d["backing"].get("id"))
+                      for d in self.devices(self.show("trainer"), "VirtualPCIPassthrough"))
+
+    def test_a_gpu_added_by_hand_is_drift_and_apply_removes_it(self):
+        self.apply()
+        before = self.gpus()
+        self.vc("trainer", "add-pci", "0000:d8:00.0")
+        r = self.plan(check=2)
+        self.assertEqual(self.vcenter_steps(r.stdout), [
+            "> power off trainer (guest shutdown)",
+            "- vm/trainer/device.pci/0000:d8:00.0  [VM off]",
+            "> power on trainer"], r.stdout)
+        self.assertIn("host_pci: 0000:d8:00.0 → (removed)", r.stdout)
+        self.assertIn("Plan: 0 to add, 0 to change, 1 to destroy", r.stdout)
+        self.apply()
+        self.assertEqual(self.gpus(), before)
+        self.assertEqual(self.show("trainer")["power"], "poweredOn")
+        self.reapply_changes_nothing()
+
+    def test_a_gpu_the_spec_stops_naming_is_removed(self):
+        self.apply()
+        dyn = [d["key"] for d in self.devices(self.show("trainer"), "VirtualPCIPassthrough")
+               if d["backing"]["type"] == "VirtualPCIPassthroughDynamicBackingInfo"][0]
+
+        def one_gpu(d):
+            d["vms"][0]["gpus"] = d["vms"][0]["gpus"][:1]
+        spec = self.spec_variant(one_gpu)
+        r = self.plan(spec=spec, check=2)
+        # one 16 GB GPU left: the MMIO window shrinks to the next power of two, 32 GB
+        self.assertEqual(self.vcenter_steps(r.stdout), [
+            "> power off trainer (guest shutdown)",
+            "~ vm/trainer/extra_config  [VM off]",
+            "- vm/trainer/device.pci/key-%d  [VM off]" % dyn,
+            "> power on trainer"], r.stdout)
+        self.assertIn("pciPassthru.64bitMMIOSizeGB: 64 → 32", r.stdout)
+        self.assertIn("pci_id: 10de:1db4 → (removed)", r.stdout)
+        self.assertIn("Plan: 0 to add, 1 to change, 1 to destroy", r.stdout)
+        self.apply(spec=spec)
+        self.assertEqual(self.gpus(), [("VirtualPCIPassthroughDeviceBackingInfo", "0000:3b:00.0")])
+        vm = self.show("trainer")
+        self.assertEqual(vm["extra_config"]["pciPassthru.64bitMMIOSizeGB"], "32")
+        self.assertEqual(vm["power"], "poweredOn")
+        self.reapply_changes_nothing(spec=spec)
 
 if __name__ == "__main__":
     unittest.main()

@@ -6,6 +6,8 @@
               firmware efi|bios
               reservation-lock true|false
               remove-device LABEL_OR_TYPE   (every device with that label or xsi:type)
+              add-pci PCI          (static passthrough of a device the VM's host offers)
+              add-vgpu PROFILE     (a vGPU of that profile)
               power on|off
               cpus N
     vcsim_edit.py ... show VM             the VM as JSON
@@ -430,6 +432,26 @@ def edit(c, vm_name, verb, args):
     elif verb == "power" and len(args) == 1 and args[0] in ("on", "off"):
         method = "PowerOnVM_Task" if args[0] == "on" else "PowerOffVM_Task"
         c.task(method, "VirtualMachine", vm)
+    elif verb == "add-pci" and len(args) == 1:
+        host = c.props("VirtualMachine", vm, ["runtime.host"])["runtime.host"].text
+        offered = [t for t in config_target(c, c.name_of("HostSystem", host))["pciPassthrough"]
+                   if (t.get("pciDevice") or {}).get("id") == args[0]]
+        if not offered:
+            raise Fault("NotFound", "the host of '%s' offers no passthrough device '%s'" % (vm_name, args[0]))
+        dev, system_id = offered[0]["pciDevice"], offered[0].get("systemId", "")
+        # HostPciDevice.deviceId is a signed short; the backing wants it in hex
+        c.reconfigure(vm, '<deviceChange><operation>add</operation><device xsi:type="VirtualPCIPassthrough">'
+                      "<key>-1</key><backing xsi:type=\"VirtualPCIPassthroughDeviceBackingInfo\">"
+                      "<deviceName>%s</deviceName><useAutoDetect>false</useAutoDetect><id>%s</id>"
+                      "<deviceId>%x</deviceId><systemId>%s</systemId><vendorId>%s</vendorId>"
+                      "</backing></device></deviceChange>"
+                      % (escape(dev.get("deviceName") or ""), escape(dev["id"]),
+                         int(dev.get("deviceId") or 0) & 0xFFFF, escape(system_id),
+                         escape(str(dev.get("vendorId") or 0))))
+    elif verb == "add-vgpu" and len(args) == 1:
+        c.reconfigure(vm, '<deviceChange><operation>add</operation><device xsi:type="VirtualPCIPassthrough">'
+                      '<key>-1</key><backing xsi:type="VirtualPCIPassthroughVmiopBackingInfo">'
+                      "<vgpu>%s</vgpu></backing></device></deviceChange>" % escape(args[0]))
     elif verb == "remove-device" and len(args) == 1:
         devs = c.props("VirtualMachine", vm, ["config.hardware.device"])
         changes = []
