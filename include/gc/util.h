@@ -42,6 +42,16 @@ void gc_buf_free(struct gc_buf *b);
 /* Never NULL: "" for an empty buffer. */
 const char *gc_buf_str(const struct gc_buf *b);
 
+/*
+ * Append s as it may be shown on a terminal: text that came from a remote
+ * host (a device's error, a value vCenter holds) must not move the cursor,
+ * retitle the window or forge a line of a plan.  Valid UTF-8 is copied;
+ * control characters (C0 but tab, and newline unless `multiline`; DEL),
+ * C1 controls and bidirectional overrides become \u00XX / \u202E, and a
+ * byte that is not UTF-8 becomes \xNN.
+ */
+void gc_buf_put_shown(struct gc_buf *b, const char *s, bool multiline);
+
 /* Levenshtein distance, capped at cap+1 (for did-you-mean hints). */
 size_t gc_edit_distance(const char *a, const char *b, size_t cap);
 /* The candidate closest to word within distance max(2, len/3), or NULL. */

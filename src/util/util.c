@@ -102,6 +102,61 @@ void gc_buf_putc(struct gc_buf *b, char c)
 	gc_buf_put(b, &c, 1);
 }
 
+/* The length of the UTF-8 sequence at p (1-4) and its code point, or 0
+ * when it is not well formed (overlong, surrogate, past U+10FFFF, cut). */
+static size_t utf8_seq(const unsigned char *p, uint32_t *cp)
+{
+	size_t n;
+	uint32_t c, min;
+
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	}
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2, c = p[0] & 0x1fu, min = 0x80;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3, c = p[0] & 0x0fu, min = 0x800;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4, c = p[0] & 0x07u, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80) /* also stops at the NUL */
+			return 0;
+		c = (c << 6) | (p[i] & 0x3fu);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+void gc_buf_put_shown(struct gc_buf *b, const char *s, bool multiline)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
+	while (*p != '\0') {
+		uint32_t cp = 0;
+		size_t n = utf8_seq(p, &cp);
+
+		if (n == 0) {
+			gc_buf_printf(b, "\\x%02x", *p);
+			p++;
+			continue;
+		}
+		if ((cp < 0x20 && cp != '\t' && !(multiline && cp == '\n')) ||
+		    (cp >= 0x7f && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
+		    (cp >= 0x2066 && cp <= 0x2069))
+			gc_buf_printf(b, "\\u%04x", (unsigned)cp);
+		else
+			gc_buf_put(b, p, n);
+		p += n;
+	}
+	gc_buf_puts(b, "");
+}
+
 void gc_buf_vprintf(struct gc_buf *b, const char *fmt, va_list ap)
 {
 	va_list ap2;

@@ -103,12 +103,54 @@ static void test_shell_quote(void **state)
 	gc_buf_free(&b);
 }
 
+static char *shown(const char *s, bool multiline)
+{
+	struct gc_buf b = GC_BUF_INIT;
+
+	gc_buf_put_shown(&b, s, multiline);
+	return gc_buf_take(&b);
+}
+
+#define assert_shown(in, multiline, want)                                                         \
+	do {                                                                                      \
+		char *got_ = shown(in, multiline);                                                \
+		assert_string_equal(got_, want);                                                  \
+		free(got_);                                                                       \
+	} while (0)
+
+static void test_shown_text_cannot_drive_the_terminal(void **state)
+{
+	(void)state;
+	/* text, tabs and UTF-8 pass as they are */
+	assert_shown("Invalid configuration for device '0'.", false,
+		     "Invalid configuration for device '0'.");
+	assert_shown("a\tb — 𝛑 ✓", false, "a\tb — 𝛑 ✓");
+	assert_shown("", false, "");
+	assert_shown(NULL, false, "");
+	/* a screen clear, a window title, a carriage return, a forged plan line */
+	assert_shown("\033[2J\033]0;owned\a", false, "\\u001b[2J\\u001b]0;owned\\u0007");
+	assert_shown("32\r    ~ ok", false, "32\\u000d    ~ ok");
+	assert_shown("32\n    - vm/x", false, "32\\u000a    - vm/x");
+	assert_shown("line 1\nline 2", true, "line 1\nline 2");
+	assert_shown("\x7f", false, "\\u007f");
+	/* C1 controls (8-bit CSI) and bidirectional overrides, encoded in UTF-8 */
+	assert_shown("\xc2\x9b" "2J", false, "\\u009b2J");
+	assert_shown("abc\xe2\x80\xae" "def", false, "abc\\u202edef");
+	assert_shown("\xe2\x81\xa6x\xe2\x81\xa9", false, "\\u2066x\\u2069");
+	/* bytes that are not UTF-8: stray, overlong, surrogate, cut short */
+	assert_shown("\xff\xfe", false, "\\xff\\xfe");
+	assert_shown("\xc0\xaf", false, "\\xc0\\xaf");
+	assert_shown("\xed\xa0\x80", false, "\\xed\\xa0\\x80");
+	assert_shown("ok\xe2\x82", false, "ok\\xe2\\x82");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_buf),          cmocka_unit_test(test_error_first_wins),
 		cmocka_unit_test(test_arena),        cmocka_unit_test(test_did_you_mean),
 		cmocka_unit_test(test_patterns),     cmocka_unit_test(test_shell_quote),
+		cmocka_unit_test(test_shown_text_cannot_drive_the_terminal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
