@@ -50,8 +50,12 @@ extern const char cmd_help_usage[];
 
 /* "gpuclusterctl <verb>: <message>" on stderr, then "usage:" hint; returns GC_EXIT_USAGE. */
 int cli_usage_error(const char *verb, const char *fmt, ...) GC_PRINTF(2, 3);
-/* "gpuclusterctl: error: <message>" on stderr; returns GC_EXIT_ERROR. */
+/* "gpuclusterctl: error: <message>" on stderr (shown: the message may quote
+ * a remote host); returns GC_EXIT_ERROR. */
 int cli_error(const char *fmt, ...) GC_PRINTF(1, 2);
+/* Write s to f as gc_buf_put_shown() shows it: what a remote host said
+ * cannot drive the terminal. */
+void cli_put_shown(FILE *f, const char *s, bool multiline);
 /* Print a command's --help text to stdout; returns GC_EXIT_OK. */
 int cli_print_usage(const char *verb);
 /* Colour on this stream: a TTY and NO_COLOR unset or empty. */

@@ -95,7 +95,7 @@ static void on_event(void *arg, const struct gc_exec_event *ev)
 {
 	struct evctx *c = arg;
 	struct ui *u = c->u;
-	struct gc_buf b = GC_BUF_INIT;
+	struct gc_buf b = GC_BUF_INIT, shown = GC_BUF_INIT;
 	const char *name = ev->target ? ev->target->name : "";
 
 	if (u->json)
@@ -144,8 +144,9 @@ static void on_event(void *arg, const struct gc_exec_event *ev)
 		gc_buf_printf(&b, "retrying after: %s", ev->message ? ev->message : "");
 		break;
 	case GC_EV_WARN:
-		fprintf(u->f, "%s%swarning: %s\n", ev->target ? name : "", ev->target ? ": " : "",
-			ev->message ? ev->message : "");
+		fprintf(u->f, "%s%swarning: ", ev->target ? name : "", ev->target ? ": " : "");
+		cli_put_shown(u->f, ev->message, true);
+		fputc('\n', u->f);
 		fflush(u->f);
 		gc_buf_free(&b);
 		if (u->tty)
@@ -159,15 +160,19 @@ static void on_event(void *arg, const struct gc_exec_event *ev)
 		gc_buf_puts(&b, ev->message ? ev->message : "");
 		break;
 	}
+	/* messages quote remote hosts: shown, never obeyed; a TTY line stays
+	 * one line, or the redraw would lose its place */
+	gc_buf_put_shown(&shown, gc_buf_str(&b), !(u->tty && ev->target != NULL));
+	gc_buf_free(&b);
 	if (u->tty && ev->target != NULL) {
 		free(u->lines[ev->target->index]);
-		u->lines[ev->target->index] = gc_buf_take(&b);
+		u->lines[ev->target->index] = gc_buf_take(&shown);
 		redraw(u, c->g);
 	} else {
-		fprintf(u->f, "%s: %s\n", ev->target ? name : "gpuclusterctl", gc_buf_str(&b));
+		fprintf(u->f, "%s: %s\n", ev->target ? name : "gpuclusterctl", gc_buf_str(&shown));
 		fflush(u->f);
 	}
-	gc_buf_free(&b);
+	gc_buf_free(&shown);
 }
 
 static int parse_only(unsigned *kinds, const char *list)
@@ -224,9 +229,11 @@ static void print_summary(FILE *f, const struct gc_exec_report *rep, const struc
 
 		if (t->done + t->failed + t->skipped == 0 && t->error == NULL)
 			continue;
-		fprintf(f, "  %-12s %-8s %zu done, %zu failed, %zu skipped%s%s\n", t->target->name,
+		fprintf(f, "  %-12s %-8s %zu done, %zu failed, %zu skipped%s", t->target->name,
 			gc_target_kind_name(t->target->kind), t->done, t->failed, t->skipped,
-			t->error ? ": " : "", t->error ? t->error : "");
+			t->error ? ": " : "");
+		cli_put_shown(f, t->error, true);
+		fputc('\n', f);
 		if (t->left_in_maintenance)
 			loud++;
 		if (t->reboot_owed && t->failed)
@@ -236,9 +243,11 @@ static void print_summary(FILE *f, const struct gc_exec_report *rep, const struc
 	for (i = 0; i < rep->ntargets && loud; i++) {
 		const struct gc_exec_target_report *t = &rep->targets[i];
 
-		if (t->left_in_maintenance)
-			fprintf(f, "\n!!! host '%s' is LEFT IN MAINTENANCE MODE: %s\n", t->target->name,
-				t->maintenance_why);
+		if (t->left_in_maintenance) {
+			fprintf(f, "\n!!! host '%s' is LEFT IN MAINTENANCE MODE: ", t->target->name);
+			cli_put_shown(f, t->maintenance_why, true);
+			fputc('\n', f);
+		}
 	}
 	if (rep->out_of_scope > 0)
 		fprintf(f, "  %zu actions on target kinds not selected with --only were not run\n",

@@ -61,15 +61,21 @@ static void plan_event(void *arg, const struct gc_exec_event *ev)
 {
 	const char *who = ev->target ? ev->target->name : "gpuclusterctl";
 	bool verbose = *(const bool *)arg;
+	const char *what;
 
 	if (ev->kind == GC_EV_NOTE && verbose)
-		fprintf(stderr, "%s: %s\n", who, ev->message ? ev->message : "");
+		what = "";
 	else if (ev->kind == GC_EV_WARN)
-		fprintf(stderr, "%s: warning: %s\n", who, ev->message ? ev->message : "");
+		what = "warning: ";
 	else if (ev->kind == GC_EV_FAILED)
-		fprintf(stderr, "%s: %s\n", who, ev->message ? ev->message : "");
+		what = "";
 	else if (ev->kind == GC_EV_RETRY)
-		fprintf(stderr, "%s: retrying after: %s\n", who, ev->message ? ev->message : "");
+		what = "retrying after: ";
+	else
+		return;
+	fprintf(stderr, "%s: %s", who, what);
+	cli_put_shown(stderr, ev->message, true);
+	fputc('\n', stderr);
 }
 
 /* --only: "esxi,switch" -> bitmask of target kinds; -1 on an unknown word. */

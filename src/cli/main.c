@@ -52,15 +52,27 @@ int cli_usage_error(const char *verb, const char *fmt, ...)
 	return GC_EXIT_USAGE;
 }
 
+void cli_put_shown(FILE *f, const char *s, bool multiline)
+{
+	struct gc_buf b = GC_BUF_INIT;
+
+	gc_buf_put_shown(&b, s, multiline);
+	fputs(gc_buf_str(&b), f);
+	gc_buf_free(&b);
+}
+
 int cli_error(const char *fmt, ...)
 {
+	struct gc_buf b = GC_BUF_INIT;
 	va_list ap;
 
-	fputs("gpuclusterctl: error: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	gc_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
+	fputs("gpuclusterctl: error: ", stderr);
+	cli_put_shown(stderr, gc_buf_str(&b), true);
 	fputc('\n', stderr);
+	gc_buf_free(&b);
 	return GC_EXIT_ERROR;
 }
 

@@ -142,9 +142,14 @@ static void action_text(struct gc_buf *out, const struct gc_action *a, bool colo
 	for (size_t i = 0; i < a->nchanges; i++) {
 		const struct gc_change *c = &a->changes[i];
 
-		gc_buf_printf(out, "        %s: %s → %s\n", c->key,
-			      c->old_value ? c->old_value : "(none)",
-			      c->new_value ? c->new_value : "(removed)");
+		/* observed values are the target's words: shown, never obeyed */
+		gc_buf_puts(out, "        ");
+		gc_buf_put_shown(out, c->key, false);
+		gc_buf_puts(out, ": ");
+		gc_buf_put_shown(out, c->old_value ? c->old_value : "(none)", false);
+		gc_buf_puts(out, " → ");
+		gc_buf_put_shown(out, c->new_value ? c->new_value : "(removed)", false);
+		gc_buf_putc(out, '\n');
 	}
 	if (a->why != NULL) {
 		if (color)

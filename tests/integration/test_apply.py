@@ -203,6 +203,22 @@ class ApplyRoce(LabCase):
         self.apply()
         self.assert_host_converged("esx02")
 
+    def test_a_host_message_cannot_drive_the_terminal(self):
+        # a device's error with a window title, a screen clear, a backspace
+        # and an 8-bit CSI: quoted as escapes, never sent to the terminal
+        msg = "Error: \x1b]0;owned\x07\x1b[2Jnmlx5_core\x08 is busy \u009b1A"
+        self.control("esx02", {"reboot_seconds": self.reboot_seconds,
+                               "fail_once": {"match": "esxcli system module parameters set", "message": msg}})
+        r = self.apply(check=1)
+        shown = "Error: \\u001b]0;owned\\u0007\\u001b[2Jnmlx5_core\\u0008 is busy \\u009b1A"
+        self.assertIn("esx02        esxi     3 done, 1 failed, 4 skipped: host 'esx02': command "
+                      "'esxcli system module parameters set -m nmlx5_core -p 'max_vfs=4'' failed: " + shown,
+                      r.stdout)
+        self.assertIn("FAILED: host 'esx02': command 'esxcli system module parameters set -m "
+                      "nmlx5_core -p 'max_vfs=4'' failed: " + shown, r.stderr)
+        for out in (r.stdout, r.stderr):
+            self.assertFalse(set(out) & {"\x1b", "\x07", "\x08", "\u009b"}, out)
+
     def test_unknown_changed_and_trusted_host_keys(self):
         empty = os.path.join(self.lab, "empty_known_hosts")
         open(empty, "w").close()

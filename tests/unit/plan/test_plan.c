@@ -311,6 +311,30 @@ static void test_one_drifted_property(void **state)
 	fx_done(&f);
 }
 
+/* An observed value is the target's words: a newline in it cannot forge a
+ * plan line, an escape cannot clear the screen (the JSON plan keeps it as is). */
+static void test_observed_value_cannot_forge_plan_lines(void **state)
+{
+	struct fx f;
+	struct gc_buf b = GC_BUF_INIT;
+
+	fx_build(&f, 2, 1, FX_PASSTHROUGH);
+	fx_converge(&f);
+	gc_observed_set(f.o, "sw01/switch.pfc", "priority", "4\n    ~ sw01/switch.ok\033[2J");
+	fx_plan_ok(&f, NULL);
+	gc_plan_render_text(&b, f.p, 0);
+	assert_non_null(strstr(gc_buf_str(&b), "    ~ sw01/switch.pfc\n"
+						"        priority: 4\\u000a    ~ sw01/switch.ok"
+						"\\u001b[2J → 3\n"));
+	assert_null(strstr(gc_buf_str(&b), "\n    ~ sw01/switch.ok"));
+	gc_buf_reset(&b);
+	gc_plan_render_json(&b, f.p);
+	assert_non_null(strstr(gc_buf_str(&b), "\"old\": \"4\\n    ~ sw01/switch.ok\\u001b[2J\""));
+	gc_buf_free(&b);
+	(void)state;
+	fx_done(&f);
+}
+
 /* Passthrough disabled on a running host: the VM cannot move, so it is
  * shut down first and started after the window. */
 static void test_drift_needs_maintenance_running_vm(void **state)
@@ -743,6 +767,7 @@ int main(void)
 		cmocka_unit_test(test_cycle_is_an_error),
 		cmocka_unit_test(test_json_shape),
 		cmocka_unit_test(test_text_exact),
+		cmocka_unit_test(test_observed_value_cannot_forge_plan_lines),
 		cmocka_unit_test(test_empty_graph),
 		cmocka_unit_test(test_scale),
 	};
