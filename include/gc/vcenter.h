@@ -230,6 +230,9 @@ struct gc_vcenter_inventory {
 	struct gc_vcenter_dvs *dvs;
 	size_t ndvs;
 	unsigned round_trips;            /* RetrievePropertiesEx + ContinueRetrievePropertiesEx */
+	/* sorted views for the lookups below (gc_vcenter_inventory_index());
+	 * NULL: the lookups scan */
+	const size_t *vm_by_name, *host_by_name, *host_by_moref;
 };
 
 /*
@@ -249,8 +252,21 @@ struct gc_vcenter_inventory {
 int gc_vcenter_observe(struct gc_vcenter_inventory **out, struct gc_vcenter_conn *vc,
 		       struct gc_error *err);
 void gc_vcenter_inventory_free(struct gc_vcenter_inventory *inv);
+/*
+ * Sort views of the VMs (by name) and hosts (by name, by moref) into the
+ * arena, so that the lookups by VM name, host name and host moref cost
+ * log n instead of n: a spec of 10,000 VMs asks for each of them several
+ * times.  gc_vcenter_observe() does this; call it on an inventory built by
+ * hand once its arrays are final (again after changing them).  The first
+ * match in array order is still the one found.
+ */
+void gc_vcenter_inventory_index(struct gc_vcenter_inventory *inv);
+/* The first VM or template named so, or NULL. */
 const struct gc_vcenter_vm *gc_vcenter_inventory_vm(const struct gc_vcenter_inventory *inv,
 						    const char *name);
+/* The first VM named so that is not a template, or NULL. */
+const struct gc_vcenter_vm *gc_vcenter_inventory_vm_not_template(
+	const struct gc_vcenter_inventory *inv, const char *name);
 const struct gc_vcenter_host *gc_vcenter_inventory_host(const struct gc_vcenter_inventory *inv,
 							const char *name);
 /* The host's passthrough entry for PCI id, or NULL. */

@@ -576,6 +576,7 @@ void gc_vcenter_collect_finish(struct gc_vcenter_collect *c, struct gc_vcenter_i
 {
 	struct gc_vcenter_inventory *inv = c->inv;
 
+	gc_vcenter_inventory_index(inv);
 	for (size_t i = 0; i < inv->nvms; i++) {
 		struct gc_vcenter_vm *vm = &inv->vms[i];
 		const struct gc_vcenter_host *h;
@@ -638,31 +639,133 @@ void gc_vcenter_inventory_free(struct gc_vcenter_inventory *inv)
 	free(inv);
 }
 
+/* ---------------------------------------------------------------- sorted lookups */
+
+typedef const char *(*key_fn)(const struct gc_vcenter_inventory *inv, size_t i);
+
+static const char *vm_name(const struct gc_vcenter_inventory *inv, size_t i)
+{
+	return inv->vms[i].name ? inv->vms[i].name : "";
+}
+
+static const char *host_name(const struct gc_vcenter_inventory *inv, size_t i)
+{
+	return inv->hosts[i].name ? inv->hosts[i].name : "";
+}
+
+static const char *host_moref(const struct gc_vcenter_inventory *inv, size_t i)
+{
+	return inv->hosts[i].moref ? inv->hosts[i].moref : "";
+}
+
+struct sort_ctx {
+	const struct gc_vcenter_inventory *inv;
+	key_fn key;
+};
+
+/* By key, then by position: the first of equal keys stays first. */
+static int by_key(const void *a, const void *b, void *arg)
+{
+	const struct sort_ctx *k = arg;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	int c = strcmp(k->key(k->inv, i), k->key(k->inv, j));
+
+	return c != 0 ? c : (i > j) - (i < j);
+}
+
+static const size_t *sorted(struct gc_vcenter_inventory *inv, size_t n, key_fn key)
+{
+	size_t *ix = gc_arena_alloc(&inv->arena, (n ? n : 1) * sizeof(*ix));
+	struct sort_ctx k = {inv, key};
+
+	for (size_t i = 0; i < n; i++)
+		ix[i] = i;
+	qsort_r(ix, n, sizeof(*ix), by_key, &k);
+	return ix;
+}
+
+void gc_vcenter_inventory_index(struct gc_vcenter_inventory *inv)
+{
+	inv->vm_by_name = sorted(inv, inv->nvms, vm_name);
+	inv->host_by_name = sorted(inv, inv->nhosts, host_name);
+	inv->host_by_moref = sorted(inv, inv->nhosts, host_moref);
+}
+
+/*
+ * The position in ix[0..n) of the first entry whose key is `want` (the
+ * first in array order too), or n.  Without an index, a scan.
+ */
+static size_t first(const struct gc_vcenter_inventory *inv, const size_t *ix, size_t n, key_fn key,
+		    const char *want)
+{
+	size_t lo = 0, hi = n;
+
+	if (ix == NULL) {
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(key(inv, i), want) == 0)
+				return i;
+		return n;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(key(inv, ix[mid]), want) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && strcmp(key(inv, ix[lo]), want) == 0 ? lo : n;
+}
+
 const struct gc_vcenter_vm *gc_vcenter_inventory_vm(const struct gc_vcenter_inventory *inv,
 						    const char *name)
 {
-	for (size_t i = 0; i < inv->nvms; i++)
-		if (strcmp(inv->vms[i].name, name) == 0)
+	size_t k = first(inv, inv->vm_by_name, inv->nvms, vm_name, name);
+
+	if (k == inv->nvms)
+		return NULL;
+	return &inv->vms[inv->vm_by_name ? inv->vm_by_name[k] : k];
+}
+
+const struct gc_vcenter_vm *gc_vcenter_inventory_vm_not_template(
+	const struct gc_vcenter_inventory *inv, const char *name)
+{
+	size_t k = first(inv, inv->vm_by_name, inv->nvms, vm_name, name);
+
+	/* equal names follow each other in the index, in array order; without
+	 * an index, the scan goes on from the first match */
+	for (; k < inv->nvms; k++) {
+		size_t i = inv->vm_by_name ? inv->vm_by_name[k] : k;
+
+		if (strcmp(vm_name(inv, i), name) != 0) {
+			if (inv->vm_by_name != NULL)
+				break;
+			continue;
+		}
+		if (!inv->vms[i].is_template)
 			return &inv->vms[i];
+	}
 	return NULL;
 }
 
 const struct gc_vcenter_host *gc_vcenter_inventory_host(const struct gc_vcenter_inventory *inv,
 							const char *name)
 {
-	for (size_t i = 0; i < inv->nhosts; i++)
-		if (strcmp(inv->hosts[i].name, name) == 0)
-			return &inv->hosts[i];
-	return NULL;
+	size_t k = first(inv, inv->host_by_name, inv->nhosts, host_name, name);
+
+	if (k == inv->nhosts)
+		return NULL;
+	return &inv->hosts[inv->host_by_name ? inv->host_by_name[k] : k];
 }
 
 const struct gc_vcenter_host *gc_vcenter_inventory_host_moref(
 	const struct gc_vcenter_inventory *inv, const char *moref)
 {
-	for (size_t i = 0; i < inv->nhosts; i++)
-		if (strcmp(inv->hosts[i].moref, moref) == 0)
-			return &inv->hosts[i];
-	return NULL;
+	size_t k = first(inv, inv->host_by_moref, inv->nhosts, host_moref, moref);
+
+	if (k == inv->nhosts)
+		return NULL;
+	return &inv->hosts[inv->host_by_moref ? inv->host_by_moref[k] : k];
 }
 
 const struct gc_vcenter_datacenter *gc_vcenter_inventory_datacenter(

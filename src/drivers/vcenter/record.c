@@ -41,9 +41,12 @@ const char *gc_vcdrv_host_name(const struct gc_vcenter_inventory *inv, const str
 			       const char *moref)
 {
 	const struct gc_vcenter_host *vh;
+	const struct gc_host *h0;
 
 	if (moref == NULL || (vh = gc_vcenter_inventory_host_moref(inv, moref)) == NULL)
 		return NULL;
+	if (c != NULL && vh->name != NULL && (h0 = gc_cluster_host(c, vh->name)) != NULL)
+		return h0->name; /* the usual case, without a scan */
 	for (size_t i = 0; c != NULL && i < c->nhosts; i++) {
 		const struct gc_host *h = &c->hosts[i];
 
@@ -56,10 +59,7 @@ const char *gc_vcdrv_host_name(const struct gc_vcenter_inventory *inv, const str
 
 const struct gc_vcenter_vm *gc_vcdrv_vm(const struct gc_vcenter_inventory *inv, const char *name)
 {
-	for (size_t i = 0; i < inv->nvms; i++)
-		if (!inv->vms[i].is_template && strcmp(inv->vms[i].name, name) == 0)
-			return &inv->vms[i];
-	return NULL;
+	return gc_vcenter_inventory_vm_not_template(inv, name);
 }
 
 static bool type_is(const struct gc_vcenter_device *d, const char *type)
@@ -210,10 +210,16 @@ struct rec {
 	struct gc_observed *obs;
 	const struct gc_vcenter_inventory *inv;
 	const struct gc_cluster *c;
-	const struct gc_resource *const *res;
-	size_t nres;
 	struct gc_buf *problems;
+	/* which devices a spec item claims: claimed[off[vm] + device] */
+	bool *claimed;
+	size_t *off;
 };
+
+static void claim(struct rec *x, const struct gc_vcenter_vm *vm, const struct gc_vcenter_device *d)
+{
+	x->claimed[x->off[vm - x->inv->vms] + (size_t)(d - vm->devices)] = true;
+}
 
 static void setu(struct gc_observed *obs, const char *id, const char *key, long v)
 {
@@ -326,6 +332,7 @@ static void record_vm_part(struct rec *x, const struct gc_resource *r, const str
 		d = gc_vcdrv_device(x->inv, vm, v, r);
 		if (d == NULL)
 			break;
+		claim(x, vm, d);
 		record_device(x, r->id, r->kind, d);
 		/* a GPU or a NIC: what the spec said sits at that address */
 		set_if(x->obs, r->id, "device", gc_resource_prop(r, "device"));
@@ -334,6 +341,7 @@ static void record_vm_part(struct rec *x, const struct gc_resource *r, const str
 		d = gc_vcdrv_device(x->inv, vm, v, r);
 		if (d == NULL)
 			break;
+		claim(x, vm, d);
 		record_device(x, r->id, r->kind, d);
 		/* which physical GPU a vGPU runs on is the host's choice at power-on */
 		set_if(x->obs, r->id, "host_pci", gc_resource_prop(r, "host_pci"));
@@ -342,8 +350,10 @@ static void record_vm_part(struct rec *x, const struct gc_resource *r, const str
 	case GC_RES_VM_NIC_PVRDMA:
 	case GC_RES_VM_NIC_VMXNET3:
 		d = gc_vcdrv_device(x->inv, vm, v, r);
-		if (d != NULL)
-			record_device(x, r->id, r->kind, d);
+		if (d == NULL)
+			break;
+		claim(x, vm, d);
+		record_device(x, r->id, r->kind, d);
 		break;
 	case GC_RES_VM_POWER: /* recorded with the VM (gc_observed_set_vm) */
 	case GC_RES_ESXI_NTP:
@@ -514,41 +524,30 @@ const struct gc_vcenter_device *gc_vcdrv_extra_device(const struct gc_vcenter_vm
  */
 static void record_extras(struct rec *x, const struct gc_vm *v, const struct gc_vcenter_vm *vm)
 {
-	const struct gc_vcenter_device **claimed = gc_xcalloc(vm->ndevices + 1, sizeof(*claimed));
-	size_t nclaimed = 0;
+	const bool *claimed = &x->claimed[x->off[vm - x->inv->vms]];
 
-	for (size_t i = 0; i < x->nres; i++) {
-		const struct gc_resource *r = x->res[i];
-		const struct gc_vcenter_device *d;
-
-		if (r->vm == NULL || strcmp(r->vm, v->name) != 0 || nclaimed == vm->ndevices)
-			continue;
-		if (r->kind != GC_RES_VM_DEVICE_PCI && r->kind != GC_RES_VM_DEVICE_VGPU &&
-		    r->kind != GC_RES_VM_NIC_SRIOV && r->kind != GC_RES_VM_NIC_PVRDMA &&
-		    r->kind != GC_RES_VM_NIC_VMXNET3)
-			continue;
-		if ((d = gc_vcdrv_device(x->inv, vm, v, r)) != NULL)
-			claimed[nclaimed++] = d;
-	}
 	for (size_t i = 0; i < vm->ndevices; i++) {
 		const struct gc_vcenter_device *d = &vm->devices[i];
-		char *id = gc_vcdrv_extra_id(v->name, d);
-		bool mine = false;
+		char *id;
 
-		for (size_t j = 0; j < nclaimed && !mine; j++)
-			mine = claimed[j] == d;
-		if (id != NULL && !mine)
-			record_device(x, id, gc_vcdrv_owned_kind(d), d);
+		if (claimed[i] || (id = gc_vcdrv_extra_id(v->name, d)) == NULL)
+			continue;
+		record_device(x, id, gc_vcdrv_owned_kind(d), d);
 		free(id);
 	}
-	free(claimed);
 }
 
 void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,
 		     const struct gc_cluster *c, const struct gc_resource *const *res, size_t nres,
 		     struct gc_buf *problems)
 {
-	struct rec x = {obs, inv, c, res, nres, problems};
+	struct rec x = {obs, inv, c, problems, NULL, NULL};
+
+	/* every device of every VM, claimed or not, in one flat array */
+	x.off = gc_xcalloc(inv->nvms + 1, sizeof(*x.off));
+	for (size_t i = 0; i < inv->nvms; i++)
+		x.off[i + 1] = x.off[i] + inv->vms[i].ndevices;
+	x.claimed = gc_xcalloc(x.off[inv->nvms] + 1, sizeof(*x.claimed));
 
 	if (c != NULL && c->vcenter != NULL && c->vcenter->datacenter != NULL &&
 	    gc_vcenter_inventory_datacenter(inv, c->vcenter->datacenter) == NULL)
@@ -572,4 +571,6 @@ void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory 
 		    (vm = gc_vcdrv_vm(inv, r->vm)) != NULL)
 			record_extras(&x, v, vm);
 	}
+	free(x.claimed);
+	free(x.off);
 }

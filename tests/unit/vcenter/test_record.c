@@ -316,6 +316,49 @@ static void test_owned_devices_the_spec_does_not_name_are_recorded_for_removal(v
 	assert_null(gc_vcdrv_extra_device(&f->vm[0], "worker-02", "vm/worker-01/device.pci/key-4009"));
 }
 
+/* The index finds what a scan finds: the first match in array order, a
+ * template only where templates count, nothing for a name not there. */
+static void test_sorted_lookups_find_what_a_scan_finds(void **state)
+{
+	struct gc_vcenter_vm vms[] = {
+		{.moref = "vm-1", .name = "worker-02", .is_template = true},
+		{.moref = "vm-2", .name = "worker-01"},
+		{.moref = "vm-3", .name = "worker-02"},
+		{.moref = "vm-4", .name = "a"},
+		{.moref = "vm-5", .name = "worker-02"},
+	};
+	struct gc_vcenter_host hosts[] = {
+		{.moref = "host-30", .name = "esx02"},
+		{.moref = "host-10", .name = "esx01"},
+		{.moref = "host-20", .name = "esx01"},
+	};
+	struct gc_vcenter_inventory inv = {.vms = vms, .nvms = 5, .hosts = hosts, .nhosts = 3};
+
+	(void)state;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1) {
+			gc_vcenter_inventory_index(&inv);
+			assert_non_null(inv.vm_by_name);
+		}
+		assert_ptr_equal(gc_vcenter_inventory_vm(&inv, "worker-02"), &vms[0]);
+		assert_ptr_equal(gc_vcenter_inventory_vm_not_template(&inv, "worker-02"), &vms[2]);
+		assert_ptr_equal(gc_vcdrv_vm(&inv, "worker-01"), &vms[1]);
+		assert_ptr_equal(gc_vcenter_inventory_vm(&inv, "a"), &vms[3]);
+		assert_null(gc_vcenter_inventory_vm(&inv, "worker-0"));
+		assert_null(gc_vcenter_inventory_vm(&inv, "zz"));
+		assert_null(gc_vcenter_inventory_vm_not_template(&inv, "b"));
+		assert_ptr_equal(gc_vcenter_inventory_host(&inv, "esx01"), &hosts[1]);
+		assert_ptr_equal(gc_vcenter_inventory_host(&inv, "esx02"), &hosts[0]);
+		assert_null(gc_vcenter_inventory_host(&inv, "esx03"));
+		assert_ptr_equal(gc_vcenter_inventory_host_moref(&inv, "host-20"), &hosts[2]);
+		assert_null(gc_vcenter_inventory_host_moref(&inv, "host-2"));
+	}
+	vms[2].is_template = true;
+	vms[4].is_template = true;
+	assert_null(gc_vcenter_inventory_vm_not_template(&inv, "worker-02"));
+	gc_arena_free(&inv.arena);
+}
+
 static void test_dynamic_ids_parse_strictly(void **state)
 {
 	unsigned v = 0, d = 0;
@@ -344,6 +387,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			test_owned_devices_the_spec_does_not_name_are_recorded_for_removal, setup,
 			teardown),
+		cmocka_unit_test(test_sorted_lookups_find_what_a_scan_finds),
 		cmocka_unit_test(test_dynamic_ids_parse_strictly),
 	};
 
