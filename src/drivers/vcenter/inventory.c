@@ -717,14 +717,21 @@ static size_t first(const struct gc_vcenter_inventory *inv, const size_t *ix, si
 	return lo < n && strcmp(key(inv, ix[lo]), want) == 0 ? lo : n;
 }
 
+/* The array index of the first entry whose key is `want`, or n. */
+static size_t find(const struct gc_vcenter_inventory *inv, const size_t *ix, size_t n, key_fn key,
+		   const char *want)
+{
+	size_t k = first(inv, ix, n, key, want);
+
+	return k == n || ix == NULL ? k : ix[k];
+}
+
 const struct gc_vcenter_vm *gc_vcenter_inventory_vm(const struct gc_vcenter_inventory *inv,
 						    const char *name)
 {
-	size_t k = first(inv, inv->vm_by_name, inv->nvms, vm_name, name);
+	size_t i = find(inv, inv->vm_by_name, inv->nvms, vm_name, name);
 
-	if (k == inv->nvms)
-		return NULL;
-	return &inv->vms[inv->vm_by_name ? inv->vm_by_name[k] : k];
+	return i < inv->nvms ? &inv->vms[i] : NULL;
 }
 
 const struct gc_vcenter_vm *gc_vcenter_inventory_vm_not_template(
@@ -751,21 +758,17 @@ const struct gc_vcenter_vm *gc_vcenter_inventory_vm_not_template(
 const struct gc_vcenter_host *gc_vcenter_inventory_host(const struct gc_vcenter_inventory *inv,
 							const char *name)
 {
-	size_t k = first(inv, inv->host_by_name, inv->nhosts, host_name, name);
+	size_t i = find(inv, inv->host_by_name, inv->nhosts, host_name, name);
 
-	if (k == inv->nhosts)
-		return NULL;
-	return &inv->hosts[inv->host_by_name ? inv->host_by_name[k] : k];
+	return i < inv->nhosts ? &inv->hosts[i] : NULL;
 }
 
 const struct gc_vcenter_host *gc_vcenter_inventory_host_moref(
 	const struct gc_vcenter_inventory *inv, const char *moref)
 {
-	size_t k = first(inv, inv->host_by_moref, inv->nhosts, host_moref, moref);
+	size_t i = find(inv, inv->host_by_moref, inv->nhosts, host_moref, moref);
 
-	if (k == inv->nhosts)
-		return NULL;
-	return &inv->hosts[inv->host_by_moref ? inv->host_by_moref[k] : k];
+	return i < inv->nhosts ? &inv->hosts[i] : NULL;
 }
 
 const struct gc_vcenter_datacenter *gc_vcenter_inventory_datacenter(
