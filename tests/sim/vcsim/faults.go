@@ -19,6 +19,17 @@
 // fires on the first N matching calls after the file was last changed
 // (then the call goes through); without it every matching call fails.
 // The fault type must be a vim25 fault (a types.BaseMethodFault).
+//
+// A lost connection instead of a fault:
+//
+//	{"ReconfigVM_Task": {"worker-03": {"drop": "after", "times": 1,
+//	                                   "match": "VirtualPCIPassthroughDeviceBackingInfo"}}}
+//
+// "drop": "before" closes the connection without handing the call to
+// vcsim (nothing changes); "after" lets vcsim carry it out (a task runs to
+// its end) and then closes the connection without a reply, the case where
+// a client must find out whether its change took.  "match" (any rule)
+// narrows the rule to calls whose request body holds that text.
 package main
 
 import (
@@ -45,6 +56,8 @@ type faultRule struct {
 	Fault   string `json:"fault"`
 	Message string `json:"message"`
 	Times   int    `json:"times"`
+	Drop    string `json:"drop"`  // "before" | "after": close the connection instead
+	Match   string `json:"match"` // only calls whose body holds this text
 }
 
 type faultBook struct {
@@ -56,7 +69,7 @@ type faultBook struct {
 
 // lookup returns the rule for method on the entity named name, if any, and
 // counts it as fired.
-func (fb *faultBook) lookup(method, name string) (*faultRule, error) {
+func (fb *faultBook) lookup(method, name string, body []byte) (*faultRule, error) {
 	if fb.file == "" {
 		return nil, nil
 	}
@@ -88,6 +101,9 @@ func (fb *faultBook) lookup(method, name string) (*faultRule, error) {
 			return nil, nil
 		}
 		key = "*"
+	}
+	if r.Match != "" && !bytes.Contains(body, []byte(r.Match)) {
+		return nil, nil
 	}
 	id := method + "\x00" + key
 	if r.Times > 0 && fb.fired[id] >= r.Times {
@@ -185,20 +201,29 @@ func injectSoapFault(w http.ResponseWriter, fault types.BaseMethodFault, msg str
 		soapHead, escapeText(msg), detail.String(), soapTail)
 }
 
-// inject answers the call itself when the faults file says so; false means
-// the call goes on to vcsim.
-func (fb *faultBook) inject(w http.ResponseWriter, r *http.Request, inner http.Handler, m *simulator.Method) bool {
+// inject answers the call itself when the faults file says so (true); a
+// rule that drops the connection is returned as "before" or "after" for
+// the caller to carry out; else the call goes on to vcsim.
+func (fb *faultBook) inject(w http.ResponseWriter, r *http.Request, inner http.Handler, m *simulator.Method, body []byte) (bool, string) {
 	task := strings.HasSuffix(m.Name, "_Task")
 	if task && simulator.Map.Get(m.This) == nil {
-		return false // vcsim answers ManagedObjectNotFound
+		return false, "" // vcsim answers ManagedObjectNotFound
 	}
-	rule, err := fb.lookup(m.Name, entityName(m.This))
+	rule, err := fb.lookup(m.Name, entityName(m.This), body)
 	if err != nil {
 		log.Printf("vcsim: -faults: %v", err)
-		return false
+		return false, ""
 	}
 	if rule == nil {
-		return false
+		return false, ""
+	}
+	switch rule.Drop {
+	case "before", "after":
+		return false, rule.Drop
+	case "":
+	default:
+		log.Printf("vcsim: -faults %s: %s: drop %q is neither before nor after", fb.file, m.Name, rule.Drop)
+		return false, ""
 	}
 	fault, err := newFault(rule.Fault)
 	if err != nil {
@@ -207,11 +232,11 @@ func (fb *faultBook) inject(w http.ResponseWriter, r *http.Request, inner http.H
 	}
 	if task {
 		if !authenticated(inner, r) {
-			return false // vcsim refuses it: NotAuthenticated
+			return false, "" // vcsim refuses it: NotAuthenticated
 		}
 		injectTask(w, m.Name, m.This, fault, rule.Message)
-		return true
+		return true, ""
 	}
 	injectSoapFault(w, fault, rule.Message)
-	return true
+	return true, ""
 }

@@ -88,15 +88,20 @@ func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body = bytes.Replace(body, []byte(`<type>VmwareDistributedVirtualSwitch</type>`), []byte(`<type>DistributedVirtualSwitch</type>`), -1)
 	r.Body = ioutil.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	w = &dvsTypeWriter{ResponseWriter: w}
-	defer w.(*dvsTypeWriter).flush()
+	tw := &dvsTypeWriter{ResponseWriter: w}
+	w = tw
+	defer tw.flush()
 	m, err := simulator.UnmarshalBody(types.TypeFunc(), body)
 	if err != nil {
 		h.inner.ServeHTTP(w, r) // vcsim answers with its own fault
 		return
 	}
-	if h.faults.inject(w, r, h.inner, m) {
+	handled, drop := h.faults.inject(w, r, h.inner, m, body)
+	if handled {
 		return
+	}
+	if drop == "before" {
+		tw.abort()
 	}
 	switch m.Name {
 	case "CreateDVS_Task", "ReconfigureDvs_Task", "AddDVPortgroup_Task", "ReconfigureDVPortgroup_Task",
@@ -131,16 +136,19 @@ func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if restore := widenSwitches(m, body); restore != nil {
 		defer restore()
 	}
-	if post == nil {
+	if post == nil && drop == "" {
 		h.inner.ServeHTTP(w, r)
 		return
 	}
 	rec := httptest.NewRecorder()
 	h.inner.ServeHTTP(rec, r)
-	if rec.Code == http.StatusOK {
+	if rec.Code == http.StatusOK && post != nil {
 		if t := finishedTask(rec.Body.Bytes()); t != nil {
 			post(t)
 		}
+	}
+	if drop == "after" {
+		tw.abort() // done, and the reply is lost
 	}
 	for k, v := range rec.Header() {
 		w.Header()[k] = v
@@ -157,8 +165,9 @@ func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // so a client may use either name.
 type dvsTypeWriter struct {
 	http.ResponseWriter
-	buf  bytes.Buffer
-	code int
+	buf     bytes.Buffer
+	code    int
+	dropped bool
 }
 
 func (d *dvsTypeWriter) WriteHeader(code int) { d.code = code }
@@ -167,7 +176,18 @@ func (d *dvsTypeWriter) Write(b []byte) (int, error) { return d.buf.Write(b) }
 
 var dvsType = regexp.MustCompile(`(\s)type="DistributedVirtualSwitch"`)
 
+// abort closes the connection without a reply (-faults "drop"): net/http
+// ends a handler that panics with ErrAbortHandler by closing the
+// connection (HTTP/1.1) or resetting the stream (HTTP/2), quietly.
+func (d *dvsTypeWriter) abort() {
+	d.dropped = true
+	panic(http.ErrAbortHandler)
+}
+
 func (d *dvsTypeWriter) flush() {
+	if d.dropped {
+		return
+	}
 	out := d.buf.Bytes()
 	if bytes.Contains(out, []byte(`type="DistributedVirtualSwitch"`)) {
 		out = dvsType.ReplaceAll(out, []byte(`${1}type="VmwareDistributedVirtualSwitch"`))
