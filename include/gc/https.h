@@ -26,7 +26,8 @@
  * Errors (messages name the target by opts.name and URL origin, never a
  * password, cookie, session id or body):
  *   GC_ENET      transport failure: refused, reset, TLS handshake, bad reply.
- *                Safe to retry.
+ *                Safe to retry; for a request marked `once` only after
+ *                finding out whether it took.
  *   GC_ETIMEOUT  the connect or request deadline passed.  Safe to retry.
  *   GC_EAUTH     the server answered 401.
  *   GC_EHOSTKEY  the server's certificate is not trusted (unknown CA,
@@ -76,6 +77,15 @@ struct gc_https_request {
 	/* HTTP Basic credentials, both or neither (REST session login). */
 	const char *username;
 	const char *password;
+	/*
+	 * The request changes the server: send it at most once.  libcurl
+	 * sends a request again by itself, on a new connection, when the
+	 * kept-alive one dies before the reply, even a POST that was sent
+	 * whole and carried out.  A request marked `once` fails instead
+	 * (GC_ENET, "may have been carried out"), and the caller observes
+	 * before it decides to send it again.
+	 */
+	bool once;
 };
 
 /* The answer to one request.  body is NUL-terminated and never NULL after a

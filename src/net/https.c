@@ -43,6 +43,10 @@ struct gc_https {
 	bool overflow; /* the write callback refused more than max_response */
 	struct gc_buf body;
 	struct gc_https_stats stats;
+	/* the body of the `once` request in flight (borrowed) */
+	const char *once_body;
+	size_t once_len, once_pos;
+	bool once_sent;
 };
 
 static atomic_uint_fast64_t g_requests;
@@ -107,6 +111,12 @@ static int curl_fail(struct gc_https *h, CURLcode rc, const char *what, struct g
 			goto out;
 		}
 		break;
+	case CURLE_SEND_FAIL_REWIND: /* a `once` request libcurl wanted to send again */
+		r = gc_error_set(err, code,
+				 "%s: %s: the connection closed before the reply; the request "
+				 "may have been carried out and was not sent again",
+				 h->target, what);
+		goto out;
 	case CURLE_SSL_CACERT_BADFILE:
 	case CURLE_URL_MALFORMAT:
 	case CURLE_UNSUPPORTED_PROTOCOL:
@@ -241,6 +251,37 @@ const char *gc_https_target(const struct gc_https *h)
 	return h->target;
 }
 
+/*
+ * The body of a `once` request, read by libcurl through a callback so that
+ * libcurl must ask to rewind it before sending it again: a rewind after
+ * bytes went out is refused, and the transfer fails with
+ * CURLE_SEND_FAIL_REWIND instead of repeating a request the server may
+ * have carried out.  (POSTFIELDS bodies are rewound without asking;
+ * libcurl 7.88 has no option against the re-send itself.)
+ */
+static size_t once_read(char *buf, size_t size, size_t nitems, void *arg)
+{
+	struct gc_https *h = arg;
+	size_t n = size * nitems, left = h->once_len - h->once_pos;
+
+	if (n > left)
+		n = left;
+	memcpy(buf, h->once_body + h->once_pos, n);
+	h->once_pos += n;
+	h->once_sent = h->once_sent || n > 0;
+	return n;
+}
+
+static int once_seek(void *arg, curl_off_t offset, int origin)
+{
+	struct gc_https *h = arg;
+
+	if (h->once_sent || origin != SEEK_SET || offset != 0)
+		return CURL_SEEKFUNC_FAIL;
+	h->once_pos = 0;
+	return CURL_SEEKFUNC_OK;
+}
+
 /* Per-request options: method, URL, headers, body, credentials. */
 static int prepare(struct gc_https *h, const struct gc_https_request *q, struct curl_slist **hdrs,
 		   struct gc_error *err)
@@ -264,7 +305,20 @@ static int prepare(struct gc_https *h, const struct gc_https_request *q, struct 
 
 	curl_easy_setopt(e, CURLOPT_HTTPGET, 1L); /* resets POST state */
 	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, NULL);
-	if (strcmp(q->method, "POST") == 0) {
+	h->once_body = NULL;
+	h->once_len = h->once_pos = 0;
+	h->once_sent = false;
+	if (strcmp(q->method, "POST") == 0 && q->once) {
+		h->once_body = q->body ? q->body : "";
+		h->once_len = q->body ? q->body_len : 0;
+		curl_easy_setopt(e, CURLOPT_POST, 1L);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, NULL);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)h->once_len);
+		curl_easy_setopt(e, CURLOPT_READFUNCTION, once_read);
+		curl_easy_setopt(e, CURLOPT_READDATA, h);
+		curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, once_seek);
+		curl_easy_setopt(e, CURLOPT_SEEKDATA, h);
+	} else if (strcmp(q->method, "POST") == 0) {
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->body_len);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, q->body ? q->body : "");
 	} else if (strcmp(q->method, "GET") != 0) {
@@ -296,6 +350,11 @@ static void unprepare(struct gc_https *h, struct curl_slist *hdrs)
 	curl_easy_setopt(h->easy, CURLOPT_USERNAME, NULL);
 	curl_easy_setopt(h->easy, CURLOPT_PASSWORD, NULL);
 	curl_easy_setopt(h->easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_NONE);
+	curl_easy_setopt(h->easy, CURLOPT_READFUNCTION, NULL);
+	curl_easy_setopt(h->easy, CURLOPT_READDATA, NULL);
+	curl_easy_setopt(h->easy, CURLOPT_SEEKFUNCTION, NULL);
+	curl_easy_setopt(h->easy, CURLOPT_SEEKDATA, NULL);
+	h->once_body = NULL;
 	curl_slist_free_all(hdrs);
 }
 

@@ -333,6 +333,26 @@ fail:
 	return rc;
 }
 
+/*
+ * Methods that only read (or, like Login and Logout, may be sent twice to
+ * no harm): libcurl may send them again by itself on a new connection.
+ * Every other method changes vCenter and goes out at most once (`once` in
+ * gc/https.h): after a lost reply the executor observes again and decides.
+ */
+static bool rereadable(const char *method)
+{
+	static const char *const reads[] = {
+		"RetrieveServiceContent", "RetrievePropertiesEx", "ContinueRetrievePropertiesEx",
+		"RetrieveProperties",     "QueryConfigTarget",    "CurrentTime",
+		"Login",                  "Logout",
+	};
+
+	for (size_t i = 0; i < GC_ARRAY_LEN(reads); i++)
+		if (strcmp(method, reads[i]) == 0)
+			return true;
+	return false;
+}
+
 int gc_vcenter_soap_call(struct gc_vcenter_conn *vc, const struct gc_vcenter_soap *s,
 			 xmlDocPtr *doc, xmlNodePtr *ret, struct gc_error *err)
 {
@@ -351,6 +371,7 @@ int gc_vcenter_soap_call(struct gc_vcenter_conn *vc, const struct gc_vcenter_soa
 	q.body = s->b.ptr;
 	q.body_len = s->b.len;
 	q.headers = headers;
+	q.once = !rereadable(s->method);
 	gc_vcenter_lock(vc);
 	count_call(vc, s->method);
 	vc->last_fault[0] = '\0';

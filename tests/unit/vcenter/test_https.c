@@ -243,6 +243,82 @@ static void test_keepalive_and_counters(void **state)
 	gc_https_free(h);
 }
 
+/* vcsim's -faults file for this program's vcsim; NULL removes it. */
+static void faults(const char *json)
+{
+	char path[700];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/faults.json", sim.dir);
+	if (json == NULL) {
+		unlink(path);
+		return;
+	}
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(json, f);
+	fclose(f);
+}
+
+static int service_content(struct gc_https *h, bool once, struct gc_https_response *r,
+			struct gc_error *err)
+{
+	static const char body[] =
+		"<?xml version=\"1.0\" encoding=\"UTF-8\"?><soapenv:Envelope "
+		"xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body>"
+		"<RetrieveServiceContent xmlns=\"urn:vim25\"><_this type=\"ServiceInstance\">ServiceInstance"
+		"</_this></RetrieveServiceContent></soapenv:Body></soapenv:Envelope>";
+	struct gc_https_request q = {.method = "POST", .path = "/sdk",
+				     .content_type = "text/xml; charset=utf-8", .body = body,
+				     .body_len = sizeof(body) - 1, .once = once};
+
+	return gc_https_request(h, &q, r, err);
+}
+
+/*
+ * vCenter carries a request out and the kept-alive connection dies before
+ * the reply: libcurl sends an ordinary request again by itself on a new
+ * connection; a `once` request fails instead, saying it may have been done.
+ */
+static void test_once_is_never_sent_again_by_libcurl(void **state)
+{
+	struct gc_https *h = open_handle(sim.url, sim.ca_file, false);
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_https_response r;
+	struct gc_https_stats st;
+	char want[256];
+
+	(void)state;
+	assert_int_equal(get(h, "/about", &r, &err), 0); /* a connection to reuse */
+	gc_https_response_free(&r);
+	faults("{\"RetrieveServiceContent\": {\"*\": {\"drop\": \"after\", \"times\": 1}}}");
+	assert_int_equal(service_content(h, false, &r, &err), 0); /* sent twice */
+	assert_int_equal(r.status, 200);
+	gc_https_response_free(&r);
+	gc_https_stats(h, &st);
+	assert_int_equal(st.connections, 2);
+
+	faults("{\"RetrieveServiceContent\": {\"*\": {\"drop\": \"after\", \"times\": 1, \"match\": \"\"}}}");
+	assert_int_equal(service_content(h, true, &r, &err), GC_ENET);
+	snprintf(want, sizeof(want),
+		 "https (%s): POST /sdk: the connection closed before the reply; the request may "
+		 "have been carried out and was not sent again",
+		 sim.url);
+	assert_string_equal(err.msg, want);
+	assert_int_equal(err.libcode, 65); /* CURLE_SEND_FAIL_REWIND */
+	gc_https_stats(h, &st);
+	/* libcurl connects again, then cannot rewind the body: nothing is sent
+	 * on the new connection (the integration tests see no device twice) */
+	assert_int_equal(st.connections, 3);
+	gc_error_clear(&err);
+	/* the handle goes on: the next request connects again and is answered */
+	assert_int_equal(service_content(h, true, &r, &err), 0);
+	assert_int_equal(r.status, 200);
+	gc_https_response_free(&r);
+	faults(NULL);
+	gc_https_free(h);
+}
+
 static void test_response_cap(void **state)
 {
 	struct gc_https_opts o = {.url = sim.url, .ca_file = sim.ca_file, .max_response = 100};
@@ -390,6 +466,7 @@ int main(void)
 		cmocka_unit_test(test_401_is_eauth_and_secrets_stay_out),
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_cookie_jar),
+		cmocka_unit_test(test_once_is_never_sent_again_by_libcurl),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
