@@ -158,6 +158,22 @@ class ApplyVmsRoce(VcenterLab):
         self.apply()
         self.assert_worker(3)
 
+    def test_a_lost_reply_is_retried_and_nothing_is_added_twice(self):
+        # worker-03's GPU is added but vCenter's reply never arrives;
+        # worker-05's VF is lost on the way (the connection closes first)
+        self.faults({"ReconfigVM_Task": {
+            "worker-03": {"drop": "after", "times": 1,
+                          "match": "VirtualPCIPassthroughDeviceBackingInfo"},
+            "worker-05": {"drop": "before", "times": 1, "match": "VirtualSriovEthernetCard"}}})
+        r = self.apply()
+        retries = [l for l in r.stderr.splitlines() if l.startswith("vcenter: retrying after: ")]
+        self.assertEqual(len(retries), 2, r.stderr)
+        for l in retries:
+            self.assertRegex(l, r"VM 'worker-0[35]': vCenter \(https://127\.0\.0\.1:\d+\): ")
+        for i in range(1, 9):
+            self.assert_worker(i)  # one GPU and one VF each: nothing twice, nothing lost
+        self.reapply_changes_nothing()
+
     def test_host_maintenance_powers_its_passthrough_vm_off_then_on(self):
         self.apply()
         # an operator turns passthrough off on esx02: the host needs a
@@ -318,6 +334,19 @@ class ApplyVmsMultiGpu(VcenterLab):
         self.apply()
         self.assertEqual(self.gpus(), before)
         self.assertEqual(self.show("trainer")["power"], "poweredOn")
+        self.reapply_changes_nothing()
+
+    def test_a_removal_whose_reply_is_lost_is_done_once(self):
+        self.apply()
+        self.vc("trainer", "add-pci", "0000:d8:00.0")
+        self.faults({"ReconfigVM_Task": {"trainer": {
+            "drop": "after", "times": 1, "match": "<operation>remove</operation>"}}})
+        r = self.apply("-v")
+        self.assertIn("vcenter: retrying after: VM 'trainer': ", r.stderr)
+        self.assertIn("vcenter: vm/trainer/device.pci/0000:d8:00.0: already gone", r.stderr)
+        self.assertEqual(self.gpus(), [
+            ("VirtualPCIPassthroughDeviceBackingInfo", "0000:3b:00.0"),
+            ("VirtualPCIPassthroughDynamicBackingInfo", None)])
         self.reapply_changes_nothing()
 
     def test_a_gpu_the_spec_stops_naming_is_removed(self):

@@ -483,8 +483,25 @@ enum gc_res_kind gc_vcdrv_owned_kind(const struct gc_vcenter_device *d)
 	return GC_RES__COUNT;
 }
 
-char *gc_vcdrv_extra_id(const char *vm, const struct gc_vcenter_device *d)
+/* A static passthrough device with a well-formed address that no earlier
+ * device of the VM has: the one a spec item with that address claims. */
+static bool first_at_address(const struct gc_vcenter_vm *vm, size_t i)
 {
+	const struct gc_vcenter_device *d = &vm->devices[i];
+
+	if (!backing_is(d, "VirtualPCIPassthroughDeviceBackingInfo") || d->pci_id == NULL ||
+	    !gc_valid_pci(d->pci_id))
+		return false;
+	for (size_t j = 0; j < i; j++)
+		if (gc_vcdrv_is_nic(&vm->devices[j], GC_RES_VM_DEVICE_PCI) &&
+		    vm->devices[j].pci_id != NULL && strcmp(vm->devices[j].pci_id, d->pci_id) == 0)
+			return false;
+	return true;
+}
+
+char *gc_vcdrv_extra_id(const char *name, const struct gc_vcenter_vm *vm, size_t i)
+{
+	const struct gc_vcenter_device *d = &vm->devices[i];
 	enum gc_res_kind kind = gc_vcdrv_owned_kind(d);
 	const char *seg = kind == GC_RES_VM_DEVICE_PCI    ? "device.pci"
 			  : kind == GC_RES_VM_DEVICE_VGPU ? "device.vgpu"
@@ -494,20 +511,20 @@ char *gc_vcdrv_extra_id(const char *vm, const struct gc_vcenter_device *d)
 
 	if (seg == NULL)
 		return NULL;
-	/* the address names a static GPU as the spec would; anything else
-	 * (and an address vCenter sent in another shape) by its device key,
-	 * which vCenter never gives to another device of the VM */
-	if (backing_is(d, "VirtualPCIPassthroughDeviceBackingInfo") && d->pci_id != NULL &&
-	    gc_valid_pci(d->pci_id))
-		return gc_xasprintf("vm/%s/%s/%s", vm, seg, d->pci_id);
-	return gc_xasprintf("vm/%s/%s/key-%d", vm, seg, d->key);
+	/* the address names a static GPU as the spec would; anything else (a
+	 * second device at one address, an address vCenter sent in another
+	 * shape) by its device key, which vCenter never gives to another
+	 * device of the VM */
+	if (first_at_address(vm, i))
+		return gc_xasprintf("vm/%s/%s/%s", name, seg, d->pci_id);
+	return gc_xasprintf("vm/%s/%s/key-%d", name, seg, d->key);
 }
 
 const struct gc_vcenter_device *gc_vcdrv_extra_device(const struct gc_vcenter_vm *vm,
 						      const char *name, const char *id)
 {
 	for (size_t i = 0; vm != NULL && i < vm->ndevices; i++) {
-		char *mine = gc_vcdrv_extra_id(name, &vm->devices[i]);
+		char *mine = gc_vcdrv_extra_id(name, vm, i);
 		bool same = mine != NULL && strcmp(mine, id) == 0;
 
 		free(mine);
@@ -530,7 +547,7 @@ static void record_extras(struct rec *x, const struct gc_vm *v, const struct gc_
 		const struct gc_vcenter_device *d = &vm->devices[i];
 		char *id;
 
-		if (claimed[i] || (id = gc_vcdrv_extra_id(v->name, d)) == NULL)
+		if (claimed[i] || (id = gc_vcdrv_extra_id(v->name, vm, i)) == NULL)
 			continue;
 		record_device(x, id, gc_vcdrv_owned_kind(d), d);
 		free(id);

@@ -60,10 +60,11 @@ bool gc_vcdrv_is_nic(const struct gc_vcenter_device *d, enum gc_res_kind kind);
  */
 /* The resource kind a device of that type is owned as, or GC_RES__COUNT. */
 enum gc_res_kind gc_vcdrv_owned_kind(const struct gc_vcenter_device *d);
-/* "vm/<vm>/device.pci/<pci>" for a static passthrough device, else
- * "vm/<vm>/<kind>/key-<device key>"; NULL when the device is not owned.
- * The caller frees it. */
-char *gc_vcdrv_extra_id(const char *vm, const struct gc_vcenter_device *d);
+/* The id of device i of vm (named `name` in the spec):
+ * "vm/<name>/device.pci/<pci>" for the first static passthrough device at
+ * an address, else "vm/<name>/<kind>/key-<device key>"; NULL when the
+ * device is not owned.  The caller frees it. */
+char *gc_vcdrv_extra_id(const char *name, const struct gc_vcenter_vm *vm, size_t i);
 /* The device of `vm` (named `name` in the spec) whose extra id is `id`, or NULL. */
 const struct gc_vcenter_device *gc_vcdrv_extra_device(const struct gc_vcenter_vm *vm,
 						      const char *name, const char *id);

@@ -29,7 +29,7 @@ struct fix {
 	char host_names[8][8], host_morefs[8][16];
 	struct gc_vcenter_datacenter dc;
 	struct gc_vcenter_vm vm[2]; /* worker-01, the template */
-	struct gc_vcenter_device dev[10];
+	struct gc_vcenter_device dev[11];
 	struct gc_vcenter_option opt[4];
 	struct gc_observed *obs;
 	struct gc_buf problems;
@@ -272,7 +272,10 @@ static void test_owned_devices_the_spec_does_not_name_are_recorded_for_removal(v
 	f->dev[9] = f->dev[3];
 	f->dev[9].key = 4009;
 	f->dev[9].pci_id = "0000:d8:00.0;reboot";
-	f->vm[0].ndevices = 10;
+	/* the spec's GPU once more (a retry that added it twice) */
+	f->dev[10] = f->dev[1];
+	f->dev[10].key = 4010;
+	f->vm[0].ndevices = 11;
 	record(f);
 
 	ids = vm_ids(f);
@@ -286,7 +289,8 @@ static void test_owned_devices_the_spec_does_not_name_are_recorded_for_removal(v
 				 "vm/worker-01/device.vgpu/key-4004\n"
 				 "vm/worker-01/nic.sriov/key-4005\n"
 				 "vm/worker-01/nic.pvrdma/key-4006\n"
-				 "vm/worker-01/device.pci/key-4009\n");
+				 "vm/worker-01/device.pci/key-4009\n"
+				 "vm/worker-01/device.pci/key-4010\n");
 	free(ids);
 	/* the spec's own devices are still the ones it claimed */
 	assert_same(f, "vm/worker-01/device.pci/0000:3b:00.0", "");
@@ -311,6 +315,13 @@ static void test_owned_devices_the_spec_does_not_name_are_recorded_for_removal(v
 	assert_ptr_equal(gc_vcdrv_extra_device(&f->vm[0], "worker-01",
 					       "vm/worker-01/nic.pvrdma/key-4006"),
 			 &f->dev[6]);
+	assert_ptr_equal(gc_vcdrv_extra_device(&f->vm[0], "worker-01",
+					       "vm/worker-01/device.pci/key-4010"),
+			 &f->dev[10]);
+	/* the address names the first device there, the spec's own */
+	assert_ptr_equal(gc_vcdrv_extra_device(&f->vm[0], "worker-01",
+					       "vm/worker-01/device.pci/0000:3b:00.0"),
+			 &f->dev[1]);
 	assert_null(gc_vcdrv_extra_device(&f->vm[0], "worker-01", "vm/worker-01/nic.vmxnet3/key-4007"));
 	assert_null(gc_vcdrv_extra_device(&f->vm[0], "worker-01", "vm/worker-01/device.pci/key-4008"));
 	assert_null(gc_vcdrv_extra_device(&f->vm[0], "worker-02", "vm/worker-01/device.pci/key-4009"));
