@@ -30,6 +30,10 @@
 // its end) and then closes the connection without a reply, the case where
 // a client must find out whether its change took.  "match" (any rule)
 // narrows the rule to calls whose request body holds that text.
+// "task_ms": N with "drop": "after" on a *_Task method: the connection
+// closes at once, and the call is carried out N ms later; meanwhile a
+// task of that name runs in the entity's recentTask (as vCenter shows a
+// running task), so a client can wait for it instead of sending again.
 package main
 
 import (
@@ -56,8 +60,9 @@ type faultRule struct {
 	Fault   string `json:"fault"`
 	Message string `json:"message"`
 	Times   int    `json:"times"`
-	Drop    string `json:"drop"`  // "before" | "after": close the connection instead
-	Match   string `json:"match"` // only calls whose body holds this text
+	Drop    string `json:"drop"`    // "before" | "after": close the connection instead
+	Match   string `json:"match"`   // only calls whose body holds this text
+	TaskMs  int    `json:"task_ms"` // with drop "after" on a *_Task: the task runs this long
 }
 
 type faultBook struct {
@@ -204,26 +209,26 @@ func injectSoapFault(w http.ResponseWriter, fault types.BaseMethodFault, msg str
 // inject answers the call itself when the faults file says so (true); a
 // rule that drops the connection is returned as "before" or "after" for
 // the caller to carry out; else the call goes on to vcsim.
-func (fb *faultBook) inject(w http.ResponseWriter, r *http.Request, inner http.Handler, m *simulator.Method, body []byte) (bool, string) {
+func (fb *faultBook) inject(w http.ResponseWriter, r *http.Request, inner http.Handler, m *simulator.Method, body []byte) (bool, *faultRule) {
 	task := strings.HasSuffix(m.Name, "_Task")
 	if task && simulator.Map.Get(m.This) == nil {
-		return false, "" // vcsim answers ManagedObjectNotFound
+		return false, nil // vcsim answers ManagedObjectNotFound
 	}
 	rule, err := fb.lookup(m.Name, entityName(m.This), body)
 	if err != nil {
 		log.Printf("vcsim: -faults: %v", err)
-		return false, ""
+		return false, nil
 	}
 	if rule == nil {
-		return false, ""
+		return false, nil
 	}
 	switch rule.Drop {
 	case "before", "after":
-		return false, rule.Drop
+		return false, rule
 	case "":
 	default:
 		log.Printf("vcsim: -faults %s: %s: drop %q is neither before nor after", fb.file, m.Name, rule.Drop)
-		return false, ""
+		return false, nil
 	}
 	fault, err := newFault(rule.Fault)
 	if err != nil {
@@ -232,11 +237,11 @@ func (fb *faultBook) inject(w http.ResponseWriter, r *http.Request, inner http.H
 	}
 	if task {
 		if !authenticated(inner, r) {
-			return false, "" // vcsim refuses it: NotAuthenticated
+			return false, nil // vcsim refuses it: NotAuthenticated
 		}
 		injectTask(w, m.Name, m.This, fault, rule.Message)
-		return true, ""
+		return true, nil
 	}
 	injectSoapFault(w, fault, rule.Message)
-	return true, ""
+	return true, nil
 }

@@ -51,11 +51,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/vmware/govmomi/object"
 	"github.com/vmware/govmomi/simulator"
 	"github.com/vmware/govmomi/vim25"
 	"github.com/vmware/govmomi/vim25/methods"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/soap"
 	"github.com/vmware/govmomi/vim25/types"
 	"github.com/vmware/govmomi/vim25/xml"
@@ -96,11 +98,19 @@ func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.inner.ServeHTTP(w, r) // vcsim answers with its own fault
 		return
 	}
-	handled, drop := h.faults.inject(w, r, h.inner, m, body)
+	handled, rule := h.faults.inject(w, r, h.inner, m, body)
 	if handled {
 		return
 	}
+	drop := ""
+	if rule != nil {
+		drop = rule.Drop
+	}
 	if drop == "before" {
+		tw.abort()
+	}
+	if drop == "after" && rule.TaskMs > 0 && strings.HasSuffix(m.Name, "_Task") {
+		h.later(r, body, m, time.Duration(rule.TaskMs)*time.Millisecond)
 		tw.abort()
 	}
 	switch m.Name {
@@ -155,6 +165,58 @@ func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(rec.Code)
 	_, _ = w.Write(rec.Body.Bytes())
+}
+
+// later carries out a call whose reply was lost (-faults "task_ms") after d,
+// with a task of its name running on the entity until then: in the
+// entity's recentTask, as vCenter lists the tasks that operate on it.  Only
+// the call itself runs (no fix-ups: the rule is for ReconfigVM_Task).
+func (h *sdkHandler) later(r *http.Request, body []byte, m *simulator.Method, d time.Duration) {
+	obj := simulator.Map.Get(m.This)
+	id := strings.TrimSuffix(m.Name, "_Task")
+	id = strings.ToLower(id[:1]) + id[1:]
+	task := simulator.CreateTask(obj, id, func(*simulator.Task) (types.AnyType, types.BaseMethodFault) {
+		return nil, nil
+	})
+	simulator.Map.Update(task, []types.PropertyChange{
+		{Name: "info.state", Val: types.TaskInfoStateRunning},
+		{Name: "info.entityName", Val: entityName(m.This)},
+	})
+	setRecentTask(m.This, task.Self, true)
+	req := httptest.NewRequest(http.MethodPost, r.URL.String(), bytes.NewReader(body))
+	req.Header = r.Header.Clone()
+	go func() {
+		time.Sleep(d)
+		rec := httptest.NewRecorder()
+		h.inner.ServeHTTP(rec, req)
+		state := types.TaskInfoStateSuccess
+		if rec.Code != http.StatusOK || finishedTask(rec.Body.Bytes()) == nil {
+			state = types.TaskInfoStateError
+		}
+		simulator.Map.Update(task, []types.PropertyChange{{Name: "info.state", Val: state}})
+		setRecentTask(m.This, task.Self, false)
+	}()
+}
+
+// setRecentTask adds the task to, or takes it from, the entity's recentTask.
+func setRecentTask(ref, task types.ManagedObjectReference, add bool) {
+	obj := simulator.Map.Get(ref)
+	e, ok := obj.(mo.Entity)
+	if !ok {
+		return
+	}
+	simulator.Map.WithLock(obj, func() {
+		var list []types.ManagedObjectReference
+		for _, t := range e.Entity().RecentTask {
+			if t != task {
+				list = append(list, t)
+			}
+		}
+		if add {
+			list = append(list, task)
+		}
+		simulator.Map.Update(obj, []types.PropertyChange{{Name: "recentTask", Val: list}})
+	})
 }
 
 // dvsTypeWriter keeps the reply until it is complete and then gives
