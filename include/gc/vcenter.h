@@ -371,6 +371,17 @@ int gc_vcenter_task_wait(struct gc_vcenter_conn *vc, const char *task, const cha
 int gc_vcenter_task_wait_result(struct gc_vcenter_conn *vc, const char *task, const char *what,
 				unsigned timeout_ms, char *result, size_t n, struct gc_error *err);
 
+/*
+ * Wait until no task on the entity type:id (its recentTask) is queued or
+ * running, polling as gc_vcenter_task_wait() does: 0 when none is, or
+ * GC_ETIMEOUT after timeout_ms.  After a call that starts a task lost its
+ * reply (GC_ENET or GC_ETIMEOUT from a `once` request), the task it may
+ * have started is unknown: waiting for the entity to be idle lets the next
+ * observation see what that task did, instead of sending it again.
+ */
+int gc_vcenter_wait_idle(struct gc_vcenter_conn *vc, const char *type, const char *id,
+			 unsigned timeout_ms, struct gc_error *err);
+
 /* ---------------------------------------------------------------- VM lifecycle (vmops.c) */
 
 /*

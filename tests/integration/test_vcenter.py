@@ -12,6 +12,7 @@ firmware, the reservation lock, power state, host, CPUs and memory.
 import json
 import os
 import subprocess
+import time
 import unittest
 
 from labtest import ROOT, LabCase
@@ -172,6 +173,22 @@ class ApplyVmsRoce(VcenterLab):
             self.assertRegex(l, r"VM 'worker-0[35]': vCenter \(https://127\.0\.0\.1:\d+\): ")
         for i in range(1, 9):
             self.assert_worker(i)  # one GPU and one VF each: nothing twice, nothing lost
+        self.reapply_changes_nothing()
+
+    def test_a_lost_reply_whose_task_still_runs_is_waited_for(self):
+        # the reply is lost and the task runs on for 3 s (a real vCenter's
+        # ReconfigVM_Task takes seconds): observing again at once would not
+        # see the GPU yet and add a second one
+        self.faults({"ReconfigVM_Task": {"worker-03": {
+            "drop": "after", "times": 1, "task_ms": 3000,
+            "match": "VirtualPCIPassthroughDeviceBackingInfo"}}})
+        r = self.apply("-v")
+        time.sleep(3.5)  # whatever was sent twice has landed by now
+        for i in range(1, 9):
+            self.assert_worker(i)  # worker-03: one GPU
+        self.assertIn("vcenter: worker-03: no reply; waiting until its tasks end", r.stderr)
+        retries = [l for l in r.stderr.splitlines() if l.startswith("vcenter: retrying after: ")]
+        self.assertEqual(len(retries), 1, r.stderr)
         self.reapply_changes_nothing()
 
     def test_host_maintenance_powers_its_passthrough_vm_off_then_on(self):

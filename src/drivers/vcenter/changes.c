@@ -43,6 +43,26 @@ static int vm_fail(int rc, struct gc_error *err, const char *vm)
 	return rc;
 }
 
+/*
+ * A call that starts a task on VM `moref` lost its reply (GC_ENET,
+ * GC_ETIMEOUT): the task it may have started runs on unseen.  Wait until
+ * the VM has no task queued or running, so that the executor's
+ * re-observation sees what that task did rather than sending it again.
+ * Not finding out is noted; the observation decides then.  Returns rc.
+ */
+static int settle(struct vc_conn *c, struct gc_drv_ctx *ctx, const char *name,
+		  const char *moref, int rc)
+{
+	struct gc_error e = GC_ERROR_INIT;
+
+	if (rc != GC_ENET && rc != GC_ETIMEOUT)
+		return rc;
+	gc_drv_note(ctx, c->t, "%s: no reply; waiting until its tasks end", name);
+	if (gc_vcenter_wait_idle(c->vc, "VirtualMachine", moref, TASK_TIMEOUT_MS, &e) != 0)
+		gc_drv_note(ctx, c->t, "%s: %s", name, e.msg);
+	return rc;
+}
+
 static int reconfigure(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_vm *v,
 		       const struct gc_vcenter_vm *vm, const struct gc_vcenter_vm_change *ch,
 		       struct gc_error *err)
@@ -53,7 +73,7 @@ static int reconfigure(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct g
 	gc_drv_count_change(ctx);
 	rc = gc_vcenter_reconfigure(c->vc, vm->moref, ch, TASK_TIMEOUT_MS, err);
 	gc_vcdrv_slot_put(c, v->host_name);
-	return rc;
+	return settle(c, ctx, v->name, vm->moref, rc);
 }
 
 static void change_init(struct gc_vcenter_vm_change *ch)
@@ -101,8 +121,8 @@ static int vm_create(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_
 		rc = gc_vcenter_clone(moref, sizeof(moref), c->vc, from->moref, v->name, dc->vm_folder,
 				      p.compute->resource_pool, p.host->moref, ds, TASK_TIMEOUT_MS, err);
 		gc_vcdrv_slot_put(c, v->host_name);
-		if (rc != 0)
-			return rc;
+		if (rc != 0) /* a clone's task runs on its source */
+			return settle(c, ctx, v->template_name, from->moref, rc);
 		if ((vm = gc_vcdrv_find_vm(c, ctx, &inv, v->name, err)) == NULL)
 			return GC_EREMOTE;
 	}
@@ -130,7 +150,7 @@ static int vm_settle(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_
 					 TASK_TIMEOUT_MS, err);
 		gc_vcdrv_slot_put(c, v->host_name);
 		if (rc != 0)
-			return rc;
+			return settle(c, ctx, v->name, vm->moref, rc);
 	}
 	change_init(&ch);
 	if (v->cpus > 0 && vm->num_cpus != (int)v->cpus)
@@ -472,7 +492,7 @@ static int power_on(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_v
 	gc_drv_count_change(ctx);
 	rc = gc_vcenter_power_on(c->vc, vm->moref, TASK_TIMEOUT_MS, err);
 	gc_vcdrv_slot_put(c, v->host_name);
-	return vm_fail(rc, err, v->name);
+	return vm_fail(settle(c, ctx, v->name, vm->moref, rc), err, v->name);
 }
 
 /* Guest shutdown, waiting up to the shutdown timeout, then a hard power-off. */
@@ -517,7 +537,7 @@ static int power_off(struct vc_conn *c, struct gc_drv_ctx *ctx, const char *name
 	gc_vcdrv_slot_get(c, host);
 	rc = gc_vcenter_power_off(c->vc, vm->moref, TASK_TIMEOUT_MS, err);
 	gc_vcdrv_slot_put(c, host);
-	return vm_fail(rc, err, name);
+	return vm_fail(settle(c, ctx, name, vm->moref, rc), err, name);
 }
 
 /* vMotion `name` onto dest (a spec host), or off `from` onto a host of the
@@ -558,7 +578,7 @@ static int migrate(struct vc_conn *c, struct gc_drv_ctx *ctx, const char *name, 
 	gc_drv_count_change(ctx);
 	rc = gc_vcenter_relocate(c->vc, vm->moref, to->moref, NULL, TASK_TIMEOUT_MS, err);
 	gc_vcdrv_slot_put(c, from);
-	return vm_fail(rc, err, name);
+	return vm_fail(settle(c, ctx, name, vm->moref, rc), err, name);
 }
 
 /* ---------------------------------------------------------------- switches */

@@ -11,7 +11,9 @@
  * their errors read alike: "<method> of <object> (<task>): <vCenter's
  * localizedMessage> (<fault type>)".  The connection's lock is not held
  * while a task is waited for (soap.c), so threads waiting on different
- * tasks interleave their polls.
+ * tasks interleave their polls.  gc_vcenter_wait_idle() polls an entity's
+ * recentTask the same way, for the task a call whose reply was lost may
+ * have started.
  *
  * Bodies follow govmomi's vim25/types/types.go element order:
  * CloneVM_Task(folder, name, spec{location, template, powerOn}) with
@@ -199,6 +201,65 @@ int gc_vcenter_run_task(struct gc_vcenter_conn *vc, struct gc_vcenter_soap *s, c
 	if (rc < 0)
 		return rc;
 	return gc_vcenter_task_wait_result(vc, task, what, timeout_ms, result, n, err);
+}
+
+/* The ids of the tasks in the entity's recentTask. */
+static int recent_tasks(struct gc_vcenter_conn *vc, const char *type, const char *id,
+			char (*out)[128], size_t max, size_t *n, struct gc_error *err)
+{
+	static const char *const paths[] = {"recentTask"};
+	xmlDocPtr doc = NULL;
+	xmlNodePtr objects, p;
+	int rc = retrieve_one(vc, type, id, paths, GC_ARRAY_LEN(paths), &doc, &objects, err);
+
+	if (rc < 0)
+		return rc;
+	*n = 0;
+	for (p = gc_vcenter_xml_child(objects, "propSet"); p != NULL;
+	     p = gc_vcenter_xml_next(p, "propSet")) {
+		xmlNodePtr val = gc_vcenter_xml_child(p, "val");
+
+		/* ArrayOfManagedObjectReference: <ManagedObjectReference type="Task"> */
+		for (xmlNodePtr t = gc_vcenter_xml_child(val, "ManagedObjectReference");
+		     t != NULL && *n < max; t = gc_vcenter_xml_next(t, "ManagedObjectReference"))
+			gc_vcenter_xml_copy(out[(*n)++], sizeof(out[0]), t, NULL);
+	}
+	xmlFreeDoc(doc);
+	return 0;
+}
+
+int gc_vcenter_wait_idle(struct gc_vcenter_conn *vc, const char *type, const char *id,
+			 unsigned timeout_ms, struct gc_error *err)
+{
+	uint64_t deadline = gc_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	unsigned pause = POLL_FIRST_MS;
+	char tasks[32][128], busy[128];
+	struct task_info ti;
+	size_t n;
+	int rc;
+
+	for (;;) {
+		rc = recent_tasks(vc, type, id, tasks, GC_ARRAY_LEN(tasks), &n, err);
+		if (rc < 0)
+			return rc;
+		busy[0] = '\0';
+		for (size_t i = 0; i < n && busy[0] == '\0'; i++) {
+			if (tasks[i][0] == '\0')
+				continue;
+			rc = poll_task(vc, tasks[i], &ti, err);
+			if (rc < 0)
+				return rc;
+			if (strcmp(ti.state, "queued") == 0 || strcmp(ti.state, "running") == 0)
+				memcpy(busy, tasks[i], sizeof(busy)); /* same size, NUL-ended */
+		}
+		if (busy[0] == '\0')
+			return 0;
+		if (gc_now_ns() + (uint64_t)pause * 1000000u > deadline)
+			return gc_error_set(err, GC_ETIMEOUT, "%s: %s %s: task %s still running after "
+					    "%u ms", vc->target, type, id, busy, timeout_ms);
+		sleep_ms(pause);
+		pause = pause * 2 > POLL_MAX_MS ? POLL_MAX_MS : pause * 2;
+	}
 }
 
 /* ---------------------------------------------------------------- VM lifecycle */

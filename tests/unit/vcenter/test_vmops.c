@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../../src/drivers/vcenter/soap.h"
 #include "fixture.h"
@@ -192,6 +193,49 @@ static void test_power_off_on_and_shutdown(void **state)
 	assert_string_equal(err.msg, "vCenter (https://127.0.0.1:8980): ShutdownGuest: "
 				     "fault without a message (InvalidPowerState)");
 	assert_int_equal(gc_vcenter_calls(vc, "ShutdownGuest"), 2);
+	gc_vcenter_free(vc);
+}
+
+/* After a lost reply, wait for the task it started: vcsim runs the call
+ * 1.5 s late (faults.json task_ms) with a running task in the VM's
+ * recentTask meanwhile. */
+static void test_wait_idle_after_a_lost_reply(void **state)
+{
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_vcenter_option opt = {"gc.test.lost", "yes"};
+	struct gc_vcenter_vm_change ch = {.reservation_locked = -1, .extra_config = &opt,
+					  .nextra_config = 1};
+	struct gc_vcenter_inventory *inv;
+	char path[700], want[256];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(gc_vcenter_wait_idle(vc, "VirtualMachine", "vm-57", 1000, &err), 0);
+	snprintf(path, sizeof(path), "%s/faults.json", sim.dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"ReconfigVM_Task\": {\"DC0_H0_VM0\": {\"drop\": \"after\", \"times\": 1, "
+	      "\"task_ms\": 1500}}}",
+	      f);
+	fclose(f);
+	assert_int_equal(gc_vcenter_reconfigure(vc, "vm-57", &ch, 10000, &err), GC_ENET);
+	gc_error_clear(&err);
+	/* too short a wait names the task still running */
+	assert_int_equal(gc_vcenter_wait_idle(vc, "VirtualMachine", "vm-57", 100, &err),
+			 GC_ETIMEOUT);
+	snprintf(want, sizeof(want), "%s: VirtualMachine vm-57: task task-", sim.target);
+	assert_memory_equal(err.msg, want, strlen(want));
+	assert_non_null(strstr(err.msg, " still running after 100 ms"));
+	gc_error_clear(&err);
+	assert_int_equal(gc_vcenter_wait_idle(vc, "VirtualMachine", "vm-57", 10000, &err), 0);
+	unlink(path);
+	/* and then the change is there, once */
+	inv = vcsim_observe(vc);
+	assert_string_equal(gc_vcenter_vm_option(gc_vcenter_inventory_vm(inv, "DC0_H0_VM0"),
+						 "gc.test.lost"),
+			    "yes");
+	gc_vcenter_inventory_free(inv);
 	gc_vcenter_free(vc);
 }
 
@@ -396,6 +440,7 @@ int main(void)
 		cmocka_unit_test(test_config_target_parser),
 		cmocka_unit_test(test_clone_then_relocate),
 		cmocka_unit_test(test_power_off_on_and_shutdown),
+		cmocka_unit_test(test_wait_idle_after_a_lost_reply),
 		cmocka_unit_test(test_unknown_vm),
 		cmocka_unit_test(test_query_pci),
 		cmocka_unit_test(test_threads_share_one_connection),
