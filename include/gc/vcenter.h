@@ -433,6 +433,7 @@ int gc_vcenter_query_pci(struct gc_vcenter_pci_target **out, size_t *nout,
 struct gc_vcenter_dvs_uplink {
 	const char *host; /* host moref */
 	const char *pnic; /* "vmnic5" */
+	bool edit;        /* a member already: its uplink becomes pnic ("edit") */
 };
 
 /*
@@ -444,7 +445,8 @@ struct gc_vcenter_dvs_uplink {
 int gc_vcenter_create_dvs(char *out, size_t n, struct gc_vcenter_conn *vc, const char *folder,
 			  const char *name, int mtu, unsigned timeout_ms, struct gc_error *err);
 /* ReconfigureDvs_Task: configVersion (NULL: not sent), maxMtu (0:
- * unchanged) and host members to add with their uplink pnic (NULL: none). */
+ * unchanged) and host members to add (or, with .edit, to give another
+ * uplink) with their uplink pnic (NULL: none). */
 int gc_vcenter_reconfigure_dvs(struct gc_vcenter_conn *vc, const char *dvs,
 			       const char *config_version, int mtu,
 			       const struct gc_vcenter_dvs_uplink *add, size_t nadd,

@@ -625,21 +625,23 @@ static int dvs_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_
 		if (vh == NULL)
 			return gc_error_set(err, GC_EREMOTE, "%s: no host '%s' for the uplink of '%s'",
 					    gc_vcenter_target(c->vc), sw->uplinks[i].host_name, sw->name);
-		for (size_t j = 0; j < d->nmembers; j++) {
+		for (size_t j = 0; j < d->nmembers && !member; j++) {
 			if (strcmp(d->members[j].host, vh->moref) != 0)
 				continue;
 			member = true;
 			if (d->members[j].npnics == 0 ||
-			    strcmp(d->members[j].pnics[0], sw->uplinks[i].nic) != 0)
-				return gc_error_set(err, GC_ENOTSUP,
-						    "%s: host '%s' is on switch '%s' with another "
-						    "uplink; changing it is not supported yet",
-						    gc_vcenter_target(c->vc), sw->uplinks[i].host_name,
-						    sw->name);
+			    strcmp(d->members[j].pnics[0], sw->uplinks[i].nic) != 0) {
+				/* a member with another uplink: the spec's replaces it */
+				up[nup].host = vh->moref;
+				up[nup].pnic = sw->uplinks[i].nic;
+				up[nup].edit = true;
+				nup++;
+			}
 		}
 		if (!member) {
 			up[nup].host = vh->moref;
 			up[nup].pnic = sw->uplinks[i].nic;
+			up[nup].edit = false;
 			nup++;
 		}
 	}

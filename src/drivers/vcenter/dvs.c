@@ -99,7 +99,7 @@ void gc_vcenter_reconfigure_dvs_body(struct gc_vcenter_soap *s, const char *dvs,
 		gc_vcenter_soap_elem(s, "configVersion", config_version);
 	for (size_t i = 0; i < nadd; i++) {
 		gc_vcenter_soap_open(s, "host", NULL);
-		gc_vcenter_soap_elem(s, "operation", "add");
+		gc_vcenter_soap_elem(s, "operation", add[i].edit ? "edit" : "add");
 		gc_vcenter_soap_moref(s, "host", "HostSystem", add[i].host);
 		gc_vcenter_soap_open(s, "backing", "DistributedVirtualSwitchHostMemberPnicBacking");
 		if (add[i].pnic != NULL) {

@@ -39,7 +39,8 @@ static int group_teardown(void **state)
 
 static void test_bodies(void **state)
 {
-	const struct gc_vcenter_dvs_uplink up[] = {{"host-21", "vmnic5"}, {"host-34", NULL}};
+	const struct gc_vcenter_dvs_uplink up[] = {
+		{"host-21", "vmnic5", false}, {"host-34", NULL, false}, {"host-40", "vmnic6", true}};
 	struct gc_vcenter_soap s;
 
 	gc_vcenter_create_dvs_body(&s, "group-n6", "gc-rdma", 9000);
@@ -49,7 +50,7 @@ static void test_bodies(void **state)
 			    "<name>gc-rdma</name><maxMtu>9000</maxMtu></configSpec></spec>");
 	gc_vcenter_soap_free(&s);
 
-	gc_vcenter_reconfigure_dvs_body(&s, "dvs-9", "3", 9000, up, 2);
+	gc_vcenter_reconfigure_dvs_body(&s, "dvs-9", "3", 9000, up, 3);
 	assert_string_equal(strstr(s.b.ptr, "<ReconfigureDvs_Task"),
 			    "<ReconfigureDvs_Task xmlns=\"urn:vim25\">"
 			    "<_this type=\"VmwareDistributedVirtualSwitch\">dvs-9</_this>"
@@ -59,7 +60,11 @@ static void test_bodies(void **state)
 			    "<pnicSpec><pnicDevice>vmnic5</pnicDevice></pnicSpec></backing></host>"
 			    "<host><operation>add</operation><host type=\"HostSystem\">host-34</host>"
 			    "<backing xsi:type=\"DistributedVirtualSwitchHostMemberPnicBacking\">"
-			    "</backing></host><maxMtu>9000</maxMtu></spec>");
+			    "</backing></host>"
+			    "<host><operation>edit</operation><host type=\"HostSystem\">host-40</host>"
+			    "<backing xsi:type=\"DistributedVirtualSwitchHostMemberPnicBacking\">"
+			    "<pnicSpec><pnicDevice>vmnic6</pnicDevice></pnicSpec></backing></host>"
+			    "<maxMtu>9000</maxMtu></spec>");
 	gc_vcenter_soap_free(&s);
 
 	gc_vcenter_add_portgroup_body(&s, "dvs-9", "gc-rdma-pg", 100);
@@ -88,7 +93,7 @@ static void test_bodies(void **state)
 
 static void test_bad_values_refused_before_sending(void **state)
 {
-	const struct gc_vcenter_dvs_uplink bad_nic[] = {{"host-21", "eth0;reboot"}};
+	const struct gc_vcenter_dvs_uplink bad_nic[] = {{"host-21", "eth0;reboot", false}};
 	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
 	struct gc_error err = GC_ERROR_INIT;
 	char moref[64];
@@ -167,7 +172,7 @@ static void test_create_switch_member_portgroup(void **state)
 	struct gc_error err = GC_ERROR_INIT;
 	const struct gc_vcenter_datacenter *dc = gc_vcenter_inventory_datacenter(inv, "DC0");
 	const struct gc_vcenter_host *h = gc_vcenter_inventory_host(inv, "DC0_H0");
-	struct gc_vcenter_dvs_uplink up = {NULL, "vmnic1"};
+	struct gc_vcenter_dvs_uplink up = {NULL, "vmnic1", false};
 	const struct gc_vcenter_dvs *d;
 	const struct gc_vcenter_network *pg;
 	char host[64], cv[32];
@@ -196,6 +201,18 @@ static void test_create_switch_member_portgroup(void **state)
 	assert_int_equal(d->members[0].npnics, 1);
 	assert_string_equal(d->members[0].pnics[0], "vmnic1");
 	assert_int_equal(d->max_mtu, 9000); /* unchanged */
+	assert_string_not_equal(d->config_version, cv);
+
+	/* the member's uplink moves to another pnic */
+	snprintf(cv, sizeof(cv), "%s", d->config_version);
+	up.pnic = "vmnic2";
+	up.edit = true;
+	assert_int_equal(gc_vcenter_reconfigure_dvs(vc, dvs_moref, cv, 0, &up, 1, 10000, &err), 0);
+	gc_vcenter_inventory_free(inv);
+	inv = vcsim_observe(vc);
+	d = gc_vcenter_inventory_dvs(inv, "gc-rdma");
+	assert_int_equal(d->nmembers, 1);
+	assert_string_equal(d->members[0].pnics[0], "vmnic2");
 	assert_string_not_equal(d->config_version, cv);
 
 	assert_int_equal(gc_vcenter_add_portgroup(vc, dvs_moref, "gc-rdma-pg", 100, 10000, &err),
@@ -260,7 +277,7 @@ static void test_refused_task(void **state)
 	struct gc_vcenter_inventory *inv = vcsim_observe(vc);
 	struct gc_error err = GC_ERROR_INIT;
 	const struct gc_vcenter_host *h = gc_vcenter_inventory_host(inv, "DC0_H0");
-	struct gc_vcenter_dvs_uplink up = {h->moref, "vmnic1"};
+	struct gc_vcenter_dvs_uplink up = {h->moref, "vmnic1", false};
 	char want[256];
 	const char *p;
 
