@@ -308,6 +308,20 @@ class ApplyVmsVgpu(VcenterLab):
         self.reapply_changes_nothing()
 
 
+    def test_an_uplink_moved_by_hand_is_moved_back(self):
+        self.apply()
+        self.vc("dvs-uplink", "dvs-rdma", "esx02", "vmnic7")
+        r = self.plan(check=2)
+        self.assertEqual(self.vcenter_steps(r.stdout), ["~ dvs/dvs-rdma"], r.stdout)
+        self.assertIn("uplink.esx02: vmnic7 → vmnic5", r.stdout)
+        self.assertIn("Plan: 0 to add, 1 to change, 0 to destroy", r.stdout)
+        self.apply()
+        members = {m["host"]: m["pnics"] for m in
+                   json.loads(self.vc("dvs", "dvs-rdma").stdout)["config_hosts"]}
+        self.assertEqual(members, {"esx%02d" % i: ["vmnic5"] for i in range(1, 5)})
+        self.reapply_changes_nothing()
+
+
 class ApplyVmsMultiGpu(VcenterLab):
     """One VM with a static passthrough GPU and a dynamic DirectPath one
     (vendor:device, ESXi picks a free GPU of that id at power-on)."""

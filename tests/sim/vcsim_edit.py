@@ -14,6 +14,7 @@
     vcsim_edit.py ... host HOST           a host: PCI devices, passthrough, vGPU types, pnics
     vcsim_edit.py ... config-target HOST  QueryConfigTarget of the host's cluster for that host
     vcsim_edit.py ... dvs NAME            a distributed switch: maxMtu, host members, port groups
+    vcsim_edit.py ... dvs-uplink NAME HOST PNIC   give member HOST another uplink (operation edit)
     vcsim_edit.py ... inventory           names of datacenters, clusters, hosts, VMs, ...
 
 URL is the vCenter's (https://127.0.0.1:8990 or .../sdk); `tests/sim/vcsim.sh
@@ -418,6 +419,22 @@ def show_inventory(c):
 
 # ---------------------------------------------------------------- edits
 
+def set_uplink(c, dvs_name, host_name, pnic):
+    """ReconfigureDvs_Task: member host_name's uplink becomes pnic."""
+    found = [(ref, t) for ref, v, t in c.all_typed("DistributedVirtualSwitch") if v["name"].text == dvs_name]
+    if not found:
+        raise Fault("NotFound", "no distributed switch named '%s'" % dvs_name)
+    ref, kind = found[0]
+    version = c.props(kind, ref, ["config.configVersion"])["config.configVersion"].text
+    host = c.find("HostSystem", host_name)
+    c.task("ReconfigureDvs_Task", kind, ref,
+           '<spec xsi:type="VMwareDVSConfigSpec"><configVersion>%s</configVersion>'
+           '<host><operation>edit</operation><host type="HostSystem">%s</host>'
+           '<backing xsi:type="DistributedVirtualSwitchHostMemberPnicBacking"><pnicSpec>'
+           '<pnicDevice>%s</pnicDevice></pnicSpec></backing></host></spec>'
+           % (escape(version or ""), escape(host), escape(pnic)))
+
+
 def edit(c, vm_name, verb, args):
     vm = c.find("VirtualMachine", vm_name)
     if verb == "set-extra" and len(args) == 2:
@@ -492,6 +509,9 @@ def main(argv):
             out = config_target(c, w[1])
         elif w[0] == "dvs" and len(w) == 2:
             out = show_dvs(c, w[1])
+        elif w[0] == "dvs-uplink" and len(w) == 4:
+            set_uplink(c, w[1], w[2], w[3])
+            out = None
         elif w[0] == "inventory" and len(w) == 1:
             out = show_inventory(c)
         elif len(w) >= 2:
