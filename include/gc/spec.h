@@ -139,6 +139,7 @@ struct gc_vcenter {
 	bool insecure;    /* only when the spec says insecure: true (warned) */
 	unsigned max_tasks;          /* tasks in flight per vCenter, default 8 */
 	unsigned max_tasks_per_host; /* default 2 */
+	unsigned shutdown_timeout_s; /* guest shutdown before a hard power-off; default 300 */
 };
 
 /* ---------------------------------------------------------------- ESXi hosts */

@@ -177,6 +177,7 @@ static const struct spec_field vcenter_fields[] = {
 	FBOOL(struct gc_vcenter, "insecure", insecure),
 	FUINT(struct gc_vcenter, "max_tasks", max_tasks, 1, 64, false),
 	FUINT(struct gc_vcenter, "max_tasks_per_host", max_tasks_per_host, 1, 16, false),
+	FUINT(struct gc_vcenter, "shutdown_timeout_s", shutdown_timeout_s, 1, 3600, false),
 	FEND(struct gc_vcenter),
 };
 
@@ -188,6 +189,7 @@ static void root_vcenter(struct spec_ctx *x, yaml_node_t *v, void *obj)
 	vc->mark = spec_mark(x, v);
 	vc->max_tasks = 8;
 	vc->max_tasks_per_host = 2;
+	vc->shutdown_timeout_s = 300;
 	spec_parse_map(x, v, vcenter_fields, vc, "vcenter");
 	c->vcenter = vc;
 }

@@ -29,7 +29,6 @@
 #include "gc/vcenter.h"
 #include "vcdrv.h"
 
-#define SHUTDOWN_TIMEOUT_MS (5u * 60u * 1000u)
 
 /* ---------------------------------------------------------------- task slots */
 
@@ -99,8 +98,10 @@ static int vc_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_targe
 	c->slots = gc_xcalloc(cl->nhosts ? cl->nhosts : 1, sizeof(*c->slots));
 	for (size_t i = 0; i < cl->nhosts; i++)
 		c->slots[c->nslots++].host = cl->hosts[i].name;
-	c->shutdown_timeout_ms = SHUTDOWN_TIMEOUT_MS;
-	if (getenv("GC_GUEST_SHUTDOWN_TIMEOUT_MS") != NULL) /* tests */
+	/* the spec's vcenter.shutdown_timeout_s (default 300) */
+	c->shutdown_timeout_ms =
+		(cl->vcenter->shutdown_timeout_s ? cl->vcenter->shutdown_timeout_s : 300) * 1000u;
+	if (getenv("GC_GUEST_SHUTDOWN_TIMEOUT_MS") != NULL) /* tests: below a second */
 		c->shutdown_timeout_ms = (unsigned)strtoul(getenv("GC_GUEST_SHUTDOWN_TIMEOUT_MS"), NULL, 10);
 	*conn = c;
 	return 0;

@@ -212,6 +212,7 @@ static void test_gpudirect_pair(void **state)
 	assert_null(c->hosts[0].nmlx5_max_vfs);
 	assert_int_equal(c->vcenter->max_tasks, 8);
 	assert_int_equal(c->vcenter->max_tasks_per_host, 2);
+	assert_int_equal(c->vcenter->shutdown_timeout_s, 300);
 	assert_int_equal(c->rolling.max_unavailable, 1);
 	gc_cluster_free(c);
 }
@@ -270,13 +271,15 @@ static void test_ipv6_vcenter(void **state)
 	static const char spec[] =
 		"apiVersion: gpuclusterctl/v1\nkind: Cluster\nmetadata: {name: v6}\n"
 		"credentials: [{name: vc, username: administrator@vsphere.local, agent: true}]\n"
-		"vcenter: {url: 'https://[fd00::10]:8443/sdk', datacenter: DC0, credentials: vc}\n";
+		"vcenter: {url: 'https://[fd00::10]:8443/sdk', datacenter: DC0, credentials: vc,\n"
+		"          shutdown_timeout_s: 900}\n";
 	struct gc_cluster *c = NULL;
 	struct gc_diags d = {0};
 	struct gc_error err = GC_ERROR_INIT;
 
 	assert_int_equal(gc_spec_load_buffer(&c, &d, "v6.yaml", spec, strlen(spec), &err), 0);
 	assert_string_equal(c->vcenter->url, "https://[fd00::10]:8443/sdk");
+	assert_int_equal(c->vcenter->shutdown_timeout_s, 900);
 	assert_int_equal(d.n, 0);
 	gc_cluster_free(c);
 }
