@@ -3,8 +3,9 @@
 # simulated ESXi hosts and Onyx switches (tests/sim/).  See docs/lab.md.
 #
 #   scripts/lab.sh start [--hosts N] [--switches M] [--esxi7 K] [--port P]
-#   scripts/lab.sh start --spec FILE [--port P] [--vcsim-port P]
+#   scripts/lab.sh start --spec FILE [--port P] [--vcsim-port P] [--guests N]
 #   scripts/lab.sh stop | status | reset | env
+#   scripts/lab.sh guest-reset [VM...]
 #
 # With --spec the lab stands in for the spec's own targets: one simulated
 # ESXi host per spec host (its name, address, version and PCI devices) and one
@@ -15,6 +16,11 @@
 # $lab/vcsim) with the spec's inventory, and the written spec's vcenter
 # points at it.  vcsim port: --vcsim-port, else $GC_LAB_VCSIM_PORT, else
 # the port of a previous start, else 8990.
+# When the spec's VMs have a `guest:`, the lab also boots one real Debian 12
+# VM per guest (QEMU/TCG, tests/sim/guestlab/guests.sh; the first N with
+# --guests N, none with --guests 0): SSH on the spec's guest address, port
+# lab port + 10000; see docs/lab.md "Guest VMs".  `guest-reset` puts guests
+# back on a fresh disk and reboots them.
 #
 # Lab dir: $GC_LAB_DIR (default .lab/ at the repository root).  Port:
 # --port, else $GC_LAB_PORT, else the port of a previous start, else 2222.
@@ -37,8 +43,9 @@ die() { echo "lab: $*" >&2; exit 1; }
 usage() {
 	cat >&2 <<'EOF'
 usage: scripts/lab.sh start [--hosts N] [--switches M] [--esxi7 K] [--port P]
-       scripts/lab.sh start --spec FILE [--port P] [--vcsim-port P]
+       scripts/lab.sh start --spec FILE [--port P] [--vcsim-port P] [--guests N]
        scripts/lab.sh stop | status | reset | env
+       scripts/lab.sh guest-reset [VM...]
 EOF
 	exit 2
 }
@@ -175,6 +182,20 @@ vcsim_sh=$root/tests/sim/vcsim.sh
 
 vcsim() { GC_VCSIM_DIR=$lab/vcsim "$vcsim_sh" "$@"; }
 
+# The lab's real Linux guests (tests/sim/guestlab/guests.sh).
+guests() { GC_LAB_DIR=$lab "$root/tests/sim/guestlab/guests.sh" "$@"; }
+
+# Boot (or keep) the spec's guests: $1 lab port, $2 --guests (may be empty).
+start_guests() {
+	local spec
+	spec=$(cat "$lab/spec" 2>/dev/null || true)
+	if [ -z "$spec" ]; then
+		guests stop
+		return 0
+	fi
+	guests start "$spec" "$1" ${2:+"$2"}
+}
+
 # The lab's vCenter, for a spec with a vcenter: vcsim with the spec's
 # inventory (tests/sim/lab_spec.py vcsim-inventory).  A running vcsim with
 # the same port and inventory is left alone; otherwise it is (re)started,
@@ -236,11 +257,12 @@ seed_from_spec() {
 }
 
 cmd_start() {
-	local hosts=2 switches=0 esxi7=0 port="" user pid spec="" vcport=""
+	local hosts=2 switches=0 esxi7=0 port="" user pid spec="" vcport="" nguests=""
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--spec) spec=${2:?}; shift 2 ;;
 		--vcsim-port) vcport=${2:?}; shift 2 ;;
+		--guests) nguests=${2:?}; shift 2 ;;
 		--hosts) hosts=${2:?}; shift 2 ;;
 		--switches) switches=${2:?}; shift 2 ;;
 		--esxi7) esxi7=${2:?}; shift 2 ;;
@@ -248,7 +270,7 @@ cmd_start() {
 		*) usage ;;
 		esac
 	done
-	for v in "$hosts" "$switches" "$esxi7" ${port:+"$port"} ${vcport:+"$vcport"}; do
+	for v in "$hosts" "$switches" "$esxi7" ${port:+"$port"} ${vcport:+"$vcport"} ${nguests:+"$nguests"}; do
 		[[ $v =~ ^[0-9]+$ ]] || die "not a number: '$v'"
 	done
 	[ -x "$sshd_bin" ] || die "$sshd_bin not found (apt-get install openssh-server)"
@@ -300,6 +322,7 @@ cmd_start() {
 			rm -f "$lab/sshd_config.new"
 			write_known_hosts "$port"
 			echo "lab: already running (pid $pid, port $port, $hosts hosts, $switches switches)"
+			start_guests "$port" "$nguests"
 			write_lab_spec
 			return 0
 		fi
@@ -327,6 +350,7 @@ cmd_start() {
 	done
 	[ -n "${pid:-}" ] || die "sshd did not write its pid file (see $lab/sshd.log)"
 	echo "lab: started sshd (pid $pid) on port $port: $hosts ESXi hosts, $switches switches, lab dir $lab"
+	start_guests "$port" "$nguests"
 	write_lab_spec
 }
 
@@ -359,6 +383,7 @@ cmd_stop() {
 	fi
 	rm -f "$lab/sshd.pid"
 	stop_vcsim
+	guests stop
 }
 
 cmd_status() {
@@ -379,6 +404,7 @@ cmd_status() {
 			rc=3
 		fi
 	fi
+	guests status || rc=3
 	return $rc
 }
 
@@ -413,6 +439,14 @@ export GC_LAB_KNOWN_HOSTS='$lab/client/known_hosts'
 export GC_LAB_KEY='$lab/client/id_ed25519'
 export GC_LAB_PASSWORD_FILE='$lab/client/password'
 EOF
+	if [ -f "$lab/guest_key" ]; then
+		cat <<EOF
+export GC_LAB_GUEST_KEY='$lab/guest_key'
+export GC_LAB_GUEST_KNOWN_HOSTS='$lab/known_hosts'
+export GC_LAB_GUEST_PORT=$(($(cat "$lab/port") + 10000))
+export GC_LAB_GUEST_PASSWORD_FILE='$lab/guest_password'
+EOF
+	fi
 	if [ -f "$lab/vcsim-inventory.json" ] && [ -f "$lab/vcsim/port" ]; then
 		cat <<EOF
 export GC_LAB_VCSIM_URL=https://127.0.0.1:$(cat "$lab/vcsim/port")/sdk
@@ -433,5 +467,6 @@ stop) cmd_stop ;;
 status) cmd_status ;;
 reset) cmd_reset ;;
 env) cmd_env ;;
+guest-reset) guests reset "$@" ;;
 *) usage ;;
 esac

@@ -5,6 +5,7 @@
     lab_spec.py seed SPEC LABDIR          seed each simulated host with the spec's hardware
     lab_spec.py rewrite SPEC LABDIR OUT   write the spec with connection settings -> lab
     lab_spec.py vcsim-inventory SPEC      print the vCenter simulator's inventory (JSON)
+    lab_spec.py guests SPEC [N]           print the lab guests (JSON, one per line)
 
 `seed` writes hosts/<name>/state.json (only when absent, so a running lab
 keeps its state): the host's ESXi version and PCI devices exactly as the
@@ -19,6 +20,21 @@ vcsim (LABDIR/vcsim/port exists) the spec's vcenter gets its URL
 becomes vcsim's user with vcsim's password file.  Names, addresses,
 hardware and desired configuration are untouched, so applying the rewritten
 spec exercises exactly the example.  (Comments are not kept.)
+
+For a spec whose VMs have a `guest:`, `rewrite` also points every guest at
+the lab's Debian 12 VMs (tests/sim/guestlab): the guest's `ssh:` block gets
+the guest port (lab port + 10000) and LABDIR/known_hosts, its credential
+becomes user `gclab` with `key_file: LABDIR/guest_key` (a credential shared
+with a host, switch or vCenter is left to them and the guests get a copy
+named `NAME-lab`), `os: debian`, `driver.runfile` (when present) the lab's
+stand-in .run installer, `license.token_file` (when present) a token file
+the lab writes (LABDIR/client_configuration_token.tok).
+
+`guests` prints, for the first N VMs with a `guest:` (all when N is
+absent), what the lab needs to boot one: name, address, index, the RDMA
+interface name (guest.rdma_interface.name, else roce_qos.interface, else
+eth1), the RDMA device (roce_qos.rdma_device, else rxe0) and the GPUs
+(gpu.json entries for the nvidia-smi stand-in).
 
 `vcsim-inventory` prints what tests/sim/vcsim/main.go -inventory reads
 (format in tests/sim/vcsim/inventory.go): the spec's datacenter, cluster and
@@ -178,6 +194,7 @@ def rewrite(spec, lab):
             c["username"] = user
             c["password_file"] = password
     rewrite_vcenter(spec, lab, used)
+    rewrite_guests(spec, lab, port, used)
     return spec
 
 
@@ -207,6 +224,123 @@ def rewrite_vcenter(spec, lab, used):
                 c.pop(k, None)
             c["username"] = user
             c["password_file"] = os.path.join(d, "password")
+
+
+# The lab's guest side (tests/sim/guestlab): what nvidia-smi reports for a
+# passthrough GPU of each spec model: product name, FB memory (MiB), brand,
+# architecture (values as nvidia-smi prints them for these boards).
+GPU_SMI = {
+    "P100": ("Tesla P100-PCIE-16GB", 16384, "Tesla", "Pascal"),
+    "V100-16GB": ("Tesla V100-PCIE-16GB", 16384, "Tesla", "Volta"),
+    "V100": ("Tesla V100-PCIE-16GB", 16384, "Tesla", "Volta"),
+    "V100-32GB": ("Tesla V100-PCIE-32GB", 32768, "Tesla", "Volta"),
+    "T4": ("Tesla T4", 15360, "NVIDIA", "Turing"),
+    "A100-40GB": ("NVIDIA A100-PCIE-40GB", 40960, "NVIDIA", "Ampere"),
+    "A100-80GB": ("NVIDIA A100 80GB PCIe", 81920, "NVIDIA", "Ampere"),
+    "A30": ("NVIDIA A30", 24576, "NVIDIA", "Ampere"),
+    "L4": ("NVIDIA L4", 23034, "NVIDIA", "Ada Lovelace"),
+    "L40S": ("NVIDIA L40S", 46068, "NVIDIA", "Ada Lovelace"),
+    "H100": ("NVIDIA H100 PCIe", 81559, "NVIDIA", "Hopper"),
+    "H200": ("NVIDIA H200 NVL", 143771, "NVIDIA", "Hopper"),
+}
+# vGPU licence edition by profile series (REAL-FORMATS C.8)
+VGPU_EDITION = {"c": "NVIDIA Virtual Compute Server", "q": "NVIDIA RTX Virtual Workstation",
+                "b": "NVIDIA Virtual PC", "a": "NVIDIA Virtual Applications"}
+RUNFILE = "NVIDIA-Linux-x86_64-535.183.01-grid.run"
+TOKEN = "client_configuration_token.tok"
+
+
+def _as_dict(v):
+    return v if isinstance(v, dict) else {}
+
+
+def guest_gpus(spec, vm, index):
+    """gpu.json entries for one VM: its passthrough GPUs (model of the host
+    GPU it names) and its vGPUs (product from the profile)."""
+    hosts = {h.get("name"): h for h in spec.get("hosts") or []}
+    host_gpus = {g.get("pci"): g for g in (hosts.get(vm.get("host")) or {}).get("gpus") or []}
+    feature = str(_as_dict(_as_dict(vm.get("guest")).get("license")).get("feature_type", ""))
+    out = []
+    for n, g in enumerate(vm.get("gpus") or []):
+        if not isinstance(g, dict):
+            continue
+        pci = "00000000:%02X:00.0" % (0x13 + n)  # where ESXi puts a VM's PCI devices
+        d = {"pci": pci, "uuid": "GPU-6c616267-%04x-%04x-8000-%012x" % (index, n, index * 16 + n),
+             "serial": "1562%09d" % (index * 100 + n), "ecc": "Enabled"}
+        if g.get("vgpu"):
+            prof = str(g["vgpu"])
+            name = prof[5:] if prof.startswith("grid_") else prof
+            digits = [p for p in name.split("-")[1:] if p[:-1].isdigit()]
+            mem = int(digits[-1][:-1]) * 1024 if digits else 0
+            series = name[-1:].lower()
+            d.update(product="GRID " + name.upper(), memory_mib=mem, mode="VGPU",
+                     brand="NVIDIA", arch="", ecc="N/A",
+                     licence_product=VGPU_EDITION.get(series, "NVIDIA Virtual Compute Server"))
+        else:
+            model = (host_gpus.get(g.get("host_pci")) or {}).get("model") or g.get("model")
+            prod, mem, brand, arch = GPU_SMI.get(model, ("NVIDIA GPU", 16384, "NVIDIA", ""))
+            d.update(product=prod, memory_mib=mem, mode="Pass-Through", brand=brand, arch=arch,
+                     licence_product={"2": VGPU_EDITION["q"]}.get(feature, VGPU_EDITION["c"]))
+        out.append(d)
+    return out
+
+
+def guests(spec, n=None):
+    """The lab guests of a spec: the first n VMs with a guest (all: None)."""
+    out = []
+    for vm in spec.get("vms") or []:
+        g = vm.get("guest")
+        if not isinstance(g, dict):
+            continue
+        if n is not None and len(out) >= n:
+            break
+        ri = _as_dict(g.get("rdma_interface"))
+        qos = _as_dict(g.get("roce_qos"))
+        index = len(out) + 1
+        out.append({"name": vm["name"], "address": str(g.get("address", "")), "index": index,
+                    "rdma_interface": ri.get("name") or qos.get("interface") or "eth1",
+                    "rdma_device": qos.get("rdma_device") or "rxe0",
+                    "gpus": guest_gpus(spec, vm, index)})
+    return out
+
+
+def rewrite_guests(spec, lab, port, used):
+    """Point every guest at the lab's VMs (see the module docstring)."""
+    vms = [vm for vm in spec.get("vms") or [] if isinstance(vm.get("guest"), dict)]
+    if not vms:
+        return
+    known = os.path.join(lab, "known_hosts")
+    key = os.path.join(lab, "guest_key")
+    creds = spec.setdefault("credentials", [])
+    vc = _as_dict(spec.get("vcenter")).get("credentials")
+    shared = set(used) | ({vc} if vc else set())
+    renamed = {}
+    for vm in vms:
+        g = vm["guest"]
+        ssh = dict(_as_dict(g.get("ssh")))
+        ssh.update(port=port + 10000, known_hosts=known)
+        g["ssh"] = ssh
+        name = g.get("credentials")
+        if name in shared or not any(c.get("name") == name for c in creds):
+            new = renamed.get(name) or "%s-lab" % (name or "guest")
+            if new not in renamed.values():
+                creds.append({"name": new})
+            renamed[name] = new
+            g["credentials"] = new
+            name = new
+        for c in creds:
+            if c.get("name") == name:
+                for k in ("password_env", "password_file", "key_passphrase_env", "agent"):
+                    c.pop(k, None)
+                c["username"] = "gclab"
+                c["key_file"] = key
+        g["os"] = "debian"
+        drv = g.get("driver")
+        if isinstance(drv, dict) and "runfile" in drv:
+            drv["runfile"] = os.path.join(lab, RUNFILE)
+        lic = g.get("license")
+        if isinstance(lic, dict) and "token_file" in lic:
+            lic["token_file"] = os.path.join(lab, TOKEN)
 
 
 def short(hexid):
@@ -279,6 +413,10 @@ def main(argv):
         return 0
     if len(argv) == 3 and argv[1] == "vcsim-inventory":
         print(json.dumps(vcsim_inventory(load(argv[2])), indent=1))
+        return 0
+    if len(argv) in (3, 4) and argv[1] == "guests":
+        for g in guests(load(argv[2]), int(argv[3]) if len(argv) == 4 else None):
+            print(json.dumps(g))
         return 0
     if len(argv) == 4 and argv[1] == "seed":
         seed(load(argv[2]), argv[3])

@@ -1,0 +1,312 @@
+#!/usr/bin/env bash
+# guests.sh - the local lab's real Linux guests: one QEMU/TCG Debian 12 VM per
+# spec guest, booted from the cached image (image.sh).  Called by
+# scripts/lab.sh (start --spec, stop, status, guest-reset); docs/lab.md
+# "Guest VMs".
+#
+#   guests.sh start SPEC PORT [N]   boot the first N spec guests (all when N is
+#                                   absent; 0: none) and wait for their SSH
+#   guests.sh stop                  stop every guest and the hub
+#   guests.sh status                list the guests (exit 3 if one is down)
+#   guests.sh reset [VM...]         fresh overlay + reboot (all guests by default)
+#
+# Lab dir: $GC_LAB_DIR (set by lab.sh).  Per guest, $GC_LAB_DIR/guests/<vm>/:
+#   overlay.qcow2 (on the cached rootfs.qcow2), seed.tar (the seed disk),
+#   ssh_host_{ed25519,ecdsa}_key{,.pub}, console.log (serial console),
+#   qemu.pid, rdma.sock (its end of the hub), info (address port index).
+# Lab-wide: guest_key{,.pub} (users gclab and gcpw), guest_password (gcpw's
+# sudo password), known_hosts ([address]:port lines of every guest),
+# client_configuration_token.tok, the stand-in .run installer, guests/hub.*.
+# SSH: hostfwd on the spec guest address, port = lab port + 10000.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+lab=${GC_LAB_DIR:?GC_LAB_DIR must be set (scripts/lab.sh sets it)}
+gdir=$lab/guests
+qemu=${GC_QEMU:-qemu-system-x86_64}
+boot_timeout=${GC_LAB_GUEST_TIMEOUT:-300}
+py=/usr/bin/python3
+
+die() { echo "lab: $*" >&2; exit 1; }
+
+ssh_opts() {
+	echo -o BatchMode=yes -o ConnectTimeout=5 -o UserKnownHostsFile="$lab/known_hosts" \
+		-o StrictHostKeyChecking=yes -o LogLevel=ERROR -i "$lab/guest_key"
+}
+
+qemu_pid() { # $1 vm: the pid of its running QEMU
+	local f=$gdir/$1/qemu.pid pid
+	[ -f "$f" ] || return 1
+	pid=$(cat "$f" 2>/dev/null) || return 1
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$gdir/$1/overlay.qcow2" || return 1
+	echo "$pid"
+}
+
+hub_pid() {
+	local pid
+	pid=$(cat "$gdir/hub.pid" 2>/dev/null) || return 1
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$here/hub.py $gdir" || return 1
+	echo "$pid"
+}
+
+start_hub() {
+	hub_pid >/dev/null && return 0
+	setsid "$py" "$here/hub.py" "$gdir" </dev/null >>"$gdir/hub.log" 2>&1 &
+	echo $! >"$gdir/hub.pid"
+	for _ in $(seq 50); do
+		[ -S "$gdir/hub.sock" ] && return 0
+		sleep 0.1
+	done
+	die "the RDMA hub did not start (see $gdir/hub.log)"
+}
+
+lab_secrets() {
+	[ -f "$lab/guest_key" ] || ssh-keygen -q -t ed25519 -N '' -C gclab-guest -f "$lab/guest_key"
+	if [ ! -s "$lab/guest_password" ]; then
+		(umask 077; head -c 18 /dev/urandom | base64 | tr -d '/+=\n' >"$lab/guest_password")
+	fi
+	[ -s "$lab/client_configuration_token.tok" ] ||
+		echo "gclab-client-configuration-token-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
+			>"$lab/client_configuration_token.tok"
+}
+
+# The seed disk of one guest (a tar archive; /usr/lib/gc-lab/seed reads it).
+write_seed() {
+	local vm=$1 json=$2 d=$gdir/$1 s idx iface rdev
+	s=$d/seed
+	rm -rf "$s"
+	mkdir -p "$s/ssh"
+	for t in ed25519 ecdsa; do
+		[ -f "$d/ssh_host_${t}_key" ] || ssh-keygen -q -t "$t" -N '' -C "root@$vm" -f "$d/ssh_host_${t}_key"
+		cp "$d/ssh_host_${t}_key" "$d/ssh_host_${t}_key.pub" "$s/ssh/"
+	done
+	echo "$vm" >"$s/hostname"
+	cp "$lab/guest_key.pub" "$s/authorized_keys"
+	openssl passwd -6 -stdin <"$lab/guest_password" >"$s/gcpw.hash"
+	idx=$(jf "$json" index)
+	iface=$(jf "$json" rdma_interface)
+	rdev=$(jf "$json" rdma_device)
+	"$py" -c 'import json, sys
+g = json.loads(sys.argv[1])
+print("{\"gpus\": [")
+print(",\n".join(" " + json.dumps(x, sort_keys=True) for x in g["gpus"]))
+print("]}")' "$json" >"$s/gpu.json"
+	printf 'IFACE=%s\nRDMA_DEV=%s\nMAC=%s\n' "$iface" "$rdev" "$(mac "$idx" 2)" >"$s/rdma.env"
+	printf '# gpuclusterctl lab: the management NIC (QEMU user-mode net)\n[Match]\nMACAddress=%s\n\n[Network]\nAddress=10.0.2.15/24\nGateway=10.0.2.2\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n' \
+		"$(mac "$idx" 1)" >"$s/10-gclab-mgmt.network"
+	printf '# gpuclusterctl lab: the management NIC\n[Match]\nMACAddress=%s\n\n[Link]\nName=eth0\n' \
+		"$(mac "$idx" 1)" >"$s/10-gclab-mgmt.link"
+	printf '# gpuclusterctl lab: the RDMA NIC, named as the spec says\n[Match]\nMACAddress=%s\n\n[Link]\nName=%s\n' \
+		"$(mac "$idx" 2)" "$iface" >"$s/10-gclab-rdma.link"
+	tar -c -f "$d/seed.tar" -C "$s" --owner=0 --group=0 .
+	rm -rf "$s"
+}
+
+jf() { "$py" -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
+mac() { printf '52:54:00:67:%02x:%02x' "$1" "$2"; }
+
+# Boot one guest (its overlay, seed and info must exist).
+boot() {
+	local vm=$1 d=$gdir/$1 img addr port idx
+	read -r addr port idx <"$d/info"
+	img=$(cat "$d/image")
+	rm -f "$d/rdma.sock" "$d/qemu.pid"
+	: >"$d/console.log"
+	"$qemu" -name "$vm" -accel tcg -machine pc -m 1024 -smp 1 \
+		-nodefaults -no-user-config -display none \
+		-kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
+		-append "root=LABEL=gclab-root rw console=ttyS0 net.ifnames=0 panic=-1" \
+		-drive "file=$d/overlay.qcow2,if=none,format=qcow2,id=root" \
+		-device virtio-blk-pci,drive=root,serial=gclab-root \
+		-drive "file=$d/seed.tar,if=none,format=raw,readonly=on,id=seed" \
+		-device virtio-blk-pci,drive=seed,serial=gclab-seed \
+		-netdev "user,id=mgmt,restrict=on,ipv6=off,hostfwd=tcp:$addr:$port-:22" \
+		-device "virtio-net-pci,netdev=mgmt,mac=$(mac "$idx" 1)" \
+		-netdev "dgram,id=rdma,local.type=unix,local.path=$d/rdma.sock,remote.type=unix,remote.path=$gdir/hub.sock" \
+		-device "virtio-net-pci,netdev=rdma,mac=$(mac "$idx" 2)" \
+		-device virtio-rng-pci \
+		-serial "file:$d/console.log" -pidfile "$d/qemu.pid" -daemonize ||
+		die "QEMU did not start guest $vm (port $addr:$port busy?)"
+}
+
+new_overlay() {
+	local vm=$1 img=$2 d=$gdir/$1
+	rm -f "$d/overlay.qcow2"
+	qemu-img create -q -f qcow2 -b "$img/rootfs.qcow2" -F qcow2 "$d/overlay.qcow2"
+	echo "$img" >"$d/image"
+}
+
+# Wait (bounded) until each named guest answers SSH as gclab.
+wait_ssh() {
+	local deadline=$((SECONDS + boot_timeout)) vm addr port idx pending
+	pending=("$@")
+	while [ ${#pending[@]} -gt 0 ]; do
+		local left=()
+		for vm in "${pending[@]}"; do
+			read -r addr port idx <"$gdir/$vm/info"
+			qemu_pid "$vm" >/dev/null || die "guest $vm: QEMU exited (console log: $gdir/$vm/console.log)"
+			if grep -qE 'ALERT!|Kernel panic|Gave up waiting' "$gdir/$vm/console.log"; then
+				tail -n 5 "$gdir/$vm/console.log" | sed 's/^/lab:   /' >&2
+				die "guest $vm failed to boot (console log: $gdir/$vm/console.log)"
+			fi
+			# shellcheck disable=SC2046
+			if ssh $(ssh_opts) -p "$port" "gclab@$addr" true </dev/null 2>/dev/null; then
+				echo "lab: guest $vm answers SSH on $addr:$port"
+			else
+				left+=("$vm")
+			fi
+		done
+		pending=("${left[@]+"${left[@]}"}")
+		[ ${#pending[@]} -eq 0 ] && break
+		if [ $SECONDS -ge $deadline ]; then
+			for vm in "${pending[@]}"; do
+				echo "lab: guest $vm did not answer SSH within ${boot_timeout}s; last console lines ($gdir/$vm/console.log):" >&2
+				tail -n 5 "$gdir/$vm/console.log" | sed 's/^/lab:   /' >&2
+			done
+			die "guest(s) ${pending[*]} not up (GC_LAB_GUEST_TIMEOUT=${boot_timeout})"
+		fi
+		sleep 2
+	done
+}
+
+write_known_hosts() {
+	local vm addr port idx t
+	: >"$lab/known_hosts.tmp"
+	for d in "$gdir"/*/; do
+		vm=$(basename "$d")
+		[ -f "$d/info" ] || continue
+		read -r addr port idx <"$d/info"
+		for t in ed25519 ecdsa; do
+			echo "[$addr]:$port $(cut -d' ' -f1,2 "$d/ssh_host_${t}_key.pub")" >>"$lab/known_hosts.tmp"
+		done
+	done
+	mv "$lab/known_hosts.tmp" "$lab/known_hosts"
+}
+
+cmd_start() {
+	local spec=$1 labport=$2 n=${3:-} img json vm addr idx started=() want=()
+	[ "${n:-x}" = 0 ] && { cmd_stop >/dev/null; echo "lab: no guests (--guests 0)"; return 0; }
+	mapfile -t want < <("$py" "$root/tests/sim/lab_spec.py" guests "$spec" $n)
+	[ ${#want[@]} -gt 0 ] || return 0
+	command -v "$qemu" >/dev/null || die "$qemu not found (scripts/setup.sh installs qemu-system-x86)"
+	if [ "$(id -u)" = 0 ]; then
+		img=$("$here/image.sh" build) || die "cannot build the guest image"
+	else
+		img=$("$here/image.sh" path) || die "no guest image (build it once as root: $here/image.sh build)"
+	fi
+	mkdir -p "$gdir"
+	lab_secrets
+	cp "$img/NVIDIA-Linux-x86_64-535.183.01-grid.run" "$lab/"
+	# guests of this spec beyond N, or of another spec: stopped and forgotten
+	for d in "$gdir"/*/; do
+		[ -d "$d" ] || continue
+		vm=$(basename "$d")
+		printf '%s\n' "${want[@]}" | grep -qF "\"name\": \"$vm\"" && continue
+		stop_one "$vm"
+		rm -rf "${gdir:?}/$vm"
+	done
+	start_hub
+	for json in "${want[@]}"; do
+		vm=$(jf "$json" name)
+		addr=$(jf "$json" address)
+		idx=$(jf "$json" index)
+		[[ $addr == 127.* ]] || die "guest $vm: address '$addr' is not on loopback (127.0.0.0/8): the lab only forwards loopback"
+		mkdir -p "$gdir/$vm"
+		[ ${#gdir} -lt 90 ] || die "lab dir too long for unix socket paths: $gdir (choose a shorter GC_LAB_DIR)"
+		echo "$addr $((labport + 10000)) $idx" >"$gdir/$vm/info.new"
+		write_seed "$vm" "$json"
+		if qemu_pid "$vm" >/dev/null && cmp -s "$gdir/$vm/info" "$gdir/$vm/info.new" &&
+			[ "$(cat "$gdir/$vm/image")" = "$img" ]; then
+			rm -f "$gdir/$vm/info.new"
+			echo "lab: guest $vm already running (pid $(qemu_pid "$vm"))"
+			continue
+		fi
+		stop_one "$vm"
+		mv "$gdir/$vm/info.new" "$gdir/$vm/info"
+		[ -f "$gdir/$vm/overlay.qcow2" ] && [ "$(cat "$gdir/$vm/image" 2>/dev/null)" = "$img" ] ||
+			new_overlay "$vm" "$img"
+		boot "$vm"
+		echo "lab: booting guest $vm (pid $(qemu_pid "$vm")) on $addr:$((labport + 10000)), console $gdir/$vm/console.log"
+		started+=("$vm")
+	done
+	write_known_hosts
+	[ ${#started[@]} -eq 0 ] || wait_ssh "${started[@]}"
+}
+
+stop_one() {
+	local vm=$1 pid
+	pid=$(qemu_pid "$vm") || return 0
+	kill "$pid" 2>/dev/null || true
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+	rm -f "$gdir/$vm/qemu.pid" "$gdir/$vm/rdma.sock"
+	echo "lab: stopped guest $vm (pid $pid)"
+}
+
+cmd_stop() {
+	local d pid
+	[ -d "$gdir" ] || return 0
+	for d in "$gdir"/*/; do
+		[ -d "$d" ] && stop_one "$(basename "$d")"
+	done
+	if pid=$(hub_pid); then
+		kill "$pid" 2>/dev/null || true
+		echo "lab: stopped the RDMA hub (pid $pid)"
+	fi
+	rm -f "$gdir/hub.pid" "$gdir/hub.sock"
+}
+
+cmd_status() {
+	local d vm pid addr port idx rc=0
+	[ -d "$gdir" ] || return 0
+	for d in "$gdir"/*/; do
+		[ -f "$d/info" ] || continue
+		vm=$(basename "$d")
+		read -r addr port idx <"$d/info"
+		if pid=$(qemu_pid "$vm"); then
+			echo "lab: guest $vm running (pid $pid, ssh $addr:$port)"
+		else
+			echo "lab: guest $vm not running (ssh $addr:$port)"
+			rc=3
+		fi
+	done
+	if pid=$(hub_pid); then echo "lab: RDMA hub running (pid $pid, $gdir/hub.sock)"; fi
+	return $rc
+}
+
+cmd_reset() {
+	local vm vms=("$@") img
+	if [ ${#vms[@]} -eq 0 ]; then
+		for d in "$gdir"/*/; do [ -f "$d/info" ] && vms+=("$(basename "$d")"); done
+	fi
+	[ ${#vms[@]} -gt 0 ] || die "no guests in $gdir"
+	for vm in "${vms[@]}"; do
+		[ -f "$gdir/$vm/info" ] || die "no guest '$vm' in this lab ($gdir)"
+	done
+	start_hub
+	for vm in "${vms[@]}"; do
+		img=$(cat "$gdir/$vm/image")
+		stop_one "$vm" >/dev/null
+		new_overlay "$vm" "$img"
+		boot "$vm"
+		echo "lab: guest $vm reset to a fresh overlay, rebooting"
+	done
+	wait_ssh "${vms[@]}"
+}
+
+[ $# -ge 1 ] || { sed -n '2,20p' "$0" >&2; exit 2; }
+verb=$1
+shift
+case $verb in
+start) [ $# -ge 2 ] || die "usage: guests.sh start SPEC PORT [N]"; cmd_start "$@" ;;
+stop) cmd_stop ;;
+status) cmd_status ;;
+reset) cmd_reset "$@" ;;
+*) sed -n '2,20p' "$0" >&2; exit 2 ;;
+esac
