@@ -40,6 +40,11 @@ bool gc_valid_env_name(const char *s);
  * quotes/backslash/backtick/$, <=255 (VM names, port groups, templates). */
 bool gc_valid_label(const char *s);
 
+/* IPv4 address with a prefix length: "198.18.0.51/24" (prefix 1..32). */
+bool gc_valid_ipv4_cidr(const char *s);
+/* Distribution package names (dpkg and rpm): [A-Za-z0-9][A-Za-z0-9+._-]{0,127}. */
+bool gc_valid_package(const char *s);
+
 /* Append s to b as one POSIX-shell single-quoted word. */
 void gc_shell_quote(struct gc_buf *b, const char *s);
 

@@ -244,6 +244,7 @@ struct gc_license {
 	unsigned port;      /* default 7070 */
 	unsigned feature_type; /* 0..4, gridd.conf FeatureType; default 4 (vCS) */
 	char *token_file;   /* NLS client configuration token (local path) */
+	unsigned timeout_s; /* wait for the driver to report the licence; default 300 */
 };
 
 struct gc_roce_qos {
@@ -256,16 +257,45 @@ struct gc_roce_qos {
 	bool ecn;             /* default true */
 };
 
+/* The guest's RDMA network interface: its address and MTU (the guides give
+ * each VM an address on the RDMA network, MTU 9000 on RoCE). */
+struct gc_rdma_if {
+	struct gc_mark mark;
+	char *name;       /* guest netdev, e.g. "ens224" */
+	char *address;    /* IPv4 CIDR, e.g. "198.18.0.51/24" */
+	unsigned mtu;     /* default 9000 */
+};
+
+/* How the NVIDIA driver gets into the guest. */
+struct gc_guest_driver {
+	struct gc_mark mark;
+	char *source;     /* "packages" (default) | "runfile" (GRID/vGPU guest driver) */
+	char *runfile;    /* runfile: local path of NVIDIA-Linux-x86_64-<ver>[-grid].run, uploaded */
+	char *version;    /* exact version expected, e.g. "535.183.01"; NULL: the branch only */
+	char *package;    /* packages: the package name; NULL: the OS's usual name */
+};
+
+/* The RDMA user-space stack. */
+struct gc_rdma_stack {
+	struct gc_mark mark;
+	char *source;     /* "packages" (distribution rdma-core) | "ofed" (MLNX_OFED/DOCA-OFED) */
+	char *installer;  /* ofed: local path of the installer archive, uploaded */
+	char *version;    /* ofed: what `ofed_info -s` must print, e.g. "MLNX_OFED_LINUX-5.8-1.1.2.1" */
+};
+
 struct gc_guest {
 	struct gc_mark mark;
 	char *address;
 	char *credentials_name;
 	const struct gc_credential *credentials;
 	struct gc_ssh ssh;
-	char *os;               /* "ubuntu" | "rhel" | "debian" */
+	char *os;               /* "ubuntu" | "debian" | "rhel" | "centos" | "rocky"; default "ubuntu" */
 	char *nvidia_driver;    /* expected driver branch/version, e.g. "535" */
+	struct gc_guest_driver *driver;   /* how to install it; NULL: packages */
+	struct gc_rdma_stack *rdma_stack; /* NULL unless rdma_packages or rdma_stack */
+	struct gc_rdma_if *rdma_interface; /* NULL when not managed */
 	struct gc_license *license; /* NULL when no vGPU licence */
-	bool rdma_packages;
+	bool rdma_packages;     /* shorthand for rdma_stack: {source: packages} */
 	bool peermem;           /* load nvidia_peermem */
 	struct gc_roce_qos *roce_qos; /* NULL when not configured */
 	bool container_toolkit;

@@ -134,6 +134,8 @@ enum spec_pat {
 	P_USER,
 	P_TEXT,
 	P_MODEL,
+	P_CIDR,
+	P_PACKAGE,
 };
 
 struct spec_field {

@@ -229,6 +229,8 @@ static bool pat_ok(enum spec_pat p, const char *s)
 	case P_USER: return s[0] != '-' && valid_charset(s, ALNUM "._@-", 128);
 	case P_TEXT: return valid_text(s);
 	case P_MODEL: return valid_model(s);
+	case P_CIDR: return gc_valid_ipv4_cidr(s);
+	case P_PACKAGE: return gc_valid_package(s);
 	}
 	return false;
 }
@@ -252,6 +254,8 @@ static const char *pat_noun(enum spec_pat p)
 	case P_RDMADEV: return "RDMA device name";
 	case P_USER: return "user name";
 	case P_MODEL: return "model name";
+	case P_CIDR: return "address";
+	case P_PACKAGE: return "package name";
 	case P_ANY:
 	case P_LABEL:
 	case P_TEXT: return NULL;
@@ -286,6 +290,8 @@ const char *spec_pat_hint(enum spec_pat p)
 	case P_USER: return "expected letters, digits and '._@-', e.g. administrator@vsphere.local";
 	case P_TEXT: return "expected one line of printable text, at most 1024 bytes";
 	case P_MODEL: return "expected a model name like V100-32GB or ConnectX-5";
+	case P_CIDR: return "expected an IPv4 address with its prefix length, e.g. 198.18.0.51/24";
+	case P_PACKAGE: return "expected a package name like nvidia-driver-535-server";
 	}
 	return NULL;
 }

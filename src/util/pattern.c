@@ -255,6 +255,42 @@ bool gc_valid_label(const char *s)
 	return true;
 }
 
+bool gc_valid_ipv4_cidr(const char *s)
+{
+	char addr[16];
+	const char *slash;
+	size_t n;
+	int prefix = 0, digits = 0;
+
+	if (s == NULL || (slash = strchr(s, '/')) == NULL)
+		return false;
+	n = (size_t)(slash - s);
+	if (n == 0 || n >= sizeof(addr))
+		return false;
+	memcpy(addr, s, n);
+	addr[n] = '\0';
+	if (!valid_ipv4(addr))
+		return false;
+	for (s = slash + 1; is_digit(*s); s++) {
+		prefix = prefix * 10 + (*s - '0');
+		if (++digits > 2)
+			return false;
+	}
+	return digits > 0 && *s == '\0' && prefix >= 1 && prefix <= 32;
+}
+
+bool gc_valid_package(const char *s)
+{
+	size_t n = 0;
+
+	if (s == NULL || !is_alnum(*s))
+		return false;
+	for (; *s; s++, n++)
+		if (n >= 128 || !(is_alnum(*s) || strchr("+._-", *s) != NULL) || *s == '\0')
+			return false;
+	return true;
+}
+
 void gc_shell_quote(struct gc_buf *b, const char *s)
 {
 	gc_buf_putc(b, '\'');
