@@ -110,6 +110,13 @@ void gc_ssh_set_command_timeout(struct gc_ssh_conn *conn, unsigned timeout_ms);
  */
 int gc_ssh_exec(struct gc_ssh_conn *conn, const char *command, struct gc_ssh_result *result,
 		struct gc_error *err);
+/*
+ * The same with the command's standard input read from the file descriptor
+ * `in` to its end (then EOF): how files reach a target without scp or sftp
+ * on it, e.g. `cat > /var/tmp/x.part`.  `in` stays open (the caller's).
+ */
+int gc_ssh_exec_stdin(struct gc_ssh_conn *conn, const char *command, int in,
+		      struct gc_ssh_result *result, struct gc_error *err);
 void gc_ssh_result_free(struct gc_ssh_result *result);
 
 /* ---------------------------------------------------------------- PTY shell */

@@ -644,8 +644,55 @@ static void sink_put(struct sink *s, const char *p, size_t n, size_t cap)
 		gc_buf_put(&s->buf, p, n);
 }
 
-int gc_ssh_exec(struct gc_ssh_conn *c, const char *command, struct gc_ssh_result *result,
-		struct gc_error *err)
+/*
+ * Feed the command's standard input from `in` (a file, read to its end),
+ * then send EOF.  Output is drained while writing so a command that talks
+ * back cannot fill the window and stall us.  Returns 0 or a gc code.
+ */
+static int feed_stdin(struct gc_ssh_conn *c, LIBSSH2_CHANNEL *ch, int in, struct sink *out,
+		      struct sink *errs, uint64_t deadline, unsigned ms, struct gc_error *err)
+{
+	char buf[32768], chunk[32768];
+	int rc;
+
+	for (;;) {
+		ssize_t n = read(in, buf, sizeof(buf)), off = 0;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return gc_error_set(err, GC_EIO, "ssh %s: reading the file to send: %s",
+					    c->target, strerror(errno));
+		if (n == 0)
+			break;
+		while (off < n) {
+			ssize_t w = libssh2_channel_write(ch, buf + off, (size_t)(n - off));
+
+			if (w > 0) {
+				off += w;
+				continue;
+			}
+			if (w != LIBSSH2_ERROR_EAGAIN)
+				return gc_ssh_fail(c, (int)w, "sending a file", err);
+			for (int stream = 0; stream < 2; stream++) {
+				ssize_t r = libssh2_channel_read_ex(ch, stream, chunk, sizeof(chunk));
+
+				if (r > 0)
+					sink_put(stream ? errs : out, chunk, (size_t)r, c->max_output);
+			}
+			rc = wait_socket(c, deadline, err);
+			if (rc == GC_ETIMEOUT)
+				return timeout_fail(c, "sending a file", ms, err);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	SSH_RETRY(c, rc, libssh2_channel_send_eof(ch), deadline, err, "sending a file", ms);
+	return rc == 0 ? 0 : lib_fail(c, rc, "sending a file", err);
+}
+
+static int exec_common(struct gc_ssh_conn *c, const char *command, int in,
+		       struct gc_ssh_result *result, struct gc_error *err)
 {
 	LIBSSH2_CHANNEL *ch = NULL;
 	struct sink out = {GC_BUF_INIT, false}, errs = {GC_BUF_INIT, false};
@@ -667,6 +714,8 @@ int gc_ssh_exec(struct gc_ssh_conn *c, const char *command, struct gc_ssh_result
 		rc = lib_fail(c, rc, "exec request", err);
 		goto fail;
 	}
+	if (in >= 0 && (rc = feed_stdin(c, ch, in, &out, &errs, deadline, ms, err)) != 0)
+		goto fail;
 	for (;;) {
 		bool progress = false;
 		int stream;
@@ -725,6 +774,18 @@ fail:
 	gc_buf_free(&out.buf);
 	gc_buf_free(&errs.buf);
 	return rc;
+}
+
+int gc_ssh_exec(struct gc_ssh_conn *c, const char *command, struct gc_ssh_result *result,
+		struct gc_error *err)
+{
+	return exec_common(c, command, -1, result, err);
+}
+
+int gc_ssh_exec_stdin(struct gc_ssh_conn *c, const char *command, int in,
+		      struct gc_ssh_result *result, struct gc_error *err)
+{
+	return exec_common(c, command, in, result, err);
 }
 
 void gc_ssh_result_free(struct gc_ssh_result *r)
