@@ -73,7 +73,9 @@ enum gc_res_kind {
 	GC_RES_SWITCH_ETS,        /* ports, traffic_class, mode */
 	GC_RES_SWITCH_PFC,        /* ports, priority, enabled, port_mode */
 	GC_RES_SWITCH_LLDP,       /* enabled */
-	GC_RES_GUEST_PACKAGES,    /* nvidia_driver, rdma */
+	GC_RES_GUEST_DRIVER,      /* branch[, version] (guest reboot) */
+	GC_RES_GUEST_RDMA_STACK,  /* stack = packages|ofed[, version] */
+	GC_RES_GUEST_RDMA_IF,     /* name, address, mtu, persistent */
 	GC_RES_GUEST_LICENSE,     /* server, port, feature_type | token_file */
 	GC_RES_GUEST_PEERMEM,     /* module, loaded, persistent */
 	GC_RES_GUEST_ROCE_QOS,    /* interface, rdma_device, trust, pfc_priority, tos, ecn */
@@ -112,7 +114,7 @@ struct gc_target {
 
 /* Resource flags: what applying a change (create/update/delete) costs. */
 #define GC_RES_NEEDS_MAINTENANCE 0x1u /* the ESXi host must be in maintenance mode */
-#define GC_RES_NEEDS_REBOOT 0x2u      /* takes effect after the ESXi host reboots */
+#define GC_RES_NEEDS_REBOOT 0x2u      /* takes effect after the ESXi host (guest: the guest) reboots */
 #define GC_RES_NEEDS_VM_OFF 0x4u      /* the VM must be powered off */
 /* Applied with software a reboot-needing dependency on the same host installs
  * (nvidia-smi of the vGPU manager): when both change, this one waits for

@@ -573,45 +573,95 @@ static void build_switch(struct ctx *c, const struct gc_switch *s)
 
 /* ---------------------------------------------------------------- guests */
 
+/* The GPUDirect RDMA module of a driver branch: nvidia-peermem ships with
+ * R470 and later; older branches need Mellanox's nv_peer_mem
+ * (REAL-FORMATS C.9, NVIDIA's GPUDirect RDMA documentation). */
+static const char *peermem_module(const char *branch)
+{
+	long major = branch != NULL ? strtol(branch, NULL, 10) : 0;
+
+	return major > 0 && major < 470 ? "nv_peer_mem" : "nvidia_peermem";
+}
+
+static struct gc_resource *guest_res(struct ctx *c, enum gc_res_kind kind, struct gc_target *t,
+				     const struct gc_vm *v, const struct gc_mark *m,
+				     struct gc_resource *power, const char *what, unsigned flags)
+{
+	struct gc_resource *r = add(c, kind, t, NULL, v->name, flags, m, "guest/%s/%s", v->name, what);
+
+	edge(c, power, r);
+	return r;
+}
+
 static void build_guest(struct ctx *c, const struct gc_vm *v)
 {
 	const struct gc_guest *gu = v->guest;
 	struct gc_target *t = gc_graph_add_target(c->g, GC_TARGET_GUEST, v->name);
 	struct gc_resource *power = find(c, "vm/%s/power", v->name);
-	struct gc_resource *pkg, *r;
-	const char *n = v->name;
+	struct gc_resource *drv = NULL, *stack = NULL, *rif = NULL, *r;
 
 	t->vm = v;
-	pkg = add(c, GC_RES_GUEST_PACKAGES, t, NULL, n, 0, &gu->mark, "guest/%s/packages", n);
-	set(c, pkg, "nvidia_driver", gu->nvidia_driver);
-	set(c, pkg, "rdma", gu->rdma_packages ? "true" : "false");
-	summary0(c, pkg, "NVIDIA driver and RDMA packages");
-	edge(c, power, pkg);
+	if (gu->nvidia_driver != NULL) {
+		const struct gc_guest_driver *d = gu->driver;
 
+		drv = guest_res(c, GC_RES_GUEST_DRIVER, t, v, d ? &d->mark : &gu->mark, power, "driver",
+				GC_RES_NEEDS_REBOOT);
+		set(c, drv, "branch", gu->nvidia_driver);
+		if (d != NULL)
+			set(c, drv, "version", d->version);
+		summary0(c, drv, d != NULL && d->runfile != NULL ? "NVIDIA driver (.run installer)"
+								  : "NVIDIA driver");
+	}
+	if (gu->rdma_packages || gu->rdma_stack != NULL) {
+		const struct gc_rdma_stack *rs = gu->rdma_stack;
+		bool ofed = rs != NULL && strcmp(rs->source, "ofed") == 0;
+
+		stack = guest_res(c, GC_RES_GUEST_RDMA_STACK, t, v, rs ? &rs->mark : &gu->mark, power,
+				  "rdma_stack", ofed ? GC_RES_NEEDS_REBOOT : 0);
+		set(c, stack, "stack", ofed ? "ofed" : "packages");
+		if (ofed)
+			set(c, stack, "version", rs->version);
+		summary0(c, stack, ofed ? "RDMA stack (MLNX_OFED)" : "RDMA stack (rdma-core, perftest)");
+	}
+	if (gu->rdma_interface != NULL) {
+		const struct gc_rdma_if *ri = gu->rdma_interface;
+
+		rif = guest_res(c, GC_RES_GUEST_RDMA_IF, t, v, &ri->mark, power, "rdma_interface", 0);
+		set(c, rif, "name", ri->name);
+		set(c, rif, "address", ri->address);
+		setu(c, rif, "mtu", ri->mtu);
+		set(c, rif, "persistent", "true");
+		summary0(c, rif, "RDMA interface address and MTU");
+	}
 	if (gu->license != NULL) {
 		const struct gc_license *l = gu->license;
 
-		r = add(c, GC_RES_GUEST_LICENSE, t, NULL, n, 0, &l->mark, "guest/%s/license", n);
+		r = guest_res(c, GC_RES_GUEST_LICENSE, t, v, &l->mark, power, "license",
+			      GC_RES_AFTER_REBOOT);
 		set(c, r, "server", l->server);
 		if (l->server != NULL)
 			setu(c, r, "port", l->port);
 		setu(c, r, "feature_type", l->feature_type);
 		set(c, r, "token_file", l->token_file);
+		set(c, r, "status", "licensed");
 		summary0(c, r, "vGPU licence");
-		edge(c, pkg, r);
+		edge(c, drv, r);
 	}
 	if (gu->peermem) {
-		r = add(c, GC_RES_GUEST_PEERMEM, t, NULL, n, 0, &gu->mark, "guest/%s/peermem", n);
-		set(c, r, "module", "nvidia_peermem");
+		r = guest_res(c, GC_RES_GUEST_PEERMEM, t, v, &gu->mark, power, "peermem",
+			      GC_RES_AFTER_REBOOT);
+		set(c, r, "module", peermem_module(gu->nvidia_driver));
 		set(c, r, "loaded", "true");
 		set(c, r, "persistent", "true");
-		summary0(c, r, "GPUDirect RDMA (nvidia_peermem)");
-		edge(c, pkg, r);
+		summary0(c, r, "GPUDirect RDMA (peer memory module)");
+		edge(c, drv, r);
+		edge(c, stack, r);
 	}
 	if (gu->roce_qos != NULL) {
 		const struct gc_roce_qos *q = gu->roce_qos;
 
-		r = add(c, GC_RES_GUEST_ROCE_QOS, t, NULL, n, 0, &q->mark, "guest/%s/roce_qos", n);
+		r = guest_res(c, GC_RES_GUEST_ROCE_QOS, t, v, &q->mark, power, "roce_qos",
+			      GC_RES_AFTER_REBOOT);
 		set(c, r, "interface", q->interface);
 		set(c, r, "rdma_device", q->rdma_device);
 		set(c, r, "trust", q->trust ? q->trust : "dscp");
@@ -620,25 +670,28 @@ static void build_guest(struct ctx *c, const struct gc_vm *v)
 		if (r != NULL)
 			gc_resource_setf(c->g, r, "tos", "%d", q->tos);
 		set(c, r, "ecn", q->ecn ? "true" : "false");
+		set(c, r, "boot_unit", "enabled");
 		summary0(c, r, "RoCE QoS (trust, PFC, ToS, ECN)");
-		edge(c, pkg, r);
+		edge(c, drv, r);
+		edge(c, stack, r);
+		edge(c, rif, r);
 	}
 	if (gu->container_toolkit) {
-		r = add(c, GC_RES_GUEST_CONTAINER_TOOLKIT, t, NULL, n, 0, &gu->mark,
-			"guest/%s/container_toolkit", n);
+		r = guest_res(c, GC_RES_GUEST_CONTAINER_TOOLKIT, t, v, &gu->mark, power,
+			      "container_toolkit", GC_RES_AFTER_REBOOT);
 		set(c, r, "installed", "true");
 		summary0(c, r, "NVIDIA Container Toolkit");
-		edge(c, pkg, r);
+		edge(c, drv, r);
 	}
 	if (gu->nntp > 0) {
 		struct gc_buf b = GC_BUF_INIT;
 
-		r = add(c, GC_RES_GUEST_NTP, t, NULL, n, 0, &gu->mark, "guest/%s/ntp", n);
+		r = guest_res(c, GC_RES_GUEST_NTP, t, v, &gu->mark, power, "ntp", 0);
 		join(&b, gu->ntp, gu->nntp);
 		if (r != NULL)
 			gc_resource_set(c->g, r, "servers", gc_buf_str(&b));
-		summary0(c, r, "NTP");
-		edge(c, power, r);
+		set(c, r, "service", "running");
+		summary0(c, r, "NTP (chrony)");
 		gc_buf_free(&b);
 	}
 }

@@ -403,6 +403,7 @@ int gc_plan_build(struct gc_plan **out, const struct gc_graph *g,
 	for (size_t i = 0; i < g->nvms; i++)
 		plan_synthesize_vm(&b, i);
 	plan_synthesize_unmanaged(&b);
+	plan_guest_reboots(&b);
 	resource_edges(&b, order);
 	plan_vm_after_window(&b);
 	rc = plan_order(&b);

@@ -60,6 +60,8 @@ void plan_collect_vm_actions(struct builder *b);
 void plan_synthesize_vm(struct builder *b, size_t i);
 void plan_synthesize_unmanaged(struct builder *b);
 void plan_vm_after_window(struct builder *b);
+/* guest.c: one reboot per guest whose changes need it */
+void plan_guest_reboots(struct builder *b);
 /* Sort, add target chains, number, cut waves, fill stats (order.c). */
 int plan_order(struct builder *b);
 

@@ -63,7 +63,8 @@ static void step_text(struct gc_buf *out, const struct gc_action *a)
 		gc_buf_puts(out, "reboot");
 		return;
 	case GC_ACT_WAIT_HOST:
-		gc_buf_puts(out, "wait for the host");
+		gc_buf_puts(out, a->target->kind == GC_TARGET_GUEST ? "wait for the guest"
+								    : "wait for the host");
 		return;
 	case GC_ACT_VERIFY:
 		gc_buf_puts(out, "verify");
@@ -87,8 +88,8 @@ static void flags_text(struct gc_buf *out, unsigned flags)
 {
 	const char *sep = "  [";
 
-	if (flags == 0)
-		return;
+	if ((flags & (GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT | GC_RES_NEEDS_VM_OFF)) == 0)
+		return; /* GC_RES_AFTER_REBOOT alone is said in the step's "why" */
 	if (flags & GC_RES_NEEDS_MAINTENANCE) {
 		gc_buf_printf(out, "%smaintenance", sep);
 		sep = ", ";

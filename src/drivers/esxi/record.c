@@ -115,7 +115,9 @@ static void record_one(struct gc_observed *obs, const char *host, const struct g
 	case GC_RES_SWITCH_ETS:
 	case GC_RES_SWITCH_PFC:
 	case GC_RES_SWITCH_LLDP:
-	case GC_RES_GUEST_PACKAGES:
+	case GC_RES_GUEST_DRIVER:
+	case GC_RES_GUEST_RDMA_STACK:
+	case GC_RES_GUEST_RDMA_IF:
 	case GC_RES_GUEST_LICENSE:
 	case GC_RES_GUEST_PEERMEM:
 	case GC_RES_GUEST_ROCE_QOS:

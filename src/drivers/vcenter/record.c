@@ -373,7 +373,9 @@ static void record_vm_part(struct rec *x, const struct gc_resource *r, const str
 	case GC_RES_SWITCH_ETS:
 	case GC_RES_SWITCH_PFC:
 	case GC_RES_SWITCH_LLDP:
-	case GC_RES_GUEST_PACKAGES:
+	case GC_RES_GUEST_DRIVER:
+	case GC_RES_GUEST_RDMA_STACK:
+	case GC_RES_GUEST_RDMA_IF:
 	case GC_RES_GUEST_LICENSE:
 	case GC_RES_GUEST_PEERMEM:
 	case GC_RES_GUEST_ROCE_QOS:
