@@ -16,7 +16,7 @@ const struct gc_driver *gc_exec_driver(enum gc_target_kind kind)
 	case GC_TARGET_VCENTER:
 		return &gc_driver_vcenter;
 	case GC_TARGET_GUEST:
-		break;
+		return &gc_driver_guest;
 	}
 	return NULL;
 }

@@ -97,6 +97,20 @@ void gc_drv_note(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *
 	gc_exec_emit(ctx, GC_EV_NOTE, t, NULL, msg, 0);
 }
 
+enum gc_power gc_drv_vm_power(struct gc_drv_ctx *ctx, const char *vm, bool *exists)
+{
+	const struct gc_observed_vm *ov;
+	enum gc_power p = GC_POWER_UNKNOWN;
+
+	pthread_mutex_lock(&ctx->obs_mu);
+	ov = gc_observed_vm(ctx->obs, vm);
+	*exists = ov != NULL || !ctx->vcenter_observed;
+	if (ov != NULL)
+		p = ov->power;
+	pthread_mutex_unlock(&ctx->obs_mu);
+	return p;
+}
+
 void gc_drv_count_change(struct gc_drv_ctx *ctx)
 {
 	__atomic_add_fetch(&ctx->changes, 1, __ATOMIC_RELAXED);
@@ -332,7 +346,9 @@ static void run_pool(unsigned n, void *(*fn)(void *), void *arg)
 	free(th);
 }
 
-static void observe_all(struct run *r)
+/* One pass of the pool over the selected targets whose kind is (or, with
+ * !guests, is not) GC_TARGET_GUEST. */
+static void observe_pass(struct run *r, bool guests)
 {
 	struct obs_pool p;
 	size_t i;
@@ -342,12 +358,30 @@ static void observe_all(struct run *r)
 	pthread_mutex_init(&p.mu, NULL);
 	p.todo = gc_xcalloc(r->nslots ? r->nslots : 1, sizeof(*p.todo));
 	for (i = 0; i < r->nslots; i++) {
-		if (r->slots[i].drv != NULL && gc_exec_selected(r->ctx.opts, r->slots[i].target->kind))
+		enum gc_target_kind k = r->slots[i].target->kind;
+
+		if (r->slots[i].drv != NULL && gc_exec_selected(r->ctx.opts, k) &&
+		    (k == GC_TARGET_GUEST) == guests)
 			p.todo[p.ntodo++] = &r->slots[i];
 	}
-	run_pool(p.ntodo < r->parallelism ? (unsigned)p.ntodo : r->parallelism, observe_worker, &p);
+	if (p.ntodo > 0)
+		run_pool(p.ntodo < r->parallelism ? (unsigned)p.ntodo : r->parallelism,
+			 observe_worker, &p);
 	free(p.todo);
 	pthread_mutex_destroy(&p.mu);
+}
+
+/* Guests last: a guest whose VM the vCenter shows absent or off is not
+ * dialled now (its driver connects when its VM is on, at its first step). */
+static void observe_all(struct run *r)
+{
+	size_t i;
+
+	observe_pass(r, false);
+	for (i = 0; i < r->nslots; i++)
+		if (r->slots[i].target->kind == GC_TARGET_VCENTER && r->slots[i].observed)
+			r->ctx.vcenter_observed = true;
+	observe_pass(r, true);
 }
 
 /* ---------------------------------------------------------------- running one action */

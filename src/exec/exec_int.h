@@ -17,6 +17,7 @@
 extern const struct gc_driver gc_driver_esxi;
 extern const struct gc_driver gc_driver_onyx;
 extern const struct gc_driver gc_driver_vcenter;
+extern const struct gc_driver gc_driver_guest;
 
 enum astate { A_PENDING, A_RUNNING, A_DONE, A_FAILED, A_SKIPPED, A_OUT_OF_SCOPE };
 
@@ -45,6 +46,7 @@ struct gc_drv_ctx {
 	pthread_mutex_t obs_mu;
 	pthread_mutex_t ev_mu;
 	uint64_t changes;
+	bool vcenter_observed; /* the vCenter's inventory is in obs (guests ask for VM power) */
 };
 
 struct run {

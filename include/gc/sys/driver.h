@@ -115,6 +115,10 @@ void gc_drv_note(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *
 	GC_PRINTF(3, 4);
 /* Count one command that changes the target (benchmarks, "no changes" proof). */
 void gc_drv_count_change(struct gc_drv_ctx *ctx);
+/* The power state of a VM as the vCenter observation found it;
+ * GC_POWER_UNKNOWN when nobody observed it (no vCenter in scope), and
+ * *exists false when the vCenter was observed and has no such VM. */
+enum gc_power gc_drv_vm_power(struct gc_drv_ctx *ctx, const char *vm, bool *exists);
 /* True once the user asked to stop (Ctrl-C): finish the step, start no new one. */
 bool gc_drv_interrupted(const struct gc_drv_ctx *ctx);
 

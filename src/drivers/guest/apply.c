@@ -1,0 +1,498 @@
+/*
+ * apply.c - what each guest resource sends, and the guest's reboot.
+ *
+ * Every change is one sh script run as root, composed only of constants,
+ * values the loader checked against strict patterns (package, interface
+ * and device names, CIDRs, host names, numbers) and files rendered by
+ * render.c, written through a quoted here-document.  Scripts are
+ * idempotent: a retry after a dropped connection first lets dpkg finish
+ * what it was doing (`dpkg --configure -a`) and then asks again.  Files
+ * from the operator's machine (a .run driver, an OFED archive, the licence
+ * token) go up on the command's standard input, never in argv.
+ * Runtime settings are persisted the OS's own way: modules-load.d, the
+ * network backend's config, a oneshot unit that re-applies the RoCE QoS at
+ * every boot, chrony's drop-in directory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gc/pattern.h"
+#include "guest_int.h"
+
+#define APT "export DEBIAN_FRONTEND=noninteractive; dpkg --configure -a; " \
+	    "apt-get -q -o DPkg::Lock::Timeout=300 update >/dev/null 2>&1 || true; " \
+	    "apt-get -q -y -o DPkg::Lock::Timeout=300 install --no-install-recommends"
+#define DNF "dnf -y -q install"
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+void guest_random_token(char out[17])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[8] = {0};
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, raw, sizeof(raw)) != (ssize_t)sizeof(raw))
+			memset(raw, 0, sizeof(raw));
+		close(fd);
+	}
+	if (raw[0] == 0 && raw[1] == 0) {
+		uint64_t t = gc_now_ns() ^ (uint64_t)getpid() << 32;
+
+		memcpy(raw, &t, sizeof(raw));
+	}
+	for (int i = 0; i < 8; i++) {
+		out[2 * i] = hex[raw[i] >> 4];
+		out[2 * i + 1] = hex[raw[i] & 15];
+	}
+	out[16] = '\0';
+}
+
+/* Append a script step that writes `content` to `path` atomically. */
+static void put_file(struct gc_buf *b, const char *path, const char *content, const char *mode)
+{
+	char tok[17];
+
+	guest_random_token(tok);
+	gc_buf_printf(b, "mkdir -p \"$(dirname %s)\"\ncat > %s.gc-new <<'GC_EOF_%s'\n%sGC_EOF_%s\n"
+			 "chmod %s %s.gc-new && mv -f %s.gc-new %s\n",
+		      path, path, tok, content, tok, mode, path, path, path);
+}
+
+static void install_cmd(struct gc_buf *b, const struct gc_guest *g, const char *const *pkgs,
+			size_t n)
+{
+	gc_buf_puts(b, gc_guest_pm(g) == GC_GPM_DNF ? DNF : APT);
+	for (size_t i = 0; i < n; i++)
+		gc_buf_printf(b, " %s", pkgs[i]);
+	gc_buf_puts(b, "\n");
+}
+
+/* Upload a local file to GC_GUEST_STAGE/<its name> through stdin. */
+static int upload(struct guest_conn *c, struct gc_drv_ctx *ctx, const char *local,
+		  char *remote, size_t n, struct gc_error *err)
+{
+	const char *base = strrchr(local, '/');
+	struct gc_buf s = GC_BUF_INIT;
+	int fd, rc;
+
+	base = base ? base + 1 : local;
+	if (!gc_valid_abs_path(local) || *base == '\0')
+		return gc_error_set(err, GC_EINVAL, "guest '%s': unsafe path '%s'", c->t->name, local);
+	fd = open(local, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return gc_error_set(err, GC_EIO, "guest '%s': cannot read '%s': %s", c->t->name, local,
+				    strerror(errno));
+	snprintf(remote, n, GC_GUEST_STAGE "/%s", base);
+	gc_buf_printf(&s, "umask 077; mkdir -p " GC_GUEST_STAGE " && cat > %s.part && mv -f %s.part %s",
+		      remote, remote, remote);
+	gc_drv_note(ctx, c->t, "uploading %s", base);
+	rc = guest_run(c, ctx, "upload", gc_buf_str(&s), fd, true, err);
+	close(fd);
+	gc_buf_free(&s);
+	return rc;
+}
+
+static int apply_driver(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	const struct gc_guest *g = c->g;
+	struct gc_buf s = GC_BUF_INIT;
+	char name[96], remote[1200];
+	int rc;
+
+	if (g->driver != NULL && strcmp(g->driver->source, "runfile") == 0) {
+		if ((rc = upload(c, ctx, g->driver->runfile, remote, sizeof(remote), err)) != 0)
+			return rc;
+		/* --silent: no questions, the licence accepted (NVIDIA's installer) */
+		gc_buf_printf(&s, "sh %s --silent", remote);
+	} else if (gc_guest_pm(g) == GC_GPM_DNF && (g->driver == NULL || g->driver->package == NULL)) {
+		/* NVIDIA's CUDA repository: one dnf module stream per branch */
+		gc_buf_printf(&s, "dnf -y -q module install nvidia-driver:%ld-dkms",
+			      strtol(g->nvidia_driver, NULL, 10));
+	} else {
+		const char *p = gc_guest_driver_package(g, name, sizeof(name));
+
+		install_cmd(&s, g, &p, 1);
+	}
+	gc_drv_note(ctx, c->t, "installing the NVIDIA driver");
+	rc = guest_run(c, ctx, "NVIDIA driver install", gc_buf_str(&s), -1, true, err);
+	gc_buf_free(&s);
+	return rc;
+}
+
+static int apply_rdma_stack(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	const struct gc_guest *g = c->g;
+	struct gc_buf s = GC_BUF_INIT;
+	char remote[1200];
+	const char *pk[8];
+	size_t n;
+	int rc;
+
+	if (g->rdma_stack != NULL && strcmp(g->rdma_stack->source, "ofed") == 0) {
+		if ((rc = upload(c, ctx, g->rdma_stack->installer, remote, sizeof(remote), err)) != 0)
+			return rc;
+		gc_buf_printf(&s, "cd " GC_GUEST_STAGE " && rm -rf ofed && mkdir ofed && "
+				  "tar -xzf %s -C ofed && cd ofed/* && ./mlnxofedinstall --force "
+				  "--without-fw-update", remote);
+	} else {
+		gc_guest_rdma_packages(g, pk, &n);
+		install_cmd(&s, g, pk, n);
+	}
+	gc_drv_note(ctx, c->t, "installing the RDMA stack");
+	rc = guest_run(c, ctx, "RDMA stack install", gc_buf_str(&s), -1, true, err);
+	gc_buf_free(&s);
+	return rc;
+}
+
+static int apply_rdma_if(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	const struct gc_rdma_if *ri = c->g->rdma_interface;
+	struct gc_buf s = GC_BUF_INIT;
+	enum gc_guest_net net = c->have_facts ? c->facts.net : GC_GNET_UNKNOWN;
+	char path[200];
+	char *cfg;
+	int rc;
+
+	if (net == GC_GNET_UNKNOWN)
+		return gc_error_set(err, GC_EREMOTE, "guest '%s': no network configuration system "
+				    "found (netplan, NetworkManager, systemd-networkd, ifcfg or "
+				    "ifupdown): cannot persist '%s'", c->t->name, ri->name);
+	gc_buf_printf(&s, "set -e\nip link set dev %s mtu %u up\n", ri->name, ri->mtu);
+	if (ri->address != NULL)
+		gc_buf_printf(&s, "ip -4 addr flush dev %s scope global\nip addr add %s dev %s\n",
+			      ri->name, ri->address, ri->name);
+	cfg = gc_guest_render_netcfg(ri, net);
+	gc_guest_netcfg_path(net, ri->name, path, sizeof(path));
+	put_file(&s, path, cfg, net == GC_GNET_NM ? "600" : "644");
+	free(cfg);
+	switch (net) {
+	case GC_GNET_NETPLAN:
+		gc_buf_puts(&s, "netplan generate\n");
+		break;
+	case GC_GNET_NM:
+		gc_buf_printf(&s, "nmcli connection reload && nmcli connection up gpuclusterctl-%s "
+				  ">/dev/null\n", ri->name);
+		break;
+	case GC_GNET_NETWORKD:
+		gc_buf_printf(&s, "networkctl reload && networkctl reconfigure %s\n", ri->name);
+		break;
+	case GC_GNET_IFCFG:
+	case GC_GNET_IFUPDOWN:
+	case GC_GNET_UNKNOWN:
+		break; /* read at boot; the runtime state is set above */
+	}
+	gc_drv_note(ctx, c->t, "configuring %s", ri->name);
+	rc = guest_run(c, ctx, "RDMA interface", gc_buf_str(&s), -1, true, err);
+	gc_buf_free(&s);
+	return rc;
+}
+
+/* Wait (bounded) until the driver reports the licence (REAL-FORMATS C.4). */
+static int wait_licence(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	unsigned timeout_s = c->g->license->timeout_s ? c->g->license->timeout_s : 300;
+	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout_s * 1000000000u;
+	const char *seen = "nothing";
+
+	for (;;) {
+		int rc = guest_observe_now(c, ctx, NULL, err);
+
+		if (rc != 0)
+			return rc;
+		if (c->facts.license_status != NULL &&
+		    strncmp(c->facts.license_status, "Licensed", 8) == 0)
+			return 0;
+		seen = c->facts.license_status ? c->facts.license_status
+		       : c->facts.smi_error    ? c->facts.smi_error
+					       : "no licence status";
+		if (gc_now_ns() >= deadline || gc_drv_interrupted(ctx))
+			break;
+		gc_drv_note(ctx, c->t, "waiting for the licence (%.0f s): %s",
+			    (double)(gc_now_ns() - t0) / 1e9, seen);
+		sleep_ms(2000);
+	}
+	return gc_error_set(err, GC_EREMOTE, "guest '%s': the licence did not come within %u s "
+			    "(nvidia-smi: '%s'); check the licence server or token and %s",
+			    c->t->name, timeout_s, seen, GC_GUEST_GRIDD);
+}
+
+static int apply_license(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	const struct gc_license *l = c->g->license;
+	struct gc_buf s = GC_BUF_INIT;
+	int rc;
+
+	if (l->token_file != NULL) {
+		int fd = open(l->token_file, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0)
+			return gc_error_set(err, GC_EIO, "guest '%s': cannot read the licence token "
+					    "'%s': %s", c->t->name, l->token_file, strerror(errno));
+		rc = guest_run(c, ctx, "licence token upload",
+			       "umask 022; mkdir -p /etc/nvidia/ClientConfigToken && cat > "
+			       GC_GUEST_TOKEN ".part && chmod 744 " GC_GUEST_TOKEN ".part && mv -f "
+			       GC_GUEST_TOKEN ".part " GC_GUEST_TOKEN, fd, true, err);
+		close(fd);
+		if (rc != 0)
+			return rc;
+	}
+	/* keep the rest of gridd.conf (from NVIDIA's template) and set our keys */
+	gc_buf_puts(&s, "set -e\nf=" GC_GUEST_GRIDD "\nmkdir -p /etc/nvidia\n"
+			"[ -f $f ] || cp $f.template $f 2>/dev/null || : > $f\n"
+			"setkey() { grep -v \"^$1=\" $f > $f.gc-new || true; echo \"$1=$2\" >> $f.gc-new; "
+			"mv -f $f.gc-new $f; }\n");
+	if (l->server != NULL && gc_valid_host(l->server))
+		gc_buf_printf(&s, "setkey ServerAddress %s\nsetkey ServerPort %u\n", l->server, l->port);
+	gc_buf_printf(&s, "setkey FeatureType %u\nsystemctl restart nvidia-gridd\n", l->feature_type);
+	gc_drv_note(ctx, c->t, "licensing");
+	rc = guest_run(c, ctx, "licence", gc_buf_str(&s), -1, true, err);
+	gc_buf_free(&s);
+	return rc != 0 ? rc : wait_licence(c, ctx, err);
+}
+
+static int apply_qos(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	const struct gc_roce_qos *q = c->g->roce_qos;
+	struct gc_buf s = GC_BUF_INIT, unit = GC_BUF_INIT;
+	char *script = gc_guest_render_qos_script(q);
+	int rc;
+
+	gc_buf_printf(&unit, "# written by gpuclusterctl\n[Unit]\nDescription=RoCE QoS of %s "
+			     "(gpuclusterctl)\nAfter=network-pre.target systemd-modules-load.service\n"
+			     "Wants=network-pre.target\n\n[Service]\nType=oneshot\n"
+			     "RemainAfterExit=yes\nExecStart=/bin/sh " GC_GUEST_QOS_SCRIPT "\n\n"
+			     "[Install]\nWantedBy=multi-user.target\n", q->interface);
+	gc_buf_puts(&s, "set -e\n");
+	put_file(&s, GC_GUEST_QOS_SCRIPT, script, "755");
+	put_file(&s, "/etc/systemd/system/" GC_GUEST_QOS_UNIT, gc_buf_str(&unit), "644");
+	gc_buf_puts(&s, "systemctl daemon-reload\nsystemctl enable -q " GC_GUEST_QOS_UNIT "\n"
+			"sh " GC_GUEST_QOS_SCRIPT "\n");
+	gc_drv_note(ctx, c->t, "RoCE QoS on %s", q->interface);
+	rc = guest_run(c, ctx, "RoCE QoS", gc_buf_str(&s), -1, true, err);
+	free(script);
+	gc_buf_free(&s);
+	gc_buf_free(&unit);
+	return rc;
+}
+
+static int apply_peermem(struct guest_conn *c, struct gc_drv_ctx *ctx,
+			 const struct gc_resource *r, struct gc_error *err)
+{
+	const char *mod = gc_resource_prop(r, "module");
+	struct gc_buf s = GC_BUF_INIT, conf = GC_BUF_INIT;
+	int rc;
+
+	if (mod == NULL || !gc_valid_package(mod))
+		return gc_error_set(err, GC_EINVAL, "guest '%s': no valid module name", c->t->name);
+	gc_buf_printf(&s, "set -e\nmodprobe %s\n", mod);
+	gc_buf_printf(&conf, "# written by gpuclusterctl: GPUDirect RDMA\n%s\n", mod);
+	put_file(&s, GC_GUEST_MODULES_CONF, gc_buf_str(&conf), "644");
+	gc_drv_note(ctx, c->t, "loading %s", mod);
+	rc = guest_run(c, ctx, "peer memory module", gc_buf_str(&s), -1, true, err);
+	gc_buf_free(&s);
+	gc_buf_free(&conf);
+	return rc;
+}
+
+static int apply_toolkit(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	const char *pk = "nvidia-container-toolkit";
+	struct gc_buf s = GC_BUF_INIT;
+	int rc;
+
+	install_cmd(&s, c->g, &pk, 1);
+	/* the container runtimes present get the nvidia runtime (REAL-FORMATS C.6) */
+	gc_buf_puts(&s, "for rt in docker containerd; do if command -v $rt >/dev/null; then "
+			"nvidia-ctk runtime configure --runtime=$rt && systemctl restart $rt; "
+			"fi; done\n");
+	gc_drv_note(ctx, c->t, "installing the NVIDIA Container Toolkit");
+	rc = guest_run(c, ctx, "NVIDIA Container Toolkit", gc_buf_str(&s), -1, true, err);
+	gc_buf_free(&s);
+	return rc;
+}
+
+static int apply_ntp(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	const struct gc_guest *g = c->g;
+	const char *pk = "chrony";
+	struct gc_buf s = GC_BUF_INIT;
+	char *conf = gc_guest_render_chrony(g->ntp, g->nntp);
+	int rc;
+
+	gc_buf_puts(&s, "set -e\nif ! command -v chronyd >/dev/null; then\n");
+	install_cmd(&s, g, &pk, 1);
+	gc_buf_puts(&s, "fi\n");
+	put_file(&s, gc_guest_chrony_path(g), conf, "644");
+	if (gc_guest_pm(g) == GC_GPM_DNF)
+		gc_buf_puts(&s, "grep -q '^include /etc/chrony.d/' /etc/chrony.conf || echo "
+				"'include /etc/chrony.d/*.conf' >> /etc/chrony.conf\n");
+	gc_buf_printf(&s, "systemctl enable -q %s\nsystemctl restart %s\n",
+		      gc_guest_chrony_service(g), gc_guest_chrony_service(g));
+	gc_drv_note(ctx, c->t, "NTP");
+	rc = guest_run(c, ctx, "NTP", gc_buf_str(&s), -1, true, err);
+	free(conf);
+	gc_buf_free(&s);
+	return rc;
+}
+
+int guest_apply_resource(struct guest_conn *c, struct gc_drv_ctx *ctx,
+			 const struct gc_resource *r, struct gc_error *err)
+{
+	switch (r->kind) {
+	case GC_RES_GUEST_DRIVER:
+		return apply_driver(c, ctx, err);
+	case GC_RES_GUEST_RDMA_STACK:
+		return apply_rdma_stack(c, ctx, err);
+	case GC_RES_GUEST_RDMA_IF:
+		return apply_rdma_if(c, ctx, err);
+	case GC_RES_GUEST_LICENSE:
+		return apply_license(c, ctx, err);
+	case GC_RES_GUEST_PEERMEM:
+		return apply_peermem(c, ctx, r, err);
+	case GC_RES_GUEST_ROCE_QOS:
+		return apply_qos(c, ctx, err);
+	case GC_RES_GUEST_CONTAINER_TOOLKIT:
+		return apply_toolkit(c, ctx, err);
+	case GC_RES_GUEST_NTP:
+		return apply_ntp(c, ctx, err);
+	case GC_RES_ESXI_NTP:
+	case GC_RES_ESXI_PCI_PASSTHRU:
+	case GC_RES_ESXI_MODULE_PARAM:
+	case GC_RES_ESXI_VIB:
+	case GC_RES_ESXI_GRAPHICS:
+	case GC_RES_ESXI_GPU_ECC:
+	case GC_RES_ESXI_ADVANCED:
+	case GC_RES_ESXI_FIREWALL:
+	case GC_RES_DVS:
+	case GC_RES_DVS_PORTGROUP:
+	case GC_RES_VM:
+	case GC_RES_VM_HW:
+	case GC_RES_VM_EXTRA_CONFIG:
+	case GC_RES_VM_DEVICE_PCI:
+	case GC_RES_VM_DEVICE_VGPU:
+	case GC_RES_VM_NIC_SRIOV:
+	case GC_RES_VM_NIC_PVRDMA:
+	case GC_RES_VM_NIC_VMXNET3:
+	case GC_RES_VM_POWER:
+	case GC_RES_SWITCH_ROCE:
+	case GC_RES_SWITCH_POOL:
+	case GC_RES_SWITCH_QOS_TRUST:
+	case GC_RES_SWITCH_ECN:
+	case GC_RES_SWITCH_ETS:
+	case GC_RES_SWITCH_PFC:
+	case GC_RES_SWITCH_LLDP:
+	case GC_RES__COUNT:
+		break;
+	}
+	return gc_error_set(err, GC_ENOTSUP, "guest '%s': '%s' is not a guest resource", c->t->name,
+			    r->id);
+}
+
+/* ---------------------------------------------------------------- reboot */
+
+int guest_reboot(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	int rc;
+
+	/* the boot id before: WAIT_HOST wants a different one */
+	if ((rc = guest_observe_now(c, ctx, NULL, err)) != 0)
+		return rc;
+	snprintf(c->boot_before, sizeof(c->boot_before), "%s",
+		 c->facts.boot_id ? c->facts.boot_id : "");
+	c->reboot_sent_ns = gc_now_ns();
+	c->reboot_resends = 0;
+	gc_drv_note(ctx, c->t, "rebooting the guest");
+	/* detached, so the command returns before sshd goes down */
+	rc = guest_run(c, ctx, "reboot", "nohup sh -c 'sleep 1; systemctl reboot' >/dev/null 2>&1 &",
+		       -1, true, err);
+	if (rc == GC_ENET || rc == GC_ETIMEOUT) {
+		gc_error_clear(err); /* it went down under us: WAIT_HOST tells */
+		rc = 0;
+	}
+	return rc;
+}
+
+int guest_wait(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	const struct gc_drv_settings *set = gc_drv_settings(ctx);
+	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
+	unsigned poll = set->reboot_poll_ms ? set->reboot_poll_ms : 2000;
+	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u;
+	char last[GC_ERROR_MSG_MAX] = "no answer";
+
+	gc_ssh_free(c->ssh);
+	c->ssh = NULL;
+	while (gc_now_ns() < deadline && !gc_drv_interrupted(ctx)) {
+		struct gc_error e = GC_ERROR_INIT;
+
+		sleep_ms(poll);
+		gc_drv_note(ctx, c->t, "waiting for the guest to come back (%.0f s)",
+			    (double)(gc_now_ns() - t0) / 1e9);
+		if (guest_ssh_open(c, ctx, poll * 2 > 5000 ? poll * 2 : 5000, &e) != 0) {
+			snprintf(last, sizeof(last), "%s", e.msg);
+			if (e.code == GC_EHOSTKEY || e.code == GC_EAUTH) {
+				*err = e;
+				return e.code;
+			}
+			continue;
+		}
+		if (guest_observe_now(c, ctx, NULL, &e) != 0) {
+			snprintf(last, sizeof(last), "%s", e.msg);
+			gc_ssh_free(c->ssh);
+			c->ssh = NULL;
+			continue;
+		}
+		if (c->facts.boot_id != NULL && strcmp(c->facts.boot_id, c->boot_before) != 0)
+			return 0; /* a new boot: the evidence */
+		/* up, and never went down: give it a while, then ask once more */
+		if (gc_now_ns() - c->reboot_sent_ns < 120ull * 1000000000u) {
+			gc_ssh_free(c->ssh);
+			c->ssh = NULL;
+			continue;
+		}
+		if (c->reboot_resends++ >= 1)
+			return gc_error_set(err, GC_EREMOTE, "guest '%s' did not reboot after 2 reboot "
+					    "commands (boot id unchanged)", c->t->name);
+		c->reboot_sent_ns = gc_now_ns();
+		(void)guest_run(c, ctx, "reboot", "nohup sh -c 'sleep 1; systemctl reboot' "
+			      ">/dev/null 2>&1 &", -1, true, &e);
+		gc_ssh_free(c->ssh);
+		c->ssh = NULL;
+	}
+	return gc_error_set(err, GC_ETIMEOUT, "guest '%s' did not come back within %u s after its "
+			    "reboot (%s)", c->t->name, timeout / 1000, last);
+}
+
+int guest_verify(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	int rc = guest_observe_now(c, ctx, NULL, err);
+
+	if (rc != 0)
+		return rc;
+	if (c->reboot_pending)
+		return gc_error_set(err, GC_EREMOTE, "guest '%s': after the reboot %s (installed %s, "
+				    "running %s)", c->t->name,
+				    "the NVIDIA driver running is still not the one installed",
+				    c->facts.driver_version ? c->facts.driver_version : "?",
+				    c->facts.loaded_version ? c->facts.loaded_version : "none");
+	for (size_t i = 0; i < c->nres; i++) {
+		const struct gc_resource *r = c->res[i];
+
+		if ((r->flags & GC_RES_NEEDS_REBOOT) && !gc_drv_resource_converged(ctx, r))
+			return gc_error_set(err, GC_EREMOTE, "guest '%s': after the reboot '%s' still "
+					    "differs from the spec", c->t->name, r->id);
+	}
+	return 0;
+}

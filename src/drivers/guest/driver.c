@@ -1,0 +1,387 @@
+/*
+ * driver.c - the Linux guest driver: struct gc_driver over gc_ssh.
+ *
+ * One SSH connection per guest per boot.  Everything runs as root: directly
+ * for root, else through `sudo -n` (a sudo that wants a password is a clear
+ * error, never a hang).  Observation is one exec (observe.c); each change is
+ * one exec of a short sh script built from validated values (apply.c) whose
+ * failure is reported with the guest's own words (apt's "E: ..." line).
+ *
+ * A guest whose VM the vCenter shows absent or powered off when the run
+ * starts is not dialled then: its connection is "deferred", nothing is
+ * recorded (the plan installs everything, as for a new VM), and at its
+ * first step the driver waits for SSH, observes once, and from then on
+ * skips every step whose resource already holds the spec's values.
+ *
+ * REBOOT reads the boot id and asks systemd to reboot; WAIT_HOST reconnects
+ * until the guest answers with a *different* boot id (a dropped connection
+ * is no proof); VERIFY observes again and wants every resource converged.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "guest_int.h"
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+static const struct gc_guest *guest_of(const struct gc_target *t)
+{
+	return t->vm != NULL ? t->vm->guest : NULL;
+}
+
+int guest_ssh_open(struct guest_conn *c, struct gc_drv_ctx *ctx, unsigned connect_ms,
+		   struct gc_error *err)
+{
+	struct gc_ssh_opts o;
+	char *known;
+	int rc;
+
+	gc_drv_ssh_opts(&o, &known, ctx, c->g->address, &c->g->ssh, c->g->credentials, "root");
+	if (connect_ms != 0)
+		o.connect_timeout_ms = connect_ms;
+	rc = gc_ssh_connect(&c->ssh, &o, err);
+	free(known);
+	if (rc != 0)
+		gc_error_prefix(err, "guest '%s': ", c->t->name);
+	else
+		gc_ssh_set_command_timeout(c->ssh, GUEST_READ_TIMEOUT_MS);
+	return rc;
+}
+
+static int guest_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
+			 struct gc_error *err)
+{
+	const struct gc_drv_settings *set = gc_drv_settings(ctx);
+	struct guest_conn *c;
+	bool exists = true;
+	enum gc_power p;
+
+	if (guest_of(t) == NULL)
+		return gc_error_set(err, GC_EINVAL, "guest '%s' has no spec", t->name);
+	c = gc_xcalloc(1, sizeof(*c));
+	c->t = t;
+	c->g = guest_of(t);
+	c->command_ms = set->command_timeout_ms ? set->command_timeout_ms
+						: c->g->ssh.command_timeout_s * 1000u;
+	p = gc_drv_vm_power(ctx, t->name, &exists);
+	if (!exists || p == GC_POWER_OFF || p == GC_POWER_SUSPENDED) {
+		c->deferred = true; /* its VM is not running yet: dial it at its first step */
+		*conn = c;
+		return 0;
+	}
+	if (guest_ssh_open(c, ctx, 0, err) != 0) {
+		free(c);
+		return err->code;
+	}
+	*conn = c;
+	return 0;
+}
+
+static void guest_disconnect(void *conn)
+{
+	struct guest_conn *c = conn;
+
+	if (c == NULL)
+		return;
+	gc_ssh_free(c->ssh);
+	if (c->have_facts)
+		gc_guest_facts_free(&c->facts);
+	free(c->token_want);
+	free(c);
+}
+
+/* ---------------------------------------------------------------- running scripts */
+
+/* The guest's own words: the last non-empty lines of stderr (apt and dnf
+ * end with their error), else of stdout, at most 3 and 400 bytes each. */
+static void guest_message(struct gc_buf *out, const struct gc_ssh_result *r)
+{
+	const char *src = r->err_len > 0 ? r->err : r->out;
+	const char *starts[3] = {NULL, NULL, NULL};
+	const char *p = src;
+	size_t k = 0;
+
+	while (*p) {
+		size_t n = strcspn(p, "\r\n");
+
+		if (n > 0 && strspn(p, " \t") < n) {
+			starts[k % 3] = p;
+			k++;
+		}
+		p += n;
+		p += strspn(p, "\r\n");
+	}
+	if (k == 0) {
+		gc_buf_printf(out, "exit status %d", r->exit_status);
+		return;
+	}
+	for (size_t i = k > 3 ? k - 3 : 0; i < k; i++) {
+		const char *l = starts[i % 3];
+		size_t n = strcspn(l, "\r\n");
+
+		if (out->len > 0)
+			gc_buf_puts(out, " | ");
+		gc_buf_put(out, l, n > 400 ? 400 : n);
+	}
+}
+
+static bool sudo_refused(const struct gc_ssh_result *r)
+{
+	return r->exit_status != 0 && r->err != NULL &&
+	       (strstr(r->err, "sudo: a password is required") != NULL ||
+		strstr(r->err, "sudo: a terminal is required") != NULL);
+}
+
+int guest_sudo_error(struct guest_conn *c, struct gc_error *err)
+{
+	const struct gc_credential *cr = c->g->credentials;
+
+	return gc_error_set(err, GC_EREMOTE,
+			    "guest '%s': sudo wants a password for '%s': give it NOPASSWD for root "
+			    "commands (a sudoers drop-in) or connect as root",
+			    c->t->name, cr && cr->username ? cr->username : "?");
+}
+
+int guest_run(struct guest_conn *c, struct gc_drv_ctx *ctx, const char *what, const char *script,
+	      int in, bool change, struct gc_error *err)
+{
+	struct gc_ssh_result res;
+	char *cmd = gc_guest_as_root(script);
+	int rc;
+
+	if (change) {
+		gc_drv_count_change(ctx);
+		gc_ssh_set_command_timeout(c->ssh, c->command_ms);
+	}
+	rc = in >= 0 ? gc_ssh_exec_stdin(c->ssh, cmd, in, &res, err)
+		     : gc_ssh_exec(c->ssh, cmd, &res, err);
+	free(cmd);
+	if (change && gc_ssh_alive(c->ssh))
+		gc_ssh_set_command_timeout(c->ssh, GUEST_READ_TIMEOUT_MS);
+	if (rc != 0) {
+		gc_error_prefix(err, "guest '%s': %s: ", c->t->name, what);
+		return rc;
+	}
+	if (sudo_refused(&res)) {
+		gc_ssh_result_free(&res);
+		return guest_sudo_error(c, err);
+	}
+	if (res.exit_status != 0) {
+		struct gc_buf msg = GC_BUF_INIT;
+
+		guest_message(&msg, &res);
+		rc = gc_error_set(err, GC_EREMOTE, "guest '%s': %s failed: %s", c->t->name, what,
+				  gc_buf_str(&msg));
+		gc_buf_free(&msg);
+	}
+	gc_ssh_result_free(&res);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- observe */
+
+struct record_arg {
+	struct guest_conn *c;
+};
+
+static void record_cb(struct gc_observed *obs, void *arg)
+{
+	struct guest_conn *c = ((struct record_arg *)arg)->c;
+
+	gc_guest_record(obs, c->g, c->res, c->nres, &c->facts, c->token_want);
+}
+
+/* Problems that make any change wrong: the spec describes another machine. */
+static void check_facts(struct guest_conn *c, struct gc_buf *problems)
+{
+	const struct gc_guest_facts *f = &c->facts;
+	const char *os = c->g->os;
+	bool rhel_family = strcmp(os, "rhel") == 0 || strcmp(os, "centos") == 0 ||
+			   strcmp(os, "rocky") == 0;
+	bool ok;
+
+	if (f->os_id == NULL)
+		return;
+	if (rhel_family)
+		ok = strcmp(f->os_id, "rhel") == 0 || strcmp(f->os_id, "centos") == 0 ||
+		     strcmp(f->os_id, "rocky") == 0 || strcmp(f->os_id, "almalinux") == 0;
+	else
+		ok = strcmp(f->os_id, os) == 0;
+	if (!ok)
+		gc_buf_printf(problems, "guest '%s' runs %s %s, but the spec says os: %s\n",
+			      c->t->name, f->os_id, f->os_version ? f->os_version : "", os);
+	if (c->g->rdma_interface != NULL && !f->if_present)
+		gc_buf_printf(problems, "guest '%s' has no network interface '%s'\n", c->t->name,
+			      c->g->rdma_interface->name);
+}
+
+int guest_observe_now(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_buf *problems,
+		      struct gc_error *err)
+{
+	struct gc_ssh_result res;
+	struct gc_guest_facts f;
+	struct gc_drv_host_state hs = {0};
+	struct record_arg ra = {c};
+	char inst[64];
+	char token[17];
+	char *script, *cmd;
+	int rc;
+
+	guest_random_token(token);
+	script = gc_guest_observe_script(c->g, token);
+	cmd = gc_guest_as_root(script);
+	free(script);
+	rc = gc_ssh_exec(c->ssh, cmd, &res, err);
+	free(cmd);
+	if (rc != 0) {
+		gc_error_prefix(err, "guest '%s': ", c->t->name);
+		return rc;
+	}
+	if (sudo_refused(&res)) {
+		gc_ssh_result_free(&res);
+		return guest_sudo_error(c, err);
+	}
+	rc = gc_guest_parse(&f, c->g, token, res.out, res.out_len, err);
+	gc_ssh_result_free(&res);
+	if (rc != 0) {
+		gc_error_prefix(err, "guest '%s': ", c->t->name);
+		return rc;
+	}
+	if (c->have_facts)
+		gc_guest_facts_free(&c->facts);
+	c->facts = f;
+	c->have_facts = true;
+	if (c->g->license != NULL && c->g->license->token_file != NULL && c->token_want == NULL)
+		c->token_want = gc_guest_cksum_file(c->g->license->token_file, err);
+	if (c->g->license != NULL && c->g->license->token_file != NULL && c->token_want == NULL)
+		return gc_error_prefix(err, "guest '%s': licence token: ", c->t->name), err->code;
+	if (problems != NULL)
+		check_facts(c, problems);
+	gc_drv_record(ctx, record_cb, &ra);
+	/* a driver installed but not the one running: the guest owes a reboot */
+	gc_guest_installed_driver(inst, sizeof(inst), c->g, &c->facts);
+	if (c->g->nvidia_driver != NULL && inst[0] != '\0' &&
+	    (c->facts.loaded_version == NULL || strcmp(c->facts.loaded_version, inst) != 0)) {
+		hs.reboot_pending = true;
+		hs.reboot_pending_why = c->facts.loaded_version == NULL
+						? "the installed NVIDIA driver is not loaded"
+						: "the NVIDIA driver running is not the one installed";
+	}
+	c->reboot_pending = hs.reboot_pending;
+	gc_drv_host_state(ctx, c->t->name, &hs);
+	return 0;
+}
+
+static int guest_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
+			 const struct gc_resource *const *res, size_t nres, struct gc_buf *problems,
+			 struct gc_error *err)
+{
+	struct guest_conn *c = conn;
+
+	(void)t;
+	c->res = res;
+	c->nres = nres;
+	if (c->deferred)
+		return 0; /* the VM is not running: nothing of the guest exists yet */
+	return guest_observe_now(c, ctx, problems, err);
+}
+
+/* ---------------------------------------------------------------- first contact */
+
+/* A deferred guest: its VM was just created or powered on.  Wait for SSH
+ * (the boot), then observe, so steps already done are not sent again. */
+static int first_contact(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	const struct gc_drv_settings *set = gc_drv_settings(ctx);
+	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
+	unsigned poll = set->reboot_poll_ms ? set->reboot_poll_ms : 2000;
+	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u;
+	struct gc_buf problems = GC_BUF_INIT;
+	int rc;
+
+	for (;;) {
+		struct gc_error e = GC_ERROR_INIT;
+
+		if (guest_ssh_open(c, ctx, poll * 2 > 5000 ? poll * 2 : 5000, &e) == 0)
+			break;
+		if (e.code == GC_EHOSTKEY || e.code == GC_EAUTH || gc_now_ns() >= deadline ||
+		    gc_drv_interrupted(ctx)) {
+			*err = e;
+			return e.code;
+		}
+		gc_drv_note(ctx, c->t, "waiting for the guest to boot (%.0f s)",
+			    (double)(gc_now_ns() - t0) / 1e9);
+		sleep_ms(poll);
+	}
+	c->deferred = false;
+	rc = guest_observe_now(c, ctx, &problems, err);
+	if (rc == 0 && problems.len > 0) {
+		problems.ptr[--problems.len] = '\0';
+		rc = gc_error_set(err, GC_EREMOTE, "%s", gc_buf_str(&problems));
+	}
+	gc_buf_free(&problems);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- apply */
+
+static int guest_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
+		       struct gc_error *err)
+{
+	struct guest_conn *c = *conn;
+	int rc;
+
+	if (c->ssh == NULL && a->kind != GC_ACT_WAIT_HOST) {
+		rc = first_contact(c, ctx, err);
+		if (rc != 0)
+			return rc;
+	}
+	switch (a->kind) {
+	case GC_ACT_APPLY:
+		if (a->op == GC_OP_DELETE)
+			return gc_error_set(err, GC_ENOTSUP, "guest '%s': removing '%s' is not supported",
+					    c->t->name, a->resource_id);
+		if (a->resource != NULL && gc_drv_resource_converged(ctx, a->resource))
+			return 0; /* observed at first contact: already as the spec says */
+		if (a->resource != NULL && (a->resource->flags & GC_RES_NEEDS_REBOOT))
+			c->reboot_owed = true;
+		return guest_apply_resource(c, ctx, a->resource, err);
+	case GC_ACT_REBOOT:
+		if (!c->reboot_owed && !c->reboot_pending) {
+			c->skip_wait = true; /* nothing needing it changed after all */
+			return 0;
+		}
+		c->skip_wait = false;
+		return guest_reboot(c, ctx, err);
+	case GC_ACT_WAIT_HOST:
+		if (c->skip_wait)
+			return 0;
+		return guest_wait(c, ctx, err);
+	case GC_ACT_VERIFY:
+		return guest_verify(c, ctx, err);
+	case GC_ACT_ENTER_MAINTENANCE:
+	case GC_ACT_EXIT_MAINTENANCE:
+	case GC_ACT_POWER_OFF:
+	case GC_ACT_POWER_ON:
+	case GC_ACT_MIGRATE:
+		break;
+	}
+	return gc_error_set(err, GC_ENOTSUP, "guest '%s': '%s' is not a guest action", c->t->name,
+			    gc_action_kind_name(a->kind));
+}
+
+const struct gc_driver gc_driver_guest = {
+	.name = "guest",
+	.kind = GC_TARGET_GUEST,
+	.connect = guest_connect,
+	.observe = guest_observe,
+	.apply = guest_apply,
+	.disconnect = guest_disconnect,
+};
