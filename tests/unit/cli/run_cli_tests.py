@@ -113,13 +113,13 @@ check("plan --observed missing file: names it",
 
 # ---------------------------------------------------------------- usage
 # without --offline/--observed plan observes live (tests/integration covers the
-# lab); a target kind this build has no driver for is refused before anything
+# lab): a guest that does not answer is retried, then named with the reason
 rc, out, err = run("plan", "--only", "guest", "--state-dir", "/tmp/gc-cli-test-state",
-                   "examples/roce-passthrough.yaml")
-check("live plan of a kind without a driver: exit 1", rc == 1 and out == "", err)
-check("live plan of a kind without a driver: says so", err ==
-      "gpuclusterctl: error: this build has no guest driver yet (target 'worker-01'): nothing "
-      "was touched; use --only to act on the other target kinds\n", err)
+                   "examples/roce-pair.yaml")
+check("live plan of unreachable guests: exit 1", rc == 1 and out == "", err)
+check("live plan of unreachable guests: names the guest and the reason",
+      err.endswith("gpuclusterctl: error: guest 'worker-01' failed: guest 'worker-01': ssh "
+                   "ubuntu@127.0.0.51:22: cannot connect: Connection refused\n"), err)
 for args, msg in [(["plan", "--offline"], "missing SPEC"),
                   (["plan", "--bogus", "x.yaml"], "unknown option '--bogus'"),
                   (["plan", "--offline", "--observed", "o.json", "x.yaml"],

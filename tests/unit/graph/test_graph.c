@@ -64,7 +64,8 @@ static void test_passthrough_resources(void **state)
 		"sw01/switch.qos_trust",
 		"sw01/switch.pfc",
 		"sw01/switch.lldp",
-		"guest/worker-01/packages",
+		"guest/worker-01/driver",
+		"guest/worker-01/rdma_stack",
 		"guest/worker-01/peermem",
 		"guest/worker-01/roce_qos",
 	};
@@ -123,9 +124,16 @@ static void test_passthrough_props_flags_edges(void **state)
 	assert_true(has_dep(r, "vm/worker-01/device.pci/0000:3b:00.0"));
 	assert_true(has_dep(r, "vm/worker-01/nic.sriov/0"));
 	assert_true(has_dep(get(g, "vm/worker-01/hw"), "vm/worker-01"));
-	/* guest after power-on; driver packages before the rest of the guest */
-	assert_true(has_dep(get(g, "guest/worker-01/packages"), "vm/worker-01/power"));
-	assert_true(has_dep(get(g, "guest/worker-01/peermem"), "guest/worker-01/packages"));
+	/* guest after power-on; the driver and the RDMA stack before peer memory;
+	 * the driver needs the guest's reboot, peer memory comes after it */
+	assert_true(has_dep(get(g, "guest/worker-01/driver"), "vm/worker-01/power"));
+	assert_true(has_dep(get(g, "guest/worker-01/rdma_stack"), "vm/worker-01/power"));
+	assert_true(has_dep(get(g, "guest/worker-01/peermem"), "guest/worker-01/driver"));
+	assert_true(has_dep(get(g, "guest/worker-01/peermem"), "guest/worker-01/rdma_stack"));
+	assert_int_equal(get(g, "guest/worker-01/driver")->flags, GC_RES_NEEDS_REBOOT);
+	assert_int_equal(get(g, "guest/worker-01/peermem")->flags, GC_RES_AFTER_REBOOT);
+	assert_string_equal(gc_resource_prop(get(g, "guest/worker-01/peermem"), "module"),
+			    "nvidia_peermem");
 	assert_true(has_dep(get(g, "dvs/rdma-dvs/portgroup/rdma-pg"), "dvs/rdma-dvs"));
 	/* the switch is independent */
 	assert_int_equal(get(g, "sw01/switch.pfc")->ndeps, 0);
@@ -306,7 +314,7 @@ static void test_scale(void **state)
 
 	printf("# graph of 2000 hosts: %zu resources, %zu edges in %.3f s\n", g->nresources,
 	       g->nedges, (double)(gc_now_ns() - t0) / 1e9);
-	assert_int_equal(g->nresources, 2000 * 26 + 8);
+	assert_int_equal(g->nresources, 2000 * 27 + 8);
 	(void)state;
 	gc_graph_free(g);
 	fx_free(c);

@@ -152,21 +152,30 @@ static void test_offline_passthrough_order(void **state)
 		     "+ sw01/switch.ecn; + sw01/switch.pool; + sw01/switch.ets; "
 		     "+ sw01/switch.qos_trust; + sw01/switch.pfc; + sw01/switch.lldp");
 	assert_steps(f.p, "worker-01",
-		     "+ guest/worker-01/packages; + guest/worker-01/peermem; + guest/worker-01/roce_qos");
+		     "+ guest/worker-01/driver; + guest/worker-01/rdma_stack; reboot worker-01; "
+		     "wait for worker-01; + guest/worker-01/peermem; + guest/worker-01/roce_qos; "
+		     "verify worker-01");
 	/* cross-target order: the VM is cloned after its host left maintenance,
 	 * the guest is configured after the VM is on */
 	assert_true(depends(find_action(f.p, "+ vm/worker-01"),
 			    find_action(f.p, "exit maintenance mode on esx01")));
-	assert_true(depends(find_action(f.p, "+ guest/worker-01/packages"),
+	assert_true(depends(find_action(f.p, "+ guest/worker-01/driver"),
 			    find_action(f.p, "power on worker-01")));
+	/* the guest's one reboot: after the driver, before what needs it loaded */
+	assert_true(depends(find_action(f.p, "reboot worker-01"),
+			    find_action(f.p, "+ guest/worker-01/driver")));
+	assert_true(depends(find_action(f.p, "+ guest/worker-01/peermem"),
+			    find_action(f.p, "wait for worker-01")));
+	assert_string_equal(find_action(f.p, "reboot worker-01")->why,
+			    "one guest reboot for 1 change that takes effect after a reboot");
 	assert_true(depends(find_action(f.p, "+ vm/worker-01/nic.sriov/0"),
 			    find_action(f.p, "+ dvs/rdma-dvs/portgroup/rdma-pg")));
 	/* nothing exists: no VM to power off */
 	for (size_t i = 0; i < f.p->nactions; i++)
 		assert_int_not_equal(f.p->actions[i]->kind, GC_ACT_POWER_OFF);
 	s = summary(f.p);
-	assert_string_equal(s, "Plan: 20 to add, 0 to change, 0 to destroy, 5 synthesized steps "
-			       "(1 hosts need maintenance, 1 reboots).");
+	assert_string_equal(s, "Plan: 21 to add, 0 to change, 0 to destroy, 8 synthesized steps "
+			       "(1 hosts need maintenance, 2 reboots).");
 	free(s);
 	assert_string_equal(find_action(f.p, "reboot esx01")->why,
 			    "one reboot for 2 changes that take effect after a reboot");
@@ -194,8 +203,9 @@ static void test_offline_vgpu_order(void **state)
 			    find_action(f.p, "+ dvs/rdma-dvs")));
 	assert_true(depends(find_action(f.p, "+ vm/worker-01/device.vgpu/1"),
 			    find_action(f.p, "+ esx01/esxi.gpu_ecc/0000:3c:00.0")));
-	/* ECC is set with nvidia-smi from the new VIB: after its reboot, then its own */
-	assert_int_equal(f.p->stats.reboots, 2);
+	/* ECC is set with nvidia-smi from the new VIB: after its reboot, then its own;
+	 * the guest's driver install is the third */
+	assert_int_equal(f.p->stats.reboots, 3);
 	assert_string_equal(find_action(f.p, "+ esx01/esxi.gpu_ecc/0000:3b:00.0")->why,
 			    "applied after the reboot: it needs what that reboot loaded");
 	(void)state;
@@ -249,7 +259,7 @@ static void test_waves_respect_max_unavailable(void **state)
 		for (size_t d = 0; d < f.p->actions[i]->ndeps; d++)
 			assert_true(f.p->actions[i]->deps[d]->wave <= f.p->actions[i]->wave);
 	assert_int_equal(f.p->stats.hosts_in_maintenance, 5);
-	assert_int_equal(f.p->stats.reboots, 5);
+	assert_int_equal(f.p->stats.reboots, 10); /* 5 hosts, 5 guests (their drivers) */
 	(void)state;
 	fx_done(&f);
 }
@@ -738,8 +748,8 @@ static void test_scale(void **state)
 	printf("# plan of 2000 hosts: %zu actions, %zu waves in %.3f s\n", f.p->nactions,
 	       f.p->nwaves, (double)(gc_now_ns() - t0) / 1e9);
 	assert_int_equal(f.p->nwaves, 2000);
-	assert_int_equal(f.p->stats.reboots, 2000);
-	assert_int_equal(f.p->nactions, f.g->nresources + 2000 * 5);
+	assert_int_equal(f.p->stats.reboots, 4000); /* each host and each guest once */
+	assert_int_equal(f.p->nactions, f.g->nresources + 2000 * 8);
 	(void)state;
 	fx_done(&f);
 }

@@ -118,7 +118,7 @@ static void test_roce_passthrough(void **state)
 	assert_string_equal(c->switches[0].ports, "1/1-1/32");
 	assert_string_equal(c->switches[0].version, "3.9.0300");
 	/* marks are 1-based and point at the object */
-	assert_int_equal(c->hosts[0].mark.line, 37);
+	assert_int_equal(c->hosts[0].mark.line, 38);
 	assert_int_equal(c->hosts[0].mark.col, 5);
 	assert_string_equal(c->hosts[0].mark.file, "examples/roce-passthrough.yaml");
 	gc_cluster_free(c);
