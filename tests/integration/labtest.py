@@ -28,6 +28,7 @@ def observation(line):
 
 class LabCase(unittest.TestCase):
     spec = "examples/roce-passthrough.yaml"
+    guests = 0  # real guest VMs to boot (scripts/lab.sh --guests); most tests need none
     port = 2310
     reboot_seconds = 0.3
 
@@ -41,6 +42,7 @@ class LabCase(unittest.TestCase):
         # each class's vCenter (vcsim) on its own port too: 8970 + (port - 2310)
         cls.vcsim_port = 8970 + cls.port - 2310
         cls.run_lab("start", "--spec", os.path.join(ROOT, cls.spec), "--port", str(cls.port),
+                    "--guests", str(cls.guests),
                     "--vcsim-port", str(cls.vcsim_port))
         cls.specfile = os.path.join(cls.lab, os.path.basename(cls.spec))
         with open(os.path.join(cls.lab, "inventory"), encoding="utf-8") as f:

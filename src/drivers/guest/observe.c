@@ -643,14 +643,14 @@ static enum gc_guest_net net_of(const char *s)
 
 /* "#file PATH" then the content, per candidate file: keep the content of
  * the one that belongs to the guest's network backend. */
-static char *pick_netcfg(const char *text, enum gc_guest_net net)
+static char *pick_netcfg(const char *text, enum gc_guest_net net, const char *ifname)
 {
 	char want[160];
 	const char *p, *start, *next;
 
-	if (text == NULL || net == GC_GNET_UNKNOWN)
+	if (text == NULL || net == GC_GNET_UNKNOWN || ifname == NULL)
 		return NULL;
-	gc_guest_netcfg_path(net, "", want, sizeof(want));
+	gc_guest_netcfg_path(net, ifname, want, sizeof(want));
 	for (p = strstr(text, "#file "); p != NULL; p = next) {
 		const char *le = strchr(p, '\n');
 
@@ -659,7 +659,7 @@ static char *pick_netcfg(const char *text, enum gc_guest_net net)
 			next++;
 		if (le == NULL)
 			break;
-		if (strncmp(p + 6, want, strlen(want)) == 0) {
+		if ((size_t)(le - p - 6) == strlen(want) && strncmp(p + 6, want, strlen(want)) == 0) {
 			start = le + 1;
 			return gc_xstrndup(start, next ? (size_t)(next - start) : strlen(start));
 		}
@@ -737,7 +737,7 @@ int gc_guest_parse(struct gc_guest_facts *out, const struct gc_guest *g, const c
 	v = trimmed(&s, "chrony_active");
 	f.chrony_active = v != NULL && strcmp(v, "active") == 0;
 	free(v);
-	f.netcfg = pick_netcfg(sec(&s, "netcfg"), f.net);
+	f.netcfg = pick_netcfg(sec(&s, "netcfg"), f.net, qos_if(g));
 	if ((t = sec(&s, "qos")) != NULL && strstr(t, "tool: mlnx_qos") != NULL) {
 		f.mlnx_qos = true;
 		gc_guest_parse_mlnx_qos(&f, t);

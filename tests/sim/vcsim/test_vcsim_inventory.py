@@ -159,7 +159,7 @@ class LabSpec(unittest.TestCase):
 
     def test_spec_lab_runs_vcsim_and_points_the_spec_at_it(self):
         import yaml
-        rc, out, err = self.lab_sh("start", "--spec", os.path.join(ROOT, "examples", "vgpu-pvrdma.yaml"),
+        rc, out, err = self.lab_sh("start", "--guests", "0", "--spec", os.path.join(ROOT, "examples", "vgpu-pvrdma.yaml"),
                                    "--port", self.sshport, "--vcsim-port", "8988")
         self.assertEqual(rc, 0, err)
         self.assertIn("lab: started vcsim (pid ", out)
@@ -179,7 +179,7 @@ class LabSpec(unittest.TestCase):
         self.assertEqual(rc, 0)
         self.assertRegex(out, r"lab: vcsim running \(pid \d+, https://127.0.0.1:8988/sdk\): datacenter DC0")
         # a second start keeps it; reset restarts it with a fresh inventory
-        rc, out, _ = self.lab_sh("start", "--spec", os.path.join(ROOT, "examples", "vgpu-pvrdma.yaml"))
+        rc, out, _ = self.lab_sh("start", "--guests", "0", "--spec", os.path.join(ROOT, "examples", "vgpu-pvrdma.yaml"))
         self.assertIn("lab: vcsim already running (pid ", out)
         v = ve.Client("https://127.0.0.1:8988/sdk", os.path.join(d, "ca.crt"))
         with open(os.path.join(d, "password"), encoding="utf-8") as f:
