@@ -260,6 +260,8 @@ CTL
 	log "lab hardware stand-ins, users, services"
 	cp -a "$here/standins/hardware/." "$r/"
 	install -d -m 755 "$r/etc/gc-lab" "$r/etc/gc-lab/faults" "$r/var/log/gc-lab"
+	# every stand-in appends here, also when called by a non-root user
+	install -m 666 /dev/null "$r/var/log/gc-lab/calls.log"
 	chroot "$r" useradd -m -s /bin/bash -c "gpuclusterctl lab (NOPASSWD sudo)" gclab
 	chroot "$r" useradd -m -s /bin/bash -c "gpuclusterctl lab (sudo wants a password)" -G sudo gcpw
 	echo "gclab ALL=(ALL:ALL) NOPASSWD: ALL" >"$r/etc/sudoers.d/gclab"
@@ -273,6 +275,8 @@ CTL
 	chroot "$r" systemctl enable gc-lab-seed.service gc-lab-rxe.service systemd-networkd.service ssh.service >/dev/null 2>&1
 	# no unattended apt runs racing the driver's apt-get (documented in docs/lab.md)
 	chroot "$r" systemctl mask apt-daily.timer apt-daily-upgrade.timer >/dev/null 2>&1
+	# e2scrub_reap takes ~25 s of a TCG boot and checks nothing here (no LVM)
+	chroot "$r" systemctl mask e2scrub_reap.service e2scrub_all.timer >/dev/null 2>&1
 	cleanup_mounts
 	rm -rf "$r"/var/cache/apt/*.bin "$r"/tmp/* "$r"/var/log/*.log
 
