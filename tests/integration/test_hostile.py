@@ -19,6 +19,8 @@ metadata: {name: hostile}
 credentials:
   - {name: esxi-root, username: root, password_env: GC_ESXI_PASSWORD}
   - {name: sw, username: admin, password_env: GC_SWITCH_PASSWORD}
+  - {name: vc, username: administrator@vsphere.local, password_env: GC_VC_PASSWORD}
+  - {name: guest, username: ubuntu, key_file: /root/.ssh/id_ed25519}
 hosts:
   - name: esx01
     address: @ADDRESS@
@@ -43,6 +45,38 @@ switches:
     credentials: sw
     ports: @PORTS@
     roce: {mode: dscp-lossless, priority: 3}
+vcenter: {url: "https://127.0.0.1:8989/sdk", datacenter: DC0, cluster: gpu, credentials: vc}
+vms:
+  - name: vm1
+    host: esx01
+    template: tpl
+    cpus: 4
+    memory_gb: 16
+    gpus: [{vgpu: grid_t4-8c}]
+    guest:
+      address: @GUEST_ADDRESS@
+      credentials: guest
+      os: ubuntu
+      nvidia_driver: @GUEST_DRIVER_BRANCH@
+      driver: {runfile: @GUEST_RUNFILE@, version: @GUEST_DRIVER_VERSION@}
+      rdma_stack: {installer: @GUEST_OFED@}
+      rdma_interface: {name: @GUEST_IF@, address: @GUEST_CIDR@, mtu: 9000}
+      license: {server: @GUEST_LICENSE_SERVER@}
+      roce_qos: {interface: @GUEST_QOS_IF@, rdma_device: @GUEST_RDMA_DEV@, pfc_priority: 3}
+      ntp: [@GUEST_NTP@]
+  - name: vm2
+    host: esx01
+    template: tpl
+    cpus: 4
+    memory_gb: 16
+    gpus: [{vgpu: grid_t4-8c}]
+    guest:
+      address: 127.0.0.52
+      credentials: guest
+      os: debian
+      nvidia_driver: "535"
+      driver: {package: @GUEST_PACKAGE@}
+      license: {token_file: @GUEST_TOKEN@}
 """
 FIELDS = {
     "ADDRESS": "127.0.0.11",
@@ -54,6 +88,20 @@ FIELDS = {
     "DEVICE": "vmnic4",
     "VMKNIC": "vmk1",
     "PORTS": "1/1-1/32",
+    # guest fields that reach a guest's shell (tests/integration/test_guest.py)
+    "GUEST_ADDRESS": "127.0.0.51",
+    "GUEST_DRIVER_BRANCH": "535",
+    "GUEST_RUNFILE": "/opt/nvidia/NVIDIA-Linux-x86_64-535.183.01-grid.run",
+    "GUEST_DRIVER_VERSION": "535.183.01",
+    "GUEST_OFED": "/opt/mlnx/MLNX_OFED_LINUX-5.8-1.1.2.1-ubuntu22.04-x86_64.tgz",
+    "GUEST_IF": "ens224",
+    "GUEST_CIDR": "198.18.0.51/24",
+    "GUEST_LICENSE_SERVER": "license.lab.example",
+    "GUEST_QOS_IF": "ens224",
+    "GUEST_RDMA_DEV": "mlx5_0",
+    "GUEST_NTP": "ntp1.lab.example",
+    "GUEST_PACKAGE": "nvidia-driver-535-server",
+    "GUEST_TOKEN": "/etc/gpuclusterctl/client_configuration_token.tok",
 }
 
 # Shell metacharacters, command substitution, quotes, newlines and other
