@@ -17,6 +17,13 @@ packages=(
 	openssh-server openssh-client procps openssl
 	# the lab's vCenter: a simulator built from Debian's govmomi (tests/sim/vcsim.sh)
 	golang-go golang-github-vmware-govmomi-dev
+	# the lab's real Linux guests (tests/sim/guestlab): QEMU/TCG VMs booted from
+	# a Debian 12 image built with debootstrap (ext4 via mkfs.ext4 -d, qcow2),
+	# a local APT repository (apt-ftparchive, dpkg-deb), stand-in kernel
+	# modules built against the image kernel's headers (image.sh installs the
+	# exact linux-headers-<version> itself when the metapackage's differs)
+	qemu-system-x86 qemu-utils debootstrap e2fsprogs apt-utils dpkg-dev
+	linux-headers-amd64 kmod
 )
 [ "${GC_SETUP_FUZZ:-0}" = 1 ] && packages+=(clang libclang-rt-14-dev)
 
