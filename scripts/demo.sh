@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # demo.sh - the README's first command, on a fresh Debian 12 machine as root:
 #   1. install the packages (scripts/setup.sh) and build gpuclusterctl;
-#   2. start the local lab standing in for examples/roce-passthrough.yaml:
-#      a real OpenSSH sshd on loopback with 8 simulated ESXi hosts and a
-#      simulated Onyx SN2700 switch, and vcsim (govmomi's vCenter simulator,
-#      built from Debian's package) with the spec's datacenter, cluster,
-#      hosts, networks and template, all in factory state (scripts/lab.sh);
-#   3. show the live plan, apply it (hosts rolling two at a time, the switch
-#      in parallel, then the 8 worker VMs cloned and given their GPU, SR-IOV
-#      VF, VMX options, EFI and reservation through vCenter), apply again to
-#      show that nothing is left to do, and read one VM back from vCenter.
-# The guest part of the example needs the guest driver, which is not in this
-# build yet: --only esxi,switch,vcenter says so explicitly.
+#   2. start the local lab standing in for examples/roce-pair.yaml: a real
+#      OpenSSH sshd on loopback with 2 simulated ESXi hosts and a simulated
+#      Onyx SN2700 switch, vcsim (govmomi's vCenter simulator, built from
+#      Debian's package) with the spec's datacenter, cluster, hosts, networks
+#      and template, and 2 real Debian 12 guest VMs (QEMU, soft-RoCE between
+#      them), all in factory state (scripts/lab.sh; the guest image is built
+#      once and cached, ~2 minutes);
+#   3. show the live plan and apply all of it: hosts rolling through
+#      maintenance mode, the switch in parallel, the 2 worker VMs cloned with
+#      their GPU, SR-IOV VF, VMX options, EFI and reservation, then inside
+#      each guest the NVIDIA driver (and the reboot it needs), the licence,
+#      the RDMA stack, the RDMA interface, peer memory, RoCE QoS and NTP;
+#      apply again to show that nothing is left to do; read one VM back from
+#      vCenter and one guest back over plain ssh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -22,27 +25,24 @@ cmake --build build -j"$(nproc)" --target gpuclusterctl >/dev/null
 bin=$root/build/src/cli/gpuclusterctl
 
 export GC_LAB_DIR=$root/.lab
-scripts/lab.sh start --spec examples/roce-passthrough.yaml
+scripts/lab.sh start --spec examples/roce-pair.yaml
 scripts/lab.sh reset >/dev/null # factory state, so the demo always shows the whole apply
-spec=$GC_LAB_DIR/roce-passthrough.yaml
+scripts/lab.sh guest-reset >/dev/null
+spec=$GC_LAB_DIR/roce-pair.yaml
 state=$GC_LAB_DIR/state
 rm -rf "$state"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-# The guests (packages, licence, peermem, RoCE QoS) have no driver yet: --only
-# names the three target kinds that have one.
-only=esxi,switch,vcenter
-
-step "gpuclusterctl plan --only $only $spec   (live: observes the lab)"
-rc=0; "$bin" plan --only $only --state-dir "$state" "$spec" || rc=$?
+step "gpuclusterctl plan $spec   (live: observes the lab)"
+rc=0; "$bin" plan --state-dir "$state" "$spec" || rc=$?
 [ "$rc" = 2 ] || { echo "demo: expected exit 2 (changes) from plan, got $rc" >&2; exit 1; }
 
-step "gpuclusterctl apply --only $only $spec"
-"$bin" apply --only $only --state-dir "$state" -v "$spec"
+step "gpuclusterctl apply $spec"
+"$bin" apply --state-dir "$state" -v "$spec"
 
-step "gpuclusterctl apply --only $only $spec   (again: converged)"
-"$bin" apply --only $only --state-dir "$state" -v "$spec"
+step "gpuclusterctl apply $spec   (again: converged)"
+"$bin" apply --state-dir "$state" -v "$spec"
 
 step "what esx01 received (tests/sim log, observation batches left out)"
 grep -v -e '@@gc:' "$GC_LAB_DIR/hosts/esx01/commands.log" | cut -d' ' -f2- || true
@@ -65,6 +65,19 @@ for d in vm["devices"]:
         print("  %s: %s %s (vendor %s, device %s)" % (d["type"], b.get("type"), b.get("id"), b.get("vendorId"), b.get("deviceId")))
     elif d["type"] in ("VirtualVmxnet3", "VirtualSriovEthernetCard", "VirtualVmxnet3Vrdma"):
         print("  %s on %s%s" % (d["type"], d.get("network"), " (PF %s)" % d["sriov_pf"] if d.get("sriov_pf") else ""))
+'
+
+step "worker-01's guest read back over plain ssh (the lab's key, not gpuclusterctl)"
+port=$(( $(cat "$GC_LAB_DIR/port") + 10000 ))
+ssh -p "$port" -i "$GC_LAB_DIR/guest_key" -o UserKnownHostsFile="$GC_LAB_DIR/known_hosts" \
+	-o BatchMode=yes -o LogLevel=ERROR gclab@127.0.0.51 '
+echo "  $(. /etc/os-release; echo "$PRETTY_NAME"), kernel $(uname -r)"
+echo "  packages: $(dpkg-query -W -f="\${Package} \${Version}, " rdma-core perftest nvidia-driver chrony)"
+echo "  modules: $(grep -oE "^(nvidia_peermem|nvidia|rdma_rxe) " /proc/modules | tr -d " " | tr "\n" " ")(persisted: $(grep -v "^#" /etc/modules-load.d/gpuclusterctl.conf))"
+echo "  licence: $(nvidia-smi -q | sed -n "s/^ *License Status *: //p")"
+echo "  ens224: $(ip -br addr show dev ens224 | tr -s " ") mtu $(cat /sys/class/net/ens224/mtu)"
+echo "  RDMA: $(rdma link show | head -1); GID 1: $(cat /sys/class/infiniband/mlx5_0/ports/1/gids/1) $(cat /sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/1)"
+echo "  QoS: $(sudo -n mlnx_qos -i ens224 | grep "trust state"); PFC $(sudo -n mlnx_qos -i ens224 | sed -n "s/^\tenabled *//p"); ToS $(cat /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos); boot unit $(systemctl is-enabled gpuclusterctl-roce-qos.service)"
 '
 
 echo

@@ -1,0 +1,216 @@
+"""test_guest - the guest stage against real Linux guests.
+
+The lab boots two real Debian 12 VMs (QEMU/TCG, tests/sim/guestlab) for
+examples/roce-pair.yaml, with soft-RoCE between them.  `apply` configures
+hosts, switch, VMs and guests; everything a test asserts about a guest is
+read back over plain `ssh` with the lab's own key (never through our
+driver): packages, modules loaded and persisted, the licence file and
+state, the RDMA interface's address and MTU, the RDMA device on it with its
+RoCE v2 GID, trust/PFC/ToS, the boot unit; again after a reboot.
+
+The tests run in name order on one lab: the first applies everything, the
+later ones start from that converged state.
+"""
+import json
+import os
+import subprocess
+import time
+import unittest
+
+import yaml
+
+from labtest import LabCase
+
+GUESTS = ["worker-01", "worker-02"]
+ADDR = {"worker-01": "198.18.0.51/24", "worker-02": "198.18.0.52/24"}
+
+
+class GuestLab(LabCase):
+    spec = "examples/roce-pair.yaml"
+    guests = 2
+    port = 2320
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        with open(cls.specfile, encoding="utf-8") as f:
+            cls.doc = yaml.safe_load(f)
+        cls.gport = cls.port + 10000
+        cls.gaddr = {v["name"]: v["guest"]["address"] for v in cls.doc["vms"]}
+
+    # ---------------------------------------------------------------- an independent client
+
+    def ssh(self, vm, command, check=True, timeout=60):
+        r = subprocess.run(["ssh", "-p", str(self.gport), "-i", os.path.join(self.lab, "guest_key"),
+                            "-o", "UserKnownHostsFile=" + os.path.join(self.lab, "known_hosts"),
+                            "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+                            "-o", "ConnectTimeout=5", "-o", "LogLevel=ERROR",
+                            "gclab@" + self.gaddr[vm], command],
+                           capture_output=True, text=True, timeout=timeout)
+        if check:
+            self.assertEqual(r.returncode, 0, "%s: %s\n%s%s" % (vm, command, r.stdout, r.stderr))
+        return r.stdout
+
+    def wait_ssh(self, vm, timeout=300):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                r = subprocess.run(["ssh", "-p", str(self.gport), "-i",
+                                    os.path.join(self.lab, "guest_key"), "-o",
+                                    "UserKnownHostsFile=" + os.path.join(self.lab, "known_hosts"),
+                                    "-o", "BatchMode=yes", "-o", "ConnectTimeout=5",
+                                    "-o", "LogLevel=ERROR", "gclab@" + self.gaddr[vm], "true"],
+                                   capture_output=True, timeout=20)
+                if r.returncode == 0:
+                    return
+            except subprocess.TimeoutExpired:
+                pass
+            time.sleep(2)
+        self.fail("%s did not answer SSH within %d s" % (vm, timeout))
+
+    def boot_id(self, vm):
+        return self.ssh(vm, "cat /proc/sys/kernel/random/boot_id").strip()
+
+    def guest_apply(self, *args, check=0, spec=None, timeout=900):
+        return self.gc("apply", "--only", "guest", "-v", *args, check=check, spec=spec,
+                       timeout=timeout)
+
+    def variant(self, edit, name):
+        doc = yaml.safe_load(open(self.specfile, encoding="utf-8"))
+        edit(doc)
+        path = os.path.join(self.lab, name)
+        with open(path, "w", encoding="utf-8") as f:
+            yaml.safe_dump(doc, f, sort_keys=False)
+        return path
+
+    # ---------------------------------------------------------------- what a guest holds
+
+    def assert_guest_converged(self, vm):
+        pk = self.ssh(vm, "dpkg-query -W -f='${Package} ${db:Status-Abbrev}\\n' rdma-core "
+                          "ibverbs-utils perftest infiniband-diags nvidia-driver "
+                          "nvidia-container-toolkit chrony")
+        self.assertEqual(sorted(l.split()[0] for l in pk.splitlines() if l.split()[1] == "ii"),
+                         ["chrony", "ibverbs-utils", "infiniband-diags", "nvidia-container-toolkit",
+                          "nvidia-driver", "perftest", "rdma-core"])
+        mods = {l.split()[0] for l in self.ssh(vm, "cat /proc/modules").splitlines()}
+        self.assertIn("nvidia_peermem", mods)
+        self.assertIn("nvidia", mods)
+        self.assertIn("nvidia_peermem\n", self.ssh(vm, "cat /etc/modules-load.d/gpuclusterctl.conf"))
+        gridd = self.ssh(vm, "cat /etc/nvidia/gridd.conf")
+        for line in ("ServerAddress=license.lab.example", "ServerPort=7070", "FeatureType=4"):
+            self.assertIn(line + "\n", gridd)
+        self.assertIn("<license_status>Licensed", self.ssh(vm, "nvidia-smi -q -x"))
+        link = json.loads(self.ssh(vm, "ip -j addr show dev ens224"))[0]
+        self.assertEqual(link["mtu"], 9000)
+        self.assertIn(ADDR[vm], ["%s/%d" % (a["local"], a["prefixlen"]) for a in link["addr_info"]
+                                 if a["family"] == "inet"])
+        self.assertIn("Address=%s\n" % ADDR[vm],
+                      self.ssh(vm, "cat /etc/systemd/network/60-gpuclusterctl-ens224.network"))
+        rdma = json.loads(self.ssh(vm, "rdma -j link show"))
+        self.assertEqual([(l["ifname"], l["netdev"], l["state"]) for l in rdma],
+                         [("mlx5_0", "ens224", "ACTIVE")])
+        gids = self.ssh(vm, "grep -H . /sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/* "
+                            "2>/dev/null || true")
+        self.assertIn("RoCE v2", gids)
+        self.assertIn("mlx5_0", self.ssh(vm, "ibv_devices"))
+        qos = self.ssh(vm, "sudo -n mlnx_qos -i ens224")
+        self.assertIn("Priority trust state: dscp", qos)
+        self.assertRegex(qos, r"enabled\s+0\s+0\s+0\s+1\s+0\s+0\s+0\s+0")
+        self.assertEqual(self.ssh(vm, "cat /sys/kernel/config/rdma_cm/mlx5_0/ports/1/"
+                                      "default_roce_tos").strip(), "106")
+        self.assertEqual(self.ssh(vm, "systemctl is-enabled gpuclusterctl-roce-qos.service").strip(),
+                         "enabled")
+        self.assertIn("server ntp1.lab.example iburst\n",
+                      self.ssh(vm, "cat /etc/chrony/conf.d/gpuclusterctl.conf"))
+
+    # ---------------------------------------------------------------- the tests, in order
+
+    def test_1_full_apply_configures_both_guests(self):
+        before = {vm: self.boot_id(vm) for vm in GUESTS}
+        r = self.gc("apply", "-v", check=0, timeout=1500)
+        out = r.stdout + r.stderr
+        for vm in GUESTS:
+            self.assert_guest_converged(vm)
+            # the driver install cost exactly one reboot, proven by the boot id
+            self.assertNotEqual(self.boot_id(vm), before[vm])
+        self.assertIn("guest worker-01", out)
+
+    def test_2_reapply_sends_nothing(self):
+        r = self.guest_apply()
+        self.assertIn("No changes", r.stdout)
+        # one connection per guest, every command an observation
+        self.assertIn("gpuclusterctl: 0 changing commands; SSH: 2 connections, 2 commands",
+                      r.stderr)
+
+    def test_3_drift_by_hand_is_planned_and_restored(self):
+        vm = "worker-01"
+        self.ssh(vm, "sudo -n rmmod nvidia_peermem && sudo -n ip link set ens224 mtu 1500 && "
+                     "sudo -n sed -i 's/^FeatureType=4$/FeatureType=2/' /etc/nvidia/gridd.conf && "
+                     "sudo -n mlnx_qos -i ens224 --pfc 0,0,0,0,0,0,0,0 >/dev/null")
+        r = self.gc("plan", "--only", "guest", check=2)
+        plan = r.stdout
+        self.assertIn("~ guest/worker-01/peermem\n        loaded: false → true\n", plan)
+        self.assertIn("~ guest/worker-01/rdma_interface\n        mtu: 1500 → 9000\n", plan)
+        self.assertIn("~ guest/worker-01/license\n        feature_type: 2 → 4\n", plan)
+        self.assertIn("~ guest/worker-01/roce_qos\n        pfc_priority: -1 → 3\n", plan)
+        self.assertNotIn("worker-02", plan.replace("guest worker-02", ""))
+        self.guest_apply()
+        self.assert_guest_converged(vm)
+        self.gc("plan", "--only", "guest", check=0)
+
+    def test_4_everything_holds_after_a_reboot(self):
+        vm = "worker-02"
+        before = self.boot_id(vm)
+        self.ssh(vm, "sudo -n systemctl reboot", check=False)
+        time.sleep(5)
+        self.wait_ssh(vm)
+        self.assertNotEqual(self.boot_id(vm), before)
+        # the NIC's QoS was lost with the reboot: the boot unit put it back
+        deadline = time.time() + 120
+        while "Licensed" not in self.ssh(vm, "nvidia-smi -q") and time.time() < deadline:
+            time.sleep(2)
+        self.assert_guest_converged(vm)
+        self.gc("plan", "--only", "guest", check=0)
+
+    def test_5_sudo_that_wants_a_password_fails_that_guest_clearly(self):
+        def edit(d):
+            d["credentials"].append({"name": "pw-user", "username": "gcpw",
+                                     "key_file": os.path.join(self.lab, "guest_key")})
+            d["vms"][0]["guest"]["credentials"] = "pw-user"
+        r = self.gc("plan", "--only", "guest", spec=self.variant(edit, "sudo-pw.yaml"), check=1)
+        self.assertIn("guest 'worker-01': sudo wants a password for 'gcpw': give it NOPASSWD for "
+                      "root commands (a sudoers drop-in) or connect as root", r.stderr)
+        self.assertNotIn("worker-02", r.stderr)
+
+    def test_6_a_package_that_does_not_exist_fails_that_guest_only(self):
+        def edit(d):
+            d["vms"][0]["guest"]["driver"] = {"package": "nvidia-driver-999-missing"}
+        self.ssh("worker-02", "sudo -n ip link set ens224 mtu 1500")
+        r = self.guest_apply(spec=self.variant(edit, "missing-pkg.yaml"), check=1)
+        self.assertIn("guest 'worker-01': NVIDIA driver install failed: E: Unable to locate package "
+                      "nvidia-driver-999-missing", r.stderr)
+        # the other guest went on and converged
+        self.assertEqual(json.loads(self.ssh("worker-02", "ip -j link show dev ens224"))[0]["mtu"],
+                         9000)
+
+    def test_7_licence_that_never_comes_fails_within_its_timeout(self):
+        vm = "worker-01"
+        self.ssh(vm, "sudo -n mkdir -p /etc/gc-lab/faults && sudo -n touch "
+                     "/etc/gc-lab/faults/licence-never && sudo -n sed -i "
+                     "'s/^FeatureType=4$/FeatureType=2/' /etc/nvidia/gridd.conf")
+
+        def edit(d):
+            d["vms"][0]["guest"]["license"]["timeout_s"] = 6
+        try:
+            r = self.guest_apply(spec=self.variant(edit, "licence-timeout.yaml"), check=1)
+            self.assertRegex(r.stderr, r"guest 'worker-01': the licence did not come within 6 s "
+                                       r"\(nvidia-smi: 'Unlicensed \(Unrestricted\)'\)")
+            self.assertNotIn("guest 'worker-02'", r.stderr)
+        finally:
+            self.ssh(vm, "sudo -n rm -f /etc/gc-lab/faults/licence-never")
+        self.guest_apply()
+        self.assert_guest_converged(vm)
+
+
+if __name__ == "__main__":
+    unittest.main()
