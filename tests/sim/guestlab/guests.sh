@@ -73,19 +73,26 @@ lab_secrets() {
 			>"$lab/client_configuration_token.tok"
 }
 
-# The seed disk of one guest (a tar archive; /usr/lib/gc-lab/seed reads it).
+# The seed disk of one guest: a tar archive of files at their final paths,
+# owners and modes, unpacked over / by /usr/lib/gc-lab/seed at every boot.
 write_seed() {
-	local vm=$1 json=$2 d=$gdir/$1 s idx iface rdev
+	local vm=$1 json=$2 d=$gdir/$1 s idx iface rdev u uid gid
 	s=$d/seed
 	rm -rf "$s"
-	mkdir -p "$s/ssh"
+	mkdir -p "$s/etc/ssh" "$s/etc/gc-lab" "$s/etc/systemd/network"
 	for t in ed25519 ecdsa; do
 		[ -f "$d/ssh_host_${t}_key" ] || ssh-keygen -q -t "$t" -N '' -C "root@$vm" -f "$d/ssh_host_${t}_key"
-		cp "$d/ssh_host_${t}_key" "$d/ssh_host_${t}_key.pub" "$s/ssh/"
+		install -m 600 "$d/ssh_host_${t}_key" "$s/etc/ssh/"
+		install -m 644 "$d/ssh_host_${t}_key.pub" "$s/etc/ssh/"
 	done
-	echo "$vm" >"$s/hostname"
-	cp "$lab/guest_key.pub" "$s/authorized_keys"
-	openssl passwd -6 -stdin <"$lab/guest_password" >"$s/gcpw.hash"
+	echo "$vm" >"$s/etc/hostname"
+	# uid/gid of the image's users (image.sh writes them)
+	while read -r u uid gid; do
+		mkdir -p "$s/home/$u/.ssh"
+		install -m 600 "$lab/guest_key.pub" "$s/home/$u/.ssh/authorized_keys"
+		chown "$uid:$gid" "$s/home/$u/.ssh/authorized_keys"
+	done <"$img/users"
+	(umask 077; openssl passwd -6 -stdin <"$lab/guest_password" >"$s/etc/gc-lab/gcpw.hash")
 	idx=$(jf "$json" index)
 	iface=$(jf "$json" rdma_interface)
 	rdev=$(jf "$json" rdma_device)
@@ -93,15 +100,18 @@ write_seed() {
 g = json.loads(sys.argv[1])
 print("{\"gpus\": [")
 print(",\n".join(" " + json.dumps(x, sort_keys=True) for x in g["gpus"]))
-print("]}")' "$json" >"$s/gpu.json"
-	printf 'IFACE=%s\nRDMA_DEV=%s\nMAC=%s\n' "$iface" "$rdev" "$(mac "$idx" 2)" >"$s/rdma.env"
+print("]}")' "$json" >"$s/etc/gc-lab/gpu.json"
+	printf 'IFACE=%s\nRDMA_DEV=%s\nMAC=%s\n' "$iface" "$rdev" "$(mac "$idx" 2)" >"$s/etc/gc-lab/rdma.env"
 	printf '# gpuclusterctl lab: the management NIC (QEMU user-mode net)\n[Match]\nMACAddress=%s\n\n[Network]\nAddress=10.0.2.15/24\nGateway=10.0.2.2\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n' \
-		"$(mac "$idx" 1)" >"$s/10-gclab-mgmt.network"
+		"$(mac "$idx" 1)" >"$s/etc/systemd/network/10-gclab-mgmt.network"
 	printf '# gpuclusterctl lab: the management NIC\n[Match]\nMACAddress=%s\n\n[Link]\nName=eth0\n' \
-		"$(mac "$idx" 1)" >"$s/10-gclab-mgmt.link"
+		"$(mac "$idx" 1)" >"$s/etc/systemd/network/10-gclab-mgmt.link"
 	printf '# gpuclusterctl lab: the RDMA NIC, named as the spec says\n[Match]\nMACAddress=%s\n\n[Link]\nName=%s\n' \
-		"$(mac "$idx" 2)" "$iface" >"$s/10-gclab-rdma.link"
-	tar -c -f "$d/seed.tar" -C "$s" --owner=0 --group=0 .
+		"$(mac "$idx" 2)" "$iface" >"$s/etc/systemd/network/10-gclab-rdma.link"
+	chmod 644 "$s"/etc/hostname "$s"/etc/gc-lab/gpu.json "$s"/etc/gc-lab/rdma.env "$s"/etc/systemd/network/*
+	# files only (no directory entries): existing directories keep their metadata
+	(cd "$s" && find . -type f -printf '%P\n' | sort |
+		tar -c -f "$d/seed.tar" --numeric-owner --no-recursion -T -)
 	rm -rf "$s"
 }
 
@@ -187,7 +197,7 @@ write_known_hosts() {
 }
 
 cmd_start() {
-	local spec=$1 labport=$2 n=${3:-} img json vm addr idx started=() want=()
+	local spec=$1 labport=$2 n=${3:-} json vm addr idx started=() want=()
 	[ "${n:-x}" = 0 ] && { cmd_stop >/dev/null; echo "lab: no guests (--guests 0)"; return 0; }
 	mapfile -t want < <("$py" "$root/tests/sim/lab_spec.py" guests "$spec" $n)
 	[ ${#want[@]} -gt 0 ] || return 0

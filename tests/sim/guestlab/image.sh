@@ -13,6 +13,7 @@
 #   kernel-version        e.g. 6.1.0-41-amd64
 #   NVIDIA-Linux-x86_64-535.183.01-grid.run   the stand-in .run installer
 #   repo.txt              the packages of the image's local APT repository
+#   users                 "name uid gid" of the lab users gclab and gcpw (for the seed)
 # <key> hashes the package lists, the stand-in sources and this script, so
 # a change to any of them builds a new image beside the old one.
 #
@@ -267,6 +268,11 @@ CTL
 	chroot "$r" useradd -m -s /bin/bash -c "gpuclusterctl lab (NOPASSWD sudo)" gclab
 	chroot "$r" useradd -m -s /bin/bash -c "gpuclusterctl lab (sudo wants a password)" -G sudo gcpw
 	echo "gclab ALL=(ALL:ALL) NOPASSWD: ALL" >"$r/etc/sudoers.d/gclab"
+	: >"$w/users"
+	for u in gclab gcpw; do
+		chroot "$r" install -d -m 700 -o "$u" -g "$u" "/home/$u/.ssh"
+		echo "$u $(chroot "$r" id -u "$u") $(chroot "$r" id -g "$u")" >>"$w/users"
+	done
 	chmod 440 "$r/etc/sudoers.d/gclab"
 	chroot "$r" passwd -l root >/dev/null
 	rm -f "$r"/etc/ssh/ssh_host_*
