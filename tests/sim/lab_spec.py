@@ -46,6 +46,7 @@ networks and templates the spec's VMs name.
 """
 import json
 import os
+import re
 import sys
 
 import yaml
@@ -285,9 +286,16 @@ def guest_gpus(spec, vm, index):
     return out
 
 
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+_IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")
+
+
 def guests(spec, n=None):
-    """The lab guests of a spec: the first n VMs with a guest (all: None)."""
+    """The lab guests of a spec: the first n VMs with a guest (all: None).
+    Names become file names, interface and device names in the lab: anything
+    else than plain names is refused here (the loader says why, later)."""
     out = []
+    seen = set()
     for vm in spec.get("vms") or []:
         g = vm.get("guest")
         if not isinstance(g, dict):
@@ -297,10 +305,19 @@ def guests(spec, n=None):
         ri = _as_dict(g.get("rdma_interface"))
         qos = _as_dict(g.get("roce_qos"))
         index = len(out) + 1
-        out.append({"name": vm["name"], "address": str(g.get("address", "")), "index": index,
-                    "rdma_interface": ri.get("name") or qos.get("interface") or "eth1",
-                    "rdma_device": qos.get("rdma_device") or "rxe0",
-                    "gpus": guest_gpus(spec, vm, index)})
+        d = {"name": str(vm.get("name", "")), "address": str(g.get("address", "")), "index": index,
+             "rdma_interface": str(ri.get("name") or qos.get("interface") or "eth1"),
+             "rdma_device": str(qos.get("rdma_device") or "rxe0"),
+             "gpus": guest_gpus(spec, vm, index)}
+        if not _NAME.match(d["name"]):
+            raise ValueError("lab guest: VM name %r is not a plain name" % d["name"])
+        for k in ("rdma_interface", "rdma_device"):
+            if not _IFNAME.match(d[k]):
+                raise ValueError("lab guest %s: %s %r is not an interface name" % (d["name"], k, d[k]))
+        if d["address"] in seen:
+            raise ValueError("lab guest %s: address %s is another guest's" % (d["name"], d["address"]))
+        seen.add(d["address"])
+        out.append(d)
     return out
 
 
