@@ -27,7 +27,8 @@ the guest port (lab port + 10000) and LABDIR/known_hosts, its credential
 becomes user `gclab` with `key_file: LABDIR/guest_key` (a credential shared
 with a host, switch or vCenter is left to them and the guests get a copy
 named `NAME-lab`), `os: debian`, `driver.runfile` (when present) the lab's
-stand-in .run installer, `license.token_file` (when present) a token file
+stand-in .run installer, `rdma_stack.installer` (when present) the lab's
+stand-in MLNX_OFED archive, `license.token_file` (when present) a token file
 the lab writes (LABDIR/client_configuration_token.tok).
 
 `guests` prints, for the first N VMs with a `guest:` (all when N is
@@ -249,6 +250,7 @@ VGPU_EDITION = {"c": "NVIDIA Virtual Compute Server", "q": "NVIDIA RTX Virtual W
                 "b": "NVIDIA Virtual PC", "a": "NVIDIA Virtual Applications"}
 RUNFILE = "NVIDIA-Linux-x86_64-535.183.01-grid.run"
 TOKEN = "client_configuration_token.tok"
+OFED = "MLNX_OFED_LINUX-23.10-1.1.9.0-debian12.1-x86_64.tgz"
 
 
 def _as_dict(v):
@@ -355,6 +357,9 @@ def rewrite_guests(spec, lab, port, used):
         drv = g.get("driver")
         if isinstance(drv, dict) and "runfile" in drv:
             drv["runfile"] = os.path.join(lab, RUNFILE)
+        stack = g.get("rdma_stack")
+        if isinstance(stack, dict) and "installer" in stack:
+            stack["installer"] = os.path.join(lab, OFED)
         lic = g.get("license")
         if isinstance(lic, dict) and "token_file" in lic:
             lic["token_file"] = os.path.join(lab, TOKEN)

@@ -11,7 +11,8 @@ interface, ib_write_bw runs between the guests, the stand-in NVIDIA driver
 (.deb on one guest, .run on the other) loads its modules and nvidia-smi -q -x
 is XML, the licence comes and the licence fault keeps it away, mlnx_qos
 state is gone after a reboot, gcpw's sudo wants a password, guest-reset
-gives a fresh disk, and `lab.sh stop` leaves no QEMU behind.
+gives a fresh disk, the stand-in MLNX_OFED archive installs the RDMA stack
+the way the guest driver runs it, and `lab.sh stop` leaves no QEMU behind.
 
 Needs root (the first run builds the guest image: 1-3 min with Debian's
 mirror reachable), qemu-system-x86.  Takes 5-10 min on 2 cores (TCG).
@@ -33,6 +34,7 @@ SPEC = os.path.join(ROOT, "tests", "data", "spec", "guestlab.yaml")
 PORT = int(os.environ.get("GC_GUESTLAB_PORT", "2410"))
 VMS = {"gpu-01": "127.0.0.51", "gpu-02": "127.0.0.52"}
 RUNFILE = "NVIDIA-Linux-x86_64-535.183.01-grid.run"
+OFED = "MLNX_OFED_LINUX-23.10-1.1.9.0-debian12.1-x86_64.tgz"
 
 
 def qemu_pids(lab):
@@ -268,6 +270,19 @@ class GuestLab(unittest.TestCase):
         self.assertNotEqual(self.ssh("gpu-02", "dpkg-query -W -f='${Status}' perftest", check=False).returncode, 0)
         self.assertEqual(self.ssh("gpu-02", "hostname").stdout.strip(), "gpu-02")
 
+    def test_09_ofed_installer(self):
+        # on the fresh gpu-02, the way the guest driver runs an OFED archive
+        subprocess.run(["scp", "-q", "-o", "BatchMode=yes", "-o", "UserKnownHostsFile=%s/known_hosts" % self.lab,
+                        "-i", "%s/guest_key" % self.lab, "-P", str(PORT + 10000),
+                        os.path.join(self.lab, OFED), "gclab@127.0.0.52:/tmp/"], check=True, timeout=120)
+        self.assertEqual(self.ssh("gpu-02", "ofed_info -s", check=False).returncode, 127)
+        r = self.ssh("gpu-02", "cd /tmp && rm -rf ofed && mkdir ofed && tar -xzf %s -C ofed && cd ofed/*"
+                     " && sudo ./mlnxofedinstall --force --without-fw-update" % OFED)
+        self.assertIn("Installation passed successfully", r.stdout)
+        self.assertEqual(self.ssh("gpu-02", "ofed_info -s").stdout, "MLNX_OFED_LINUX-23.10-1.1.9.0:\n")
+        self.assertRegex(self.ssh("gpu-02", "ibv_devices").stdout, r"\n\s+mlx5_0\s+[0-9a-f]{16}\n")
+        self.assertIn("install ok installed", self.ssh("gpu-02", "dpkg-query -W -f='${Status}' perftest").stdout)
+
 
 class LabSpecGuests(unittest.TestCase):
     """lab_spec.py's guest side, without VMs: what `guests` gives the lab and
@@ -313,6 +328,7 @@ class LabSpecGuests(unittest.TestCase):
         g["driver"] = {"source": "runfile", "runfile": "/srv/NVIDIA-Linux-x86_64-535.183.01-grid.run"}
         g["license"] = {"token_file": "/etc/tok", "feature_type": 4}
         g["ssh"] = {"connect_timeout_s": 7}
+        g["rdma_stack"] = {"source": "ofed", "installer": "/srv/MLNX_OFED_LINUX-5.8-1.1.2.1-ubuntu22.04-x86_64.tgz"}
         # a credential shared with a host: the guests get a copy
         g["credentials"] = "esxi-root"
         out = self.ls.rewrite(self.spec, self.lab)
@@ -333,6 +349,7 @@ class LabSpecGuests(unittest.TestCase):
                                         "runfile": os.path.join(self.lab, RUNFILE)})
         self.assertEqual(g1["license"], {"token_file": os.path.join(self.lab, "client_configuration_token.tok"),
                                          "feature_type": 4})
+        self.assertEqual(g1["rdma_stack"], {"source": "ofed", "installer": os.path.join(self.lab, OFED)})
         # desired state untouched
         self.assertEqual(g0["rdma_interface"], {"name": "ens224", "address": "198.18.0.51/24", "mtu": 4200})
         self.assertEqual(g0["roce_qos"]["tos"], 106)

@@ -16,7 +16,8 @@
 #   qemu.pid, rdma.sock (its end of the hub), info (address port index).
 # Lab-wide: guest_key{,.pub} (users gclab and gcpw), guest_password (gcpw's
 # sudo password), known_hosts ([address]:port lines of every guest),
-# client_configuration_token.tok, the stand-in .run installer, guests/hub.*.
+# client_configuration_token.tok, the stand-in .run installer and OFED
+# archive, guests/hub.*.
 # SSH: hostfwd on the spec guest address, port = lab port + 10000.
 set -euo pipefail
 
@@ -209,7 +210,7 @@ cmd_start() {
 	fi
 	mkdir -p "$gdir"
 	lab_secrets
-	cp "$img/NVIDIA-Linux-x86_64-535.183.01-grid.run" "$lab/"
+	cp "$img/NVIDIA-Linux-x86_64-535.183.01-grid.run" "$img/MLNX_OFED_LINUX-23.10-1.1.9.0-debian12.1-x86_64.tgz" "$lab/"
 	# guests of this spec beyond N, or of another spec: stopped and forgotten
 	for d in "$gdir"/*/; do
 		[ -d "$d" ] || continue

@@ -12,6 +12,7 @@
 #   rootfs.qcow2          ext4 root filesystem, whole disk, label gclab-root
 #   kernel-version        e.g. 6.1.0-41-amd64
 #   NVIDIA-Linux-x86_64-535.183.01-grid.run   the stand-in .run installer
+#   MLNX_OFED_LINUX-23.10-1.1.9.0-debian12.1-x86_64.tgz   the stand-in OFED archive
 #   repo.txt              the packages of the image's local APT repository
 #   users                 "name uid gid" of the lab users gclab and gcpw (for the seed)
 # <key> hashes the package lists, the stand-in sources and this script, so
@@ -49,6 +50,7 @@ base_packages=(
 repo_packages=(rdma-core ibverbs-utils perftest infiniband-diags chrony)
 driver_version=535.183.01
 ctk_version=1.14.6
+ofed_name=MLNX_OFED_LINUX-23.10-1.1.9.0-debian12.1-x86_64
 
 die() { echo "image: $*" >&2; exit 1; }
 log() { echo "image: $*" >&2; }
@@ -187,7 +189,7 @@ Version: $driver_version-1~gclab
 Architecture: amd64
 Maintainer: gpuclusterctl lab <lab@gpuclusterctl.invalid>
 Depends: kmod
-Provides: nvidia-driver-${driver_version%%.*}, nvidia-smi, nvidia-kernel-dkms
+Provides: nvidia-driver-${driver_version%%.*}, nvidia-driver-${driver_version%%.*}-server, nvidia-smi, nvidia-kernel-dkms
 Section: non-free/libs
 Priority: optional
 Description: NVIDIA driver - gpuclusterctl lab stand-in (no GPU behind it)
@@ -242,6 +244,16 @@ CTL
 		tar -czf - -C "$d" --owner=0 --group=0 .
 	} >"$w/NVIDIA-Linux-x86_64-$driver_version-grid.run"
 	chmod 755 "$w/NVIDIA-Linux-x86_64-$driver_version-grid.run"
+
+	# the MLNX_OFED stand-in archive: the installer, ofed_info and the real
+	# Debian .debs of the RDMA stack (what the repository has for it)
+	d=$w/$ofed_name
+	mkdir -p "$d/DEBS"
+	install -m 755 "$here/standins/ofed/mlnxofedinstall" "$here/standins/ofed/ofed_info" "$d/"
+	cp "$s1"/debs/*.deb "$d/DEBS/"
+	rm -f "$d"/DEBS/chrony_*.deb
+	tar -czf "$w/$ofed_name.tgz" -C "$w" --owner=0 --group=0 "$ofed_name"
+	rm -rf "$d"
 
 	log "local APT repository /srv/gc-lab-repo"
 	cp "$s1"/debs/*.deb "$w/repo/"
