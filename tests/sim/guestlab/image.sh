@@ -150,8 +150,13 @@ build_modules() {
 	local kver=$1 out=$2 hdr=/usr/src/linux-headers-$1
 	if [ ! -f "$hdr/Makefile" ]; then
 		log "installing linux-headers-$kver on the host (for the stand-in modules)"
+		# the chroot's package lists are fresh; the host's may be older
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "linux-headers-$kver" \
-			>"$out.apt.log" 2>&1 || die "cannot install linux-headers-$kver (see $out.apt.log)"
+			>"$out.apt.log" 2>&1 ||
+			{ apt-get update -qq >>"$out.apt.log" 2>&1 &&
+				DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "linux-headers-$kver" \
+					>>"$out.apt.log" 2>&1; } ||
+			die "cannot install linux-headers-$kver on the host (see $out.apt.log)"
 	fi
 	rm -rf "$out"
 	cp -r "$here/standins/nvidia-driver/kmod" "$out"
