@@ -66,6 +66,7 @@ struct gc_guest_facts {
 	char *driver_version; /* nvidia-smi's driver_version */
 	char *loaded_version; /* /sys/module/nvidia/version */
 	char *runfile_version; /* nvidia-installer --version, when a .run installed it */
+	char *module_version; /* `modinfo -F version nvidia`: the module on disk for this kernel */
 	unsigned ngpus;
 	char *product;        /* first GPU's product_name */
 	char *virt_mode;      /* "Pass-Through", "VGPU", "None" */

@@ -19,7 +19,7 @@ import unittest
 
 import yaml
 
-from labtest import LabCase
+from labtest import BIN, LabCase
 
 GUESTS = ["worker-01", "worker-02"]
 ADDR = {"worker-01": "198.18.0.51/24", "worker-02": "198.18.0.52/24"}
@@ -210,6 +210,61 @@ class GuestLab(LabCase):
             self.ssh(vm, "sudo -n rm -f /etc/gc-lab/faults/licence-never")
         self.guest_apply()
         self.assert_guest_converged(vm)
+
+    def test_8_connection_dropped_mid_install_is_retried_safely(self):
+        vm = "worker-02"
+        self.ssh(vm, "sudo -n DEBIAN_FRONTEND=noninteractive apt-get -q -y purge chrony >/dev/null")
+        p = subprocess.Popen([BIN, "apply", "--only", "guest", "--yes", "-v",
+                              "--state-dir", self.state_dir, self.specfile],
+                             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # when apt-get installs chrony, kill the sshd session it runs under
+        killed = self.ssh(vm, r"""
+for i in $(seq 600); do a=$(pgrep -f 'apt-get.*install.*chrony' | head -1); [ -n "$a" ] && break; sleep 0.1; done
+p=$a
+while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+    case "$(tr '\0' ' ' </proc/$p/cmdline)" in "sshd: gclab@notty"*) sudo -n kill -9 $p; echo killed; exit 0;; esac
+    p=$(awk '{print $4}' /proc/$p/stat)
+done
+echo "not found (apt-get: $a)"
+""", timeout=120).strip()
+        out, err = p.communicate(timeout=900)
+        self.assertEqual(killed, "killed")
+        self.assertEqual(p.returncode, 0, out + err)
+        self.assertIn("worker-02: retrying after: guest 'worker-02'", err)
+        st = self.ssh(vm, "dpkg-query -W -f='${db:Status-Abbrev}' chrony; sudo -n dpkg --audit")
+        self.assertEqual(st, "ii ")
+        self.assert_guest_converged(vm)
+
+    def test_9_guest_that_does_not_come_back_fails_alone(self):
+        vm = "worker-01"
+        self.ssh(vm, "sudo -n DEBIAN_FRONTEND=noninteractive apt-get -q -y remove nvidia-driver "
+                     ">/dev/null")
+        before = self.boot_id(vm)
+        p = subprocess.Popen([BIN, "apply", "--only", "guest", "--yes", "-v",
+                              "--reboot-timeout", "40", "--state-dir", self.state_dir,
+                              self.specfile],
+                             env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # the reboot goes out: then the VM is switched off for good
+        deadline = time.time() + 600
+        while time.time() < deadline:
+            r = subprocess.run(["ssh", "-p", str(self.gport), "-i",
+                                os.path.join(self.lab, "guest_key"), "-o",
+                                "UserKnownHostsFile=" + os.path.join(self.lab, "known_hosts"),
+                                "-o", "BatchMode=yes", "-o", "ConnectTimeout=3",
+                                "-o", "LogLevel=ERROR", "gclab@" + self.gaddr[vm],
+                                "cat /proc/sys/kernel/random/boot_id"],
+                               capture_output=True, text=True, timeout=20)
+            if r.returncode != 0 or r.stdout.strip() != before:
+                break
+            time.sleep(0.5)
+        with open(os.path.join(self.lab, "guests", vm, "qemu.pid"), encoding="utf-8") as f:
+            os.kill(int(f.read().strip()), 9)
+        out, err = p.communicate(timeout=900)
+        self.assertEqual(p.returncode, 1, out + err)
+        self.assertRegex(err, r"guest 'worker-01' did not come back within 40 s after its reboot")
+        self.assertRegex(err, r"worker-01 +guest .*1 failed")
+        self.assert_guest_converged("worker-02")  # untouched by worker-01's failure
+        self.run_lab("guest-reset", vm)
 
 
 if __name__ == "__main__":

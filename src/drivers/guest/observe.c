@@ -55,6 +55,7 @@ void gc_guest_facts_free(struct gc_guest_facts *f)
 	free(f->driver_version);
 	free(f->loaded_version);
 	free(f->runfile_version);
+	free(f->module_version);
 	free(f->product);
 	free(f->virt_mode);
 	free(f->license_status);
@@ -188,6 +189,7 @@ char *gc_guest_observe_script(const struct gc_guest *g, const char *token)
 			"m modules_conf; cat " GC_GUEST_MODULES_CONF " 2>/dev/null\n"
 			"m smi; command -v nvidia-smi >/dev/null && nvidia-smi -q -x 2>&1 | head -c 1048576\n"
 			"m nvidia_loaded; cat /sys/module/nvidia/version 2>/dev/null\n"
+			"m nvidia_modinfo; modinfo -F version nvidia 2>/dev/null\n"
 			"m nvidia_installer; command -v nvidia-installer >/dev/null && "
 			"nvidia-installer --version 2>/dev/null | head -5\n"
 			"m gridd; cat " GC_GUEST_GRIDD " 2>/dev/null\n"
@@ -702,6 +704,7 @@ int gc_guest_parse(struct gc_guest_facts *out, const struct gc_guest *g, const c
 			f.smi_error = gc_xstrndup(x, strcspn(x, "\n"));
 	}
 	f.loaded_version = trimmed(&s, "nvidia_loaded");
+	f.module_version = trimmed(&s, "nvidia_modinfo");
 	if ((v = trimmed(&s, "nvidia_installer")) != NULL) {
 		/* "nvidia-installer:  version 535.183.01  (...)": the first dotted number */
 		const char *q = v;

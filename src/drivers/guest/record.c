@@ -67,6 +67,9 @@ void gc_guest_installed_driver(char *out, size_t n, const struct gc_guest *g,
 		upstream(out, n, k->version);
 	else if (f->runfile_version != NULL)
 		snprintf(out, n, "%s", f->runfile_version);
+	else if (f->module_version != NULL && g->driver != NULL &&
+		 strcmp(g->driver->source, "runfile") == 0)
+		snprintf(out, n, "%s", f->module_version); /* a .run without nvidia-installer */
 }
 
 /* Does version v belong to branch b ("535" holds "535.183.01")? */
