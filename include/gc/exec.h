@@ -19,8 +19,15 @@
  * values is not re-sent).  A device refusal fails that target: its later
  * actions and every action depending on them are skipped, other targets go
  * on (--fail-fast stops starting new actions anywhere).  A failed ESXi host
- * that we put into maintenance mode is taken out again when it can be;
- * when it cannot (it did not come back from a reboot), the report says so.
+ * that we put into maintenance mode is taken out again at the end of its
+ * wave when it can be; when it cannot (it did not come back from a reboot),
+ * the report says so.
+ *
+ * Halting: before each wave, when more targets have failed (observation or
+ * an action) than rolling.max_failures allows (default 0), the rollout
+ * halts: that wave and the later ones are not started (their actions are
+ * counted as not started), unless continue_on_error.  The wave in flight
+ * always finishes its hosts.
  */
 #ifndef GC_EXEC_H
 #define GC_EXEC_H
@@ -62,6 +69,7 @@ struct gc_exec_opts {
 	const char *state_dir;  /* journal and lock; required */
 	unsigned parallelism;   /* workers; 0: 64 (the work waits on the network, not the CPU) */
 	bool fail_fast;
+	bool continue_on_error; /* never halt the rollout after a failed wave */
 	bool plan_only;         /* observe and plan; change nothing */
 	unsigned retries;       /* transport retries per action; 0: 3 */
 	unsigned retry_base_ms; /* first backoff, doubled each time; 0: 250 */
@@ -80,6 +88,8 @@ struct gc_exec_target_report {
 	bool left_in_maintenance;    /* loudly reported */
 	char *maintenance_why;
 	bool reboot_owed;            /* a change still waits for a reboot */
+	size_t not_started;          /* actions in waves the halted rollout did not start */
+	bool recovered;              /* taken out of maintenance mode after its failure */
 };
 
 struct gc_exec_report {
@@ -91,6 +101,11 @@ struct gc_exec_report {
 	size_t out_of_scope; /* actions on target kinds not selected (--only) */
 	uint64_t changing_commands;
 	bool interrupted;
+	/* halting: the first wave not started (1-based; 0: the rollout did not
+	 * halt), how many targets had failed then, and what was not started */
+	size_t halted_before_wave;
+	size_t failed_targets;
+	size_t not_started;
 	double observe_s, apply_s;
 };
 

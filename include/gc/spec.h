@@ -366,6 +366,7 @@ struct gc_rolling {
 	struct gc_mark mark;
 	unsigned max_unavailable; /* hosts down at once, default 1 */
 	bool allow_vmotion;       /* migrate vGPU/PVRDMA VMs instead of powering off; default false */
+	unsigned max_failures;    /* failed targets tolerated before the next wave is not started; default 0 */
 };
 
 struct gc_validation {

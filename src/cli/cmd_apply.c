@@ -40,18 +40,24 @@ const char cmd_apply_usage[] =
 	"Observe every target of SPEC, plan, and carry the plan out: hosts in\n"
 	"parallel, rolling (rolling.max_unavailable hosts in maintenance at once),\n"
 	"one connection per target, every step journalled so a killed apply can\n"
-	"simply be run again.\n"
+	"simply be run again.  A wave with a failed host finishes its hosts and\n"
+	"takes them out of maintenance mode; the next waves are not started.\n"
 	"\n"
 	"Options:\n"
 	"  --only KINDS           act only on these target kinds (comma list of esxi,\n"
 	"                         switch, vcenter, guest); others are left untouched\n"
 	"  --parallelism N        targets worked on at once (default 64)\n"
 	"  --fail-fast            start no new action anywhere after the first failure\n"
+	"  --continue-on-error    start the next waves even after failures (by default\n"
+	"                         the rollout halts once more targets failed than\n"
+	"                         rolling.max_failures, default 0)\n"
 	"  --trust-new-host-keys  add unknown SSH host keys to known_hosts (a changed\n"
 	"                         key is always refused)\n"
 	"  --known-hosts FILE     use this known_hosts file instead of the spec's\n"
 	"  --state-dir DIR        journal and lock (default: .gpuclusterctl/ beside SPEC)\n"
 	"  --reboot-timeout SECS  how long a rebooting host may take (default 1200)\n"
+	"  --verify-timeout SECS  how long the read-back after a reboot may take\n"
+	"                         (default 300)\n"
 	"  --json                 print the run report as JSON on stdout\n"
 	"  -v, --verbose          print every step, and the connection counters\n"
 	"  -h, --help             show this help\n"
@@ -144,7 +150,7 @@ static void on_event(void *arg, const struct gc_exec_event *ev)
 		gc_buf_printf(&b, "retrying after: %s", ev->message ? ev->message : "");
 		break;
 	case GC_EV_WARN:
-		fprintf(u->f, "%s%swarning: ", ev->target ? name : "", ev->target ? ": " : "");
+		fprintf(u->f, "%s: warning: ", ev->target ? name : "gpuclusterctl");
 		cli_put_shown(u->f, ev->message, true);
 		fputc('\n', u->f);
 		fflush(u->f);
@@ -219,6 +225,28 @@ char *cli_default_state_dir(const char *spec)
 	return gc_xasprintf("%.*s/.gpuclusterctl", (int)(slash - spec), spec);
 }
 
+/* The halted rollout: why, and what it did not start. */
+static void print_not_started(FILE *f, const struct gc_exec_report *rep, const struct gc_graph *g)
+{
+	size_t i, n = 0, nwaves = rep->plan->nwaves;
+
+	fprintf(f, "\nRollout halted: %zu failed target%s, rolling.max_failures is %u.\n",
+		rep->failed_targets, rep->failed_targets == 1 ? "" : "s", g->rolling.max_failures);
+	if (rep->halted_before_wave == nwaves)
+		fprintf(f, "Not started: wave %zu of %zu, %zu actions on", nwaves, nwaves,
+			rep->not_started);
+	else
+		fprintf(f, "Not started: waves %zu-%zu of %zu, %zu actions on", rep->halted_before_wave,
+			nwaves, nwaves, rep->not_started);
+	for (i = 0; i < rep->ntargets; i++) {
+		if (rep->targets[i].not_started == 0)
+			continue;
+		fprintf(f, "%s %s", n++ ? "," : "", rep->targets[i].target->name);
+	}
+	fputs(".\nFix the failure and re-run apply (--continue-on-error starts the next waves "
+	      "anyway).\n", f);
+}
+
 static void print_summary(FILE *f, const struct gc_exec_report *rep, const struct gc_graph *g)
 {
 	size_t i, loud = 0;
@@ -236,10 +264,15 @@ static void print_summary(FILE *f, const struct gc_exec_report *rep, const struc
 		fputc('\n', f);
 		if (t->left_in_maintenance)
 			loud++;
+		if (t->recovered)
+			fprintf(f, "  %-12s          left maintenance mode after the failure\n",
+				t->target->name);
 		if (t->reboot_owed && t->failed)
 			fprintf(f, "  %-12s          a change still waits for a reboot: re-run apply\n",
 				t->target->name);
 	}
+	if (rep->halted_before_wave != 0)
+		print_not_started(f, rep, g);
 	for (i = 0; i < rep->ntargets && loud; i++) {
 		const struct gc_exec_target_report *t = &rep->targets[i];
 
@@ -252,7 +285,6 @@ static void print_summary(FILE *f, const struct gc_exec_report *rep, const struc
 	if (rep->out_of_scope > 0)
 		fprintf(f, "  %zu actions on target kinds not selected with --only were not run\n",
 			rep->out_of_scope);
-	(void)g;
 }
 
 static void print_json(const struct gc_exec_report *rep, int status)
@@ -266,6 +298,9 @@ static void print_json(const struct gc_exec_report *rep, int status)
 	json_object_object_add(o, "failed", json_object_new_int64((int64_t)rep->failed));
 	json_object_object_add(o, "skipped", json_object_new_int64((int64_t)rep->skipped));
 	json_object_object_add(o, "out_of_scope", json_object_new_int64((int64_t)rep->out_of_scope));
+	json_object_object_add(o, "not_started", json_object_new_int64((int64_t)rep->not_started));
+	json_object_object_add(o, "halted_before_wave",
+			       rep->halted_before_wave ? json_object_new_int64((int64_t)rep->halted_before_wave) : NULL);
 	json_object_object_add(o, "changing_commands", json_object_new_int64((int64_t)rep->changing_commands));
 	json_object_object_add(o, "observe_seconds", json_object_new_double(rep->observe_s));
 	json_object_object_add(o, "apply_seconds", json_object_new_double(rep->apply_s));
@@ -278,6 +313,7 @@ static void print_json(const struct gc_exec_report *rep, int status)
 		json_object_object_add(j, "done", json_object_new_int64((int64_t)t->done));
 		json_object_object_add(j, "failed", json_object_new_int64((int64_t)t->failed));
 		json_object_object_add(j, "skipped", json_object_new_int64((int64_t)t->skipped));
+		json_object_object_add(j, "not_started", json_object_new_int64((int64_t)t->not_started));
 		json_object_object_add(j, "error", t->error ? json_object_new_string(t->error) : NULL);
 		json_object_object_add(j, "left_in_maintenance", json_object_new_boolean(t->left_in_maintenance));
 		json_object_object_add(j, "maintenance_reason",
@@ -295,6 +331,8 @@ int cmd_apply(int argc, char **argv)
 		{"only", required_argument, NULL, 'o'},
 		{"parallelism", required_argument, NULL, 'p'},
 		{"fail-fast", no_argument, NULL, 'F'},
+		{"continue-on-error", no_argument, NULL, 'C'},
+		{"verify-timeout", required_argument, NULL, 'V'},
 		{"trust-new-host-keys", no_argument, NULL, 'T'},
 		{"known-hosts", required_argument, NULL, 'k'},
 		{"state-dir", required_argument, NULL, 's'},
@@ -314,7 +352,7 @@ int cmd_apply(int argc, char **argv)
 	struct ui u;
 	struct evctx ec;
 	char *state_dir = NULL;
-	unsigned reboot_s = 1200;
+	unsigned reboot_s = 1200, verify_s = 300;
 	int c, rc, status;
 
 	memset(&o, 0, sizeof(o));
@@ -334,6 +372,13 @@ int cmd_apply(int argc, char **argv)
 			break;
 		case 'F':
 			o.fail_fast = true;
+			break;
+		case 'C':
+			o.continue_on_error = true;
+			break;
+		case 'V':
+			if (!parse_uint(&verify_s, optarg, 1, 86400))
+				return cli_usage_error("apply", "--verify-timeout takes seconds from 1 to 86400; got '%s'", optarg);
 			break;
 		case 'T':
 			o.drv.trust_new_host_keys = true;
@@ -388,6 +433,7 @@ int cmd_apply(int argc, char **argv)
 		state_dir = cli_default_state_dir(argv[optind]);
 	o.state_dir = state_dir;
 	o.drv.reboot_timeout_ms = reboot_s * 1000u;
+	o.drv.verify_timeout_ms = verify_s * 1000u;
 	if (getenv("GC_REBOOT_POLL_MS") != NULL) /* test hook: faster polling in the lab */
 		parse_uint(&o.drv.reboot_poll_ms, getenv("GC_REBOOT_POLL_MS"), 10, 60000);
 	o.interrupted = &interrupted;

@@ -87,6 +87,6 @@ void gc_exec_remember_before(struct run *r, struct tslot *s, const struct gc_act
 void gc_exec_remember_after(struct run *r, struct tslot *s, const struct gc_action *a,
 			    const char *aid, bool ok);
 void gc_exec_settle_saves(struct run *r);
-void gc_exec_recover_hosts(struct run *r);
+void gc_exec_recover_hosts(struct run *r, const struct gc_plan_wave *w);
 
 #endif

@@ -177,14 +177,34 @@ void gc_exec_settle_saves(struct run *r)
 	}
 }
 
+/* Does wave w hold a maintenance window of target t (its enter or exit)? */
+static bool window_in_wave(const struct gc_plan_wave *w, const struct gc_target *t)
+{
+	size_t i, j;
+
+	for (i = 0; i < w->ntargets; i++) {
+		if (w->targets[i].target != t)
+			continue;
+		for (j = 0; j < w->targets[i].nactions; j++) {
+			enum gc_action_kind k = w->targets[i].actions[j]->kind;
+
+			if (k == GC_ACT_ENTER_MAINTENANCE || k == GC_ACT_EXIT_MAINTENANCE)
+				return true;
+		}
+	}
+	return false;
+}
+
 /*
- * After the waves: an ESXi host that we put into maintenance mode and whose
- * window did not finish (it failed, or --fail-fast stopped it) is taken out
- * again, unless it was rebooted and never came back verified, or the user
- * interrupted us: then it stays, loudly, and the journal remembers for the
- * next run.
+ * After a wave (w) or all of them (w NULL): an ESXi host that we put into
+ * maintenance mode and whose window did not finish (it failed, its verify
+ * failed, or --fail-fast stopped it) is taken out again, unless it was
+ * rebooted and never answered again, or the user interrupted us: then it
+ * stays, loudly, and the journal remembers for the next run.  After a wave,
+ * only the hosts whose window was in that wave: a later wave's window may
+ * still need the maintenance mode an earlier run left.
  */
-void gc_exec_recover_hosts(struct run *r)
+void gc_exec_recover_hosts(struct run *r, const struct gc_plan_wave *w)
 {
 	size_t i;
 
@@ -194,7 +214,9 @@ void gc_exec_recover_hosts(struct run *r)
 		struct gc_error err = GC_ERROR_INIT;
 
 		if (s->target->kind != GC_TARGET_ESXI || !s->maint_ours || s->drv == NULL ||
-		    !gc_exec_selected(r->ctx.opts, s->target->kind))
+		    !gc_exec_selected(r->ctx.opts, s->target->kind) || s->rep->left_in_maintenance)
+			continue;
+		if (w != NULL && !window_in_wave(w, s->target))
 			continue;
 		if (r->rep->interrupted) {
 			s->rep->left_in_maintenance = true;
@@ -205,8 +227,8 @@ void gc_exec_recover_hosts(struct run *r)
 		if (s->in_reboot) {
 			s->rep->left_in_maintenance = true;
 			s->rep->maintenance_why = gc_xasprintf(
-				"it was rebooted and has not been verified since: check the host, then "
-				"re-run apply");
+				"its reboot was not confirmed (it did not answer again, or did not "
+				"go down): check the host, then re-run apply");
 			continue;
 		}
 		memset(&exit_a, 0, sizeof(exit_a));
@@ -218,6 +240,7 @@ void gc_exec_recover_hosts(struct run *r)
 		if (gc_exec_run_action(r, s, &exit_a, &err) == 0) {
 			gc_exec_journal(r, s->target, "recover: exit maintenance", "maintenance", GC_J_DONE, NULL);
 			s->maint_ours = false;
+			s->rep->recovered = true;
 			gc_exec_emit(&r->ctx, GC_EV_NOTE, s->target, NULL, "left maintenance mode after the failure", 0);
 		} else {
 			s->rep->left_in_maintenance = true;
@@ -225,4 +248,3 @@ void gc_exec_recover_hosts(struct run *r)
 		}
 	}
 }
-

@@ -868,6 +868,7 @@ static void root_vms(struct spec_ctx *x, yaml_node_t *v, void *obj)
 static const struct spec_field rolling_fields[] = {
 	FUINT(struct gc_rolling, "max_unavailable", max_unavailable, 1, 100000, false),
 	FBOOL(struct gc_rolling, "allow_vmotion", allow_vmotion),
+	FUINT(struct gc_rolling, "max_failures", max_failures, 0, 100000, false),
 	FEND(struct gc_rolling),
 };
 

@@ -186,11 +186,12 @@ class ApplyRoce(LabCase):
         msg = "Error: Unable to set module parameters: nmlx5_core is busy"
         self.control("esx02", {"reboot_seconds": self.reboot_seconds,
                                "fail_once": {"match": "esxcli system module parameters set", "message": msg}})
-        r = self.apply(check=1)
+        r = self.apply("--continue-on-error", check=1)
         self.assertIn("esx02        esxi     3 done, 1 failed, 4 skipped: host 'esx02': command "
                       "'esxcli system module parameters set -m nmlx5_core -p 'max_vfs=4'' failed: " + msg,
                       r.stdout)
         self.assertNotIn("LEFT IN MAINTENANCE", r.stdout)
+        self.assertNotIn("Rollout halted", r.stdout)
         self.assertIn("esx02                 a change still waits for a reboot: re-run apply", r.stdout)
         for h in self.hosts:
             if h != "esx02":
@@ -202,6 +203,49 @@ class ApplyRoce(LabCase):
         # the re-run finishes the job: the journal knows the passthrough change awaits a reboot
         self.apply()
         self.assert_host_converged("esx02")
+
+    def test_a_failed_wave_halts_the_rollout_and_its_host_leaves_maintenance(self):
+        # esx01's passthrough never becomes current: its read-back after the
+        # reboot fails (on its own timeout, with progress), the host leaves
+        # maintenance like after any failure, and no later wave starts
+        self.control("esx01", {"reboot_seconds": self.reboot_seconds, "passthru_stuck": True})
+        r = self.apply("-v", "--verify-timeout", "1", check=1)
+        why = ("host 'esx01': after the reboot still pending: passthrough of 0000:3b:00.0 "
+               "configured on, running off (verify timeout 1 s)")
+        self.assertIn("  esx01        esxi     6 done, 1 failed, 1 skipped: " + why + "\n"
+                      "  esx01                 left maintenance mode after the failure\n", r.stdout)
+        self.assertRegex(r.stderr, r"esx01: verifying \(\d+ s of 1 s\): passthrough of 0000:3b:00.0")
+        self.assertIn("\nRollout halted: 1 failed target, rolling.max_failures is 0.\n"
+                      "Not started: waves 2-4 of 4, 42 actions on esx03, esx04, esx05, esx06, esx07, esx08.\n"
+                      "Fix the failure and re-run apply (--continue-on-error starts the next waves anyway).\n",
+                      r.stdout)
+        self.assertIn("gpuclusterctl: warning: rollout halted: 1 failed target, rolling.max_failures is 0; "
+                      "waves 2-4 not started\n", r.stderr)
+        self.assertNotIn("LEFT IN MAINTENANCE", r.stdout)
+        self.assertNotIn("interrupted", r.stdout)
+        # esx01: its whole window, the exit being the recovery's
+        self.assertEqual(self.changes("esx01"), ROCE_SEQUENCE)
+        self.assertFalse(self.state("esx01")["maintenance"])
+        self.assert_host_converged("esx02")
+        # wave 1 also held the other hosts' NTP change; nothing else reached them
+        for h in self.hosts[2:]:
+            self.assertEqual(self.changes(h), ROCE_SEQUENCE[:1], h)
+            self.assertFalse(self.state(h)["maintenance"], h)
+
+    def test_max_failures_lets_the_rollout_go_on(self):
+        self.control("esx01", {"reboot_seconds": self.reboot_seconds, "passthru_stuck": True})
+        spec = os.path.join(self.lab, "max-failures.yaml")
+        with open(self.specfile) as f:
+            text = f.read()
+        self.assertIn("rolling:\n  max_unavailable: 2\n", text)
+        with open(spec, "w") as f:
+            f.write(text.replace("rolling:\n", "rolling:\n  max_failures: 1\n"))
+        r = self.apply("--verify-timeout", "1", spec=spec, check=1)
+        self.assertNotIn("Rollout halted", r.stdout)
+        self.assertIn("  esx01                 left maintenance mode after the failure\n", r.stdout)
+        self.assertEqual(self.changes("esx01"), ROCE_SEQUENCE)
+        for h in self.hosts[1:]:
+            self.assert_host_converged(h)
 
     def test_a_host_message_cannot_drive_the_terminal(self):
         # a device's error with a window title, a screen clear, a backspace

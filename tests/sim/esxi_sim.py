@@ -125,8 +125,11 @@ def apply_reboot(state, host):
     state["down_until"] = time.time() + float(control.get("reboot_seconds", 2))
     state["vibs"] = [dict(v) for v in state["vibs_pending"]]
     state["graphics_active"] = state["graphics"]["type"]
-    for d in state["pci"]:
-        d["passthru_active"] = d["passthru"]
+    # "passthru_stuck": the reboot does not make passthrough current (a
+    # device the hypervisor cannot claim): the read-back after it fails
+    if not control.get("passthru_stuck"):
+        for d in state["pci"]:
+            d["passthru_active"] = d["passthru"]
     state["ecc"]["current"] = state["ecc"]["pending"]
     state["modules_active"] = dict(state["modules"])
 

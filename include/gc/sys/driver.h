@@ -82,6 +82,7 @@ struct gc_drv_settings {
 	const char *known_hosts;       /* --known-hosts overrides the spec */
 	unsigned reboot_timeout_ms;    /* wait for a host to come back; default 20 min */
 	unsigned reboot_poll_ms;       /* default 2 s */
+	unsigned verify_timeout_ms;    /* read-back after a reboot; default 5 min */
 	unsigned command_timeout_ms;   /* 0: the spec's */
 };
 

@@ -6,8 +6,8 @@
  * (commands.c) whose failure is reported with the device's own words.
  * REBOOT expects the connection to drop; WAIT_HOST reconnects until the
  * host answers `vmware -v`; VERIFY re-observes until nothing is pending any
- * more and every resource of the host holds its desired values, or the
- * reboot deadline passes.
+ * more and every resource of the host holds its desired values, or its own
+ * deadline (verify_timeout_ms, not the reboot's) passes.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -371,9 +371,10 @@ static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
 {
 	const struct gc_drv_settings *set = gc_drv_settings(ctx);
-	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
+	/* its own deadline: the host is up, only a read-back can still change */
+	unsigned timeout = set->verify_timeout_ms ? set->verify_timeout_ms : 5u * 60 * 1000;
 	unsigned poll = set->reboot_poll_ms ? set->reboot_poll_ms : 2000;
-	uint64_t deadline = gc_now_ns() + (uint64_t)timeout * 1000000u;
+	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u;
 
 	for (;;) {
 		struct gc_buf problems = GC_BUF_INIT;
@@ -391,14 +392,22 @@ static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *
 		if (!c->facts.reboot_pending && bad == NULL)
 			return 0;
 		if (gc_now_ns() >= deadline || gc_drv_interrupted(ctx)) {
+			char why[64];
+
+			if (gc_drv_interrupted(ctx))
+				snprintf(why, sizeof(why), "verify interrupted");
+			else
+				snprintf(why, sizeof(why), "verify timeout %u s", timeout / 1000);
 			if (bad != NULL)
 				return gc_error_set(err, GC_EREMOTE,
-						    "host '%s': after the reboot '%s' still differs from the spec",
-						    c->target->name, bad->id);
-			return gc_error_set(err, GC_EREMOTE, "host '%s': after the reboot still pending: %s",
-					    c->target->name, c->facts.reboot_pending_why);
+						    "host '%s': after the reboot '%s' still differs from the spec (%s)",
+						    c->target->name, bad->id, why);
+			return gc_error_set(err, GC_EREMOTE,
+					    "host '%s': after the reboot still pending: %s (%s)",
+					    c->target->name, c->facts.reboot_pending_why, why);
 		}
-		gc_drv_note(ctx, c->target, "verifying: %s",
+		gc_drv_note(ctx, c->target, "verifying (%.0f s of %u s): %s",
+			    (double)(gc_now_ns() - t0) / 1e9, timeout / 1000,
 			    c->facts.reboot_pending ? c->facts.reboot_pending_why : bad->id);
 		sleep_ms(poll);
 	}
