@@ -5,12 +5,16 @@
  * it is about to carry out, prints progress events (a line per target kept
  * up to date on a TTY, plain lines otherwise), the final per-target summary,
  * and picks the exit code.  SIGINT asks the executor to finish the actions
- * in flight and start no new ones (exit 130); a second SIGINT kills.
+ * in flight and start no new ones (exit 130).  A second SIGINT stops at once,
+ * but first prints what the events told us: the hosts left in maintenance
+ * mode, then the per-target summary, then exits 130.  SIGINT is taken by a
+ * thread of its own (sigwait), so the printing runs outside signal context.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,13 +30,6 @@
 #define EXIT_INTERRUPTED 130
 
 static volatile sig_atomic_t interrupted;
-
-static void on_sigint(int sig)
-{
-	(void)sig;
-	interrupted = 1;
-	signal(SIGINT, SIG_DFL); /* a second Ctrl-C kills */
-}
 
 const char cmd_apply_usage[] =
 	"usage: gpuclusterctl apply [options] SPEC\n"
@@ -62,8 +59,20 @@ const char cmd_apply_usage[] =
 	"  -v, --verbose          print every step, and the connection counters\n"
 	"  -h, --help             show this help\n"
 	"\n"
+	"Ctrl-C finishes the steps in flight and starts no new one; a second Ctrl-C\n"
+	"stops at once, after naming the hosts left in maintenance mode.\n"
+	"\n"
 	"Exit status: 0 done (or nothing to do), 1 a target failed or an error,\n"
 	"64 usage, 130 interrupted.\n";
+
+/* What the events told us of one target: enough for a summary when a
+ * second Ctrl-C does not wait for the executor's report. */
+struct tally {
+	size_t done, failed, skipped;
+	char *error;     /* first failure */
+	char *running;   /* the action in flight, or NULL */
+	bool in_maint;   /* in maintenance mode (entered, or planned to leave) */
+};
 
 struct ui {
 	bool tty;
@@ -73,6 +82,8 @@ struct ui {
 	size_t ntargets;
 	char **lines; /* TTY: current line per target (graph index) */
 	size_t drawn; /* lines drawn last time */
+	pthread_mutex_t mu; /* events vs the second Ctrl-C */
+	struct tally *tally; /* per target (graph index) */
 };
 
 static const char *kind_word(const struct gc_action *a)
@@ -97,9 +108,176 @@ struct evctx {
 	const struct gc_graph *g;
 };
 
+/* Hosts that are in maintenance mode before anything runs: the plan
+ * leaves maintenance without entering it. */
+static void tally_plan(struct ui *u, const struct gc_plan *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nactions; i++) {
+		const struct gc_action *a = p->actions[i];
+
+		if (a->kind == GC_ACT_EXIT_MAINTENANCE)
+			u->tally[a->target->index].in_maint = true;
+	}
+	for (i = 0; i < p->nactions; i++) {
+		const struct gc_action *a = p->actions[i];
+
+		if (a->kind == GC_ACT_ENTER_MAINTENANCE)
+			u->tally[a->target->index].in_maint = false;
+	}
+}
+
+static void tally_event(struct ui *u, const struct gc_exec_event *ev)
+{
+	struct tally *t;
+	struct gc_buf b = GC_BUF_INIT;
+
+	if (ev->kind == GC_EV_PLANNED) {
+		tally_plan(u, ev->plan);
+		return;
+	}
+	if (ev->target == NULL)
+		return;
+	t = &u->tally[ev->target->index];
+	switch (ev->kind) {
+	case GC_EV_START:
+		gc_action_describe(&b, ev->action);
+		free(t->running);
+		t->running = gc_buf_take(&b);
+		return;
+	case GC_EV_DONE:
+		t->done++;
+		if (ev->action->kind == GC_ACT_ENTER_MAINTENANCE)
+			t->in_maint = true;
+		if (ev->action->kind == GC_ACT_EXIT_MAINTENANCE)
+			t->in_maint = false;
+		break;
+	case GC_EV_FAILED:
+		t->failed++;
+		if (t->error == NULL && ev->message != NULL)
+			t->error = gc_xstrdup(ev->message);
+		break;
+	case GC_EV_SKIPPED:
+		t->skipped++;
+		return;
+	case GC_EV_NOTE:
+		/* the recovery's exit after a failure is not a plan action */
+		if (ev->message != NULL && strcmp(ev->message, "left maintenance mode after the failure") == 0)
+			t->in_maint = false;
+		return;
+	case GC_EV_CONNECT:
+	case GC_EV_OBSERVED:
+	case GC_EV_RETRY:
+	case GC_EV_WARN:
+	case GC_EV_WAVE:
+	case GC_EV_PLANNED:
+		return;
+	}
+	free(t->running);
+	t->running = NULL;
+}
+
+static void show_event(struct evctx *c, const struct gc_exec_event *ev);
+
 static void on_event(void *arg, const struct gc_exec_event *ev)
 {
 	struct evctx *c = arg;
+	struct ui *u = c->u;
+
+	pthread_mutex_lock(&u->mu);
+	tally_event(u, ev);
+	show_event(c, ev);
+	pthread_mutex_unlock(&u->mu);
+}
+
+/* ---------------------------------------------------------------- Ctrl-C */
+
+struct sigctx {
+	struct evctx *ec;
+	sigset_t set;
+	volatile bool finished; /* the run is over: the next SIGINT only ends the thread */
+};
+
+/* The second Ctrl-C: the steps in flight are abandoned.  Hosts in
+ * maintenance mode first, then what each target got, then exit 130. */
+static void abandon(struct evctx *ec)
+{
+	struct ui *u = ec->u;
+	size_t i, done = 0, failed = 0, skipped = 0;
+
+	pthread_mutex_lock(&u->mu); /* held until exit: no event prints after this */
+	if (u->tty)
+		fputs("\n", u->f);
+	fflush(u->f);
+	for (i = 0; i < u->ntargets; i++) {
+		const struct tally *t = &u->tally[i];
+
+		if (!t->in_maint)
+			continue;
+		printf("!!! host '%s' is LEFT IN MAINTENANCE MODE: interrupted twice", ec->g->targets[i]->name);
+		if (t->running != NULL) {
+			fputs(" during '", stdout);
+			cli_put_shown(stdout, t->running, true);
+			fputc('\'', stdout);
+		}
+		fputs("; re-run apply to finish (the journal remembers)\n", stdout);
+	}
+	fputs("\nSummary (interrupted twice: the steps in flight were abandoned):\n", stdout);
+	for (i = 0; i < u->ntargets; i++) {
+		const struct tally *t = &u->tally[i];
+
+		done += t->done;
+		failed += t->failed;
+		skipped += t->skipped;
+		if (t->done + t->failed + t->skipped == 0 && t->running == NULL && t->error == NULL)
+			continue;
+		printf("  %-12s %-8s %zu done, %zu failed, %zu skipped", ec->g->targets[i]->name,
+		       gc_target_kind_name(ec->g->targets[i]->kind), t->done, t->failed, t->skipped);
+		if (t->running != NULL) {
+			fputs("; abandoned: ", stdout);
+			cli_put_shown(stdout, t->running, true);
+		}
+		if (t->error != NULL) {
+			fputs(": ", stdout);
+			cli_put_shown(stdout, t->error, true);
+		}
+		fputc('\n', stdout);
+	}
+	printf("\nApply interrupted: %zu actions done, %zu failed, %zu skipped.\n", done, failed, skipped);
+	fflush(stdout);
+	fputs("gpuclusterctl: error: interrupted twice: stopped with steps in flight\n", stderr);
+	fflush(stderr);
+	_exit(EXIT_INTERRUPTED); /* the journal is fsync'd; the kernel drops the lock */
+}
+
+static void *sigint_thread(void *arg)
+{
+	struct sigctx *sc = arg;
+	int sig;
+
+	for (;;) {
+		if (sigwait(&sc->set, &sig) != 0 || sc->finished)
+			return NULL;
+		if (!interrupted) {
+			interrupted = 1;
+			if (!sc->ec->u->json) {
+				pthread_mutex_lock(&sc->ec->u->mu);
+				fputs("gpuclusterctl: interrupted: finishing the steps in flight (Ctrl-C again "
+				      "stops at once)\n", sc->ec->u->f);
+				fflush(sc->ec->u->f);
+				if (sc->ec->u->tty)
+					sc->ec->u->drawn = 0;
+				pthread_mutex_unlock(&sc->ec->u->mu);
+			}
+			continue;
+		}
+		abandon(sc->ec);
+	}
+}
+
+static void show_event(struct evctx *c, const struct gc_exec_event *ev)
+{
 	struct ui *u = c->u;
 	struct gc_buf b = GC_BUF_INIT, shown = GC_BUF_INIT;
 	const char *name = ev->target ? ev->target->name : "";
@@ -351,6 +529,9 @@ int cmd_apply(int argc, char **argv)
 	struct gc_ssh_stats st;
 	struct ui u;
 	struct evctx ec;
+	struct sigctx sc;
+	pthread_t sigth;
+	bool have_sigthread;
 	char *state_dir = NULL;
 	unsigned reboot_s = 1200, verify_s = 300;
 	int c, rc, status;
@@ -445,11 +626,25 @@ int cmd_apply(int argc, char **argv)
 	ec.g = g;
 	o.event = on_event;
 	o.event_arg = &ec;
-	signal(SIGINT, on_sigint);
+	pthread_mutex_init(&u.mu, NULL);
+	u.tally = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*u.tally));
+	/* SIGINT blocked here and in every thread the run starts: only sigint_thread takes it */
+	sc.ec = &ec;
+	sc.finished = false;
+	sigemptyset(&sc.set);
+	sigaddset(&sc.set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
+	have_sigthread = pthread_create(&sigth, NULL, sigint_thread, &sc) == 0;
+	if (!have_sigthread)
+		pthread_sigmask(SIG_UNBLOCK, &sc.set, NULL); /* no thread: Ctrl-C kills, as it always did */
 	gc_ssh_stats_reset();
 
 	rc = gc_exec_run(&rep, g, &o, &err);
-	signal(SIGINT, SIG_DFL);
+	if (have_sigthread) {
+		sc.finished = true;
+		pthread_kill(sigth, SIGINT);
+		pthread_join(sigth, NULL);
+	}
 	gc_ssh_stats_get(&st);
 	status = rc == 0 ? GC_EXIT_OK : rc == GC_EINTR ? EXIT_INTERRUPTED : GC_EXIT_ERROR;
 	if (u.json) {
@@ -489,9 +684,14 @@ int cmd_apply(int argc, char **argv)
 	}
 	gc_exec_report_free(&rep);
 	rc = status;
-	for (size_t i = 0; i < u.ntargets; i++)
+	for (size_t i = 0; i < u.ntargets; i++) {
 		free(u.lines[i]);
+		free(u.tally[i].error);
+		free(u.tally[i].running);
+	}
 	free(u.lines);
+	free(u.tally);
+	pthread_mutex_destroy(&u.mu);
 out:
 	gc_graph_free(g);
 	gc_graph_free(full);

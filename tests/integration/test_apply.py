@@ -393,6 +393,49 @@ class ApplyRoce(LabCase):
             self.assert_host_converged(h, boots=self.state(h)["boot_count"])
             self.assertIn(self.state(h)["boot_count"], (1, 2), h)
 
+    def test_second_ctrl_c_prints_hosts_in_maintenance_then_the_summary(self):
+        # wave 1's hosts are down in their reboot (30 s) when Ctrl-C comes twice
+        for h in self.hosts:
+            self.control(h, {"reboot_seconds": 30})
+        outpath = os.path.join(self.lab, "ctrl-c-twice.out")
+        errpath = os.path.join(self.lab, "ctrl-c-twice.err")
+        with open(outpath, "w") as outf, open(errpath, "w") as errf:
+            p = subprocess.Popen([self.gc_bin(), "apply", "--only", "esxi,switch", "--state-dir",
+                                  self.state_dir, self.specfile], env=self.env, stdout=outf, stderr=errf)
+            reboot = "esxcli system shutdown reboot -r gpuclusterctl"
+            for _ in range(1200):
+                if all(reboot in self.changes(h) for h in ("esx01", "esx02")):
+                    break
+                time.sleep(0.05)
+            p.send_signal(signal.SIGINT)
+            for _ in range(600):
+                with open(errpath) as f:
+                    if "interrupted: finishing the steps in flight" in f.read():
+                        break
+                time.sleep(0.05)
+            p.send_signal(signal.SIGINT)
+            self.assertEqual(p.wait(timeout=60), 130)
+        with open(outpath) as f:
+            out = f.read()
+        with open(errpath) as f:
+            err = f.read()
+        summary = out[out.index("Plan: "):]
+        self.assertIn("\n!!! host 'esx01' is LEFT IN MAINTENANCE MODE: interrupted twice during "
+                      "'wait for esx01'; re-run apply to finish (the journal remembers)\n"
+                      "!!! host 'esx02' is LEFT IN MAINTENANCE MODE: interrupted twice during "
+                      "'wait for esx02'; re-run apply to finish (the journal remembers)\n"
+                      "\nSummary (interrupted twice: the steps in flight were abandoned):\n"
+                      "  esx01        esxi     5 done, 0 failed, 0 skipped; abandoned: wait for esx01\n"
+                      "  esx02        esxi     5 done, 0 failed, 0 skipped; abandoned: wait for esx02\n"
+                      "  esx03        esxi     1 done, 0 failed, 0 skipped\n", summary)
+        self.assertLess(summary.index("LEFT IN MAINTENANCE"), summary.index("Summary"))
+        self.assertTrue(out.endswith("\nApply interrupted: 22 actions done, 0 failed, 0 skipped.\n"), out[-300:])
+        self.assertTrue(err.endswith("gpuclusterctl: error: interrupted twice: stopped with steps in flight\n"), err)
+        for h in ("esx01", "esx02"):
+            self.assertTrue(self.state(h)["maintenance"], h)
+        for h in self.hosts[2:]:
+            self.assertEqual(self.changes(h), ROCE_SEQUENCE[:1], h)
+
     def gc_bin(self):
         from labtest import BIN
         return BIN
