@@ -796,6 +796,7 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 
 	t0 = gc_now_ns();
 	observe_all(&r);
+	gc_exec_check_reboots(&r);
 	gc_exec_feed_journal(&r);
 	out->observe_s = since(t0);
 	if (gc_drv_interrupted(&r.ctx)) {

@@ -31,6 +31,7 @@ struct tslot {
 	bool reboot_owed;      /* journal: a reboot-needing change awaits its reboot */
 	bool reboot_owed_logged;
 	bool in_reboot;        /* REBOOT sent, VERIFY not yet passed */
+	double reboot_sent_ts; /* journal: when the reboot of the owed change went out; 0 none */
 	bool save_owed;        /* journal: switch commands sent, their save not confirmed */
 	bool save_owed_logged;
 	bool lanes;            /* drv->shared_conn: actions of different VMs run at once */
@@ -81,6 +82,7 @@ int gc_exec_run_action(struct run *r, struct tslot *s, const struct gc_action *a
 
 /* recover.c */
 void gc_exec_recall_journal(struct run *r, const char *cluster);
+void gc_exec_check_reboots(struct run *r);
 void gc_exec_feed_journal(struct run *r);
 void gc_exec_remember_before(struct run *r, struct tslot *s, const struct gc_action *a,
 			     const char *aid);

@@ -436,6 +436,40 @@ class ApplyRoce(LabCase):
         for h in self.hosts[2:]:
             self.assertEqual(self.changes(h), ROCE_SEQUENCE[:1], h)
 
+    def test_kills_during_reboots_cost_no_extra_reboot(self):
+        # SIGKILL right after a host's reboot went out, three times; each
+        # re-run comes after the host is back.  Its boot time, later than the
+        # journalled reboot, proves the reboot happened: none is sent twice.
+        for h in self.hosts:
+            self.control(h, {"reboot_seconds": 1.0})
+        reboot = "esxcli system shutdown reboot -r gpuclusterctl"
+
+        def reboots():
+            return sum(self.changes(h).count(reboot) for h in self.hosts)
+
+        for kill in range(3):
+            before = reboots()
+            p = subprocess.Popen([self.gc_bin(), "apply", "--only", "esxi,switch", "--state-dir",
+                                  self.state_dir, self.specfile], env=self.env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(2400):
+                if reboots() > before or p.poll() is not None:
+                    break
+                time.sleep(0.025)
+            self.assertIsNone(p.poll(), "kill %d: the apply ended before a reboot" % kill)
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            for _ in range(400):   # the operator re-runs once the hosts answer again
+                if all(self.state(h)["down_until"] < time.time() for h in self.hosts):
+                    break
+                time.sleep(0.05)
+        r = self.apply("-v")
+        self.assertIn("booted ", r.stderr)
+        self.assertIn(" s after the reboot an earlier apply sent: not rebooting again", r.stderr)
+        for h in self.hosts:
+            self.assert_host_converged(h, boots=1)
+            self.assertEqual(self.changes(h).count(reboot), 1, h)
+
     def gc_bin(self):
         from labtest import BIN
         return BIN

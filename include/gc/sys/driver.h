@@ -73,6 +73,11 @@ struct gc_driver {
 	 * unsaved (a switch's running config written to its startup file). */
 	int (*save)(void *conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
 		    struct gc_error *err);
+	/* Optional: when the target last booted, in seconds since the epoch on
+	 * this machine's clock (its uptime subtracted from our time).  The
+	 * executor asks it after observing a host that an earlier, killed run
+	 * sent a reboot: a boot after that reboot went out pays the reboot. */
+	int (*boot_time)(void *conn, struct gc_drv_ctx *ctx, double *boot_s, struct gc_error *err);
 	void (*disconnect)(void *conn);
 };
 

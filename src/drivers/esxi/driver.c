@@ -413,6 +413,22 @@ static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *
 	}
 }
 
+static int esxi_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s, struct gc_error *err)
+{
+	struct esxi_conn *c = conn;
+	struct timespec now;
+	int64_t up_us;
+
+	(void)ctx;
+	up_us = read_uptime(c->ssh);
+	clock_gettime(CLOCK_REALTIME, &now); /* after the reply: the boot looks later, never earlier */
+	if (up_us < 0)
+		return gc_error_set(err, GC_EREMOTE, "host '%s': cannot read '%s'", c->target->name,
+				    CMD_UPTIME);
+	*boot_s = (double)now.tv_sec + (double)now.tv_nsec / 1e9 - (double)up_us / 1e6;
+	return 0;
+}
+
 static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
 		      struct gc_error *err)
 {
@@ -461,5 +477,6 @@ const struct gc_driver gc_driver_esxi = {
 	.connect = esxi_connect,
 	.observe = esxi_observe,
 	.apply = esxi_apply,
+	.boot_time = esxi_boot_time,
 	.disconnect = esxi_disconnect,
 };
