@@ -131,6 +131,18 @@ void gc_exec_report_free(struct gc_exec_report *r);
 int gc_exec_scope(struct gc_graph **out, const struct gc_graph *g, unsigned kinds,
 		  size_t *left_out, struct gc_error *err);
 
+/*
+ * `--only` and `--target`: as gc_exec_scope (kinds 0: all), keeping only the
+ * resources of the targets (hosts, switches, the vCenter) or VMs whose name
+ * matches one of the fnmatch(3) patterns targets[0..ntargets) (none: all).
+ * The vCenter target stays when a kept VM needs it.
+ */
+int gc_exec_scope_select(struct gc_graph **out, const struct gc_graph *g, unsigned kinds,
+			 const char *const *targets, size_t ntargets, size_t *left_out,
+			 struct gc_error *err);
+/* True when name matches one of the patterns (or there are none). */
+bool gc_exec_target_matches(const char *const *pats, size_t npats, const char *name);
+
 /* The driver for a target kind in this build, or NULL. */
 const struct gc_driver *gc_exec_driver(enum gc_target_kind kind);
 

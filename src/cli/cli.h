@@ -70,6 +70,18 @@ bool cli_write(const struct gc_buf *b);
  */
 int cli_load_spec(struct gc_cluster **out, const char *path);
 
+/*
+ * --only KINDS and --target NAME|GLOB (repeatable): the part of g the command
+ * acts on, in *out (borrowing from g).  Every pattern must match a target or
+ * a VM of the spec: else an error naming it, and GC_EXIT_USAGE.  *out is g's
+ * copy when neither option was given.
+ */
+struct gc_graph;
+int cli_scope(struct gc_graph **out, const struct gc_graph *g, unsigned kinds,
+	      const char *const *targets, size_t ntargets, size_t *left_out);
+/* What a "left out" message names: "--only", "--target" or "--only/--target". */
+const char *cli_scope_flags(unsigned kinds, size_t ntargets);
+
 /* Where apply keeps its journal and lock by default: .gpuclusterctl/ beside
  * the spec.  Caller frees. */
 char *cli_default_state_dir(const char *spec);

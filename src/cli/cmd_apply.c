@@ -43,6 +43,8 @@ const char cmd_apply_usage[] =
 	"Options:\n"
 	"  --only KINDS           act only on these target kinds (comma list of esxi,\n"
 	"                         switch, vcenter, guest); others are left untouched\n"
+	"  --target NAME|GLOB     act only on this host, switch, vCenter or VM (fnmatch\n"
+	"                         pattern; repeatable); others are left untouched\n"
 	"  --parallelism N        targets worked on at once (default 64)\n"
 	"  --fail-fast            start no new action anywhere after the first failure\n"
 	"  --continue-on-error    start the next waves even after failures (by default\n"
@@ -507,6 +509,7 @@ int cmd_apply(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"only", required_argument, NULL, 'o'},
+		{"target", required_argument, NULL, 't'},
 		{"parallelism", required_argument, NULL, 'p'},
 		{"fail-fast", no_argument, NULL, 'F'},
 		{"continue-on-error", no_argument, NULL, 'C'},
@@ -525,7 +528,8 @@ int cmd_apply(int argc, char **argv)
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_cluster *cluster = NULL;
 	struct gc_graph *g = NULL, *full = NULL;
-	size_t left_out = 0;
+	size_t left_out = 0, ntargets = 0;
+	char *targets[64];
 	struct gc_ssh_stats st;
 	struct ui u;
 	struct evctx ec;
@@ -546,6 +550,11 @@ int cmd_apply(int argc, char **argv)
 		case 'o':
 			if (parse_only(&o.kinds, optarg) != 0)
 				return cli_usage_error("apply", "--only takes a comma list of esxi, switch, vcenter, guest; got '%s'", optarg);
+			break;
+		case 't':
+			if (ntargets == GC_ARRAY_LEN(targets))
+				return cli_usage_error("apply", "at most %zu --target options", GC_ARRAY_LEN(targets));
+			targets[ntargets++] = optarg;
 			break;
 		case 'p':
 			if (!parse_uint(&o.parallelism, optarg, 1, 4096))
@@ -601,11 +610,10 @@ int cmd_apply(int argc, char **argv)
 		rc = cli_error("%s", err.msg);
 		goto out;
 	}
-	if (o.kinds != 0) {
-		if (gc_exec_scope(&g, full, o.kinds, &left_out, &err) != 0) {
-			rc = cli_error("%s", err.msg);
+	if (o.kinds != 0 || ntargets > 0) {
+		if ((rc = cli_scope(&g, full, o.kinds, (const char *const *)targets, ntargets,
+				    &left_out)) != 0)
 			goto out;
-		}
 	} else {
 		g = full;
 		full = NULL;
@@ -654,7 +662,10 @@ int cmd_apply(int argc, char **argv)
 			cli_error("%s", err.msg);
 	} else {
 		if (rep.plan != NULL && rep.done + rep.failed + rep.skipped == 0 && rc == 0) {
-			if (left_out > 0)
+			if (left_out > 0 && ntargets > 0)
+				printf("No changes on the selected targets (%s; %zu resources on other "
+				       "targets were left out).\n", cli_scope_flags(o.kinds, ntargets), left_out);
+			else if (left_out > 0)
 				printf("No changes on the selected targets (--only; %zu resources on other "
 				       "target kinds were left out).\n", left_out);
 			else
@@ -667,7 +678,10 @@ int cmd_apply(int argc, char **argv)
 			printf("\n%s: %zu actions done, %zu failed, %zu skipped.\n",
 			       rc == 0 ? "Apply complete" : rc == GC_EINTR ? "Apply interrupted" : "Apply FAILED",
 			       rep.done, rep.failed, rep.skipped);
-			if (left_out > 0)
+			if (left_out > 0 && ntargets > 0)
+				printf("(%s: %zu resources on other targets were left out.)\n",
+				       cli_scope_flags(o.kinds, ntargets), left_out);
+			else if (left_out > 0)
 				printf("(--only: %zu resources on other target kinds were left out.)\n",
 				       left_out);
 			gc_buf_free(&b);

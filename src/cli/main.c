@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "gc/exec.h"
+#include "gc/graph.h"
 
 static const struct cli_command commands[] = {
 	{"plan", cmd_plan, "show what apply would change, in order", cmd_plan_usage},
@@ -124,6 +126,37 @@ int cli_load_spec(struct gc_cluster **out, const char *path)
 	}
 	gc_diags_free(&diags);
 	return rc == 0 ? 0 : GC_EXIT_ERROR;
+}
+
+int cli_scope(struct gc_graph **out, const struct gc_graph *g, unsigned kinds,
+	      const char *const *targets, size_t ntargets, size_t *left_out)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	size_t i, k;
+
+	for (i = 0; i < ntargets; i++) {
+		bool found = false;
+
+		for (k = 0; !found && k < g->ntargets; k++)
+			found = gc_exec_target_matches(&targets[i], 1, g->targets[k]->name);
+		for (k = 0; !found && k < g->nvms; k++)
+			found = gc_exec_target_matches(&targets[i], 1, g->vms[k].name);
+		if (!found) {
+			cli_error("--target '%s' matches no host, switch, vCenter or VM of the spec",
+				  targets[i]);
+			return GC_EXIT_USAGE;
+		}
+	}
+	if (gc_exec_scope_select(out, g, kinds, targets, ntargets, left_out, &err) != 0)
+		return cli_error("%s", err.msg);
+	return 0;
+}
+
+const char *cli_scope_flags(unsigned kinds, size_t ntargets)
+{
+	if (kinds != 0 && ntargets > 0)
+		return "--only/--target";
+	return ntargets > 0 ? "--target" : "--only";
 }
 
 static void print_main_usage(FILE *f)

@@ -805,9 +805,25 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 		goto fail;
 	}
 
-	if (gc_plan_build(&out->plan, g, r.ctx.obs, &opts->plan, err) != 0) {
-		rc = err->code;
-		goto fail;
+	{
+		/* the live plan: a target that could not be observed has an unknown
+		 * part, and the others are planned all the same (apply keeps them in
+		 * the plan: their actions are skipped, and the rollout halts) */
+		struct gc_plan_opts po = opts->plan;
+		const char **unknown = NULL;
+
+		for (i = 0; opts->plan_only && i < r.nslots; i++) {
+			if (!r.slots[i].failed || r.slots[i].observed)
+				continue;
+			if (unknown == NULL)
+				unknown = gc_xcalloc(r.nslots, sizeof(*unknown));
+			unknown[i] = r.slots[i].rep->error ? r.slots[i].rep->error : "not observed";
+		}
+		po.unknown = unknown;
+		rc = gc_plan_build(&out->plan, g, r.ctx.obs, &po, err);
+		free(unknown);
+		if (rc != 0)
+			goto fail;
 	}
 	for (i = 0; i < r.nslots; i++)
 		r.slots[i].rep->reboot_owed = r.slots[i].reboot_owed;

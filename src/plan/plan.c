@@ -393,8 +393,20 @@ int gc_plan_build(struct gc_plan **out, const struct gc_graph *g,
 		b.vcenter = t;
 	}
 
-	for (size_t i = 0; i < g->nresources; i++)
-		diff_resource(&b, g->resources[i]);
+	if (opts->unknown != NULL) {
+		for (size_t i = 0; i < g->ntargets; i++) {
+			if (opts->unknown[i] == NULL)
+				continue;
+			if (b.p->unknown == NULL)
+				b.p->unknown = gc_arena_alloc(&b.p->arena, g->ntargets * sizeof(*b.p->unknown));
+			b.p->unknown[i] = gc_arena_strdup(&b.p->arena, opts->unknown[i]);
+			b.p->nunknown++;
+		}
+	}
+	for (size_t i = 0; i < g->nresources; i++) {
+		if (b.p->unknown == NULL || b.p->unknown[g->resources[i]->target->index] == NULL)
+			diff_resource(&b, g->resources[i]);
+	}
 	diff_deletes(&b);
 	plan_open_windows(&b);
 	if ((rc = plan_check_reachable(&b)) != 0 || (rc = plan_close_windows(&b)) != 0)

@@ -153,14 +153,46 @@ class ApplyRoce(LabCase):
     def test_unreachable_host_is_retried_three_times_then_reported(self):
         # nothing listens on port+50: connection refused, a transport fault
         spec = os.path.join(self.lab, "unreachable.yaml")
-        open(spec, "w").write(open(self.specfile).read().replace(
-            "port: %d" % self.port, "port: %d" % (self.port + 50)))
+        with open(self.specfile) as f:
+            text = f.read()
+        with open(spec, "w") as f:
+            f.write(text.replace("port: %d" % self.port, "port: %d" % (self.port + 50)))
         r = self.gc("plan", "--only", "esxi", spec=spec, check=1)
         for h in self.hosts:
             self.assertEqual(r.stderr.count("%s: retrying after: host '%s': ssh " % (h, h)), 3, r.stderr)
         self.assertIn("gpuclusterctl: error: esxi 'esx01' failed: host 'esx01': ssh gclab@127.0.0.11:%d: "
                       "cannot connect: Connection refused\n" % (self.port + 50), r.stderr)
-        self.assertEqual(r.stdout, "")
+        # nothing could be observed: the plan is all unknown
+        self.assertTrue(r.stdout.startswith("Unknown: not observed, nothing planned for them\n\n"
+                                            "  esxi esx01: unknown: host 'esx01': ssh gclab@127.0.0.11:%d: "
+                                            "cannot connect: Connection refused\n" % (self.port + 50)), r.stdout)
+        self.assertTrue(r.stdout.endswith(" 8 targets unknown.\n"), r.stdout)
+
+    def test_plan_with_one_unreachable_host_plans_the_others(self):
+        spec = os.path.join(self.lab, "one-unreachable.yaml")
+        with open(self.specfile) as f:
+            text = f.read()
+        self.assertIn("- name: esx03\n  address: 127.0.0.13\n", text)
+        with open(spec, "w") as f:
+            f.write(text.replace("- name: esx03\n  address: 127.0.0.13\n",
+                                 "- name: esx03\n  address: 127.0.0.13\n  ssh: {port: %d}\n" % (self.port + 50)))
+        r = self.gc("plan", "--only", "esxi,switch", spec=spec, check=1)
+        refused = "host 'esx03': ssh gclab@127.0.0.13:%d: cannot connect: Connection refused" % (self.port + 50)
+        self.assertIn("Wave 2 of 4 (maintenance: esx04, esx05)\n", r.stdout)
+        self.assertIn("Wave 4 of 4 (maintenance: esx08)\n", r.stdout)
+        self.assertNotIn("esxi esx03\n", r.stdout)
+        self.assertIn("\nUnknown: not observed, nothing planned for them\n\n"
+                      "  esxi esx03: unknown: " + refused + "\n\n"
+                      "Plan: 0 to add, 27 to change, 0 to destroy, 35 synthesized steps "
+                      "(7 hosts need maintenance, 7 reboots). 1 target unknown.\n", r.stdout)
+        self.assertTrue(r.stderr.endswith("gpuclusterctl: error: esxi 'esx03' failed: " + refused + "\n"),
+                        r.stderr)
+        for h in self.hosts:
+            self.assertEqual(self.changes(h), [], h)
+        # --json carries the same
+        r = self.gc("plan", "--only", "esxi,switch", "--json", spec=spec, check=1)
+        plan = json.loads(r.stdout)
+        self.assertEqual(plan["unknown"], [{"kind": "esxi", "target": "esx03", "error": refused}])
 
     def test_dropped_connection_is_retried_and_converges(self):
         # esx03 drops the connection in the middle of the apply (after its
@@ -246,6 +278,30 @@ class ApplyRoce(LabCase):
         self.assertEqual(self.changes("esx01"), ROCE_SEQUENCE)
         for h in self.hosts[1:]:
             self.assert_host_converged(h)
+
+    def test_target_touches_only_the_named_hosts(self):
+        r = self.gc("plan", "--only", "esxi,switch", "--target", "esx03", check=2)
+        self.assertTrue(r.stdout.startswith("Wave 1 of 1 (maintenance: esx03)\n\n  esxi esx03\n"), r.stdout)
+        self.assertNotIn("esx04", r.stdout)
+        self.assertNotIn("sn2700", r.stdout)
+        r = self.apply("--target", "esx03")
+        self.assertIn("Apply complete: 8 actions done, 0 failed, 0 skipped.\n"
+                      "(--only/--target: 123 resources on other targets were left out.)\n", r.stdout)
+        self.assert_host_converged("esx03")
+        self.assertEqual(self.changes("esx03"), ROCE_SEQUENCE)
+        for h in self.hosts + self.switches:
+            if h != "esx03":
+                self.assertEqual(self.log(h), [], h)   # not even observed
+        # a glob, repeated: esx07 and esx08 by one pattern, the switch by another
+        r = self.apply("--target", "esx0[78]", "--target", "sn*")
+        for h in ("esx07", "esx08"):
+            self.assert_host_converged(h)
+        self.assertEqual(self.switch_config_commands(), SWITCH_CONFIG)
+        for h in ("esx01", "esx02", "esx04", "esx05", "esx06"):
+            self.assertEqual(self.log(h), [], h)
+        r = self.gc("plan", "--target", "esx3*", check=64)
+        self.assertEqual(r.stderr, "gpuclusterctl: error: --target 'esx3*' matches no host, switch, "
+                                   "vCenter or VM of the spec\n")
 
     def test_a_host_message_cannot_drive_the_terminal(self):
         # a device's error with a window title, a screen clear, a backspace
