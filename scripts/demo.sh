@@ -38,11 +38,11 @@ step "gpuclusterctl plan --only $only $spec   (live: observes the lab)"
 rc=0; "$bin" plan --only $only --state-dir "$state" "$spec" || rc=$?
 [ "$rc" = 2 ] || { echo "demo: expected exit 2 (changes) from plan, got $rc" >&2; exit 1; }
 
-step "gpuclusterctl apply --only $only $spec"
-"$bin" apply --only $only --state-dir "$state" -v "$spec"
+step "gpuclusterctl apply --yes --only $only $spec"
+"$bin" apply --yes --only $only --state-dir "$state" -v "$spec"
 
-step "gpuclusterctl apply --only $only $spec   (again: converged)"
-"$bin" apply --only $only --state-dir "$state" -v "$spec"
+step "gpuclusterctl apply --yes --only $only $spec   (again: converged)"
+"$bin" apply --yes --only $only --state-dir "$state" -v "$spec"
 
 step "what esx01 received (tests/sim log, observation batches left out)"
 grep -v -e '@@gc:' "$GC_LAB_DIR/hosts/esx01/commands.log" | cut -d' ' -f2- || true

@@ -76,6 +76,14 @@ struct gc_exec_opts {
 	unsigned kinds;         /* bitmask of (1u << gc_target_kind) to act on; 0: all */
 	struct gc_drv_settings drv;
 	struct gc_plan_opts plan;
+	/* A saved plan: per graph target index, the fingerprint it was made
+	 * against (NULL entries: not in it).  Any difference refuses the run,
+	 * naming the target, before anything changes.  NULL: no saved plan. */
+	const char *const *expect_fingerprints;
+	/* Called with the plan (when it has changes) before anything changes;
+	 * false cancels the run (GC_ERROR, "apply cancelled").  May be NULL. */
+	bool (*approve)(void *arg, const struct gc_plan *p);
+	void *approve_arg;
 	void (*event)(void *arg, const struct gc_exec_event *ev); /* may be NULL; serialised */
 	void *event_arg;
 	volatile sig_atomic_t *interrupted; /* set by a SIGINT handler; may be NULL */
@@ -90,6 +98,7 @@ struct gc_exec_target_report {
 	bool reboot_owed;            /* a change still waits for a reboot */
 	size_t not_started;          /* actions in waves the halted rollout did not start */
 	bool recovered;              /* taken out of maintenance mode after its failure */
+	char fingerprint[32];        /* "fnv1a64:<16 hex>" of what was observed; "" when not */
 };
 
 struct gc_exec_report {

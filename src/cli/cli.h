@@ -82,6 +82,36 @@ int cli_scope(struct gc_graph **out, const struct gc_graph *g, unsigned kinds,
 /* What a "left out" message names: "--only", "--target" or "--only/--target". */
 const char *cli_scope_flags(unsigned kinds, size_t ntargets);
 
+/* ---------------------------------------------------------------- saved plans (saved_plan.c) */
+
+struct json_object;
+struct gc_plan;
+struct gc_exec_report;
+
+struct cli_saved_plan {
+	struct json_object *root;         /* owns everything below */
+	const char *spec;                 /* absolute path */
+	const char *spec_hash;
+	unsigned kinds;                   /* --only of the plan, 0: all */
+	const char **targets;             /* --target patterns of the plan */
+	size_t ntargets;
+	struct json_object *fingerprints; /* target name -> fingerprint */
+	struct json_object *plan;         /* `plan --json` of the plan */
+};
+
+/* "fnv1a64:<hex>" of a file's bytes; GC_EXIT_ERROR (reported) on failure. */
+int cli_spec_hash(char **out, const char *path);
+/* A plan file rather than a spec (its first non-blank byte is '{'). */
+bool cli_is_plan_file(const char *path);
+int cli_plan_write(const char *path, const char *spec, unsigned kinds, const char *const *targets,
+		   size_t ntargets, const struct gc_exec_report *rep, const struct gc_plan *plan);
+int cli_plan_read(struct cli_saved_plan *out, const char *path);
+/* Per target of g: the saved fingerprint or NULL; caller frees the array. */
+const char **cli_plan_fingerprints(const struct cli_saved_plan *p, const struct gc_graph *g);
+/* The plan equals the saved one (as `plan --json` renders both). */
+bool cli_plan_same(const struct cli_saved_plan *p, const struct gc_plan *plan);
+void cli_saved_plan_free(struct cli_saved_plan *p);
+
 /* Where apply keeps its journal and lock by default: .gpuclusterctl/ beside
  * the spec.  Caller frees. */
 char *cli_default_state_dir(const char *spec);

@@ -33,14 +33,20 @@ static volatile sig_atomic_t interrupted;
 
 const char cmd_apply_usage[] =
 	"usage: gpuclusterctl apply [options] SPEC\n"
+	"       gpuclusterctl apply [options] PLANFILE   (written by plan --out)\n"
 	"\n"
 	"Observe every target of SPEC, plan, and carry the plan out: hosts in\n"
 	"parallel, rolling (rolling.max_unavailable hosts in maintenance at once),\n"
 	"one connection per target, every step journalled so a killed apply can\n"
 	"simply be run again.  A wave with a failed host finishes its hosts and\n"
 	"takes them out of maintenance mode; the next waves are not started.\n"
+	"On a terminal apply shows the plan and asks for 'yes' first.  A PLANFILE is\n"
+	"carried out exactly, without asking, and refused (nothing changed) when the\n"
+	"spec or any target changed since it was saved.\n"
 	"\n"
 	"Options:\n"
+	"  --yes, --auto-approve  apply without asking (without a terminal on standard\n"
+	"                         input, apply refuses unless given this or a saved plan)\n"
 	"  --only KINDS           act only on these target kinds (comma list of esxi,\n"
 	"                         switch, vcenter, guest); others are left untouched\n"
 	"  --target NAME|GLOB     act only on this host, switch, vCenter or VM (fnmatch\n"
@@ -505,11 +511,45 @@ static void print_json(const struct gc_exec_report *rep, int status)
 	json_object_put(o);
 }
 
+/* ---------------------------------------------------------------- approval */
+
+struct approval {
+	bool yes;                         /* --yes / --auto-approve */
+	const struct cli_saved_plan *saved; /* apply FILE */
+	bool declined, differs;
+};
+
+/* Called once the plan is shown, before anything changes: a saved plan must
+ * be this very plan; else --yes, or the operator types "yes". */
+static bool approve(void *arg, const struct gc_plan *p)
+{
+	struct approval *ap = arg;
+	char line[64];
+
+	if (ap->saved != NULL) {
+		ap->differs = !cli_plan_same(ap->saved, p);
+		return !ap->differs;
+	}
+	if (ap->yes)
+		return true;
+	fputs("Do you want to perform these actions?\n"
+	      "  Only 'yes' will be accepted to approve.\n\n"
+	      "  Enter a value: ", stdout);
+	fflush(stdout);
+	if (fgets(line, sizeof(line), stdin) == NULL || interrupted)
+		line[0] = '\0';
+	line[strcspn(line, "\r\n")] = '\0';
+	ap->declined = strcmp(line, "yes") != 0;
+	return !ap->declined;
+}
+
 int cmd_apply(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"only", required_argument, NULL, 'o'},
 		{"target", required_argument, NULL, 't'},
+		{"yes", no_argument, NULL, 'y'},
+		{"auto-approve", no_argument, NULL, 'y'},
 		{"parallelism", required_argument, NULL, 'p'},
 		{"fail-fast", no_argument, NULL, 'F'},
 		{"continue-on-error", no_argument, NULL, 'C'},
@@ -534,6 +574,11 @@ int cmd_apply(int argc, char **argv)
 	struct ui u;
 	struct evctx ec;
 	struct sigctx sc;
+	struct approval ap = {0};
+	struct cli_saved_plan saved = {0};
+	const char **fps = NULL;
+	const char *spec;
+	char *hash = NULL;
 	pthread_t sigth;
 	bool have_sigthread;
 	char *state_dir = NULL;
@@ -550,6 +595,9 @@ int cmd_apply(int argc, char **argv)
 		case 'o':
 			if (parse_only(&o.kinds, optarg) != 0)
 				return cli_usage_error("apply", "--only takes a comma list of esxi, switch, vcenter, guest; got '%s'", optarg);
+			break;
+		case 'y':
+			ap.yes = true;
 			break;
 		case 't':
 			if (ntargets == GC_ARRAY_LEN(targets))
@@ -602,9 +650,40 @@ int cmd_apply(int argc, char **argv)
 		free(state_dir);
 		return cli_usage_error("apply", optind >= argc ? "missing SPEC" : "too many arguments");
 	}
-	if (cli_load_spec(&cluster, argv[optind]) != 0) {
+	spec = argv[optind];
+	if (cli_is_plan_file(spec)) {
+		/* a saved plan: its spec, scope and fingerprints; no question asked */
+		if (o.kinds != 0 || ntargets > 0) {
+			free(state_dir);
+			return cli_usage_error("apply", "a saved plan carries its own --only and --target");
+		}
+		if (cli_plan_read(&saved, spec) != 0) {
+			free(state_dir);
+			return GC_EXIT_ERROR;
+		}
+		ap.saved = &saved;
+		spec = saved.spec;
+		o.kinds = saved.kinds;
+		ntargets = saved.ntargets < GC_ARRAY_LEN(targets) ? saved.ntargets : GC_ARRAY_LEN(targets);
+		for (size_t i = 0; i < ntargets; i++)
+			targets[i] = (char *)saved.targets[i];
+		if (cli_spec_hash(&hash, spec) != 0 || strcmp(hash, saved.spec_hash) != 0) {
+			if (hash != NULL)
+				cli_error("the spec '%s' changed since the plan was saved: nothing was "
+					  "changed; run plan --out again and review it", spec);
+			rc = GC_EXIT_ERROR;
+			goto out;
+		}
+	} else if (!ap.yes && (!isatty(STDIN_FILENO) || u.json)) {
 		free(state_dir);
-		return GC_EXIT_ERROR;
+		return cli_usage_error("apply", "%s, so nobody can approve the plan: pass --yes (or "
+				       "--auto-approve) to apply without asking, or save a plan with "
+				       "'plan --out FILE' and apply that FILE",
+				       u.json ? "--json shows no plan" : "standard input is not a terminal");
+	}
+	if (cli_load_spec(&cluster, spec) != 0) {
+		rc = GC_EXIT_ERROR;
+		goto out;
 	}
 	if (gc_graph_build(&full, cluster, &err) != 0) {
 		rc = cli_error("%s", err.msg);
@@ -619,8 +698,12 @@ int cmd_apply(int argc, char **argv)
 		full = NULL;
 	}
 	if (state_dir == NULL)
-		state_dir = cli_default_state_dir(argv[optind]);
+		state_dir = cli_default_state_dir(spec);
 	o.state_dir = state_dir;
+	if (ap.saved != NULL)
+		o.expect_fingerprints = fps = cli_plan_fingerprints(&saved, g);
+	o.approve = approve;
+	o.approve_arg = &ap;
 	o.drv.reboot_timeout_ms = reboot_s * 1000u;
 	o.drv.verify_timeout_ms = verify_s * 1000u;
 	if (getenv("GC_REBOOT_POLL_MS") != NULL) /* test hook: faster polling in the lab */
@@ -655,6 +738,16 @@ int cmd_apply(int argc, char **argv)
 	}
 	gc_ssh_stats_get(&st);
 	status = rc == 0 ? GC_EXIT_OK : rc == GC_EINTR ? EXIT_INTERRUPTED : GC_EXIT_ERROR;
+	if (ap.declined || ap.differs) {
+		if (ap.declined)
+			fputs("\nApply cancelled.\n", stdout);
+		else
+			cli_error("the plan differs from the saved plan: nothing was changed; run plan "
+				  "--out again and review it");
+		gc_exec_report_free(&rep);
+		rc = GC_EXIT_ERROR;
+		goto out_ui;
+	}
 	if (u.json) {
 		if (rep.plan != NULL)
 			print_json(&rep, status);
@@ -698,6 +791,7 @@ int cmd_apply(int argc, char **argv)
 	}
 	gc_exec_report_free(&rep);
 	rc = status;
+out_ui:
 	for (size_t i = 0; i < u.ntargets; i++) {
 		free(u.lines[i]);
 		free(u.tally[i].error);
@@ -711,5 +805,8 @@ out:
 	gc_graph_free(full);
 	gc_cluster_free(cluster);
 	free(state_dir);
+	free(fps);
+	free(hash);
+	cli_saved_plan_free(&saved);
 	return rc;
 }

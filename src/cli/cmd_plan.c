@@ -47,6 +47,8 @@ const char cmd_plan_usage[] =
 	"  --target NAME|GLOB plan only for this host, switch, vCenter or VM (fnmatch\n"
 	"                     pattern; repeatable)\n"
 	"  --json             print the plan as JSON (format_version 1)\n"
+	"  --out FILE         live: also save the plan (with a fingerprint of every\n"
+	"                     target) for 'apply FILE', which carries out exactly it\n"
 	"  --parallelism N    live: targets observed at once (default 64)\n"
 	"  --known-hosts FILE live: known_hosts file instead of the spec's\n"
 	"  --trust-new-host-keys  live: record unknown host keys (changed ones are refused)\n"
@@ -55,6 +57,9 @@ const char cmd_plan_usage[] =
 	"  -v, --verbose      live: print the drivers' notes to stderr (e.g. how many\n"
 	"                     vCenter property-collector round trips observing took)\n"
 	"  -h, --help         show this help\n"
+	"\n"
+	"Terraform spellings work too: -out FILE, -target NAME; -detailed-exitcode is\n"
+	"how plan always exits.\n"
 	"\n"
 	"Exit status: 0 no changes, 2 changes, 1 error, 64 usage.\n";
 
@@ -134,13 +139,14 @@ int cmd_plan(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},      {"parallelism", required_argument, NULL, 'p'},
 		{"only", required_argument, NULL, 'k'}, {"known-hosts", required_argument, NULL, 'K'},
 		{"target", required_argument, NULL, 't'},
+		{"out", required_argument, NULL, 'w'},
 		{"trust-new-host-keys", no_argument, NULL, 'T'},
 		{"state-dir", required_argument, NULL, 's'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0},
 	};
 	enum source src = SRC_NONE;
-	const char *observed_path = NULL;
+	const char *observed_path = NULL, *out_path = NULL;
 	bool json = false, verbose = false, partial = false;
 	struct gc_plan_opts popts = GC_PLAN_OPTS_INIT;
 	struct gc_cluster *cluster = NULL;
@@ -190,6 +196,9 @@ int cmd_plan(int argc, char **argv)
 				return cli_usage_error("plan", "--only takes a comma list of esxi, switch, "
 							       "vcenter, guest; got '%s'", optarg);
 			break;
+		case 'w':
+			out_path = optarg;
+			break;
 		case 't':
 			if (ntargets == GC_ARRAY_LEN(targets))
 				return cli_usage_error("plan", "at most %zu --target options", GC_ARRAY_LEN(targets));
@@ -215,6 +224,9 @@ int cmd_plan(int argc, char **argv)
 			return cli_usage_error("plan", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	if (out_path != NULL && src != SRC_NONE)
+		return cli_usage_error("plan", "--out saves a live plan (what the targets hold now); "
+					       "not with --offline or --observed");
 	if (optind >= argc)
 		return cli_usage_error("plan", "missing SPEC");
 	if (optind + 1 < argc)
@@ -279,6 +291,14 @@ int cmd_plan(int argc, char **argv)
 	t[4] = gc_now_ns();
 	if (!cli_write(&out))
 		goto out;
+	if (out_path != NULL && !partial) {
+		if (cli_plan_write(out_path, argv[optind], xo.kinds, (const char *const *)targets, ntargets,
+				   &rep, plan) != 0)
+			goto out;
+		if (!json)
+			printf("\nSaved the plan to %s: 'gpuclusterctl apply %s' carries out exactly this "
+			       "plan, or refuses if a target changed.\n", out_path, out_path);
+	}
 	if (left_out > 0 && ntargets > 0)
 		fprintf(stderr, "gpuclusterctl: %s: %zu resources on other targets left out\n",
 			cli_scope_flags(xo.kinds, ntargets), left_out);

@@ -159,6 +159,58 @@ const char *cli_scope_flags(unsigned kinds, size_t ntargets)
 	return ntargets > 0 ? "--target" : "--only";
 }
 
+/*
+ * What Terraform users type: -auto-approve, -out, -target, -parallelism
+ * (with or without "=") mean our --yes, --out, --target, --parallelism;
+ * plan's -detailed-exitcode is how our plan always exits (0, 2, 1) and is
+ * dropped; anywhere else it is refused naming what to use.  argv[0] is the
+ * verb.  *out is a copy the caller frees (argc strings).
+ */
+static int terraform_spellings(int argc, char **argv, char ***out, int *outc)
+{
+	static const struct {
+		const char *tf, *ours;
+	} map[] = {{"-auto-approve", "--yes"},
+		   {"-out", "--out"},
+		   {"-target", "--target"},
+		   {"-parallelism", "--parallelism"}};
+	char **args = gc_xcalloc((size_t)argc + 1, sizeof(*args));
+	int i, n = 0;
+	bool plain = false; /* after "--": operands only */
+
+	*out = args;
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		size_t k;
+		bool done = false;
+
+		if (i == 0 || plain || a[0] != '-' || a[1] == '-' || a[1] == '\0' || a[2] == '\0') {
+			plain = plain || (i > 0 && strcmp(a, "--") == 0);
+			args[n++] = gc_xstrdup(a);
+			continue;
+		}
+		if (strcmp(a, "-detailed-exitcode") == 0) {
+			if (strcmp(argv[0], "plan") == 0)
+				continue; /* what our plan always does */
+			*outc = n;
+			return cli_usage_error(argv[0], "-detailed-exitcode is a plan option (our plan "
+						 "always exits 0 for no changes, 2 for changes, 1 for an error)");
+		}
+		for (k = 0; k < GC_ARRAY_LEN(map) && !done; k++) {
+			size_t len = strlen(map[k].tf);
+
+			if (strncmp(a, map[k].tf, len) == 0 && (a[len] == '\0' || a[len] == '=')) {
+				args[n++] = gc_xasprintf("%s%s", map[k].ours, a + len);
+				done = true;
+			}
+		}
+		if (!done)
+			args[n++] = gc_xstrdup(a);
+	}
+	*outc = n;
+	return 0;
+}
+
 static void print_main_usage(FILE *f)
 {
 	size_t n;
@@ -215,6 +267,17 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--version") == 0)
 		return cmd_version(1, argv + 1);
 	c = cli_command_find(argv[1]);
+	if (c != NULL && (strcmp(c->name, "plan") == 0 || strcmp(c->name, "apply") == 0)) {
+		char **args = NULL;
+		int nargs = 0, rc = terraform_spellings(argc - 1, argv + 1, &args, &nargs);
+
+		if (rc == 0)
+			rc = c->run(nargs, args);
+		for (int i = 0; i < nargs; i++)
+			free(args[i]);
+		free(args);
+		return rc;
+	}
 	if (c != NULL)
 		return c->run(argc - 1, argv + 1);
 	{

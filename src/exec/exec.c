@@ -620,76 +620,6 @@ static void run_wave(struct run *r, size_t wi)
 	r->next = NULL;
 }
 
-/* ---------------------------------------------------------------- halting */
-
-static size_t count_failed_targets(const struct run *r)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < r->nslots; i++) {
-		if (r->slots[i].failed || r->slots[i].lane_failed)
-			n++;
-	}
-	return n;
-}
-
-/* The rollout halted: wave wi is not started.  Its actions count as skipped
- * and not started (no event each: the summary names them). */
-static void not_started(struct run *r, size_t wi)
-{
-	const struct gc_plan_wave *w = &r->rep->plan->waves[wi];
-	size_t i, j;
-
-	for (i = 0; i < w->ntargets; i++) {
-		struct tslot *s = &r->slots[w->targets[i].target->index];
-
-		for (j = 0; j < w->targets[i].nactions; j++) {
-			const struct gc_action *a = w->targets[i].actions[j];
-
-			if (r->st[a->seq - 1] != A_PENDING)
-				continue;
-			if (s->drv == NULL || !gc_exec_selected(r->ctx.opts, s->target->kind)) {
-				r->st[a->seq - 1] = A_OUT_OF_SCOPE;
-				r->rep->out_of_scope++;
-				continue;
-			}
-			r->st[a->seq - 1] = A_SKIPPED;
-			s->rep->skipped++;
-			s->rep->not_started++;
-			r->rep->skipped++;
-			r->rep->not_started++;
-		}
-	}
-}
-
-/* Before wave wi: halt the rollout when more targets failed than
- * rolling.max_failures allows.  True when wave wi must not start. */
-static bool halted(struct run *r, const struct gc_graph *g, size_t wi)
-{
-	size_t failed;
-	char msg[256];
-
-	if (r->rep->halted_before_wave != 0)
-		return true;
-	if (r->ctx.opts->continue_on_error)
-		return false;
-	failed = count_failed_targets(r);
-	if (failed <= g->rolling.max_failures)
-		return false;
-	r->rep->halted_before_wave = wi + 1;
-	r->rep->failed_targets = failed;
-	if (wi + 1 == r->rep->plan->nwaves)
-		snprintf(msg, sizeof(msg), "rollout halted: %zu failed target%s, rolling.max_failures is "
-			 "%u; wave %zu not started", failed, failed == 1 ? "" : "s",
-			 g->rolling.max_failures, wi + 1);
-	else
-		snprintf(msg, sizeof(msg), "rollout halted: %zu failed target%s, rolling.max_failures is "
-			 "%u; waves %zu-%zu not started", failed, failed == 1 ? "" : "s",
-			 g->rolling.max_failures, wi + 1, r->rep->plan->nwaves);
-	gc_exec_emit(&r->ctx, GC_EV_WARN, NULL, NULL, msg, wi);
-	return true;
-}
-
 /* ---------------------------------------------------------------- the whole run */
 
 static void index_resources(struct run *r, const struct gc_graph *g)
@@ -798,6 +728,7 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 	observe_all(&r);
 	gc_exec_check_reboots(&r);
 	gc_exec_feed_journal(&r);
+	gc_exec_fingerprint(&r);
 	out->observe_s = since(t0);
 	if (gc_drv_interrupted(&r.ctx)) {
 		out->interrupted = true;
@@ -805,6 +736,10 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 		goto fail;
 	}
 
+	if (gc_exec_check_fingerprints(&r, err) != 0) {
+		rc = err->code;
+		goto fail;
+	}
 	{
 		/* the live plan: a target that could not be observed has an unknown
 		 * part, and the others are planned all the same (apply keeps them in
@@ -834,14 +769,19 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 	}
 	if (opts->plan_only)
 		goto done;
+	if (opts->approve != NULL && !gc_plan_empty(out->plan) &&
+	    !opts->approve(opts->approve_arg, out->plan)) {
+		rc = gc_error_set(err, GC_ERROR, "apply cancelled: nothing was changed");
+		goto fail;
+	}
 
 	r.st = gc_xcalloc(out->plan->nactions ? out->plan->nactions : 1, sizeof(*r.st));
 	t0 = gc_now_ns();
 	/* targets that failed to observe fail all their actions' dependents; a
 	 * wave's failed hosts leave maintenance before the next wave starts */
 	for (i = 0; i < out->plan->nwaves; i++) {
-		if (halted(&r, g, i)) {
-			not_started(&r, i);
+		if (gc_exec_halted(&r, g, i)) {
+			gc_exec_not_started(&r, i);
 			continue;
 		}
 		run_wave(&r, i);

@@ -80,6 +80,12 @@ int gc_exec_connect_slot(struct run *r, struct tslot *s, bool retry, struct gc_e
 int gc_exec_run_action(struct run *r, struct tslot *s, const struct gc_action *a,
 		       struct gc_error *err);
 
+/* rollout.c */
+bool gc_exec_halted(struct run *r, const struct gc_graph *g, size_t wi);
+void gc_exec_not_started(struct run *r, size_t wi);
+void gc_exec_fingerprint(struct run *r);
+int gc_exec_check_fingerprints(struct run *r, struct gc_error *err);
+
 /* recover.c */
 void gc_exec_recall_journal(struct run *r, const char *cluster);
 void gc_exec_check_reboots(struct run *r);

@@ -69,10 +69,12 @@ class LabCase(unittest.TestCase):
 
     # ---------------------------------------------------------------- running the tool
 
-    def gc(self, *args, spec=None, timeout=300, env=None, check=None):
+    def gc(self, *args, spec=None, timeout=300, env=None, check=None, yes=True):
         argv = [BIN, *args]
         if args and args[0] in ("apply", "plan"):
             argv += ["--state-dir", self.state_dir]
+        if args and args[0] == "apply" and yes:
+            argv.append("--yes")   # no terminal on stdin: apply asks nobody
         argv.append(spec or self.specfile)
         r = subprocess.run(argv, env=env or self.env, capture_output=True, text=True,
                            timeout=timeout)

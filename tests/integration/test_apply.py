@@ -303,6 +303,80 @@ class ApplyRoce(LabCase):
         self.assertEqual(r.stderr, "gpuclusterctl: error: --target 'esx3*' matches no host, switch, "
                                    "vCenter or VM of the spec\n")
 
+    def apply_on_tty(self, answer):
+        """apply with a terminal on stdin (a pty) that answers `answer`."""
+        import pty
+        master, slave = pty.openpty()
+        os.write(master, (answer + "\n").encode())
+        try:
+            r = subprocess.run([self.gc_bin(), "apply", "--only", "esxi,switch", "--target", "esx01",
+                                "--state-dir", self.state_dir, self.specfile], env=self.env,
+                               stdin=slave, capture_output=True, text=True, timeout=300)
+        finally:
+            os.close(slave)
+            os.close(master)
+        return r
+
+    def test_apply_asks_on_a_terminal_and_only_yes_applies(self):
+        question = ("Do you want to perform these actions?\n"
+                    "  Only 'yes' will be accepted to approve.\n\n"
+                    "  Enter a value: ")
+        r = self.apply_on_tty("no")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("(1 hosts need maintenance, 1 reboots).\n\n" + question + "\nApply cancelled.\n",
+                      r.stdout)
+        self.assertEqual(self.changes("esx01"), [])     # observed, nothing changed
+        r = self.apply_on_tty("yes")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(question + "\nSummary:\n  esx01        esxi     8 done", r.stdout)
+        self.assertEqual(self.changes("esx01"), ROCE_SEQUENCE)
+        # without a terminal and without --yes: refused before anything is touched
+        r = self.gc("apply", "--only", "esxi", yes=False, check=64)
+        self.assertIn("standard input is not a terminal, so nobody can approve the plan: pass --yes",
+                      r.stderr)
+
+    def test_saved_plan_is_applied_exactly_or_refused_after_drift(self):
+        planfile = os.path.join(self.lab, "roce.plan")
+        r = self.gc("plan", "--only", "esxi,switch", "-out", planfile, check=2)   # Terraform's spelling
+        self.assertIn("\nSaved the plan to %s: 'gpuclusterctl apply %s' carries out exactly this plan, "
+                      "or refuses if a target changed.\n" % (planfile, planfile), r.stdout)
+        with open(planfile) as f:
+            saved = json.load(f)
+        self.assertEqual(saved["spec"], os.path.realpath(self.specfile))
+        self.assertEqual(saved["only"], ["esxi", "switch"])
+        self.assertEqual(sorted(saved["fingerprints"]), sorted(self.hosts + self.switches))
+        self.assertEqual(saved["plan"]["summary"]["reboots"], 8)
+        # drift by hand on esx05 after the review: the plan no longer says what apply would do
+        self.remote("esx05", "esxcli system ntp set -s ntp9.lab.example")
+        before = {h: self.changes(h) for h in self.hosts}
+        r = self.gc("apply", yes=False, spec=planfile, check=1)
+        self.assertIn("gpuclusterctl: error: esxi 'esx05' changed since the plan was saved: nothing was "
+                      "changed; run plan --out again and review it\n", r.stderr)
+        for h in self.hosts:
+            self.assertEqual(self.changes(h), before[h], h)
+        self.assertEqual(self.switch_config_commands(), [])
+        # a fresh plan, applied as saved (no question asked), converges; the same file again is stale
+        self.gc("plan", "--only", "esxi,switch", "--out", planfile, check=2)
+        r = self.gc("apply", yes=False, spec=planfile, check=0)
+        self.assertIn("Apply complete: 70 actions done, 0 failed, 0 skipped.", r.stdout)
+        for h in self.hosts:
+            self.assert_host_converged(h)
+        r = self.gc("apply", yes=False, spec=planfile, check=1)
+        self.assertIn(" changed since the plan was saved: nothing was changed", r.stderr)
+        # the spec edited after the plan was saved: refused too
+        self.gc("plan", "--only", "esxi,switch", "--out", planfile, check=0)
+        with open(self.specfile) as f:
+            text = f.read()
+        self.addCleanup(lambda: open(self.specfile, "w").write(text))
+        with open(self.specfile, "a") as f:
+            f.write("# edited\n")
+        r = self.gc("apply", yes=False, spec=planfile, check=1)
+        self.assertEqual(r.stderr, "gpuclusterctl: error: the spec '%s' changed since the plan was saved: "
+                                   "nothing was changed; run plan --out again and review it\n"
+                         % os.path.realpath(self.specfile))
+        r = self.gc("apply", "--target", "esx01", yes=False, spec=planfile, check=64)
+        self.assertIn("a saved plan carries its own --only and --target", r.stderr)
+
     def test_a_host_message_cannot_drive_the_terminal(self):
         # a device's error with a window title, a screen clear, a backspace
         # and an 8-bit CSI: quoted as escapes, never sent to the terminal
@@ -370,7 +444,7 @@ class ApplyRoce(LabCase):
                     except OSError:
                         pass
 
-        p = subprocess.Popen([self.gc_bin(), "apply", "--only", "esxi,switch", "-v", "--state-dir",
+        p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "-v", "--state-dir",
                               self.state_dir, spec], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         while p.poll() is None:
@@ -391,7 +465,7 @@ class ApplyRoce(LabCase):
     def slow_apply_bg(self, latency_ms=150):
         for h in self.hosts:
             self.control(h, {"reboot_seconds": self.reboot_seconds, "latency_ms": latency_ms})
-        return subprocess.Popen([self.gc_bin(), "apply", "--only", "esxi,switch", "--state-dir",
+        return subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
                                  self.state_dir, self.specfile], env=self.env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -418,7 +492,7 @@ class ApplyRoce(LabCase):
             self.control(h, {"reboot_seconds": self.reboot_seconds, "latency_ms": 100})
         outpath = os.path.join(self.lab, "ctrl-c.out")
         with open(outpath, "w") as outf:
-            p = subprocess.Popen([self.gc_bin(), "apply", "--only", "esxi,switch", "--state-dir",
+            p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
                                   self.state_dir, self.specfile], env=self.env,
                                  stdout=outf, stderr=subprocess.PIPE, text=True)
             # interrupt in the middle of the apply: after the plan is shown
@@ -456,7 +530,7 @@ class ApplyRoce(LabCase):
         outpath = os.path.join(self.lab, "ctrl-c-twice.out")
         errpath = os.path.join(self.lab, "ctrl-c-twice.err")
         with open(outpath, "w") as outf, open(errpath, "w") as errf:
-            p = subprocess.Popen([self.gc_bin(), "apply", "--only", "esxi,switch", "--state-dir",
+            p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
                                   self.state_dir, self.specfile], env=self.env, stdout=outf, stderr=errf)
             reboot = "esxcli system shutdown reboot -r gpuclusterctl"
             for _ in range(1200):
@@ -505,7 +579,7 @@ class ApplyRoce(LabCase):
 
         for kill in range(3):
             before = reboots()
-            p = subprocess.Popen([self.gc_bin(), "apply", "--only", "esxi,switch", "--state-dir",
+            p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
                                   self.state_dir, self.specfile], env=self.env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for _ in range(2400):
@@ -542,7 +616,7 @@ class ApplyKilled(LabCase):
 
     def apply_bg(self):
         from labtest import BIN
-        return subprocess.Popen([BIN, "apply", "--only", "esxi", "--state-dir", self.state_dir,
+        return subprocess.Popen([BIN, "apply", "--yes", "--only", "esxi", "--state-dir", self.state_dir,
                                  self.specfile], env=self.env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
 
