@@ -169,9 +169,9 @@ static void root_credentials(struct spec_ctx *x, yaml_node_t *v, void *obj)
 
 static const struct spec_field vcenter_fields[] = {
 	FSTR(struct gc_vcenter, "url", url, P_URL, true),
-	FSTR(struct gc_vcenter, "datacenter", datacenter, P_LABEL, true),
-	FSTR(struct gc_vcenter, "cluster", cluster, P_LABEL, false),
-	FSTR(struct gc_vcenter, "datastore", datastore, P_LABEL, false),
+	FSTR(struct gc_vcenter, "datacenter", datacenter, P_VCNAME, true),
+	FSTR(struct gc_vcenter, "cluster", cluster, P_VCNAME, false),
+	FSTR(struct gc_vcenter, "datastore", datastore, P_VCNAME, false),
 	FSTR(struct gc_vcenter, "credentials", credentials_name, P_NAME, true),
 	FSTR(struct gc_vcenter, "ca_file", ca_file, P_PATH, false),
 	FBOOL(struct gc_vcenter, "insecure", insecure),
@@ -456,7 +456,7 @@ static void uplink_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 }
 
 static const struct spec_field portgroup_fields[] = {
-	FSTR(struct gc_portgroup, "name", name, P_LABEL, true),
+	FSTR(struct gc_portgroup, "name", name, P_VCNAME, true),
 	FUINT(struct gc_portgroup, "vlan", vlan, 0, 4094, false),
 	FEND(struct gc_portgroup),
 };
@@ -730,8 +730,8 @@ static const struct spec_field vm_nic_fields[] = {
 	FSUBO("type", vm_nic_type, struct gc_vm_nic, kind, true),
 	FSTR(struct gc_vm_nic, "pf", pf, P_PCI, false),
 	FSTR(struct gc_vm_nic, "host_pci", host_pci, P_PCI, false),
-	FSTR(struct gc_vm_nic, "port_group", port_group, P_LABEL, false),
-	FSTR(struct gc_vm_nic, "network", network, P_LABEL, false),
+	FSTR(struct gc_vm_nic, "port_group", port_group, P_VCNAME, false),
+	FSTR(struct gc_vm_nic, "network", network, P_VCNAME, false),
 	FENUM(struct gc_vm_nic, "protocol", protocol,
 	      ((const char *const[]){"rocev1", "rocev2", NULL}), false),
 	FEND(struct gc_vm_nic),
@@ -829,7 +829,7 @@ static void vm_nics(struct spec_ctx *x, yaml_node_t *v, void *obj)
 static const struct spec_field vm_fields[] = {
 	FSTR(struct gc_vm, "name", name, P_NAME, true),
 	FSTR(struct gc_vm, "host", host_name, P_NAME, true),
-	FSTR(struct gc_vm, "template", template_name, P_LABEL, false),
+	FSTR(struct gc_vm, "template", template_name, P_VCNAME, false),
 	FUINT(struct gc_vm, "cpus", cpus, 1, 768, false),
 	FUINT(struct gc_vm, "memory_gb", memory_gb, 1, 24576, false),
 	FENUM(struct gc_vm, "firmware", firmware, ((const char *const[]){"efi", "bios", NULL}),
