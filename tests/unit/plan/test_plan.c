@@ -254,6 +254,45 @@ static void test_waves_respect_max_unavailable(void **state)
 	fx_done(&f);
 }
 
+/* A target that could not be observed: none of its resources is diffed,
+ * the others are planned, and the plan says which part is unknown. */
+static void test_unknown_target_is_left_out_and_named(void **state)
+{
+	struct fx f;
+	struct gc_plan_opts opts = GC_PLAN_OPTS_INIT;
+	const char **unknown;
+	struct gc_buf b = GC_BUF_INIT;
+	const struct gc_target *esx02;
+	char *s;
+
+	fx_build(&f, 3, 1, FX_PASSTHROUGH);
+	esx02 = gc_graph_target(f.g, GC_TARGET_ESXI, "esx02");
+	assert_non_null(esx02);
+	unknown = calloc(f.g->ntargets, sizeof(*unknown));
+	unknown[esx02->index] = "host 'esx02': cannot connect: Connection refused\x1b[2J";
+	opts.unknown = unknown;
+	fx_plan_ok(&f, &opts);
+	free(unknown); /* the plan keeps its own copy */
+	assert_int_equal(f.p->nunknown, 1);
+	for (size_t i = 0; i < f.p->nactions; i++)
+		assert_true(f.p->actions[i]->target != esx02);
+	assert_non_null(find_action(f.p, "exit maintenance mode on esx03"));
+	gc_plan_render_text(&b, f.p, 0);
+	s = strstr(gc_buf_str(&b), "Unknown:");
+	assert_non_null(s);
+	assert_string_equal(strstr(gc_buf_str(&b), "\nUnknown:") + 1,
+			    "Unknown: not observed, nothing planned for them\n\n"
+			    "  esxi esx02: unknown: host 'esx02': cannot connect: Connection refused\\u001b[2J\n\n"
+			    "Plan: 41 to add, 0 to change, 0 to destroy, 10 synthesized steps (2 hosts need "
+			    "maintenance, 2 reboots). 1 target unknown.\n");
+	gc_buf_reset(&b);
+	gc_plan_render_json(&b, f.p);
+	assert_non_null(strstr(gc_buf_str(&b), "\"unknown\": [\n    {\n      \"kind\": \"esxi\",\n"));
+	gc_buf_free(&b);
+	(void)state;
+	fx_done(&f);
+}
+
 static void test_spec_rolling_default_one(void **state)
 {
 	struct fx f;
@@ -751,6 +790,7 @@ int main(void)
 		cmocka_unit_test(test_offline_vgpu_order),
 		cmocka_unit_test(test_ecc_only_one_reboot),
 		cmocka_unit_test(test_waves_respect_max_unavailable),
+		cmocka_unit_test(test_unknown_target_is_left_out_and_named),
 		cmocka_unit_test(test_spec_rolling_default_one),
 		cmocka_unit_test(test_converged_no_changes),
 		cmocka_unit_test(test_one_drifted_property),
