@@ -741,19 +741,9 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 		goto fail;
 	}
 	{
-		/* the live plan: a target that could not be observed has an unknown
-		 * part, and the others are planned all the same (apply keeps them in
-		 * the plan: their actions are skipped, and the rollout halts) */
 		struct gc_plan_opts po = opts->plan;
-		const char **unknown = NULL;
+		const char **unknown = gc_exec_unknown_targets(&r);
 
-		for (i = 0; opts->plan_only && i < r.nslots; i++) {
-			if (!r.slots[i].failed || r.slots[i].observed)
-				continue;
-			if (unknown == NULL)
-				unknown = gc_xcalloc(r.nslots, sizeof(*unknown));
-			unknown[i] = r.slots[i].rep->error ? r.slots[i].rep->error : "not observed";
-		}
 		po.unknown = unknown;
 		rc = gc_plan_build(&out->plan, g, r.ctx.obs, &po, err);
 		free(unknown);

@@ -85,6 +85,7 @@ bool gc_exec_halted(struct run *r, const struct gc_graph *g, size_t wi);
 void gc_exec_not_started(struct run *r, size_t wi);
 void gc_exec_fingerprint(struct run *r);
 int gc_exec_check_fingerprints(struct run *r, struct gc_error *err);
+const char **gc_exec_unknown_targets(const struct run *r);
 
 /* recover.c */
 void gc_exec_recall_journal(struct run *r, const char *cluster);

@@ -2,7 +2,8 @@
  * rollout.c - what decides whether a rollout goes on: halting after failed
  * waves (rolling.max_failures, --continue-on-error), and, for a saved plan,
  * whether every target still looks as it did when the plan was made
- * (per-target fingerprints of what the planner reads).
+ * (per-target fingerprints of what the planner reads); what of a live plan
+ * is unknown because a target could not be observed.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -136,6 +137,27 @@ void gc_exec_fingerprint(struct run *r)
 		snprintf(s->rep->fingerprint, sizeof(s->rep->fingerprint), "fnv1a64:%016llx",
 			 (unsigned long long)h);
 	}
+}
+
+/*
+ * The live plan: a target that could not be observed has an unknown part
+ * (per target, its error; NULL when every target was observed; the caller
+ * frees the array), and the others are planned all the same.  apply keeps
+ * such a target in its plan: its actions are skipped and the rollout halts.
+ */
+const char **gc_exec_unknown_targets(const struct run *r)
+{
+	const char **unknown = NULL;
+	size_t i;
+
+	for (i = 0; r->ctx.opts->plan_only && i < r->nslots; i++) {
+		if (!r->slots[i].failed || r->slots[i].observed)
+			continue;
+		if (unknown == NULL)
+			unknown = gc_xcalloc(r->nslots, sizeof(*unknown));
+		unknown[i] = r->slots[i].rep->error ? r->slots[i].rep->error : "not observed";
+	}
+	return unknown;
 }
 
 /* A saved plan: every selected target must look as it did when the plan was
