@@ -253,8 +253,8 @@ static const char *pat_noun(enum spec_pat p)
 	case P_RDMADEV: return "RDMA device name";
 	case P_USER: return "user name";
 	case P_MODEL: return "model name";
-	case P_VCNAME: return "vCenter name";
 	case P_ANY:
+	case P_VCNAME:
 	case P_LABEL:
 	case P_TEXT: return NULL;
 	}
