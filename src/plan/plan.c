@@ -343,6 +343,8 @@ static void builder_free(struct builder *b)
 	gc_strmap_free(b->vmindex);
 	free(b->win);
 	free(b->vms);
+	free(b->vm_off);
+	free(b->vm_on);
 	free(b->ract);
 	free(b->list);
 	free(b->minwave);
@@ -379,6 +381,8 @@ int gc_plan_build(struct gc_plan **out, const struct gc_graph *g,
 	b.ract = gc_xcalloc(g->nresources + 1, sizeof(*b.ract));
 	b.win = gc_xcalloc(g->ntargets + 1, sizeof(*b.win));
 	b.vms = gc_xcalloc(g->nvms + 1, sizeof(*b.vms));
+	b.vm_off = gc_xcalloc(g->nvms + 1, sizeof(*b.vm_off));
+	b.vm_on = gc_xcalloc(g->nvms + 1, sizeof(*b.vm_on));
 	b.vmindex = gc_strmap_new();
 	for (size_t i = 0; i < g->nvms; i++)
 		gc_strmap_put(b.vmindex, g->vms[i].name, &b.vms[i]);
@@ -414,6 +418,7 @@ int gc_plan_build(struct gc_plan **out, const struct gc_graph *g,
 	plan_collect_vm_actions(&b);
 	for (size_t i = 0; i < g->nvms; i++)
 		plan_synthesize_vm(&b, i);
+	plan_budget_vms(&b);
 	plan_synthesize_unmanaged(&b);
 	resource_edges(&b, order);
 	plan_vm_after_window(&b);
