@@ -23,6 +23,12 @@
  * wave when it can be; when it cannot (it did not come back from a reboot),
  * the report says so.
  *
+ * The cluster lease (src/exec/lease.c): apply writes a lease on every
+ * target whose driver carries one (ESXi hosts) once its plan has changes,
+ * before they are approved or run, and refuses
+ * (GC_ELOCKED, naming the holder) when another apply's unexpired lease is
+ * there; it clears its own at the end.
+ *
  * Halting: before each wave, when more targets have failed (observation or
  * an action) than rolling.max_failures allows (default 0), the rollout
  * halts: that wave and the later ones are not started (their actions are
@@ -71,6 +77,8 @@ struct gc_exec_opts {
 	bool fail_fast;
 	bool continue_on_error; /* never halt the rollout after a failed wave */
 	bool plan_only;         /* observe and plan; change nothing */
+	bool unlock;            /* with plan_only: observe, then clear every cluster lease
+				 * on the targets, whoever holds it (unlock --force) */
 	unsigned retries;       /* transport retries per action; 0: 3 */
 	unsigned retry_base_ms; /* first backoff, doubled each time; 0: 250 */
 	unsigned kinds;         /* bitmask of (1u << gc_target_kind) to act on; 0: all */

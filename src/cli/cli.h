@@ -34,6 +34,7 @@ const struct cli_command *cli_command_find(const char *name);
 
 int cmd_plan(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
+int cmd_unlock(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
@@ -42,6 +43,7 @@ int cmd_help(int argc, char **argv);
 
 extern const char cmd_plan_usage[];
 extern const char cmd_apply_usage[];
+extern const char cmd_unlock_usage[];
 extern const char cmd_probe_usage[];
 extern const char cmd_check_usage[];
 extern const char cmd_graph_usage[];
@@ -79,6 +81,8 @@ int cli_load_spec(struct gc_cluster **out, const char *path);
 struct gc_graph;
 int cli_scope(struct gc_graph **out, const struct gc_graph *g, unsigned kinds,
 	      const char *const *targets, size_t ntargets, size_t *left_out);
+/* --only: "esxi,switch" -> bitmask of target kinds; -1 on an unknown word. */
+int cli_parse_kinds(unsigned *kinds, const char *list);
 /* What a "left out" message names: "--only", "--target" or "--only/--target". */
 const char *cli_scope_flags(unsigned kinds, size_t ntargets);
 

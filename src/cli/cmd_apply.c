@@ -40,6 +40,8 @@ const char cmd_apply_usage[] =
 	"one connection per target, every step journalled so a killed apply can\n"
 	"simply be run again.  A wave with a failed host finishes its hosts and\n"
 	"takes them out of maintenance mode; the next waves are not started.\n"
+	"Every ESXi host carries a lease naming the apply that changes it: another\n"
+	"apply, from any copy of the spec, is refused while it holds (see unlock).\n"
 	"On a terminal apply shows the plan and asks for 'yes' first.  A PLANFILE is\n"
 	"carried out exactly, without asking, and refused (nothing changed) when the\n"
 	"spec or any target changed since it was saved.\n"
@@ -763,7 +765,7 @@ int cmd_apply(int argc, char **argv)
 				       "target kinds were left out).\n", left_out);
 			else
 				fputs("No changes: the cluster matches the spec.\n", stdout);
-		} else if (rep.plan != NULL) {
+		} else if (rep.plan != NULL && rep.done + rep.failed + rep.skipped > 0) {
 			struct gc_buf b = GC_BUF_INIT;
 
 			print_summary(stdout, &rep, g);

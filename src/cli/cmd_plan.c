@@ -89,7 +89,7 @@ static void plan_event(void *arg, const struct gc_exec_event *ev)
 }
 
 /* --only: "esxi,switch" -> bitmask of target kinds; -1 on an unknown word. */
-static int parse_kinds(unsigned *kinds, const char *list)
+int cli_parse_kinds(unsigned *kinds, const char *list)
 {
 	static const struct {
 		const char *name;
@@ -192,7 +192,7 @@ int cmd_plan(int argc, char **argv)
 						       optarg);
 			break;
 		case 'k':
-			if (parse_kinds(&xo.kinds, optarg) != 0)
+			if (cli_parse_kinds(&xo.kinds, optarg) != 0)
 				return cli_usage_error("plan", "--only takes a comma list of esxi, switch, "
 							       "vcenter, guest; got '%s'", optarg);
 			break;

@@ -21,6 +21,7 @@ static const struct cli_command commands[] = {
 	{"check", cmd_check, "load and check a spec; print diagnostics", cmd_check_usage},
 	{"graph", cmd_graph, "print the resource graph (DOT or JSON)", cmd_graph_usage},
 	{"apply", cmd_apply, "observe, plan and carry the plan out", cmd_apply_usage},
+	{"unlock", cmd_unlock, "clear the cluster lease a dead apply left (--force)", cmd_unlock_usage},
 	/* {"validate", cmd_validate, ...}, src/cli/cmd_validate.c (with src/validate) */
 	{"probe", cmd_probe, "check this node: RDMA, RoCE QoS, CUDA, bandwidth", cmd_probe_usage},
 	{"version", cmd_version, "print the version", cmd_version_usage},

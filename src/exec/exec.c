@@ -645,6 +645,9 @@ static void free_run(struct run *r, const struct gc_graph *g)
 {
 	size_t i;
 
+	if (r->lease != NULL)
+		gc_exec_release_leases(r);
+
 	for (i = 0; i < r->nslots; i++) {
 		if (r->slots[i].conn != NULL)
 			r->slots[i].drv->disconnect(r->slots[i].conn);
@@ -736,6 +739,10 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 		goto fail;
 	}
 
+	if (opts->unlock) {
+		gc_exec_break_leases(&r);
+		goto done;
+	}
 	if (gc_exec_check_fingerprints(&r, err) != 0) {
 		rc = err->code;
 		goto fail;
@@ -759,6 +766,12 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 	}
 	if (opts->plan_only)
 		goto done;
+	/* the cluster lease, before anything changes (a converged cluster is
+	 * only read: nothing to lease) */
+	if (!gc_plan_empty(out->plan) && gc_exec_take_leases(&r, cluster, err) != 0) {
+		rc = err->code;
+		goto fail;
+	}
 	if (opts->approve != NULL && !gc_plan_empty(out->plan) &&
 	    !opts->approve(opts->approve_arg, out->plan)) {
 		rc = gc_error_set(err, GC_ERROR, "apply cancelled: nothing was changed");
@@ -770,6 +783,7 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 	/* targets that failed to observe fail all their actions' dependents; a
 	 * wave's failed hosts leave maintenance before the next wave starts */
 	for (i = 0; i < out->plan->nwaves; i++) {
+		gc_exec_renew_leases(&r, cluster);
 		if (gc_exec_halted(&r, g, i)) {
 			gc_exec_not_started(&r, i);
 			continue;

@@ -21,9 +21,14 @@ LAB = os.path.join(ROOT, "scripts", "lab.sh")
 OBSERVE_MARK = "@@gc:"
 
 
+LEASE_OPTION = "/UserVars/GpuclusterctlLease"
+
+
 def observation(line):
-    """True for read-only commands: observation batches and reboot polls."""
-    return OBSERVE_MARK in line or line in ("vmware -v", "esxcli system stats uptime get")
+    """True for commands that change no configuration: observation batches,
+    reboot polls, and the cluster lease's bookkeeping."""
+    return (OBSERVE_MARK in line or line in ("vmware -v", "esxcli system stats uptime get")
+            or LEASE_OPTION in line or "advanced add -o GpuclusterctlLease " in line)
 
 
 class LabCase(unittest.TestCase):

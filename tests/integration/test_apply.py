@@ -5,6 +5,7 @@ hosts and a simulated Onyx switch.  Issue 3's acceptance lines, one test each.
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import time
@@ -486,6 +487,72 @@ class ApplyRoce(LabCase):
         self.assertEqual(first.returncode, 0, err)
         for h in self.hosts:
             self.assert_host_converged(h)
+
+    def lease(self, h):
+        return self.state(h)["advanced"].get("/UserVars/GpuclusterctlLease")
+
+    def apply_copy(self, copy, state, *args):
+        """apply from another copy of the spec, with a state directory of its own."""
+        return subprocess.run([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
+                               state, *args, copy], env=self.env, capture_output=True, text=True,
+                              timeout=300)
+
+    def wait_for_lease(self, p):
+        for _ in range(2400):
+            if p.poll() is not None or all((self.lease(h) or "none") != "none" for h in self.hosts):
+                break
+            time.sleep(0.05)
+        self.assertIsNone(p.poll(), "the first apply ended before it held the lease")
+
+    def test_a_copy_of_the_spec_elsewhere_is_refused_by_the_lease_on_the_hosts(self):
+        other = os.path.join(self.lab, "copy")
+        os.makedirs(other, exist_ok=True)
+        copy = os.path.join(other, "roce-passthrough.yaml")
+        shutil.copy(self.specfile, copy)
+        first = self.slow_apply_bg()
+        self.wait_for_lease(first)
+        self.assertIn(";pid=%d;" % first.pid, self.lease("esx01"))
+        r = self.apply_copy(copy, os.path.join(other, "state"))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, r"gpuclusterctl: error: cluster 'roce-lab' is locked on esxi 'esx01' by "
+                         r"\S+@\S+ pid %d since \S+Z \(until \S+Z\): another apply holds it, maybe from "
+                         r"another copy of the spec; nothing was changed\. If that apply is dead: "
+                         r"gpuclusterctl unlock --force SPEC\n" % first.pid)
+        self.assertNotIn("Summary", r.stdout)
+        out, err = first.communicate(timeout=300)
+        self.assertEqual(first.returncode, 0, err)
+        for h in self.hosts:
+            self.assert_host_converged(h)            # each change once: no second apply got in
+            self.assertEqual(self.changes(h), ROCE_SEQUENCE, h)
+            self.assertEqual(self.lease(h), "none", h)  # cleared at the end
+
+    def test_unlock_force_clears_a_dead_holders_lease(self):
+        # an apply from another machine died holding the lease (written by hand
+        # here, exactly as that apply would have left it)
+        now = int(time.time())
+        dead = "cluster=roce-lab;holder=ops@elsewhere;pid=4242;lock=0123456789abcdef;since=%d;expires=%d" % (
+            now - 60, now + 3600)
+        for h in self.hosts:
+            self.remote(h, "esxcli system settings advanced add -o GpuclusterctlLease -t string -s '%s' "
+                           "-d 'gpuclusterctl cluster lease'" % dead)
+        r = self.apply(check=1)
+        self.assertRegex(r.stderr, r"cluster 'roce-lab' is locked on esxi 'esx01' by ops@elsewhere pid 4242 "
+                         r"since \S+Z \(until \S+Z\)")
+        for h in self.hosts:
+            self.assertEqual(self.changes(h), [], h)
+        r = self.gc("unlock", yes=False, check=64)
+        self.assertIn("pass --force once you know that apply is dead", r.stderr)
+        r = subprocess.run([self.gc_bin(), "unlock", "--force", "--only", "esxi", "--state-dir",
+                            self.state_dir, self.specfile], env=self.env, capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "Cleared the cluster lease on 8 targets.\n")
+        self.assertIn("esx01: cleared the cluster lease: %s\n" % dead, r.stderr)
+        self.apply()
+        for h in self.hosts:
+            self.assert_host_converged(h)
+            self.assertEqual(self.changes(h), ROCE_SEQUENCE, h)
+            self.assertEqual(self.lease(h), "none", h)
 
     def test_ctrl_c_finishes_in_flight_steps_then_rerun_converges(self):
         for h in self.hosts:

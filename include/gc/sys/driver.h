@@ -78,6 +78,12 @@ struct gc_driver {
 	 * executor asks it after observing a host that an earlier, killed run
 	 * sent a reboot: a boot after that reboot went out pays the reboot. */
 	int (*boot_time)(void *conn, struct gc_drv_ctx *ctx, double *boot_s, struct gc_error *err);
+	/* Optional: the cluster lease this target carries, for everyone who
+	 * applies the spec from anywhere (src/exec/lease.c).  get: *out the
+	 * lease ("" when none; caller frees).  set: write it ("" clears); the
+	 * value holds only [A-Za-z0-9@._:;=+-].  Neither counts as a change. */
+	int (*lease_get)(void *conn, struct gc_drv_ctx *ctx, char **out, struct gc_error *err);
+	int (*lease_set)(void *conn, struct gc_drv_ctx *ctx, const char *value, struct gc_error *err);
 	void (*disconnect)(void *conn);
 };
 

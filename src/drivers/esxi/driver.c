@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "gc/esxi.h"
+#include "gc/pattern.h"
 #include "gc/spec.h"
 #include "gc/ssh.h"
 #include "gc/sys/driver.h"
@@ -429,6 +430,97 @@ static int esxi_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s, st
 	return 0;
 }
 
+/* ---------------------------------------------------------------- the cluster lease */
+
+/* A user-defined advanced option (ESXi 7+ creates those under /UserVars):
+ * every operator's apply, from any copy of the spec, sees it. */
+#define LEASE_OPTION "/UserVars/GpuclusterctlLease"
+#define LEASE_NONE "none"
+
+static int lease_exec(struct esxi_conn *c, const char *cmd, struct gc_ssh_result *res,
+		      struct gc_error *err)
+{
+	int rc = gc_ssh_exec(c->ssh, cmd, res, err);
+
+	if (rc != 0)
+		gc_error_prefix(err, "host '%s': ", c->target->name);
+	return rc;
+}
+
+static int esxi_lease_get(void *conn, struct gc_drv_ctx *ctx, char **out, struct gc_error *err)
+{
+	struct esxi_conn *c = conn;
+	struct gc_ssh_result res;
+	struct gc_esxcli_result xr;
+	const char *v;
+	int rc;
+
+	(void)ctx;
+	rc = lease_exec(c, "esxcli --formatter=xml system settings advanced list -o " LEASE_OPTION,
+			&res, err);
+	if (rc != 0)
+		return rc;
+	if (res.exit_status != 0) { /* "Unable to find option": nobody ever leased this host */
+		bool none = strstr(res.err, "Unable to find option") != NULL ||
+			    strstr(res.out, "Unable to find option") != NULL;
+
+		gc_ssh_result_free(&res);
+		if (!none)
+			return gc_error_set(err, GC_EREMOTE, "host '%s': cannot read the cluster lease",
+					    c->target->name);
+		*out = gc_xstrdup("");
+		return 0;
+	}
+	rc = gc_esxcli_parse_xml(&xr, res.out, res.out_len, err);
+	gc_ssh_result_free(&res);
+	if (rc != 0) {
+		gc_error_prefix(err, "host '%s': the cluster lease: ", c->target->name);
+		return rc;
+	}
+	v = xr.nitems > 0 ? gc_esxcli_get(&xr.items[0], "StringValue") : NULL;
+	*out = gc_xstrdup(v == NULL || strcmp(v, LEASE_NONE) == 0 ? "" : v);
+	gc_esxcli_result_free(&xr);
+	return 0;
+}
+
+static int esxi_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value, struct gc_error *err)
+{
+	struct esxi_conn *c = conn;
+	struct gc_buf cmd = GC_BUF_INIT, q = GC_BUF_INIT;
+	struct gc_ssh_result res;
+	int rc;
+
+	(void)ctx;
+	if (strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789@._:;=+-") !=
+	    strlen(value))
+		return gc_error_set(err, GC_EINVAL, "host '%s': bad lease value", c->target->name);
+	gc_shell_quote(&q, value[0] ? value : LEASE_NONE);
+	gc_buf_printf(&cmd, "esxcli system settings advanced set -o " LEASE_OPTION " -s %s", gc_buf_str(&q));
+	rc = lease_exec(c, gc_buf_str(&cmd), &res, err);
+	if (rc == 0 && res.exit_status != 0 && strstr(res.err, "Unable to find option") != NULL) {
+		/* the first lease of this host: create the option */
+		gc_ssh_result_free(&res);
+		gc_buf_reset(&cmd);
+		gc_buf_printf(&cmd, "esxcli system settings advanced add -o GpuclusterctlLease -t string "
+			      "-s %s -d 'gpuclusterctl cluster lease'", gc_buf_str(&q));
+		rc = lease_exec(c, gc_buf_str(&cmd), &res, err);
+	}
+	if (rc == 0) {
+		if (res.exit_status != 0) {
+			struct gc_buf msg = GC_BUF_INIT;
+
+			device_message(&msg, &res);
+			rc = gc_error_set(err, GC_EREMOTE, "host '%s': cannot write the cluster lease: %s",
+					  c->target->name, gc_buf_str(&msg));
+			gc_buf_free(&msg);
+		}
+		gc_ssh_result_free(&res);
+	}
+	gc_buf_free(&cmd);
+	gc_buf_free(&q);
+	return rc;
+}
+
 static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
 		      struct gc_error *err)
 {
@@ -478,5 +570,7 @@ const struct gc_driver gc_driver_esxi = {
 	.observe = esxi_observe,
 	.apply = esxi_apply,
 	.boot_time = esxi_boot_time,
+	.lease_get = esxi_lease_get,
+	.lease_set = esxi_lease_set,
 	.disconnect = esxi_disconnect,
 };

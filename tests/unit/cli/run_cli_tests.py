@@ -201,6 +201,12 @@ rc, out, err = run("plan", "--offline", "-target", "esx0[12]", roce)
 check("plan -target (Terraform) is --target", rc == 2 and "esxi esx02\n" in out and "esx03" not in out,
       out + err)
 
+rc, out, err = run("unlock", roce)
+check("unlock without --force: refused, nothing touched",
+      rc == 64 and out == "" and err.startswith(
+          "gpuclusterctl unlock: unlock clears another apply's lease: pass --force once you know "
+          "that apply is dead\n"), err)
+
 # ---------------------------------------------------------------- graph
 have_dot = shutil.which("dot") is not None
 for ex in EXAMPLES:
