@@ -165,7 +165,7 @@ def main():
         plan = json.loads(r.stdout)
         since = len(open(os.path.join(lab, "sshd.log"), errors="replace").readlines())
         t0 = time.time()
-        r = sh([args.bin, "apply", "-v", "--parallelism", str(args.hosts), "--state-dir", state,
+        r = sh([args.bin, "apply", "--yes", "-v", "--parallelism", str(args.hosts), "--state-dir", state,
                 labspec], env)
         wall = time.time() - t0
         if r.returncode != 0:

@@ -38,11 +38,11 @@ step "gpuclusterctl plan $spec   (live: observes the lab)"
 rc=0; "$bin" plan --state-dir "$state" "$spec" || rc=$?
 [ "$rc" = 2 ] || { echo "demo: expected exit 2 (changes) from plan, got $rc" >&2; exit 1; }
 
-step "gpuclusterctl apply $spec"
-"$bin" apply --state-dir "$state" -v "$spec"
+step "gpuclusterctl apply --yes $spec"
+"$bin" apply --yes --state-dir "$state" -v "$spec"
 
-step "gpuclusterctl apply $spec   (again: converged)"
-"$bin" apply --state-dir "$state" -v "$spec"
+step "gpuclusterctl apply --yes $spec   (again: converged)"
+"$bin" apply --yes --state-dir "$state" -v "$spec"
 
 step "what esx01 received (tests/sim log, observation batches left out)"
 grep -v -e '@@gc:' "$GC_LAB_DIR/hosts/esx01/commands.log" | cut -d' ' -f2- || true

@@ -19,8 +19,21 @@
  * values is not re-sent).  A device refusal fails that target: its later
  * actions and every action depending on them are skipped, other targets go
  * on (--fail-fast stops starting new actions anywhere).  A failed ESXi host
- * that we put into maintenance mode is taken out again when it can be;
- * when it cannot (it did not come back from a reboot), the report says so.
+ * that we put into maintenance mode is taken out again at the end of its
+ * wave when it can be; when it cannot (it did not come back from a reboot),
+ * the report says so.
+ *
+ * The cluster lease (src/exec/lease.c): apply writes a lease on every
+ * target whose driver carries one (ESXi hosts) once its plan has changes,
+ * before they are approved or run, and refuses
+ * (GC_ELOCKED, naming the holder) when another apply's unexpired lease is
+ * there; it clears its own at the end.
+ *
+ * Halting: before each wave, when more targets have failed (observation or
+ * an action) than rolling.max_failures allows (default 0), the rollout
+ * halts: that wave and the later ones are not started (their actions are
+ * counted as not started), unless continue_on_error.  The wave in flight
+ * always finishes its hosts.
  */
 #ifndef GC_EXEC_H
 #define GC_EXEC_H
@@ -62,12 +75,23 @@ struct gc_exec_opts {
 	const char *state_dir;  /* journal and lock; required */
 	unsigned parallelism;   /* workers; 0: 64 (the work waits on the network, not the CPU) */
 	bool fail_fast;
+	bool continue_on_error; /* never halt the rollout after a failed wave */
 	bool plan_only;         /* observe and plan; change nothing */
+	bool unlock;            /* with plan_only: observe, then clear every cluster lease
+				 * on the targets, whoever holds it (unlock --force) */
 	unsigned retries;       /* transport retries per action; 0: 3 */
 	unsigned retry_base_ms; /* first backoff, doubled each time; 0: 250 */
 	unsigned kinds;         /* bitmask of (1u << gc_target_kind) to act on; 0: all */
 	struct gc_drv_settings drv;
 	struct gc_plan_opts plan;
+	/* A saved plan: per graph target index, the fingerprint it was made
+	 * against (NULL entries: not in it).  Any difference refuses the run,
+	 * naming the target, before anything changes.  NULL: no saved plan. */
+	const char *const *expect_fingerprints;
+	/* Called with the plan (when it has changes) before anything changes;
+	 * false cancels the run (GC_ERROR, "apply cancelled").  May be NULL. */
+	bool (*approve)(void *arg, const struct gc_plan *p);
+	void *approve_arg;
 	void (*event)(void *arg, const struct gc_exec_event *ev); /* may be NULL; serialised */
 	void *event_arg;
 	volatile sig_atomic_t *interrupted; /* set by a SIGINT handler; may be NULL */
@@ -80,6 +104,9 @@ struct gc_exec_target_report {
 	bool left_in_maintenance;    /* loudly reported */
 	char *maintenance_why;
 	bool reboot_owed;            /* a change still waits for a reboot */
+	size_t not_started;          /* actions in waves the halted rollout did not start */
+	bool recovered;              /* taken out of maintenance mode after its failure */
+	char fingerprint[32];        /* "fnv1a64:<16 hex>" of what was observed; "" when not */
 };
 
 struct gc_exec_report {
@@ -91,6 +118,11 @@ struct gc_exec_report {
 	size_t out_of_scope; /* actions on target kinds not selected (--only) */
 	uint64_t changing_commands;
 	bool interrupted;
+	/* halting: the first wave not started (1-based; 0: the rollout did not
+	 * halt), how many targets had failed then, and what was not started */
+	size_t halted_before_wave;
+	size_t failed_targets;
+	size_t not_started;
 	double observe_s, apply_s;
 };
 
@@ -115,6 +147,18 @@ void gc_exec_report_free(struct gc_exec_report *r);
  */
 int gc_exec_scope(struct gc_graph **out, const struct gc_graph *g, unsigned kinds,
 		  size_t *left_out, struct gc_error *err);
+
+/*
+ * `--only` and `--target`: as gc_exec_scope (kinds 0: all), keeping only the
+ * resources of the targets (hosts, switches, the vCenter) or VMs whose name
+ * matches one of the fnmatch(3) patterns targets[0..ntargets) (none: all).
+ * The vCenter target stays when a kept VM needs it.
+ */
+int gc_exec_scope_select(struct gc_graph **out, const struct gc_graph *g, unsigned kinds,
+			 const char *const *targets, size_t ntargets, size_t *left_out,
+			 struct gc_error *err);
+/* True when name matches one of the patterns (or there are none). */
+bool gc_exec_target_matches(const char *const *pats, size_t npats, const char *name);
 
 /* The driver for a target kind in this build, or NULL. */
 const struct gc_driver *gc_exec_driver(enum gc_target_kind kind);

@@ -136,6 +136,11 @@ struct gc_plan {
 	struct gc_plan_stats stats;
 	unsigned max_unavailable; /* effective */
 	bool allow_vmotion;       /* effective */
+	/* targets that could not be observed: nothing is planned for them (their
+	 * part is unknown); per graph target index, why, or NULL; nunknown counts
+	 * them.  unknown is NULL when every target was observed. */
+	const char **unknown;
+	size_t nunknown;
 	struct gc_action **by_wave; /* internal: storage the waves point into */
 };
 
@@ -143,9 +148,13 @@ struct gc_plan_opts {
 	unsigned max_unavailable; /* 0: the spec's rolling.max_unavailable */
 	int allow_vmotion;        /* -1: the spec's rolling.allow_vmotion; 0/1 override */
 	unsigned parallelism;     /* reserved for exec; ignored by the planner */
+	/* per graph target index: why the target could not be observed (its
+	 * part of the plan is unknown: none of its resources is diffed), or
+	 * NULL; the array itself may be NULL */
+	const char *const *unknown;
 };
 
-#define GC_PLAN_OPTS_INIT {0, -1, 0}
+#define GC_PLAN_OPTS_INIT {0, -1, 0, NULL}
 
 /*
  * Build a plan.  `observed` may be NULL: nothing exists (--offline).

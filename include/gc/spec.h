@@ -345,6 +345,7 @@ struct gc_vm {
 	unsigned mmio_size_gb; /* as written, 0 = derive */
 	enum gc_tristate allow_p2p;
 	bool power_on;       /* default true */
+	char *role;          /* rolling group ("master", "worker"): never down with another role; NULL: none */
 	struct gc_vm_gpu *gpus;
 	size_t ngpus;
 	struct gc_vm_nic *nics;
@@ -396,6 +397,11 @@ struct gc_rolling {
 	struct gc_mark mark;
 	unsigned max_unavailable; /* hosts down at once, default 1 */
 	bool allow_vmotion;       /* migrate vGPU/PVRDMA VMs instead of powering off; default false */
+	unsigned max_failures;    /* failed targets tolerated before the next wave is not started; default 0 */
+	/* VMs powered off for their own changes at once, per role; default 1;
+	 * with max_unavailable_vms_pct, a percentage (1-100) of the role's VMs */
+	unsigned max_unavailable_vms;
+	bool max_unavailable_vms_pct;
 };
 
 struct gc_validation {

@@ -34,6 +34,7 @@ const struct cli_command *cli_command_find(const char *name);
 
 int cmd_plan(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
+int cmd_unlock(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
@@ -42,6 +43,7 @@ int cmd_help(int argc, char **argv);
 
 extern const char cmd_plan_usage[];
 extern const char cmd_apply_usage[];
+extern const char cmd_unlock_usage[];
 extern const char cmd_probe_usage[];
 extern const char cmd_check_usage[];
 extern const char cmd_graph_usage[];
@@ -69,6 +71,50 @@ bool cli_write(const struct gc_buf *b);
  * in SPEC".  Returns 0 with *out set, or GC_EXIT_ERROR.
  */
 int cli_load_spec(struct gc_cluster **out, const char *path);
+
+/*
+ * --only KINDS and --target NAME|GLOB (repeatable): the part of g the command
+ * acts on, in *out (borrowing from g).  Every pattern must match a target or
+ * a VM of the spec: else an error naming it, and GC_EXIT_USAGE.  *out is g's
+ * copy when neither option was given.
+ */
+struct gc_graph;
+int cli_scope(struct gc_graph **out, const struct gc_graph *g, unsigned kinds,
+	      const char *const *targets, size_t ntargets, size_t *left_out);
+/* --only: "esxi,switch" -> bitmask of target kinds; -1 on an unknown word. */
+int cli_parse_kinds(unsigned *kinds, const char *list);
+/* What a "left out" message names: "--only", "--target" or "--only/--target". */
+const char *cli_scope_flags(unsigned kinds, size_t ntargets);
+
+/* ---------------------------------------------------------------- saved plans (saved_plan.c) */
+
+struct json_object;
+struct gc_plan;
+struct gc_exec_report;
+
+struct cli_saved_plan {
+	struct json_object *root;         /* owns everything below */
+	const char *spec;                 /* absolute path */
+	const char *spec_hash;
+	unsigned kinds;                   /* --only of the plan, 0: all */
+	const char **targets;             /* --target patterns of the plan */
+	size_t ntargets;
+	struct json_object *fingerprints; /* target name -> fingerprint */
+	struct json_object *plan;         /* `plan --json` of the plan */
+};
+
+/* "fnv1a64:<hex>" of a file's bytes; GC_EXIT_ERROR (reported) on failure. */
+int cli_spec_hash(char **out, const char *path);
+/* A plan file rather than a spec (its first non-blank byte is '{'). */
+bool cli_is_plan_file(const char *path);
+int cli_plan_write(const char *path, const char *spec, unsigned kinds, const char *const *targets,
+		   size_t ntargets, const struct gc_exec_report *rep, const struct gc_plan *plan);
+int cli_plan_read(struct cli_saved_plan *out, const char *path);
+/* Per target of g: the saved fingerprint or NULL; caller frees the array. */
+const char **cli_plan_fingerprints(const struct cli_saved_plan *p, const struct gc_graph *g);
+/* The plan equals the saved one (as `plan --json` renders both). */
+bool cli_plan_same(const struct cli_saved_plan *p, const struct gc_plan *plan);
+void cli_saved_plan_free(struct cli_saved_plan *p);
 
 /* Where apply keeps its journal and lock by default: .gpuclusterctl/ beside
  * the spec.  Caller frees. */

@@ -5,12 +5,16 @@
  * it is about to carry out, prints progress events (a line per target kept
  * up to date on a TTY, plain lines otherwise), the final per-target summary,
  * and picks the exit code.  SIGINT asks the executor to finish the actions
- * in flight and start no new ones (exit 130); a second SIGINT kills.
+ * in flight and start no new ones (exit 130).  A second SIGINT stops at once,
+ * but first prints what the events told us: the hosts left in maintenance
+ * mode, then the per-target summary, then exits 130.  SIGINT is taken by a
+ * thread of its own (sigwait), so the printing runs outside signal context.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,37 +31,58 @@
 
 static volatile sig_atomic_t interrupted;
 
-static void on_sigint(int sig)
-{
-	(void)sig;
-	interrupted = 1;
-	signal(SIGINT, SIG_DFL); /* a second Ctrl-C kills */
-}
-
 const char cmd_apply_usage[] =
 	"usage: gpuclusterctl apply [options] SPEC\n"
+	"       gpuclusterctl apply [options] PLANFILE   (written by plan --out)\n"
 	"\n"
 	"Observe every target of SPEC, plan, and carry the plan out: hosts in\n"
 	"parallel, rolling (rolling.max_unavailable hosts in maintenance at once),\n"
 	"one connection per target, every step journalled so a killed apply can\n"
-	"simply be run again.\n"
+	"simply be run again.  A wave with a failed host finishes its hosts and\n"
+	"takes them out of maintenance mode; the next waves are not started.\n"
+	"Every ESXi host carries a lease naming the apply that changes it: another\n"
+	"apply, from any copy of the spec, is refused while it holds (see unlock).\n"
+	"On a terminal apply shows the plan and asks for 'yes' first.  A PLANFILE is\n"
+	"carried out exactly, without asking, and refused (nothing changed) when the\n"
+	"spec or any target changed since it was saved.\n"
 	"\n"
 	"Options:\n"
+	"  --yes, --auto-approve  apply without asking (without a terminal on standard\n"
+	"                         input, apply refuses unless given this or a saved plan)\n"
 	"  --only KINDS           act only on these target kinds (comma list of esxi,\n"
 	"                         switch, vcenter, guest); others are left untouched\n"
+	"  --target NAME|GLOB     act only on this host, switch, vCenter or VM (fnmatch\n"
+	"                         pattern; repeatable); others are left untouched\n"
 	"  --parallelism N        targets worked on at once (default 64)\n"
 	"  --fail-fast            start no new action anywhere after the first failure\n"
+	"  --continue-on-error    start the next waves even after failures (by default\n"
+	"                         the rollout halts once more targets failed than\n"
+	"                         rolling.max_failures, default 0)\n"
 	"  --trust-new-host-keys  add unknown SSH host keys to known_hosts (a changed\n"
 	"                         key is always refused)\n"
 	"  --known-hosts FILE     use this known_hosts file instead of the spec's\n"
 	"  --state-dir DIR        journal and lock (default: .gpuclusterctl/ beside SPEC)\n"
 	"  --reboot-timeout SECS  how long a rebooting host may take (default 1200)\n"
+	"  --verify-timeout SECS  how long the read-back after a reboot may take\n"
+	"                         (default 300)\n"
 	"  --json                 print the run report as JSON on stdout\n"
 	"  -v, --verbose          print every step, and the connection counters\n"
 	"  -h, --help             show this help\n"
 	"\n"
+	"Ctrl-C finishes the steps in flight and starts no new one; a second Ctrl-C\n"
+	"stops at once, after naming the hosts left in maintenance mode.\n"
+	"\n"
 	"Exit status: 0 done (or nothing to do), 1 a target failed or an error,\n"
 	"64 usage, 130 interrupted.\n";
+
+/* What the events told us of one target: enough for a summary when a
+ * second Ctrl-C does not wait for the executor's report. */
+struct tally {
+	size_t done, failed, skipped;
+	char *error;     /* first failure */
+	char *running;   /* the action in flight, or NULL */
+	bool in_maint;   /* in maintenance mode (entered, or planned to leave) */
+};
 
 struct ui {
 	bool tty;
@@ -67,6 +92,8 @@ struct ui {
 	size_t ntargets;
 	char **lines; /* TTY: current line per target (graph index) */
 	size_t drawn; /* lines drawn last time */
+	pthread_mutex_t mu; /* events vs the second Ctrl-C */
+	struct tally *tally; /* per target (graph index) */
 };
 
 static const char *kind_word(const struct gc_action *a)
@@ -91,9 +118,176 @@ struct evctx {
 	const struct gc_graph *g;
 };
 
+/* Hosts that are in maintenance mode before anything runs: the plan
+ * leaves maintenance without entering it. */
+static void tally_plan(struct ui *u, const struct gc_plan *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nactions; i++) {
+		const struct gc_action *a = p->actions[i];
+
+		if (a->kind == GC_ACT_EXIT_MAINTENANCE)
+			u->tally[a->target->index].in_maint = true;
+	}
+	for (i = 0; i < p->nactions; i++) {
+		const struct gc_action *a = p->actions[i];
+
+		if (a->kind == GC_ACT_ENTER_MAINTENANCE)
+			u->tally[a->target->index].in_maint = false;
+	}
+}
+
+static void tally_event(struct ui *u, const struct gc_exec_event *ev)
+{
+	struct tally *t;
+	struct gc_buf b = GC_BUF_INIT;
+
+	if (ev->kind == GC_EV_PLANNED) {
+		tally_plan(u, ev->plan);
+		return;
+	}
+	if (ev->target == NULL)
+		return;
+	t = &u->tally[ev->target->index];
+	switch (ev->kind) {
+	case GC_EV_START:
+		gc_action_describe(&b, ev->action);
+		free(t->running);
+		t->running = gc_buf_take(&b);
+		return;
+	case GC_EV_DONE:
+		t->done++;
+		if (ev->action->kind == GC_ACT_ENTER_MAINTENANCE)
+			t->in_maint = true;
+		if (ev->action->kind == GC_ACT_EXIT_MAINTENANCE)
+			t->in_maint = false;
+		break;
+	case GC_EV_FAILED:
+		t->failed++;
+		if (t->error == NULL && ev->message != NULL)
+			t->error = gc_xstrdup(ev->message);
+		break;
+	case GC_EV_SKIPPED:
+		t->skipped++;
+		return;
+	case GC_EV_NOTE:
+		/* the recovery's exit after a failure is not a plan action */
+		if (ev->message != NULL && strcmp(ev->message, "left maintenance mode after the failure") == 0)
+			t->in_maint = false;
+		return;
+	case GC_EV_CONNECT:
+	case GC_EV_OBSERVED:
+	case GC_EV_RETRY:
+	case GC_EV_WARN:
+	case GC_EV_WAVE:
+	case GC_EV_PLANNED:
+		return;
+	}
+	free(t->running);
+	t->running = NULL;
+}
+
+static void show_event(struct evctx *c, const struct gc_exec_event *ev);
+
 static void on_event(void *arg, const struct gc_exec_event *ev)
 {
 	struct evctx *c = arg;
+	struct ui *u = c->u;
+
+	pthread_mutex_lock(&u->mu);
+	tally_event(u, ev);
+	show_event(c, ev);
+	pthread_mutex_unlock(&u->mu);
+}
+
+/* ---------------------------------------------------------------- Ctrl-C */
+
+struct sigctx {
+	struct evctx *ec;
+	sigset_t set;
+	volatile bool finished; /* the run is over: the next SIGINT only ends the thread */
+};
+
+/* The second Ctrl-C: the steps in flight are abandoned.  Hosts in
+ * maintenance mode first, then what each target got, then exit 130. */
+static void abandon(struct evctx *ec)
+{
+	struct ui *u = ec->u;
+	size_t i, done = 0, failed = 0, skipped = 0;
+
+	pthread_mutex_lock(&u->mu); /* held until exit: no event prints after this */
+	if (u->tty)
+		fputs("\n", u->f);
+	fflush(u->f);
+	for (i = 0; i < u->ntargets; i++) {
+		const struct tally *t = &u->tally[i];
+
+		if (!t->in_maint)
+			continue;
+		printf("!!! host '%s' is LEFT IN MAINTENANCE MODE: interrupted twice", ec->g->targets[i]->name);
+		if (t->running != NULL) {
+			fputs(" during '", stdout);
+			cli_put_shown(stdout, t->running, true);
+			fputc('\'', stdout);
+		}
+		fputs("; re-run apply to finish (the journal remembers)\n", stdout);
+	}
+	fputs("\nSummary (interrupted twice: the steps in flight were abandoned):\n", stdout);
+	for (i = 0; i < u->ntargets; i++) {
+		const struct tally *t = &u->tally[i];
+
+		done += t->done;
+		failed += t->failed;
+		skipped += t->skipped;
+		if (t->done + t->failed + t->skipped == 0 && t->running == NULL && t->error == NULL)
+			continue;
+		printf("  %-12s %-8s %zu done, %zu failed, %zu skipped", ec->g->targets[i]->name,
+		       gc_target_kind_name(ec->g->targets[i]->kind), t->done, t->failed, t->skipped);
+		if (t->running != NULL) {
+			fputs("; abandoned: ", stdout);
+			cli_put_shown(stdout, t->running, true);
+		}
+		if (t->error != NULL) {
+			fputs(": ", stdout);
+			cli_put_shown(stdout, t->error, true);
+		}
+		fputc('\n', stdout);
+	}
+	printf("\nApply interrupted: %zu actions done, %zu failed, %zu skipped.\n", done, failed, skipped);
+	fflush(stdout);
+	fputs("gpuclusterctl: error: interrupted twice: stopped with steps in flight\n", stderr);
+	fflush(stderr);
+	_exit(EXIT_INTERRUPTED); /* the journal is fsync'd; the kernel drops the lock */
+}
+
+static void *sigint_thread(void *arg)
+{
+	struct sigctx *sc = arg;
+	int sig;
+
+	for (;;) {
+		if (sigwait(&sc->set, &sig) != 0 || sc->finished)
+			return NULL;
+		if (!interrupted) {
+			interrupted = 1;
+			if (!sc->ec->u->json) {
+				pthread_mutex_lock(&sc->ec->u->mu);
+				fputs("gpuclusterctl: interrupted: finishing the steps in flight (Ctrl-C again "
+				      "stops at once)\n", sc->ec->u->f);
+				fflush(sc->ec->u->f);
+				if (sc->ec->u->tty)
+					sc->ec->u->drawn = 0;
+				pthread_mutex_unlock(&sc->ec->u->mu);
+			}
+			continue;
+		}
+		abandon(sc->ec);
+	}
+}
+
+static void show_event(struct evctx *c, const struct gc_exec_event *ev)
+{
 	struct ui *u = c->u;
 	struct gc_buf b = GC_BUF_INIT, shown = GC_BUF_INIT;
 	const char *name = ev->target ? ev->target->name : "";
@@ -144,7 +338,7 @@ static void on_event(void *arg, const struct gc_exec_event *ev)
 		gc_buf_printf(&b, "retrying after: %s", ev->message ? ev->message : "");
 		break;
 	case GC_EV_WARN:
-		fprintf(u->f, "%s%swarning: ", ev->target ? name : "", ev->target ? ": " : "");
+		fprintf(u->f, "%s: warning: ", ev->target ? name : "gpuclusterctl");
 		cli_put_shown(u->f, ev->message, true);
 		fputc('\n', u->f);
 		fflush(u->f);
@@ -219,6 +413,28 @@ char *cli_default_state_dir(const char *spec)
 	return gc_xasprintf("%.*s/.gpuclusterctl", (int)(slash - spec), spec);
 }
 
+/* The halted rollout: why, and what it did not start. */
+static void print_not_started(FILE *f, const struct gc_exec_report *rep, const struct gc_graph *g)
+{
+	size_t i, n = 0, nwaves = rep->plan->nwaves;
+
+	fprintf(f, "\nRollout halted: %zu failed target%s, rolling.max_failures is %u.\n",
+		rep->failed_targets, rep->failed_targets == 1 ? "" : "s", g->rolling.max_failures);
+	if (rep->halted_before_wave == nwaves)
+		fprintf(f, "Not started: wave %zu of %zu, %zu actions on", nwaves, nwaves,
+			rep->not_started);
+	else
+		fprintf(f, "Not started: waves %zu-%zu of %zu, %zu actions on", rep->halted_before_wave,
+			nwaves, nwaves, rep->not_started);
+	for (i = 0; i < rep->ntargets; i++) {
+		if (rep->targets[i].not_started == 0)
+			continue;
+		fprintf(f, "%s %s", n++ ? "," : "", rep->targets[i].target->name);
+	}
+	fputs(".\nFix the failure and re-run apply (--continue-on-error starts the next waves "
+	      "anyway).\n", f);
+}
+
 static void print_summary(FILE *f, const struct gc_exec_report *rep, const struct gc_graph *g)
 {
 	size_t i, loud = 0;
@@ -236,10 +452,15 @@ static void print_summary(FILE *f, const struct gc_exec_report *rep, const struc
 		fputc('\n', f);
 		if (t->left_in_maintenance)
 			loud++;
+		if (t->recovered)
+			fprintf(f, "  %-12s          left maintenance mode after the failure\n",
+				t->target->name);
 		if (t->reboot_owed && t->failed)
 			fprintf(f, "  %-12s          a change still waits for a reboot: re-run apply\n",
 				t->target->name);
 	}
+	if (rep->halted_before_wave != 0)
+		print_not_started(f, rep, g);
 	for (i = 0; i < rep->ntargets && loud; i++) {
 		const struct gc_exec_target_report *t = &rep->targets[i];
 
@@ -252,7 +473,6 @@ static void print_summary(FILE *f, const struct gc_exec_report *rep, const struc
 	if (rep->out_of_scope > 0)
 		fprintf(f, "  %zu actions on target kinds not selected with --only were not run\n",
 			rep->out_of_scope);
-	(void)g;
 }
 
 static void print_json(const struct gc_exec_report *rep, int status)
@@ -266,6 +486,9 @@ static void print_json(const struct gc_exec_report *rep, int status)
 	json_object_object_add(o, "failed", json_object_new_int64((int64_t)rep->failed));
 	json_object_object_add(o, "skipped", json_object_new_int64((int64_t)rep->skipped));
 	json_object_object_add(o, "out_of_scope", json_object_new_int64((int64_t)rep->out_of_scope));
+	json_object_object_add(o, "not_started", json_object_new_int64((int64_t)rep->not_started));
+	json_object_object_add(o, "halted_before_wave",
+			       rep->halted_before_wave ? json_object_new_int64((int64_t)rep->halted_before_wave) : NULL);
 	json_object_object_add(o, "changing_commands", json_object_new_int64((int64_t)rep->changing_commands));
 	json_object_object_add(o, "observe_seconds", json_object_new_double(rep->observe_s));
 	json_object_object_add(o, "apply_seconds", json_object_new_double(rep->apply_s));
@@ -278,6 +501,7 @@ static void print_json(const struct gc_exec_report *rep, int status)
 		json_object_object_add(j, "done", json_object_new_int64((int64_t)t->done));
 		json_object_object_add(j, "failed", json_object_new_int64((int64_t)t->failed));
 		json_object_object_add(j, "skipped", json_object_new_int64((int64_t)t->skipped));
+		json_object_object_add(j, "not_started", json_object_new_int64((int64_t)t->not_started));
 		json_object_object_add(j, "error", t->error ? json_object_new_string(t->error) : NULL);
 		json_object_object_add(j, "left_in_maintenance", json_object_new_boolean(t->left_in_maintenance));
 		json_object_object_add(j, "maintenance_reason",
@@ -289,12 +513,49 @@ static void print_json(const struct gc_exec_report *rep, int status)
 	json_object_put(o);
 }
 
+/* ---------------------------------------------------------------- approval */
+
+struct approval {
+	bool yes;                         /* --yes / --auto-approve */
+	const struct cli_saved_plan *saved; /* apply FILE */
+	bool declined, differs;
+};
+
+/* Called once the plan is shown, before anything changes: a saved plan must
+ * be this very plan; else --yes, or the operator types "yes". */
+static bool approve(void *arg, const struct gc_plan *p)
+{
+	struct approval *ap = arg;
+	char line[64];
+
+	if (ap->saved != NULL) {
+		ap->differs = !cli_plan_same(ap->saved, p);
+		return !ap->differs;
+	}
+	if (ap->yes)
+		return true;
+	fputs("Do you want to perform these actions?\n"
+	      "  Only 'yes' will be accepted to approve.\n\n"
+	      "  Enter a value: ", stdout);
+	fflush(stdout);
+	if (fgets(line, sizeof(line), stdin) == NULL || interrupted)
+		line[0] = '\0';
+	line[strcspn(line, "\r\n")] = '\0';
+	ap->declined = strcmp(line, "yes") != 0;
+	return !ap->declined;
+}
+
 int cmd_apply(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"only", required_argument, NULL, 'o'},
+		{"target", required_argument, NULL, 't'},
+		{"yes", no_argument, NULL, 'y'},
+		{"auto-approve", no_argument, NULL, 'y'},
 		{"parallelism", required_argument, NULL, 'p'},
 		{"fail-fast", no_argument, NULL, 'F'},
+		{"continue-on-error", no_argument, NULL, 'C'},
+		{"verify-timeout", required_argument, NULL, 'V'},
 		{"trust-new-host-keys", no_argument, NULL, 'T'},
 		{"known-hosts", required_argument, NULL, 'k'},
 		{"state-dir", required_argument, NULL, 's'},
@@ -309,12 +570,21 @@ int cmd_apply(int argc, char **argv)
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_cluster *cluster = NULL;
 	struct gc_graph *g = NULL, *full = NULL;
-	size_t left_out = 0;
+	size_t left_out = 0, ntargets = 0;
+	char *targets[64];
 	struct gc_ssh_stats st;
 	struct ui u;
 	struct evctx ec;
+	struct sigctx sc;
+	struct approval ap = {0};
+	struct cli_saved_plan saved = {0};
+	const char **fps = NULL;
+	const char *spec;
+	char *hash = NULL;
+	pthread_t sigth;
+	bool have_sigthread;
 	char *state_dir = NULL;
-	unsigned reboot_s = 1200;
+	unsigned reboot_s = 1200, verify_s = 300;
 	int c, rc, status;
 
 	memset(&o, 0, sizeof(o));
@@ -328,12 +598,27 @@ int cmd_apply(int argc, char **argv)
 			if (parse_only(&o.kinds, optarg) != 0)
 				return cli_usage_error("apply", "--only takes a comma list of esxi, switch, vcenter, guest; got '%s'", optarg);
 			break;
+		case 'y':
+			ap.yes = true;
+			break;
+		case 't':
+			if (ntargets == GC_ARRAY_LEN(targets))
+				return cli_usage_error("apply", "at most %zu --target options", GC_ARRAY_LEN(targets));
+			targets[ntargets++] = optarg;
+			break;
 		case 'p':
 			if (!parse_uint(&o.parallelism, optarg, 1, 4096))
 				return cli_usage_error("apply", "--parallelism takes a number from 1 to 4096; got '%s'", optarg);
 			break;
 		case 'F':
 			o.fail_fast = true;
+			break;
+		case 'C':
+			o.continue_on_error = true;
+			break;
+		case 'V':
+			if (!parse_uint(&verify_s, optarg, 1, 86400))
+				return cli_usage_error("apply", "--verify-timeout takes seconds from 1 to 86400; got '%s'", optarg);
 			break;
 		case 'T':
 			o.drv.trust_new_host_keys = true;
@@ -367,27 +652,62 @@ int cmd_apply(int argc, char **argv)
 		free(state_dir);
 		return cli_usage_error("apply", optind >= argc ? "missing SPEC" : "too many arguments");
 	}
-	if (cli_load_spec(&cluster, argv[optind]) != 0) {
+	spec = argv[optind];
+	if (cli_is_plan_file(spec)) {
+		/* a saved plan: its spec, scope and fingerprints; no question asked */
+		if (o.kinds != 0 || ntargets > 0) {
+			free(state_dir);
+			return cli_usage_error("apply", "a saved plan carries its own --only and --target");
+		}
+		if (cli_plan_read(&saved, spec) != 0) {
+			free(state_dir);
+			return GC_EXIT_ERROR;
+		}
+		ap.saved = &saved;
+		spec = saved.spec;
+		o.kinds = saved.kinds;
+		ntargets = saved.ntargets < GC_ARRAY_LEN(targets) ? saved.ntargets : GC_ARRAY_LEN(targets);
+		for (size_t i = 0; i < ntargets; i++)
+			targets[i] = (char *)saved.targets[i];
+		if (cli_spec_hash(&hash, spec) != 0 || strcmp(hash, saved.spec_hash) != 0) {
+			if (hash != NULL)
+				cli_error("the spec '%s' changed since the plan was saved: nothing was "
+					  "changed; run plan --out again and review it", spec);
+			rc = GC_EXIT_ERROR;
+			goto out;
+		}
+	} else if (!ap.yes && (!isatty(STDIN_FILENO) || u.json)) {
 		free(state_dir);
-		return GC_EXIT_ERROR;
+		return cli_usage_error("apply", "%s, so nobody can approve the plan: pass --yes (or "
+				       "--auto-approve) to apply without asking, or save a plan with "
+				       "'plan --out FILE' and apply that FILE",
+				       u.json ? "--json shows no plan" : "standard input is not a terminal");
+	}
+	if (cli_load_spec(&cluster, spec) != 0) {
+		rc = GC_EXIT_ERROR;
+		goto out;
 	}
 	if (gc_graph_build(&full, cluster, &err) != 0) {
 		rc = cli_error("%s", err.msg);
 		goto out;
 	}
-	if (o.kinds != 0) {
-		if (gc_exec_scope(&g, full, o.kinds, &left_out, &err) != 0) {
-			rc = cli_error("%s", err.msg);
+	if (o.kinds != 0 || ntargets > 0) {
+		if ((rc = cli_scope(&g, full, o.kinds, (const char *const *)targets, ntargets,
+				    &left_out)) != 0)
 			goto out;
-		}
 	} else {
 		g = full;
 		full = NULL;
 	}
 	if (state_dir == NULL)
-		state_dir = cli_default_state_dir(argv[optind]);
+		state_dir = cli_default_state_dir(spec);
 	o.state_dir = state_dir;
+	if (ap.saved != NULL)
+		o.expect_fingerprints = fps = cli_plan_fingerprints(&saved, g);
+	o.approve = approve;
+	o.approve_arg = &ap;
 	o.drv.reboot_timeout_ms = reboot_s * 1000u;
+	o.drv.verify_timeout_ms = verify_s * 1000u;
 	if (getenv("GC_REBOOT_POLL_MS") != NULL) /* test hook: faster polling in the lab */
 		parse_uint(&o.drv.reboot_poll_ms, getenv("GC_REBOOT_POLL_MS"), 10, 60000);
 	o.interrupted = &interrupted;
@@ -399,13 +719,37 @@ int cmd_apply(int argc, char **argv)
 	ec.g = g;
 	o.event = on_event;
 	o.event_arg = &ec;
-	signal(SIGINT, on_sigint);
+	pthread_mutex_init(&u.mu, NULL);
+	u.tally = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*u.tally));
+	/* SIGINT blocked here and in every thread the run starts: only sigint_thread takes it */
+	sc.ec = &ec;
+	sc.finished = false;
+	sigemptyset(&sc.set);
+	sigaddset(&sc.set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
+	have_sigthread = pthread_create(&sigth, NULL, sigint_thread, &sc) == 0;
+	if (!have_sigthread)
+		pthread_sigmask(SIG_UNBLOCK, &sc.set, NULL); /* no thread: Ctrl-C kills, as it always did */
 	gc_ssh_stats_reset();
 
 	rc = gc_exec_run(&rep, g, &o, &err);
-	signal(SIGINT, SIG_DFL);
+	if (have_sigthread) {
+		sc.finished = true;
+		pthread_kill(sigth, SIGINT);
+		pthread_join(sigth, NULL);
+	}
 	gc_ssh_stats_get(&st);
 	status = rc == 0 ? GC_EXIT_OK : rc == GC_EINTR ? EXIT_INTERRUPTED : GC_EXIT_ERROR;
+	if (ap.declined || ap.differs) {
+		if (ap.declined)
+			fputs("\nApply cancelled.\n", stdout);
+		else
+			cli_error("the plan differs from the saved plan: nothing was changed; run plan "
+				  "--out again and review it");
+		gc_exec_report_free(&rep);
+		rc = GC_EXIT_ERROR;
+		goto out_ui;
+	}
 	if (u.json) {
 		if (rep.plan != NULL)
 			print_json(&rep, status);
@@ -413,12 +757,15 @@ int cmd_apply(int argc, char **argv)
 			cli_error("%s", err.msg);
 	} else {
 		if (rep.plan != NULL && rep.done + rep.failed + rep.skipped == 0 && rc == 0) {
-			if (left_out > 0)
+			if (left_out > 0 && ntargets > 0)
+				printf("No changes on the selected targets (%s; %zu resources on other "
+				       "targets were left out).\n", cli_scope_flags(o.kinds, ntargets), left_out);
+			else if (left_out > 0)
 				printf("No changes on the selected targets (--only; %zu resources on other "
 				       "target kinds were left out).\n", left_out);
 			else
 				fputs("No changes: the cluster matches the spec.\n", stdout);
-		} else if (rep.plan != NULL) {
+		} else if (rep.plan != NULL && rep.done + rep.failed + rep.skipped > 0) {
 			struct gc_buf b = GC_BUF_INIT;
 
 			print_summary(stdout, &rep, g);
@@ -426,7 +773,10 @@ int cmd_apply(int argc, char **argv)
 			printf("\n%s: %zu actions done, %zu failed, %zu skipped.\n",
 			       rc == 0 ? "Apply complete" : rc == GC_EINTR ? "Apply interrupted" : "Apply FAILED",
 			       rep.done, rep.failed, rep.skipped);
-			if (left_out > 0)
+			if (left_out > 0 && ntargets > 0)
+				printf("(%s: %zu resources on other targets were left out.)\n",
+				       cli_scope_flags(o.kinds, ntargets), left_out);
+			else if (left_out > 0)
 				printf("(--only: %zu resources on other target kinds were left out.)\n",
 				       left_out);
 			gc_buf_free(&b);
@@ -443,13 +793,22 @@ int cmd_apply(int argc, char **argv)
 	}
 	gc_exec_report_free(&rep);
 	rc = status;
-	for (size_t i = 0; i < u.ntargets; i++)
+out_ui:
+	for (size_t i = 0; i < u.ntargets; i++) {
 		free(u.lines[i]);
+		free(u.tally[i].error);
+		free(u.tally[i].running);
+	}
 	free(u.lines);
+	free(u.tally);
+	pthread_mutex_destroy(&u.mu);
 out:
 	gc_graph_free(g);
 	gc_graph_free(full);
 	gc_cluster_free(cluster);
 	free(state_dir);
+	free(fps);
+	free(hash);
+	cli_saved_plan_free(&saved);
 	return rc;
 }

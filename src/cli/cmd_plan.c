@@ -26,7 +26,8 @@
 #include "gc/plan.h"
 
 const char cmd_plan_usage[] =
-	"usage: gpuclusterctl plan [--offline | --observed FILE] [--only KINDS] [--json] [-v] SPEC\n"
+	"usage: gpuclusterctl plan [--offline | --observed FILE] [--only KINDS] [--target NAME]...\n"
+	"                          [--json] [-v] SPEC\n"
 	"\n"
 	"Show what apply would change, in order: resource changes (+ create, ~ update,\n"
 	"- delete) and the steps they need (maintenance mode, one reboot per host,\n"
@@ -43,7 +44,11 @@ const char cmd_plan_usage[] =
 	"  --offline          plan as if nothing exists yet; touch nothing\n"
 	"  --observed FILE    plan against an observed-state snapshot (JSON); touch nothing\n"
 	"  --only KINDS       plan only for these target kinds (esxi,switch,vcenter,guest)\n"
+	"  --target NAME|GLOB plan only for this host, switch, vCenter or VM (fnmatch\n"
+	"                     pattern; repeatable)\n"
 	"  --json             print the plan as JSON (format_version 1)\n"
+	"  --out FILE         live: also save the plan (with a fingerprint of every\n"
+	"                     target) for 'apply FILE', which carries out exactly it\n"
 	"  --parallelism N    live: targets observed at once (default 64)\n"
 	"  --known-hosts FILE live: known_hosts file instead of the spec's\n"
 	"  --trust-new-host-keys  live: record unknown host keys (changed ones are refused)\n"
@@ -52,6 +57,9 @@ const char cmd_plan_usage[] =
 	"  -v, --verbose      live: print the drivers' notes to stderr (e.g. how many\n"
 	"                     vCenter property-collector round trips observing took)\n"
 	"  -h, --help         show this help\n"
+	"\n"
+	"Terraform spellings work too: -out FILE, -target NAME; -detailed-exitcode is\n"
+	"how plan always exits.\n"
 	"\n"
 	"Exit status: 0 no changes, 2 changes, 1 error, 64 usage.\n";
 
@@ -81,7 +89,7 @@ static void plan_event(void *arg, const struct gc_exec_event *ev)
 }
 
 /* --only: "esxi,switch" -> bitmask of target kinds; -1 on an unknown word. */
-static int parse_kinds(unsigned *kinds, const char *list)
+int cli_parse_kinds(unsigned *kinds, const char *list)
 {
 	static const struct {
 		const char *name;
@@ -130,14 +138,16 @@ int cmd_plan(int argc, char **argv)
 		{"offline", no_argument, NULL, 'o'},   {"observed", required_argument, NULL, 'O'},
 		{"json", no_argument, NULL, 'j'},      {"parallelism", required_argument, NULL, 'p'},
 		{"only", required_argument, NULL, 'k'}, {"known-hosts", required_argument, NULL, 'K'},
+		{"target", required_argument, NULL, 't'},
+		{"out", required_argument, NULL, 'w'},
 		{"trust-new-host-keys", no_argument, NULL, 'T'},
 		{"state-dir", required_argument, NULL, 's'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0},
 	};
 	enum source src = SRC_NONE;
-	const char *observed_path = NULL;
-	bool json = false, verbose = false;
+	const char *observed_path = NULL, *out_path = NULL;
+	bool json = false, verbose = false, partial = false;
 	struct gc_plan_opts popts = GC_PLAN_OPTS_INIT;
 	struct gc_cluster *cluster = NULL;
 	struct gc_graph *graph = NULL;
@@ -149,7 +159,8 @@ int cmd_plan(int argc, char **argv)
 	struct gc_exec_report rep;
 	struct gc_graph *scoped = NULL;
 	char *state_dir = NULL;
-	size_t left_out = 0;
+	size_t left_out = 0, ntargets = 0;
+	char *targets[64];
 	int c, rc = GC_EXIT_ERROR;
 
 	memset(&xo, 0, sizeof(xo));
@@ -181,9 +192,17 @@ int cmd_plan(int argc, char **argv)
 						       optarg);
 			break;
 		case 'k':
-			if (parse_kinds(&xo.kinds, optarg) != 0)
+			if (cli_parse_kinds(&xo.kinds, optarg) != 0)
 				return cli_usage_error("plan", "--only takes a comma list of esxi, switch, "
 							       "vcenter, guest; got '%s'", optarg);
+			break;
+		case 'w':
+			out_path = optarg;
+			break;
+		case 't':
+			if (ntargets == GC_ARRAY_LEN(targets))
+				return cli_usage_error("plan", "at most %zu --target options", GC_ARRAY_LEN(targets));
+			targets[ntargets++] = optarg;
 			break;
 		case 'K':
 			xo.drv.known_hosts = optarg;
@@ -205,6 +224,9 @@ int cmd_plan(int argc, char **argv)
 			return cli_usage_error("plan", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	if (out_path != NULL && src != SRC_NONE)
+		return cli_usage_error("plan", "--out saves a live plan (what the targets hold now); "
+					       "not with --offline or --observed");
 	if (optind >= argc)
 		return cli_usage_error("plan", "missing SPEC");
 	if (optind + 1 < argc)
@@ -218,11 +240,11 @@ int cmd_plan(int argc, char **argv)
 		cli_error("%s", err.msg);
 		goto out;
 	}
-	if (xo.kinds != 0) {
-		if (gc_exec_scope(&scoped, graph, xo.kinds, &left_out, &err) != 0) {
-			cli_error("%s", err.msg);
+	if (xo.kinds != 0 || ntargets > 0) {
+		if ((rc = cli_scope(&scoped, graph, xo.kinds, (const char *const *)targets, ntargets,
+				    &left_out)) != 0)
 			goto out;
-		}
+		rc = GC_EXIT_ERROR;
 		gc_graph_free(graph);
 		graph = scoped; /* now owned through graph */
 		scoped = NULL;
@@ -246,8 +268,11 @@ int cmd_plan(int argc, char **argv)
 		xo.parallelism = popts.parallelism;
 		xo.plan = popts;
 		if (gc_exec_run(&rep, graph, &xo, &err) != 0) {
-			cli_error("%s", err.msg);
-			goto out;
+			if (rep.plan == NULL || rep.plan->nunknown == 0) {
+				cli_error("%s", err.msg);
+				goto out;
+			}
+			partial = true; /* the plan of the others, then the error */
 		}
 		plan = rep.plan; /* now owned by plan */
 		rep.plan = NULL;
@@ -266,7 +291,18 @@ int cmd_plan(int argc, char **argv)
 	t[4] = gc_now_ns();
 	if (!cli_write(&out))
 		goto out;
-	if (left_out > 0)
+	if (out_path != NULL && !partial) {
+		if (cli_plan_write(out_path, argv[optind], xo.kinds, (const char *const *)targets, ntargets,
+				   &rep, plan) != 0)
+			goto out;
+		if (!json)
+			printf("\nSaved the plan to %s: 'gpuclusterctl apply %s' carries out exactly this "
+			       "plan, or refuses if a target changed.\n", out_path, out_path);
+	}
+	if (left_out > 0 && ntargets > 0)
+		fprintf(stderr, "gpuclusterctl: %s: %zu resources on other targets left out\n",
+			cli_scope_flags(xo.kinds, ntargets), left_out);
+	else if (left_out > 0)
 		fprintf(stderr, "gpuclusterctl: --only: %zu resources on other target kinds left out\n",
 			left_out);
 	if (timing)
@@ -276,6 +312,10 @@ int cmd_plan(int argc, char **argv)
 			(double)(t[1] - t[0]) / 1e9, (double)(t[2] - t[1]) / 1e9,
 			(double)(t[3] - t[2]) / 1e9, (double)(t[4] - t[3]) / 1e9, graph->nresources,
 			plan->nactions, plan->stats.critical_path);
+	if (partial) {
+		cli_error("%s", err.msg);
+		goto out; /* exit 1: part of the plan is unknown */
+	}
 	rc = gc_plan_empty(plan) ? GC_EXIT_OK : GC_EXIT_CHANGES;
 out:
 	gc_exec_report_free(&rep);

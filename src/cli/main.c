@@ -13,12 +13,15 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "gc/exec.h"
+#include "gc/graph.h"
 
 static const struct cli_command commands[] = {
 	{"plan", cmd_plan, "show what apply would change, in order", cmd_plan_usage},
 	{"check", cmd_check, "load and check a spec; print diagnostics", cmd_check_usage},
 	{"graph", cmd_graph, "print the resource graph (DOT or JSON)", cmd_graph_usage},
 	{"apply", cmd_apply, "observe, plan and carry the plan out", cmd_apply_usage},
+	{"unlock", cmd_unlock, "clear the cluster lease a dead apply left (--force)", cmd_unlock_usage},
 	/* {"validate", cmd_validate, ...}, src/cli/cmd_validate.c (with src/validate) */
 	{"probe", cmd_probe, "check this node: RDMA, RoCE QoS, CUDA, bandwidth", cmd_probe_usage},
 	{"version", cmd_version, "print the version", cmd_version_usage},
@@ -126,6 +129,89 @@ int cli_load_spec(struct gc_cluster **out, const char *path)
 	return rc == 0 ? 0 : GC_EXIT_ERROR;
 }
 
+int cli_scope(struct gc_graph **out, const struct gc_graph *g, unsigned kinds,
+	      const char *const *targets, size_t ntargets, size_t *left_out)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	size_t i, k;
+
+	for (i = 0; i < ntargets; i++) {
+		bool found = false;
+
+		for (k = 0; !found && k < g->ntargets; k++)
+			found = gc_exec_target_matches(&targets[i], 1, g->targets[k]->name);
+		for (k = 0; !found && k < g->nvms; k++)
+			found = gc_exec_target_matches(&targets[i], 1, g->vms[k].name);
+		if (!found) {
+			cli_error("--target '%s' matches no host, switch, vCenter or VM of the spec",
+				  targets[i]);
+			return GC_EXIT_USAGE;
+		}
+	}
+	if (gc_exec_scope_select(out, g, kinds, targets, ntargets, left_out, &err) != 0)
+		return cli_error("%s", err.msg);
+	return 0;
+}
+
+const char *cli_scope_flags(unsigned kinds, size_t ntargets)
+{
+	if (kinds != 0 && ntargets > 0)
+		return "--only/--target";
+	return ntargets > 0 ? "--target" : "--only";
+}
+
+/*
+ * What Terraform users type: -auto-approve, -out, -target, -parallelism
+ * (with or without "=") mean our --yes, --out, --target, --parallelism;
+ * plan's -detailed-exitcode is how our plan always exits (0, 2, 1) and is
+ * dropped; anywhere else it is refused naming what to use.  argv[0] is the
+ * verb.  *out is a copy the caller frees (argc strings).
+ */
+static int terraform_spellings(int argc, char **argv, char ***out, int *outc)
+{
+	static const struct {
+		const char *tf, *ours;
+	} map[] = {{"-auto-approve", "--yes"},
+		   {"-out", "--out"},
+		   {"-target", "--target"},
+		   {"-parallelism", "--parallelism"}};
+	char **args = gc_xcalloc((size_t)argc + 1, sizeof(*args));
+	int i, n = 0;
+	bool plain = false; /* after "--": operands only */
+
+	*out = args;
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		size_t k;
+		bool done = false;
+
+		if (i == 0 || plain || a[0] != '-' || a[1] == '-' || a[1] == '\0' || a[2] == '\0') {
+			plain = plain || (i > 0 && strcmp(a, "--") == 0);
+			args[n++] = gc_xstrdup(a);
+			continue;
+		}
+		if (strcmp(a, "-detailed-exitcode") == 0) {
+			if (strcmp(argv[0], "plan") == 0)
+				continue; /* what our plan always does */
+			*outc = n;
+			return cli_usage_error(argv[0], "-detailed-exitcode is a plan option (our plan "
+						 "always exits 0 for no changes, 2 for changes, 1 for an error)");
+		}
+		for (k = 0; k < GC_ARRAY_LEN(map) && !done; k++) {
+			size_t len = strlen(map[k].tf);
+
+			if (strncmp(a, map[k].tf, len) == 0 && (a[len] == '\0' || a[len] == '=')) {
+				args[n++] = gc_xasprintf("%s%s", map[k].ours, a + len);
+				done = true;
+			}
+		}
+		if (!done)
+			args[n++] = gc_xstrdup(a);
+	}
+	*outc = n;
+	return 0;
+}
+
 static void print_main_usage(FILE *f)
 {
 	size_t n;
@@ -182,6 +268,17 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--version") == 0)
 		return cmd_version(1, argv + 1);
 	c = cli_command_find(argv[1]);
+	if (c != NULL && (strcmp(c->name, "plan") == 0 || strcmp(c->name, "apply") == 0)) {
+		char **args = NULL;
+		int nargs = 0, rc = terraform_spellings(argc - 1, argv + 1, &args, &nargs);
+
+		if (rc == 0)
+			rc = c->run(nargs, args);
+		for (int i = 0; i < nargs; i++)
+			free(args[i]);
+		free(args);
+		return rc;
+	}
 	if (c != NULL)
 		return c->run(argc - 1, argv + 1);
 	{

@@ -679,6 +679,9 @@ static void free_run(struct run *r, const struct gc_graph *g)
 {
 	size_t i;
 
+	if (r->lease != NULL)
+		gc_exec_release_leases(r);
+
 	for (i = 0; i < r->nslots; i++) {
 		if (r->slots[i].conn != NULL)
 			r->slots[i].drv->disconnect(r->slots[i].conn);
@@ -760,7 +763,9 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 
 	t0 = gc_now_ns();
 	observe_all(&r);
+	gc_exec_check_reboots(&r);
 	gc_exec_feed_journal(&r);
+	gc_exec_fingerprint(&r);
 	out->observe_s = since(t0);
 	if (gc_drv_interrupted(&r.ctx)) {
 		out->interrupted = true;
@@ -768,9 +773,23 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 		goto fail;
 	}
 
-	if (gc_plan_build(&out->plan, g, r.ctx.obs, &opts->plan, err) != 0) {
+	if (opts->unlock) {
+		gc_exec_break_leases(&r);
+		goto done;
+	}
+	if (gc_exec_check_fingerprints(&r, err) != 0) {
 		rc = err->code;
 		goto fail;
+	}
+	{
+		struct gc_plan_opts po = opts->plan;
+		const char **unknown = gc_exec_unknown_targets(&r);
+
+		po.unknown = unknown;
+		rc = gc_plan_build(&out->plan, g, r.ctx.obs, &po, err);
+		free(unknown);
+		if (rc != 0)
+			goto fail;
 	}
 	for (i = 0; i < r.nslots; i++)
 		r.slots[i].rep->reboot_owed = r.slots[i].reboot_owed;
@@ -781,13 +800,32 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 	}
 	if (opts->plan_only)
 		goto done;
+	/* the cluster lease, before anything changes (a converged cluster is
+	 * only read: nothing to lease) */
+	if (!gc_plan_empty(out->plan) && gc_exec_take_leases(&r, cluster, err) != 0) {
+		rc = err->code;
+		goto fail;
+	}
+	if (opts->approve != NULL && !gc_plan_empty(out->plan) &&
+	    !opts->approve(opts->approve_arg, out->plan)) {
+		rc = gc_error_set(err, GC_ERROR, "apply cancelled: nothing was changed");
+		goto fail;
+	}
 
 	r.st = gc_xcalloc(out->plan->nactions ? out->plan->nactions : 1, sizeof(*r.st));
 	t0 = gc_now_ns();
-	/* targets that failed to observe fail all their actions' dependents */
-	for (i = 0; i < out->plan->nwaves; i++)
+	/* targets that failed to observe fail all their actions' dependents; a
+	 * wave's failed hosts leave maintenance before the next wave starts */
+	for (i = 0; i < out->plan->nwaves; i++) {
+		gc_exec_renew_leases(&r, cluster);
+		if (gc_exec_halted(&r, g, i)) {
+			gc_exec_not_started(&r, i);
+			continue;
+		}
 		run_wave(&r, i);
-	gc_exec_recover_hosts(&r);
+		gc_exec_recover_hosts(&r, &out->plan->waves[i]);
+	}
+	gc_exec_recover_hosts(&r, NULL);
 	gc_exec_settle_saves(&r);
 	out->apply_s = since(t0);
 	out->changing_commands = r.ctx.changes;

@@ -32,6 +32,8 @@ struct tslot {
 	bool reboot_owed;      /* journal: a reboot-needing change awaits its reboot */
 	bool reboot_owed_logged;
 	bool in_reboot;        /* REBOOT sent, VERIFY not yet passed */
+	double reboot_sent_ts; /* journal: when the reboot of the owed change went out; 0 none */
+	bool leased;           /* carries our cluster lease (lease.c) */
 	bool save_owed;        /* journal: switch commands sent, their save not confirmed */
 	bool save_owed_logged;
 	bool lanes;            /* drv->shared_conn: actions of different VMs run at once */
@@ -67,6 +69,9 @@ struct run {
 	size_t *next;        /* per wave target: index of its next action */
 	size_t remaining;
 	bool stop;           /* fail-fast or interrupt */
+	char *lease;         /* the lease we hold on the targets, or NULL */
+	uint64_t lease_ns;   /* when it was written */
+	char lease_lock[17]; /* this machine and state directory, hashed */
 	unsigned parallelism;
 };
 
@@ -81,14 +86,28 @@ int gc_exec_connect_slot(struct run *r, struct tslot *s, bool retry, struct gc_e
 int gc_exec_run_action(struct run *r, struct tslot *s, const struct gc_action *a,
 		       struct gc_error *err);
 
+/* rollout.c */
+bool gc_exec_halted(struct run *r, const struct gc_graph *g, size_t wi);
+void gc_exec_not_started(struct run *r, size_t wi);
+void gc_exec_fingerprint(struct run *r);
+int gc_exec_check_fingerprints(struct run *r, struct gc_error *err);
+const char **gc_exec_unknown_targets(const struct run *r);
+
+/* lease.c */
+int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err);
+void gc_exec_renew_leases(struct run *r, const char *cluster);
+void gc_exec_release_leases(struct run *r);
+void gc_exec_break_leases(struct run *r);
+
 /* recover.c */
 void gc_exec_recall_journal(struct run *r, const char *cluster);
+void gc_exec_check_reboots(struct run *r);
 void gc_exec_feed_journal(struct run *r);
 void gc_exec_remember_before(struct run *r, struct tslot *s, const struct gc_action *a,
 			     const char *aid);
 void gc_exec_remember_after(struct run *r, struct tslot *s, const struct gc_action *a,
 			    const char *aid, bool ok);
 void gc_exec_settle_saves(struct run *r);
-void gc_exec_recover_hosts(struct run *r);
+void gc_exec_recover_hosts(struct run *r, const struct gc_plan_wave *w);
 
 #endif

@@ -9,11 +9,34 @@
  * after a failure is taken out again unless that would be unsafe, and a
  * configuration an earlier run left unsaved is saved.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec_int.h"
 #include "gc/journal.h"
+
+/* When the newest reboot of target went out, if it came after the newest
+ * owed change (a reboot of an earlier cycle pays nothing); 0 otherwise. */
+static double reboot_sent(const struct gc_jhistory *h, const char *target)
+{
+	size_t i, owed = 0, sent = 0;
+	double ts = 0;
+
+	for (i = 0; i < h->n; i++) {
+		const struct gc_jrecord *rec = &h->records[i];
+
+		if (rec->state != GC_J_START || strcmp(rec->target, target) != 0)
+			continue;
+		if (strcmp(rec->kind, "reboot_owed") == 0) {
+			owed = i + 1;
+		} else if (strcmp(rec->kind, "reboot") == 0) {
+			sent = i + 1;
+			ts = rec->ts;
+		}
+	}
+	return sent > owed && owed > 0 ? ts : 0;
+}
 
 void gc_exec_recall_journal(struct run *r, const char *cluster)
 {
@@ -42,8 +65,40 @@ void gc_exec_recall_journal(struct run *r, const char *cluster)
 		s->maint_ours = gc_jhistory_last(&h, s->target->name, "maintenance") == GC_J_START;
 		s->reboot_owed = gc_jhistory_last(&h, s->target->name, "reboot_owed") == GC_J_START;
 		s->reboot_owed_logged = s->reboot_owed;
+		if (s->reboot_owed)
+			s->reboot_sent_ts = reboot_sent(&h, s->target->name);
 	}
 	gc_jhistory_free(&h);
+}
+
+/*
+ * A reboot owed by an earlier run whose reboot already went out (the run was
+ * killed while the host came back): the host's boot time decides.  Booted
+ * after the reboot was journalled (the record is written before the command
+ * goes out): the reboot took place and is not sent again.  Booted before, or
+ * no way to tell: still owed.
+ */
+void gc_exec_check_reboots(struct run *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+		struct gc_error err = GC_ERROR_INIT;
+		double boot;
+		char msg[160];
+
+		if (!s->reboot_owed || s->reboot_sent_ts <= 0 || !s->observed || s->conn == NULL ||
+		    s->drv->boot_time == NULL)
+			continue;
+		if (s->drv->boot_time(s->conn, &r->ctx, &boot, &err) != 0 || boot < s->reboot_sent_ts)
+			continue;
+		s->reboot_owed = s->reboot_owed_logged = false;
+		snprintf(msg, sizeof(msg), "booted %.1f s after the reboot an earlier apply sent: "
+			 "not rebooting again", boot - s->reboot_sent_ts);
+		gc_exec_journal(r, s->target, "resume: reboot evidence", "reboot_owed", GC_J_DONE, msg);
+		gc_exec_emit(&r->ctx, GC_EV_NOTE, s->target, NULL, msg, 0);
+	}
 }
 
 void gc_exec_feed_journal(struct run *r)
@@ -177,14 +232,34 @@ void gc_exec_settle_saves(struct run *r)
 	}
 }
 
+/* Does wave w hold a maintenance window of target t (its enter or exit)? */
+static bool window_in_wave(const struct gc_plan_wave *w, const struct gc_target *t)
+{
+	size_t i, j;
+
+	for (i = 0; i < w->ntargets; i++) {
+		if (w->targets[i].target != t)
+			continue;
+		for (j = 0; j < w->targets[i].nactions; j++) {
+			enum gc_action_kind k = w->targets[i].actions[j]->kind;
+
+			if (k == GC_ACT_ENTER_MAINTENANCE || k == GC_ACT_EXIT_MAINTENANCE)
+				return true;
+		}
+	}
+	return false;
+}
+
 /*
- * After the waves: an ESXi host that we put into maintenance mode and whose
- * window did not finish (it failed, or --fail-fast stopped it) is taken out
- * again, unless it was rebooted and never came back verified, or the user
- * interrupted us: then it stays, loudly, and the journal remembers for the
- * next run.
+ * After a wave (w) or all of them (w NULL): an ESXi host that we put into
+ * maintenance mode and whose window did not finish (it failed, its verify
+ * failed, or --fail-fast stopped it) is taken out again, unless it was
+ * rebooted and never answered again, or the user interrupted us: then it
+ * stays, loudly, and the journal remembers for the next run.  After a wave,
+ * only the hosts whose window was in that wave: a later wave's window may
+ * still need the maintenance mode an earlier run left.
  */
-void gc_exec_recover_hosts(struct run *r)
+void gc_exec_recover_hosts(struct run *r, const struct gc_plan_wave *w)
 {
 	size_t i;
 
@@ -194,7 +269,9 @@ void gc_exec_recover_hosts(struct run *r)
 		struct gc_error err = GC_ERROR_INIT;
 
 		if (s->target->kind != GC_TARGET_ESXI || !s->maint_ours || s->drv == NULL ||
-		    !gc_exec_selected(r->ctx.opts, s->target->kind))
+		    !gc_exec_selected(r->ctx.opts, s->target->kind) || s->rep->left_in_maintenance)
+			continue;
+		if (w != NULL && !window_in_wave(w, s->target))
 			continue;
 		if (r->rep->interrupted) {
 			s->rep->left_in_maintenance = true;
@@ -205,8 +282,8 @@ void gc_exec_recover_hosts(struct run *r)
 		if (s->in_reboot) {
 			s->rep->left_in_maintenance = true;
 			s->rep->maintenance_why = gc_xasprintf(
-				"it was rebooted and has not been verified since: check the host, then "
-				"re-run apply");
+				"its reboot was not confirmed (it did not answer again, or did not "
+				"go down): check the host, then re-run apply");
 			continue;
 		}
 		memset(&exit_a, 0, sizeof(exit_a));
@@ -218,6 +295,7 @@ void gc_exec_recover_hosts(struct run *r)
 		if (gc_exec_run_action(r, s, &exit_a, &err) == 0) {
 			gc_exec_journal(r, s->target, "recover: exit maintenance", "maintenance", GC_J_DONE, NULL);
 			s->maint_ours = false;
+			s->rep->recovered = true;
 			gc_exec_emit(&r->ctx, GC_EV_NOTE, s->target, NULL, "left maintenance mode after the failure", 0);
 		} else {
 			s->rep->left_in_maintenance = true;
@@ -225,4 +303,3 @@ void gc_exec_recover_hosts(struct run *r)
 		}
 	}
 }
-

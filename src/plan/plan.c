@@ -343,6 +343,8 @@ static void builder_free(struct builder *b)
 	gc_strmap_free(b->vmindex);
 	free(b->win);
 	free(b->vms);
+	free(b->vm_off);
+	free(b->vm_on);
 	free(b->ract);
 	free(b->list);
 	free(b->minwave);
@@ -379,6 +381,8 @@ int gc_plan_build(struct gc_plan **out, const struct gc_graph *g,
 	b.ract = gc_xcalloc(g->nresources + 1, sizeof(*b.ract));
 	b.win = gc_xcalloc(g->ntargets + 1, sizeof(*b.win));
 	b.vms = gc_xcalloc(g->nvms + 1, sizeof(*b.vms));
+	b.vm_off = gc_xcalloc(g->nvms + 1, sizeof(*b.vm_off));
+	b.vm_on = gc_xcalloc(g->nvms + 1, sizeof(*b.vm_on));
 	b.vmindex = gc_strmap_new();
 	for (size_t i = 0; i < g->nvms; i++)
 		gc_strmap_put(b.vmindex, g->vms[i].name, &b.vms[i]);
@@ -393,8 +397,20 @@ int gc_plan_build(struct gc_plan **out, const struct gc_graph *g,
 		b.vcenter = t;
 	}
 
-	for (size_t i = 0; i < g->nresources; i++)
-		diff_resource(&b, g->resources[i]);
+	if (opts->unknown != NULL) {
+		for (size_t i = 0; i < g->ntargets; i++) {
+			if (opts->unknown[i] == NULL)
+				continue;
+			if (b.p->unknown == NULL)
+				b.p->unknown = gc_arena_alloc(&b.p->arena, g->ntargets * sizeof(*b.p->unknown));
+			b.p->unknown[i] = gc_arena_strdup(&b.p->arena, opts->unknown[i]);
+			b.p->nunknown++;
+		}
+	}
+	for (size_t i = 0; i < g->nresources; i++) {
+		if (b.p->unknown == NULL || b.p->unknown[g->resources[i]->target->index] == NULL)
+			diff_resource(&b, g->resources[i]);
+	}
 	diff_deletes(&b);
 	plan_open_windows(&b);
 	if ((rc = plan_check_reachable(&b)) != 0 || (rc = plan_close_windows(&b)) != 0)
@@ -402,6 +418,7 @@ int gc_plan_build(struct gc_plan **out, const struct gc_graph *g,
 	plan_collect_vm_actions(&b);
 	for (size_t i = 0; i < g->nvms; i++)
 		plan_synthesize_vm(&b, i);
+	plan_budget_vms(&b);
 	plan_synthesize_unmanaged(&b);
 	plan_guest_reboots(&b);
 	resource_edges(&b, order);

@@ -42,6 +42,7 @@ struct builder {
 	size_t n, cap;
 	struct window *win;
 	struct vmstate *vms;
+	struct gc_action **vm_off, **vm_on; /* per VM: a window of its own changes (rolled) */
 	struct gc_strmap *vmindex; /* name -> vmstate */
 	const struct gc_target *vcenter;
 	struct gc_buf scratch; /* for "why" texts */
@@ -60,6 +61,7 @@ void plan_collect_vm_actions(struct builder *b);
 void plan_synthesize_vm(struct builder *b, size_t i);
 void plan_synthesize_unmanaged(struct builder *b);
 void plan_vm_after_window(struct builder *b);
+void plan_budget_vms(struct builder *b);
 /* guest.c: one reboot per guest whose changes need it */
 void plan_guest_reboots(struct builder *b);
 /* Sort, add target chains, number, cut waves, fill stats (order.c). */

@@ -176,7 +176,7 @@ void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned f
 {
 	bool color = (flags & GC_RENDER_COLOR) != 0;
 
-	if (gc_plan_empty(p)) {
+	if (gc_plan_empty(p) && p->nunknown == 0) {
 		gc_buf_puts(out, "No changes. The cluster matches the spec.\n");
 		return;
 	}
@@ -205,7 +205,22 @@ void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned f
 		}
 		gc_buf_puts(out, "\n");
 	}
+	if (p->nunknown > 0) {
+		gc_buf_puts(out, "Unknown: not observed, nothing planned for them\n\n");
+		for (size_t t = 0; t < p->graph->ntargets; t++) {
+			if (p->unknown[t] == NULL)
+				continue;
+			gc_buf_printf(out, "  %s %s: unknown: ",
+				      gc_target_kind_name(p->graph->targets[t]->kind),
+				      p->graph->targets[t]->name);
+			gc_buf_put_shown(out, p->unknown[t], false);
+			gc_buf_puts(out, "\n");
+		}
+		gc_buf_puts(out, "\n");
+	}
 	gc_plan_render_summary(out, p);
+	if (p->nunknown > 0)
+		gc_buf_printf(out, " %zu target%s unknown.", p->nunknown, p->nunknown == 1 ? "" : "s");
 	gc_buf_puts(out, "\n");
 }
 
@@ -368,5 +383,25 @@ void gc_plan_render_json(struct gc_buf *out, const struct gc_plan *p)
 		gc_buf_puts(out, "      ]\n    }");
 		gc_buf_puts(out, w + 1 < p->nwaves ? ",\n" : "\n");
 	}
-	gc_buf_puts(out, "  ]\n}\n");
+	gc_buf_puts(out, "  ]");
+	if (p->nunknown > 0) {
+		json_object *unk = json_object_new_array();
+
+		for (size_t t = 0; t < p->graph->ntargets; t++) {
+			json_object *u;
+
+			if (p->unknown[t] == NULL)
+				continue;
+			u = json_object_new_object();
+			json_object_object_add(u, "kind", json_object_new_string(
+						   gc_target_kind_name(p->graph->targets[t]->kind)));
+			json_object_object_add(u, "target", json_object_new_string(p->graph->targets[t]->name));
+			json_object_object_add(u, "error", json_object_new_string(p->unknown[t]));
+			json_object_array_add(unk, u);
+		}
+		gc_buf_puts(out, ",\n");
+		put_key(out, 2, "unknown");
+		put_json(out, unk, 2);
+	}
+	gc_buf_puts(out, "\n}\n");
 }

@@ -405,6 +405,11 @@ void plan_synthesize_vm(struct builder *b, size_t i)
 		if (on->kind == GC_ACT_POWER_ON && !v->power_on)
 			on = NULL;
 	}
+	if (off != NULL && on != NULL && offch != NULL && w == NULL && off != power) {
+		/* a window of the VM's own: rolled (plan_budget_vms) */
+		b->vm_off[i] = off;
+		b->vm_on[i] = on;
+	}
 	if (off != NULL) {
 		off->vm = v->name;
 		off->host = cur_host;
@@ -479,3 +484,81 @@ void plan_synthesize_unmanaged(struct builder *b)
 	}
 }
 
+/* The role of each managed VM (by gc_graph.vms index), from the spec. */
+static const char **vm_roles(struct builder *b)
+{
+	const struct gc_cluster *c = b->g->cluster;
+	const char **role = gc_xcalloc(b->g->nvms + 1, sizeof(*role));
+
+	for (size_t i = 0; c != NULL && i < c->nvms; i++) {
+		struct vmstate *vs = plan_vmstate(b, c->vms[i].name);
+
+		if (vs != NULL)
+			role[vs - b->vms] = c->vms[i].role;
+	}
+	return role;
+}
+
+static bool same_role(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/*
+ * rolling.max_unavailable_vms: VMs powered off for their own changes (on
+ * hosts without a maintenance window; those roll with their hosts) are
+ * rolled in groups of their role, in spec order: within a role, VM k is
+ * powered off only after VM k-N is back on (N the budget, a percentage of
+ * the role's windows rounded down, at least 1), so at most N are off at
+ * once; a role starts only after the role before it is back on, so a
+ * master is never down with its workers.
+ */
+void plan_budget_vms(struct builder *b)
+{
+	size_t n = b->g->nvms, norder = 0, prev = 0, nprev = 0;
+	unsigned want = b->g->rolling.max_unavailable_vms ? b->g->rolling.max_unavailable_vms : 1;
+	bool pct = b->g->rolling.max_unavailable_vms_pct;
+	const char **role = vm_roles(b);
+	size_t *order = gc_xcalloc(n + 1, sizeof(*order));
+	bool *taken = gc_xcalloc(n + 1, sizeof(*taken));
+
+	for (size_t i = 0; i < n; i++) {
+		size_t start = norder, size, budget;
+
+		if (taken[i] || b->vm_off[i] == NULL)
+			continue;
+		for (size_t j = i; j < n; j++) {
+			if (!taken[j] && b->vm_off[j] != NULL && same_role(role[i], role[j])) {
+				order[norder++] = j;
+				taken[j] = true;
+			}
+		}
+		size = norder - start;
+		budget = pct ? size * want / 100 : want;
+		if (budget < 1)
+			budget = 1;
+		for (size_t k = 0; k < size; k++) {
+			struct gc_action *off = b->vm_off[order[start + k]];
+
+			if (k >= budget) {
+				size_t before = order[start + k - budget];
+
+				plan_dep(b, b->vm_on[before], off);
+				whyf(b, off, "%s; after %s is back on (rolling.max_unavailable_vms: %u%s)",
+				     off->why, b->g->vms[before].name, want, pct ? "%" : "");
+			} else if (nprev > 0) {
+				for (size_t p = prev; p < prev + nprev; p++)
+					plan_dep(b, b->vm_on[order[p]], off);
+				whyf(b, off, "%s; after the VMs of role '%s' are back on", off->why,
+				     role[order[prev]] ? role[order[prev]] : "(none)");
+			}
+		}
+		/* the next role waits for this one's last windows: the earlier ones
+		 * came back before those started */
+		nprev = size < budget ? size : budget;
+		prev = norder - nprev;
+	}
+	free(order);
+	free(taken);
+	free(role);
+}

@@ -128,6 +128,7 @@ enum spec_pat {
 	P_PROFILE,
 	P_ENV,
 	P_LABEL,
+	P_VCNAME, /* a name vCenter holds: a label of at most 80 bytes */
 	P_URL,
 	P_NETDEV,
 	P_RDMADEV,

@@ -223,6 +223,7 @@ static bool pat_ok(enum spec_pat p, const char *s)
 	case P_PROFILE: return gc_valid_vgpu_profile(s);
 	case P_ENV: return gc_valid_env_name(s);
 	case P_LABEL: return gc_valid_label(s);
+	case P_VCNAME: return gc_valid_label(s) && strlen(s) <= 80;
 	case P_URL: return valid_url(s);
 	case P_NETDEV: return s[0] != '-' && valid_charset(s, ALNUM "._-", 15);
 	case P_RDMADEV: return valid_charset(s, ALNUM "_", 31);
@@ -257,6 +258,7 @@ static const char *pat_noun(enum spec_pat p)
 	case P_CIDR: return "address";
 	case P_PACKAGE: return "package name";
 	case P_ANY:
+	case P_VCNAME:
 	case P_LABEL:
 	case P_TEXT: return NULL;
 	}
@@ -284,6 +286,9 @@ const char *spec_pat_hint(enum spec_pat p)
 	case P_LABEL:
 		return "expected printable ASCII without quotes, backslash, backtick or '$', at "
 		       "most 255 characters";
+	case P_VCNAME:
+		return "vCenter allows names of at most 80 bytes: printable ASCII without quotes, "
+		       "backslash, backtick or '$'";
 	case P_URL: return "expected https://host[:port][/path], e.g. https://vc.lab.example/sdk";
 	case P_NETDEV: return "expected a Linux interface name like ens224 (at most 15 characters)";
 	case P_RDMADEV: return "expected an RDMA device name like mlx5_0";

@@ -10,6 +10,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -169,9 +170,9 @@ static void root_credentials(struct spec_ctx *x, yaml_node_t *v, void *obj)
 
 static const struct spec_field vcenter_fields[] = {
 	FSTR(struct gc_vcenter, "url", url, P_URL, true),
-	FSTR(struct gc_vcenter, "datacenter", datacenter, P_LABEL, true),
-	FSTR(struct gc_vcenter, "cluster", cluster, P_LABEL, false),
-	FSTR(struct gc_vcenter, "datastore", datastore, P_LABEL, false),
+	FSTR(struct gc_vcenter, "datacenter", datacenter, P_VCNAME, true),
+	FSTR(struct gc_vcenter, "cluster", cluster, P_VCNAME, false),
+	FSTR(struct gc_vcenter, "datastore", datastore, P_VCNAME, false),
 	FSTR(struct gc_vcenter, "credentials", credentials_name, P_NAME, true),
 	FSTR(struct gc_vcenter, "ca_file", ca_file, P_PATH, false),
 	FBOOL(struct gc_vcenter, "insecure", insecure),
@@ -456,7 +457,7 @@ static void uplink_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 }
 
 static const struct spec_field portgroup_fields[] = {
-	FSTR(struct gc_portgroup, "name", name, P_LABEL, true),
+	FSTR(struct gc_portgroup, "name", name, P_VCNAME, true),
 	FUINT(struct gc_portgroup, "vlan", vlan, 0, 4094, false),
 	FEND(struct gc_portgroup),
 };
@@ -845,8 +846,8 @@ static const struct spec_field vm_nic_fields[] = {
 	FSUBO("type", vm_nic_type, struct gc_vm_nic, kind, true),
 	FSTR(struct gc_vm_nic, "pf", pf, P_PCI, false),
 	FSTR(struct gc_vm_nic, "host_pci", host_pci, P_PCI, false),
-	FSTR(struct gc_vm_nic, "port_group", port_group, P_LABEL, false),
-	FSTR(struct gc_vm_nic, "network", network, P_LABEL, false),
+	FSTR(struct gc_vm_nic, "port_group", port_group, P_VCNAME, false),
+	FSTR(struct gc_vm_nic, "network", network, P_VCNAME, false),
 	FENUM(struct gc_vm_nic, "protocol", protocol,
 	      ((const char *const[]){"rocev1", "rocev2", NULL}), false),
 	FEND(struct gc_vm_nic),
@@ -944,7 +945,7 @@ static void vm_nics(struct spec_ctx *x, yaml_node_t *v, void *obj)
 static const struct spec_field vm_fields[] = {
 	FSTR(struct gc_vm, "name", name, P_NAME, true),
 	FSTR(struct gc_vm, "host", host_name, P_NAME, true),
-	FSTR(struct gc_vm, "template", template_name, P_LABEL, false),
+	FSTR(struct gc_vm, "template", template_name, P_VCNAME, false),
 	FUINT(struct gc_vm, "cpus", cpus, 1, 768, false),
 	FUINT(struct gc_vm, "memory_gb", memory_gb, 1, 24576, false),
 	FENUM(struct gc_vm, "firmware", firmware, ((const char *const[]){"efi", "bios", NULL}),
@@ -953,6 +954,7 @@ static const struct spec_field vm_fields[] = {
 	FUINT(struct gc_vm, "mmio_size_gb", mmio_size_gb, 1, 16384, false),
 	FTRI(struct gc_vm, "allow_p2p", allow_p2p),
 	FBOOL(struct gc_vm, "power_on", power_on),
+	FSTR(struct gc_vm, "role", role, P_NAME, false),
 	FSUB("gpus", vm_gpus, false),
 	FSUB("nics", vm_nics, false),
 	FSUB("guest", vm_guest, false),
@@ -980,9 +982,38 @@ static void root_vms(struct spec_ctx *x, yaml_node_t *v, void *obj)
 
 /* ---------------------------------------------------------------- policies */
 
+/* max_unavailable_vms: a count (1-100000) or a percentage ("25%", 1-100). */
+static void rolling_vms(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_rolling *r = obj;
+	const char *s = v->type == YAML_SCALAR_NODE ? (const char *)v->data.scalar.value : NULL;
+	const char *hint = "a number of VMs like 2, or a percentage of a role's VMs like \"25%\"";
+	unsigned long n = 0;
+	size_t digits = s ? strspn(s, "0123456789") : 0;
+
+	if (s == NULL || digits == 0 || digits > 6 ||
+	    (s[digits] != '\0' && strcmp(s + digits, "%") != 0)) {
+		spec_diag(x, GC_SEV_ERROR, spec_mark(x, v), hint,
+			  "'max_unavailable_vms' must be a number or a percentage, got %s",
+			  s ? spec_esc(x, s) : "a collection");
+		return;
+	}
+	n = strtoul(s, NULL, 10);
+	r->max_unavailable_vms_pct = s[digits] == '%';
+	if (n < 1 || n > (r->max_unavailable_vms_pct ? 100u : 100000u)) {
+		spec_diag(x, GC_SEV_ERROR, spec_mark(x, v), hint,
+			  "'max_unavailable_vms' must be between %s, got %s",
+			  r->max_unavailable_vms_pct ? "1% and 100%" : "1 and 100000", spec_esc(x, s));
+		return;
+	}
+	r->max_unavailable_vms = (unsigned)n;
+}
+
 static const struct spec_field rolling_fields[] = {
 	FUINT(struct gc_rolling, "max_unavailable", max_unavailable, 1, 100000, false),
 	FBOOL(struct gc_rolling, "allow_vmotion", allow_vmotion),
+	FUINT(struct gc_rolling, "max_failures", max_failures, 0, 100000, false),
+	FSUBO("max_unavailable_vms", rolling_vms, struct gc_rolling, max_unavailable_vms, false),
 	FEND(struct gc_rolling),
 };
 
@@ -1068,6 +1099,7 @@ void spec_parse_root(struct spec_ctx *x, yaml_node_t *root)
 	c->ssh_defaults.command_timeout_s = 300;
 	c->ssh_defaults.keepalive_s = 15;
 	c->rolling.max_unavailable = 1;
+	c->rolling.max_unavailable_vms = 1;
 	if (root->type != YAML_MAPPING_NODE) {
 		spec_diag(x, GC_SEV_ERROR, spec_mark(x, root),
 			  "a spec starts with apiVersion: " GC_SPEC_API_VERSION,

@@ -21,9 +21,14 @@ LAB = os.path.join(ROOT, "scripts", "lab.sh")
 OBSERVE_MARK = "@@gc:"
 
 
+LEASE_OPTION = "/UserVars/GpuclusterctlLease"
+
+
 def observation(line):
-    """True for read-only commands: observation batches and reboot polls."""
-    return OBSERVE_MARK in line or line in ("vmware -v", "esxcli system stats uptime get")
+    """True for commands that change no configuration: observation batches,
+    reboot polls, and the cluster lease's bookkeeping."""
+    return (OBSERVE_MARK in line or line in ("vmware -v", "esxcli system stats uptime get")
+            or LEASE_OPTION in line or "advanced add -o GpuclusterctlLease " in line)
 
 
 class LabCase(unittest.TestCase):
@@ -71,10 +76,12 @@ class LabCase(unittest.TestCase):
 
     # ---------------------------------------------------------------- running the tool
 
-    def gc(self, *args, spec=None, timeout=300, env=None, check=None):
+    def gc(self, *args, spec=None, timeout=300, env=None, check=None, yes=True):
         argv = [BIN, *args]
         if args and args[0] in ("apply", "plan"):
             argv += ["--state-dir", self.state_dir]
+        if args and args[0] == "apply" and yes:
+            argv.append("--yes")   # no terminal on stdin: apply asks nobody
         argv.append(spec or self.specfile)
         r = subprocess.run(argv, env=env or self.env, capture_output=True, text=True,
                            timeout=timeout)

@@ -5,6 +5,7 @@ hosts and a simulated Onyx switch.  Issue 3's acceptance lines, one test each.
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import time
@@ -153,14 +154,46 @@ class ApplyRoce(LabCase):
     def test_unreachable_host_is_retried_three_times_then_reported(self):
         # nothing listens on port+50: connection refused, a transport fault
         spec = os.path.join(self.lab, "unreachable.yaml")
-        open(spec, "w").write(open(self.specfile).read().replace(
-            "port: %d" % self.port, "port: %d" % (self.port + 50)))
+        with open(self.specfile) as f:
+            text = f.read()
+        with open(spec, "w") as f:
+            f.write(text.replace("port: %d" % self.port, "port: %d" % (self.port + 50)))
         r = self.gc("plan", "--only", "esxi", spec=spec, check=1)
         for h in self.hosts:
             self.assertEqual(r.stderr.count("%s: retrying after: host '%s': ssh " % (h, h)), 3, r.stderr)
         self.assertIn("gpuclusterctl: error: esxi 'esx01' failed: host 'esx01': ssh gclab@127.0.0.11:%d: "
                       "cannot connect: Connection refused\n" % (self.port + 50), r.stderr)
-        self.assertEqual(r.stdout, "")
+        # nothing could be observed: the plan is all unknown
+        self.assertTrue(r.stdout.startswith("Unknown: not observed, nothing planned for them\n\n"
+                                            "  esxi esx01: unknown: host 'esx01': ssh gclab@127.0.0.11:%d: "
+                                            "cannot connect: Connection refused\n" % (self.port + 50)), r.stdout)
+        self.assertTrue(r.stdout.endswith(" 8 targets unknown.\n"), r.stdout)
+
+    def test_plan_with_one_unreachable_host_plans_the_others(self):
+        spec = os.path.join(self.lab, "one-unreachable.yaml")
+        with open(self.specfile) as f:
+            text = f.read()
+        self.assertIn("- name: esx03\n  address: 127.0.0.13\n", text)
+        with open(spec, "w") as f:
+            f.write(text.replace("- name: esx03\n  address: 127.0.0.13\n",
+                                 "- name: esx03\n  address: 127.0.0.13\n  ssh: {port: %d}\n" % (self.port + 50)))
+        r = self.gc("plan", "--only", "esxi,switch", spec=spec, check=1)
+        refused = "host 'esx03': ssh gclab@127.0.0.13:%d: cannot connect: Connection refused" % (self.port + 50)
+        self.assertIn("Wave 2 of 4 (maintenance: esx04, esx05)\n", r.stdout)
+        self.assertIn("Wave 4 of 4 (maintenance: esx08)\n", r.stdout)
+        self.assertNotIn("esxi esx03\n", r.stdout)
+        self.assertIn("\nUnknown: not observed, nothing planned for them\n\n"
+                      "  esxi esx03: unknown: " + refused + "\n\n"
+                      "Plan: 0 to add, 27 to change, 0 to destroy, 35 synthesized steps "
+                      "(7 hosts need maintenance, 7 reboots). 1 target unknown.\n", r.stdout)
+        self.assertTrue(r.stderr.endswith("gpuclusterctl: error: esxi 'esx03' failed: " + refused + "\n"),
+                        r.stderr)
+        for h in self.hosts:
+            self.assertEqual(self.changes(h), [], h)
+        # --json carries the same
+        r = self.gc("plan", "--only", "esxi,switch", "--json", spec=spec, check=1)
+        plan = json.loads(r.stdout)
+        self.assertEqual(plan["unknown"], [{"kind": "esxi", "target": "esx03", "error": refused}])
 
     def test_dropped_connection_is_retried_and_converges(self):
         # esx03 drops the connection in the middle of the apply (after its
@@ -186,11 +219,12 @@ class ApplyRoce(LabCase):
         msg = "Error: Unable to set module parameters: nmlx5_core is busy"
         self.control("esx02", {"reboot_seconds": self.reboot_seconds,
                                "fail_once": {"match": "esxcli system module parameters set", "message": msg}})
-        r = self.apply(check=1)
+        r = self.apply("--continue-on-error", check=1)
         self.assertIn("esx02        esxi     3 done, 1 failed, 4 skipped: host 'esx02': command "
                       "'esxcli system module parameters set -m nmlx5_core -p 'max_vfs=4'' failed: " + msg,
                       r.stdout)
         self.assertNotIn("LEFT IN MAINTENANCE", r.stdout)
+        self.assertNotIn("Rollout halted", r.stdout)
         self.assertIn("esx02                 a change still waits for a reboot: re-run apply", r.stdout)
         for h in self.hosts:
             if h != "esx02":
@@ -202,6 +236,147 @@ class ApplyRoce(LabCase):
         # the re-run finishes the job: the journal knows the passthrough change awaits a reboot
         self.apply()
         self.assert_host_converged("esx02")
+
+    def test_a_failed_wave_halts_the_rollout_and_its_host_leaves_maintenance(self):
+        # esx01's passthrough never becomes current: its read-back after the
+        # reboot fails (on its own timeout, with progress), the host leaves
+        # maintenance like after any failure, and no later wave starts
+        self.control("esx01", {"reboot_seconds": self.reboot_seconds, "passthru_stuck": True})
+        r = self.apply("-v", "--verify-timeout", "1", check=1)
+        why = ("host 'esx01': after the reboot still pending: passthrough of 0000:3b:00.0 "
+               "configured on, running off (verify timeout 1 s)")
+        self.assertIn("  esx01        esxi     6 done, 1 failed, 1 skipped: " + why + "\n"
+                      "  esx01                 left maintenance mode after the failure\n", r.stdout)
+        self.assertRegex(r.stderr, r"esx01: verifying \(\d+ s of 1 s\): passthrough of 0000:3b:00.0")
+        self.assertIn("\nRollout halted: 1 failed target, rolling.max_failures is 0.\n"
+                      "Not started: waves 2-4 of 4, 42 actions on esx03, esx04, esx05, esx06, esx07, esx08.\n"
+                      "Fix the failure and re-run apply (--continue-on-error starts the next waves anyway).\n",
+                      r.stdout)
+        self.assertIn("gpuclusterctl: warning: rollout halted: 1 failed target, rolling.max_failures is 0; "
+                      "waves 2-4 not started\n", r.stderr)
+        self.assertNotIn("LEFT IN MAINTENANCE", r.stdout)
+        self.assertNotIn("interrupted", r.stdout)
+        # esx01: its whole window, the exit being the recovery's
+        self.assertEqual(self.changes("esx01"), ROCE_SEQUENCE)
+        self.assertFalse(self.state("esx01")["maintenance"])
+        self.assert_host_converged("esx02")
+        # wave 1 also held the other hosts' NTP change; nothing else reached them
+        for h in self.hosts[2:]:
+            self.assertEqual(self.changes(h), ROCE_SEQUENCE[:1], h)
+            self.assertFalse(self.state(h)["maintenance"], h)
+
+    def test_max_failures_lets_the_rollout_go_on(self):
+        self.control("esx01", {"reboot_seconds": self.reboot_seconds, "passthru_stuck": True})
+        spec = os.path.join(self.lab, "max-failures.yaml")
+        with open(self.specfile) as f:
+            text = f.read()
+        self.assertIn("rolling:\n  max_unavailable: 2\n", text)
+        with open(spec, "w") as f:
+            f.write(text.replace("rolling:\n", "rolling:\n  max_failures: 1\n"))
+        r = self.apply("--verify-timeout", "1", spec=spec, check=1)
+        self.assertNotIn("Rollout halted", r.stdout)
+        self.assertIn("  esx01                 left maintenance mode after the failure\n", r.stdout)
+        self.assertEqual(self.changes("esx01"), ROCE_SEQUENCE)
+        for h in self.hosts[1:]:
+            self.assert_host_converged(h)
+
+    def test_target_touches_only_the_named_hosts(self):
+        r = self.gc("plan", "--only", "esxi,switch", "--target", "esx03", check=2)
+        self.assertTrue(r.stdout.startswith("Wave 1 of 1 (maintenance: esx03)\n\n  esxi esx03\n"), r.stdout)
+        self.assertNotIn("esx04", r.stdout)
+        self.assertNotIn("sn2700", r.stdout)
+        r = self.apply("--target", "esx03")
+        self.assertIn("Apply complete: 8 actions done, 0 failed, 0 skipped.\n"
+                      "(--only/--target: 123 resources on other targets were left out.)\n", r.stdout)
+        self.assert_host_converged("esx03")
+        self.assertEqual(self.changes("esx03"), ROCE_SEQUENCE)
+        for h in self.hosts + self.switches:
+            if h != "esx03":
+                self.assertEqual(self.log(h), [], h)   # not even observed
+        # a glob, repeated: esx07 and esx08 by one pattern, the switch by another
+        r = self.apply("--target", "esx0[78]", "--target", "sn*")
+        for h in ("esx07", "esx08"):
+            self.assert_host_converged(h)
+        self.assertEqual(self.switch_config_commands(), SWITCH_CONFIG)
+        for h in ("esx01", "esx02", "esx04", "esx05", "esx06"):
+            self.assertEqual(self.log(h), [], h)
+        r = self.gc("plan", "--target", "esx3*", check=64)
+        self.assertEqual(r.stderr, "gpuclusterctl: error: --target 'esx3*' matches no host, switch, "
+                                   "vCenter or VM of the spec\n")
+
+    def apply_on_tty(self, answer):
+        """apply with a terminal on stdin (a pty) that answers `answer`."""
+        import pty
+        master, slave = pty.openpty()
+        os.write(master, (answer + "\n").encode())
+        try:
+            r = subprocess.run([self.gc_bin(), "apply", "--only", "esxi,switch", "--target", "esx01",
+                                "--state-dir", self.state_dir, self.specfile], env=self.env,
+                               stdin=slave, capture_output=True, text=True, timeout=300)
+        finally:
+            os.close(slave)
+            os.close(master)
+        return r
+
+    def test_apply_asks_on_a_terminal_and_only_yes_applies(self):
+        question = ("Do you want to perform these actions?\n"
+                    "  Only 'yes' will be accepted to approve.\n\n"
+                    "  Enter a value: ")
+        r = self.apply_on_tty("no")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("(1 hosts need maintenance, 1 reboots).\n\n" + question + "\nApply cancelled.\n",
+                      r.stdout)
+        self.assertEqual(self.changes("esx01"), [])     # observed, nothing changed
+        r = self.apply_on_tty("yes")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(question + "\nSummary:\n  esx01        esxi     8 done", r.stdout)
+        self.assertEqual(self.changes("esx01"), ROCE_SEQUENCE)
+        # without a terminal and without --yes: refused before anything is touched
+        r = self.gc("apply", "--only", "esxi", yes=False, check=64)
+        self.assertIn("standard input is not a terminal, so nobody can approve the plan: pass --yes",
+                      r.stderr)
+
+    def test_saved_plan_is_applied_exactly_or_refused_after_drift(self):
+        planfile = os.path.join(self.lab, "roce.plan")
+        r = self.gc("plan", "--only", "esxi,switch", "-out", planfile, check=2)   # Terraform's spelling
+        self.assertIn("\nSaved the plan to %s: 'gpuclusterctl apply %s' carries out exactly this plan, "
+                      "or refuses if a target changed.\n" % (planfile, planfile), r.stdout)
+        with open(planfile) as f:
+            saved = json.load(f)
+        self.assertEqual(saved["spec"], os.path.realpath(self.specfile))
+        self.assertEqual(saved["only"], ["esxi", "switch"])
+        self.assertEqual(sorted(saved["fingerprints"]), sorted(self.hosts + self.switches))
+        self.assertEqual(saved["plan"]["summary"]["reboots"], 8)
+        # drift by hand on esx05 after the review: the plan no longer says what apply would do
+        self.remote("esx05", "esxcli system ntp set -s ntp9.lab.example")
+        before = {h: self.changes(h) for h in self.hosts}
+        r = self.gc("apply", yes=False, spec=planfile, check=1)
+        self.assertIn("gpuclusterctl: error: esxi 'esx05' changed since the plan was saved: nothing was "
+                      "changed; run plan --out again and review it\n", r.stderr)
+        for h in self.hosts:
+            self.assertEqual(self.changes(h), before[h], h)
+        self.assertEqual(self.switch_config_commands(), [])
+        # a fresh plan, applied as saved (no question asked), converges; the same file again is stale
+        self.gc("plan", "--only", "esxi,switch", "--out", planfile, check=2)
+        r = self.gc("apply", yes=False, spec=planfile, check=0)
+        self.assertIn("Apply complete: 70 actions done, 0 failed, 0 skipped.", r.stdout)
+        for h in self.hosts:
+            self.assert_host_converged(h)
+        r = self.gc("apply", yes=False, spec=planfile, check=1)
+        self.assertIn(" changed since the plan was saved: nothing was changed", r.stderr)
+        # the spec edited after the plan was saved: refused too
+        self.gc("plan", "--only", "esxi,switch", "--out", planfile, check=0)
+        with open(self.specfile) as f:
+            text = f.read()
+        self.addCleanup(lambda: open(self.specfile, "w").write(text))
+        with open(self.specfile, "a") as f:
+            f.write("# edited\n")
+        r = self.gc("apply", yes=False, spec=planfile, check=1)
+        self.assertEqual(r.stderr, "gpuclusterctl: error: the spec '%s' changed since the plan was saved: "
+                                   "nothing was changed; run plan --out again and review it\n"
+                         % os.path.realpath(self.specfile))
+        r = self.gc("apply", "--target", "esx01", yes=False, spec=planfile, check=64)
+        self.assertIn("a saved plan carries its own --only and --target", r.stderr)
 
     def test_a_host_message_cannot_drive_the_terminal(self):
         # a device's error with a window title, a screen clear, a backspace
@@ -270,7 +445,7 @@ class ApplyRoce(LabCase):
                     except OSError:
                         pass
 
-        p = subprocess.Popen([self.gc_bin(), "apply", "--only", "esxi,switch", "-v", "--state-dir",
+        p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "-v", "--state-dir",
                               self.state_dir, spec], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         while p.poll() is None:
@@ -291,7 +466,7 @@ class ApplyRoce(LabCase):
     def slow_apply_bg(self, latency_ms=150):
         for h in self.hosts:
             self.control(h, {"reboot_seconds": self.reboot_seconds, "latency_ms": latency_ms})
-        return subprocess.Popen([self.gc_bin(), "apply", "--only", "esxi,switch", "--state-dir",
+        return subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
                                  self.state_dir, self.specfile], env=self.env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -313,12 +488,78 @@ class ApplyRoce(LabCase):
         for h in self.hosts:
             self.assert_host_converged(h)
 
+    def lease(self, h):
+        return self.state(h)["advanced"].get("/UserVars/GpuclusterctlLease")
+
+    def apply_copy(self, copy, state, *args):
+        """apply from another copy of the spec, with a state directory of its own."""
+        return subprocess.run([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
+                               state, *args, copy], env=self.env, capture_output=True, text=True,
+                              timeout=300)
+
+    def wait_for_lease(self, p):
+        for _ in range(2400):
+            if p.poll() is not None or all((self.lease(h) or "none") != "none" for h in self.hosts):
+                break
+            time.sleep(0.05)
+        self.assertIsNone(p.poll(), "the first apply ended before it held the lease")
+
+    def test_a_copy_of_the_spec_elsewhere_is_refused_by_the_lease_on_the_hosts(self):
+        other = os.path.join(self.lab, "copy")
+        os.makedirs(other, exist_ok=True)
+        copy = os.path.join(other, "roce-passthrough.yaml")
+        shutil.copy(self.specfile, copy)
+        first = self.slow_apply_bg()
+        self.wait_for_lease(first)
+        self.assertIn(";pid=%d;" % first.pid, self.lease("esx01"))
+        r = self.apply_copy(copy, os.path.join(other, "state"))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, r"gpuclusterctl: error: cluster 'roce-lab' is locked on esxi 'esx01' by "
+                         r"\S+@\S+ pid %d since \S+Z \(until \S+Z\): another apply holds it, maybe from "
+                         r"another copy of the spec; nothing was changed\. If that apply is dead: "
+                         r"gpuclusterctl unlock --force SPEC\n" % first.pid)
+        self.assertNotIn("Summary", r.stdout)
+        out, err = first.communicate(timeout=300)
+        self.assertEqual(first.returncode, 0, err)
+        for h in self.hosts:
+            self.assert_host_converged(h)            # each change once: no second apply got in
+            self.assertEqual(self.changes(h), ROCE_SEQUENCE, h)
+            self.assertEqual(self.lease(h), "none", h)  # cleared at the end
+
+    def test_unlock_force_clears_a_dead_holders_lease(self):
+        # an apply from another machine died holding the lease (written by hand
+        # here, exactly as that apply would have left it)
+        now = int(time.time())
+        dead = "cluster=roce-lab;holder=ops@elsewhere;pid=4242;lock=0123456789abcdef;since=%d;expires=%d" % (
+            now - 60, now + 3600)
+        for h in self.hosts:
+            self.remote(h, "esxcli system settings advanced add -o GpuclusterctlLease -t string -s '%s' "
+                           "-d 'gpuclusterctl cluster lease'" % dead)
+        r = self.apply(check=1)
+        self.assertRegex(r.stderr, r"cluster 'roce-lab' is locked on esxi 'esx01' by ops@elsewhere pid 4242 "
+                         r"since \S+Z \(until \S+Z\)")
+        for h in self.hosts:
+            self.assertEqual(self.changes(h), [], h)
+        r = self.gc("unlock", yes=False, check=64)
+        self.assertIn("pass --force once you know that apply is dead", r.stderr)
+        r = subprocess.run([self.gc_bin(), "unlock", "--force", "--only", "esxi", "--state-dir",
+                            self.state_dir, self.specfile], env=self.env, capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "Cleared the cluster lease on 8 targets.\n")
+        self.assertIn("esx01: cleared the cluster lease: %s\n" % dead, r.stderr)
+        self.apply()
+        for h in self.hosts:
+            self.assert_host_converged(h)
+            self.assertEqual(self.changes(h), ROCE_SEQUENCE, h)
+            self.assertEqual(self.lease(h), "none", h)
+
     def test_ctrl_c_finishes_in_flight_steps_then_rerun_converges(self):
         for h in self.hosts:
             self.control(h, {"reboot_seconds": self.reboot_seconds, "latency_ms": 100})
         outpath = os.path.join(self.lab, "ctrl-c.out")
         with open(outpath, "w") as outf:
-            p = subprocess.Popen([self.gc_bin(), "apply", "--only", "esxi,switch", "--state-dir",
+            p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
                                   self.state_dir, self.specfile], env=self.env,
                                  stdout=outf, stderr=subprocess.PIPE, text=True)
             # interrupt in the middle of the apply: after the plan is shown
@@ -349,6 +590,83 @@ class ApplyRoce(LabCase):
             self.assert_host_converged(h, boots=self.state(h)["boot_count"])
             self.assertIn(self.state(h)["boot_count"], (1, 2), h)
 
+    def test_second_ctrl_c_prints_hosts_in_maintenance_then_the_summary(self):
+        # wave 1's hosts are down in their reboot (30 s) when Ctrl-C comes twice
+        for h in self.hosts:
+            self.control(h, {"reboot_seconds": 30})
+        outpath = os.path.join(self.lab, "ctrl-c-twice.out")
+        errpath = os.path.join(self.lab, "ctrl-c-twice.err")
+        with open(outpath, "w") as outf, open(errpath, "w") as errf:
+            p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
+                                  self.state_dir, self.specfile], env=self.env, stdout=outf, stderr=errf)
+            reboot = "esxcli system shutdown reboot -r gpuclusterctl"
+            for _ in range(1200):
+                if all(reboot in self.changes(h) for h in ("esx01", "esx02")):
+                    break
+                time.sleep(0.05)
+            p.send_signal(signal.SIGINT)
+            for _ in range(600):
+                with open(errpath) as f:
+                    if "interrupted: finishing the steps in flight" in f.read():
+                        break
+                time.sleep(0.05)
+            p.send_signal(signal.SIGINT)
+            self.assertEqual(p.wait(timeout=60), 130)
+        with open(outpath) as f:
+            out = f.read()
+        with open(errpath) as f:
+            err = f.read()
+        summary = out[out.index("Plan: "):]
+        self.assertIn("\n!!! host 'esx01' is LEFT IN MAINTENANCE MODE: interrupted twice during "
+                      "'wait for esx01'; re-run apply to finish (the journal remembers)\n"
+                      "!!! host 'esx02' is LEFT IN MAINTENANCE MODE: interrupted twice during "
+                      "'wait for esx02'; re-run apply to finish (the journal remembers)\n"
+                      "\nSummary (interrupted twice: the steps in flight were abandoned):\n"
+                      "  esx01        esxi     5 done, 0 failed, 0 skipped; abandoned: wait for esx01\n"
+                      "  esx02        esxi     5 done, 0 failed, 0 skipped; abandoned: wait for esx02\n"
+                      "  esx03        esxi     1 done, 0 failed, 0 skipped\n", summary)
+        self.assertLess(summary.index("LEFT IN MAINTENANCE"), summary.index("Summary"))
+        self.assertTrue(out.endswith("\nApply interrupted: 22 actions done, 0 failed, 0 skipped.\n"), out[-300:])
+        self.assertTrue(err.endswith("gpuclusterctl: error: interrupted twice: stopped with steps in flight\n"), err)
+        for h in ("esx01", "esx02"):
+            self.assertTrue(self.state(h)["maintenance"], h)
+        for h in self.hosts[2:]:
+            self.assertEqual(self.changes(h), ROCE_SEQUENCE[:1], h)
+
+    def test_kills_during_reboots_cost_no_extra_reboot(self):
+        # SIGKILL right after a host's reboot went out, three times; each
+        # re-run comes after the host is back.  Its boot time, later than the
+        # journalled reboot, proves the reboot happened: none is sent twice.
+        for h in self.hosts:
+            self.control(h, {"reboot_seconds": 1.0})
+        reboot = "esxcli system shutdown reboot -r gpuclusterctl"
+
+        def reboots():
+            return sum(self.changes(h).count(reboot) for h in self.hosts)
+
+        for kill in range(3):
+            before = reboots()
+            p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
+                                  self.state_dir, self.specfile], env=self.env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(2400):
+                if reboots() > before or p.poll() is not None:
+                    break
+                time.sleep(0.025)
+            self.assertIsNone(p.poll(), "kill %d: the apply ended before a reboot" % kill)
+            p.send_signal(signal.SIGKILL)
+            p.wait()
+            for _ in range(400):   # the operator re-runs once the hosts answer again
+                if all(self.state(h)["down_until"] < time.time() for h in self.hosts):
+                    break
+                time.sleep(0.05)
+        r = self.apply("-v")
+        self.assertIn("booted ", r.stderr)
+        self.assertIn(" s after the reboot an earlier apply sent: not rebooting again", r.stderr)
+        for h in self.hosts:
+            self.assert_host_converged(h, boots=1)
+            self.assertEqual(self.changes(h).count(reboot), 1, h)
+
     def gc_bin(self):
         from labtest import BIN
         return BIN
@@ -365,7 +683,7 @@ class ApplyKilled(LabCase):
 
     def apply_bg(self):
         from labtest import BIN
-        return subprocess.Popen([BIN, "apply", "--only", "esxi", "--state-dir", self.state_dir,
+        return subprocess.Popen([BIN, "apply", "--yes", "--only", "esxi", "--state-dir", self.state_dir,
                                  self.specfile], env=self.env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
 

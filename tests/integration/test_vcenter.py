@@ -127,6 +127,40 @@ class ApplyVmsRoce(VcenterLab):
         nics = self.devices(vm, "VirtualVmxnet3")
         self.assertEqual([n["network"] for n in nics], ["VM Network"], name)
 
+    def test_a_memory_change_on_four_workers_powers_off_one_at_a_time(self):
+        self.apply()
+
+        def edit(d):
+            for vm in d["vms"][:4]:
+                vm["memory_gb"] = 64
+        spec = self.spec_variant(edit)
+        r = self.plan(spec=spec, check=2)
+        for i in (2, 3, 4):
+            self.assertIn("after worker-%02d is back on (rolling.max_unavailable_vms: 1)" % (i - 1), r.stdout)
+        self.apply(spec=spec)
+        for i in range(1, 5):
+            vm = self.show("worker-%02d" % i)
+            self.assertEqual(vm["memory_mb"], 64 * 1024)
+            self.assertEqual(vm["power"], "poweredOn")
+        # the journal's order (each step is recorded before it is sent and after
+        # it is done): a VM is off from its power-off's start to its power-on's end
+        down, most, offs = set(), 0, []
+        with open(os.path.join(self.state_dir, "roce-lab.journal")) as f:
+            recs = [json.loads(l) for l in f]
+        run = recs[-1]["run"]
+        for rec in recs:
+            if rec["run"] != run or rec["target"] != "vcenter":
+                continue
+            vm = rec["action"].split()[-1]
+            if rec["kind"] == "power_off" and rec["state"] == "start":
+                down.add(vm)
+                offs.append(vm)
+            elif rec["kind"] == "power_on" and rec["state"] == "done":
+                down.discard(vm)
+            most = max(most, len(down))
+        self.assertEqual(offs, ["worker-01", "worker-02", "worker-03", "worker-04"])
+        self.assertEqual(most, 1)
+
     def test_vm_part_converges_then_reapply_changes_nothing(self):
         r = self.apply("-v")
         self.assertIn("1 property-collector round trip", r.stdout + r.stderr)
@@ -148,7 +182,8 @@ class ApplyVmsRoce(VcenterLab):
     def test_failing_task_fails_that_vm_only_with_vcenters_message(self):
         self.faults({"ReconfigVM_Task": {"worker-03": {
             "fault": "InvalidDeviceSpec", "message": "Invalid configuration for device '0'."}}})
-        r = self.apply(check=1)
+        # the other VMs go on within the wave; --continue-on-error: the next waves too
+        r = self.apply("--continue-on-error", check=1)
         out = r.stdout + r.stderr
         self.assertIn("VM 'worker-03'", out)
         self.assertIn("Invalid configuration for device '0'. (InvalidDeviceSpec)", out)

@@ -125,8 +125,11 @@ def apply_reboot(state, host):
     state["down_until"] = time.time() + float(control.get("reboot_seconds", 2))
     state["vibs"] = [dict(v) for v in state["vibs_pending"]]
     state["graphics_active"] = state["graphics"]["type"]
-    for d in state["pci"]:
-        d["passthru_active"] = d["passthru"]
+    # "passthru_stuck": the reboot does not make passthrough current (a
+    # device the hypervisor cannot claim): the read-back after it fails
+    if not control.get("passthru_stuck"):
+        for d in state["pci"]:
+            d["passthru_active"] = d["passthru"]
     state["ecc"]["current"] = state["ecc"]["pending"]
     state["modules_active"] = dict(state["modules"])
 
@@ -664,12 +667,12 @@ def adv_fields(path, value):
                 ("Int Value", "integer", value), ("Default Int Value", "integer", 0),
                 ("Min Value", "integer", 0), ("Max Value", "integer", 1),
                 ("String Value", "string", ""), ("Default String Value", "string", ""),
-                ("Valid Characters", "string", ""), ("Description", "string", ADV_DESC[path])]
+                ("Valid Characters", "string", ""), ("Description", "string", ADV_DESC.get(path, "User defined option"))]
     return [("Path", "string", path), ("Type", "string", "string"),
             ("Int Value", "integer", 0), ("Default Int Value", "integer", 0),
             ("Min Value", "integer", 0), ("Max Value", "integer", 0),
             ("String Value", "string", value), ("Default String Value", "string", ""),
-            ("Valid Characters", "string", "**"), ("Description", "string", ADV_DESC[path])]
+            ("Valid Characters", "string", "**"), ("Description", "string", ADV_DESC.get(path, "User defined option"))]
 
 
 def c_advanced_list(st, args):
@@ -705,6 +708,21 @@ def c_advanced_set(st, args):
         if "str" not in o:
             raise EsxcliError("Error: Missing required parameter -s|--string-value")
         st["advanced"][path] = o["str"]
+    return ("none",)
+
+
+def c_advanced_add(st, args):
+    # ESXi 7+: a user-defined string option, created under /UserVars
+    spec = {"opt": ("o", "option", True, False), "type": ("t", "option-type", True, False),
+            "str": ("s", "string-value", True, False), "desc": ("d", "description", True, False)}
+    o = parse_opts(args, spec)
+    name = need(o, "opt", spec)
+    if need(o, "type", spec) != "string":
+        raise EsxcliError("Error: only string options are simulated")
+    path = "/UserVars/" + name
+    if path in st["advanced"]:
+        raise EsxcliError("Unable to add option %s: it already exists" % name)
+    st["advanced"][path] = o.get("str", "")
     return ("none",)
 
 
@@ -784,6 +802,7 @@ ESXCLI = {
     ("network", "firewall", "ruleset", "set"): c_firewall_set,
     ("system", "settings", "advanced", "list"): c_advanced_list,
     ("system", "settings", "advanced", "set"): c_advanced_set,
+    ("system", "settings", "advanced", "add"): c_advanced_add,
     ("system", "maintenanceMode", "get"): c_mm_get,
     ("system", "stats", "uptime", "get"): c_uptime_get,
     ("system", "maintenanceMode", "set"): c_mm_set,

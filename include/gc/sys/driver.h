@@ -73,6 +73,17 @@ struct gc_driver {
 	 * unsaved (a switch's running config written to its startup file). */
 	int (*save)(void *conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
 		    struct gc_error *err);
+	/* Optional: when the target last booted, in seconds since the epoch on
+	 * this machine's clock (its uptime subtracted from our time).  The
+	 * executor asks it after observing a host that an earlier, killed run
+	 * sent a reboot: a boot after that reboot went out pays the reboot. */
+	int (*boot_time)(void *conn, struct gc_drv_ctx *ctx, double *boot_s, struct gc_error *err);
+	/* Optional: the cluster lease this target carries, for everyone who
+	 * applies the spec from anywhere (src/exec/lease.c).  get: *out the
+	 * lease ("" when none; caller frees).  set: write it ("" clears); the
+	 * value holds only [A-Za-z0-9@._:;=+-].  Neither counts as a change. */
+	int (*lease_get)(void *conn, struct gc_drv_ctx *ctx, char **out, struct gc_error *err);
+	int (*lease_set)(void *conn, struct gc_drv_ctx *ctx, const char *value, struct gc_error *err);
 	void (*disconnect)(void *conn);
 };
 
@@ -82,6 +93,7 @@ struct gc_drv_settings {
 	const char *known_hosts;       /* --known-hosts overrides the spec */
 	unsigned reboot_timeout_ms;    /* wait for a host to come back; default 20 min */
 	unsigned reboot_poll_ms;       /* default 2 s */
+	unsigned verify_timeout_ms;    /* read-back after a reboot; default 5 min */
 	unsigned command_timeout_ms;   /* 0: the spec's */
 };
 

@@ -6,8 +6,8 @@
  * (commands.c) whose failure is reported with the device's own words.
  * REBOOT expects the connection to drop; WAIT_HOST reconnects until the
  * host answers `vmware -v`; VERIFY re-observes until nothing is pending any
- * more and every resource of the host holds its desired values, or the
- * reboot deadline passes.
+ * more and every resource of the host holds its desired values, or its own
+ * deadline (verify_timeout_ms, not the reboot's) passes.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "gc/esxi.h"
+#include "gc/pattern.h"
 #include "gc/spec.h"
 #include "gc/ssh.h"
 #include "gc/sys/driver.h"
@@ -371,9 +372,10 @@ static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
 {
 	const struct gc_drv_settings *set = gc_drv_settings(ctx);
-	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
+	/* its own deadline: the host is up, only a read-back can still change */
+	unsigned timeout = set->verify_timeout_ms ? set->verify_timeout_ms : 5u * 60 * 1000;
 	unsigned poll = set->reboot_poll_ms ? set->reboot_poll_ms : 2000;
-	uint64_t deadline = gc_now_ns() + (uint64_t)timeout * 1000000u;
+	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u;
 
 	for (;;) {
 		struct gc_buf problems = GC_BUF_INIT;
@@ -391,17 +393,132 @@ static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *
 		if (!c->facts.reboot_pending && bad == NULL)
 			return 0;
 		if (gc_now_ns() >= deadline || gc_drv_interrupted(ctx)) {
+			char why[64];
+
+			if (gc_drv_interrupted(ctx))
+				snprintf(why, sizeof(why), "verify interrupted");
+			else
+				snprintf(why, sizeof(why), "verify timeout %u s", timeout / 1000);
 			if (bad != NULL)
 				return gc_error_set(err, GC_EREMOTE,
-						    "host '%s': after the reboot '%s' still differs from the spec",
-						    c->target->name, bad->id);
-			return gc_error_set(err, GC_EREMOTE, "host '%s': after the reboot still pending: %s",
-					    c->target->name, c->facts.reboot_pending_why);
+						    "host '%s': after the reboot '%s' still differs from the spec (%s)",
+						    c->target->name, bad->id, why);
+			return gc_error_set(err, GC_EREMOTE,
+					    "host '%s': after the reboot still pending: %s (%s)",
+					    c->target->name, c->facts.reboot_pending_why, why);
 		}
-		gc_drv_note(ctx, c->target, "verifying: %s",
+		gc_drv_note(ctx, c->target, "verifying (%.0f s of %u s): %s",
+			    (double)(gc_now_ns() - t0) / 1e9, timeout / 1000,
 			    c->facts.reboot_pending ? c->facts.reboot_pending_why : bad->id);
 		sleep_ms(poll);
 	}
+}
+
+static int esxi_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s, struct gc_error *err)
+{
+	struct esxi_conn *c = conn;
+	struct timespec now;
+	int64_t up_us;
+
+	(void)ctx;
+	up_us = read_uptime(c->ssh);
+	clock_gettime(CLOCK_REALTIME, &now); /* after the reply: the boot looks later, never earlier */
+	if (up_us < 0)
+		return gc_error_set(err, GC_EREMOTE, "host '%s': cannot read '%s'", c->target->name,
+				    CMD_UPTIME);
+	*boot_s = (double)now.tv_sec + (double)now.tv_nsec / 1e9 - (double)up_us / 1e6;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- the cluster lease */
+
+/* A user-defined advanced option (ESXi 7+ creates those under /UserVars):
+ * every operator's apply, from any copy of the spec, sees it. */
+#define LEASE_OPTION "/UserVars/GpuclusterctlLease"
+#define LEASE_NONE "none"
+
+static int lease_exec(struct esxi_conn *c, const char *cmd, struct gc_ssh_result *res,
+		      struct gc_error *err)
+{
+	int rc = gc_ssh_exec(c->ssh, cmd, res, err);
+
+	if (rc != 0)
+		gc_error_prefix(err, "host '%s': ", c->target->name);
+	return rc;
+}
+
+static int esxi_lease_get(void *conn, struct gc_drv_ctx *ctx, char **out, struct gc_error *err)
+{
+	struct esxi_conn *c = conn;
+	struct gc_ssh_result res;
+	struct gc_esxcli_result xr;
+	const char *v;
+	int rc;
+
+	(void)ctx;
+	rc = lease_exec(c, "esxcli --formatter=xml system settings advanced list -o " LEASE_OPTION,
+			&res, err);
+	if (rc != 0)
+		return rc;
+	if (res.exit_status != 0) { /* "Unable to find option": nobody ever leased this host */
+		bool none = strstr(res.err, "Unable to find option") != NULL ||
+			    strstr(res.out, "Unable to find option") != NULL;
+
+		gc_ssh_result_free(&res);
+		if (!none)
+			return gc_error_set(err, GC_EREMOTE, "host '%s': cannot read the cluster lease",
+					    c->target->name);
+		*out = gc_xstrdup("");
+		return 0;
+	}
+	rc = gc_esxcli_parse_xml(&xr, res.out, res.out_len, err);
+	gc_ssh_result_free(&res);
+	if (rc != 0) {
+		gc_error_prefix(err, "host '%s': the cluster lease: ", c->target->name);
+		return rc;
+	}
+	v = xr.nitems > 0 ? gc_esxcli_get(&xr.items[0], "StringValue") : NULL;
+	*out = gc_xstrdup(v == NULL || strcmp(v, LEASE_NONE) == 0 ? "" : v);
+	gc_esxcli_result_free(&xr);
+	return 0;
+}
+
+static int esxi_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value, struct gc_error *err)
+{
+	struct esxi_conn *c = conn;
+	struct gc_buf cmd = GC_BUF_INIT, q = GC_BUF_INIT;
+	struct gc_ssh_result res;
+	int rc;
+
+	(void)ctx;
+	if (strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789@._:;=+-") !=
+	    strlen(value))
+		return gc_error_set(err, GC_EINVAL, "host '%s': bad lease value", c->target->name);
+	gc_shell_quote(&q, value[0] ? value : LEASE_NONE);
+	gc_buf_printf(&cmd, "esxcli system settings advanced set -o " LEASE_OPTION " -s %s", gc_buf_str(&q));
+	rc = lease_exec(c, gc_buf_str(&cmd), &res, err);
+	if (rc == 0 && res.exit_status != 0 && strstr(res.err, "Unable to find option") != NULL) {
+		/* the first lease of this host: create the option */
+		gc_ssh_result_free(&res);
+		gc_buf_reset(&cmd);
+		gc_buf_printf(&cmd, "esxcli system settings advanced add -o GpuclusterctlLease -t string "
+			      "-s %s -d 'gpuclusterctl cluster lease'", gc_buf_str(&q));
+		rc = lease_exec(c, gc_buf_str(&cmd), &res, err);
+	}
+	if (rc == 0) {
+		if (res.exit_status != 0) {
+			struct gc_buf msg = GC_BUF_INIT;
+
+			device_message(&msg, &res);
+			rc = gc_error_set(err, GC_EREMOTE, "host '%s': cannot write the cluster lease: %s",
+					  c->target->name, gc_buf_str(&msg));
+			gc_buf_free(&msg);
+		}
+		gc_ssh_result_free(&res);
+	}
+	gc_buf_free(&cmd);
+	gc_buf_free(&q);
+	return rc;
 }
 
 static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
@@ -452,5 +569,8 @@ const struct gc_driver gc_driver_esxi = {
 	.connect = esxi_connect,
 	.observe = esxi_observe,
 	.apply = esxi_apply,
+	.boot_time = esxi_boot_time,
+	.lease_get = esxi_lease_get,
+	.lease_set = esxi_lease_set,
 	.disconnect = esxi_disconnect,
 };

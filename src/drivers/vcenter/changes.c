@@ -660,7 +660,7 @@ static int portgroup_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const stru
 {
 	const struct gc_resource *r = a->resource;
 	const char *dvs_name = gc_resource_prop(r, "dvswitch");
-	const char *name = strrchr(r->id, '/') + 1;
+	const char *name = gc_vcdrv_portgroup_name(r);
 	const char *vlan_s = gc_resource_prop(r, "vlan");
 	int vlan = vlan_s ? atoi(vlan_s) : 0, rc;
 	const struct gc_vcenter_inventory *inv = gc_vcdrv_snapshot(c);

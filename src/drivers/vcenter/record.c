@@ -72,6 +72,18 @@ static bool backing_is(const struct gc_vcenter_device *d, const char *type)
 	return d->backing_type != NULL && strcmp(d->backing_type, type) == 0;
 }
 
+const char *gc_vcdrv_portgroup_name(const struct gc_resource *r)
+{
+	const char *dvs = gc_resource_prop(r, "dvswitch");
+	size_t n = dvs ? strlen(dvs) : 0;
+
+	/* the graph builds the id as "dvs/%s/portgroup/%s" from the spec's names */
+	if (dvs != NULL && strncmp(r->id, "dvs/", 4) == 0 && strncmp(r->id + 4, dvs, n) == 0 &&
+	    strncmp(r->id + 4 + n, "/portgroup/", 11) == 0)
+		return r->id + 4 + n + 11;
+	return strrchr(r->id, '/') + 1; /* not built by the graph: a test's hand-made id */
+}
+
 bool gc_vcdrv_is_nic(const struct gc_vcenter_device *d, enum gc_res_kind kind)
 {
 	/* an if chain, not a switch: most resource kinds are not devices */
@@ -448,7 +460,7 @@ static void record_dvs(struct rec *x, const struct gc_resource *r)
 static void record_portgroup(struct rec *x, const struct gc_resource *r)
 {
 	const char *dvs_name = gc_resource_prop(r, "dvswitch");
-	const char *pg = strrchr(r->id, '/') + 1;
+	const char *pg = gc_vcdrv_portgroup_name(r);
 	const struct gc_vcenter_dvs *d = dvs_name ? gc_vcenter_inventory_dvs(x->inv, dvs_name) : NULL;
 
 	for (size_t i = 0; d != NULL && i < x->inv->nnetworks; i++) {

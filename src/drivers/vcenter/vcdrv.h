@@ -47,6 +47,10 @@ const struct gc_vcenter_device *gc_vcdrv_device(const struct gc_vcenter_inventor
 						const struct gc_resource *r);
 /* "10de:1db4" -> 0x10de, 0x1db4 (a dynamic DirectPath id); false when not that shape. */
 bool gc_vcdrv_pci_id(const char *s, unsigned *vendor, unsigned *device);
+/* The port group a dvs.portgroup resource stands for: its own name, taken
+ * after "dvs/<dvswitch>/portgroup/" (a name may hold '/': never cut at the
+ * last one). */
+const char *gc_vcdrv_portgroup_name(const struct gc_resource *r);
 /* Is the device an adapter of this NIC kind / a vGPU / a static PCI passthrough? */
 bool gc_vcdrv_is_nic(const struct gc_vcenter_device *d, enum gc_res_kind kind);
 

@@ -25,7 +25,8 @@ failures = []
 
 def run(*args):
     env = dict(os.environ, NO_COLOR="1")
-    p = subprocess.run([BIN, *args], cwd=SRC, env=env, capture_output=True, text=True)
+    p = subprocess.run([BIN, *args], cwd=SRC, env=env, capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -116,7 +117,15 @@ check("plan --observed missing file: names it",
 # lab): a guest that does not answer is retried, then named with the reason
 rc, out, err = run("plan", "--only", "guest", "--state-dir", "/tmp/gc-cli-test-state",
                    "examples/roce-pair.yaml")
-check("live plan of unreachable guests: exit 1", rc == 1 and out == "", err)
+check("live plan of unreachable guests: exit 1", rc == 1, err)
+check("live plan of unreachable guests: both listed as unknown with the reason",
+      out == "Unknown: not observed, nothing planned for them\n\n"
+             "  guest worker-01: unknown: guest 'worker-01': ssh ubuntu@127.0.0.51:22: cannot "
+             "connect: Connection refused\n"
+             "  guest worker-02: unknown: guest 'worker-02': ssh ubuntu@127.0.0.52:22: cannot "
+             "connect: Connection refused\n\n"
+             "Plan: 0 to add, 0 to change, 0 to destroy, 0 synthesized steps (0 hosts need "
+             "maintenance, 0 reboots). 2 targets unknown.\n", out)
 check("live plan of unreachable guests: names the guest and the reason",
       err.endswith("gpuclusterctl: error: guest 'worker-01' failed: guest 'worker-01': ssh "
                    "ubuntu@127.0.0.51:22: cannot connect: Connection refused\n"), err)
@@ -171,6 +180,40 @@ for ex in EXAMPLES:
     rc, out, err = run("check", f"examples/{ex}.yaml")
     check(f"check {ex}: exit 0", rc == 0 and out.startswith(f"examples/{ex}.yaml: ok ("), out + err)
 shutil.rmtree(tmp)
+
+# ---------------------------------------------------------------- approval, Terraform spellings
+# (no lab needed: each is settled before anything is observed)
+roce = "examples/roce-passthrough.yaml"
+rc, out, err = run("apply", roce)   # stdin is not a terminal here (ctest, or </dev/null)
+check("apply without a terminal or --yes: refused, nothing touched",
+      rc == 64 and out == "" and err ==
+      "gpuclusterctl apply: standard input is not a terminal, so nobody can approve the plan: "
+      "pass --yes (or --auto-approve) to apply without asking, or save a plan with "
+      "'plan --out FILE' and apply that FILE\n"
+      "Try 'gpuclusterctl apply --help' for more information.\n", err)
+rc, out, err = run("apply", "--json", "--yes", "--only", "esxi", "tests/data/spec/bad/unknown-keys.yaml")
+check("apply --yes goes on to load the spec", rc == 1 and "unknown key" in err, err)
+rc, out, err = run("apply", "-auto-approve", "--only", "esxi", "tests/data/spec/bad/unknown-keys.yaml")
+check("apply -auto-approve (Terraform) is --yes", rc == 1 and "unknown key" in err, err)
+rc, out, err = run("apply", "-detailed-exitcode", roce)
+check("apply -detailed-exitcode: refused naming plan",
+      rc == 64 and err.startswith("gpuclusterctl apply: -detailed-exitcode is a plan option (our plan "
+                                  "always exits 0 for no changes, 2 for changes, 1 for an error)\n"), err)
+rc, out, err = run("plan", "--offline", "-detailed-exitcode", roce)
+check("plan -detailed-exitcode (Terraform) is how plan exits anyway", rc == 2 and out.startswith("Wave 1 of "), err)
+rc, out, err = run("plan", "--offline", "-out=" + os.devnull, roce)
+check("plan -out= (Terraform) is --out, which needs a live plan",
+      rc == 64 and err.startswith("gpuclusterctl plan: --out saves a live plan (what the targets hold "
+                                  "now); not with --offline or --observed\n"), err)
+rc, out, err = run("plan", "--offline", "-target", "esx0[12]", roce)
+check("plan -target (Terraform) is --target", rc == 2 and "esxi esx02\n" in out and "esx03" not in out,
+      out + err)
+
+rc, out, err = run("unlock", roce)
+check("unlock without --force: refused, nothing touched",
+      rc == 64 and out == "" and err.startswith(
+          "gpuclusterctl unlock: unlock clears another apply's lease: pass --force once you know "
+          "that apply is dead\n"), err)
 
 # ---------------------------------------------------------------- graph
 have_dot = shutil.which("dot") is not None

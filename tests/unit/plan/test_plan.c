@@ -264,6 +264,104 @@ static void test_waves_respect_max_unavailable(void **state)
 	fx_done(&f);
 }
 
+/* A target that could not be observed: none of its resources is diffed,
+ * the others are planned, and the plan says which part is unknown. */
+static void test_unknown_target_is_left_out_and_named(void **state)
+{
+	struct fx f;
+	struct gc_plan_opts opts = GC_PLAN_OPTS_INIT;
+	const char **unknown;
+	struct gc_buf b = GC_BUF_INIT;
+	const struct gc_target *esx02;
+	char *s;
+
+	fx_build(&f, 3, 1, FX_PASSTHROUGH);
+	esx02 = gc_graph_target(f.g, GC_TARGET_ESXI, "esx02");
+	assert_non_null(esx02);
+	unknown = calloc(f.g->ntargets, sizeof(*unknown));
+	unknown[esx02->index] = "host 'esx02': cannot connect: Connection refused\x1b[2J";
+	opts.unknown = unknown;
+	fx_plan_ok(&f, &opts);
+	free(unknown); /* the plan keeps its own copy */
+	assert_int_equal(f.p->nunknown, 1);
+	for (size_t i = 0; i < f.p->nactions; i++)
+		assert_true(f.p->actions[i]->target != esx02);
+	assert_non_null(find_action(f.p, "exit maintenance mode on esx03"));
+	gc_plan_render_text(&b, f.p, 0);
+	s = strstr(gc_buf_str(&b), "Unknown:");
+	assert_non_null(s);
+	assert_string_equal(strstr(gc_buf_str(&b), "\nUnknown:") + 1,
+			    "Unknown: not observed, nothing planned for them\n\n"
+			    "  esxi esx02: unknown: host 'esx02': cannot connect: Connection refused\\u001b[2J\n\n"
+			    "Plan: 44 to add, 0 to change, 0 to destroy, 19 synthesized steps (2 hosts need "
+			    "maintenance, 5 reboots). 1 target unknown.\n");
+	gc_buf_reset(&b);
+	gc_plan_render_json(&b, f.p);
+	assert_non_null(strstr(gc_buf_str(&b), "\"unknown\": [\n    {\n      \"kind\": \"esxi\",\n"));
+	gc_buf_free(&b);
+	(void)state;
+	fx_done(&f);
+}
+
+/* Drift on every VM's hardware: each VM is powered off for its own change. */
+static void fx_drift_vm_hw(struct fx *f, size_t nvms)
+{
+	for (size_t k = 1; k <= nvms; k++) {
+		char id[64];
+		const struct gc_resource *r;
+
+		snprintf(id, sizeof(id), "vm/worker-%02zu/hw", k);
+		r = gc_graph_find(f->g, id);
+		assert_non_null(r);
+		gc_observed_set(f->o, id, r->props[0].key, "drifted");
+	}
+}
+
+static void test_vm_windows_roll_by_budget_and_role(void **state)
+{
+	struct fx f;
+	const struct gc_action *off2, *off4;
+
+	/* rolling.max_unavailable_vms default 1: one VM off at a time, in spec order */
+	fx_build(&f, 4, 1, FX_PASSTHROUGH);
+	fx_converge(&f);
+	fx_drift_vm_hw(&f, 4);
+	fx_plan_ok(&f, NULL);
+	for (size_t k = 2; k <= 4; k++) {
+		char off[32], prev_on[32];
+
+		snprintf(off, sizeof(off), "power off worker-%02zu", k);
+		snprintf(prev_on, sizeof(prev_on), "power on worker-%02zu", k - 1);
+		assert_true(depends(find_action(f.p, off), find_action(f.p, prev_on)));
+	}
+	off2 = find_action(f.p, "power off worker-02");
+	assert_non_null(strstr(off2->why, "; after worker-01 is back on (rolling.max_unavailable_vms: 1)"));
+	assert_false(depends(find_action(f.p, "power off worker-01"), find_action(f.p, "power on worker-04")));
+	fx_done(&f);
+
+	/* 50% of a role's VMs; worker-01 is the master: the workers wait for it */
+	fx_build(&f, 5, 1, FX_PASSTHROUGH);
+	f.c->vms[0].role = "master";
+	for (size_t k = 1; k < 5; k++)
+		f.c->vms[k].role = "worker";
+	f.g->rolling.max_unavailable_vms = 50;
+	f.g->rolling.max_unavailable_vms_pct = true;
+	fx_converge(&f);
+	fx_drift_vm_hw(&f, 5);
+	fx_plan_ok(&f, NULL);
+	off2 = find_action(f.p, "power off worker-02");
+	assert_true(depends(off2, find_action(f.p, "power on worker-01")));
+	assert_non_null(strstr(off2->why, "; after the VMs of role 'master' are back on"));
+	assert_true(depends(find_action(f.p, "power off worker-03"), find_action(f.p, "power on worker-01")));
+	/* two workers at once: worker-04 waits for worker-02, not for worker-03 */
+	off4 = find_action(f.p, "power off worker-04");
+	assert_true(depends(off4, find_action(f.p, "power on worker-02")));
+	assert_false(depends(off4, find_action(f.p, "power on worker-03")));
+	assert_non_null(strstr(off4->why, "; after worker-02 is back on (rolling.max_unavailable_vms: 50%)"));
+	(void)state;
+	fx_done(&f);
+}
+
 static void test_spec_rolling_default_one(void **state)
 {
 	struct fx f;
@@ -761,6 +859,8 @@ int main(void)
 		cmocka_unit_test(test_offline_vgpu_order),
 		cmocka_unit_test(test_ecc_only_one_reboot),
 		cmocka_unit_test(test_waves_respect_max_unavailable),
+		cmocka_unit_test(test_unknown_target_is_left_out_and_named),
+		cmocka_unit_test(test_vm_windows_roll_by_budget_and_role),
 		cmocka_unit_test(test_spec_rolling_default_one),
 		cmocka_unit_test(test_converged_no_changes),
 		cmocka_unit_test(test_one_drifted_property),

@@ -23,7 +23,7 @@ MUST_FAIL = [
     "unknown-keys", "wrong-types", "numeric-strings", "numbers-out-of-range",
     "vcenter-http", "hostile-command-substitution", "hostile-quotes",
     "hostile-pci-and-profile", "hostile-path-traversal", "credential-secrets",
-    "vm-nic-keys", "gpu-entries", "license-fields", "wrong-api-version",
+    "vm-nic-keys", "gpu-entries", "license-fields", "wrong-api-version", "rolling-policy", "vcenter-names-too-long",
 ]
 
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -370,6 +371,63 @@ static void test_sorted_lookups_find_what_a_scan_finds(void **state)
 	gc_arena_free(&inv.arena);
 }
 
+/* Port groups are found by their own name: "prod/storage" is not "storage"
+ * (an id is never cut at its last '/'), and both converge. */
+static void test_portgroup_names_with_a_slash(void **state)
+{
+	static const char spec[] =
+		"apiVersion: gpuclusterctl/v1\nkind: Cluster\nmetadata: {name: lab}\n"
+		"credentials:\n  - {name: root, username: root, password_env: GC_ESXI_PASSWORD}\n"
+		"vcenter: {url: \"https://127.0.0.1:8989/sdk\", datacenter: DC0, credentials: root, "
+		"ca_file: /etc/gc/ca.pem}\n"
+		"hosts:\n  - {name: esx01, address: 127.0.0.11, credentials: root}\n"
+		"distributed_switches:\n  - name: prod\n    port_groups:\n"
+		"      - {name: \"prod/storage\", vlan: 10}\n      - {name: storage, vlan: 20}\n";
+	struct gc_vcenter_dvs dvs = {.moref = "dvs-9", .name = "prod", .max_mtu = 9000};
+	struct gc_vcenter_network nets[2] = {
+		{.moref = "dvportgroup-1", .name = "storage", .type = "DistributedVirtualPortgroup",
+		 .dvs = "dvs-9", .vlan = 20},
+		{.moref = "dvportgroup-2", .name = "prod/storage", .type = "DistributedVirtualPortgroup",
+		 .dvs = "dvs-9", .vlan = 10},
+	};
+	struct gc_vcenter_inventory inv = {.networks = nets, .nnetworks = 2, .dvs = &dvs, .ndvs = 1};
+	char path[] = "/tmp/gc-test-pg-XXXXXX";
+	struct gc_diags diags = {0};
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_cluster *c = NULL;
+	struct gc_graph *g = NULL;
+	struct gc_observed *obs = NULL;
+	struct gc_buf problems = GC_BUF_INIT;
+	const struct gc_resource *res[8];
+	size_t n = 0;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, spec, sizeof(spec) - 1), (ssize_t)(sizeof(spec) - 1));
+	close(fd);
+	assert_int_equal(gc_spec_load(&c, &diags, path, &err), 0);
+	unlink(path);
+	gc_diags_free(&diags);
+	assert_int_equal(gc_graph_build(&g, c, &err), 0);
+	for (size_t i = 0; i < g->nresources && n < 8; i++)
+		if (g->resources[i]->target->kind == GC_TARGET_VCENTER)
+			res[n++] = g->resources[i];
+	assert_string_equal(gc_vcdrv_portgroup_name(gc_graph_find(g, "dvs/prod/portgroup/prod/storage")),
+			    "prod/storage");
+	assert_string_equal(gc_vcdrv_portgroup_name(gc_graph_find(g, "dvs/prod/portgroup/storage")),
+			    "storage");
+	gc_observed_new(&obs);
+	gc_vcdrv_record(obs, &inv, c, res, n, &problems);
+	assert_string_equal(gc_observed_get(obs, "dvs/prod/portgroup/prod/storage", "vlan"), "10");
+	assert_string_equal(gc_observed_get(obs, "dvs/prod/portgroup/storage", "vlan"), "20");
+	assert_string_equal(gc_observed_get(obs, "dvs/prod/portgroup/prod/storage", "dvswitch"), "prod");
+	gc_observed_free(obs);
+	gc_buf_free(&problems);
+	gc_graph_free(g);
+	gc_cluster_free(c);
+}
+
 static void test_dynamic_ids_parse_strictly(void **state)
 {
 	unsigned v = 0, d = 0;
@@ -399,6 +457,7 @@ int main(void)
 			test_owned_devices_the_spec_does_not_name_are_recorded_for_removal, setup,
 			teardown),
 		cmocka_unit_test(test_sorted_lookups_find_what_a_scan_finds),
+		cmocka_unit_test(test_portgroup_names_with_a_slash),
 		cmocka_unit_test(test_dynamic_ids_parse_strictly),
 	};
 

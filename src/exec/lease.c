@@ -1,0 +1,255 @@
+/*
+ * lease.c - the cluster lease held on the targets themselves, so that every
+ * operator sees it, whichever copy of the spec and state directory they
+ * apply from (the local flock only covers one state directory).
+ *
+ * Every selected target whose driver carries leases (ESXi: a user-defined
+ * advanced option, /UserVars/GpuclusterctlLease) holds one string:
+ *
+ *   cluster=roce-lab;holder=root@ops1;pid=4242;lock=3f2a...;since=1795000000;expires=1795021600
+ *
+ * `lock` hashes this machine's name and the absolute state directory: a
+ * lease with our own lock was left by a run of ours that died (the flock we
+ * hold proves it), and is taken over.  Any other unexpired lease refuses the
+ * apply before anything changes, naming the holder; `unlock --force` clears
+ * a dead holder's leases.  The lease is written once the plan has changes
+ * (before it is approved or run; a converged cluster is only read), renewed
+ * before a wave once half of it has passed, and cleared at the end.  Reading
+ * and writing are two commands, not a compare-and-set: two applies started
+ * in the same second may both get through; the lease is for people.
+ */
+#include <limits.h>
+#include <pwd.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec_int.h"
+
+#define LEASE_S (6 * 3600) /* the lease's life; renewed at half of it */
+
+static bool lease_capable(const struct run *r, const struct tslot *s)
+{
+	return s->drv != NULL && s->drv->lease_get != NULL && s->drv->lease_set != NULL &&
+	       s->observed && s->conn != NULL && gc_exec_selected(r->ctx.opts, s->target->kind);
+}
+
+/* Keep what a lease may hold: [A-Za-z0-9._-]; anything else becomes '_'. */
+static void safe_copy(char *out, size_t n, const char *in)
+{
+	size_t i;
+
+	for (i = 0; in != NULL && in[i] && i + 1 < n; i++) {
+		char c = in[i];
+
+		out[i] = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			  c == '.' || c == '_' || c == '-') ? c : '_';
+	}
+	out[i] = '\0';
+}
+
+/* The value of key in a lease string, or "" (copied into out). */
+static const char *field(const char *lease, const char *key, char *out, size_t n)
+{
+	size_t klen = strlen(key);
+	const char *p = lease;
+
+	out[0] = '\0';
+	while (p != NULL && *p) {
+		size_t len = strcspn(p, ";");
+
+		if (len > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+			size_t v = len - klen - 1 < n - 1 ? len - klen - 1 : n - 1;
+
+			memcpy(out, p + klen + 1, v);
+			out[v] = '\0';
+			break;
+		}
+		p += len + (p[len] == ';');
+	}
+	return out;
+}
+
+static void iso_time(char *out, size_t n, const char *epoch)
+{
+	time_t t = (time_t)strtoll(epoch, NULL, 10);
+	struct tm tm;
+
+	if (epoch[0] == '\0' || gmtime_r(&t, &tm) == NULL)
+		snprintf(out, n, "?");
+	else
+		strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* This machine and state directory, hashed: "we" across our own runs. */
+static void our_lock(char out[17], const char *state_dir)
+{
+	char host[256] = "", dir[PATH_MAX];
+	uint64_t h = 0xcbf29ce484222325ull;
+	const char *parts[2];
+
+	gethostname(host, sizeof(host) - 1);
+	parts[0] = host;
+	parts[1] = realpath(state_dir, dir) ? dir : state_dir;
+	for (size_t k = 0; k < 2; k++) {
+		for (const char *p = parts[k]; *p; p++) {
+			h ^= (unsigned char)*p;
+			h *= 0x100000001b3ull;
+		}
+		h ^= 0xff;
+		h *= 0x100000001b3ull;
+	}
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+static char *lease_string(struct run *r, const char *cluster)
+{
+	char user[64], host[128], rawhost[256] = "", name[64];
+	const struct passwd *pw = getpwuid(getuid());
+	time_t now = time(NULL);
+
+	gethostname(rawhost, sizeof(rawhost) - 1);
+	safe_copy(user, sizeof(user), pw ? pw->pw_name : getenv("USER"));
+	safe_copy(host, sizeof(host), rawhost);
+	safe_copy(name, sizeof(name), cluster);
+	return gc_xasprintf("cluster=%s;holder=%s@%s;pid=%ld;lock=%s;since=%lld;expires=%lld", name,
+			    user[0] ? user : "unknown", host[0] ? host : "unknown", (long)getpid(),
+			    r->lease_lock, (long long)now, (long long)now + LEASE_S);
+}
+
+/* The lease another apply holds on s, or 0 when there is none, it expired,
+ * or it is one of ours; then *err names the holder. */
+static int foreign(const struct tslot *s, const char *cluster, const char *lease, const char *ours,
+		   struct gc_error *err)
+{
+	char lock[64], exp[32], holder[160], pid[32], since[32], t0[32], t1[32];
+
+	if (lease[0] == '\0' || strcmp(field(lease, "lock", lock, sizeof(lock)), ours) == 0)
+		return 0;
+	field(lease, "expires", exp, sizeof(exp));
+	if (exp[0] != '\0' && strtoll(exp, NULL, 10) <= (long long)time(NULL))
+		return 0; /* expired: its holder stopped renewing it */
+	field(lease, "holder", holder, sizeof(holder));
+	field(lease, "pid", pid, sizeof(pid));
+	iso_time(t0, sizeof(t0), field(lease, "since", since, sizeof(since)));
+	iso_time(t1, sizeof(t1), exp);
+	return gc_error_set(err, GC_ELOCKED,
+			    "cluster '%s' is locked on %s '%s' by %s pid %s since %s (until %s): another "
+			    "apply holds it, maybe from another copy of the spec; nothing was changed. If "
+			    "that apply is dead: gpuclusterctl unlock --force SPEC",
+			    cluster, gc_target_kind_name(s->target->kind), s->target->name,
+			    holder[0] ? holder : "?", pid[0] ? pid : "?", t0, t1);
+}
+
+int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err)
+{
+	size_t i;
+
+	our_lock(r->lease_lock, r->ctx.opts->state_dir);
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+		char *held = NULL;
+		int rc;
+
+		if (!lease_capable(r, s))
+			continue;
+		rc = s->drv->lease_get(s->conn, &r->ctx, &held, err);
+		if (rc == 0)
+			rc = foreign(s, cluster, held, r->lease_lock, err);
+		free(held);
+		if (rc != 0)
+			return rc;
+	}
+	r->lease = lease_string(r, cluster);
+	r->lease_ns = gc_now_ns();
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+
+		if (!lease_capable(r, s))
+			continue;
+		if (s->drv->lease_set(s->conn, &r->ctx, r->lease, err) != 0)
+			return err->code;
+		s->leased = true;
+	}
+	return 0;
+}
+
+void gc_exec_renew_leases(struct run *r, const char *cluster)
+{
+	size_t i;
+
+	if (r->lease == NULL || gc_now_ns() - r->lease_ns < (uint64_t)LEASE_S / 2 * 1000000000u)
+		return;
+	free(r->lease);
+	r->lease = lease_string(r, cluster);
+	r->lease_ns = gc_now_ns();
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+		struct gc_error err = GC_ERROR_INIT;
+
+		if (s->leased && gc_exec_connect_slot(r, s, true, &err) == 0 &&
+		    s->drv->lease_set(s->conn, &r->ctx, r->lease, &err) != 0)
+			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
+	}
+}
+
+/* At the end of the run: clear the leases that are still ours. */
+void gc_exec_release_leases(struct run *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+		struct gc_error err = GC_ERROR_INIT;
+		char *held = NULL, lock[64];
+
+		if (!s->leased)
+			continue;
+		s->leased = false;
+		if (gc_exec_connect_slot(r, s, true, &err) != 0 ||
+		    s->drv->lease_get(s->conn, &r->ctx, &held, &err) != 0) {
+			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
+			continue;
+		}
+		if (strcmp(field(held, "lock", lock, sizeof(lock)), r->lease_lock) == 0 &&
+		    s->drv->lease_set(s->conn, &r->ctx, "", &err) != 0)
+			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
+		free(held);
+	}
+	free(r->lease);
+	r->lease = NULL;
+}
+
+/* `unlock --force`: clear every lease, whoever holds it, saying whose. */
+void gc_exec_break_leases(struct run *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+		struct gc_error err = GC_ERROR_INIT;
+		char *held = NULL, *msg;
+
+		if (!lease_capable(r, s))
+			continue;
+		if (s->drv->lease_get(s->conn, &r->ctx, &held, &err) == 0 && held[0] == '\0') {
+			free(held);
+			continue;
+		}
+		if (err.code == 0 && s->drv->lease_set(s->conn, &r->ctx, "", &err) == 0) {
+			msg = gc_xasprintf("cleared the cluster lease: %s", held);
+			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, msg, 0);
+			free(msg);
+			s->rep->done++;
+			r->rep->done++;
+		} else {
+			s->failed = true;
+			gc_exec_slot_error(s, err.msg);
+			gc_exec_emit(&r->ctx, GC_EV_FAILED, s->target, NULL, err.msg, 0);
+		}
+		free(held);
+	}
+}
