@@ -9,10 +9,16 @@
  * the guest booted again (its boot id changed), and a VERIFY that reads
  * the guest back; the changes flagged GC_RES_AFTER_REBOOT that depend on
  * a reboot-needing resource of the same guest (licence, peer memory, QoS:
- * they need the new driver loaded) come after the wait.  Guests have no
- * maintenance mode; rolling their reboots is the executor's business.
+ * they need the new driver loaded) come after the wait.
+ *
+ * A rebooting guest is a VM out of service, so the reboots roll under the
+ * same budget as VM power-offs: rolling.max_unavailable_vms (a number or a
+ * percentage of the role's guests), per VM role, in spec order, one role
+ * after another; guest k reboots only after guest k-N verified.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plan_int.h"
 
@@ -25,8 +31,14 @@ static bool behind_reboot(const struct gc_resource *r)
 	return false;
 }
 
+struct gwin {
+	struct gc_action *reboot, *verify;
+	const char *role;
+	bool taken;
+};
+
 static void guest_window(struct builder *b, const struct gc_target *tg, struct gc_action **acts,
-			 size_t n)
+			 size_t n, struct gwin *out)
 {
 	const struct gc_observed_host *oh = gc_observed_host(b->o, tg->name);
 	bool pending = oh != NULL && oh->reboot_pending;
@@ -58,6 +70,9 @@ static void guest_window(struct builder *b, const struct gc_target *tg, struct g
 	verify->vm = tg->name;
 	plan_dep(b, wait, verify);
 	b->p->stats.reboots++;
+	out->reboot = reboot;
+	out->verify = verify;
+	out->role = tg->vm != NULL ? tg->vm->role : NULL;
 	for (size_t i = 0; i < n; i++) {
 		struct gc_action *a = acts[i];
 
@@ -73,9 +88,66 @@ static void guest_window(struct builder *b, const struct gc_target *tg, struct g
 	}
 }
 
+static bool same_role(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static void after(struct builder *b, struct gwin *before, struct gwin *w, const char *why)
+{
+	plan_dep(b, before->verify, w->reboot);
+	gc_buf_reset(&b->scratch);
+	gc_buf_printf(&b->scratch, "%s; %s", w->reboot->why, why);
+	w->reboot->why = gc_arena_strndup(&b->p->arena, gc_buf_str(&b->scratch), b->scratch.len);
+}
+
+/* rolling.max_unavailable_vms over the guests' reboots (see the top). */
+static void budget(struct builder *b, struct gwin *w, size_t n)
+{
+	unsigned want = b->g->rolling.max_unavailable_vms ? b->g->rolling.max_unavailable_vms : 1;
+	bool pct = b->g->rolling.max_unavailable_vms_pct;
+	struct gwin **order = gc_xcalloc(n + 1, sizeof(*order));
+	size_t norder = 0, prev = 0, nprev = 0;
+	char why[160];
+
+	for (size_t i = 0; i < n; i++) {
+		size_t start = norder, size, k, lim;
+
+		if (w[i].taken || w[i].reboot == NULL)
+			continue;
+		for (size_t j = i; j < n; j++)
+			if (!w[j].taken && w[j].reboot != NULL && same_role(w[i].role, w[j].role)) {
+				order[norder++] = &w[j];
+				w[j].taken = true;
+			}
+		size = norder - start;
+		lim = pct ? size * want / 100 : want;
+		if (lim < 1)
+			lim = 1;
+		for (k = 0; k < size; k++) {
+			if (k >= lim) {
+				snprintf(why, sizeof(why), "after %s verified (rolling.max_unavailable_vms: "
+					 "%u%s)", order[start + k - lim]->reboot->vm, want, pct ? "%" : "");
+				after(b, order[start + k - lim], order[start + k], why);
+			} else if (nprev > 0) {
+				snprintf(why, sizeof(why), "after the guests of role '%s' verified",
+					 order[prev]->role ? order[prev]->role : "(none)");
+				for (size_t p = prev; p < prev + nprev; p++)
+					plan_dep(b, order[p]->verify, order[start + k]->reboot);
+				after(b, order[prev + nprev - 1], order[start + k], why);
+			}
+		}
+		nprev = size < lim ? size : lim;
+		prev = norder - nprev;
+	}
+	free(order);
+}
+
 void plan_guest_reboots(struct builder *b)
 {
 	struct gc_action **acts = gc_xcalloc(b->n + 1, sizeof(*acts));
+	struct gwin *w = gc_xcalloc(b->g->ntargets + 1, sizeof(*w));
+	size_t nw = 0;
 
 	for (size_t t = 0; t < b->g->ntargets; t++) {
 		const struct gc_target *tg = b->g->targets[t];
@@ -87,7 +159,11 @@ void plan_guest_reboots(struct builder *b)
 			if (b->list[i]->target == tg && b->list[i]->kind == GC_ACT_APPLY &&
 			    b->list[i]->op != GC_OP_NONE)
 				acts[n++] = b->list[i];
-		guest_window(b, tg, acts, n);
+		guest_window(b, tg, acts, n, &w[nw]);
+		if (w[nw].reboot != NULL)
+			nw++;
 	}
+	budget(b, w, nw);
+	free(w);
 	free(acts);
 }

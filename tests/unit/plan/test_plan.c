@@ -264,6 +264,29 @@ static void test_waves_respect_max_unavailable(void **state)
 	fx_done(&f);
 }
 
+/* Guest reboots roll like VM power-offs: rolling.max_unavailable_vms guests
+ * reboot at once, the next after one of them verified. */
+static void test_guest_reboots_roll(void **state)
+{
+	struct fx f;
+
+	fx_build(&f, 3, 1, FX_PASSTHROUGH);
+	fx_plan_ok(&f, NULL); /* the default budget: one at a time */
+	assert_true(depends(find_action(f.p, "reboot worker-02"), find_action(f.p, "verify worker-01")));
+	assert_true(depends(find_action(f.p, "reboot worker-03"), find_action(f.p, "verify worker-02")));
+	assert_string_equal(find_action(f.p, "reboot worker-03")->why,
+			    "one guest reboot for 1 change that takes effect after a reboot; after "
+			    "worker-02 verified (rolling.max_unavailable_vms: 1)");
+	gc_plan_free(f.p);
+	f.p = NULL;
+	f.g->rolling.max_unavailable_vms = 2;
+	fx_plan_ok(&f, NULL);
+	assert_false(depends(find_action(f.p, "reboot worker-02"), find_action(f.p, "verify worker-01")));
+	assert_true(depends(find_action(f.p, "reboot worker-03"), find_action(f.p, "verify worker-01")));
+	(void)state;
+	fx_done(&f);
+}
+
 /* A target that could not be observed: none of its resources is diffed,
  * the others are planned, and the plan says which part is unknown. */
 static void test_unknown_target_is_left_out_and_named(void **state)
@@ -856,6 +879,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_offline_passthrough_order),
+		cmocka_unit_test(test_guest_reboots_roll),
 		cmocka_unit_test(test_offline_vgpu_order),
 		cmocka_unit_test(test_ecc_only_one_reboot),
 		cmocka_unit_test(test_waves_respect_max_unavailable),
