@@ -10,7 +10,10 @@
  *     DirectPath pci_id that is not in this table is resolved through the
  *     host GPUs' models only.  H200 (NVL, 0x233b) is the least certain.
  *   - vGPU profiles: NVIDIA Virtual GPU Software user guide, "Virtual GPU
- *     Types for Supported GPUs", in the spelling ESXi uses
+ *     Types for Supported GPUs"
+ *     (https://docs.nvidia.com/vgpu/10.0/grid-vgpu-user-guide/index.html
+ *     and later releases; C-series also in NVIDIA AI Enterprise's "vGPU
+ *     Types" reference pages), in the spelling ESXi uses
  *     (`pciPassthru0.vgpu = "grid_t4-16c"`).  C-series (compute) types start
  *     at 4 GB on these boards, so there is no grid_t4-1c.  Only Q- and
  *     C-series and MIG-backed C-series of the A100/A30/H100 are listed; B/A
@@ -28,9 +31,33 @@
 
 #include "internal.h"
 
+/*
+ * Per row, what was checked against NVIDIA's type tables (issue 14, item 3):
+ *   P100 (PCIe 16GB): "Tesla P100 PCIe 16GB Virtual GPU Types" name their
+ *     types P100-<fb><series>; the P100C- names belong to the 12 GB board
+ *     ("Tesla P100 PCIe 12GB", P100C-1Q..12Q), which is its own row below.
+ *     The guides' own clusters use grid_p100-8q.  The C-series rows of both
+ *     boards (4c/8c/16c and 4c/6c/12c) could not be re-read in this pass:
+ *     unconfirmed, kept because the Q-series framebuffer steps match.
+ *   V100-16GB / V100-32GB: "Tesla V100 PCIe" (V100-) and "Tesla V100 PCIe
+ *     32GB" (V100D-) tables; other V100 boards have their own prefixes
+ *     (V100X- SXM2, V100DX- SXM2 32GB, V100L- FHHL, V100S-), as NVIDIA AI
+ *     Enterprise's Volta reference lists V100L-4C/8C/16C.  Q rows not
+ *     re-read in this pass: unconfirmed.
+ *   T4: C-series T4-16C/8C/4C confirmed (NVIDIA AI Enterprise 8, "Turing
+ *     Architecture vGPU Types", table "NVIDIA vGPU for Compute for NVIDIA
+ *     Tesla T4"); Q-series 1q..16q from the user guide, not re-read.
+ *   A100-40GB/80GB, A30, L4, L40S, H100: not re-read in this pass:
+ *     unconfirmed (time-sliced C types and the MIG-backed <slices>-<fb>c).
+ *   P40, P4, A10, A16, A40: no rows; a spec naming them needs memory_gb
+ *     and cannot use vGPU until rows with a source are added.
+ */
 static const char *const p100_profiles[] = {
-	"grid_p100c-1q", "grid_p100c-2q", "grid_p100c-4q", "grid_p100c-8q", "grid_p100c-16q",
-	"grid_p100c-4c", "grid_p100c-8c", "grid_p100c-16c", NULL};
+	"grid_p100-1q", "grid_p100-2q", "grid_p100-4q", "grid_p100-8q", "grid_p100-16q",
+	"grid_p100-4c", "grid_p100-8c", "grid_p100-16c", NULL};
+static const char *const p100c_profiles[] = {
+	"grid_p100c-1q", "grid_p100c-2q", "grid_p100c-4q", "grid_p100c-6q", "grid_p100c-12q",
+	"grid_p100c-4c", "grid_p100c-6c", "grid_p100c-12c", NULL};
 static const char *const v100_profiles[] = {
 	"grid_v100-1q", "grid_v100-2q", "grid_v100-4q", "grid_v100-8q", "grid_v100-16q",
 	"grid_v100-4c", "grid_v100-8c", "grid_v100-16c", NULL};
@@ -69,6 +96,7 @@ static const char *const no_profiles[] = {NULL};
 
 static const struct gc_gpu_model gpu_models[] = {
 	{"P100", 16, 0x10de, 0x15f8, p100_profiles},           /* Tesla P100 PCIe 16GB */
+	{"P100-12GB", 12, 0x10de, 0x15f7, p100c_profiles},     /* Tesla P100 PCIe 12GB */
 	{"V100-16GB", 16, 0x10de, 0x1db4, v100_profiles},      /* Tesla V100 PCIe 16GB */
 	{"V100-32GB", 32, 0x10de, 0x1db6, v100d_profiles},     /* Tesla V100 PCIe 32GB */
 	{"T4", 16, 0x10de, 0x1eb8, t4_profiles},               /* Tesla T4 */

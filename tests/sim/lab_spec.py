@@ -58,6 +58,7 @@ sys.path.insert(0, HERE)
 # PCI ids and esxcli device names by spec model (public PCI id database).
 GPU_IDS = {
     "P100": ("0x15f8", "GP100GL [Tesla P100 PCIe 16GB]"),
+    "P100-12GB": ("0x15f7", "GP100GL [Tesla P100 PCIe 12GB]"),
     "V100-16GB": ("0x1db4", "GV100GL [Tesla V100 PCIe 16GB]"),
     "V100": ("0x1db4", "GV100GL [Tesla V100 PCIe 16GB]"),
     "V100-32GB": ("0x1db6", "GV100GL [Tesla V100 PCIe 32GB]"),
@@ -83,8 +84,10 @@ NIC_IDS = {
 # vGPU types of each GPU model in the spelling ESXi uses, and the most VFs
 # a NIC model offers per port.
 VGPU_TYPES = {
-    "P100": ["grid_p100c-1q", "grid_p100c-2q", "grid_p100c-4q", "grid_p100c-8q", "grid_p100c-16q",
-             "grid_p100c-4c", "grid_p100c-8c", "grid_p100c-16c"],
+    "P100": ["grid_p100-1q", "grid_p100-2q", "grid_p100-4q", "grid_p100-8q", "grid_p100-16q",
+             "grid_p100-4c", "grid_p100-8c", "grid_p100-16c"],
+    "P100-12GB": ["grid_p100c-1q", "grid_p100c-2q", "grid_p100c-4q", "grid_p100c-6q",
+                  "grid_p100c-12q", "grid_p100c-4c", "grid_p100c-6c", "grid_p100c-12c"],
     "V100-16GB": ["grid_v100-1q", "grid_v100-2q", "grid_v100-4q", "grid_v100-8q", "grid_v100-16q",
                   "grid_v100-4c", "grid_v100-8c", "grid_v100-16c"],
     "V100-32GB": ["grid_v100d-1q", "grid_v100d-2q", "grid_v100d-4q", "grid_v100d-8q",
@@ -233,6 +236,7 @@ def rewrite_vcenter(spec, lab, used):
 # architecture (values as nvidia-smi prints them for these boards).
 GPU_SMI = {
     "P100": ("Tesla P100-PCIE-16GB", 16384, "Tesla", "Pascal"),
+    "P100-12GB": ("Tesla P100-PCIE-12GB", 12288, "Tesla", "Pascal"),
     "V100-16GB": ("Tesla V100-PCIE-16GB", 16384, "Tesla", "Volta"),
     "V100": ("Tesla V100-PCIE-16GB", 16384, "Tesla", "Volta"),
     "V100-32GB": ("Tesla V100-PCIE-32GB", 32768, "Tesla", "Volta"),

@@ -198,6 +198,50 @@ static void test_vgpu_first_fit(void **state)
 	gc_cluster_free(c);
 }
 
+/* NVIDIA's vGPU user guide: the 16 GB P100 offers P100-<fb>Q (the guides'
+ * grid_p100-8q), the P100C- types belong to the 12 GB board (issue 14) */
+#define P100_HOST                                                                              \
+	"hosts:\n"                                                                             \
+	"  - name: h1\n    address: 127.0.0.1\n    credentials: root\n"                        \
+	"    vgpu: {bundle: /vmfs/volumes/ds1/nvd.zip}\n"                                      \
+	"    gpus:\n"                                                                          \
+	"      - {pci: '0000:01:00.0', model: P100, mode: vgpu}\n"                             \
+	"      - {pci: '0000:02:00.0', model: P100-12GB, mode: vgpu}\n"
+
+static void test_vgpu_p100_profiles(void **state)
+{
+	struct gc_cluster *c = load_ok(
+		HEAD P100_HOST "vms:\n"
+			       "  - {name: a, host: h1, gpus: [{vgpu: grid_p100-8q}]}\n"
+			       "  - {name: b, host: h1, gpus: [{vgpu: grid_p100-8q}]}\n"
+			       "  - {name: c, host: h1, gpus: [{vgpu: grid_p100c-12q}]}\n");
+	struct gc_host *h = &c->hosts[0];
+	char *text;
+
+	assert_ptr_equal(gc_cluster_vm(c, "a")->gpus[0].gpu, &h->gpus[0]);
+	assert_ptr_equal(gc_cluster_vm(c, "b")->gpus[0].gpu, &h->gpus[0]);
+	assert_ptr_equal(gc_cluster_vm(c, "c")->gpus[0].gpu, &h->gpus[1]);
+	assert_int_equal(h->gpus[0].vgpu_used_gb, 16);
+	assert_int_equal(h->gpus[1].memory_gb, 12);
+	assert_int_equal(gc_gpu_model_find("P100-12GB")->device_id, 0x15f7);
+	gc_cluster_free(c);
+
+	text = load(HEAD P100_HOST "vms:\n"
+				   "  - {name: a, host: h1, gpus: [{vgpu: grid_p100c-8q, host_pci: "
+				   "'0000:01:00.0'}]}\n",
+		    &c, NULL);
+	assert_null(c);
+	assert_string_equal(text,
+			    "t.yaml:16:39: error: vgpu profile 'grid_p100c-8q' is not offered by "
+			    "P100\n"
+			    "   16 |   - {name: a, host: h1, gpus: [{vgpu: grid_p100c-8q, host_pci: "
+			    "'0000:01:00.0'}]}\n"
+			    "      |                                       ^\n"
+			    "   = hint: P100 offers: grid_p100-1q grid_p100-2q grid_p100-4q "
+			    "grid_p100-8q grid_p100-16q grid_p100-4c grid_p100-8c grid_p100-16c\n");
+	free(text);
+}
+
 static void test_vgpu_no_room(void **state)
 {
 	struct gc_cluster *c;
@@ -362,7 +406,7 @@ static void test_tables(void **state)
 	assert_int_equal(gc_nic_model_find("ConnectX-4 Lx")->max_vfs, 63);
 	assert_int_equal(gc_nic_model_find("ConnectX-7")->max_vfs, 127);
 	assert_non_null(gc_gpu_models(&n));
-	assert_int_equal(n, 11);
+	assert_int_equal(n, 12);
 	assert_non_null(gc_nic_models(&n));
 	assert_int_equal(n, 6);
 	assert_int_equal(gc_vgpu_profile_fb_gb("grid_t4-16c"), 16);
@@ -429,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_nmlx5_order_warning),
 		cmocka_unit_test(test_vgpu_first_fit),
 		cmocka_unit_test(test_vgpu_no_room),
+		cmocka_unit_test(test_vgpu_p100_profiles),
 		cmocka_unit_test(test_dynamic_directpath),
 		cmocka_unit_test(test_insecure_warning),
 		cmocka_unit_test(test_merge_key_own_keys_win),
