@@ -169,6 +169,14 @@ void gc_plan_free(struct gc_plan *p);
 /* True when the plan has nothing to do. */
 bool gc_plan_empty(const struct gc_plan *p);
 
+/*
+ * Does an observed value hold the desired one of resource r?  Exact
+ * strings, except VMX booleans (r a vm.extra_config): vSphere reads
+ * `TRUE`, `true` and `True` alike, so a VM set `TRUE` by hand, as the
+ * reference guides write it, is not drift.  observed may be NULL (absent).
+ */
+bool gc_plan_value_same(const struct gc_resource *r, const char *observed, const char *desired);
+
 /* One line naming an action: "~ esx01/esxi.graphics" or "reboot esx01". */
 void gc_action_describe(struct gc_buf *out, const struct gc_action *a);
 

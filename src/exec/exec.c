@@ -68,7 +68,7 @@ bool gc_drv_resource_converged(struct gc_drv_ctx *ctx, const struct gc_resource 
 	for (i = 0; same && i < r->nprops; i++) {
 		const char *v = gc_observed_get(ctx->obs, r->id, r->props[i].key);
 
-		same = v != NULL && strcmp(v, r->props[i].value) == 0;
+		same = gc_plan_value_same(r, v, r->props[i].value);
 	}
 	pthread_mutex_unlock(&ctx->obs_mu);
 	return same;

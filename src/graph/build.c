@@ -482,7 +482,7 @@ static void build_vm(struct ctx *c, const struct gc_vm *v)
 			setu(c, extra, "pciPassthru.64bitMMIOSizeGB", v->mmio_gb);
 		}
 		if (v->allow_p2p == GC_TRUE)
-			set(c, extra, "pciPassthru.allowP2P", "true");
+			set(c, extra, "pciPassthru.allowP2P", "TRUE"); /* the guides' spelling */
 		summary0(c, extra, "VMX options for large BARs");
 		edge(c, vm, extra);
 		edge(c, hw, extra);

@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gc/plan.h"
 #include "plan_int.h"
@@ -142,6 +143,25 @@ static const char *obs_prop(const struct gc_observed_resource *o, const char *ke
 	return NULL;
 }
 
+/* VMX options are strings; the ones that read as booleans (TRUE/true,
+ * FALSE/false) are read case-insensitively by vSphere.  The reference
+ * guides write pciPassthru.use64bitMMIO = "TRUE" and pciPassthru.allowP2P
+ * = "TRUE", other pages "true": both are the same setting (issue 14) */
+static bool vmx_bool(const char *v)
+{
+	return strcasecmp(v, "true") == 0 || strcasecmp(v, "false") == 0;
+}
+
+bool gc_plan_value_same(const struct gc_resource *r, const char *observed, const char *desired)
+{
+	if (observed == NULL || desired == NULL)
+		return observed == desired;
+	if (strcmp(observed, desired) == 0)
+		return true;
+	return r->kind == GC_RES_VM_EXTRA_CONFIG && vmx_bool(desired) &&
+	       strcasecmp(observed, desired) == 0;
+}
+
 static void diff_resource(struct builder *b, const struct gc_resource *r)
 {
 	/* offline: skip hashing every id against an empty store */
@@ -155,7 +175,7 @@ static void diff_resource(struct builder *b, const struct gc_resource *r)
 		for (size_t i = 0; i < r->nprops; i++) {
 			const char *v = obs_prop(o, r->props[i].key);
 
-			if (v == NULL || strcmp(v, r->props[i].value) != 0)
+			if (!gc_plan_value_same(r, v, r->props[i].value))
 				nchanged++;
 		}
 		if (nchanged == 0)
@@ -182,7 +202,7 @@ static void diff_resource(struct builder *b, const struct gc_resource *r)
 	for (size_t i = 0; i < r->nprops; i++) {
 		const char *v = o ? obs_prop(o, r->props[i].key) : NULL;
 
-		if (v == NULL || strcmp(v, r->props[i].value) != 0)
+		if (!gc_plan_value_same(r, v, r->props[i].value))
 			add_change(b, a, r->props[i].key, v, r->props[i].value, r->nprops);
 	}
 	if (kind == GC_ACT_POWER_ON)

@@ -111,7 +111,7 @@ class ApplyVmsRoce(VcenterLab):
         self.assertTrue(vm["reservation_locked"], name)
         self.assertEqual(vm["extra_config"].get("pciPassthru.use64bitMMIO"), "TRUE", name)
         self.assertEqual(vm["extra_config"].get("pciPassthru.64bitMMIOSizeGB"), "64", name)
-        self.assertEqual(vm["extra_config"].get("pciPassthru.allowP2P"), "true", name)
+        self.assertEqual(vm["extra_config"].get("pciPassthru.allowP2P"), "TRUE", name)
         gpus = self.devices(vm, "VirtualPCIPassthrough")
         self.assertEqual(len(gpus), 1, name)
         b = gpus[0]["backing"]

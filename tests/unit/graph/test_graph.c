@@ -107,6 +107,7 @@ static void test_passthrough_props_flags_edges(void **state)
 	assert_string_equal(r->props[1].key, "pciPassthru.64bitMMIOSizeGB");
 	assert_string_equal(r->props[1].value, "64");
 	assert_string_equal(r->props[2].key, "pciPassthru.allowP2P");
+	assert_string_equal(r->props[2].value, "TRUE"); /* the guides' spelling */
 	assert_int_equal(r->flags, GC_RES_NEEDS_VM_OFF);
 	assert_string_equal(r->host, "esx01");
 	assert_string_equal(r->vm, "worker-01");

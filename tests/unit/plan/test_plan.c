@@ -521,6 +521,42 @@ static void test_vgpu_host_vmotion(void **state)
 	fx_done(&f);
 }
 
+/* VMX booleans: a VM set TRUE/True/true by hand is not drift (issue 14);
+ * a false one is, and gets the guides' TRUE */
+static void test_vmx_booleans_any_case(void **state)
+{
+	struct fx f;
+	const struct gc_action *a;
+
+	fx_build(&f, 1, 2, FX_PASSTHROUGH);
+	fx_converge(&f);
+	gc_observed_set(f.o, "vm/worker-01/extra_config", "pciPassthru.allowP2P", "true");
+	gc_observed_set(f.o, "vm/worker-01/extra_config", "pciPassthru.use64bitMMIO", "True");
+	fx_plan_ok(&f, NULL);
+	assert_true(gc_plan_empty(f.p));
+	gc_plan_free(f.p);
+	f.p = NULL;
+
+	gc_observed_set(f.o, "vm/worker-01/extra_config", "pciPassthru.allowP2P", "FALSE");
+	gc_observed_set(f.o, "vm/worker-01/extra_config", "pciPassthru.64bitMMIOSizeGB", "064");
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "vcenter",
+		     "power off worker-01; ~ vm/worker-01/extra_config; power on worker-01");
+	a = find_action(f.p, "~ vm/worker-01/extra_config");
+	assert_int_equal(a->nchanges, 2);
+	assert_string_equal(a->changes[0].key, "pciPassthru.64bitMMIOSizeGB");
+	assert_string_equal(a->changes[0].new_value, "64");
+	assert_string_equal(a->changes[1].key, "pciPassthru.allowP2P");
+	assert_string_equal(a->changes[1].old_value, "FALSE");
+	assert_string_equal(a->changes[1].new_value, "TRUE");
+	/* only VMX options: elsewhere a value is its exact string */
+	assert_true(gc_plan_value_same(a->resource, "TRUE", "true"));
+	assert_false(gc_plan_value_same(a->resource, "64", "064"));
+	assert_false(gc_plan_value_same(a->resource, NULL, "TRUE"));
+	(void)state;
+	fx_done(&f);
+}
+
 /* A VM device change that needs the VM off: one power-off, one power-on. */
 static void test_vm_off_change(void **state)
 {
@@ -891,6 +927,7 @@ int main(void)
 		cmocka_unit_test(test_drift_needs_maintenance_running_vm),
 		cmocka_unit_test(test_vgpu_host_vmotion),
 		cmocka_unit_test(test_vm_off_change),
+		cmocka_unit_test(test_vmx_booleans_any_case),
 		cmocka_unit_test(test_vm_off_already),
 		cmocka_unit_test(test_delete_owned_device),
 		cmocka_unit_test(test_unmanaged_vm_evacuated),

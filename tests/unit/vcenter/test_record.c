@@ -18,6 +18,7 @@
 #include "../../../src/drivers/vcenter/vcdrv.h"
 #include "gc/graph.h"
 #include "gc/observed.h"
+#include "gc/plan.h"
 #include "gc/spec.h"
 
 struct fix {
@@ -75,6 +76,7 @@ static int setup(void **state)
 					       .controller_key = 100, .unit_number = 9};
 	f->opt[0] = (struct gc_vcenter_option){"pciPassthru.use64bitMMIO", "TRUE"};
 	f->opt[1] = (struct gc_vcenter_option){"pciPassthru.64bitMMIOSizeGB", "64"};
+	/* set by hand in lower case: the same as the TRUE the spec writes */
 	f->opt[2] = (struct gc_vcenter_option){"pciPassthru.allowP2P", "true"};
 	f->vm[0] = (struct gc_vcenter_vm){.moref = "vm-60", .name = "worker-01", .host_moref = "host-20",
 				       .power_state = "poweredOn", .firmware = "efi",
@@ -116,7 +118,8 @@ static void record(struct fix *f)
 }
 
 /* The desired properties of resource `id` that the observation does not
- * hold, as "key=observed" lines ("key=(none)" when absent). */
+ * hold, as "key=observed" lines ("key=(none)" when absent), compared as
+ * the planner compares them (VMX booleans in any case). */
 static char *differences(struct fix *f, const char *id)
 {
 	const struct gc_resource *r = gc_graph_find(f->g, id);
@@ -128,7 +131,7 @@ static char *differences(struct fix *f, const char *id)
 	for (size_t i = 0; i < r->nprops; i++) {
 		const char *v = gc_observed_get(f->obs, id, r->props[i].key);
 
-		if (v == NULL || strcmp(v, r->props[i].value) != 0)
+		if (!gc_plan_value_same(r, v, r->props[i].value))
 			gc_buf_printf(&b, "%s=%s\n", r->props[i].key, v ? v : "(none)");
 	}
 	gc_buf_puts(&b, "");
