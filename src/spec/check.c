@@ -241,61 +241,89 @@ static void check_dvswitches(struct check *k)
 	}
 }
 
+struct nmlx5_port {
+	const char *pci;
+	unsigned vfs;
+};
+
 static int by_pci(const void *a, const void *b)
 {
-	const struct gc_host_nic *p = *(const struct gc_host_nic *const *)a;
-	const struct gc_host_nic *q = *(const struct gc_host_nic *const *)b;
+	const struct nmlx5_port *p = a;
+	const struct nmlx5_port *q = b;
 
 	return strcasecmp(p->pci, q->pci);
 }
 
-/*
- * nmlx5_core takes max_vfs as one value per port in the order the driver
- * enumerates its ports (PCI order), while host.nmlx5_max_vfs lists the SR-IOV
- * ports in spec order.  Warn when the two orders disagree: an SR-IOV port
- * listed out of PCI order, or another Mellanox port before an SR-IOV one.
- */
-static void check_nmlx5_order(struct check *k, struct gc_host *h)
+static bool nic_listed(const struct gc_host *h, const char *pci)
 {
-	const struct gc_host_nic *sorted[64];
-	size_t i, n = 0, spec_pos = 0, last_sriov = 0;
+	for (size_t i = 0; i < h->nnics; i++)
+		if (h->nics[i].pci != NULL && strcasecmp(h->nics[i].pci, pci) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * host.nmlx5_max_vfs.  nmlx5_core takes max_vfs as one value per port, in
+ * the order it enumerates its ports (PCI order), so SR-IOV on port 2 alone
+ * is "0,4" (`esxcli system module parameters set -m nmlx5_core -p
+ * "max_vfs=8,8"`, one value per port: the SmartX SMTX OS VMware guide, in
+ * shared/REAL-FORMATS.md A.8; issue 14, item 6).  The ports are the
+ * host's NICs the spec lists, except passed-through ones (owned by
+ * passthru, not nmlx5_core), plus function 0 of a listed port's adapter:
+ * PCI has no function 1 without a function 0.  Other ports get 0; the
+ * trailing zeros are left out (the driver's default is 0).
+ */
+static void derive_nmlx5_max_vfs(struct check *k, struct gc_host *h)
+{
+	struct nmlx5_port ports[2 * 64];
+	struct gc_buf vfs = GC_BUF_INIT;
+	size_t i, n = 0, last = 0;
 	bool any = false;
 
-	for (i = 0; i < h->nnics && n < GC_ARRAY_LEN(sorted); i++) {
-		if (h->nics[i].model != NULL && h->nics[i].pci != NULL)
-			sorted[n++] = &h->nics[i];
-	}
-	qsort(sorted, n, sizeof(*sorted), by_pci);
-	for (i = 0; i < n; i++) {
-		if (sorted[i]->mode == GC_NIC_MODE_SRIOV) {
-			last_sriov = i;
-			any = true;
-		}
-	}
-	for (i = 0; any && i <= last_sriov; i++) {
-		const struct gc_host_nic *nic = sorted[i];
+	for (i = 0; i < h->nnics && n < GC_ARRAY_LEN(ports); i++) {
+		const struct gc_host_nic *nic = &h->nics[i];
 
-		if (nic->mode == GC_NIC_MODE_SRIOV) {
-			/* the next SR-IOV NIC in spec order must be this one */
-			while (spec_pos < h->nnics && h->nics[spec_pos].mode != GC_NIC_MODE_SRIOV)
-				spec_pos++;
-			if (&h->nics[spec_pos] == nic) {
-				spec_pos++;
-				continue;
-			}
-		}
-		spec_diag(k->x, GC_SEV_WARNING, fmark(k, &nic->pci, nic->mark),
-			  "nmlx5_core applies max_vfs to ports in PCI order: list the SR-IOV NICs "
-			  "in PCI order, before the host's other Mellanox NICs",
-			  "NIC '%s' of host '%s' is out of place for nmlx5_core max_vfs \"%s\"",
-			  nic->pci, q(h->name), h->nmlx5_max_vfs ? h->nmlx5_max_vfs : "");
-		return;
+		if (nic->model == NULL || nic->pci == NULL || nic->mode == GC_NIC_MODE_PASSTHROUGH)
+			continue;
+		ports[n].pci = nic->pci;
+		ports[n].vfs = nic->mode == GC_NIC_MODE_SRIOV ? nic->vfs : 0;
+		any = any || ports[n].vfs > 0;
+		n++;
 	}
+	if (!any)
+		return;
+	for (i = 0, last = n; i < last && n < GC_ARRAY_LEN(ports); i++) {
+		size_t len = strlen(ports[i].pci);
+		char *fn0;
+
+		if (len < 2 || ports[i].pci[len - 2] != '.' || ports[i].pci[len - 1] == '0')
+			continue;
+		fn0 = gc_arena_strdup(&k->scratch, ports[i].pci);
+		fn0[len - 1] = '0';
+		if (nic_listed(h, fn0))
+			continue;
+		ports[n].pci = fn0;
+		ports[n].vfs = 0;
+		n++;
+	}
+	qsort(ports, n, sizeof(*ports), by_pci);
+	for (i = 0, last = 0; i < n; i++) {
+		/* two adapters' implied function 0 may coincide */
+		if (i > 0 && strcasecmp(ports[i].pci, ports[i - 1].pci) == 0)
+			continue;
+		ports[last++] = ports[i];
+	}
+	n = last;
+	while (n > 0 && ports[n - 1].vfs == 0)
+		n--;
+	for (i = 0; i < n; i++)
+		gc_buf_printf(&vfs, "%s%u", i ? "," : "", ports[i].vfs);
+	h->nmlx5_max_vfs = gc_arena_strdup(k->x->arena, gc_buf_str(&vfs));
+	gc_buf_free(&vfs);
 }
 
 static void check_host(struct check *k, struct gc_host *h)
 {
-	struct gc_buf vfs = GC_BUF_INIT;
 	size_t i;
 
 	h->credentials = resolve_cred(k, h->credentials_name, &h->credentials_name, h->mark);
@@ -316,8 +344,6 @@ static void check_host(struct check *k, struct gc_host *h)
 		struct gc_dvs_uplink *u;
 		size_t di;
 
-		if (n->mode == GC_NIC_MODE_SRIOV && n->vfs > 0)
-			gc_buf_printf(&vfs, "%s%u", vfs.len ? "," : "", n->vfs);
 		if (n->mode != GC_NIC_MODE_PVRDMA || n->dvswitch_name == NULL)
 			continue;
 		n->dvswitch = spec_strmap_get(&k->c->index->dvswitches, n->dvswitch_name);
@@ -351,11 +377,7 @@ static void check_host(struct check *k, struct gc_host *h)
 				  "switch '%s'",
 				  n->device, h->name, n->dvswitch_name);
 	}
-	if (vfs.len > 0) {
-		h->nmlx5_max_vfs = gc_arena_strdup(k->x->arena, gc_buf_str(&vfs));
-		check_nmlx5_order(k, h);
-	}
-	gc_buf_free(&vfs);
+	derive_nmlx5_max_vfs(k, h);
 }
 
 static void place_vms(struct check *k)
