@@ -90,9 +90,10 @@ struct gc_gpu_model {
 	const char *const *vgpu_profiles; /* NULL-terminated; e.g. "grid_t4-16c" */
 };
 struct gc_nic_model {
-	const char *name;  /* "ConnectX-5" */
-	unsigned max_vfs;  /* per port, as nmlx5_core accepts */
+	const char *name;   /* "ConnectX-5" */
+	unsigned max_vfs;   /* per port, as its ESXi driver accepts */
 	unsigned ports;
+	const char *driver; /* ESXi native driver: "nmlx5_core" | "nmlx4_core" */
 };
 
 const struct gc_gpu_model *gc_gpu_model_find(const char *name);
@@ -166,7 +167,9 @@ struct gc_host_nic {
 	struct gc_mark mark;
 	char *pci;
 	char *model_name;
-	const struct gc_nic_model *model;
+	const struct gc_nic_model *model; /* NULL for unknown models */
+	char *driver;      /* ESXi driver: from the table, or given for unknown models */
+	unsigned max_vfs;  /* per port: from the table, or given for unknown models */
 	char *device;      /* vmnic name, e.g. "vmnic4" (required for pvrdma uplinks) */
 	enum gc_nic_mode mode;
 	unsigned vfs;      /* sriov: VFs per port */

@@ -268,7 +268,7 @@ static bool nic_listed(const struct gc_host *h, const char *pci)
  * is "0,4" (`esxcli system module parameters set -m nmlx5_core -p
  * "max_vfs=8,8"`, one value per port: the SmartX SMTX OS VMware guide, in
  * shared/REAL-FORMATS.md A.8; issue 14, item 6).  The ports are the
- * host's NICs the spec lists, except passed-through ones (owned by
+ * host's nmlx5_core NICs the spec lists, except passed-through ones (owned by
  * passthru, not nmlx5_core), plus function 0 of a listed port's adapter:
  * PCI has no function 1 without a function 0.  Other ports get 0; the
  * trailing zeros are left out (the driver's default is 0).
@@ -283,7 +283,8 @@ static void derive_nmlx5_max_vfs(struct check *k, struct gc_host *h)
 	for (i = 0; i < h->nnics && n < GC_ARRAY_LEN(ports); i++) {
 		const struct gc_host_nic *nic = &h->nics[i];
 
-		if (nic->model == NULL || nic->pci == NULL || nic->mode == GC_NIC_MODE_PASSTHROUGH)
+		if (nic->driver == NULL || strcmp(nic->driver, "nmlx5_core") != 0 ||
+		    nic->pci == NULL || nic->mode == GC_NIC_MODE_PASSTHROUGH)
 			continue;
 		ports[n].pci = nic->pci;
 		ports[n].vfs = nic->mode == GC_NIC_MODE_SRIOV ? nic->vfs : 0;
@@ -516,8 +517,8 @@ static void check_vm_nics(struct check *k, struct gc_vm *vm)
 					  gc_arena_printf(k->x->arena,
 							  "raise vfs on the host NIC (at most %u for "
 							  "%s)",
-							  hn->model ? hn->model->max_vfs : hn->vfs,
-							  hn->model ? hn->model->name : "it"),
+							  hn->max_vfs ? hn->max_vfs : hn->vfs,
+							  hn->model_name ? hn->model_name : "it"),
 					  "NIC '%s' on host '%s' has only %u VF%s", n->pf,
 					  q(vm->host->name), hn->vfs, hn->vfs == 1 ? "" : "s");
 			break;

@@ -246,6 +246,8 @@ static void unknown_model_hint(struct gc_buf *h, const char *name, bool gpu)
 	}
 	if (gpu && strcmp(name, "V100") != 0)
 		gc_buf_puts(h, " (GPUs not in the table need memory_gb)");
+	if (!gpu)
+		gc_buf_puts(h, " (NICs not in the table need driver, and max_vfs for sriov)");
 }
 
 static void host_gpu_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
@@ -290,9 +292,22 @@ static void nic_mode(struct spec_ctx *x, yaml_node_t *v, void *obj)
 		nic->mode = GC_NIC_MODE_NONE;
 }
 
+static const char *const nic_drivers[] = {"nmlx5_core", "nmlx4_core", NULL};
+
+static void nic_driver(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_host_nic *nic = obj;
+	const char *s = spec_string(x, v, "driver", P_ANY, nic_drivers);
+
+	if (s != NULL)
+		nic->driver = gc_arena_strdup(x->arena, s);
+}
+
 static const struct spec_field host_nic_fields[] = {
 	FSTR(struct gc_host_nic, "pci", pci, P_PCI, true),
 	FSTR(struct gc_host_nic, "model", model_name, P_MODEL, true),
+	FSUBO("driver", nic_driver, struct gc_host_nic, driver, false),
+	FUINT(struct gc_host_nic, "max_vfs", max_vfs, 1, 1024, false),
 	FSTR(struct gc_host_nic, "device", device, P_IFNAME, false),
 	FSUBO("mode", nic_mode, struct gc_host_nic, mode, false),
 	FUINT(struct gc_host_nic, "vfs", vfs, 1, 1024, false),
@@ -300,6 +315,25 @@ static const struct spec_field host_nic_fields[] = {
 	FSTR(struct gc_host_nic, "dvswitch", dvswitch_name, P_NAME, false),
 	FEND(struct gc_host_nic),
 };
+
+/* driver and max_vfs come from the table for known models; given, they must agree */
+static void known_nic_model(struct spec_ctx *x, struct gc_host_nic *nic)
+{
+	const struct gc_nic_model *m = nic->model;
+
+	if (nic->driver != NULL && strcmp(nic->driver, m->driver) != 0)
+		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &nic->driver, nic->mark),
+			  "leave driver out for known models",
+			  "driver '%s' does not match model '%s' (%s)", nic->driver, m->name,
+			  m->driver);
+	if (spec_field_given(x, &nic->max_vfs) && nic->max_vfs != m->max_vfs)
+		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &nic->max_vfs, nic->mark),
+			  "leave max_vfs out for known models",
+			  "max_vfs %u does not match model '%s' (%u)", nic->max_vfs, m->name,
+			  m->max_vfs);
+	nic->driver = gc_arena_strdup(x->arena, m->driver);
+	nic->max_vfs = m->max_vfs;
+}
 
 static void host_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 {
@@ -312,7 +346,9 @@ static void host_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 	pci = nic->pci ? nic->pci : "?";
 	if (nic->model_name != NULL) {
 		nic->model = gc_nic_model_find(nic->model_name);
-		if (nic->model == NULL) {
+		if (nic->model != NULL) {
+			known_nic_model(x, nic);
+		} else if (!spec_field_given(x, &nic->driver)) {
 			struct gc_buf h = GC_BUF_INIT;
 
 			unknown_model_hint(&h, nic->model_name, false);
@@ -325,11 +361,22 @@ static void host_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 		if (!spec_field_given(x, &nic->vfs))
 			spec_diag(x, GC_SEV_ERROR, nic->mark, "add vfs: N (virtual functions per port)",
 				  "NIC '%s' in sriov mode needs 'vfs'", pci);
-		else if (nic->model != NULL && nic->vfs > nic->model->max_vfs)
+		else if (nic->driver != NULL && strcmp(nic->driver, "nmlx4_core") == 0)
+			spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &nic->mode, nic->mark),
+				  "how nmlx4_core takes max_vfs on ESXi is not confirmed yet; use "
+				  "pvrdma or passthrough, or a ConnectX-4 or later",
+				  "SR-IOV on nmlx4_core NIC '%s' (%s) is not supported", pci,
+				  nic->model_name);
+		else if (nic->model == NULL && nic->driver != NULL && nic->max_vfs == 0)
+			spec_diag(x, GC_SEV_ERROR, nic->mark,
+				  "add max_vfs: N (the most VFs per port its driver accepts)",
+				  "NIC '%s' of a model not in the table needs 'max_vfs' for sriov",
+				  pci);
+		else if (nic->max_vfs != 0 && nic->vfs > nic->max_vfs)
 			spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &nic->vfs, nic->mark),
 				  gc_arena_printf(x->arena, "at most %u VFs per port",
-						  nic->model->max_vfs),
-				  "vfs %u exceeds the maximum for %s", nic->vfs, nic->model->name);
+						  nic->max_vfs),
+				  "vfs %u exceeds the maximum for %s", nic->vfs, nic->model_name);
 	} else {
 		not_applicable(x, &nic->vfs, spec_field_given(x, &nic->vfs), "vfs",
 			       "a NIC that is not in sriov mode");

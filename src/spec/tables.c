@@ -23,8 +23,22 @@
  *     verified them), so vGPU on it is rejected until someone adds them.
  *   - NIC VFs: NVIDIA "ConnectX-4/ConnectX-5 NATIVE ESXi Driver for VMware
  *     vSphere User Manual", SR-IOV chapter: "up to 63/127 virtual instances
- *     ... depending on the firmware capabilities".  We take 127 for
- *     ConnectX-5 and later and the conservative 63 for ConnectX-4 Lx.
+ *     ... depending on the firmware capabilities" and "nmlx5_core Driver"
+ *     for ConnectX-4 onward
+ *     (docs.nvidia.com/networking/display/vmwareumv416711).  We take 127
+ *     for ConnectX-5 and later and the conservative 63 for ConnectX-4 and
+ *     ConnectX-4 Lx.
+ *   - ConnectX-3 (Pro): the mlx4 family, nmlx4_core on ESXi; 63 VFs per
+ *     port from Mellanox's mlx4 VPI user manual (num_vfs: "the maximum
+ *     number of VFs on each physical port must be 63").  That ESXi's
+ *     nmlx4_core takes max_vfs per port the same way is unconfirmed, so
+ *     the loader refuses SR-IOV on nmlx4_core NICs for now.
+ *   - Connect-IB: an mlx5-family (InfiniBand) HCA, up to 62 VFs
+ *     (MLNX_OFED 4.5 SR-IOV chapter: "ConnectX-4/Connect-IB adapter cards
+ *     up to 62 virtual instances").  Whether ESXi's nmlx5_core drives it is
+ *     unconfirmed: NVIDIA's ESXi manuals name ConnectX-4 onward.
+ *   - A NIC not in the table is accepted with `driver` (and `max_vfs` for
+ *     SR-IOV) given in the spec, as GPUs are with memory_gb.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -110,12 +124,16 @@ static const struct gc_gpu_model gpu_models[] = {
 };
 
 static const struct gc_nic_model nic_models[] = {
-	{"ConnectX-4 Lx", 63, 2},
-	{"ConnectX-5", 127, 2},
-	{"ConnectX-6", 127, 2},
-	{"ConnectX-6 Dx", 127, 2},
-	{"ConnectX-7", 127, 2},
-	{"BlueField-2", 127, 2},
+	{"ConnectX-3", 63, 2, "nmlx4_core"},
+	{"ConnectX-3 Pro", 63, 2, "nmlx4_core"},
+	{"Connect-IB", 62, 2, "nmlx5_core"},
+	{"ConnectX-4", 63, 2, "nmlx5_core"},
+	{"ConnectX-4 Lx", 63, 2, "nmlx5_core"},
+	{"ConnectX-5", 127, 2, "nmlx5_core"},
+	{"ConnectX-6", 127, 2, "nmlx5_core"},
+	{"ConnectX-6 Dx", 127, 2, "nmlx5_core"},
+	{"ConnectX-7", 127, 2, "nmlx5_core"},
+	{"BlueField-2", 127, 2, "nmlx5_core"},
 };
 
 const struct gc_gpu_model *gc_gpu_models(size_t *n)

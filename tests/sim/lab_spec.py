@@ -72,6 +72,10 @@ GPU_IDS = {
     "H200": ("0x2335", "GH100 [H200 NVL]"),
 }
 NIC_IDS = {
+    "ConnectX-3": ("0x1003", "MT27500 Family [ConnectX-3]"),
+    "ConnectX-3 Pro": ("0x1007", "MT27520 Family [ConnectX-3 Pro]"),
+    "Connect-IB": ("0x1011", "MT27600 [Connect-IB]"),
+    "ConnectX-4": ("0x1013", "MT27700 Family [ConnectX-4]"),
     "ConnectX-4 Lx": ("0x1015", "MT27710 Family [ConnectX-4 Lx]"),
     "ConnectX-5": ("0x1017", "MT27800 Family [ConnectX-5]"),
     "ConnectX-6": ("0x101b", "MT28908 Family [ConnectX-6]"),
@@ -114,7 +118,9 @@ VGPU_TYPES = {
              "grid_h100-80c", "grid_h100-1-10c", "grid_h100-2-20c", "grid_h100-3-40c",
              "grid_h100-4-40c", "grid_h100-7-80c"],
 }
-MAX_VFS = {"ConnectX-4 Lx": 63}  # 127 for the others
+MAX_VFS = {"ConnectX-4 Lx": 63, "ConnectX-4": 63, "Connect-IB": 62,
+           "ConnectX-3": 63, "ConnectX-3 Pro": 63}  # 127 for the others
+NIC_DRIVER = {"ConnectX-3": "nmlx4_core", "ConnectX-3 Pro": "nmlx4_core"}  # nmlx5_core for the others
 BUILDS = {"8.0.2": "22380479", "8.0.3": "24022510", "8.0.0": "20513097"}
 
 
@@ -154,7 +160,8 @@ def host_state(h):
         dev_id, dev_name = NIC_IDS.get(n.get("model"), ("0x0000", "Mellanox NIC"))
         pci.append({"addr": n["pci"], "vendor": "Mellanox Technologies", "vendor_id": "0x15b3",
                     "device": dev_name, "device_id": dev_id, "class": "0x0200",
-                    "class_name": "Ethernet controller", "module": "nmlx5_core",
+                    "class_name": "Ethernet controller",
+                    "module": n.get("driver") or NIC_DRIVER.get(n.get("model"), "nmlx5_core"),
                     "vmkname": n.get("device") or "vmnic%d" % (4 + i), "capable": True,
                     "passthru": False, "passthru_active": False})
     state["pci"] = pci

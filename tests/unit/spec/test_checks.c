@@ -159,6 +159,64 @@ static void test_nmlx5_max_vfs_per_port(void **state)
 	gc_cluster_free(c);
 }
 
+/* The guides' NICs (issue 14): ConnectX-3 on nmlx4_core, ConnectX-4 (VPI)
+ * and Connect-IB on nmlx5_core with their VF maximums, and a model not in
+ * the table given with its driver and max_vfs, as GPUs are with memory_gb */
+static void test_nic_models_of_the_guides(void **state)
+{
+	struct gc_cluster *c = load_ok(
+		HEAD "hosts:\n"
+		     "  - name: h1\n    address: 127.0.0.1\n    credentials: root\n    nics:\n"
+		     "      - {pci: '0000:04:00.0', model: ConnectX-3, mode: passthrough}\n"
+		     "      - {pci: '0000:5e:00.0', model: ConnectX-4, mode: sriov, vfs: 63}\n"
+		     "      - {pci: '0000:86:00.0', model: Connect-IB, mode: sriov, vfs: 62}\n"
+		     "      - {pci: '0000:d8:00.0', model: ConnectX-8, driver: nmlx5_core, max_vfs: 127, "
+		     "mode: sriov, vfs: 8}\n");
+	struct gc_host *h = &c->hosts[0];
+	char *text;
+
+	assert_string_equal(h->nics[0].driver, "nmlx4_core");
+	assert_null(h->nics[3].model);
+	assert_int_equal(h->nics[3].max_vfs, 127);
+	assert_string_equal(h->nmlx5_max_vfs, "63,62,8");
+	gc_cluster_free(c);
+
+	text = load(HEAD "hosts:\n"
+			 "  - name: h1\n    address: 127.0.0.1\n    credentials: root\n    nics:\n"
+			 "      - {pci: '0000:04:00.0', model: ConnectX-3, mode: sriov, vfs: 4}\n"
+			 "      - {pci: '0000:86:00.0', model: Connect-IB, mode: sriov, vfs: 63}\n"
+			 "      - {pci: '0000:af:00.0', model: ConnectX-5, driver: nmlx4_core}\n"
+			 "      - {pci: '0000:d8:00.0', model: ConnectX-8, driver: nmlx5_core, mode: sriov, "
+			 "vfs: 8}\n",
+		    &c, NULL);
+	assert_null(c);
+	assert_string_equal(
+		text,
+		"t.yaml:12:56: error: SR-IOV on nmlx4_core NIC '0000:04:00.0' (ConnectX-3) is not "
+		"supported\n"
+		"   12 |       - {pci: '0000:04:00.0', model: ConnectX-3, mode: sriov, vfs: 4}\n"
+		"      |                                                        ^\n"
+		"   = hint: how nmlx4_core takes max_vfs on ESXi is not confirmed yet; use pvrdma or "
+		"passthrough, or a ConnectX-4 or later\n"
+		"t.yaml:13:68: error: vfs 63 exceeds the maximum for Connect-IB\n"
+		"   13 |       - {pci: '0000:86:00.0', model: Connect-IB, mode: sriov, vfs: 63}\n"
+		"      |                                                                    ^\n"
+		"   = hint: at most 62 VFs per port\n"
+		"t.yaml:14:58: error: driver 'nmlx4_core' does not match model 'ConnectX-5' "
+		"(nmlx5_core)\n"
+		"   14 |       - {pci: '0000:af:00.0', model: ConnectX-5, driver: nmlx4_core}\n"
+		"      |                                                          ^\n"
+		"   = hint: leave driver out for known models\n"
+		"t.yaml:15:9: error: NIC '0000:d8:00.0' of a model not in the table needs 'max_vfs' "
+		"for sriov\n"
+		"   15 |       - {pci: '0000:d8:00.0', model: ConnectX-8, driver: nmlx5_core, mode: "
+		"sriov, vfs: 8}\n"
+		"      |         ^\n"
+		"   = hint: add max_vfs: N (the most VFs per port its driver accepts)\n");
+	free(text);
+	(void)state;
+}
+
 #define VGPU_HOST                                                                              \
 	"hosts:\n"                                                                             \
 	"  - name: h1\n    address: 127.0.0.1\n    credentials: root\n"                        \
@@ -403,7 +461,10 @@ static void test_tables(void **state)
 	assert_non_null(gc_gpu_models(&n));
 	assert_int_equal(n, 12);
 	assert_non_null(gc_nic_models(&n));
-	assert_int_equal(n, 6);
+	assert_int_equal(n, 10);
+	assert_string_equal(gc_nic_model_find("ConnectX-3")->driver, "nmlx4_core");
+	assert_string_equal(gc_nic_model_find("ConnectX-4")->driver, "nmlx5_core");
+	assert_int_equal(gc_nic_model_find("Connect-IB")->max_vfs, 62);
 	assert_int_equal(gc_vgpu_profile_fb_gb("grid_t4-16c"), 16);
 	assert_int_equal(gc_vgpu_profile_fb_gb("grid_t4-1q"), 1);
 	assert_int_equal(gc_vgpu_profile_fb_gb("grid_a100-3-20c"), 20);
@@ -466,6 +527,7 @@ int main(void)
 		cmocka_unit_test(test_mmio_too_small),
 		cmocka_unit_test(test_nmlx5_max_vfs),
 		cmocka_unit_test(test_nmlx5_max_vfs_per_port),
+		cmocka_unit_test(test_nic_models_of_the_guides),
 		cmocka_unit_test(test_vgpu_first_fit),
 		cmocka_unit_test(test_vgpu_no_room),
 		cmocka_unit_test(test_vgpu_p100_profiles),
