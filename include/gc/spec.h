@@ -245,7 +245,8 @@ struct gc_license {
 	struct gc_mark mark;
 	char *server;       /* legacy license server */
 	unsigned port;      /* default 7070 */
-	unsigned feature_type; /* 0..4, gridd.conf FeatureType; default 4 (vCS) */
+	unsigned feature_type; /* 0..4, gridd.conf FeatureType; default 1 (NVIDIA vGPU) on a
+	                          VM with a vGPU; a passthrough GPU's edition must be given */
 	char *token_file;   /* NLS client configuration token (local path) */
 	unsigned timeout_s; /* wait for the driver to report the licence; default 300 */
 };

@@ -564,6 +564,36 @@ static unsigned mmio_for(unsigned gb)
 	return p;
 }
 
+/*
+ * license.feature_type (gridd.conf FeatureType).  NVIDIA's client licensing
+ * guide and NVML's nvmlGridLicenseFeatureCode_t: 1 is NVIDIA vGPU, the
+ * edition following the profile's series; 2 (RTX vWS) and 4 (vCS) license a
+ * passthrough GPU, and which one is the edition the user holds.  VMware's
+ * GPUs-for-ML guide: "Set the FeatureType entry to 1.  This is for GRID
+ * vGPU." (shared/REAL-FORMATS.md C.8; issue 14, item 9.)
+ */
+static void derive_feature_type(struct check *k, struct gc_vm *vm, struct gc_license *l)
+{
+	if (spec_field_given(k->x, &l->feature_type)) {
+		if (vm->has_vgpu && l->feature_type != 1)
+			spec_diag(k->x, GC_SEV_WARNING, fmark(k, &l->feature_type, l->mark),
+				  "a vGPU is licensed with feature_type: 1 (the edition follows the "
+				  "vgpu profile); leave feature_type out",
+				  "feature_type %u on VM '%s', which has a vGPU", l->feature_type,
+				  q(vm->name));
+		return;
+	}
+	if (vm->has_vgpu) {
+		l->feature_type = 1;
+		return;
+	}
+	spec_diag(k->x, GC_SEV_ERROR, l->mark,
+		  "add feature_type: 2 (RTX vWS) or 4 (Virtual Compute Server), the edition "
+		  "licensed for it",
+		  "the license of VM '%s' needs 'feature_type': %s", q(vm->name),
+		  vm->ngpus > 0 ? "its GPUs are passed through, not vGPUs" : "it has no vGPU");
+}
+
 static void derive_vm(struct check *k, struct gc_vm *vm)
 {
 	bool pt_gpu = false, needs_full;
@@ -622,6 +652,8 @@ static void derive_vm(struct check *k, struct gc_vm *vm)
 		spec_diag(k->x, GC_SEV_WARNING, vm->guest->mark,
 			  "add license: {server: HOST} or license: {token_file: PATH}",
 			  "VM '%s' has a vGPU but its guest has no license", q(vm->name));
+	if (vm->guest != NULL && vm->guest->license != NULL)
+		derive_feature_type(k, vm, vm->guest->license);
 }
 
 /* ---------------------------------------------------------------- RoCE */

@@ -647,8 +647,7 @@ static void guest_license(struct spec_ctx *x, yaml_node_t *v, void *obj)
 
 	l->mark = spec_mark(x, v);
 	l->port = 7070;
-	l->feature_type = 4;
-	l->timeout_s = 300;
+	l->timeout_s = 300; /* feature_type: derived from the VM's GPUs (check.c) */
 	spec_parse_map(x, v, license_fields, l, "license");
 	g->license = l;
 	if (v->type != YAML_MAPPING_NODE)

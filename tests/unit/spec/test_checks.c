@@ -217,6 +217,69 @@ static void test_nic_models_of_the_guides(void **state)
 	(void)state;
 }
 
+/* license.feature_type (issue 14, REAL-FORMATS C.8): 1 derived for a VM
+ * with a vGPU; a passthrough GPU's edition must be named; a vGPU VM given
+ * another value is warned */
+static void test_license_feature_type(void **state)
+{
+	struct gc_cluster *c;
+	char *text;
+
+	text = load(HEAD "hosts:\n"
+			 "  - name: h1\n    address: 127.0.0.1\n    credentials: root\n"
+			 "    vgpu: {bundle: /vmfs/volumes/ds1/nvd.zip}\n"
+			 "    gpus:\n"
+			 "      - {pci: '0000:01:00.0', model: T4, mode: vgpu}\n"
+			 "      - {pci: '0000:02:00.0', model: T4}\n"
+			 "      - {pci: '0000:03:00.0', model: T4}\n"
+			 "vms:\n"
+			 "  - {name: a, host: h1, gpus: [{vgpu: grid_t4-4c}], guest: {address: 10.0.0.1, "
+			 "credentials: root, license: {server: lic}}}\n"
+			 "  - {name: b, host: h1, gpus: [{vgpu: grid_t4-4c}], guest: {address: 10.0.0.2, "
+			 "credentials: root, license: {server: lic, feature_type: 4}}}\n"
+			 "  - {name: c, host: h1, gpus: [{host_pci: '0000:02:00.0'}], guest: {address: "
+			 "10.0.0.3, credentials: root, license: {server: lic, feature_type: 4}}}\n",
+		    &c, NULL);
+	assert_non_null(c);
+	assert_string_equal(text,
+			    "t.yaml:18:136: warning: feature_type 4 on VM 'b', which has a vGPU\n"
+			    "   18 |   - {name: b, host: h1, gpus: [{vgpu: grid_t4-4c}], guest: {address: "
+			    "10.0.0.2, credentials: root, license: {server: lic, feature_type: 4}}}\n"
+			    "      |"
+			    "                                                                    "
+			    "                                                                    "
+			    "^\n"
+			    "   = hint: a vGPU is licensed with feature_type: 1 (the edition follows the "
+			    "vgpu profile); leave feature_type out\n");
+	assert_int_equal(gc_cluster_vm(c, "a")->guest->license->feature_type, 1);
+	assert_int_equal(gc_cluster_vm(c, "b")->guest->license->feature_type, 4);
+	assert_int_equal(gc_cluster_vm(c, "c")->guest->license->feature_type, 4);
+	gc_cluster_free(c);
+	free(text);
+
+	text = load(HEAD "hosts:\n"
+			 "  - name: h1\n    address: 127.0.0.1\n    credentials: root\n"
+			 "    gpus: [{pci: '0000:02:00.0', model: T4}]\n"
+			 "vms:\n"
+			 "  - {name: c, host: h1, gpus: [{host_pci: '0000:02:00.0'}], guest: {address: "
+			 "10.0.0.3, credentials: root, license: {server: lic}}}\n",
+		    &c, NULL);
+	assert_null(c);
+	assert_string_equal(text,
+			    "t.yaml:13:116: error: the license of VM 'c' needs 'feature_type': its "
+			    "GPUs are passed through, not vGPUs\n"
+			    "   13 |   - {name: c, host: h1, gpus: [{host_pci: '0000:02:00.0'}], guest: "
+			    "{address: 10.0.0.3, credentials: root, license: {server: lic}}}\n"
+			    "      |"
+			    "                                                                    "
+			    "                                                "
+			    "^\n"
+			    "   = hint: add feature_type: 2 (RTX vWS) or 4 (Virtual Compute Server), the "
+			    "edition licensed for it\n");
+	free(text);
+	(void)state;
+}
+
 #define VGPU_HOST                                                                              \
 	"hosts:\n"                                                                             \
 	"  - name: h1\n    address: 127.0.0.1\n    credentials: root\n"                        \
@@ -528,6 +591,7 @@ int main(void)
 		cmocka_unit_test(test_nmlx5_max_vfs),
 		cmocka_unit_test(test_nmlx5_max_vfs_per_port),
 		cmocka_unit_test(test_nic_models_of_the_guides),
+		cmocka_unit_test(test_license_feature_type),
 		cmocka_unit_test(test_vgpu_first_fit),
 		cmocka_unit_test(test_vgpu_no_room),
 		cmocka_unit_test(test_vgpu_p100_profiles),

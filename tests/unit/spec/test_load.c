@@ -174,7 +174,7 @@ static void test_vgpu_pvrdma(void **state)
 		assert_string_equal(vm->guest->nvidia_driver, "525.105.17");
 		assert_string_equal(vm->guest->license->server, "license.lab.example");
 		assert_int_equal(vm->guest->license->port, 7070);
-		assert_int_equal(vm->guest->license->feature_type, 4);
+		assert_int_equal(vm->guest->license->feature_type, 1); /* derived: a vGPU */
 	}
 	assert_non_null(master);
 	assert_int_equal(master->ngpus, 0);
