@@ -423,8 +423,18 @@ int gc_exec_run_action(struct run *r, struct tslot *s, const struct gc_action *a
 			drop_conn(s);
 		sleep_ms(backoff_ms(r->ctx.opts, attempt));
 		gc_error_clear(&e);
-		if (gc_exec_connect_slot(r, s, false, &e) != 0)
-			continue;
+		/* no connection, no apply: reconnect until it works or the
+		 * attempts are spent (a driver is never handed a NULL conn) */
+		while ((rc = gc_exec_connect_slot(r, s, false, &e)) != 0) {
+			if (!transport_fault(rc) || ++attempt >= retries_of(r->ctx.opts) ||
+			    gc_drv_interrupted(&r->ctx)) {
+				*err = e;
+				return rc;
+			}
+			gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, a, e.msg, 0);
+			sleep_ms(backoff_ms(r->ctx.opts, attempt));
+			gc_error_clear(&e);
+		}
 		if (s->drv->observe(s->conn, &r->ctx, s->target, r->tres[s->target->index],
 				    r->ntres[s->target->index], &problems, &e) == 0 && already_done(r, s, a)) {
 			gc_buf_free(&problems);

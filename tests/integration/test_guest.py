@@ -76,7 +76,8 @@ class GuestLab(LabCase):
                        timeout=timeout)
 
     def variant(self, edit, name):
-        doc = yaml.safe_load(open(self.specfile, encoding="utf-8"))
+        with open(self.specfile, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
         edit(doc)
         path = os.path.join(self.lab, name)
         with open(path, "w", encoding="utf-8") as f:
@@ -219,7 +220,7 @@ class GuestLab(LabCase):
                              env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # when apt-get installs chrony, kill the sshd session it runs under
         killed = self.ssh(vm, r"""
-for i in $(seq 600); do a=$(pgrep -f 'apt-get.*install.*chrony' | head -1); [ -n "$a" ] && break; sleep 0.1; done
+for i in $(seq 600); do a=$(pgrep -f '^apt-get .*install.* chrony' | head -1); [ -n "$a" ] && break; sleep 0.1; done
 p=$a
 while [ -n "$p" ] && [ "$p" -gt 1 ]; do
     case "$(tr '\0' ' ' </proc/$p/cmdline)" in "sshd: gclab@notty"*) sudo -n kill -9 $p; echo killed; exit 0;; esac
@@ -261,8 +262,10 @@ echo "not found (apt-get: $a)"
             os.kill(int(f.read().strip()), 9)
         out, err = p.communicate(timeout=900)
         self.assertEqual(p.returncode, 1, out + err)
-        self.assertRegex(err, r"guest 'worker-01' did not come back within 40 s after its reboot")
-        self.assertRegex(err, r"worker-01 +guest .*1 failed")
+        self.assertIn("worker-01: wait for worker-01 FAILED: guest 'worker-01' did not come back "
+                      "within 40 s after its reboot (guest 'worker-01': ssh gclab@127.0.0.51:%d: "
+                      "cannot connect: Connection refused)" % self.gport, err)
+        self.assertRegex(out, r"worker-01 +guest +\d+ done, 1 failed, \d+ skipped")
         self.assert_guest_converged("worker-02")  # untouched by worker-01's failure
         self.run_lab("guest-reset", vm)
 

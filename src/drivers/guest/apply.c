@@ -428,7 +428,8 @@ int guest_wait(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *er
 {
 	const struct gc_drv_settings *set = gc_drv_settings(ctx);
 	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
-	unsigned poll = set->reboot_poll_ms ? set->reboot_poll_ms : 2000;
+	/* a guest takes tens of seconds to boot: poll at most once a second */
+	unsigned poll = set->reboot_poll_ms > 1000 ? set->reboot_poll_ms : set->reboot_poll_ms ? 1000 : 2000;
 	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u;
 	char last[GC_ERROR_MSG_MAX] = "no answer";
 
@@ -471,7 +472,8 @@ int guest_wait(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *er
 		gc_ssh_free(c->ssh);
 		c->ssh = NULL;
 	}
-	return gc_error_set(err, GC_ETIMEOUT, "guest '%s' did not come back within %u s after its "
+	/* final, not a transport fault to retry: the whole wait was the retry */
+	return gc_error_set(err, GC_EREMOTE, "guest '%s' did not come back within %u s after its "
 			    "reboot (%s)", c->t->name, timeout / 1000, last);
 }
 

@@ -301,7 +301,7 @@ static int first_contact(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc
 {
 	const struct gc_drv_settings *set = gc_drv_settings(ctx);
 	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
-	unsigned poll = set->reboot_poll_ms ? set->reboot_poll_ms : 2000;
+	unsigned poll = set->reboot_poll_ms > 1000 ? set->reboot_poll_ms : set->reboot_poll_ms ? 1000 : 2000;
 	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u;
 	struct gc_buf problems = GC_BUF_INIT;
 	int rc;
