@@ -350,52 +350,23 @@ static int apply_ntp(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_err
 int guest_apply_resource(struct guest_conn *c, struct gc_drv_ctx *ctx,
 			 const struct gc_resource *r, struct gc_error *err)
 {
-	switch (r->kind) {
-	case GC_RES_GUEST_DRIVER:
+	/* an if chain: only guest kinds reach a guest's driver */
+	if (r->kind == GC_RES_GUEST_DRIVER)
 		return apply_driver(c, ctx, err);
-	case GC_RES_GUEST_RDMA_STACK:
+	if (r->kind == GC_RES_GUEST_RDMA_STACK)
 		return apply_rdma_stack(c, ctx, err);
-	case GC_RES_GUEST_RDMA_IF:
+	if (r->kind == GC_RES_GUEST_RDMA_IF)
 		return apply_rdma_if(c, ctx, err);
-	case GC_RES_GUEST_LICENSE:
+	if (r->kind == GC_RES_GUEST_LICENSE)
 		return apply_license(c, ctx, err);
-	case GC_RES_GUEST_PEERMEM:
+	if (r->kind == GC_RES_GUEST_PEERMEM)
 		return apply_peermem(c, ctx, r, err);
-	case GC_RES_GUEST_ROCE_QOS:
+	if (r->kind == GC_RES_GUEST_ROCE_QOS)
 		return apply_qos(c, ctx, err);
-	case GC_RES_GUEST_CONTAINER_TOOLKIT:
+	if (r->kind == GC_RES_GUEST_CONTAINER_TOOLKIT)
 		return apply_toolkit(c, ctx, err);
-	case GC_RES_GUEST_NTP:
+	if (r->kind == GC_RES_GUEST_NTP)
 		return apply_ntp(c, ctx, err);
-	case GC_RES_ESXI_NTP:
-	case GC_RES_ESXI_PCI_PASSTHRU:
-	case GC_RES_ESXI_MODULE_PARAM:
-	case GC_RES_ESXI_VIB:
-	case GC_RES_ESXI_GRAPHICS:
-	case GC_RES_ESXI_GPU_ECC:
-	case GC_RES_ESXI_ADVANCED:
-	case GC_RES_ESXI_FIREWALL:
-	case GC_RES_DVS:
-	case GC_RES_DVS_PORTGROUP:
-	case GC_RES_VM:
-	case GC_RES_VM_HW:
-	case GC_RES_VM_EXTRA_CONFIG:
-	case GC_RES_VM_DEVICE_PCI:
-	case GC_RES_VM_DEVICE_VGPU:
-	case GC_RES_VM_NIC_SRIOV:
-	case GC_RES_VM_NIC_PVRDMA:
-	case GC_RES_VM_NIC_VMXNET3:
-	case GC_RES_VM_POWER:
-	case GC_RES_SWITCH_ROCE:
-	case GC_RES_SWITCH_POOL:
-	case GC_RES_SWITCH_QOS_TRUST:
-	case GC_RES_SWITCH_ECN:
-	case GC_RES_SWITCH_ETS:
-	case GC_RES_SWITCH_PFC:
-	case GC_RES_SWITCH_LLDP:
-	case GC_RES__COUNT:
-		break;
-	}
 	return gc_error_set(err, GC_ENOTSUP, "guest '%s': '%s' is not a guest resource", c->t->name,
 			    r->id);
 }

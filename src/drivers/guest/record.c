@@ -179,89 +179,65 @@ static void record_ntp(struct gc_observed *obs, const struct gc_resource *r,
 	free(want);
 }
 
+static void record_stack(struct gc_observed *obs, const struct gc_resource *r,
+			 const struct gc_guest *g, const struct gc_guest_facts *f)
+{
+	const char *rp[8];
+	size_t nrp;
+	bool all = true;
+
+	gc_guest_rdma_packages(g, rp, &nrp);
+	for (size_t k = 0; k < nrp; k++)
+		all = all && pkg(f, rp[k]) != NULL;
+	if (f->ofed != NULL) {
+		char ver[128];
+
+		snprintf(ver, sizeof(ver), "%.*s", (int)strcspn(f->ofed, ":\n"), f->ofed);
+		put(obs, r, "stack", "ofed");
+		put(obs, r, "version", ver);
+	} else {
+		put(obs, r, "stack", all ? "packages" : "none");
+		put(obs, r, "version", "none");
+	}
+}
+
+static void record_peermem(struct gc_observed *obs, const struct gc_resource *r,
+			   const struct gc_guest_facts *f)
+{
+	const char *v = gc_resource_prop(r, "module");
+
+	put(obs, r, "module", v);
+	put(obs, r, "loaded", v != NULL && loaded(f, v) ? "true" : "false");
+	put(obs, r, "persistent",
+	    v != NULL && f->modules_conf != NULL && strstr(f->modules_conf, v) != NULL ? "true"
+										       : "false");
+}
+
 void gc_guest_record(struct gc_observed *obs, const struct gc_guest *g,
 		     const struct gc_resource *const *res, size_t nres,
 		     const struct gc_guest_facts *f, const char *token_want)
 {
+	/* an if chain: only guest kinds are a guest's resources */
 	for (size_t i = 0; i < nres; i++) {
 		const struct gc_resource *r = res[i];
-		const char *v;
-		const char *rp[8];
-		size_t nrp;
-		bool all = true;
 
-		switch (r->kind) {
-		case GC_RES_GUEST_DRIVER:
+		if (r->kind == GC_RES_GUEST_DRIVER)
 			record_driver(obs, r, g, f);
-			break;
-		case GC_RES_GUEST_RDMA_STACK:
-			gc_guest_rdma_packages(g, rp, &nrp);
-			for (size_t k = 0; k < nrp; k++)
-				all = all && pkg(f, rp[k]) != NULL;
-			if (f->ofed != NULL) {
-				char ver[128];
-
-				snprintf(ver, sizeof(ver), "%.*s", (int)strcspn(f->ofed, ":\n"), f->ofed);
-				put(obs, r, "stack", "ofed");
-				put(obs, r, "version", ver);
-			} else {
-				put(obs, r, "stack", all ? "packages" : "none");
-				put(obs, r, "version", "none");
-			}
-			break;
-		case GC_RES_GUEST_RDMA_IF:
+		else if (r->kind == GC_RES_GUEST_RDMA_STACK)
+			record_stack(obs, r, g, f);
+		else if (r->kind == GC_RES_GUEST_RDMA_IF)
 			record_rdma_if(obs, r, g, f);
-			break;
-		case GC_RES_GUEST_LICENSE:
+		else if (r->kind == GC_RES_GUEST_LICENSE)
 			record_license(obs, r, f, token_want);
-			break;
-		case GC_RES_GUEST_PEERMEM:
-			v = gc_resource_prop(r, "module");
-			put(obs, r, "module", v);
-			put(obs, r, "loaded", v != NULL && loaded(f, v) ? "true" : "false");
-			put(obs, r, "persistent",
-			    v != NULL && f->modules_conf != NULL && strstr(f->modules_conf, v) != NULL
-				    ? "true" : "false");
-			break;
-		case GC_RES_GUEST_ROCE_QOS:
+		else if (r->kind == GC_RES_GUEST_PEERMEM)
+			record_peermem(obs, r, f);
+		else if (r->kind == GC_RES_GUEST_ROCE_QOS)
 			record_qos(obs, r, g, f);
-			break;
-		case GC_RES_GUEST_CONTAINER_TOOLKIT:
+		else if (r->kind == GC_RES_GUEST_CONTAINER_TOOLKIT)
 			put(obs, r, "installed",
 			    pkg(f, "nvidia-container-toolkit") != NULL && f->ctk_version != NULL
 				    ? "true" : "false");
-			break;
-		case GC_RES_GUEST_NTP:
+		else if (r->kind == GC_RES_GUEST_NTP)
 			record_ntp(obs, r, g, f);
-			break;
-		case GC_RES_ESXI_NTP:
-		case GC_RES_ESXI_PCI_PASSTHRU:
-		case GC_RES_ESXI_MODULE_PARAM:
-		case GC_RES_ESXI_VIB:
-		case GC_RES_ESXI_GRAPHICS:
-		case GC_RES_ESXI_GPU_ECC:
-		case GC_RES_ESXI_ADVANCED:
-		case GC_RES_ESXI_FIREWALL:
-		case GC_RES_DVS:
-		case GC_RES_DVS_PORTGROUP:
-		case GC_RES_VM:
-		case GC_RES_VM_HW:
-		case GC_RES_VM_EXTRA_CONFIG:
-		case GC_RES_VM_DEVICE_PCI:
-		case GC_RES_VM_DEVICE_VGPU:
-		case GC_RES_VM_NIC_SRIOV:
-		case GC_RES_VM_NIC_PVRDMA:
-		case GC_RES_VM_NIC_VMXNET3:
-		case GC_RES_VM_POWER:
-		case GC_RES_SWITCH_ROCE:
-		case GC_RES_SWITCH_POOL:
-		case GC_RES_SWITCH_QOS_TRUST:
-		case GC_RES_SWITCH_ECN:
-		case GC_RES_SWITCH_ETS:
-		case GC_RES_SWITCH_PFC:
-		case GC_RES_SWITCH_LLDP:
-		case GC_RES__COUNT:
-			break; /* not a guest resource */
-		}
 	}
 }

@@ -282,9 +282,9 @@ static void test_record(void **state)
 	struct gc_buf nc = GC_BUF_INIT;
 	struct gc_graph *gr;
 	struct gc_target *t;
-	struct gc_resource *rif_res, *qos_res, *drv;
+	struct gc_resource *rif_res, *qos_res, *drv, *stack, *peer;
 	struct gc_observed *obs;
-	const struct gc_resource *res[3];
+	const struct gc_resource *res[5];
 	char *text;
 
 	gc_buf_printf(&nc, "#file /etc/systemd/network/60-gpuclusterctl-ens224.network\n%s", cfg);
@@ -306,11 +306,24 @@ static void test_record(void **state)
 	gc_resource_set(gr, qos_res, "pfc_priority", "3");
 	gc_resource_set(gr, qos_res, "tos", "106");
 	gc_resource_set(gr, qos_res, "boot_unit", "enabled");
+	assert_int_equal(gc_graph_add(&stack, gr, GC_RES_GUEST_RDMA_STACK, t,
+				      "guest/worker-01/rdma_stack", NULL, "worker-01", 0, &err), 0);
+	gc_resource_set(gr, stack, "stack", "packages");
+	assert_int_equal(gc_graph_add(&peer, gr, GC_RES_GUEST_PEERMEM, t, "guest/worker-01/peermem",
+				      NULL, "worker-01", 0, &err), 0);
+	gc_resource_set(gr, peer, "module", "nvidia_peermem");
+	gc_resource_set(gr, peer, "loaded", "true");
+	gc_resource_set(gr, peer, "persistent", "true");
 	res[0] = drv;
 	res[1] = rif_res;
 	res[2] = qos_res;
+	res[3] = stack;
+	res[4] = peer;
 	gc_observed_new(&obs);
-	gc_guest_record(obs, &g, res, 3, &f, NULL);
+	gc_guest_record(obs, &g, res, 5, &f, NULL);
+	assert_string_equal(gc_observed_get(obs, "guest/worker-01/rdma_stack", "stack"), "packages");
+	assert_string_equal(gc_observed_get(obs, "guest/worker-01/peermem", "loaded"), "true");
+	assert_string_equal(gc_observed_get(obs, "guest/worker-01/peermem", "persistent"), "true");
 	/* the stand-in package says 535.183.01: in branch 535 */
 	assert_string_equal(gc_observed_get(obs, "guest/worker-01/driver", "branch"), "535");
 	assert_string_equal(gc_observed_get(obs, "guest/worker-01/rdma_interface", "address"),
