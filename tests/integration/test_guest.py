@@ -28,7 +28,7 @@ ADDR = {"worker-01": "198.18.0.51/24", "worker-02": "198.18.0.52/24"}
 class GuestLab(LabCase):
     spec = "examples/roce-pair.yaml"
     guests = 2
-    port = 2320
+    port = 2340  # its vcsim on 9000, clear of the unit tests' fixed vcsim ports (8980-8997)
 
     @classmethod
     def setUpClass(cls):
