@@ -24,10 +24,15 @@
 #include "gc/pattern.h"
 #include "guest_int.h"
 
-#define APT "export DEBIAN_FRONTEND=noninteractive; dpkg --configure -a; " \
+/* An apt or dpkg still running (an earlier session's, orphaned when its
+ * connection dropped, or unattended-upgrades) is waited for, bounded, before
+ * anything else; then an interrupted dpkg is finished, then the install. */
+#define WAIT_PM "i=0; while pgrep -x 'dpkg|apt|apt-get|unattended-upgr|dnf|rpm' >/dev/null " \
+		"2>&1 && [ $i -lt 600 ]; do sleep 1; i=$((i + 1)); done; "
+#define APT "export DEBIAN_FRONTEND=noninteractive; " WAIT_PM "dpkg --configure -a; " \
 	    "apt-get -q -o DPkg::Lock::Timeout=300 update >/dev/null 2>&1 || true; " \
 	    "apt-get -q -y -o DPkg::Lock::Timeout=300 install --no-install-recommends"
-#define DNF "dnf -y -q install"
+#define DNF WAIT_PM "dnf -y -q install"
 
 static void sleep_ms(unsigned ms)
 {
@@ -331,9 +336,10 @@ static int apply_ntp(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_err
 	char *conf = gc_guest_render_chrony(g->ntp, g->nntp);
 	int rc;
 
-	gc_buf_puts(&s, "set -e\nif ! command -v chronyd >/dev/null; then\n");
+	/* installed every time: idempotent, and it waits for (and finishes) a
+	 * package manager an earlier, dropped session left behind */
+	gc_buf_puts(&s, "set -e\n");
 	install_cmd(&s, g, &pk, 1);
-	gc_buf_puts(&s, "fi\n");
 	put_file(&s, gc_guest_chrony_path(g), conf, "644");
 	if (gc_guest_pm(g) == GC_GPM_DNF)
 		gc_buf_puts(&s, "grep -q '^include /etc/chrony.d/' /etc/chrony.conf || echo "

@@ -175,7 +175,8 @@ static void record_ntp(struct gc_observed *obs, const struct gc_resource *r,
 		put(obs, r, "servers", gc_resource_prop(r, "servers"));
 	else
 		put(obs, r, "servers", f->chrony_conf ? "different" : "none");
-	put(obs, r, "service", f->chrony_active ? "running" : "stopped");
+	/* running, and from a package dpkg calls installed (not half-configured) */
+	put(obs, r, "service", f->chrony_active && pkg(f, "chrony") != NULL ? "running" : "stopped");
 	free(want);
 }
 
