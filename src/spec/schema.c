@@ -2,7 +2,8 @@
  * schema.c - the spec language: one field table per model struct and the
  * handlers for lists, enums and sub-maps, from the root map down.
  *
- * The tables are the single place where a key of the spec is named; the
+ * The tables (here and, for a VM's guest, in schema_guest.c) are the single
+ * place where a key of the spec is named; the
  * docs (docs/spec-reference.md) and the JSON schema follow them.  Handlers
  * here only check what one object can check alone (types, patterns, ranges,
  * "exactly one of", keys that do not apply to a NIC type); everything that
