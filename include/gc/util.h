@@ -62,6 +62,9 @@ int gc_read_file(char **out, size_t *len, const char *path, size_t max, struct g
 
 /* Monotonic clock in nanoseconds. */
 uint64_t gc_now_ns(void);
+/* 16 hex characters from the kernel's CSPRNG (out: 17 bytes): markers that
+ * a target's output cannot forge. */
+void gc_random_token(char out[17]);
 
 #define GC_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -314,3 +314,26 @@ uint64_t gc_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+void gc_random_token(char out[17])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char raw[8] = {0};
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (read(fd, raw, sizeof(raw)) != (ssize_t)sizeof(raw))
+			memset(raw, 0, sizeof(raw));
+		close(fd);
+	}
+	if (raw[0] == 0 && raw[1] == 0) {
+		uint64_t t = gc_now_ns() ^ (uint64_t)getpid() << 32;
+
+		memcpy(raw, &t, sizeof(raw));
+	}
+	for (int i = 0; i < 8; i++) {
+		out[2 * i] = hex[raw[i] >> 4];
+		out[2 * i + 1] = hex[raw[i] & 15];
+	}
+	out[16] = '\0';
+}

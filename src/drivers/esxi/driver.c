@@ -104,31 +104,6 @@ static void esxi_disconnect(void *conn)
 	free(c);
 }
 
-/* 16 hex characters from the kernel's CSPRNG: markers nobody can forge. */
-static void random_token(char out[17])
-{
-	static const char hex[] = "0123456789abcdef";
-	unsigned char raw[8] = {0};
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	size_t i;
-
-	if (fd >= 0) {
-		if (read(fd, raw, sizeof(raw)) != (ssize_t)sizeof(raw))
-			memset(raw, 0, sizeof(raw));
-		close(fd);
-	}
-	if (raw[0] == 0 && raw[1] == 0) {
-		uint64_t t = gc_now_ns() ^ (uint64_t)getpid() << 32;
-
-		memcpy(raw, &t, sizeof(raw));
-	}
-	for (i = 0; i < 8; i++) {
-		out[2 * i] = hex[raw[i] >> 4];
-		out[2 * i + 1] = hex[raw[i] & 15];
-	}
-	out[16] = '\0';
-}
-
 struct record_arg {
 	struct esxi_conn *c;
 	struct gc_buf *problems;
@@ -152,7 +127,7 @@ static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 	char *script;
 	int rc;
 
-	random_token(token);
+	gc_random_token(token);
 	script = gc_esxi_observe_script(token);
 	rc = gc_ssh_exec(c->ssh, script, &res, err);
 	free(script);

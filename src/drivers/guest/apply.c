@@ -41,35 +41,12 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-void guest_random_token(char out[17])
-{
-	static const char hex[] = "0123456789abcdef";
-	unsigned char raw[8] = {0};
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-
-	if (fd >= 0) {
-		if (read(fd, raw, sizeof(raw)) != (ssize_t)sizeof(raw))
-			memset(raw, 0, sizeof(raw));
-		close(fd);
-	}
-	if (raw[0] == 0 && raw[1] == 0) {
-		uint64_t t = gc_now_ns() ^ (uint64_t)getpid() << 32;
-
-		memcpy(raw, &t, sizeof(raw));
-	}
-	for (int i = 0; i < 8; i++) {
-		out[2 * i] = hex[raw[i] >> 4];
-		out[2 * i + 1] = hex[raw[i] & 15];
-	}
-	out[16] = '\0';
-}
-
 /* Append a script step that writes `content` to `path` atomically. */
 static void put_file(struct gc_buf *b, const char *path, const char *content, const char *mode)
 {
 	char tok[17];
 
-	guest_random_token(tok);
+	gc_random_token(tok);
 	gc_buf_printf(b, "mkdir -p \"$(dirname %s)\"\ncat > %s.gc-new <<'GC_EOF_%s'\n%sGC_EOF_%s\n"
 			 "chmod %s %s.gc-new && mv -f %s.gc-new %s\n",
 		      path, path, tok, content, tok, mode, path, path, path);

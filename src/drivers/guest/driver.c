@@ -234,7 +234,7 @@ int guest_observe_now(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 	char *script, *cmd;
 	int rc;
 
-	guest_random_token(token);
+	gc_random_token(token);
 	script = gc_guest_observe_script(c->g, token);
 	cmd = gc_guest_as_root(script);
 	free(script);

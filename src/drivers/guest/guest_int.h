@@ -41,7 +41,6 @@ int guest_observe_now(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 int guest_sudo_error(struct guest_conn *c, struct gc_error *err);
 
 /* apply.c */
-void guest_random_token(char out[17]);
 int guest_apply_resource(struct guest_conn *c, struct gc_drv_ctx *ctx,
 			 const struct gc_resource *r, struct gc_error *err);
 int guest_reboot(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err);
