@@ -1,0 +1,76 @@
+/*
+ * validate.h - `gpuclusterctl validate`: the checks it runs and the report
+ * they make (src/validate).
+ *
+ * A report is a flat list of checks, each tied to one target (a host, the
+ * switch, the vCenter, a VM, a guest, a pair of guests, or the MPI job) and
+ * grouped by that target when rendered: a table for people, JSON
+ * (docs/validate.md, "schema": 1) for programs, JUnit XML (one testsuite per
+ * target) for CI systems.  Checks keep the order they were added in.
+ */
+#ifndef GC_VALIDATE_H
+#define GC_VALIDATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "gc/error.h"
+#include "gc/util.h"
+
+enum gc_check_status { GC_CHECK_PASS, GC_CHECK_FAIL, GC_CHECK_SKIP };
+
+/* What a check's target is; its name in the reports. */
+enum gc_check_target {
+	GC_CT_ESXI,    /* "esxi" */
+	GC_CT_SWITCH,  /* "switch" */
+	GC_CT_VCENTER, /* "vcenter" */
+	GC_CT_VM,      /* "vm" */
+	GC_CT_GUEST,   /* "guest" */
+	GC_CT_PAIR,    /* "pair": two guests, target "a<->b" */
+	GC_CT_MPI,     /* "mpi": the workload across the guests */
+};
+
+struct gc_check {
+	char *target;      /* "esx01", "node1", "node1<->node2", "mpirun" */
+	enum gc_check_target target_kind;
+	char *name;        /* "config.vm.memory_gb", "gpu.count", "rdma.write_bw" */
+	enum gc_check_status status;
+	char *expected;    /* NULL: none (e.g. a read that must simply work) */
+	char *found;       /* NULL: nothing found (unreachable, not run) */
+	char *hint;        /* the likely cause, on FAIL (and why, on SKIP); or NULL */
+	double seconds;    /* how long the check took, 0 when not timed */
+};
+
+struct gc_validate_report {
+	struct gc_check *checks;
+	size_t nchecks, cap;
+	char *spec;        /* the spec's path as given */
+	double wall_s;     /* whole run */
+};
+
+const char *gc_check_status_name(enum gc_check_status s);   /* "pass" "fail" "skip" */
+const char *gc_check_target_name(enum gc_check_target k);   /* "esxi" ... "mpi" */
+
+/* Append one check; strings are copied (NULL stays NULL).  Returns it. */
+struct gc_check *gc_vreport_add(struct gc_validate_report *r, enum gc_check_target kind,
+				const char *target, const char *name, enum gc_check_status st,
+				const char *expected, const char *found, const char *hint);
+void gc_vreport_free(struct gc_validate_report *r);
+/* Counts by status; any pointer may be NULL. */
+void gc_vreport_count(const struct gc_validate_report *r, size_t *pass, size_t *fail,
+		      size_t *skip);
+
+#define GC_VREPORT_COLOR 1u
+/* The table for people: one block per target in order of first appearance,
+ * a line per check (PASS/FAIL/SKIP, name, found, expected), hints under
+ * failures, then one summary line. */
+void gc_vreport_render_text(struct gc_buf *out, const struct gc_validate_report *r,
+			    unsigned flags);
+/* JSON, "schema": 1 (docs/validate.md). */
+void gc_vreport_render_json(struct gc_buf *out, const struct gc_validate_report *r);
+/* JUnit XML through libxml2: <testsuites> with one <testsuite> per target,
+ * a <testcase> per check (<failure> / <skipped>), written to path. */
+int gc_vreport_write_junit(const char *path, const struct gc_validate_report *r,
+			   struct gc_error *err);
+
+#endif
