@@ -3,8 +3,7 @@
  *
  * `gpuclusterctl [-h|--help|--version] <command> [options] [args]`.  Each
  * command lives in cmd_<verb>.c and parses its own options; this file only
- * dispatches.  Commands planned but not here yet (apply, validate, probe)
- * get one line each in commands[] when they land.
+ * dispatches.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,7 +21,7 @@ static const struct cli_command commands[] = {
 	{"graph", cmd_graph, "print the resource graph (DOT or JSON)", cmd_graph_usage},
 	{"apply", cmd_apply, "observe, plan and carry the plan out", cmd_apply_usage},
 	{"unlock", cmd_unlock, "clear the cluster lease a dead apply left (--force)", cmd_unlock_usage},
-	/* {"validate", cmd_validate, ...}, src/cli/cmd_validate.c (with src/validate) */
+	{"validate", cmd_validate, "prove the cluster works: read-back, probes, RDMA pairs", cmd_validate_usage},
 	{"probe", cmd_probe, "check this node: RDMA, RoCE QoS, CUDA, bandwidth", cmd_probe_usage},
 	{"version", cmd_version, "print the version", cmd_version_usage},
 	{"help", cmd_help, "show help for gpuclusterctl or a command", cmd_help_usage},

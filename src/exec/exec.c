@@ -139,8 +139,17 @@ void gc_drv_ssh_opts(struct gc_ssh_opts *o, char **known, const struct gc_drv_ct
 		     const char *address, const struct gc_ssh *ssh,
 		     const struct gc_credential *cred, const char *default_user)
 {
-	const struct gc_drv_settings *set = gc_drv_settings(ctx);
+	gc_ssh_opts_from_spec(o, known, gc_drv_settings(ctx), address, ssh, cred, default_user);
+}
 
+void gc_ssh_opts_from_spec(struct gc_ssh_opts *o, char **known, const struct gc_drv_settings *set,
+			   const char *address, const struct gc_ssh *ssh,
+			   const struct gc_credential *cred, const char *default_user)
+{
+	static const struct gc_drv_settings none;
+
+	if (set == NULL)
+		set = &none;
 	memset(o, 0, sizeof(*o));
 	o->host = address;
 	o->port = ssh->port;

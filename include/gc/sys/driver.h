@@ -122,6 +122,10 @@ struct gc_credential;
 void gc_drv_ssh_opts(struct gc_ssh_opts *o, char **known, const struct gc_drv_ctx *ctx,
 		     const char *address, const struct gc_ssh *ssh,
 		     const struct gc_credential *cred, const char *default_user);
+/* The same outside a run (validate): set carries the overrides, NULL none. */
+void gc_ssh_opts_from_spec(struct gc_ssh_opts *o, char **known, const struct gc_drv_settings *set,
+			   const char *address, const struct gc_ssh *ssh,
+			   const struct gc_credential *cred, const char *default_user);
 /* The target's current step, for progress ("rebooting, 12 s"). */
 void gc_drv_note(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *fmt, ...)
 	GC_PRINTF(3, 4);

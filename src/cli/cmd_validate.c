@@ -1,0 +1,285 @@
+/*
+ * cmd_validate.c - `gpuclusterctl validate`: read the cluster back, probe
+ * every guest, test RDMA between guests (src/validate), print the report.
+ *
+ * Read-only on every target; the one file it writes there is the probe
+ * executable in the guest user's ~/.cache/gpuclusterctl/.  Which probe is
+ * uploaded: --probe FILE, else $GC_PROBE, else the portable build installed
+ * beside us (../libexec/gpuclusterctl/gpuclusterctl-probe), else the build
+ * tree's (../probe/gpuclusterctl-probe-portable, ../probe/gpuclusterctl-probe).
+ *
+ * Exit: 0 every check passed (skips allowed), 1 a check failed or nothing
+ * could be observed, 64 usage.
+ */
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "gc/exec.h"
+#include "gc/graph.h"
+#include "gc/validate.h"
+
+const char cmd_validate_usage[] =
+	"usage: gpuclusterctl validate [--json] [--junit FILE] [--target NAME]... [--skip GROUPS]\n"
+	"                              [--probe FILE] [options] SPEC\n"
+	"\n"
+	"Prove the cluster works, changing nothing: every host, switch, VM and guest\n"
+	"read back against the spec (as plan observes them); in every guest nvidia-smi,\n"
+	"the RDMA interface and the node probe (GPUs, licence, peer memory, RDMA\n"
+	"device, RoCE v2 GID, MTU, ToS/trust/PFC, CUDA and copy bandwidth against\n"
+	"'validation:'); then an RDMA write test between guests over their RDMA\n"
+	"interfaces, in two rounds so no guest is in two tests at once.  The probe is\n"
+	"uploaded to ~/.cache/gpuclusterctl/ of the guest user when our build is not\n"
+	"there yet; nothing else is written.  docs/validate.md lists every check.\n"
+	"\n"
+	"Options:\n"
+	"  --json             the report as JSON (docs/validate.md)\n"
+	"  --junit FILE       also write the report as JUnit XML (one testsuite per target)\n"
+	"  --target NAME|GLOB validate only this host, switch, vCenter or VM (repeatable)\n"
+	"  --skip GROUPS      leave out check groups (comma list): config, node, pairs, cuda\n"
+	"                     (cuda: nodes without CUDA, e.g. the lab's stand-in GPUs)\n"
+	"  --probe FILE       the gpuclusterctl-probe executable to upload (default: the\n"
+	"                     portable build installed beside gpuclusterctl)\n"
+	"  --rdma-msg-kib N   RDMA write size of the pair test (default 1024)\n"
+	"  --rdma-iters N     RDMA writes for its bandwidth (default 2000)\n"
+	"  --rdma-timeout S   seconds a pair waits for its peer (default 60)\n"
+	"  --parallelism N    targets read back at once (default 64)\n"
+	"  --known-hosts FILE known_hosts file instead of the spec's\n"
+	"  --trust-new-host-keys  record unknown host keys (changed ones are refused)\n"
+	"  --state-dir DIR    where the journal is (default .gpuclusterctl/ beside SPEC)\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"Exit status: 0 every check passed, 1 a check failed (or an error), 64 usage.\n";
+
+static int parse_num(unsigned *out, const char *s, unsigned lo, unsigned hi)
+{
+	char *end;
+	unsigned long v;
+
+	if (s == NULL || *s < '0' || *s > '9')
+		return -1;
+	v = strtoul(s, &end, 10);
+	if (*end != '\0' || v < lo || v > hi)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+static int parse_skip(unsigned *skip, const char *list)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} groups[] = {{"config", GC_VSKIP_CONFIG},
+		      {"node", GC_VSKIP_NODE},
+		      {"pairs", GC_VSKIP_PAIRS},
+		      {"cuda", GC_VSKIP_CUDA}};
+	const char *p = list;
+
+	while (*p) {
+		size_t n = strcspn(p, ","), i;
+
+		for (i = 0; i < GC_ARRAY_LEN(groups); i++)
+			if (strlen(groups[i].name) == n && strncmp(groups[i].name, p, n) == 0)
+				break;
+		if (i == GC_ARRAY_LEN(groups))
+			return -1;
+		*skip |= groups[i].bit;
+		p += n;
+		p += *p == ',';
+	}
+	return 0;
+}
+
+/* The probe beside us: installed, or in the build tree.  Caller frees. */
+static char *default_probe(void)
+{
+	static const char *const rel[] = {
+		"../libexec/gpuclusterctl/gpuclusterctl-probe",
+		"../probe/gpuclusterctl-probe-portable",
+		"../probe/gpuclusterctl-probe",
+	};
+	char self[PATH_MAX], *dir;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (getenv("GC_PROBE") != NULL && getenv("GC_PROBE")[0] != '\0')
+		return gc_xstrdup(getenv("GC_PROBE"));
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	dir = dirname(self);
+	for (size_t i = 0; i < GC_ARRAY_LEN(rel); i++) {
+		char *p = gc_xasprintf("%s/%s", dir, rel[i]);
+
+		if (access(p, X_OK) == 0)
+			return p;
+		free(p);
+	}
+	return NULL;
+}
+
+static void on_progress(void *arg, const char *target, const char *what)
+{
+	if (*(const bool *)arg)
+		fprintf(stderr, "\r\033[K%s: %s", target, what);
+}
+
+int cmd_validate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"junit", required_argument, NULL, 'J'},
+		{"target", required_argument, NULL, 't'},
+		{"skip", required_argument, NULL, 'S'},
+		{"probe", required_argument, NULL, 'P'},
+		{"rdma-msg-kib", required_argument, NULL, 'm'},
+		{"rdma-iters", required_argument, NULL, 'i'},
+		{"rdma-timeout", required_argument, NULL, 'w'},
+		{"parallelism", required_argument, NULL, 'p'},
+		{"known-hosts", required_argument, NULL, 'K'},
+		{"trust-new-host-keys", no_argument, NULL, 'T'},
+		{"state-dir", required_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	struct gc_validate_opts vo;
+	struct gc_validate_report rep;
+	struct gc_cluster *cluster = NULL;
+	struct gc_graph *graph = NULL, *scoped = NULL;
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_buf out = GC_BUF_INIT;
+	const char *junit = NULL;
+	char *state_dir = NULL, *probe = NULL, *targets[64];
+	size_t ntargets = 0, left_out = 0, fail = 0;
+	bool json = false, tty = isatty(STDERR_FILENO) != 0;
+	int c, rc = GC_EXIT_ERROR;
+
+	memset(&vo, 0, sizeof(vo));
+	memset(&rep, 0, sizeof(rep));
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'J':
+			junit = optarg;
+			break;
+		case 't':
+			if (ntargets == GC_ARRAY_LEN(targets))
+				return cli_usage_error("validate", "at most %zu --target options",
+						       GC_ARRAY_LEN(targets));
+			targets[ntargets++] = optarg;
+			break;
+		case 'S':
+			if (parse_skip(&vo.skip, optarg) != 0)
+				return cli_usage_error("validate", "--skip takes a comma list of config, "
+						       "node, pairs, cuda; got '%s'", optarg);
+			break;
+		case 'P':
+			vo.probe_path = optarg;
+			break;
+		case 'm':
+			if (parse_num(&vo.rdma_msg_kib, optarg, 1, 1048576) != 0)
+				return cli_usage_error("validate", "--rdma-msg-kib needs 1 to 1048576, not '%s'", optarg);
+			break;
+		case 'i':
+			if (parse_num(&vo.rdma_iters, optarg, 1, 10000000) != 0)
+				return cli_usage_error("validate", "--rdma-iters needs 1 to 10000000, not '%s'", optarg);
+			break;
+		case 'w':
+			if (parse_num(&vo.rdma_timeout_s, optarg, 1, 3600) != 0)
+				return cli_usage_error("validate", "--rdma-timeout needs 1 to 3600 seconds, not '%s'", optarg);
+			break;
+		case 'p':
+			if (parse_num(&vo.parallelism, optarg, 1, 4096) != 0)
+				return cli_usage_error("validate", "--parallelism needs 1 to 4096, not '%s'", optarg);
+			break;
+		case 'K':
+			vo.drv.known_hosts = optarg;
+			break;
+		case 'T':
+			vo.drv.trust_new_host_keys = true;
+			break;
+		case 's':
+			vo.state_dir = optarg;
+			break;
+		case 'h':
+			return cli_print_usage("validate");
+		case ':':
+			return cli_usage_error("validate", "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return cli_usage_error("validate", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("validate", "missing SPEC");
+	if (optind + 1 < argc)
+		return cli_usage_error("validate", "too many arguments (one SPEC)");
+	if (vo.probe_path == NULL && !(vo.skip & GC_VSKIP_NODE)) {
+		vo.probe_path = probe = default_probe();
+		if (probe == NULL) {
+			cli_error("cannot find gpuclusterctl-probe to upload to the guests: give "
+				  "--probe FILE (or --skip node)");
+			goto out;
+		}
+	}
+	if (access(vo.probe_path ? vo.probe_path : "/", R_OK) != 0) {
+		cli_error("cannot read the probe '%s'", vo.probe_path);
+		goto out;
+	}
+	if (cli_load_spec(&cluster, argv[optind]) != 0)
+		goto out;
+	if (gc_graph_build(&graph, cluster, &err) != 0) {
+		cli_error("%s", err.msg);
+		goto out;
+	}
+	if (ntargets > 0) {
+		if ((rc = cli_scope(&scoped, graph, 0, (const char *const *)targets, ntargets,
+				    &left_out)) != 0)
+			goto out;
+		rc = GC_EXIT_ERROR;
+		gc_graph_free(graph);
+		graph = scoped; /* now owned through graph */
+		scoped = NULL;
+	}
+	if (vo.state_dir == NULL)
+		vo.state_dir = state_dir = cli_default_state_dir(argv[optind]);
+	vo.progress = on_progress;
+	vo.progress_arg = &tty;
+	rep.spec = gc_xstrdup(argv[optind]);
+	if (gc_validate_run(&rep, graph, &vo, &err) != 0) {
+		if (tty)
+			fputs("\r\033[K", stderr);
+		cli_error("%s", err.msg);
+		goto out;
+	}
+	if (tty)
+		fputs("\r\033[K", stderr);
+	if (json)
+		gc_vreport_render_json(&out, &rep);
+	else
+		gc_vreport_render_text(&out, &rep, cli_color(stdout) ? GC_VREPORT_COLOR : 0);
+	if (!cli_write(&out))
+		goto out;
+	if (junit != NULL && gc_vreport_write_junit(junit, &rep, &err) != 0) {
+		cli_error("%s", err.msg);
+		goto out;
+	}
+	gc_vreport_count(&rep, NULL, &fail, NULL);
+	rc = fail > 0 ? GC_EXIT_ERROR : GC_EXIT_OK;
+out:
+	gc_buf_free(&out);
+	gc_vreport_free(&rep);
+	free(state_dir);
+	free(probe);
+	gc_graph_free(graph);
+	gc_cluster_free(cluster);
+	return rc;
+}
