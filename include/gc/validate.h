@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "gc/error.h"
 #include "gc/util.h"
@@ -46,12 +47,19 @@ struct gc_validate_report {
 	size_t nchecks, cap;
 	char *spec;        /* the spec's path as given */
 	double wall_s;     /* whole run */
+	time_t started;    /* when the run began (JUnit timestamp); 0: when written */
 };
+
+/* A check's strings (a remote host's output among them) are cut to this many
+ * bytes, at a character boundary, ending in "…". */
+#define GC_VREPORT_VALUE_MAX 4096
 
 const char *gc_check_status_name(enum gc_check_status s);   /* "pass" "fail" "skip" */
 const char *gc_check_target_name(enum gc_check_target k);   /* "esxi" ... "mpi" */
 
-/* Append one check; strings are copied (NULL stays NULL).  Returns it. */
+/* Append one check; strings are copied (NULL stays NULL), values longer than
+ * GC_VREPORT_VALUE_MAX cut.  Returns it (set ->seconds there); the pointer is
+ * good until the next add. */
 struct gc_check *gc_vreport_add(struct gc_validate_report *r, enum gc_check_target kind,
 				const char *target, const char *name, enum gc_check_status st,
 				const char *expected, const char *found, const char *hint);
@@ -69,7 +77,9 @@ void gc_vreport_render_text(struct gc_buf *out, const struct gc_validate_report 
 /* JSON, "schema": 1 (docs/validate.md). */
 void gc_vreport_render_json(struct gc_buf *out, const struct gc_validate_report *r);
 /* JUnit XML through libxml2: <testsuites> with one <testsuite> per target,
- * a <testcase> per check (<failure> / <skipped>), written to path. */
+ * a <testcase> per check (<failure> / <skipped>), written to path (beside it
+ * first, then renamed).  Valid against Jenkins' junit-10.xsd
+ * (tests/data/validate/junit-10.xsd). */
 int gc_vreport_write_junit(const char *path, const struct gc_validate_report *r,
 			   struct gc_error *err);
 
