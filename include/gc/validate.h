@@ -83,4 +83,41 @@ void gc_vreport_render_json(struct gc_buf *out, const struct gc_validate_report 
 int gc_vreport_write_junit(const char *path, const struct gc_validate_report *r,
 			   struct gc_error *err);
 
+/* ---------------------------------------------------------------- running it */
+
+#include "gc/sys/driver.h"
+
+struct gc_graph;
+
+/* Check groups `--skip` can leave out (each then reported SKIP, not hidden). */
+#define GC_VSKIP_CONFIG 0x1u /* the read-back of hosts, switch, VMs, guests */
+#define GC_VSKIP_NODE 0x2u   /* the probe in each guest */
+#define GC_VSKIP_PAIRS 0x4u  /* RDMA between guests */
+#define GC_VSKIP_CUDA 0x8u   /* CUDA, copy bandwidth, GPUDirect (a node without CUDA) */
+
+struct gc_validate_opts {
+	const char *state_dir;       /* as plan's (journal: reboots owed) */
+	unsigned parallelism;        /* targets at once; 0: 64 */
+	struct gc_drv_settings drv;  /* --known-hosts, --trust-new-host-keys */
+	unsigned skip;               /* GC_VSKIP_* */
+	const char *probe_path;      /* the gpuclusterctl-probe executable uploaded to guests */
+	unsigned rdma_msg_kib;       /* RDMA write size; 0: 1024 */
+	unsigned rdma_iters;         /* RDMA writes for bandwidth; 0: 2000 */
+	unsigned rdma_timeout_s;     /* wait for the peer; 0: 60 */
+	/* A target's step, for progress lines ("running the probe"); may be
+	 * NULL; called from worker threads, serialised. */
+	void (*progress)(void *arg, const char *target, const char *what);
+	void *progress_arg;
+};
+
+/*
+ * Read everything back and run the checks; never changes a target (the one
+ * thing written is the probe executable, into the guest user's
+ * ~/.cache/gpuclusterctl/, when its build is not there yet).  Returns 0 when
+ * the checks could run (pass or fail: see the report), else an error
+ * (nothing could be observed, the probe file is unreadable).
+ */
+int gc_validate_run(struct gc_validate_report *r, const struct gc_graph *g,
+		    const struct gc_validate_opts *o, struct gc_error *err);
+
 #endif

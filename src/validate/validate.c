@@ -223,7 +223,7 @@ static int config_checks(struct vctx *v, struct gc_error *err)
 			continue;
 		res_owner(res->target, res->vm, &k, &who);
 		snprintf(name, sizeof(name), "config %s", res->id);
-		add(v, k, who, name, GC_CHECK_PASS, "as in the spec", "as in the spec", NULL);
+		add(v, k, who, name, GC_CHECK_PASS, NULL, "as in the spec", NULL);
 	}
 out:
 	gc_exec_report_free(&rep);
@@ -418,7 +418,8 @@ static char *probe_node_cmd(struct gsess *s)
 	struct gc_buf b = GC_BUF_INIT;
 	char n[32];
 
-	gc_buf_printf(&b, "\"%s\" --json", s->probe);
+	gc_buf_puts(&b, s->probe);
+	gc_buf_puts(&b, " --json");
 	if (!cuda)
 		gc_buf_puts(&b, " --no-cuda");
 	if (g->rdma_interface != NULL || g->roce_qos != NULL) {
@@ -617,17 +618,31 @@ static int file_hash(uint64_t *h, const char *path, struct gc_error *err)
 	return 0;
 }
 
-/* Put our probe on the guest unless this very build is there already. */
+/* Put our probe on the guest unless this very build is there already.  The
+ * path is absolute, in the login user's home (the probe then runs through
+ * sudo, whose $HOME is root's). */
 static int place_probe(struct gsess *s, struct gc_error *err)
 {
 	struct gc_ssh_result res = {0};
 	struct gc_buf cmd = GC_BUF_INIT;
+	char line[320];
+	size_t n;
 	int fd, rc;
 
-	s->probe = gc_xasprintf("$HOME/.cache/gpuclusterctl/%s", s->v->probe_name);
-	gc_buf_printf(&cmd, "test -x \"%s\" && echo present", s->probe);
+	gc_buf_printf(&cmd, "printf '%%s\\n' \"$HOME\"; test -x \"$HOME/.cache/gpuclusterctl/%s\" "
+		      "&& echo present", s->v->probe_name);
 	rc = gc_ssh_exec(s->ssh, gc_buf_str(&cmd), &res, err);
-	if (rc == 0 && res.out && strncmp(res.out, "present", 7) == 0)
+	if (rc != 0)
+		goto out;
+	n = res.out ? strcspn(res.out, "\n") : 0;
+	s->probe = gc_xasprintf("%.*s/.cache/gpuclusterctl/%s", (int)n, res.out ? res.out : "",
+				s->v->probe_name);
+	if (!gc_valid_abs_path(s->probe)) { /* it goes into commands unquoted */
+		rc = gc_error_set(err, GC_EREMOTE, "the login user's $HOME is not a plain absolute "
+				  "path ('%.*s')", (int)(n > 80 ? 80 : n), res.out ? res.out : "");
+		goto out;
+	}
+	if (strstr(res.out + n, "present") != NULL)
 		goto out;
 	gc_ssh_result_free(&res);
 	progress(s->v, s->t->name, "uploading the probe");
@@ -642,15 +657,12 @@ static int place_probe(struct gsess *s, struct gc_error *err)
 	gc_buf_printf(&cmd,
 		      "set -e; d=\"$HOME/.cache/gpuclusterctl\"; mkdir -p \"$d\"; "
 		      "rm -f \"$d\"/gpuclusterctl-probe-*; cat > \"$d/.probe.$$\"; "
-		      "chmod 755 \"$d/.probe.$$\"; mv -f \"$d/.probe.$$\" \"%s\"", s->probe);
+		      "chmod 755 \"$d/.probe.$$\"; mv -f \"$d/.probe.$$\" \"$d/%s\"", s->v->probe_name);
 	rc = gc_ssh_exec_stdin(s->ssh, gc_buf_str(&cmd), fd, &res, err);
 	close(fd);
-	if (rc == 0 && res.exit_status != 0) {
-		char line[320];
-
+	if (rc == 0 && res.exit_status != 0)
 		rc = gc_error_set(err, GC_EREMOTE, "cannot write the probe: %s",
 				  stderr_line(&res, line, sizeof(line)));
-	}
 out:
 	gc_ssh_result_free(&res);
 	gc_buf_free(&cmd);
@@ -742,7 +754,7 @@ static char *pair_cmd(struct gsess *s, const char *peer, const struct gc_validat
 	const struct gc_roce_qos *q = s->gst->roce_qos;
 	struct gc_buf b = GC_BUF_INIT;
 
-	gc_buf_printf(&b, "\"%s\" --json --no-cuda --no-bw --rdma-timeout %u --rdma-msg-kib %u "
+	gc_buf_printf(&b, "%s --json --no-cuda --no-bw --rdma-timeout %u --rdma-msg-kib %u "
 		      "--rdma-iters %u", s->probe, o->rdma_timeout_s ? o->rdma_timeout_s : 60,
 		      o->rdma_msg_kib ? o->rdma_msg_kib : 1024, o->rdma_iters ? o->rdma_iters : 2000);
 	if (s->hca != NULL) {

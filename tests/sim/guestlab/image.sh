@@ -40,10 +40,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${GC_GUEST_CACHE:-/var/cache/gpuclusterctl/guest-image}
 suite=bookworm
 
-# What every guest has (what a minimal Debian server has, and what boot needs).
+# What every guest has (what a minimal Debian server has, and what boot needs),
+# and Open MPI: what `validate --mpirun` launches with, which users' images
+# carry (the reference guides install it with the OS, not through us).
 base_packages=(
 	systemd-sysv udev kmod dbus openssh-server sudo iproute2 procps netbase
-	iputils-ping less linux-image-amd64 initramfs-tools zstd
+	iputils-ping less linux-image-amd64 initramfs-tools zstd openmpi-bin
 )
 # What the driver installs: in the local repository only, with all
 # dependencies, never preinstalled.
