@@ -12,6 +12,9 @@ packages=(
 	libyaml-dev libjson-c-dev libssh2-1-dev libcurl4-openssl-dev libxml2-dev libvirt-dev
 	# tests
 	libcmocka-dev libibverbs-dev python3 python3-yaml python3-jsonschema graphviz
+	# validate: its JUnit XML checked against the schema (xmllint), Open MPI for
+	# the MPI bandwidth test of the probe
+	libxml2-utils openmpi-bin
 	# the local lab: a real OpenSSH server on loopback behind our simulated shells
 	# (procps: ps/pgrep in scripts/lab.sh and the lab tests; openssl: test certificates)
 	openssh-server openssh-client procps openssl

@@ -234,9 +234,12 @@ out:
 
 /* ---------------------------------------------------------------- 2. node checks */
 
+/* A hint belongs to a failure or a skip: dropped on a pass, and "" is none. */
 static void gadd(struct gsess *s, const char *name, enum gc_check_status st, const char *exp,
 		 const char *found, const char *hint)
 {
+	if (st == GC_CHECK_PASS || (hint != NULL && hint[0] == '\0'))
+		hint = NULL;
 	add(s->v, GC_CT_GUEST, s->t->name, name, st, exp, found, hint);
 }
 
@@ -704,11 +707,12 @@ static void *guest_session(void *arg)
 		goto out;
 	}
 	if (gc_guest_parse(&f, s->gst, token, res.out ? res.out : "", res.out_len, &err) != 0) {
+		/* the probe may still tell what works */
 		gadd(s, "observe", GC_CHECK_FAIL, "read", err.msg, NULL);
-		goto out;
+	} else {
+		have_facts = true;
+		facts_checks(s, &f);
 	}
-	have_facts = true;
-	facts_checks(s, &f);
 	if (s->v->o->skip & GC_VSKIP_NODE) {
 		gadd(s, "probe", GC_CHECK_SKIP, NULL, NULL, "--skip node");
 		goto out;

@@ -78,7 +78,7 @@ class LabCase(unittest.TestCase):
 
     def gc(self, *args, spec=None, timeout=300, env=None, check=None, yes=True):
         argv = [BIN, *args]
-        if args and args[0] in ("apply", "plan"):
+        if args and args[0] in ("apply", "plan", "validate"):
             argv += ["--state-dir", self.state_dir]
         if args and args[0] == "apply" and yes:
             argv.append("--yes")   # no terminal on stdin: apply asks nobody

@@ -19,7 +19,7 @@ import unittest
 
 import yaml
 
-from labtest import BIN, LabCase
+from labtest import BIN, ROOT, LabCase, observation
 
 GUESTS = ["worker-01", "worker-02"]
 ADDR = {"worker-01": "198.18.0.51/24", "worker-02": "198.18.0.52/24"}
@@ -142,6 +142,128 @@ class GuestLab(LabCase):
         # one connection per guest, every command an observation
         self.assertIn("gpuclusterctl: 0 changing commands; SSH: 2 connections, 2 commands",
                       r.stderr)
+
+    # ---------------------------------------------------------------- validate
+
+    def validate(self, *args, check=0, timeout=600):
+        """`validate --json` (CUDA skipped: the lab's GPUs are stand-ins without
+        CUDA); small RDMA transfers, soft-RoCE under TCG is slow."""
+        r = self.gc("validate", "--json", "--skip", "cuda", "--rdma-msg-kib", "256",
+                    "--rdma-iters", "50", *args, check=check, timeout=timeout)
+        return json.loads(r.stdout)
+
+    @staticmethod
+    def checks(rep, kind, target):
+        t = [t for t in rep["targets"] if t["kind"] == kind and t["name"] == target]
+        return {c["name"]: c for c in t[0]["checks"]} if t else {}
+
+    @staticmethod
+    def failed(rep):
+        return sorted((t["kind"], t["name"], c["name"], c["expected"], c["found"])
+                      for t in rep["targets"] for c in t["checks"] if c["status"] == "fail")
+
+    def switch_cli(self, *lines):
+        inv = [l.split() for l in open(os.path.join(self.lab, "inventory")) if " onyx " in l][0]
+        r = subprocess.run(["ssh", "-tt", "-p", str(self.port), "-i",
+                            os.path.join(self.lab, "client", "id_ed25519"),
+                            "-o", "UserKnownHostsFile=" + os.path.join(self.lab, "client",
+                                                                       "known_hosts"),
+                            "-o", "BatchMode=yes",
+                            "%s@%s" % (open(os.path.join(self.lab, "user")).read().strip(),
+                                       inv[0])],
+                           input="\n".join(lines) + "\n", capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def vc(self, *args):
+        """tests/sim/vcsim_edit.py against the lab's vCenter, as an operator would."""
+        d = os.path.join(self.lab, "vcsim")
+        with open(os.path.join(d, "port"), encoding="utf-8") as f:
+            port = int(f.read())
+        r = subprocess.run([os.path.join(ROOT, "tests", "sim", "vcsim_edit.py"), "--url",
+                            "https://127.0.0.1:%d/sdk" % port, "--ca", os.path.join(d, "ca.crt"),
+                            "--user", "gcadmin", "--password-file", os.path.join(d, "password"),
+                            *args], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r.stdout
+
+    def vm_show(self, vm):
+        return json.loads(self.vc("show", vm))
+
+    def test_2a_validate_passes_and_only_reads(self):
+        logs = {h: len(self.log(h)) for h in ("esx01", "esx02", "sn2700")}
+        calls = {}
+        for vm in GUESTS:
+            self.ssh(vm, "sudo -n touch /run/gc-test-stamp")
+            calls[vm] = int(self.ssh(vm, "sudo -n wc -l < /var/log/gc-lab/calls.log"))
+        mods = {vm: self.ssh(vm, "cut -d' ' -f1 /proc/modules | sort") for vm in GUESTS}
+        junit = os.path.join(self.lab, "validate.xml")
+        rep = self.validate("--junit", junit)
+        self.assertEqual(self.failed(rep), [])
+        self.assertTrue(rep["summary"]["ok"])
+        for vm in GUESTS:
+            c = self.checks(rep, "guest", vm)
+            # the probe really ran in the guest: what only it reads
+            self.assertEqual((c["rdma.roce_v2_gid"]["status"], c["rdma.mtu"]["found"],
+                              c["rdma.tos"]["found"], c["rdma.trust"]["found"]),
+                             ("pass", "4096", "106", "dscp"))
+            self.assertEqual(c["gpu.license"]["status"], "pass")
+            self.assertEqual(c["cuda"]["status"], "skip")
+            ran = self.ssh(vm, "sudo -n journalctl -q --no-pager _COMM=sudo | "
+                               "grep -c 'gpuclusterctl-probe-[^ ]* --json' || true")
+            self.assertGreaterEqual(int(ran), 1)
+            self.assertEqual(self.ssh(vm, "ls ~/.cache/gpuclusterctl/").count("gpuclusterctl-probe-"), 1)
+        pair = self.checks(rep, "pair", "worker-01<->worker-02")
+        self.assertEqual(pair["rdma.write"]["found"], "ok: data verified")
+        self.assertRegex(pair["rdma.write_bandwidth"]["found"], r"^\d+\.\d{3} Gb/s$")
+        self.assertGreater(float(pair["rdma.write_bandwidth"]["found"].split()[0]), 0.0)
+        self.assertRegex(pair["rdma.write_latency"]["found"], r"^\d+\.\d{2} us$")
+        # nothing changed: hosts and switch got only reads, the guests' files,
+        # modules and hardware settings are as they were
+        for h in ("esx01", "esx02"):
+            self.assertEqual([c for _, c in self.log(h)[logs[h]:] if not observation(c)], [])
+        self.assertEqual([c for _, c in self.log("sn2700")[logs["sn2700"]:]
+                          if not (c.startswith("show ") or c in ("enable", "terminal length 999",
+                                                                  "no cli session paging enable",
+                                                                  "exit"))], [])
+        for vm in GUESTS:
+            self.assertEqual(self.ssh(vm, "sudo -n find /etc /usr /lib/modules /var/lib/dpkg "
+                                          "/usr/local -xdev -newer /run/gc-test-stamp "
+                                          "-not -type d"), "")
+            self.assertEqual(self.ssh(vm, "cut -d' ' -f1 /proc/modules | sort"), mods[vm])
+            new = self.ssh(vm, "sudo -n tail -n +%d /var/log/gc-lab/calls.log" % (calls[vm] + 1))
+            for bad in ("--trust", "--pfc", "--dscp2prio", "runtime configure"):
+                self.assertNotIn(bad, new)
+        # JUnit for CI systems: valid against Jenkins' schema, a testsuite per target
+        r = subprocess.run(["xmllint", "--noout", "--schema",
+                            os.path.join(ROOT, "tests", "data", "validate", "junit-10.xsd"), junit],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(junit, encoding="utf-8") as f:
+            x = f.read()
+        for suite in ("esxi/esx01", "switch/sn2700", "vm/worker-01", "guest/worker-02",
+                      "pair/worker-01&lt;-&gt;worker-02"):
+            self.assertIn('<testsuite name="%s"' % suite, x)
+
+    def test_2b_validate_names_drift_on_a_host_the_switch_and_a_vm(self):
+        self.remote("esx01", "esxcli system ntp set -s other.lab.example")
+        self.switch_cli("enable", "configure terminal", "interface ethernet 1/7 qos trust L2",
+                        "exit", "exit")
+        mmio = self.vm_show("worker-02")["extra_config"]["pciPassthru.64bitMMIOSizeGB"]
+        self.vc("worker-02", "set-extra", "pciPassthru.64bitMMIOSizeGB", "16")
+        rep = self.validate("--skip", "node,pairs", check=1)
+        self.assertEqual(self.failed(rep), [
+            ("esxi", "esx01", "config esx01/esxi.ntp servers", "ntp1.lab.example",
+             "other.lab.example"),
+            ("switch", "sn2700", "config sn2700/switch.qos_trust ports", "1/1-1/32",
+             "1/1-1/6,1/8-1/32"),
+            ("switch", "sn2700", "config sn2700/switch.qos_trust trust", "L3", "L2"),
+            ("vm", "worker-02", "config vm/worker-02/extra_config pciPassthru.64bitMMIOSizeGB",
+             mmio, "16"),
+        ])
+        self.assertEqual(self.checks(rep, "pair", "pairs")["rdma.write"]["status"], "skip")
+        self.gc("apply", "--only", "esxi,switch,vcenter", check=0, timeout=900)
+        self.assertEqual(self.failed(self.validate("--skip", "node,pairs")), [])
 
     def test_3_drift_by_hand_is_planned_and_restored(self):
         vm = "worker-01"
