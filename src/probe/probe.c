@@ -7,6 +7,8 @@
  * line, evaluates --expect, renders, prints and picks the exit code
  * (enum gc_probe_exit).  It is the one place in src/probe that prints; the
  * CLI's `gpuclusterctl probe` calls it with argv starting at "probe".
+ * `--mpi-bw` is a mode of its own (mpibw.c): started by mpirun, it runs the
+ * MPI bandwidth test instead of the probe and rank 0 prints one line.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,11 +79,42 @@ static const char usage[] =
 	"  --rdma-timeout N       seconds to wait for the peer (default 60)\n"
 	"  --sysfs-root DIR       read /sys and /proc under DIR (test hook; env GC_PROBE_SYSFS)\n"
 	"  --no-tools             do not run mlnx_qos or nvidia-smi (env GC_PROBE_NO_TOOLS=1)\n"
-	"exit: 0 ok, 1 an expectation failed, 2 usage error, 3 a requested RDMA test failed\n";
+	"  --mpi-bw               under mpirun (one rank per node): the MPI bandwidth test alone;\n"
+	"                         rank 0 prints one GCPROBE-MPIBW line (needs Open MPI's libmpi.so.40)\n"
+	"  --mpi-iters N          timed 4 MiB messages per rank pair (default 50)\n"
+	"exit: 0 ok, 1 an expectation failed, 2 usage error (or no libmpi for --mpi-bw),\n"
+	"      3 a requested RDMA or MPI test failed\n";
 
 static bool arg_long(const char *s, long lo, long hi, long *v)
 {
 	return s && pb_parse_long(s, strlen(s), v) && *v >= lo && *v <= hi;
+}
+
+/* --mpi-bw: the MPI bandwidth test; every rank runs this, rank 0 prints. */
+static int mpi_bw(int iters)
+{
+	struct pb_mpibw r;
+	char why[512] = "", line[512];
+	int rc = pb_mpibw_run(&r, iters, why, sizeof(why));
+
+	if (rc == GC_ENOTFOUND || rc == GC_ENOTSUP) {
+		fprintf(stderr, "gpuclusterctl-probe: --mpi-bw: %s\n", why);
+		return GC_PROBE_EXIT_USAGE;
+	}
+	if (rc != 0) {
+		fprintf(stderr, "gpuclusterctl-probe: --mpi-bw: rank %d: %s\n", r.rank, why);
+		return GC_PROBE_EXIT_ERROR;
+	}
+	if (r.rank == 0) {
+		pb_mpibw_format(line, sizeof(line), &r);
+		fputs(line, stdout);
+		fflush(stdout);
+		if (!r.data_ok)
+			fputs("gpuclusterctl-probe: --mpi-bw: data check failed: a rank received "
+			      "bytes or sums other than those sent\n",
+			      stderr);
+	}
+	return r.data_ok ? GC_PROBE_EXIT_OK : GC_PROBE_EXIT_ERROR;
 }
 
 static int read_expect(struct gc_probe_expect *e, const char *path, struct gc_error *err)
@@ -114,7 +147,8 @@ int gc_probe_main(int argc, char **argv)
 	struct gc_probe_options o;
 	struct gc_probe_expect *ex = calloc(1, sizeof(*ex));
 	struct gc_probe_report *r = calloc(1, sizeof(*r));
-	bool json = false, have_expect = false;
+	bool json = false, have_expect = false, mpibw = false;
+	int mpi_iters = 50;
 	char *out = NULL;
 	int i, code = GC_PROBE_EXIT_OK;
 	long v;
@@ -139,6 +173,10 @@ int gc_probe_main(int argc, char **argv)
 			o.no_bw = true;
 		} else if (strcmp(a, "--no-tools") == 0) {
 			o.no_tools = true;
+		} else if (strcmp(a, "--mpi-bw") == 0) {
+			mpibw = true;
+		} else if (strcmp(a, "--mpi-iters") == 0 && arg_long(next, 1, 100000, &v)) {
+			mpi_iters = (int)v, i++;
 		} else if (strcmp(a, "--rdma-server") == 0) {
 			o.rdma_server = true;
 		} else if (strcmp(a, "--expect") == 0 && next) {
@@ -191,6 +229,14 @@ int gc_probe_main(int argc, char **argv)
 		goto usage_err;
 	}
 
+	if (mpibw && (have_expect || json || o.rdma_server || o.rdma_peer)) {
+		gc_error_set(&err, GC_EUSAGE, "--mpi-bw runs alone: no --json, --expect or RDMA test");
+		goto usage_err;
+	}
+	if (mpibw) {
+		code = mpi_bw(mpi_iters);
+		goto out;
+	}
 	gc_probe_run(r, &o);
 	if (have_expect && gc_probe_expect_eval(r, ex) > 0)
 		code = GC_PROBE_EXIT_FAIL;

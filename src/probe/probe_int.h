@@ -84,6 +84,20 @@ void pb_cuda_probe(struct gc_probe_cuda *c, const struct gc_probe_options *o);
 void pb_gdr_probe(struct gc_probe_gdr *g, const struct gc_probe_rdma *r,
 		  const struct gc_probe_cuda *c);
 
+/* mpibw.c: the MPI bandwidth test (--mpi-bw), Open MPI dlopen()ed */
+struct pb_mpibw {
+	int rank, size, pairs;
+	unsigned iters;
+	uint64_t bytes, ar_bytes;
+	double pair_min_gbs, pair_max_gbs, allreduce_gbs;
+	bool data_ok;
+};
+/* 0: ran (data_ok says whether the checks passed); GC_ENOTFOUND/GC_ENOTSUP:
+ * no usable libmpi; GC_EREMOTE: an MPI call failed.  why says which. */
+int pb_mpibw_run(struct pb_mpibw *r, int iters, char *why, size_t whycap);
+/* The result line, "GCPROBE-MPIBW ranks=... data=ok\n" (docs/probe.md). */
+int pb_mpibw_format(char *buf, size_t cap, const struct pb_mpibw *r);
+
 /* The embedded vector-add PTX (cuda.c), for tests. */
 extern const char pb_vadd_ptx[];
 
