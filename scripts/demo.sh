@@ -80,5 +80,13 @@ echo "  RDMA: $(rdma link show | head -1); GID 1: $(cat /sys/class/infiniband/ml
 echo "  QoS: $(sudo -n mlnx_qos -i ens224 | grep "trust state"); PFC $(sudo -n mlnx_qos -i ens224 | sed -n "s/^\tenabled *//p"); ToS $(cat /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos); boot unit $(systemctl is-enabled gpuclusterctl-roce-qos.service)"
 '
 
+step "gpuclusterctl validate --mpirun $spec   (read-only: read-back, the probe in each guest, RDMA between them, Open MPI across them)"
+# --skip cuda: the lab's GPUs are stand-ins without CUDA (docs/validate.md);
+# small RDMA transfers: soft-RoCE under TCG moves ~0.1-0.5 Gb/s
+"$bin" validate --skip cuda --rdma-msg-kib 256 --rdma-iters 100 --mpirun \
+	--junit "$GC_LAB_DIR/validate-junit.xml" --state-dir "$state" "$spec" |
+	grep -v '^  PASS  config ' # the per-resource read-back lines: --json has them all
+[ "${PIPESTATUS[0]}" = 0 ] || { echo "demo: validate failed" >&2; exit 1; }
+
 echo
 echo "demo: done. The lab keeps running: scripts/lab.sh status | stop"

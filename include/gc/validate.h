@@ -104,6 +104,12 @@ struct gc_validate_opts {
 	unsigned rdma_msg_kib;       /* RDMA write size; 0: 1024 */
 	unsigned rdma_iters;         /* RDMA writes for bandwidth; 0: 2000 */
 	unsigned rdma_timeout_s;     /* wait for the peer; 0: 60 */
+	bool mpirun;                 /* run the workload across the guests (--mpirun) */
+	const char *mpi_command;     /* its program; NULL: all_reduce_perf, else the probe's --mpi-bw */
+	unsigned mpi_timeout_s;      /* 0: 600 */
+	const char *emit_mpijob;     /* write the job as a Kubeflow MPIJob here, or NULL */
+	const char *mpi_image;       /* its container image; NULL: the default in mpi.c */
+	const char *emit_slurm;      /* write the job as an sbatch script here, or NULL */
 	/* A target's step, for progress lines ("running the probe"); may be
 	 * NULL; called from worker threads, serialised. */
 	void (*progress)(void *arg, const char *target, const char *what);

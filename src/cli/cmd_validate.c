@@ -26,7 +26,8 @@
 
 const char cmd_validate_usage[] =
 	"usage: gpuclusterctl validate [--json] [--junit FILE] [--target NAME]... [--skip GROUPS]\n"
-	"                              [--probe FILE] [options] SPEC\n"
+	"                              [--mpirun[=CMD]] [--emit-mpijob FILE --image IMAGE]\n"
+	"                              [--emit-slurm FILE] [--probe FILE] [options] SPEC\n"
 	"\n"
 	"Prove the cluster works, changing nothing: every host, switch, VM and guest\n"
 	"read back against the spec (as plan observes them); in every guest nvidia-smi,\n"
@@ -48,6 +49,13 @@ const char cmd_validate_usage[] =
 	"  --rdma-msg-kib N   RDMA write size of the pair test (default 1024)\n"
 	"  --rdma-iters N     RDMA writes for its bandwidth (default 2000)\n"
 	"  --rdma-timeout S   seconds a pair waits for its peer (default 60)\n"
+	"  --mpirun[=CMD]     then run a job across the guests with Open MPI's mpirun on the\n"
+	"                     first guest: CMD, else nccl-tests' all_reduce_perf when there,\n"
+	"                     else the probe's MPI bandwidth test; fails on NCCL's silent\n"
+	"                     fallback to TCP sockets (needs passwordless SSH between guests)\n"
+	"  --mpi-timeout S    limit of the mpirun job (default 600)\n"
+	"  --emit-mpijob FILE also write the job as a Kubeflow MPIJob (with --image IMAGE)\n"
+	"  --emit-slurm FILE  also write the job as a Slurm sbatch script\n"
 	"  --parallelism N    targets read back at once (default 64)\n"
 	"  --known-hosts FILE known_hosts file instead of the spec's\n"
 	"  --trust-new-host-keys  record unknown host keys (changed ones are refused)\n"
@@ -144,6 +152,11 @@ int cmd_validate(int argc, char **argv)
 		{"known-hosts", required_argument, NULL, 'K'},
 		{"trust-new-host-keys", no_argument, NULL, 'T'},
 		{"state-dir", required_argument, NULL, 's'},
+		{"mpirun", optional_argument, NULL, 'M'},
+		{"mpi-timeout", required_argument, NULL, 'W'},
+		{"emit-mpijob", required_argument, NULL, 'E'},
+		{"image", required_argument, NULL, 'I'},
+		{"emit-slurm", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -210,6 +223,25 @@ int cmd_validate(int argc, char **argv)
 		case 's':
 			vo.state_dir = optarg;
 			break;
+		case 'M':
+			vo.mpirun = true;
+			vo.mpi_command = optarg; /* NULL: the default program */
+			if (optarg != NULL && optarg[0] == '\0')
+				return cli_usage_error("validate", "--mpirun=CMD needs a command");
+			break;
+		case 'W':
+			if (parse_num(&vo.mpi_timeout_s, optarg, 1, 86400) != 0)
+				return cli_usage_error("validate", "--mpi-timeout needs 1 to 86400 seconds, not '%s'", optarg);
+			break;
+		case 'E':
+			vo.emit_mpijob = optarg;
+			break;
+		case 'I':
+			vo.mpi_image = optarg;
+			break;
+		case 'L':
+			vo.emit_slurm = optarg;
+			break;
 		case 'h':
 			return cli_print_usage("validate");
 		case ':':
@@ -218,6 +250,9 @@ int cmd_validate(int argc, char **argv)
 			return cli_usage_error("validate", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
+	if (vo.emit_mpijob != NULL && vo.mpi_image == NULL)
+		return cli_usage_error("validate", "--emit-mpijob needs --image IMAGE (the container "
+				       "image with the program and Open MPI)");
 	if (optind >= argc)
 		return cli_usage_error("validate", "missing SPEC");
 	if (optind + 1 < argc)

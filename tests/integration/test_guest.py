@@ -13,6 +13,7 @@ later ones start from that converged state.
 """
 import json
 import os
+import shutil
 import subprocess
 import time
 import unittest
@@ -37,6 +38,15 @@ class GuestLab(LabCase):
             cls.doc = yaml.safe_load(f)
         cls.gport = cls.port + 10000
         cls.gaddr = {v["name"]: v["guest"]["address"] for v in cls.doc["vms"]}
+
+    def setUp(self):
+        # One cluster for the whole class: the first test applies it and the
+        # later ones (validate's among them) start from that converged state,
+        # so the lab's simulated hosts, switch and vCenter are not reset.
+        for h in self.hosts:
+            self.control(h, {"reboot_seconds": self.reboot_seconds})
+        self.state_dir = os.path.join(self.lab, "state-%s" % self._testMethodName)
+        shutil.rmtree(self.state_dir, ignore_errors=True)
 
     # ---------------------------------------------------------------- an independent client
 
@@ -264,6 +274,109 @@ class GuestLab(LabCase):
         self.assertEqual(self.checks(rep, "pair", "pairs")["rdma.write"]["status"], "skip")
         self.gc("apply", "--only", "esxi,switch,vcenter", check=0, timeout=900)
         self.assertEqual(self.failed(self.validate("--skip", "node,pairs")), [])
+
+    def test_2c_validate_catches_an_unlicensed_guest(self):
+        vm = "worker-02"
+        self.ssh(vm, "sudo -n mkdir -p /etc/gc-lab/faults && sudo -n touch "
+                     "/etc/gc-lab/faults/licence-never && sudo -n systemctl restart nvidia-gridd")
+        try:
+            rep = self.validate("--target", vm, "--skip", "pairs", check=1)
+            self.assertEqual(self.failed(rep), [
+                ("guest", vm, "gpu.license", "Licensed", "Unlicensed (Unrestricted)")])
+            self.assertIn("nvidia-gridd has no licence", self.checks(rep, "guest", vm)
+                          ["gpu.license"]["hint"])
+        finally:
+            self.ssh(vm, "sudo -n rm -f /etc/gc-lab/faults/licence-never && "
+                         "sudo -n systemctl restart nvidia-gridd")
+        deadline = time.time() + 60
+        while "Licensed" not in self.ssh(vm, "nvidia-smi -q") and time.time() < deadline:
+            time.sleep(1)
+
+    def test_2d_validate_catches_the_tos_off_on_one_guest(self):
+        vm = "worker-01"
+        tos = "/sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos"
+        self.ssh(vm, "echo 0 | sudo -n tee %s >/dev/null" % tos)
+        try:
+            rep = self.validate("--target", vm, "--skip", "pairs", check=1)
+            self.assertEqual(self.failed(rep), [
+                ("guest", vm, "config guest/worker-01/roce_qos tos", "106", "0"),
+                ("guest", vm, "rdma.tos", "106", "0")])
+        finally:
+            self.ssh(vm, "echo 106 | sudo -n tee %s >/dev/null" % tos)
+
+    def test_2e_an_rdma_interface_down_fails_its_pair_and_nothing_else(self):
+        vm = "worker-02"
+        self.ssh(vm, "sudo -n ip link set ens224 down")
+        try:
+            rep = self.validate("--rdma-timeout", "20", check=1)
+            failed = self.failed(rep)
+            self.assertIn(("pair", "worker-01<->worker-02", "rdma.write", "ok"),
+                          [f[:4] for f in failed])
+            # every failure is on worker-02 or its pair; worker-01 passes whole
+            self.assertEqual([f for f in failed if f[1] not in (vm, "worker-01<->worker-02")], [])
+            self.assertTrue(all(c["status"] != "fail"
+                                for c in self.checks(rep, "guest", "worker-01").values()))
+            self.assertIn(("guest", vm, "rdma.device"), [f[:3] for f in failed])
+        finally:
+            self.ssh(vm, "sudo -n ip link set ens224 up")
+        deadline = time.time() + 60
+        while "ACTIVE" not in self.ssh(vm, "cat /sys/class/infiniband/mlx5_0/ports/1/state") \
+                and time.time() < deadline:
+            time.sleep(1)
+
+    def test_2f_mpirun_runs_open_mpi_across_the_guests(self):
+        before = self.ssh("worker-02", "sudo -n journalctl -q --no-pager _COMM=sshd | "
+                                       "grep -c 'Accepted publickey for gclab from 198.18.0.51' "
+                                       "|| true")
+        rep = self.validate("--mpirun", "--skip", "pairs")
+        self.assertEqual(self.failed(rep), [])
+        m = self.checks(rep, "mpi", "mpirun")
+        self.assertRegex(m["mpi.run"]["found"], r"^exit 0 in [0-9.]+ s, 2 ranks$")
+        self.assertEqual((m["mpi.ranks"]["found"], m["mpi.data"]["found"]), ("2", "verified"))
+        self.assertRegex(m["mpi.pair_bandwidth"]["found"],
+                         r"^\d+\.\d{3}-\d+\.\d{3} Gb/s over 1 pairs of 2 ranks$")
+        self.assertGreater(float(m["mpi.pair_bandwidth"]["found"].split("-")[0]), 0)
+        # Open MPI really started the second rank on worker-02 from worker-01,
+        # over the RDMA network
+        after = self.ssh("worker-02", "sudo -n journalctl -q --no-pager _COMM=sshd | "
+                                      "grep -c 'Accepted publickey for gclab from 198.18.0.51' "
+                                      "|| true")
+        self.assertGreater(int(after), int(before))
+
+    def test_2g_nccl_falling_back_to_sockets_is_a_failure(self):
+        vm = "worker-02"
+        nccl = "--mpirun=/usr/lib/gc-lab/nccl-tests/all_reduce_perf"
+        rep = self.validate(nccl, "--skip", "pairs")
+        self.assertEqual(self.checks(rep, "mpi", "mpirun")["nccl.transport"]["found"],
+                         "IB [0]mlx5_0:1/RoCE")
+        # the RDMA device goes on one guest; TCP still works, NCCL carries on over it
+        self.ssh(vm, "sudo -n rdma link delete mlx5_0")
+        try:
+            rep = self.validate(nccl, "--skip", "pairs", check=1)
+            t = self.checks(rep, "mpi", "mpirun")["nccl.transport"]
+            self.assertEqual((t["status"], t["expected"]), ("fail", "IB (RDMA)"))
+            self.assertIn("fell back to TCP sockets", t["hint"])
+            self.assertEqual(self.checks(rep, "mpi", "mpirun")["mpi.run"]["status"], "pass")
+        finally:
+            self.ssh(vm, "sudo -n systemctl restart gc-lab-rxe")
+
+    def test_2h_emitted_mpijob_and_sbatch(self):
+        job = os.path.join(self.lab, "mpijob.yaml")
+        sb = os.path.join(self.lab, "job.sbatch")
+        self.validate("--skip", "config,pairs", "--emit-mpijob", job, "--image",
+                      "registry.lab.example/nccl-tests:2.13", "--emit-slurm", sb)
+        with open(job, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+        self.assertEqual((doc["apiVersion"], doc["kind"]), ("kubeflow.org/v2beta1", "MPIJob"))
+        env = {e["name"]: e["value"] for c in
+               doc["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+               for e in c.get("env", [])}
+        self.assertEqual((env["NCCL_IB_HCA"], env["NCCL_IB_TC"], env["NCCL_SOCKET_IFNAME"]),
+                         ("=mlx5_0", "106", "=ens224"))
+        with open(sb, encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("#SBATCH --nodes=2\n", text)
+        self.assertIn("NCCL_IB_HCA==mlx5_0", text)
 
     def test_3_drift_by_hand_is_planned_and_restored(self):
         vm = "worker-01"

@@ -91,7 +91,14 @@ write_seed() {
 	while read -r u uid gid; do
 		mkdir -p "$s/home/$u/.ssh"
 		install -m 600 "$lab/guest_key.pub" "$s/home/$u/.ssh/authorized_keys"
-		chown "$uid:$gid" "$s/home/$u/.ssh/authorized_keys"
+		# the guests reach each other with the lab's key (Open MPI starts the
+		# ranks of `validate --mpirun` over SSH, as on every MPI cluster);
+		# first contact is accepted: the guests reach nothing but each other
+		install -m 600 "$lab/guest_key" "$s/home/$u/.ssh/gclab_key"
+		printf '# gpuclusterctl lab: guest to guest (Open MPI launches over SSH)\nHost *\n\tIdentityFile ~/.ssh/gclab_key\n\tStrictHostKeyChecking accept-new\n\tBatchMode yes\n' \
+			>"$s/home/$u/.ssh/config"
+		chmod 600 "$s/home/$u/.ssh/config"
+		chown "$uid:$gid" "$s/home/$u/.ssh/authorized_keys" "$s/home/$u/.ssh/gclab_key" "$s/home/$u/.ssh/config"
 	done <"$img/users"
 	(umask 077; openssl passwd -6 -stdin <"$lab/guest_password" >"$s/etc/gc-lab/gcpw.hash")
 	idx=$(jf "$json" index)
