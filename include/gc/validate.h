@@ -126,4 +126,17 @@ struct gc_validate_opts {
 int gc_validate_run(struct gc_validate_report *r, const struct gc_graph *g,
 		    const struct gc_validate_opts *o, struct gc_error *err);
 
+/*
+ * The RDMA pair rounds over n guests (in spec order): round 0 pairs (0,1)
+ * (2,3) ..., round 1 pairs (1,2) (3,4) ... and, for an even n above 2,
+ * (n-1,0).  No guest is in two pairs of a round; every guest is in one pair
+ * at least.  Fills pairs[] (room for n/2 + 1) with (server, client) indexes
+ * and returns how many.
+ */
+size_t gc_validate_pair_round(size_t (*pairs)[2], size_t n, unsigned round);
+
+/* The RoCE path MTU an interface MTU allows: the largest IB MTU (256..4096)
+ * that fits with 74 bytes of RoCE headers (9000 -> 4096, 1500 -> 1024). */
+unsigned gc_validate_roce_mtu(unsigned ifmtu);
+
 #endif

@@ -395,8 +395,10 @@ static void facts_checks(struct gsess *s, const struct gc_guest_facts *f)
 
 /* The RoCE path MTU an interface MTU allows: the largest IB MTU (256..4096)
  * that fits with the RoCE headers (Eth 14 + IP 20 + UDP 8 + BTH 12 + RETH 16
- * + ICRC 4 = 74 bytes; rdma_rxe and mlx5 both round down this way). */
-static unsigned roce_mtu(unsigned ifmtu)
+ * + ICRC 4 = 74 bytes).  rdma_rxe subtracts its own header maximum the same
+ * way; an MTU within a few bytes of a boundary may round differently on a
+ * given driver, the values in use (1500, 4200, 9000) do not. */
+unsigned gc_validate_roce_mtu(unsigned ifmtu)
 {
 	unsigned m = 4096;
 
@@ -434,7 +436,7 @@ static char *probe_node_cmd(struct gsess *s)
 		expect(&b, "rdma.link_layer", "Ethernet");
 		expect(&b, "rdma.roce_v2_gid", "yes");
 		if (g->rdma_interface != NULL) {
-			snprintf(n, sizeof(n), "%u", roce_mtu(g->rdma_interface->mtu));
+			snprintf(n, sizeof(n), "%u", gc_validate_roce_mtu(g->rdma_interface->mtu));
 			expect(&b, "rdma.mtu", n);
 		}
 		if (q != NULL) {
@@ -867,28 +869,45 @@ static void *round_job_run(void *arg)
 	return NULL;
 }
 
-/* Round 0 pairs (0,1) (2,3) ...; round 1 (1,2) (3,4) ... and, for an even
- * count above 2, (n-1,0): every guest is in a pair, none in two at once. */
+size_t gc_validate_pair_round(size_t (*pairs)[2], size_t n, unsigned round)
+{
+	size_t np = 0;
+
+	if (n < 2 || round > 1)
+		return 0;
+	for (size_t i = round; i + 1 < n; i += 2) {
+		pairs[np][0] = i;
+		pairs[np][1] = i + 1;
+		np++;
+	}
+	if (round == 1 && n % 2 == 0 && n > 2) {
+		pairs[np][0] = n - 1;
+		pairs[np][1] = 0;
+		np++;
+	}
+	return np;
+}
+
 static void pair_rounds(struct vctx *v, struct gsess *gs, size_t n)
 {
 	struct round_job *jobs = gc_xcalloc(n + 1, sizeof(*jobs));
 	pthread_t *th = gc_xcalloc(n + 1, sizeof(*th));
+	size_t (*pairs)[2] = gc_xcalloc(n + 1, sizeof(*pairs));
 
-	for (size_t r = 0; r < 2 && n >= 2; r++) {
-		size_t np = 0;
+	for (unsigned r = 0; r < 2; r++) {
+		size_t np = gc_validate_pair_round(pairs, n, r);
 
-		for (size_t i = r; i + 1 < n; i += 2)
-			jobs[np++] = (struct round_job){v, &gs[i], &gs[i + 1]};
-		if (r == 1 && n % 2 == 0 && n > 2)
-			jobs[np++] = (struct round_job){v, &gs[n - 1], &gs[0]};
-		for (size_t i = 0; i < np; i++)
+		for (size_t i = 0; i < np; i++) {
+			jobs[i] = (struct round_job){v, &gs[pairs[i][0]], &gs[pairs[i][1]]};
 			if (pthread_create(&th[i], NULL, round_job_run, &jobs[i]) != 0)
 				abort();
+		}
 		for (size_t i = 0; i < np; i++)
 			pthread_join(th[i], NULL);
 	}
 	free(jobs);
 	free(th);
+	free(pairs);
 }
 
 /* ---------------------------------------------------------------- 4. the workload */
