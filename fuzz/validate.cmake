@@ -6,3 +6,7 @@ target_include_directories(replay_mpi_nccl PRIVATE ${CMAKE_SOURCE_DIR}/src/valid
 if(GC_FUZZ)
   target_include_directories(fuzz_mpi_nccl PRIVATE ${CMAKE_SOURCE_DIR}/src/validate)
 endif()
+# The node probe's JSON report as validate reads it (src/validate/probe_report.c).
+# Seeds in fuzz/corpus/validate_probe/: reports of the real probe (the lab's
+# soft-RoCE guest, a real H100 guest's CUDA part), and broken variants.
+gc_fuzz_target(validate_probe SOURCES ${CMAKE_SOURCE_DIR}/fuzz/fuzz_validate_probe.c LIBS gc_validate)

@@ -135,6 +135,40 @@ int gc_validate_run(struct gc_validate_report *r, const struct gc_graph *g,
  */
 size_t gc_validate_pair_round(size_t (*pairs)[2], size_t n, unsigned round);
 
+/* ---------------------------------------------------------------- the probe's report */
+
+struct gc_validation;
+
+struct gc_vprobe_in {
+	const char *target;              /* the guest */
+	const struct gc_validation *val; /* the spec's thresholds */
+	bool gpus;                       /* its VM has GPUs: CUDA must work */
+	bool skip_cuda;                  /* --skip cuda */
+};
+
+struct gc_vprobe_out {
+	char *hca;     /* first RDMA device with an ACTIVE port (caller frees), or NULL */
+	int gid_index; /* its port's RoCE v2 GID index, -1 unknown */
+};
+
+/*
+ * The node probe's `--json` report (docs/probe.md) as checks of in->target:
+ * the probe's expectation results, CUDA, the copy bandwidth against
+ * `validation:`.  GC_EINVAL, adding nothing, when text is not one JSON
+ * object.  The text is a guest's: nothing in it is trusted.
+ */
+int gc_validate_probe_checks(struct gc_validate_report *r, const struct gc_vprobe_in *in,
+			     const char *text, size_t len, struct gc_vprobe_out *out);
+
+/* The RDMA write test's result in the client probe's report. */
+struct gc_vprobe_rdma {
+	bool ok;           /* "status": "ok" (the server verified every byte) */
+	char reason[256];  /* why not */
+	double bw_gbps;    /* Gb/s (the probe reports GB/s) */
+	double lat_us;
+};
+int gc_validate_probe_rdma_test(struct gc_vprobe_rdma *out, const char *text, size_t len);
+
 /* The RoCE path MTU an interface MTU allows: the largest IB MTU (256..4096)
  * that fits with 74 bytes of RoCE headers (9000 -> 4096, 1500 -> 1024). */
 unsigned gc_validate_roce_mtu(unsigned ifmtu);

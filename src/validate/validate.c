@@ -40,8 +40,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
-
 #include "gc/exec.h"
 #include "gc/graph.h"
 #include "gc/guest.h"
@@ -457,91 +455,19 @@ static char *probe_node_cmd(struct gsess *s)
 	return gc_buf_take(&b);
 }
 
-static const char *jstr(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	if (o == NULL || !json_object_object_get_ex(o, k, &v) || !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
-
-static struct json_object *jget(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	return o != NULL && json_object_object_get_ex(o, k, &v) ? v : NULL;
-}
-
-static double jnum(struct json_object *o, const char *k, double dflt)
-{
-	struct json_object *v = jget(o, k);
-
-	if (v == NULL || !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
-		return dflt;
-	return json_object_get_double(v);
-}
-
-static struct json_object *parse_probe_json(const struct gc_ssh_result *res)
-{
-	struct json_tokener *tok = json_tokener_new();
-	struct json_object *o;
-
-	if (res->out == NULL || res->out_truncated) {
-		json_tokener_free(tok);
-		return NULL;
-	}
-	o = json_tokener_parse_ex(tok, res->out, (int)res->out_len);
-	if (json_tokener_get_error(tok) != json_tokener_success || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		o = NULL;
-	}
-	json_tokener_free(tok);
-	return o;
-}
-
-/* The copy-bandwidth thresholds of `validation:` against the probe's GPUs. */
-static void bandwidth_checks(struct gsess *s, struct json_object *cuda)
-{
-	const struct gc_validation *val = &s->v->g->cluster->validation;
-	static const char *const dir[3] = {"h2d", "d2h", "d2d"};
-	const double want[3] = {val->min_h2d_gbps, val->min_d2h_gbps, val->min_d2d_gbps};
-	struct json_object *gpus = jget(cuda, "gpus");
-	size_t n = gpus && json_object_is_type(gpus, json_type_array) ? json_object_array_length(gpus) : 0;
-
-	for (int d = 0; d < 3; d++) {
-		char key[16], name[48], e[48], f[48];
-
-		if (want[d] <= 0)
-			continue;
-		snprintf(key, sizeof(key), "%s_gbs", dir[d]);
-		for (size_t i = 0; i < n; i++) {
-			double got = jnum(json_object_array_get_idx(gpus, i), key, 0);
-			bool ok = got >= want[d];
-
-			snprintf(name, sizeof(name), "gpu%zu.%s_bandwidth", i, dir[d]);
-			snprintf(e, sizeof(e), ">= %.1f GB/s", want[d]);
-			snprintf(f, sizeof(f), "%.2f GB/s", got);
-			gadd(s, name, ok ? GC_CHECK_PASS : GC_CHECK_FAIL, e, f,
-			     ok ? NULL
-				: d == 2 ? "device memory slower than the model's: a vGPU time-sliced "
-					   "with busy neighbours, clocks throttled (nvidia-smi -q -d "
-					   "PERFORMANCE)"
-					 : "host<->GPU copies below the spec's: the GPU in a narrower or "
-					   "slower PCIe link than it should (nvidia-smi -q: Link Width/Gen), "
-					   "or a NUMA-far socket");
-		}
-	}
-}
-
 static void probe_node(struct gsess *s)
 {
 	struct gc_ssh_result res = {0};
 	struct gc_error err = GC_ERROR_INIT;
-	struct json_object *root = NULL, *exps, *checks, *cuda;
-	char *cmd = probe_node_cmd(s);
-	char line[320];
-	size_t n;
+	struct gc_vprobe_in in = {
+		.target = s->t->name,
+		.val = &s->v->g->cluster->validation,
+		.gpus = s->t->vm->ngpus > 0,
+		.skip_cuda = (s->v->o->skip & GC_VSKIP_CUDA) != 0,
+	};
+	struct gc_vprobe_out got = {NULL, -1};
+	char *cmd = probe_node_cmd(s), line[320];
+	int rc;
 
 	progress(s->v, s->t->name, "running the probe");
 	if (run_root(s, cmd, &res, &err) != 0) {
@@ -549,63 +475,23 @@ static void probe_node(struct gsess *s)
 		     "probe ran");
 		goto out;
 	}
-	root = parse_probe_json(&res);
-	if (root == NULL) {
-		gadd(s, "probe", GC_CHECK_FAIL, "ran", stderr_line(&res, line, sizeof(line)),
+	pthread_mutex_lock(&s->v->mu);
+	rc = res.out == NULL || res.out_truncated
+		     ? GC_EINVAL
+		     : gc_validate_probe_checks(s->v->r, &in, res.out, res.out_len, &got);
+	pthread_mutex_unlock(&s->v->mu);
+	if (rc != 0) {
+		stderr_line(&res, line, sizeof(line));
+		gadd(s, "probe", GC_CHECK_FAIL, "ran", line,
 		     res.exit_status == 127 || strstr(line, "GLIBC") != NULL
 			     ? "the probe cannot start on this guest: see docs/probe.md, 'Which guests "
 			       "it runs on'"
 			     : "the probe printed no JSON report");
 		goto out;
 	}
-	/* what the RDMA pair rounds need: the active device and its RoCE v2 GID index */
-	{
-		struct json_object *devs = jget(jget(root, "rdma"), "devices");
-		size_t nd = devs && json_object_is_type(devs, json_type_array) ? json_object_array_length(devs) : 0;
-
-		for (size_t i = 0; i < nd && s->hca == NULL; i++) {
-			struct json_object *d = json_object_array_get_idx(devs, i), *ports = jget(d, "ports");
-			size_t np = ports && json_object_is_type(ports, json_type_array) ? json_object_array_length(ports) : 0;
-
-			for (size_t p = 0; p < np; p++) {
-				struct json_object *pt = json_object_array_get_idx(ports, p);
-
-				if (jstr(pt, "state") && strcmp(jstr(pt, "state"), "PORT_ACTIVE") == 0 && jstr(d, "name")) {
-					s->hca = gc_xstrdup(jstr(d, "name"));
-					s->gid_index = (int)jnum(pt, "roce_v2_gid_index", -1);
-					break;
-				}
-			}
-		}
-	}
-	exps = jget(root, "expectations");
-	checks = jget(exps, "checks");
-	n = checks && json_object_is_type(checks, json_type_array) ? json_object_array_length(checks) : 0;
-	for (size_t i = 0; i < n; i++) {
-		struct json_object *c = json_object_array_get_idx(checks, i), *pass = jget(c, "pass");
-		const char *key = jstr(c, "key");
-
-		if (key == NULL)
-			continue;
-		gadd(s, key, pass && json_object_get_boolean(pass) ? GC_CHECK_PASS : GC_CHECK_FAIL,
-		     jstr(c, "expected"), jstr(c, "found"), jstr(c, "hint"));
-	}
-	cuda = jget(root, "cuda");
-	if (s->t->vm->ngpus > 0) {
-		const char *st = jstr(cuda, "status");
-
-		if (s->v->o->skip & GC_VSKIP_CUDA) {
-			gadd(s, "cuda", GC_CHECK_SKIP, NULL, NULL, "--skip cuda");
-		} else if (st == NULL || strcmp(st, "ok") != 0) {
-			gadd(s, "cuda", GC_CHECK_FAIL, "ok", jstr(cuda, "reason") ? jstr(cuda, "reason") : st,
-			     "CUDA does not work: libcuda.so.1 comes with the NVIDIA driver; a GPU "
-			     "without enough MMIO space or an unlicensed vGPU fails cuInit");
-		} else {
-			bandwidth_checks(s, cuda);
-		}
-	}
+	s->hca = got.hca; /* now owned by the session */
+	s->gid_index = got.gid_index;
 out:
-	json_object_put(root);
 	gc_ssh_result_free(&res);
 	free(cmd);
 }
@@ -787,8 +673,7 @@ static void pair_test(struct vctx *v, struct gsess *a, struct gsess *b)
 	struct pair_side side[2];
 	pthread_t th;
 	char who[256], e[64], f[64], line[320];
-	struct json_object *rt = NULL, *root = NULL;
-	const char *st;
+	struct gc_vprobe_rdma rt;
 
 	snprintf(who, sizeof(who), "%s<->%s", a->t->name, b->t->name);
 	if (!a->usable || !b->usable || a->rdma_addr == NULL) {
@@ -814,24 +699,23 @@ static void pair_test(struct vctx *v, struct gsess *a, struct gsess *b)
 		add(v, GC_CT_PAIR, who, "rdma.write", GC_CHECK_FAIL, "ok", side[1].err.msg, NULL);
 		goto out;
 	}
-	root = parse_probe_json(&side[1].res);
-	rt = jget(root, "rdma_test");
-	st = jstr(rt, "status");
-	if (st == NULL || strcmp(st, "ok") != 0) {
-		const char *why = jstr(rt, "reason");
-
+	if (side[1].res.out == NULL || side[1].res.out_truncated ||
+	    gc_validate_probe_rdma_test(&rt, side[1].res.out, side[1].res.out_len) != 0) {
 		add(v, GC_CT_PAIR, who, "rdma.write", GC_CHECK_FAIL, "ok",
-		    why && *why ? why : stderr_line(&side[1].res, line, sizeof(line)),
+		    stderr_line(&side[1].res, line, sizeof(line)), "the probe printed no JSON report");
+		goto out;
+	}
+	if (!rt.ok) {
+		add(v, GC_CT_PAIR, who, "rdma.write", GC_CHECK_FAIL, "ok", rt.reason,
 		    "no RDMA between the two: RDMA interfaces up with their addresses, the same "
 		    "subnet, the switch ports' MTU and PFC, a RoCE v2 GID on both (probe each)");
 		goto out;
 	}
 	add(v, GC_CT_PAIR, who, "rdma.write", GC_CHECK_PASS, "ok", "ok: data verified", NULL);
 	{
-		double gbps = jnum(rt, "bw_gbs", 0) * 8.0, lat = jnum(rt, "lat_us", 0);
-		bool ok = val->min_rdma_gbps <= 0 || gbps >= val->min_rdma_gbps;
+		bool ok = val->min_rdma_gbps <= 0 || rt.bw_gbps >= val->min_rdma_gbps;
 
-		snprintf(f, sizeof(f), "%.3f Gb/s", gbps);
+		snprintf(f, sizeof(f), "%.3f Gb/s", rt.bw_gbps);
 		if (val->min_rdma_gbps > 0)
 			snprintf(e, sizeof(e), ">= %g Gb/s", val->min_rdma_gbps);
 		add(v, GC_CT_PAIR, who, "rdma.write_bandwidth", ok ? GC_CHECK_PASS : GC_CHECK_FAIL,
@@ -839,8 +723,8 @@ static void pair_test(struct vctx *v, struct gsess *a, struct gsess *b)
 		    ok ? NULL : "RDMA slower than the spec wants: a path MTU below 4096, PFC pauses "
 				"or congestion (the switch's counters), a PCIe-far HCA, or a link at a "
 				"lower speed");
-		ok = val->max_rdma_latency_us <= 0 || lat <= val->max_rdma_latency_us;
-		snprintf(f, sizeof(f), "%.2f us", lat);
+		ok = val->max_rdma_latency_us <= 0 || rt.lat_us <= val->max_rdma_latency_us;
+		snprintf(f, sizeof(f), "%.2f us", rt.lat_us);
 		if (val->max_rdma_latency_us > 0)
 			snprintf(e, sizeof(e), "<= %g us", val->max_rdma_latency_us);
 		add(v, GC_CT_PAIR, who, "rdma.write_latency", ok ? GC_CHECK_PASS : GC_CHECK_FAIL,
@@ -849,7 +733,6 @@ static void pair_test(struct vctx *v, struct gsess *a, struct gsess *b)
 				"moderation, a busy vCPU, or hops through more switches");
 	}
 out:
-	json_object_put(root);
 	for (int i = 0; i < 2; i++) {
 		gc_ssh_result_free(&side[i].res);
 		free(side[i].cmd);
