@@ -173,14 +173,15 @@ class GuestLab(LabCase):
                       for t in rep["targets"] for c in t["checks"] if c["status"] == "fail")
 
     def switch_cli(self, *lines):
-        inv = [l.split() for l in open(os.path.join(self.lab, "inventory")) if " onyx " in l][0]
+        with open(os.path.join(self.lab, "inventory"), encoding="utf-8") as f:
+            inv = [l.split() for l in f if " onyx " in l][0]
+        with open(os.path.join(self.lab, "user"), encoding="utf-8") as f:
+            user = f.read().strip()
         r = subprocess.run(["ssh", "-tt", "-p", str(self.port), "-i",
                             os.path.join(self.lab, "client", "id_ed25519"),
                             "-o", "UserKnownHostsFile=" + os.path.join(self.lab, "client",
                                                                        "known_hosts"),
-                            "-o", "BatchMode=yes",
-                            "%s@%s" % (open(os.path.join(self.lab, "user")).read().strip(),
-                                       inv[0])],
+                            "-o", "BatchMode=yes", "%s@%s" % (user, inv[0])],
                            input="\n".join(lines) + "\n", capture_output=True, text=True,
                            timeout=30)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -282,6 +283,8 @@ class GuestLab(LabCase):
         try:
             rep = self.validate("--target", vm, "--skip", "pairs", check=1)
             self.assertEqual(self.failed(rep), [
+                ("guest", vm, "config guest/worker-02/license status", "licensed",
+                 "Unlicensed (Unrestricted)"),
                 ("guest", vm, "gpu.license", "Licensed", "Unlicensed (Unrestricted)")])
             self.assertIn("nvidia-gridd has no licence", self.checks(rep, "guest", vm)
                           ["gpu.license"]["hint"])
@@ -348,7 +351,7 @@ class GuestLab(LabCase):
         nccl = "--mpirun=/usr/lib/gc-lab/nccl-tests/all_reduce_perf"
         rep = self.validate(nccl, "--skip", "pairs")
         self.assertEqual(self.checks(rep, "mpi", "mpirun")["nccl.transport"]["found"],
-                         "IB [0]mlx5_0:1/RoCE")
+                         "IB [0]mlx5_0:1/RoCE [RO]")
         # the RDMA device goes on one guest; TCP still works, NCCL carries on over it
         self.ssh(vm, "sudo -n rdma link delete mlx5_0")
         try:
@@ -376,7 +379,7 @@ class GuestLab(LabCase):
         with open(sb, encoding="utf-8") as f:
             text = f.read()
         self.assertIn("#SBATCH --nodes=2\n", text)
-        self.assertIn("NCCL_IB_HCA==mlx5_0", text)
+        self.assertIn("export NCCL_IB_HCA='=mlx5_0'\n", text)
 
     def test_3_drift_by_hand_is_planned_and_restored(self):
         vm = "worker-01"
@@ -390,6 +393,16 @@ class GuestLab(LabCase):
         self.assertIn("~ guest/worker-01/license\n        feature_type: 2 → 4\n", plan)
         self.assertIn("~ guest/worker-01/roce_qos\n        pfc_priority: -1 → 3\n", plan)
         self.assertNotIn("worker-02", plan.replace("guest worker-02", ""))
+        # validate names the same drift from the guest's side, with what it breaks
+        rep = self.validate("--target", vm, "--skip", "pairs", check=1)
+        f = {c[2]: c[3:] for c in self.failed(rep)}
+        self.assertEqual(f["net.mtu"], ("9000", "1500"))
+        self.assertEqual(f["rdma.mtu"], ("4096", "1024"))
+        self.assertEqual(f["rdma.peermem"], ("loaded", "not loaded"))
+        self.assertEqual(f["config guest/worker-01/peermem loaded"], ("true", "false"))
+        self.assertEqual(f["config guest/worker-01/license feature_type"], ("4", "2"))
+        self.assertEqual(f["rdma.pfc"][0], "3")
+        self.assertEqual({c[1] for c in self.failed(rep)}, {vm})
         self.guest_apply()
         self.assert_guest_converged(vm)
         self.gc("plan", "--only", "guest", check=0)
