@@ -22,6 +22,7 @@
 
 #include <json-c/json.h>
 
+#include "gc/json.h"
 #include "gc/plan.h"
 
 #define C_RESET "\033[0m"
@@ -292,51 +293,20 @@ static json_object *summary_json(const struct gc_plan *p)
 	return o;
 }
 
-#define JSON_FLAGS (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
-
-/*
- * Serialize a json-c value at a nesting depth of `indent` spaces (json-c
- * pretty-prints from column 0) and release it.  The plan is written one
- * action at a time: a whole-document json-c tree of a 10,000-host plan
- * would hold millions of objects.
- */
-static void put_json(struct gc_buf *out, json_object *o, int indent)
-{
-	static const char spaces[] = "                                ";
-	const char *s = json_object_to_json_string_ext(o, JSON_FLAGS), *nl;
-
-	assert((size_t)indent < sizeof(spaces));
-	while ((nl = strchr(s, '\n')) != NULL) {
-		gc_buf_put(out, s, (size_t)(nl - s) + 1);
-		gc_buf_put(out, spaces, (size_t)indent);
-		s = nl + 1;
-	}
-	gc_buf_puts(out, s);
-	json_object_put(o);
-}
-
-/* `"key": ` at an indent, then the value (json-c escapes both). */
-static void put_key(struct gc_buf *out, int indent, const char *key)
-{
-	gc_buf_printf(out, "%*s", indent, "");
-	put_json(out, json_object_new_string(key), 0);
-	gc_buf_puts(out, ": ");
-}
-
 static void put_target(struct gc_buf *out, const struct gc_plan_target *pt)
 {
 	gc_buf_puts(out, "        {\n");
-	put_key(out, 10, "kind");
-	put_json(out, json_object_new_string(gc_target_kind_name(pt->target->kind)), 0);
+	gc_json_put_key(out, 10, "kind");
+	gc_json_put(out, json_object_new_string(gc_target_kind_name(pt->target->kind)), 0);
 	gc_buf_puts(out, ",\n");
-	put_key(out, 10, "name");
-	put_json(out, json_object_new_string(pt->target->name), 0);
+	gc_json_put_key(out, 10, "name");
+	gc_json_put(out, json_object_new_string(pt->target->name), 0);
 	gc_buf_puts(out, ",\n");
-	put_key(out, 10, "actions");
+	gc_json_put_key(out, 10, "actions");
 	gc_buf_puts(out, "[\n");
 	for (size_t i = 0; i < pt->nactions; i++) {
 		gc_buf_printf(out, "%*s", 12, "");
-		put_json(out, action_json(pt->actions[i]), 12);
+		gc_json_put(out, action_json(pt->actions[i]), 12);
 		gc_buf_puts(out, i + 1 < pt->nactions ? ",\n" : "\n");
 	}
 	gc_buf_puts(out, "          ]\n        }");
@@ -347,34 +317,34 @@ void gc_plan_render_json(struct gc_buf *out, const struct gc_plan *p)
 	json_object *rolling = json_object_new_object();
 
 	gc_buf_puts(out, "{\n");
-	put_key(out, 2, "format_version");
+	gc_json_put_key(out, 2, "format_version");
 	gc_buf_puts(out, "1,\n");
-	put_key(out, 2, "changes");
+	gc_json_put_key(out, 2, "changes");
 	gc_buf_puts(out, gc_plan_empty(p) ? "false,\n" : "true,\n");
-	put_key(out, 2, "summary");
-	put_json(out, summary_json(p), 2);
+	gc_json_put_key(out, 2, "summary");
+	gc_json_put(out, summary_json(p), 2);
 	gc_buf_puts(out, ",\n");
 	json_object_object_add(rolling, "max_unavailable",
 			       json_object_new_int64((int64_t)p->max_unavailable));
 	json_object_object_add(rolling, "allow_vmotion", json_object_new_boolean(p->allow_vmotion));
-	put_key(out, 2, "rolling");
-	put_json(out, rolling, 2);
+	gc_json_put_key(out, 2, "rolling");
+	gc_json_put(out, rolling, 2);
 	gc_buf_puts(out, ",\n");
-	put_key(out, 2, "waves");
+	gc_json_put_key(out, 2, "waves");
 	gc_buf_puts(out, "[\n");
 	for (size_t w = 0; w < p->nwaves; w++) {
 		const struct gc_plan_wave *pw = &p->waves[w];
 		json_object *hosts = json_object_new_array();
 
 		gc_buf_puts(out, "    {\n");
-		put_key(out, 6, "index");
+		gc_json_put_key(out, 6, "index");
 		gc_buf_printf(out, "%zu,\n", w);
 		for (size_t h = 0; h < pw->nmaintenance_hosts; h++)
 			json_object_array_add(hosts, json_object_new_string(pw->maintenance_hosts[h]));
-		put_key(out, 6, "maintenance_hosts");
-		put_json(out, hosts, 6);
+		gc_json_put_key(out, 6, "maintenance_hosts");
+		gc_json_put(out, hosts, 6);
 		gc_buf_puts(out, ",\n");
-		put_key(out, 6, "targets");
+		gc_json_put_key(out, 6, "targets");
 		gc_buf_puts(out, "[\n");
 		for (size_t t = 0; t < pw->ntargets; t++) {
 			put_target(out, &pw->targets[t]);
@@ -400,8 +370,8 @@ void gc_plan_render_json(struct gc_buf *out, const struct gc_plan *p)
 			json_object_array_add(unk, u);
 		}
 		gc_buf_puts(out, ",\n");
-		put_key(out, 2, "unknown");
-		put_json(out, unk, 2);
+		gc_json_put_key(out, 2, "unknown");
+		gc_json_put(out, unk, 2);
 	}
 	gc_buf_puts(out, "\n}\n");
 }

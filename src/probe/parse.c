@@ -15,29 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gc/lines.h"
+
 #include "probe_int.h"
-
-struct lines {
-	const char *p, *end;
-	int no;
-};
-
-/* Next line (without '\n' or '\r'); false at the end. */
-static bool next_line(struct lines *it, const char **s, size_t *n)
-{
-	const char *nl;
-
-	if (it->p >= it->end)
-		return false;
-	nl = memchr(it->p, '\n', (size_t)(it->end - it->p));
-	*s = it->p;
-	*n = nl ? (size_t)(nl - it->p) : (size_t)(it->end - it->p);
-	it->p = nl ? nl + 1 : it->end;
-	if (*n > 0 && (*s)[*n - 1] == '\r')
-		(*n)--;
-	it->no++;
-	return true;
-}
 
 static bool starts(const char *s, size_t n, const char *prefix)
 {
@@ -133,7 +113,7 @@ static struct gc_probe_port *find_port(struct gc_probe_rdma_dev *d, int num, boo
 int gc_probe_parse_ibv_devinfo(struct gc_probe_rdma *out, const char *text, size_t len,
 			       struct gc_error *err)
 {
-	struct lines it = {text, text + len, 0};
+	struct gc_lines it = {text, text + len, 0};
 	struct gc_probe_rdma_dev *dev = NULL;
 	struct gc_probe_port *port = NULL;
 	bool dropped = false;
@@ -141,7 +121,7 @@ int gc_probe_parse_ibv_devinfo(struct gc_probe_rdma *out, const char *text, size
 	size_t n, kn, vn;
 	long x;
 
-	while (next_line(&it, &s, &n)) {
+	while (gc_lines_next(&it, &s, &n)) {
 		size_t tn = n;
 		const char *t = pb_trim(s, &tn);
 
@@ -239,11 +219,11 @@ static bool next_field(const char **p, const char *end, const char **f, size_t *
 int gc_probe_parse_show_gids(struct gc_probe_rdma *out, const char *text, size_t len,
 			     struct gc_error *err)
 {
-	struct lines it = {text, text + len, 0};
+	struct gc_lines it = {text, text + len, 0};
 	const char *s;
 	size_t n;
 
-	while (next_line(&it, &s, &n)) {
+	while (gc_lines_next(&it, &s, &n)) {
 		const char *p = s, *end = s + n, *f[8];
 		size_t fn[8];
 		int nf = 0;
@@ -297,7 +277,7 @@ int gc_probe_parse_show_gids(struct gc_probe_rdma *out, const char *text, size_t
 int gc_probe_parse_mlnx_qos(struct gc_probe_qos *out, const char *text, size_t len,
 			    struct gc_error *err)
 {
-	struct lines it = {text, text + len, 0};
+	struct gc_lines it = {text, text + len, 0};
 	bool in_pfc = false, saw_prio = false;
 	const char *s;
 	size_t n;
@@ -306,7 +286,7 @@ int gc_probe_parse_mlnx_qos(struct gc_probe_qos *out, const char *text, size_t l
 	memset(out, 0, sizeof(*out));
 	for (i = 0; i < 8; i++)
 		out->pfc[i] = -1;
-	while (next_line(&it, &s, &n)) {
+	while (gc_lines_next(&it, &s, &n)) {
 		size_t tn = n;
 		const char *t = pb_trim(s, &tn);
 
@@ -354,12 +334,12 @@ int gc_probe_parse_mlnx_qos(struct gc_probe_qos *out, const char *text, size_t l
 int gc_probe_parse_traffic_class(int *tclass, const char *text, size_t len,
 				 struct gc_error *err)
 {
-	struct lines it = {text, text + len, 0};
+	struct gc_lines it = {text, text + len, 0};
 	const char *s;
 	size_t n;
 	long x;
 
-	while (next_line(&it, &s, &n)) {
+	while (gc_lines_next(&it, &s, &n)) {
 		size_t tn = n;
 		const char *t = pb_trim(s, &tn);
 
@@ -388,7 +368,7 @@ int gc_probe_parse_traffic_class(int *tclass, const char *text, size_t len,
 int gc_probe_parse_nvsmi(struct gc_probe_nvsmi *out, const char *text, size_t len,
 			 struct gc_error *err)
 {
-	struct lines it = {text, text + len, 0};
+	struct gc_lines it = {text, text + len, 0};
 	char section[NVSMI_DEPTH][48];
 	struct gc_probe_nvsmi_gpu *g = NULL;
 	const char *s, *k, *v;
@@ -397,7 +377,7 @@ int gc_probe_parse_nvsmi(struct gc_probe_nvsmi *out, const char *text, size_t le
 
 	memset(out, 0, sizeof(*out));
 	memset(section, 0, sizeof(section));
-	while (next_line(&it, &s, &n)) {
+	while (gc_lines_next(&it, &s, &n)) {
 		const char *parent;
 		size_t ind = 0;
 		int lvl;

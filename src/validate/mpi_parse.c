@@ -43,31 +43,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gc/lines.h"
+
 #include "mpi.h"
 
 #define TOK_MAX 48  /* columns we look at in a table line */
 #define NUM_MAX 63  /* characters of one number */
-
-struct lines {
-	const char *p, *end;
-	int no;
-};
-
-static bool next_line(struct lines *it, const char **s, size_t *n)
-{
-	const char *nl;
-
-	if (it->p >= it->end)
-		return false;
-	nl = memchr(it->p, '\n', (size_t)(it->end - it->p));
-	*s = it->p;
-	*n = nl ? (size_t)(nl - it->p) : (size_t)(it->end - it->p);
-	it->p = nl ? nl + 1 : it->end;
-	if (*n > 0 && (*s)[*n - 1] == '\r')
-		(*n)--;
-	it->no++;
-	return true;
-}
 
 static bool is_sp(char c)
 {
@@ -224,7 +205,7 @@ static void scan_line(struct gc_mpi_net *net, struct net_scan *st, const char *s
 
 void gc_mpi_scan_nccl_net(struct gc_mpi_net *out, const char *text, size_t len)
 {
-	struct lines it = {text, text + len, 0};
+	struct gc_lines it = {text, text + len, 0};
 	struct net_scan st;
 	const char *s;
 	size_t n;
@@ -233,7 +214,7 @@ void gc_mpi_scan_nccl_net(struct gc_mpi_net *out, const char *text, size_t len)
 	memset(&st, 0, sizeof(st));
 	if (len > GC_MPI_TEXT_MAX)
 		it.end = text + GC_MPI_TEXT_MAX;
-	while (next_line(&it, &s, &n)) {
+	while (gc_lines_next(&it, &s, &n)) {
 		untag(&s, &n);
 		scan_line(out, &st, s, n);
 	}
@@ -463,7 +444,7 @@ static int table_line(struct gc_mpi_nccl *r, struct layout *lo, bool *avg_seen, 
 int gc_mpi_parse_nccl(struct gc_mpi_result *out, const char *text, size_t len,
 		      struct gc_error *err)
 {
-	struct lines it = {text, text + len, 0};
+	struct gc_lines it = {text, text + len, 0};
 	struct gc_mpi_result r;
 	struct layout lo;
 	struct net_scan st;
@@ -481,7 +462,7 @@ int gc_mpi_parse_nccl(struct gc_mpi_result *out, const char *text, size_t len,
 	r.kind = GC_MPI_RESULT_NCCL;
 	r.nccl.oob_values = -1;
 	r.nccl.wrong_checked = true;
-	while (next_line(&it, &s, &n)) {
+	while (gc_lines_next(&it, &s, &n)) {
 		untag(&s, &n);
 		if (find(s, n, " NCCL ") != NULL || starts(s, n, "NCCL ")) {
 			scan_line(&r.net, &st, s, n);
@@ -580,7 +561,7 @@ static bool is_mpibw(const char **s, size_t *n)
 int gc_mpi_parse_mpibw(struct gc_mpi_result *out, const char *text, size_t len,
 		       struct gc_error *err)
 {
-	struct lines it = {text, text + len, 0};
+	struct gc_lines it = {text, text + len, 0};
 	struct gc_mpi_result r;
 	const char *s;
 	size_t n;
@@ -591,7 +572,7 @@ int gc_mpi_parse_mpibw(struct gc_mpi_result *out, const char *text, size_t len,
 				    GC_MPI_TEXT_MAX >> 20);
 	memset(&r, 0, sizeof(r));
 	r.kind = GC_MPI_RESULT_MPIBW;
-	while (next_line(&it, &s, &n)) {
+	while (gc_lines_next(&it, &s, &n)) {
 		if (!is_mpibw(&s, &n))
 			continue;
 		rc = mpibw_line(&r.bw, s, n, it.no, err);
@@ -609,12 +590,12 @@ int gc_mpi_parse_mpibw(struct gc_mpi_result *out, const char *text, size_t len,
 int gc_mpi_parse_output(struct gc_mpi_result *out, const char *text, size_t len,
 			struct gc_error *err)
 {
-	struct lines it = {text, text + len, 0};
+	struct gc_lines it = {text, text + len, 0};
 	const char *s;
 	size_t n;
 
 	if (len <= GC_MPI_TEXT_MAX)
-		while (next_line(&it, &s, &n))
+		while (gc_lines_next(&it, &s, &n))
 			if (is_mpibw(&s, &n))
 				return gc_mpi_parse_mpibw(out, text, len, err);
 	return gc_mpi_parse_nccl(out, text, len, err);

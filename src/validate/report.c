@@ -58,6 +58,7 @@
 #include <json-c/json.h>
 #include <libxml/xmlwriter.h>
 
+#include "gc/json.h"
 #include "gc/validate.h"
 
 #define C_RESET "\033[0m"
@@ -391,9 +392,6 @@ void gc_vreport_render_text(struct gc_buf *out, const struct gc_validate_report 
 
 /* ----------------------------------------------------------------- JSON */
 
-#define JSON_FLAGS \
-	(JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
-
 static json_object *str_or_null(const char *s)
 {
 	return s ? json_object_new_string(s) : NULL;
@@ -406,31 +404,6 @@ static json_object *seconds_json(double s)
 
 	snprintf(text, sizeof(text), "%.3f", secs(s));
 	return json_object_new_double_s(secs(s), text);
-}
-
-/* Serialize o at a nesting depth of `indent` spaces and release it (json-c
- * pretty-prints from column 0): the report is written a check at a time. */
-static void put_json(struct gc_buf *out, json_object *o, int indent)
-{
-	static const char spaces[] = "                ";
-	const char *s = json_object_to_json_string_ext(o, JSON_FLAGS), *nl;
-
-	assert((size_t)indent < sizeof(spaces));
-	while ((nl = strchr(s, '\n')) != NULL) {
-		gc_buf_put(out, s, (size_t)(nl - s) + 1);
-		gc_buf_put(out, spaces, (size_t)indent);
-		s = nl + 1;
-	}
-	gc_buf_puts(out, s);
-	json_object_put(o);
-}
-
-/* `"key": ` at an indent (json-c escapes the key). */
-static void put_key(struct gc_buf *out, int indent, const char *key)
-{
-	gc_buf_printf(out, "%*s", indent, "");
-	put_json(out, json_object_new_string(key), 0);
-	gc_buf_puts(out, ": ");
 }
 
 static json_object *check_json(const struct gc_check *c)
@@ -453,17 +426,17 @@ static void target_json(struct gc_buf *out, const struct gc_validate_report *r,
 	const struct gc_check *f = &r->checks[g->first];
 
 	gc_buf_puts(out, "    {\n");
-	put_key(out, 6, "name");
-	put_json(out, json_object_new_string(f->target), 0);
+	gc_json_put_key(out, 6, "name");
+	gc_json_put(out, json_object_new_string(f->target), 0);
 	gc_buf_puts(out, ",\n");
-	put_key(out, 6, "kind");
-	put_json(out, json_object_new_string(gc_check_target_name(f->target_kind)), 0);
+	gc_json_put_key(out, 6, "kind");
+	gc_json_put(out, json_object_new_string(gc_check_target_name(f->target_kind)), 0);
 	gc_buf_puts(out, ",\n");
-	put_key(out, 6, "checks");
+	gc_json_put_key(out, 6, "checks");
 	gc_buf_puts(out, "[\n");
 	for (size_t i = 0; i < g->n; i++) {
 		gc_buf_puts(out, "        ");
-		put_json(out, check_json(&r->checks[gr->order[g->start + i]]), 8);
+		gc_json_put(out, check_json(&r->checks[gr->order[g->start + i]]), 8);
 		gc_buf_puts(out, i + 1 < g->n ? ",\n" : "\n");
 	}
 	gc_buf_puts(out, "      ]\n    }");
@@ -478,22 +451,22 @@ void gc_vreport_render_json(struct gc_buf *out, const struct gc_validate_report 
 	group_checks(&gr, r);
 	gc_vreport_count(r, &pass, &fail, &skip);
 	gc_buf_puts(out, "{\n");
-	put_key(out, 2, "schema");
+	gc_json_put_key(out, 2, "schema");
 	gc_buf_puts(out, "1,\n");
-	put_key(out, 2, "spec");
-	put_json(out, str_or_null(r->spec), 0);
+	gc_json_put_key(out, 2, "spec");
+	gc_json_put(out, str_or_null(r->spec), 0);
 	gc_buf_puts(out, ",\n");
-	put_key(out, 2, "wall_s");
-	put_json(out, seconds_json(r->wall_s), 0);
+	gc_json_put_key(out, 2, "wall_s");
+	gc_json_put(out, seconds_json(r->wall_s), 0);
 	gc_buf_puts(out, ",\n");
 	json_object_object_add(summary, "pass", json_object_new_int64((int64_t)pass));
 	json_object_object_add(summary, "fail", json_object_new_int64((int64_t)fail));
 	json_object_object_add(summary, "skip", json_object_new_int64((int64_t)skip));
 	json_object_object_add(summary, "ok", json_object_new_boolean(fail == 0));
-	put_key(out, 2, "summary");
-	put_json(out, summary, 2);
+	gc_json_put_key(out, 2, "summary");
+	gc_json_put(out, summary, 2);
 	gc_buf_puts(out, ",\n");
-	put_key(out, 2, "targets");
+	gc_json_put_key(out, 2, "targets");
 	if (gr.ng == 0)
 		gc_buf_puts(out, "[]");
 	else
