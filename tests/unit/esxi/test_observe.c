@@ -25,7 +25,7 @@ static char *fixture(size_t *len)
 
 static void test_script_exact(void **state)
 {
-	char *s = gc_esxi_observe_script("T0K3N");
+	char *s = gc_esxi_observe_script("T0K3N", NULL);
 
 	assert_non_null(strstr(s, "echo @@gc:T0K3N:1; vmware -v || echo @@gc:T0K3N:failed; "
 				  "echo @@gc:T0K3N:2; esxcli --formatter=xml system maintenanceMode get "
