@@ -129,6 +129,7 @@ int gc_esxi_parse_source_vibs(struct gc_esxi_vib **out, size_t *n, const char *t
 	*out = v;
 	*n = nv;
 	v = NULL; /* now owned by the caller */
+	nv = 0;
 out:
 	free_vibs(v, nv);
 	gc_esxcli_result_free(&r);
