@@ -95,6 +95,13 @@ struct gc_esxi_facts {
 	bool have_nvidia_smi;
 	int ecc_current;         /* 1 enabled, 0 disabled, -1 unknown/N/A */
 	int ecc_pending;
+	/* The VIBs the vGPU manager bundle (or .vib) holds, from `software
+	 * sources vib list` (run only when the spec gives no vib_name).
+	 * source_listed: that command ran and answered; false when it was not
+	 * run or failed (the file is not on the host, or unreadable). */
+	bool source_listed;
+	struct gc_esxi_vib *source_vibs;
+	size_t nsource_vibs;
 	char **failed;           /* sections whose command failed: "graphics host get: <why>" */
 	size_t nfailed;
 	/* derived: configured state that only a reboot makes current */
@@ -102,8 +109,19 @@ struct gc_esxi_facts {
 	char *reboot_pending_why; /* "passthrough of 0000:3b:00.0 configured, not active" */
 };
 
-/* The batch script for one host.  token: [A-Za-z0-9]{8,32}, unique per run. */
-char *gc_esxi_observe_script(const char *token);
+/* The batch script for one host.  token: [A-Za-z0-9]{8,32}, unique per run.
+ * learn_from (may be NULL): the vGPU manager's bundle (.zip) or .vib on the
+ * host, whose VIB names and versions the batch also lists
+ * (`esxcli --formatter=xml software sources vib list -d|-v PATH`, the path
+ * single-quoted); a path that is not gc_valid_abs_path() is left out. */
+char *gc_esxi_observe_script(const char *token, const char *learn_from);
+/* Read `esxcli --formatter=xml software sources vib list` output: the Name
+ * and Version of each VIB, looked up by field name (order and extra fields
+ * do not matter).  At most GC_ESXI_MAX_SOURCE_VIBS; a name or version that
+ * is not gc_valid_version(), or no VIB at all, is GC_EREMOTE. */
+#define GC_ESXI_MAX_SOURCE_VIBS 64
+int gc_esxi_parse_source_vibs(struct gc_esxi_vib **out, size_t *n, const char *text, size_t len,
+			      struct gc_error *err);
 /* Parse the batch's stdout into facts. */
 int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, const char *stdout_text,
 			      size_t len, struct gc_error *err);

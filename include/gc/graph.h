@@ -126,6 +126,12 @@ struct gc_prop {
 	const char *value;
 };
 
+/* A desired value that only the target can tell: the driver learns it while
+ * observing (gc_observed_learn) and the planner compares with that.  Until
+ * it is learned the plan shows this text.  Its one user: the VIB names and
+ * versions of a vGPU manager bundle given without `vib_name`. */
+#define GC_PROP_LEARNED "(learned from the bundle on the host)"
+
 struct gc_strmap; /* internal: id hash (src/graph/strmap.h) */
 
 struct gc_resource {

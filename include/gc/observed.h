@@ -66,6 +66,18 @@ void gc_observed_add(struct gc_observed *o, const char *resource_id);
 /* Set one property (and mark the resource as existing); replaces an old value. */
 void gc_observed_set(struct gc_observed *o, const char *resource_id, const char *key,
 		     const char *value);
+/*
+ * Desired values a driver learned on the target, for a desired property whose
+ * graph value is GC_PROP_LEARNED (the VIB names and versions an offline
+ * bundle holds, read on the host).  Kept apart from the observed properties:
+ * learning does not make a resource exist.  The planner reads them through
+ * gc_plan_desired(); snapshots carry them as "learned".
+ */
+void gc_observed_learn(struct gc_observed *o, const char *resource_id, const char *key,
+		       const char *value);
+/* NULL when nothing was learned for that key. */
+const char *gc_observed_learned(const struct gc_observed *o, const char *resource_id,
+				const char *key);
 /* Host and VM facts; a later call replaces an earlier one. */
 void gc_observed_set_host(struct gc_observed *o, const char *host, bool maintenance,
 			  bool reachable);

@@ -176,6 +176,10 @@ bool gc_plan_empty(const struct gc_plan *p);
  * reference guides write it, is not drift.  observed may be NULL (absent).
  */
 bool gc_plan_value_same(const struct gc_resource *r, const char *observed, const char *desired);
+/* The desired value of r's property i: the graph's, or, where that is
+ * GC_PROP_LEARNED, what the driver learned on the target (the text
+ * GC_PROP_LEARNED while nothing was). */
+const char *gc_plan_desired(const struct gc_observed *o, const struct gc_resource *r, size_t i);
 
 /* One line naming an action: "~ esx01/esxi.graphics" or "reboot esx01". */
 void gc_action_describe(struct gc_buf *out, const struct gc_action *a);

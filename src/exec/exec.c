@@ -68,7 +68,7 @@ bool gc_drv_resource_converged(struct gc_drv_ctx *ctx, const struct gc_resource 
 	for (i = 0; same && i < r->nprops; i++) {
 		const char *v = gc_observed_get(ctx->obs, r->id, r->props[i].key);
 
-		same = gc_plan_value_same(r, v, r->props[i].value);
+		same = gc_plan_value_same(r, v, gc_plan_desired(ctx->obs, r, i));
 	}
 	pthread_mutex_unlock(&ctx->obs_mu);
 	return same;

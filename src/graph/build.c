@@ -189,8 +189,16 @@ static void build_vgpu_host(struct ctx *c, struct gc_target *t, const struct gc_
 
 	vib = add(c, GC_RES_ESXI_VIB, t, h->name, NULL, maint, &v->mark, "%s/esxi.vib/%s",
 		  h->name, name);
-	set(c, vib, "name", name);
-	set(c, vib, "version", v->version);
+	if (v->vib_name == NULL && source != NULL) {
+		/* `software vib list` shows the VIBs' own names, not the file's:
+		 * the ESXi driver reads them (and their versions) from the bundle
+		 * on the host while observing.  `vib_name` overrides. */
+		set(c, vib, "name", GC_PROP_LEARNED);
+		set(c, vib, "version", GC_PROP_LEARNED);
+	} else {
+		set(c, vib, "name", name);
+		set(c, vib, "version", v->version);
+	}
 	set(c, vib, "source", source);
 	summary(c, vib, "NVIDIA vGPU manager", v->release);
 

@@ -24,7 +24,10 @@ struct gc_observed {
 	size_t nhosts, caphosts;
 	struct gc_observed_vm **vms;
 	size_t nvms, capvms;
-	struct gc_strmap *rindex, *hindex, *vindex;
+	/* desired values learned on a target (gc_observed_learn), same shape */
+	struct gc_observed_resource **lres;
+	size_t nlres, caplres;
+	struct gc_strmap *rindex, *hindex, *vindex, *lindex;
 };
 
 void gc_observed_new(struct gc_observed **out)
@@ -34,6 +37,7 @@ void gc_observed_new(struct gc_observed **out)
 	o->rindex = gc_strmap_new();
 	o->hindex = gc_strmap_new();
 	o->vindex = gc_strmap_new();
+	o->lindex = gc_strmap_new();
 	*out = o;
 }
 
@@ -44,6 +48,8 @@ void gc_observed_free(struct gc_observed *o)
 	gc_strmap_free(o->rindex);
 	gc_strmap_free(o->hindex);
 	gc_strmap_free(o->vindex);
+	gc_strmap_free(o->lindex);
+	free(o->lres);
 	free(o->res);
 	free(o->hosts);
 	free(o->vms);
@@ -59,19 +65,31 @@ static void *grow(void *arr, size_t n, size_t *cap, size_t elem)
 	return gc_xrealloc(arr, *cap * elem);
 }
 
-static struct gc_observed_resource *resource(struct gc_observed *o, const char *id)
+/* The entry of id in one of the two tables (observed resources, or learned
+ * desired values), created when new. */
+static struct gc_observed_resource *entry(struct gc_observed *o, struct gc_strmap *index,
+					  struct gc_observed_resource ***arr, size_t *n, size_t *cap,
+					  const char *id)
 {
-	struct gc_observed_resource *r = gc_strmap_get(o->rindex, id);
+	struct gc_observed_resource *r = gc_strmap_get(index, id);
 
 	if (r != NULL)
 		return r;
 	r = gc_arena_alloc(&o->arena, sizeof(*r));
 	r->id = gc_arena_strdup(&o->arena, id);
-	o->res = grow(o->res, o->nres, &o->capres, sizeof(*o->res));
-	o->res[o->nres++] = r;
-	gc_strmap_put(o->rindex, r->id, r);
+	*arr = grow(*arr, *n, cap, sizeof(**arr));
+	(*arr)[(*n)++] = r;
+	gc_strmap_put(index, r->id, r);
 	return r;
 }
+
+static struct gc_observed_resource *resource(struct gc_observed *o, const char *id)
+{
+	return entry(o, o->rindex, &o->res, &o->nres, &o->capres, id);
+}
+
+static void set_prop(struct gc_observed *o, struct gc_observed_resource *r, const char *key,
+		     const char *value);
 
 void gc_observed_add(struct gc_observed *o, const char *resource_id)
 {
@@ -81,7 +99,30 @@ void gc_observed_add(struct gc_observed *o, const char *resource_id)
 void gc_observed_set(struct gc_observed *o, const char *resource_id, const char *key,
 		     const char *value)
 {
-	struct gc_observed_resource *r = resource(o, resource_id);
+	set_prop(o, resource(o, resource_id), key, value);
+}
+
+void gc_observed_learn(struct gc_observed *o, const char *resource_id, const char *key,
+		       const char *value)
+{
+	set_prop(o, entry(o, o->lindex, &o->lres, &o->nlres, &o->caplres, resource_id), key, value);
+}
+
+const char *gc_observed_learned(const struct gc_observed *o, const char *resource_id,
+				const char *key)
+{
+	const struct gc_observed_resource *r = gc_strmap_get(o->lindex, resource_id);
+
+	for (size_t i = 0; r != NULL && i < r->nprops; i++) {
+		if (strcmp(r->props[i].key, key) == 0)
+			return r->props[i].value;
+	}
+	return NULL;
+}
+
+static void set_prop(struct gc_observed *o, struct gc_observed_resource *r, const char *key,
+		     const char *value)
+{
 	struct gc_prop *p;
 
 	for (size_t i = 0; i < r->nprops; i++) {
@@ -253,24 +294,32 @@ static int bad(struct gc_error *err, const char *name, const char *path, const c
 	return gc_error_set(err, GC_EINVAL, "%s: %s: %s", name, path, what);
 }
 
-static int load_resources(struct gc_observed *o, const char *name, json_object *res,
-			  struct gc_error *err)
+/* "resources" and "learned": id -> {key: string}; learned values do not
+ * make a resource exist. */
+static int load_props(struct gc_observed *o, const char *name, const char *section,
+		      json_object *res, struct gc_error *err)
 {
+	bool learned = strcmp(section, "learned") == 0;
+
 	if (!json_object_is_type(res, json_type_object))
-		return bad(err, name, "resources", "expected an object");
+		return bad(err, name, section, "expected an object");
 	json_object_object_foreach(res, id, props)
 	{
 		if (!json_object_is_type(props, json_type_object))
-			return gc_error_set(err, GC_EINVAL, "%s: resources.\"%s\": expected an object",
-					    name, id);
-		gc_observed_add(o, id);
+			return gc_error_set(err, GC_EINVAL, "%s: %s.\"%s\": expected an object",
+					    name, section, id);
+		if (!learned)
+			gc_observed_add(o, id);
 		json_object_object_foreach(props, key, val)
 		{
 			if (!json_object_is_type(val, json_type_string))
 				return gc_error_set(err, GC_EINVAL,
-						    "%s: resources.\"%s\".%s: expected a string", name,
-						    id, key);
-			gc_observed_set(o, id, key, json_object_get_string(val));
+						    "%s: %s.\"%s\".%s: expected a string", name,
+						    section, id, key);
+			if (learned)
+				gc_observed_learn(o, id, key, json_object_get_string(val));
+			else
+				gc_observed_set(o, id, key, json_object_get_string(val));
 		}
 	}
 	return 0;
@@ -397,7 +446,8 @@ static int load_vms(struct gc_observed *o, const char *name, json_object *vms,
 int gc_observed_load_json_buffer(struct gc_observed **out, const char *name, const char *data,
 				 size_t len, struct gc_error *err)
 {
-	static const char *const keys[] = {"version", "resources", "hosts", "vms", "comment"};
+	static const char *const keys[] = {"version", "resources", "hosts", "vms", "learned",
+					   "comment"};
 	struct json_tokener *tok = json_tokener_new();
 	struct gc_observed *o = NULL;
 	json_object *root, *v;
@@ -435,7 +485,10 @@ int gc_observed_load_json_buffer(struct gc_observed **out, const char *name, con
 	}
 	gc_observed_new(&o);
 	if (json_object_object_get_ex(root, "resources", &v) &&
-	    (rc = load_resources(o, name, v, err)) != 0)
+	    (rc = load_props(o, name, "resources", v, err)) != 0)
+		goto out;
+	if (json_object_object_get_ex(root, "learned", &v) &&
+	    (rc = load_props(o, name, "learned", v, err)) != 0)
 		goto out;
 	if (json_object_object_get_ex(root, "hosts", &v) && (rc = load_hosts(o, name, v, err)) != 0)
 		goto out;
@@ -530,5 +583,19 @@ void gc_observed_render_json(struct gc_buf *out, const struct gc_observed *o)
 			json_object_object_add(f, "live_migratable", json_object_new_boolean(true));
 		put_entry(out, v->name, f, i + 1 == o->nvms);
 	}
-	gc_buf_puts(out, "  }\n}\n");
+	gc_buf_puts(out, "  }");
+	if (o->nlres > 0) { /* only when a driver learned something: older snapshots stay byte-equal */
+		gc_buf_puts(out, ",\n  \"learned\": {\n");
+		for (size_t i = 0; i < o->nlres; i++) {
+			const struct gc_observed_resource *r = o->lres[i];
+			json_object *props = json_object_new_object();
+
+			for (size_t k = 0; k < r->nprops; k++)
+				json_object_object_add(props, r->props[k].key,
+						       json_object_new_string(r->props[k].value));
+			put_entry(out, r->id, props, i + 1 == o->nlres);
+		}
+		gc_buf_puts(out, "  }");
+	}
+	gc_buf_puts(out, "\n}\n");
 }

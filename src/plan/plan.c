@@ -162,6 +162,16 @@ bool gc_plan_value_same(const struct gc_resource *r, const char *observed, const
 	       strcasecmp(observed, desired) == 0;
 }
 
+const char *gc_plan_desired(const struct gc_observed *o, const struct gc_resource *r, size_t i)
+{
+	const char *v = r->props[i].value, *learned;
+
+	if (v == NULL || strcmp(v, GC_PROP_LEARNED) != 0)
+		return v;
+	learned = gc_observed_learned(o, r->id, r->props[i].key);
+	return learned ? learned : v;
+}
+
 static void diff_resource(struct builder *b, const struct gc_resource *r)
 {
 	/* offline: skip hashing every id against an empty store */
@@ -175,7 +185,7 @@ static void diff_resource(struct builder *b, const struct gc_resource *r)
 		for (size_t i = 0; i < r->nprops; i++) {
 			const char *v = obs_prop(o, r->props[i].key);
 
-			if (!gc_plan_value_same(r, v, r->props[i].value))
+			if (!gc_plan_value_same(r, v, gc_plan_desired(b->o, r, i)))
 				nchanged++;
 		}
 		if (nchanged == 0)
@@ -202,8 +212,10 @@ static void diff_resource(struct builder *b, const struct gc_resource *r)
 	for (size_t i = 0; i < r->nprops; i++) {
 		const char *v = o ? obs_prop(o, r->props[i].key) : NULL;
 
-		if (!gc_plan_value_same(r, v, r->props[i].value))
-			add_change(b, a, r->props[i].key, v, r->props[i].value, r->nprops);
+		const char *want = gc_plan_desired(b->o, r, i);
+
+		if (!gc_plan_value_same(r, v, want))
+			add_change(b, a, r->props[i].key, v, want, r->nprops);
 	}
 	if (kind == GC_ACT_POWER_ON)
 		a->why = "the spec wants the VM powered on";

@@ -8,10 +8,11 @@ import random
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import unittest
 
-from labtest import LabCase, observation, parse_ts
+from labtest import OBSERVE_MARK, ROOT, LabCase, observation, parse_ts
 
 ROCE_SEQUENCE = [
     "esxcli system ntp set -e true -s ntp1.lab.example",
@@ -34,6 +35,21 @@ SWITCH_CONFIG = [
     "interface ethernet 1/1-1/32 dcb priority-flow-control mode on force",
     "lldp",
 ]
+# a vGPU host of examples/vgpu-pvrdma.yaml: the VIB, then ECC with the
+# nvidia-smi that VIB brings, after its reboot
+VGPU_SEQUENCE = [
+    "esxcli system settings advanced set -o /Net/PVRDMAVmknic -s 'vmk1'",
+    "esxcli network firewall ruleset set -r pvrdma -e true",
+    "esxcli system maintenanceMode set -e true",
+    "esxcli software vib install -d "
+    "/vmfs/volumes/datastore1/NVD-AIE-800_525.105.14-1OEM.800.1.0.20613240_21506612.zip",
+    "esxcli graphics host set --default-type SharedPassthru --shared-passthru-assignment-policy Performance",
+    "esxcli system shutdown reboot -r gpuclusterctl",
+    "nvidia-smi -i 0000:3b:00.0 -e 0",
+    "esxcli system shutdown reboot -r gpuclusterctl",
+    "esxcli system maintenanceMode set -e false",
+]
+
 SESSION_LINES = {"enable", "no cli session paging enable", "configure terminal", "exit",
                  "configuration write"}
 
@@ -727,6 +743,76 @@ class ApplyKilled(LabCase):
                 self.assertLessEqual(len(installs), 1, "point %d: %s installed twice" % (i, h))
                 self.assertLessEqual(self.state(h)["boot_count"], clean_boots[h] + 1,
                                      "point %d (%.2fs): %s rebooted more than once more" % (i, delay, h))
+
+
+BUNDLE = "/vmfs/volumes/datastore1/NVD-AIE-800_525.105.14-1OEM.800.1.0.20613240_21506612.zip"
+SOURCES = "esxcli --formatter=xml software sources vib list -d '%s'" % BUNDLE
+
+
+class ApplyVgpuBundle(LabCase):
+    """Issue 14, item 2: a vGPU manager given as a bundle without `vib_name`.
+    `software vib list` shows the VIB's own name, not the file's: the batch
+    lists what the bundle holds on the host and compares those names, so
+    the hosts converge and a re-apply sends nothing."""
+    port = 2313
+
+    @classmethod
+    def setUpClass(cls):
+        with open(os.path.join(ROOT, "examples", "vgpu-pvrdma.yaml"), encoding="utf-8") as f:
+            text = f.read()
+        assert "  vib_name: NVD-AIE_ESXi_8.0.0_Driver\n" in text
+        cls.tmp = tempfile.mkdtemp(prefix="gc-it-bundle-")
+        cls.spec = os.path.join(cls.tmp, "vgpu-bundle.yaml")
+        with open(cls.spec, "w", encoding="utf-8") as f:
+            f.write(text.replace("  vib_name: NVD-AIE_ESXi_8.0.0_Driver\n", ""))
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def gpu_hosts(self):
+        return [h for h in self.hosts if any(d.get("gpu") for d in self.state(h)["pci"])]
+
+    def test_bundle_not_on_the_host_plan_says_the_name_is_learned(self):
+        h = self.gpu_hosts()[0]
+        self.control(h, {"reboot_seconds": self.reboot_seconds, "missing_files": [BUNDLE]})
+        r = self.gc("plan", "--only", "esxi", "--target", h, check=2)
+        self.assertIn("    + %s/esxi.vib/%s  [maintenance, reboot]\n"
+                      "        name: (none) → (learned from the bundle on the host)\n"
+                      "        version: (none) → (learned from the bundle on the host)\n"
+                      "        source: (none) → %s\n" % (h, os.path.basename(BUNDLE), BUNDLE), r.stdout)
+        batch = [c for _, c in self.log(h) if observation(c)][-1]
+        self.assertIn("; echo @@gc:", batch)
+        self.assertIn("; " + SOURCES + " || echo @@gc:", batch)
+
+    def test_converges_then_reapply_changes_nothing(self):
+        r = self.gc("plan", "--only", "esxi", check=2)
+        for h in self.gpu_hosts():
+            self.assertIn("    + %s/esxi.vib/%s  [maintenance, reboot]\n"
+                          "        name: (none) → NVD-AIE_ESXi_8.0.0_Driver\n"
+                          "        version: (none) → 525.105.14-1OEM.800.1.0.20613240\n"
+                          % (h, os.path.basename(BUNDLE)), r.stdout)
+        r = self.gc("apply", "--only", "esxi", "-v", check=0)
+        for h in self.gpu_hosts():
+            self.assertEqual(self.changes(h), VGPU_SEQUENCE, h)
+            st = self.state(h)
+            self.assertEqual([(v["name"], v["version"]) for v in st["vibs"] if v["vendor"] == "NVIDIA"],
+                             [("NVD-AIE_ESXi_8.0.0_Driver", "525.105.14-1OEM.800.1.0.20613240")], h)
+            self.assertFalse(st["maintenance"], h)
+            # every batch of this host listed the bundle, the verify's included
+            batches = [c for _, c in self.log(h) if OBSERVE_MARK in c]
+            self.assertGreaterEqual(len(batches), 3, h)
+            self.assertTrue(all(("; " + SOURCES + " || echo @@gc:") in c for c in batches), h)
+        before = {h: len(self.log(h)) for h in self.hosts}
+        r2 = self.gc("apply", "--only", "esxi", "-v", check=0)
+        self.assertIn("No changes on the selected targets", r2.stdout)
+        self.assertIn("gpuclusterctl: 0 changing commands;", r2.stderr)
+        for h in self.hosts:
+            new = [c for _, c in self.log(h)[before[h]:]]
+            self.assertEqual([c for c in new if not observation(c)], [], h)
+        self.gc("plan", "--only", "esxi", check=0)
 
 
 if __name__ == "__main__":

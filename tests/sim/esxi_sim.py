@@ -473,6 +473,52 @@ def vib_from_path(path, is_depot):
     return {"name": stem, "version": "1.0.0-1", "vendor": "VMW", "acceptance": "PartnerSupported"}
 
 
+# The host's control.json, read by esxcli() for the command it runs (one
+# simulator process serves one session of one host).
+CONTROL = {}
+
+
+def missing_file(path, depot):
+    """The lab's control "missing_files": paths that are not on the host.
+    Every other absolute path is.  The error texts are inferred from
+    [MetadataDownloadError] reports (no capture of an ESXi 8 one)."""
+    if path not in (CONTROL.get("missing_files") or []):
+        return
+    if depot:
+        raise EsxcliError("[MetadataDownloadError]\n Could not download from depot at zip:%s?index.xml,"
+                          " skipping (('zip:%s?index.xml', '', \"Error extracting index.xml from %s: "
+                          "[Errno 2] No such file or directory: '%s'\"))\n url = zip:%s?index.xml\n"
+                          " Please refer to the log file for more details." % ((path,) * 5))
+    raise EsxcliError("[VibDownloadError]\n ('%s', '', \"[Errno 2] No such file or directory: '%s'\")\n"
+                      " url = %s\n Please refer to the log file for more details." % ((path,) * 3))
+
+
+def c_sources_vib_list(st, args):
+    """`software sources vib list -d DEPOT | -v VIB`: the VIBs a bundle or
+    file holds.  Columns from the esxcli reference (Name, Version, Vendor,
+    Creation Date, Acceptance Level, Status); the XML typeName and the
+    Status words (New, Update, Installed) are inferred, no capture."""
+    spec = {"vib": ("v", "viburl", True, True), "depot": ("d", "depot", True, True),
+            "proxy": ("", "proxy", True, False)}
+    o = parse_opts(args, spec)
+    paths = [(p, False) for p in o.get("vib", [])] + [(p, True) for p in o.get("depot", [])]
+    if not paths:
+        raise EsxcliError("[NoMatchError]\n Please specify at least one of VIB URLs, or depot URLs.\n"
+                          " Please refer to the log file for more details.")
+    items = []
+    for p, depot in paths:
+        missing_file(p, depot)
+        v = vib_from_path(p, depot)
+        now = [x for x in st["vibs_pending"] if x["name"] == v["name"]]
+        status = "New" if not now else ("Installed" if now[0]["version"] == v["version"] else "Update")
+        items.append([("Name", "string", v["name"]), ("Version", "string", v["version"]),
+                      ("Vendor", "string", v["vendor"]), ("Creation Date", "string", "2023-03-24"),
+                      ("Acceptance Level", "string", v["acceptance"]), ("Status", "string", status)])
+    cols = [("Name", "l"), ("Version", "l"), ("Vendor", "l"), ("Creation Date", "l"),
+            ("Acceptance Level", "l"), ("Status", "l")]
+    return ("list", "VIBSummary", items, ("table", cols))
+
+
 def c_vib_install(st, args):
     spec = {"vib": ("v", "viburl", True, True), "depot": ("d", "depot", True, True),
             "force": ("f", "force", False, False), "nosig": ("", "no-sig-check", False, False),
@@ -489,6 +535,7 @@ def c_vib_install(st, args):
             kind = "depot" if depot else "VIB"
             raise EsxcliError("[ValueError]\n %s path '%s' is not absolute.\n"
                               " Please refer to the log file for more details." % (kind, p))
+        missing_file(p, depot)
         new.append(vib_from_path(p, depot))
     pending_ids = {vib_id(v) for v in st["vibs_pending"]}
     installed, skipped = [], []
@@ -791,6 +838,7 @@ ESXCLI = {
     ("graphics", "host", "set"): c_graphics_host_set,
     ("graphics", "device", "list"): c_graphics_device_list,
     ("software", "vib", "list"): c_vib_list,
+    ("software", "sources", "vib", "list"): c_sources_vib_list,
     ("software", "vib", "install"): c_vib_install,
     ("software", "vib", "update"): c_vib_install,
     ("hardware", "pci", "pcipassthru", "list"): c_passthru_list,
@@ -839,8 +887,10 @@ def esxcli(ctx, argv):
     if handler is None:
         ctx.io.err("Error: Unknown command or namespace %s\n" % " ".join(words))
         return 1
+    global CONTROL
     with simlab.Lock(ctx.host):
         st = load_state(ctx.host)
+        CONTROL = simlab.read_control(ctx.host)
         try:
             res = handler(st, argv[j:])
         except EsxcliError as e:

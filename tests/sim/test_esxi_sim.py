@@ -290,6 +290,40 @@ class TestVibs(SimTest):
         self.assertTrue(self.ok("esxcli software vib list", "127.0.0.17").startswith(
             "Name        Version                          Vendor  Acceptance Level  Install Date\n"))
 
+    def test_sources_vib_list_names_what_the_bundle_holds(self):
+        # the human table: columns of the esxcli reference, widths from the data
+        self.assertEqual(
+            self.ok("esxcli software sources vib list -d " + NVD_AIE),
+            "Name                       Version                           Vendor  Creation Date  "
+            "Acceptance Level  Status\n"
+            "-------------------------  --------------------------------  ------  -------------  "
+            "----------------  ------\n"
+            "NVD-AIE_ESXi_8.0.0_Driver  525.105.14-1OEM.800.1.0.20613240  NVIDIA  2023-03-24     "
+            "VMwareAccepted    New\n")
+        vib = "/vmfs/volumes/ds1/NVD_bootbank_nvdgpumgmtdaemon_525.147.01-1OEM.700.1.0.15843807.vib"
+        xml = self.ok("esxcli --formatter=xml software sources vib list -v '%s'" % vib)
+        self.assertIn('<structure typeName="VIBSummary">\n'
+                      '         <field name="Name">\n'
+                      '            <string>nvdgpumgmtdaemon</string>\n'
+                      '         </field>\n'
+                      '         <field name="Version">\n'
+                      '            <string>525.147.01-1OEM.700.1.0.15843807</string>\n', xml)
+        # once installed (pending in the rebooting image) the status says so
+        self.ok("esxcli system maintenanceMode set -e true")
+        self.ok("esxcli software vib install -d " + NVD_AIE)
+        self.assertIn("VMwareAccepted    Installed\n",
+                      self.ok("esxcli software sources vib list -d " + NVD_AIE))
+
+    def test_sources_vib_list_of_a_missing_file_fails(self):
+        self.lab.control("esxi-1", {"missing_files": [NVD_AIE]})
+        rc, out, err = self.lab.run("esxcli --formatter=xml software sources vib list -d " + NVD_AIE)
+        self.assertEqual((rc, out), (1, ""))
+        self.assertTrue(err.startswith("[MetadataDownloadError]\n Could not download from depot at zip:"
+                                       + NVD_AIE + "?index.xml, skipping"), err)
+        self.ok("esxcli system maintenanceMode set -e true")
+        self.assertEqual(self.lab.run("esxcli software vib install -d " + NVD_AIE)[0], 1)
+        self.assertNotIn("NVD-AIE", self.ok("esxcli software vib list --rebooting-image"))
+
     def test_esxcli_reboot_needs_maintenance_mode(self):
         self.assertEqual(self.fails("esxcli system shutdown reboot -r x"),
                          (1, "Unable to reboot the host: the host is not in maintenance mode.\n"))

@@ -116,6 +116,20 @@ static void record_cb(struct gc_observed *obs, void *arg)
 	gc_esxi_record(obs, ra->c->target->name, ra->c->res, ra->c->nres, &ra->c->facts, ra->problems);
 }
 
+/* The vGPU manager's bundle or .vib when its VIB names are to be learned
+ * (no `vib_name` in the spec): the batch lists what it holds. */
+static const char *learn_source(const struct esxi_conn *c)
+{
+	for (size_t i = 0; i < c->nres; i++) {
+		const char *name = gc_resource_prop(c->res[i], "name");
+
+		if (c->res[i]->kind == GC_RES_ESXI_VIB && name != NULL &&
+		    strcmp(name, GC_PROP_LEARNED) == 0)
+			return gc_resource_prop(c->res[i], "source");
+	}
+	return NULL;
+}
+
 static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_buf *problems,
 		       struct gc_error *err)
 {
@@ -128,7 +142,7 @@ static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 	int rc;
 
 	gc_random_token(token);
-	script = gc_esxi_observe_script(token);
+	script = gc_esxi_observe_script(token, learn_source(c));
 	rc = gc_ssh_exec(c->ssh, script, &res, err);
 	free(script);
 	if (rc != 0)

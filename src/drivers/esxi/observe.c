@@ -8,7 +8,8 @@
  * marker means the output was cut short (connection dropped): the whole
  * observation is then GC_ENET, safe to retry.  A failed section is recorded
  * in facts->failed, except where failure is itself the answer (nvidia-smi
- * absent: no vGPU manager; nmlx5_core absent: no Mellanox driver).
+ * absent: no vGPU manager; nmlx5_core absent: no Mellanox driver; the
+ * vGPU manager's bundle not on the host: its VIB names are not known yet).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "gc/esxi.h"
+#include "gc/pattern.h"
 
 enum section {
 	S_VERSION = 1,
@@ -31,6 +33,7 @@ enum section {
 	S_ECC,
 	S_VIBS_REBOOT,
 	S_PCI,
+	S_SOURCE_VIBS, /* only when the script was given a bundle to learn from */
 	S_COUNT
 };
 
@@ -47,18 +50,90 @@ static const char *const commands[S_COUNT] = {
 	[S_ECC] = "nvidia-smi -q -d ECC",
 	[S_VIBS_REBOOT] = "esxcli --formatter=xml software vib list --rebooting-image",
 	[S_PCI] = "esxcli --formatter=xml hardware pci list",
+	[S_SOURCE_VIBS] = "esxcli --formatter=xml software sources vib list",
 };
 
-char *gc_esxi_observe_script(const char *token)
+char *gc_esxi_observe_script(const char *token, const char *learn_from)
 {
 	struct gc_buf b = GC_BUF_INIT;
 	int i;
 
-	for (i = S_VERSION; i < S_COUNT; i++)
+	for (i = S_VERSION; i < S_SOURCE_VIBS; i++)
 		gc_buf_printf(&b, "echo @@gc:%s:%d; %s || echo @@gc:%s:failed; ", token, i, commands[i],
 			      token);
+	if (learn_from != NULL && gc_valid_abs_path(learn_from)) {
+		const char *dot = strrchr(learn_from, '.');
+
+		/* -d: an offline bundle (depot .zip); -v: a single .vib, as
+		 * `vib install` takes them (commands.c) */
+		gc_buf_printf(&b, "echo @@gc:%s:%d; %s %s ", token, S_SOURCE_VIBS,
+			      commands[S_SOURCE_VIBS], dot && strcmp(dot, ".zip") == 0 ? "-d" : "-v");
+		gc_shell_quote(&b, learn_from);
+		gc_buf_printf(&b, " || echo @@gc:%s:failed; ", token);
+	}
 	gc_buf_printf(&b, "echo @@gc:%s:end", token);
 	return gc_buf_take(&b);
+}
+
+static void free_vibs(struct gc_esxi_vib *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].name);
+		free(v[i].version);
+	}
+	free(v);
+}
+
+/*
+ * The sources listing.  No capture of its output is in REAL-FORMATS: the
+ * human table's columns (Name, Version, Vendor, Creation Date, Acceptance
+ * Level, Status) are the esxcli reference's, the XML typeName is inferred.
+ * So nothing here depends on the order or set of fields: Name and Version
+ * are looked up by field name in each structure, whatever else it holds.
+ */
+int gc_esxi_parse_source_vibs(struct gc_esxi_vib **out, size_t *n, const char *text, size_t len,
+			      struct gc_error *err)
+{
+	struct gc_esxcli_result r = {NULL, 0, NULL};
+	struct gc_esxi_vib *v = NULL;
+	size_t i, nv = 0;
+	int rc;
+
+	if ((rc = gc_esxcli_parse_xml(&r, text, len, err)) != 0)
+		return rc;
+	if (r.nitems == 0) {
+		rc = gc_error_set(err, GC_EREMOTE, "the bundle lists no VIB");
+		goto out;
+	}
+	if (r.nitems > GC_ESXI_MAX_SOURCE_VIBS) {
+		rc = gc_error_set(err, GC_EREMOTE, "the bundle lists more than %d VIBs",
+				  GC_ESXI_MAX_SOURCE_VIBS);
+		goto out;
+	}
+	v = gc_xcalloc(r.nitems, sizeof(*v));
+	for (i = 0; i < r.nitems; i++) {
+		const char *name = gc_esxcli_get(&r.items[i], "Name");
+		const char *ver = gc_esxcli_get(&r.items[i], "Version");
+
+		/* the names go into the plan and are compared with `vib list`:
+		 * only the characters VIB names and versions are made of */
+		if (name == NULL || ver == NULL || !gc_valid_version(name) || !gc_valid_version(ver)) {
+			rc = gc_error_set(err, GC_EREMOTE, "VIB %zu of the bundle has no valid %s", i + 1,
+					  name == NULL || !gc_valid_version(name) ? "Name" : "Version");
+			goto out;
+		}
+		v[nv].name = gc_xstrdup(name);
+		v[nv].version = gc_xstrdup(ver);
+		nv++;
+	}
+	*out = v;
+	*n = nv;
+	v = NULL; /* now owned by the caller */
+	nv = 0;
+out:
+	free_vibs(v, nv);
+	gc_esxcli_result_free(&r);
+	return rc;
 }
 
 int gc_esxi_parse_version(char **version, char **build, const char *line, struct gc_error *err)
@@ -203,6 +278,14 @@ static int read_section(struct gc_esxi_facts *f, int sec, const char *text, size
 		free(copy);
 		return 0;
 	}
+	if (sec == S_SOURCE_VIBS) {
+		if (gc_esxi_parse_source_vibs(&f->source_vibs, &f->nsource_vibs, text, len, err) != 0) {
+			gc_error_prefix(err, "'%s': ", commands[sec]);
+			return err->code;
+		}
+		f->source_listed = true;
+		return 0;
+	}
 	if (gc_esxcli_parse_xml(&r, text, len, err) != 0) {
 		gc_error_prefix(err, "'%s': ", commands[sec]);
 		return err->code;
@@ -306,6 +389,7 @@ static int read_section(struct gc_esxi_facts *f, int sec, const char *text, size
 		break;
 	case S_VERSION:
 	case S_ECC:
+	case S_SOURCE_VIBS:
 	case S_COUNT:
 		break;
 	}
@@ -369,7 +453,7 @@ int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, cons
 				size_t slen = (size_t)(p - sec_start);
 
 				if (failed) {
-					if (sec != S_ECC && sec != S_NMLX5)
+					if (sec != S_ECC && sec != S_NMLX5 && sec != S_SOURCE_VIBS)
 						note_failure(&f, sec, "command failed");
 				} else if (read_section(&f, sec, sec_start, slen, err) != 0) {
 					gc_esxi_facts_free(&f);
@@ -421,6 +505,7 @@ void gc_esxi_facts_free(struct gc_esxi_facts *f)
 		free(f->rebooting_vibs[i].version);
 	}
 	free(f->rebooting_vibs);
+	free_vibs(f->source_vibs, f->nsource_vibs);
 	for (i = 0; i < f->npci; i++) {
 		free(f->pci[i].vendor_id);
 		free(f->pci[i].device_id);

@@ -14,6 +14,7 @@
 #include "gc/esxi.h"
 #include "gc/graph.h"
 #include "gc/observed.h"
+#include "gc/spec.h"
 
 static const char *id_key(const struct gc_resource *r)
 {
@@ -27,6 +28,56 @@ static void put(struct gc_observed *obs, const struct gc_resource *r, const char
 {
 	if (gc_resource_prop(r, key) != NULL)
 		gc_observed_set(obs, r->id, key, value ? value : "");
+}
+
+/*
+ * A vGPU manager given without `vib_name`: the desired names and versions
+ * are the VIBs its bundle holds (learned, in the bundle's order,
+ * comma-joined), the observed ones those of them installed or pending in
+ * the rebooting image.  None installed: absent, the planner installs it.
+ * The bundle not on the host: nothing learned, the plan shows
+ * GC_PROP_LEARNED and installs (the install then says what is wrong).
+ */
+static void record_learned_vibs(struct gc_observed *obs, const char *host,
+				const struct gc_resource *r, const struct gc_esxi_facts *f,
+				struct gc_buf *problems)
+{
+	const struct gc_vgpu_host *spec = r->target && r->target->host ? r->target->host->vgpu : NULL;
+	struct gc_buf names = GC_BUF_INIT, versions = GC_BUF_INIT;
+	struct gc_buf have_names = GC_BUF_INIT, have_versions = GC_BUF_INIT;
+	bool version_seen = false;
+	size_t i;
+
+	if (!f->source_listed)
+		return;
+	for (i = 0; i < f->nsource_vibs; i++) {
+		const struct gc_esxi_vib *sv = &f->source_vibs[i];
+		const struct gc_esxi_vib *now = gc_esxi_facts_vib_any(f, sv->name);
+
+		gc_buf_printf(&names, "%s%s", i ? "," : "", sv->name);
+		gc_buf_printf(&versions, "%s%s", i ? "," : "", sv->version);
+		if (spec != NULL && spec->version != NULL && strcmp(spec->version, sv->version) == 0)
+			version_seen = true;
+		if (now != NULL) {
+			gc_buf_printf(&have_names, "%s%s", have_names.len ? "," : "", now->name);
+			gc_buf_printf(&have_versions, "%s%s", have_versions.len ? "," : "", now->version);
+		}
+	}
+	if (spec != NULL && spec->version != NULL && !version_seen)
+		gc_buf_printf(problems, "host '%s': the bundle '%s' holds no VIB of version '%s' (it holds %s %s)\n",
+			      host, gc_resource_prop(r, "source"), spec->version, gc_buf_str(&names),
+			      gc_buf_str(&versions));
+	gc_observed_learn(obs, r->id, "name", gc_buf_str(&names));
+	gc_observed_learn(obs, r->id, "version", gc_buf_str(&versions));
+	if (have_names.len > 0) {
+		put(obs, r, "name", gc_buf_str(&have_names));
+		put(obs, r, "version", gc_buf_str(&have_versions));
+		put(obs, r, "source", gc_resource_prop(r, "source"));
+	}
+	gc_buf_free(&names);
+	gc_buf_free(&versions);
+	gc_buf_free(&have_names);
+	gc_buf_free(&have_versions);
 }
 
 static void record_one(struct gc_observed *obs, const char *host, const struct gc_resource *r,
@@ -56,6 +107,10 @@ static void record_one(struct gc_observed *obs, const char *host, const struct g
 		const struct gc_esxi_vib *vib = gc_esxi_facts_vib_any(f, id_key(r));
 
 		want = gc_resource_prop(r, "name");
+		if (want != NULL && strcmp(want, GC_PROP_LEARNED) == 0) {
+			record_learned_vibs(obs, host, r, f, problems);
+			return;
+		}
 		if (want != NULL)
 			vib = gc_esxi_facts_vib_any(f, want);
 		if (vib == NULL)

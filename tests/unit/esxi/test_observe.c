@@ -25,7 +25,7 @@ static char *fixture(size_t *len)
 
 static void test_script_exact(void **state)
 {
-	char *s = gc_esxi_observe_script("T0K3N");
+	char *s = gc_esxi_observe_script("T0K3N", NULL);
 
 	assert_non_null(strstr(s, "echo @@gc:T0K3N:1; vmware -v || echo @@gc:T0K3N:failed; "
 				  "echo @@gc:T0K3N:2; esxcli --formatter=xml system maintenanceMode get "
@@ -196,6 +196,159 @@ static void test_version_forms(void **state)
 	assert_int_equal(gc_esxi_parse_version(&v, &b, "Linux 6.1", &err), GC_EREMOTE);
 }
 
+/* Without vib_name the batch also lists the bundle's VIBs, as one more
+ * section before the end marker; the path is single-quoted, -d for a .zip,
+ * -v for a .vib, and a path that is not a safe absolute path is left out. */
+static void test_script_learns_from_the_bundle(void **state)
+{
+	char *s = gc_esxi_observe_script(
+		"T0K3N", "/vmfs/volumes/datastore1/NVD-AIE-800_525.105.14-1OEM.800.1.0.20613240_21506612.zip");
+
+	assert_non_null(strstr(s, "echo @@gc:T0K3N:12; esxcli --formatter=xml hardware pci list || "
+				  "echo @@gc:T0K3N:failed; echo @@gc:T0K3N:13; esxcli --formatter=xml "
+				  "software sources vib list -d '/vmfs/volumes/datastore1/NVD-AIE-800_525."
+				  "105.14-1OEM.800.1.0.20613240_21506612.zip' || echo @@gc:T0K3N:failed; "
+				  "echo @@gc:T0K3N:end"));
+	free(s);
+	s = gc_esxi_observe_script("T0K3N", "/vmfs/volumes/ds1/NVD_bootbank_nvdgpumgmtdaemon_1.vib");
+	assert_non_null(strstr(s, "; esxcli --formatter=xml software sources vib list -v "
+				  "'/vmfs/volumes/ds1/NVD_bootbank_nvdgpumgmtdaemon_1.vib' || "));
+	free(s);
+	s = gc_esxi_observe_script("T0K3N", "/vmfs/volumes/ds1/x.zip; reboot");
+	assert_null(strstr(s, "sources"));
+	assert_null(strstr(s, "x.zip"));
+	free(s);
+	s = gc_esxi_observe_script("T0K3N", NULL);
+	assert_null(strstr(s, "sources"));
+	free(s);
+	(void)state;
+}
+
+/* tests/data/esxi/sources-vib-list.xml is the lab simulator's answer (no
+ * capture of the real one is known: REAL-FORMATS E names the command, the
+ * esxcli reference its columns; the typeName is inferred). */
+static void test_source_vibs_from_the_listing(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_vib *v = NULL;
+	size_t n = 0, len;
+	char *text = NULL;
+
+	assert_int_equal(gc_read_file(&text, &len, "tests/data/esxi/sources-vib-list.xml", 1 << 20, &err), 0);
+	assert_int_equal(gc_esxi_parse_source_vibs(&v, &n, text, len, &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0].name, "nvdgpumgmtdaemon");
+	assert_string_equal(v[0].version, "525.147.01-1OEM.700.1.0.15843807");
+	assert_string_equal(v[1].name, "NVD-AIE_ESXi_8.0.0_Driver");
+	assert_string_equal(v[1].version, "525.105.14-1OEM.800.1.0.20613240");
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].name);
+		free(v[i].version);
+	}
+	free(v);
+	free(text);
+	(void)state;
+}
+
+/* Fields are found by name: another order, other fields, spaced titles and
+ * another typeName read the same. */
+static void test_source_vibs_any_field_order(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_vib *v = NULL;
+	size_t n = 0;
+	const char *text = XML_HEAD "<list type=\"structure\"><structure typeName=\"VIBSummaryExt\">"
+		"<field name=\"Status\"><string>Update</string></field>"
+		"<field name=\"ID\"><string>NVD_bootbank_x_1.0-1</string></field>"
+		"<field name=\"Version\"><string>1.0-1</string></field>"
+		"<field name=\"Platforms\"><list type=\"string\"><string>host</string></list></field>"
+		"<field name=\"Name\"><string>x</string></field>"
+		"</structure></list>" XML_TAIL;
+
+	assert_int_equal(gc_esxi_parse_source_vibs(&v, &n, text, strlen(text), &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].name, "x");
+	assert_string_equal(v[0].version, "1.0-1");
+	free(v[0].name);
+	free(v[0].version);
+	free(v);
+	(void)state;
+}
+
+/* What a hostile or broken host may answer: refused, nothing kept. */
+static void test_source_vibs_hostile(void **state)
+{
+	static const struct {
+		const char *xml, *msg;
+	} cases[] = {
+		{XML_HEAD "<list type=\"structure\"><structure typeName=\"VIBSummary\">"
+		 "<field name=\"Name\"><string>x$(reboot)</string></field>"
+		 "<field name=\"Version\"><string>1</string></field></structure></list>" XML_TAIL,
+		 "VIB 1 of the bundle has no valid Name"},
+		{XML_HEAD "<list type=\"structure\"><structure typeName=\"VIBSummary\">"
+		 "<field name=\"Name\"><string>x</string></field>"
+		 "<field name=\"Version\"><string>1\n    ~ esx01/esxi.ok</string></field></structure></list>" XML_TAIL,
+		 "VIB 1 of the bundle has no valid Version"},
+		{XML_HEAD "<list type=\"structure\"><structure typeName=\"VIBSummary\">"
+		 "<field name=\"Name\"><string>x</string></field></structure></list>" XML_TAIL,
+		 "VIB 1 of the bundle has no valid Version"},
+		{XML_HEAD "<list type=\"structure\"></list>" XML_TAIL, "the bundle lists no VIB"},
+		{"Name  Version\n----  -------\nx     1\n", "esxcli output is not XML"},
+	};
+	struct gc_buf many = GC_BUF_INIT;
+	struct gc_esxi_vib *v = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct gc_error err = GC_ERROR_INIT;
+
+		assert_int_equal(gc_esxi_parse_source_vibs(&v, &n, cases[i].xml, strlen(cases[i].xml), &err),
+				 GC_EREMOTE);
+		assert_string_equal(err.msg, cases[i].msg);
+		assert_null(v);
+		assert_int_equal(n, 0);
+	}
+	gc_buf_puts(&many, XML_HEAD "<list type=\"structure\">");
+	for (int i = 0; i <= GC_ESXI_MAX_SOURCE_VIBS; i++)
+		gc_buf_printf(&many, "<structure typeName=\"VIBSummary\"><field name=\"Name\"><string>v%d"
+			      "</string></field><field name=\"Version\"><string>1</string></field></structure>", i);
+	gc_buf_puts(&many, "</list>" XML_TAIL);
+	{
+		struct gc_error err = GC_ERROR_INIT;
+
+		assert_int_equal(gc_esxi_parse_source_vibs(&v, &n, gc_buf_str(&many), many.len, &err), GC_EREMOTE);
+		assert_string_equal(err.msg, "the bundle lists more than 64 VIBs");
+	}
+	gc_buf_free(&many);
+	(void)state;
+}
+
+/* The listing section: read into facts; failed (the bundle is not on the
+ * host) is an answer, not a failed observation. */
+static void test_source_section(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_facts f;
+	const char *ok = "@@gc:K:13\n" XML_HEAD "<list type=\"structure\"><structure typeName=\"VIBSummary\">"
+			 "<field name=\"Name\"><string>NVD-AIE_ESXi_8.0.0_Driver</string></field>"
+			 "<field name=\"Version\"><string>525.105.14</string></field></structure></list>" XML_TAIL
+			 "@@gc:K:end\n";
+	const char *gone = "@@gc:K:13\n@@gc:K:failed\n@@gc:K:end\n";
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", ok, strlen(ok), &err), 0);
+	assert_true(f.source_listed);
+	assert_int_equal(f.nsource_vibs, 1);
+	assert_string_equal(f.source_vibs[0].name, "NVD-AIE_ESXi_8.0.0_Driver");
+	assert_string_equal(f.source_vibs[0].version, "525.105.14");
+	gc_esxi_facts_free(&f);
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", gone, strlen(gone), &err), 0);
+	assert_false(f.source_listed);
+	assert_int_equal(f.nsource_vibs, 0);
+	assert_int_equal(f.nfailed, 0);
+	gc_esxi_facts_free(&f);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -208,6 +361,11 @@ int main(void)
 		cmocka_unit_test(test_repeated_section_is_refused),
 		cmocka_unit_test(test_marker_number_within_its_bytes),
 		cmocka_unit_test(test_version_forms),
+		cmocka_unit_test(test_script_learns_from_the_bundle),
+		cmocka_unit_test(test_source_vibs_from_the_listing),
+		cmocka_unit_test(test_source_vibs_any_field_order),
+		cmocka_unit_test(test_source_vibs_hostile),
+		cmocka_unit_test(test_source_section),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

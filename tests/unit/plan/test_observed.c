@@ -95,6 +95,40 @@ static void test_render_round_trip(void **state)
 	(void)state;
 }
 
+/* Learned desired values travel in snapshots as "learned", apart from the
+ * resources: learning one creates no resource. */
+static void test_learned_round_trip(void **state)
+{
+	const char *id = "esx01/esxi.vib/NVD-AIE-800_525.105.14.zip";
+	struct gc_observed *o, *back = NULL;
+	struct gc_buf a = GC_BUF_INIT;
+	struct gc_error err = GC_ERROR_INIT;
+
+	gc_observed_new(&o);
+	gc_observed_render_json(&a, o);
+	assert_null(strstr(gc_buf_str(&a), "learned")); /* nothing learned: no section */
+	gc_buf_reset(&a);
+	gc_observed_learn(o, id, "name", "NVD-AIE_ESXi_8.0.0_Driver");
+	gc_observed_learn(o, id, "version", "525.105.14");
+	assert_null(gc_observed_resource(o, id));
+	assert_int_equal(gc_observed_nresources(o), 0);
+	gc_observed_render_json(&a, o);
+	assert_string_equal(gc_buf_str(&a),
+			    "{\n  \"version\": 1,\n  \"resources\": {\n  },\n  \"hosts\": {\n  },\n"
+			    "  \"vms\": {\n  },\n  \"learned\": {\n"
+			    "    \"esx01/esxi.vib/NVD-AIE-800_525.105.14.zip\": {\n"
+			    "      \"name\": \"NVD-AIE_ESXi_8.0.0_Driver\",\n"
+			    "      \"version\": \"525.105.14\"\n    }\n  }\n}\n");
+	assert_int_equal(gc_observed_load_json_buffer(&back, "a.json", a.ptr, a.len, &err), 0);
+	assert_string_equal(gc_observed_learned(back, id, "version"), "525.105.14");
+	assert_null(gc_observed_learned(back, id, "source"));
+	assert_null(gc_observed_resource(back, id));
+	gc_buf_free(&a);
+	gc_observed_free(o);
+	gc_observed_free(back);
+	(void)state;
+}
+
 static void expect_error(const char *json, const char *msg)
 {
 	struct gc_observed *o = NULL;
@@ -133,6 +167,7 @@ int main(void)
 		cmocka_unit_test(test_set_replaces),
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_render_round_trip),
+		cmocka_unit_test(test_learned_round_trip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

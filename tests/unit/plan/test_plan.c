@@ -442,6 +442,69 @@ static void test_one_drifted_property(void **state)
 	fx_done(&f);
 }
 
+/* A vGPU manager without vib_name: its VIB names and versions are learned
+ * on the host.  Nothing learned: the plan installs and says so; learned and
+ * installed: nothing to do; learned newer: the version changes. */
+static void test_vib_names_learned_from_the_bundle(void **state)
+{
+	const char *id = "esx01/esxi.vib/NVD-VGPU-800_535.154.02-1OEM.800.1.0.20613240_23175620.zip";
+	struct fx f;
+	const struct gc_action *a;
+	struct gc_buf b = GC_BUF_INIT;
+	struct gc_error err = GC_ERROR_INIT;
+
+	memset(&f, 0, sizeof(f));
+	f.c = fx_cluster(1, 1, FX_VGPU);
+	f.c->hosts[0].vgpu->vib_name = NULL;
+	assert_int_equal(gc_graph_build(&f.g, f.c, &err), 0);
+	/* converged but for the VIB: the bundle is not on the host, so
+	 * nothing was learned, and no VIB of it is installed */
+	gc_observed_new(&f.o);
+	for (size_t i = 0; i < f.g->nresources; i++) {
+		const struct gc_resource *r = f.g->resources[i];
+
+		for (size_t k = 0; k < r->nprops && strcmp(r->id, id) != 0; k++)
+			gc_observed_set(f.o, r->id, r->props[k].key, r->props[k].value);
+	}
+	for (size_t i = 0; i < f.g->nvms; i++)
+		gc_observed_set_vm(f.o, f.g->vms[i].name, GC_POWER_ON, f.g->vms[i].host, false);
+	fx_plan_ok(&f, NULL);
+	a = find_action(f.p, "+ esx01/esxi.vib/NVD-VGPU-800_535.154.02-1OEM.800.1.0.20613240_23175620.zip");
+	assert_non_null(a);
+	assert_string_equal(a->changes[0].key, "name");
+	assert_string_equal(a->changes[0].new_value, "(learned from the bundle on the host)");
+	gc_plan_render_text(&b, f.p, 0);
+	assert_non_null(strstr(gc_buf_str(&b), "        name: (none) → (learned from the bundle on the host)\n"
+						"        version: (none) → (learned from the bundle on the host)\n"));
+	gc_buf_free(&b);
+	gc_plan_free(f.p);
+	f.p = NULL;
+
+	/* learned, and installed at that version: no change */
+	gc_observed_learn(f.o, id, "name", "NVD-VGPU-800_ESXi_8.0.0_Driver");
+	gc_observed_learn(f.o, id, "version", "535.154.02-1OEM.800.1.0.20613240");
+	assert_null(gc_observed_resource(f.o, id)); /* learning creates nothing */
+	gc_observed_set(f.o, id, "name", "NVD-VGPU-800_ESXi_8.0.0_Driver");
+	gc_observed_set(f.o, id, "version", "535.154.02-1OEM.800.1.0.20613240");
+	gc_observed_set(f.o, id, "source", gc_resource_prop(gc_graph_find(f.g, id), "source"));
+	fx_plan_ok(&f, NULL);
+	assert_true(gc_plan_empty(f.p));
+	gc_plan_free(f.p);
+	f.p = NULL;
+
+	/* the bundle holds a newer build than the host runs */
+	gc_observed_learn(f.o, id, "version", "535.161.05-1OEM.800.1.0.20613240");
+	fx_plan_ok(&f, NULL);
+	a = find_action(f.p, "~ esx01/esxi.vib/NVD-VGPU-800_535.154.02-1OEM.800.1.0.20613240_23175620.zip");
+	assert_non_null(a);
+	assert_int_equal(a->nchanges, 1);
+	assert_string_equal(a->changes[0].key, "version");
+	assert_string_equal(a->changes[0].old_value, "535.154.02-1OEM.800.1.0.20613240");
+	assert_string_equal(a->changes[0].new_value, "535.161.05-1OEM.800.1.0.20613240");
+	(void)state;
+	fx_done(&f);
+}
+
 /* An observed value is the target's words: a newline in it cannot forge a
  * plan line, an escape cannot clear the screen (the JSON plan keeps it as is). */
 static void test_observed_value_cannot_forge_plan_lines(void **state)
@@ -924,6 +987,7 @@ int main(void)
 		cmocka_unit_test(test_spec_rolling_default_one),
 		cmocka_unit_test(test_converged_no_changes),
 		cmocka_unit_test(test_one_drifted_property),
+		cmocka_unit_test(test_vib_names_learned_from_the_bundle),
 		cmocka_unit_test(test_drift_needs_maintenance_running_vm),
 		cmocka_unit_test(test_vgpu_host_vmotion),
 		cmocka_unit_test(test_vm_off_change),
