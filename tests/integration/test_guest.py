@@ -361,7 +361,10 @@ class GuestLab(LabCase):
             self.assertIn("fell back to TCP sockets", t["hint"])
             self.assertEqual(self.checks(rep, "mpi", "mpirun")["mpi.run"]["status"], "pass")
         finally:
-            self.ssh(vm, "sudo -n systemctl restart gc-lab-rxe")
+            # the device back, and its RoCE ToS with it: our boot unit re-applies the QoS
+            self.ssh(vm, "sudo -n systemctl restart gc-lab-rxe && "
+                         "sudo -n systemctl restart gpuclusterctl-roce-qos.service")
+        self.assertEqual(self.failed(self.validate("--target", vm, "--skip", "pairs")), [])
 
     def test_2h_emitted_mpijob_and_sbatch(self):
         job = os.path.join(self.lab, "mpijob.yaml")
