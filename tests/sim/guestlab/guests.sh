@@ -206,7 +206,13 @@ write_known_hosts() {
 
 cmd_start() {
 	local spec=$1 labport=$2 n=${3:-} json vm addr idx started=() want=()
-	[ "${n:-x}" = 0 ] && { cmd_stop >/dev/null; echo "lab: no guests (--guests 0)"; return 0; }
+	if [ "${n:-x}" = 0 ]; then
+		# none asked for: stopped and forgotten, as start forgets guests no longer asked for
+		cmd_stop >/dev/null
+		[ -d "$gdir" ] && find "$gdir" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} +
+		echo "lab: no guests (--guests 0)"
+		return 0
+	fi
 	mapfile -t want < <("$py" "$root/tests/sim/lab_spec.py" guests "$spec" $n)
 	[ ${#want[@]} -gt 0 ] || return 0
 	command -v "$qemu" >/dev/null || die "$qemu not found (scripts/setup.sh installs qemu-system-x86)"

@@ -175,8 +175,8 @@ class LabSpec(unittest.TestCase):
                            "password_file": os.path.join(d, "password")}])
         rc, env, _ = self.lab_sh("env")
         self.assertIn("export GC_LAB_VCSIM_URL=https://127.0.0.1:8988/sdk\n", env)
-        rc, out, _ = self.lab_sh("status")
-        self.assertEqual(rc, 0)
+        rc, out, err = self.lab_sh("status")
+        self.assertEqual(rc, 0, out + err)
         self.assertRegex(out, r"lab: vcsim running \(pid \d+, https://127.0.0.1:8988/sdk\): datacenter DC0")
         # a second start keeps it; reset restarts it with a fresh inventory
         rc, out, _ = self.lab_sh("start", "--guests", "0", "--spec", os.path.join(ROOT, "examples", "vgpu-pvrdma.yaml"))
