@@ -208,6 +208,7 @@ class GuestLab(LabCase):
             self.ssh(vm, "sudo -n touch /run/gc-test-stamp")
             calls[vm] = int(self.ssh(vm, "sudo -n wc -l < /var/log/gc-lab/calls.log"))
         mods = {vm: self.ssh(vm, "cut -d' ' -f1 /proc/modules | sort") for vm in GUESTS}
+        vms = {vm: self.vm_show(vm) for vm in GUESTS}  # as vCenter holds them
         junit = os.path.join(self.lab, "validate.xml")
         rep = self.validate("--junit", junit)
         self.assertEqual(self.failed(rep), [])
@@ -233,6 +234,7 @@ class GuestLab(LabCase):
         # modules and hardware settings are as they were
         for h in ("esx01", "esx02"):
             self.assertEqual([c for _, c in self.log(h)[logs[h]:] if not observation(c)], [])
+        self.assertEqual({vm: self.vm_show(vm) for vm in GUESTS}, vms)
         self.assertEqual([c for _, c in self.log("sn2700")[logs["sn2700"]:]
                           if not (c.startswith("show ") or c in ("enable", "terminal length 999",
                                                                   "no cli session paging enable",
@@ -256,24 +258,39 @@ class GuestLab(LabCase):
                       "pair/worker-01&lt;-&gt;worker-02"):
             self.assertIn('<testsuite name="%s"' % suite, x)
 
-    def test_2b_validate_names_drift_on_a_host_the_switch_and_a_vm(self):
+    def test_2b_validate_names_drift_made_by_hand_on_a_host(self):
         self.remote("esx01", "esxcli system ntp set -s other.lab.example")
+        rep = self.validate("--skip", "node,pairs", check=1)
+        self.assertEqual(self.failed(rep), [
+            ("esxi", "esx01", "config esx01/esxi.ntp servers", "ntp1.lab.example",
+             "other.lab.example")])
+        self.assertIn("'gpuclusterctl plan' shows the change",
+                      self.checks(rep, "esxi", "esx01")["config esx01/esxi.ntp servers"]["hint"])
+        self.assertEqual(self.checks(rep, "pair", "pairs")["rdma.write"]["status"], "skip")
+        self.gc("apply", "--only", "esxi", check=0, timeout=900)
+        self.assertEqual(self.failed(self.validate("--skip", "node,pairs")), [])
+
+    def test_2b_validate_names_drift_made_by_hand_on_the_switch(self):
         self.switch_cli("enable", "configure terminal", "interface ethernet 1/7 qos trust L2",
                         "exit", "exit")
+        rep = self.validate("--skip", "node,pairs", check=1)
+        self.assertEqual(self.failed(rep), [
+            ("switch", "sn2700", "config sn2700/switch.qos_trust ports", "1/1-1/32",
+             "1/1-1/6,1/8-1/32"),
+            ("switch", "sn2700", "config sn2700/switch.qos_trust trust", "L3", "L2"),
+        ])
+        self.gc("apply", "--only", "switch", check=0, timeout=900)
+        self.assertEqual(self.failed(self.validate("--skip", "node,pairs")), [])
+
+    def test_2b_validate_names_drift_made_by_hand_on_a_vm(self):
         mmio = self.vm_show("worker-02")["extra_config"]["pciPassthru.64bitMMIOSizeGB"]
         self.vc("worker-02", "set-extra", "pciPassthru.64bitMMIOSizeGB", "16")
         rep = self.validate("--skip", "node,pairs", check=1)
         self.assertEqual(self.failed(rep), [
-            ("esxi", "esx01", "config esx01/esxi.ntp servers", "ntp1.lab.example",
-             "other.lab.example"),
-            ("switch", "sn2700", "config sn2700/switch.qos_trust ports", "1/1-1/32",
-             "1/1-1/6,1/8-1/32"),
-            ("switch", "sn2700", "config sn2700/switch.qos_trust trust", "L3", "L2"),
             ("vm", "worker-02", "config vm/worker-02/extra_config pciPassthru.64bitMMIOSizeGB",
              mmio, "16"),
         ])
-        self.assertEqual(self.checks(rep, "pair", "pairs")["rdma.write"]["status"], "skip")
-        self.gc("apply", "--only", "esxi,switch,vcenter", check=0, timeout=900)
+        self.gc("apply", "--only", "vcenter", check=0, timeout=900)
         self.assertEqual(self.failed(self.validate("--skip", "node,pairs")), [])
 
     def test_2c_validate_catches_an_unlicensed_guest(self):
