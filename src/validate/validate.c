@@ -24,11 +24,14 @@
  *     build, so a missing or different (older) probe is replaced and ours
  *     is reused; that file is the only thing validate writes.
  *
- *  3. Pair checks: an RDMA write test between guests over their RDMA
- *     interfaces (the probe's --rdma-server / --rdma-peer), in two rounds
- *     of disjoint pairs - (0,1) (2,3) ... then (1,2) (3,4) ... (n-1,0) - so
- *     no guest is in two tests at once and every guest is in one; the
- *     sessions of step 2 are reused (one connection per guest).
+ *  3. Pair checks (pairs.c): an RDMA write test between guests over their
+ *     RDMA interfaces (the probe's --rdma-server / --rdma-peer), in two
+ *     rounds of disjoint pairs - (0,1) (2,3) ... then (1,2) (3,4) ...
+ *     (n-1,0) - so no guest is in two tests at once and every guest is in
+ *     one; the sessions of step 2 are reused (one connection per guest).
+ *
+ *  4. With --mpirun, the Open MPI job across the guests (workload.c); and
+ *     --emit-mpijob / --emit-slurm write the same job for other launchers.
  *
  * Library code: nothing is printed; progress goes through opts->progress.
  */
@@ -47,33 +50,12 @@
 #include "gc/plan.h"
 #include "gc/ssh.h"
 #include "gc/validate.h"
-#include "mpi.h"
+#include "validate_int.h"
 
 #define PROBE_OUTPUT_MAX (4u * 1024 * 1024)
 
-struct vctx {
-	const struct gc_graph *g;
-	const struct gc_validate_opts *o;
-	struct gc_validate_report *r;
-	pthread_mutex_t mu; /* the report and progress */
-	char probe_name[96]; /* "gpuclusterctl-probe-<version>-<hash>" */
-};
 
-/* One guest: its connection (kept for the pair rounds) and what it found. */
-struct gsess {
-	struct vctx *v;
-	const struct gc_target *t;
-	const struct gc_guest *gst;
-	struct gc_ssh_conn *ssh;
-	bool usable;          /* connected and the probe is in place */
-	char *probe;          /* remote path ("$HOME/..." expanded by the shell) */
-	char *rdma_addr;      /* the RDMA interface's address, no prefix */
-	char *hca;            /* RDMA device the probe found active */
-	int gid_index;        /* its RoCE v2 GID index, -1 unknown */
-	bool root;            /* the login user is root */
-};
-
-static void add(struct vctx *v, enum gc_check_target k, const char *target, const char *name,
+void vd_add(struct vctx *v, enum gc_check_target k, const char *target, const char *name,
 		enum gc_check_status st, const char *exp, const char *found, const char *hint)
 {
 	pthread_mutex_lock(&v->mu);
@@ -81,7 +63,7 @@ static void add(struct vctx *v, enum gc_check_target k, const char *target, cons
 	pthread_mutex_unlock(&v->mu);
 }
 
-static void progress(struct vctx *v, const char *target, const char *what)
+void vd_progress(struct vctx *v, const char *target, const char *what)
 {
 	if (v->o->progress == NULL)
 		return;
@@ -152,7 +134,7 @@ static void config_action(struct vctx *v, const struct gc_action *a, bool *diffe
 			if (a->deps[i]->kind == GC_ACT_APPLY && a->deps[i]->target == a->target)
 				owed = false;
 		if (owed)
-			add(v, k, who, "config.reboot", GC_CHECK_FAIL, "no reboot owed", a->why,
+			vd_add(v, k, who, "config.reboot", GC_CHECK_FAIL, "no reboot owed", a->why,
 			    "a change waits for a reboot: 'gpuclusterctl apply' reboots it in its "
 			    "rolling wave");
 		return;
@@ -163,7 +145,7 @@ static void config_action(struct vctx *v, const struct gc_action *a, bool *diffe
 		differs[a->resource->index] = true;
 	if (a->op == GC_OP_CREATE || a->op == GC_OP_DELETE || a->nchanges == 0) {
 		snprintf(name, sizeof(name), "config %s", a->resource_id);
-		add(v, k, who, name, GC_CHECK_FAIL, a->op == GC_OP_DELETE ? "absent" : "present",
+		vd_add(v, k, who, name, GC_CHECK_FAIL, a->op == GC_OP_DELETE ? "absent" : "present",
 		    a->op == GC_OP_DELETE ? "present" : "absent", config_hint(a->op));
 		return;
 	}
@@ -171,7 +153,7 @@ static void config_action(struct vctx *v, const struct gc_action *a, bool *diffe
 		const struct gc_change *c = &a->changes[i];
 
 		snprintf(name, sizeof(name), "config %s %s", a->resource_id, c->key);
-		add(v, k, who, name, GC_CHECK_FAIL, c->new_value ? c->new_value : "(not set)",
+		vd_add(v, k, who, name, GC_CHECK_FAIL, c->new_value ? c->new_value : "(not set)",
 		    c->old_value ? c->old_value : "(not set)", config_hint(a->op));
 	}
 }
@@ -192,7 +174,7 @@ static int config_checks(struct vctx *v, struct gc_error *err)
 	xo.plan_only = true;
 	xo.parallelism = v->o->parallelism;
 	xo.drv = v->o->drv;
-	progress(v, "gpuclusterctl", "reading back every target");
+	vd_progress(v, "gpuclusterctl", "reading back every target");
 	rc = gc_exec_run(&rep, g, &xo, &xerr);
 	if (rc != 0 && (rep.plan == NULL || rep.plan->nunknown == 0)) {
 		gc_error_set(err, xerr.code, "%s", xerr.msg);
@@ -207,7 +189,7 @@ static int config_checks(struct vctx *v, struct gc_error *err)
 		if (why == NULL)
 			continue;
 		unknown_t[i] = true;
-		add(v, kind_of_target(t), t->name, "config.observe", GC_CHECK_FAIL, "observed", why,
+		vd_add(v, kind_of_target(t), t->name, "config.observe", GC_CHECK_FAIL, "observed", why,
 		    "the target could not be read: is it up and reachable, are its credentials and "
 		    "host key right?");
 	}
@@ -223,7 +205,7 @@ static int config_checks(struct vctx *v, struct gc_error *err)
 			continue;
 		res_owner(res->target, res->vm, &k, &who);
 		snprintf(name, sizeof(name), "config %s", res->id);
-		add(v, k, who, name, GC_CHECK_PASS, NULL, "as in the spec", NULL);
+		vd_add(v, k, who, name, GC_CHECK_PASS, NULL, "as in the spec", NULL);
 	}
 out:
 	gc_exec_report_free(&rep);
@@ -240,11 +222,11 @@ static void gadd(struct gsess *s, const char *name, enum gc_check_status st, con
 {
 	if (st == GC_CHECK_PASS || (hint != NULL && hint[0] == '\0'))
 		hint = NULL;
-	add(s->v, GC_CT_GUEST, s->t->name, name, st, exp, found, hint);
+	vd_add(s->v, GC_CT_GUEST, s->t->name, name, st, exp, found, hint);
 }
 
 /* The shell command that runs `script` as root (sudo -n for others). */
-static int run_root(struct gsess *s, const char *script, struct gc_ssh_result *res,
+int vd_run_root(struct gsess *s, const char *script, struct gc_ssh_result *res,
 		    struct gc_error *err)
 {
 	char *cmd = gc_guest_as_root(script);
@@ -261,7 +243,7 @@ static bool sudo_refused(const struct gc_ssh_result *r)
 		strstr(r->err, "sudo: a terminal is required") != NULL);
 }
 
-static const char *stderr_line(const struct gc_ssh_result *r, char *buf, size_t n)
+const char *vd_stderr_line(const struct gc_ssh_result *r, char *buf, size_t n)
 {
 	const char *src = r->err_len > 0 ? r->err : (r->out ? r->out : "");
 	size_t k = strcspn(src, "\r\n");
@@ -469,8 +451,8 @@ static void probe_node(struct gsess *s)
 	char *cmd = probe_node_cmd(s), line[320];
 	int rc;
 
-	progress(s->v, s->t->name, "running the probe");
-	if (run_root(s, cmd, &res, &err) != 0) {
+	vd_progress(s->v, s->t->name, "running the probe");
+	if (vd_run_root(s, cmd, &res, &err) != 0) {
 		gadd(s, "probe", GC_CHECK_FAIL, "ran", err.msg, "the connection failed while the "
 		     "probe ran");
 		goto out;
@@ -481,7 +463,7 @@ static void probe_node(struct gsess *s)
 		     : gc_validate_probe_checks(s->v->r, &in, res.out, res.out_len, &got);
 	pthread_mutex_unlock(&s->v->mu);
 	if (rc != 0) {
-		stderr_line(&res, line, sizeof(line));
+		vd_stderr_line(&res, line, sizeof(line));
 		gadd(s, "probe", GC_CHECK_FAIL, "ran", line,
 		     res.exit_status == 127 || strstr(line, "GLIBC") != NULL
 			     ? "the probe cannot start on this guest: see docs/probe.md, 'Which guests "
@@ -538,7 +520,7 @@ static int place_probe(struct gsess *s, struct gc_error *err)
 	if (strstr(res.out + n, "present") != NULL)
 		goto out;
 	gc_ssh_result_free(&res);
-	progress(s->v, s->t->name, "uploading the probe");
+	vd_progress(s->v, s->t->name, "uploading the probe");
 	fd = open(s->v->o->probe_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = gc_error_set_errno(err, GC_EIO, errno, "cannot open the probe '%s'",
@@ -555,7 +537,7 @@ static int place_probe(struct gsess *s, struct gc_error *err)
 	close(fd);
 	if (rc == 0 && res.exit_status != 0)
 		rc = gc_error_set(err, GC_EREMOTE, "cannot write the probe: %s",
-				  stderr_line(&res, line, sizeof(line)));
+				  vd_stderr_line(&res, line, sizeof(line)));
 out:
 	gc_ssh_result_free(&res);
 	gc_buf_free(&cmd);
@@ -573,7 +555,7 @@ static void *guest_session(void *arg)
 	bool have_facts = false;
 
 	memset(&f, 0, sizeof(f));
-	progress(s->v, s->t->name, "connecting");
+	vd_progress(s->v, s->t->name, "connecting");
 	gc_ssh_opts_from_spec(&so, &known, &s->v->o->drv, s->gst->address, &s->gst->ssh,
 			      s->gst->credentials, "root");
 	if (gc_ssh_connect(&s->ssh, &so, &err) != 0) {
@@ -583,15 +565,15 @@ static void *guest_session(void *arg)
 		goto out;
 	}
 	gc_ssh_set_command_timeout(s->ssh, 600u * 1000u);
-	progress(s->v, s->t->name, "reading nvidia-smi and the RDMA interface");
+	vd_progress(s->v, s->t->name, "reading nvidia-smi and the RDMA interface");
 	gc_random_token(token);
 	script = gc_guest_observe_script(s->gst, token);
-	if (run_root(s, script, &res, &err) != 0) {
+	if (vd_run_root(s, script, &res, &err) != 0) {
 		gadd(s, "observe", GC_CHECK_FAIL, "read", err.msg, NULL);
 		goto out;
 	}
 	if (sudo_refused(&res)) {
-		gadd(s, "sudo", GC_CHECK_FAIL, "sudo -n", stderr_line(&res, line, sizeof(line)),
+		gadd(s, "sudo", GC_CHECK_FAIL, "sudo -n", vd_stderr_line(&res, line, sizeof(line)),
 		     "validate reads nvidia-smi, mlnx_qos and the probe as root: give the user "
 		     "NOPASSWD sudo or connect as root");
 		goto out;
@@ -624,349 +606,6 @@ out:
 	free(script);
 	free(known);
 	return NULL;
-}
-
-/* ---------------------------------------------------------------- 3. pairs */
-
-struct pair_side {
-	struct gsess *s;
-	char *cmd;
-	struct gc_ssh_result res;
-	struct gc_error err;
-	int rc;
-};
-
-static void *pair_side_run(void *arg)
-{
-	struct pair_side *p = arg;
-
-	p->rc = run_root(p->s, p->cmd, &p->res, &p->err);
-	return NULL;
-}
-
-static char *pair_cmd(struct gsess *s, const char *peer, const struct gc_validate_opts *o)
-{
-	const struct gc_roce_qos *q = s->gst->roce_qos;
-	struct gc_buf b = GC_BUF_INIT;
-
-	gc_buf_printf(&b, "%s --json --no-cuda --no-bw --rdma-timeout %u --rdma-msg-kib %u "
-		      "--rdma-iters %u", s->probe, o->rdma_timeout_s ? o->rdma_timeout_s : 60,
-		      o->rdma_msg_kib ? o->rdma_msg_kib : 1024, o->rdma_iters ? o->rdma_iters : 2000);
-	if (s->hca != NULL) {
-		gc_buf_puts(&b, " --rdma-dev ");
-		gc_shell_quote(&b, s->hca);
-	}
-	if (q != NULL)
-		gc_buf_printf(&b, " --rdma-tclass %d", q->tos);
-	if (peer == NULL) {
-		gc_buf_puts(&b, " --rdma-server");
-	} else {
-		gc_buf_puts(&b, " --rdma-peer ");
-		gc_shell_quote(&b, peer);
-	}
-	return gc_buf_take(&b);
-}
-
-static void pair_test(struct vctx *v, struct gsess *a, struct gsess *b)
-{
-	const struct gc_validation *val = &v->g->cluster->validation;
-	struct pair_side side[2];
-	pthread_t th;
-	char who[256], e[64], f[64], line[320];
-	struct gc_vprobe_rdma rt;
-
-	snprintf(who, sizeof(who), "%s<->%s", a->t->name, b->t->name);
-	if (!a->usable || !b->usable || a->rdma_addr == NULL) {
-		add(v, GC_CT_PAIR, who, "rdma.write", GC_CHECK_FAIL, "ran",
-		    "not run", !a->usable || !b->usable ? "a guest of the pair failed its node checks "
-		    "(above)" : "the server side has no rdma_interface address in the spec");
-		return;
-	}
-	progress(v, who, "RDMA write test");
-	memset(side, 0, sizeof(side));
-	side[0].s = a;
-	side[0].cmd = pair_cmd(a, NULL, v->o);
-	side[1].s = b;
-	side[1].cmd = pair_cmd(b, a->rdma_addr, v->o);
-	side[0].err = (struct gc_error)GC_ERROR_INIT;
-	side[1].err = (struct gc_error)GC_ERROR_INIT;
-	if (pthread_create(&th, NULL, pair_side_run, &side[0]) != 0)
-		abort();
-	pair_side_run(&side[1]);
-	pthread_join(th, NULL);
-
-	if (side[1].rc != 0) {
-		add(v, GC_CT_PAIR, who, "rdma.write", GC_CHECK_FAIL, "ok", side[1].err.msg, NULL);
-		goto out;
-	}
-	if (side[1].res.out == NULL || side[1].res.out_truncated ||
-	    gc_validate_probe_rdma_test(&rt, side[1].res.out, side[1].res.out_len) != 0) {
-		add(v, GC_CT_PAIR, who, "rdma.write", GC_CHECK_FAIL, "ok",
-		    stderr_line(&side[1].res, line, sizeof(line)), "the probe printed no JSON report");
-		goto out;
-	}
-	if (!rt.ok) {
-		add(v, GC_CT_PAIR, who, "rdma.write", GC_CHECK_FAIL, "ok", rt.reason,
-		    "no RDMA between the two: RDMA interfaces up with their addresses, the same "
-		    "subnet, the switch ports' MTU and PFC, a RoCE v2 GID on both (probe each)");
-		goto out;
-	}
-	add(v, GC_CT_PAIR, who, "rdma.write", GC_CHECK_PASS, "ok", "ok: data verified", NULL);
-	{
-		bool ok = val->min_rdma_gbps <= 0 || rt.bw_gbps >= val->min_rdma_gbps;
-
-		snprintf(f, sizeof(f), "%.3f Gb/s", rt.bw_gbps);
-		if (val->min_rdma_gbps > 0)
-			snprintf(e, sizeof(e), ">= %g Gb/s", val->min_rdma_gbps);
-		add(v, GC_CT_PAIR, who, "rdma.write_bandwidth", ok ? GC_CHECK_PASS : GC_CHECK_FAIL,
-		    val->min_rdma_gbps > 0 ? e : NULL, f,
-		    ok ? NULL : "RDMA slower than the spec wants: a path MTU below 4096, PFC pauses "
-				"or congestion (the switch's counters), a PCIe-far HCA, or a link at a "
-				"lower speed");
-		ok = val->max_rdma_latency_us <= 0 || rt.lat_us <= val->max_rdma_latency_us;
-		snprintf(f, sizeof(f), "%.2f us", rt.lat_us);
-		if (val->max_rdma_latency_us > 0)
-			snprintf(e, sizeof(e), "<= %g us", val->max_rdma_latency_us);
-		add(v, GC_CT_PAIR, who, "rdma.write_latency", ok ? GC_CHECK_PASS : GC_CHECK_FAIL,
-		    val->max_rdma_latency_us > 0 ? e : NULL, f,
-		    ok ? NULL : "a completion round trip slower than the spec wants: interrupt "
-				"moderation, a busy vCPU, or hops through more switches");
-	}
-out:
-	for (int i = 0; i < 2; i++) {
-		gc_ssh_result_free(&side[i].res);
-		free(side[i].cmd);
-	}
-}
-
-struct round_job {
-	struct vctx *v;
-	struct gsess *a, *b;
-};
-
-static void *round_job_run(void *arg)
-{
-	struct round_job *j = arg;
-
-	pair_test(j->v, j->a, j->b);
-	return NULL;
-}
-
-size_t gc_validate_pair_round(size_t (*pairs)[2], size_t n, unsigned round)
-{
-	size_t np = 0;
-
-	if (n < 2 || round > 1)
-		return 0;
-	for (size_t i = round; i + 1 < n; i += 2) {
-		pairs[np][0] = i;
-		pairs[np][1] = i + 1;
-		np++;
-	}
-	if (round == 1 && n % 2 == 0 && n > 2) {
-		pairs[np][0] = n - 1;
-		pairs[np][1] = 0;
-		np++;
-	}
-	return np;
-}
-
-static void pair_rounds(struct vctx *v, struct gsess *gs, size_t n)
-{
-	struct round_job *jobs = gc_xcalloc(n + 1, sizeof(*jobs));
-	pthread_t *th = gc_xcalloc(n + 1, sizeof(*th));
-	size_t (*pairs)[2] = gc_xcalloc(n + 1, sizeof(*pairs));
-
-	for (unsigned r = 0; r < 2; r++) {
-		size_t np = gc_validate_pair_round(pairs, n, r);
-
-		for (size_t i = 0; i < np; i++) {
-			jobs[i] = (struct round_job){v, &gs[pairs[i][0]], &gs[pairs[i][1]]};
-			if (pthread_create(&th[i], NULL, round_job_run, &jobs[i]) != 0)
-				abort();
-		}
-		for (size_t i = 0; i < np; i++)
-			pthread_join(th[i], NULL);
-	}
-	free(jobs);
-	free(th);
-	free(pairs);
-}
-
-/* ---------------------------------------------------------------- 4. the workload */
-
-static void mpi_add(struct vctx *v, const char *name, enum gc_check_status st, const char *exp,
-		    const char *found, const char *hint)
-{
-	add(v, GC_CT_MPI, "mpirun", name, st, exp, found, st == GC_CHECK_PASS ? NULL : hint);
-}
-
-/* The job of the spec with what the probes found (the first guest's RDMA
- * device and GID index); NULL hca / -1 when nothing was probed. */
-static int mpi_job(struct gc_mpi_job *job, struct gc_arena *arena, struct vctx *v,
-		   struct gsess *gs, size_t n, struct gc_error *err)
-{
-	const char *hca = NULL;
-	int gid = -1;
-
-	for (size_t i = 0; i < n && hca == NULL; i++)
-		if (gs[i].hca != NULL) {
-			hca = gs[i].hca;
-			gid = gs[i].gid_index;
-		}
-	return gc_mpi_job_from_spec(job, arena, v->g->cluster, hca, gid, err);
-}
-
-static void mpi_results(struct vctx *v, const struct gc_mpi_job *job, const struct gc_mpi_result *m)
-{
-	char f[160], e[64];
-
-	if (m->kind == GC_MPI_RESULT_NCCL) {
-		const struct gc_mpi_net *net = &m->net;
-		bool fallback = job->expect_rdma && net->socket_fallback;
-
-		snprintf(f, sizeof(f), "%.2f GB/s average, %.2f GB/s at %llu bytes", m->nccl.avg_busbw_gbs,
-			 m->nccl.max_busbw_gbs, (unsigned long long)m->nccl.max_bytes);
-		mpi_add(v, "nccl.bus_bandwidth", GC_CHECK_PASS, NULL, f, NULL);
-		snprintf(f, sizeof(f), "%llu", (unsigned long long)m->nccl.wrong);
-		mpi_add(v, "nccl.wrong", !m->nccl.wrong_checked ? GC_CHECK_SKIP
-				      : m->nccl.wrong == 0 ? GC_CHECK_PASS : GC_CHECK_FAIL,
-			"0", m->nccl.wrong_checked ? f : NULL,
-			m->nccl.wrong_checked ? "the all-reduce computed wrong values: a GPU or "
-						"memory fault, or a broken GPUDirect path"
-					      : "the run did not check its results (-c 0)");
-		snprintf(f, sizeof(f), "%s%s%s", net->net_name[0] ? net->net_name : gc_mpi_transport_name(net->transport),
-			 net->ib_devices[0] ? " " : "", net->ib_devices);
-		mpi_add(v, "nccl.transport", fallback ? GC_CHECK_FAIL : GC_CHECK_PASS,
-			job->expect_rdma ? "IB (RDMA)" : NULL, f,
-			net->ib_no_device
-				? "NCCL found no usable RDMA device (NET/IB : No device found) and fell back to "
-				  "TCP sockets without failing: NCCL_IB_HCA names a device that is absent or "
-				  "down, or libibverbs/the provider is missing in the guest"
-				: "NCCL moved the data over TCP sockets, not RDMA (the silent fallback the "
-				  "guides warn about): check NCCL_IB_HCA, NCCL_IB_GID_INDEX and that the "
-				  "RDMA device is ACTIVE on every node");
-		return;
-	}
-	snprintf(f, sizeof(f), "%.3f-%.3f Gb/s over %u pairs of %u ranks", m->bw.pair_min_gbs * 8,
-		 m->bw.pair_max_gbs * 8, m->bw.pairs, m->bw.ranks);
-	mpi_add(v, "mpi.pair_bandwidth", GC_CHECK_PASS, NULL, f, NULL);
-	snprintf(f, sizeof(f), "%.3f Gb/s", m->bw.allreduce_gbs * 8);
-	mpi_add(v, "mpi.allreduce_bandwidth", GC_CHECK_PASS, NULL, f, NULL);
-	snprintf(e, sizeof(e), "%u", gc_mpi_job_ranks(job));
-	snprintf(f, sizeof(f), "%u", m->bw.ranks);
-	mpi_add(v, "mpi.ranks", m->bw.ranks == gc_mpi_job_ranks(job) ? GC_CHECK_PASS : GC_CHECK_FAIL,
-		e, f, "fewer ranks ran than the hostfile has slots");
-	mpi_add(v, "mpi.data", m->bw.data_ok ? GC_CHECK_PASS : GC_CHECK_FAIL, "verified",
-		m->bw.data_ok ? "verified" : "corrupted", "messages arrived changed");
-}
-
-/* mpirun on the first guest (the launcher), over its SSH connection, as the
- * login user: Open MPI starts the other ranks over SSH between the guests. */
-static void mpi_workload(struct vctx *v, struct gsess *gs, size_t n)
-{
-	struct gc_arena arena = GC_ARENA_INIT;
-	struct gc_mpi_job job;
-	struct gc_mpi_result m;
-	struct gc_error err = GC_ERROR_INIT;
-	struct gc_ssh_result res = {0};
-	struct gc_buf hosts = GC_BUF_INIT, cmd = GC_BUF_INIT;
-	struct gsess *l = n > 0 ? &gs[0] : NULL;
-	char line[320], *hostfile = NULL;
-	uint64_t t0 = gc_now_ns();
-
-	if (mpi_job(&job, &arena, v, gs, n, &err) != 0) {
-		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", err.msg, NULL);
-		goto out;
-	}
-	if (l == NULL || !l->usable) {
-		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", "not run",
-			"the launcher (the first guest) failed its node checks");
-		goto out;
-	}
-	job.command = v->o->mpi_command;
-	job.probe_path = l->probe;
-	job.as_root = l->root;
-	progress(v, "mpirun", "running the workload");
-	hostfile = gc_xasprintf("%.*s/mpi-hosts", (int)(strrchr(l->probe, '/') - l->probe), l->probe);
-	if (gc_mpi_hostfile(&hosts, &job, &err) != 0 ||
-	    gc_mpi_command(&cmd, &job, hostfile, &err) != 0) {
-		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", err.msg, NULL);
-		goto out;
-	}
-	{
-		struct gc_buf w = GC_BUF_INIT;
-
-		gc_buf_puts(&w, "printf '%s' ");
-		gc_shell_quote(&w, gc_buf_str(&hosts));
-		gc_buf_printf(&w, " > %s && ", hostfile);
-		gc_buf_put(&w, cmd.ptr, cmd.len);
-		gc_ssh_set_command_timeout(l->ssh, (v->o->mpi_timeout_s ? v->o->mpi_timeout_s : 600) * 1000u);
-		if (gc_ssh_exec(l->ssh, gc_buf_str(&w), &res, &err) != 0) {
-			gc_buf_free(&w);
-			mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", err.msg, NULL);
-			goto out;
-		}
-		gc_buf_free(&w);
-	}
-	if (res.exit_status != 0 || gc_mpi_parse_output(&m, res.out ? res.out : "", res.out_len, &err) != 0) {
-		const char *why = res.exit_status != 0 ? stderr_line(&res, line, sizeof(line)) : err.msg;
-
-		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "exit 0 and a result", why,
-			"mpirun needs Open MPI on every guest and passwordless SSH between the guests as "
-			"the login user (docs/validate.md, 'The workload')");
-		goto out;
-	}
-	{
-		char f[64];
-
-		snprintf(f, sizeof(f), "exit 0 in %.1f s, %u ranks", (double)(gc_now_ns() - t0) / 1e9,
-			 gc_mpi_job_ranks(&job));
-		mpi_add(v, "mpi.run", GC_CHECK_PASS, "exit 0 and a result", f, NULL);
-	}
-	mpi_results(v, &job, &m);
-out:
-	free(hostfile);
-	gc_ssh_result_free(&res);
-	gc_buf_free(&hosts);
-	gc_buf_free(&cmd);
-	gc_arena_free(&arena);
-}
-
-/* --emit-mpijob / --emit-slurm: the same job for other launchers. */
-static int emit_file(const char *path, const struct gc_buf *b, struct gc_error *err)
-{
-	FILE *f = fopen(path, "w");
-
-	if (f == NULL)
-		return gc_error_set_errno(err, GC_EIO, errno, "cannot write '%s'", path);
-	if (fwrite(b->ptr, 1, b->len, f) != b->len || fclose(f) != 0)
-		return gc_error_set_errno(err, GC_EIO, errno, "cannot write '%s'", path);
-	return 0;
-}
-
-static int emit(struct vctx *v, struct gsess *gs, size_t n, struct gc_error *err)
-{
-	struct gc_arena arena = GC_ARENA_INIT;
-	struct gc_mpi_job job;
-	struct gc_buf b = GC_BUF_INIT;
-	int rc;
-
-	if ((rc = mpi_job(&job, &arena, v, gs, n, err)) != 0)
-		goto out;
-	job.command = v->o->mpi_command;
-	if (v->o->emit_mpijob != NULL &&
-	    ((rc = gc_mpi_emit_mpijob(&b, &job, v->g->cluster->name, v->o->mpi_image, err)) != 0 ||
-	     (rc = emit_file(v->o->emit_mpijob, &b, err)) != 0))
-		goto out;
-	gc_buf_reset(&b);
-	if (v->o->emit_slurm != NULL && ((rc = gc_mpi_emit_slurm(&b, &job, err)) != 0 ||
-					 (rc = emit_file(v->o->emit_slurm, &b, err)) != 0))
-		goto out;
-out:
-	gc_buf_free(&b);
-	gc_arena_free(&arena);
-	return rc;
 }
 
 /* ---------------------------------------------------------------- running it */
@@ -1017,14 +656,14 @@ int gc_validate_run(struct gc_validate_report *r, const struct gc_graph *g,
 		pthread_join(th[i], NULL);
 	if (o->skip & GC_VSKIP_PAIRS) {
 		if (ng >= 2)
-			add(&v, GC_CT_PAIR, "pairs", "rdma.write", GC_CHECK_SKIP, NULL, NULL,
+			vd_add(&v, GC_CT_PAIR, "pairs", "rdma.write", GC_CHECK_SKIP, NULL, NULL,
 			    "--skip pairs");
 	} else if (!(o->skip & GC_VSKIP_NODE)) {
-		pair_rounds(&v, gs, ng);
+		vd_pair_rounds(&v, gs, ng);
 	}
 	if (o->mpirun && !(o->skip & GC_VSKIP_NODE))
-		mpi_workload(&v, gs, ng);
-	if ((o->emit_mpijob != NULL || o->emit_slurm != NULL) && (rc = emit(&v, gs, ng, err)) != 0)
+		vd_workload(&v, gs, ng);
+	if ((o->emit_mpijob != NULL || o->emit_slurm != NULL) && (rc = vd_emit(&v, gs, ng, err)) != 0)
 		goto out;
 out:
 	for (size_t i = 0; gs != NULL && i < ng; i++) {

@@ -1,0 +1,190 @@
+/*
+ * workload.c - `validate --mpirun`: Open MPI's mpirun on the first guest
+ * (the launcher), as the login user, with a hostfile and the NCCL
+ * environment from the spec (mpi.c); its output parsed (mpi_parse.c) into
+ * checks, NCCL's fallback to sockets where the spec gives RDMA a failure.
+ * And --emit-mpijob / --emit-slurm: the same job for other launchers.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc/pattern.h"
+#include "mpi.h"
+#include "validate_int.h"
+
+static void mpi_add(struct vctx *v, const char *name, enum gc_check_status st, const char *exp,
+		    const char *found, const char *hint)
+{
+	vd_add(v, GC_CT_MPI, "mpirun", name, st, exp, found, st == GC_CHECK_PASS ? NULL : hint);
+}
+
+/* The job of the spec with what the probes found (the first guest's RDMA
+ * device and GID index); NULL hca / -1 when nothing was probed. */
+static int mpi_job(struct gc_mpi_job *job, struct gc_arena *arena, struct vctx *v,
+		   struct gsess *gs, size_t n, struct gc_error *err)
+{
+	const char *hca = NULL;
+	int gid = -1;
+
+	for (size_t i = 0; i < n && hca == NULL; i++)
+		if (gs[i].hca != NULL) {
+			hca = gs[i].hca;
+			gid = gs[i].gid_index;
+		}
+	return gc_mpi_job_from_spec(job, arena, v->g->cluster, hca, gid, err);
+}
+
+static void mpi_results(struct vctx *v, const struct gc_mpi_job *job, const struct gc_mpi_result *m)
+{
+	char f[160], e[64];
+
+	if (m->kind == GC_MPI_RESULT_NCCL) {
+		const struct gc_mpi_net *net = &m->net;
+		bool fallback = job->expect_rdma && net->socket_fallback;
+
+		snprintf(f, sizeof(f), "%.2f GB/s average, %.2f GB/s at %llu bytes", m->nccl.avg_busbw_gbs,
+			 m->nccl.max_busbw_gbs, (unsigned long long)m->nccl.max_bytes);
+		mpi_add(v, "nccl.bus_bandwidth", GC_CHECK_PASS, NULL, f, NULL);
+		snprintf(f, sizeof(f), "%llu", (unsigned long long)m->nccl.wrong);
+		mpi_add(v, "nccl.wrong", !m->nccl.wrong_checked ? GC_CHECK_SKIP
+				      : m->nccl.wrong == 0 ? GC_CHECK_PASS : GC_CHECK_FAIL,
+			"0", m->nccl.wrong_checked ? f : NULL,
+			m->nccl.wrong_checked ? "the all-reduce computed wrong values: a GPU or "
+						"memory fault, or a broken GPUDirect path"
+					      : "the run did not check its results (-c 0)");
+		snprintf(f, sizeof(f), "%s%s%s", net->net_name[0] ? net->net_name : gc_mpi_transport_name(net->transport),
+			 net->ib_devices[0] ? " " : "", net->ib_devices);
+		mpi_add(v, "nccl.transport", fallback ? GC_CHECK_FAIL : GC_CHECK_PASS,
+			job->expect_rdma ? "IB (RDMA)" : NULL, f,
+			net->ib_no_device
+				? "NCCL found no usable RDMA device (NET/IB : No device found) and fell back to "
+				  "TCP sockets without failing: NCCL_IB_HCA names a device that is absent or "
+				  "down, or libibverbs/the provider is missing in the guest"
+				: "NCCL moved the data over TCP sockets, not RDMA (the silent fallback the "
+				  "guides warn about): check NCCL_IB_HCA, NCCL_IB_GID_INDEX and that the "
+				  "RDMA device is ACTIVE on every node");
+		return;
+	}
+	snprintf(f, sizeof(f), "%.3f-%.3f Gb/s over %u pairs of %u ranks", m->bw.pair_min_gbs * 8,
+		 m->bw.pair_max_gbs * 8, m->bw.pairs, m->bw.ranks);
+	mpi_add(v, "mpi.pair_bandwidth", GC_CHECK_PASS, NULL, f, NULL);
+	snprintf(f, sizeof(f), "%.3f Gb/s", m->bw.allreduce_gbs * 8);
+	mpi_add(v, "mpi.allreduce_bandwidth", GC_CHECK_PASS, NULL, f, NULL);
+	snprintf(e, sizeof(e), "%u", gc_mpi_job_ranks(job));
+	snprintf(f, sizeof(f), "%u", m->bw.ranks);
+	mpi_add(v, "mpi.ranks", m->bw.ranks == gc_mpi_job_ranks(job) ? GC_CHECK_PASS : GC_CHECK_FAIL,
+		e, f, "fewer ranks ran than the hostfile has slots");
+	mpi_add(v, "mpi.data", m->bw.data_ok ? GC_CHECK_PASS : GC_CHECK_FAIL, "verified",
+		m->bw.data_ok ? "verified" : "corrupted", "messages arrived changed");
+}
+
+/* mpirun on the first guest (the launcher), over its SSH connection, as the
+ * login user: Open MPI starts the other ranks over SSH between the guests. */
+void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
+{
+	struct gc_arena arena = GC_ARENA_INIT;
+	struct gc_mpi_job job;
+	struct gc_mpi_result m;
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_result res = {0};
+	struct gc_buf hosts = GC_BUF_INIT, cmd = GC_BUF_INIT;
+	struct gsess *l = n > 0 ? &gs[0] : NULL;
+	char line[320], *hostfile = NULL;
+	uint64_t t0 = gc_now_ns();
+
+	if (mpi_job(&job, &arena, v, gs, n, &err) != 0) {
+		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", err.msg, NULL);
+		goto out;
+	}
+	if (l == NULL || !l->usable) {
+		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", "not run",
+			"the launcher (the first guest) failed its node checks");
+		goto out;
+	}
+	job.command = v->o->mpi_command;
+	job.probe_path = l->probe;
+	job.as_root = l->root;
+	vd_progress(v, "mpirun", "running the workload");
+	hostfile = gc_xasprintf("%.*s/mpi-hosts", (int)(strrchr(l->probe, '/') - l->probe), l->probe);
+	if (gc_mpi_hostfile(&hosts, &job, &err) != 0 ||
+	    gc_mpi_command(&cmd, &job, hostfile, &err) != 0) {
+		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", err.msg, NULL);
+		goto out;
+	}
+	{
+		struct gc_buf w = GC_BUF_INIT;
+
+		gc_buf_puts(&w, "printf '%s' ");
+		gc_shell_quote(&w, gc_buf_str(&hosts));
+		gc_buf_printf(&w, " > %s && ", hostfile);
+		gc_buf_put(&w, cmd.ptr, cmd.len);
+		gc_ssh_set_command_timeout(l->ssh, (v->o->mpi_timeout_s ? v->o->mpi_timeout_s : 600) * 1000u);
+		if (gc_ssh_exec(l->ssh, gc_buf_str(&w), &res, &err) != 0) {
+			gc_buf_free(&w);
+			mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", err.msg, NULL);
+			goto out;
+		}
+		gc_buf_free(&w);
+	}
+	if (res.exit_status != 0 || gc_mpi_parse_output(&m, res.out ? res.out : "", res.out_len, &err) != 0) {
+		const char *why = res.exit_status != 0 ? vd_stderr_line(&res, line, sizeof(line)) : err.msg;
+
+		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "exit 0 and a result", why,
+			"mpirun needs Open MPI on every guest and passwordless SSH between the guests as "
+			"the login user (docs/validate.md, 'The workload')");
+		goto out;
+	}
+	{
+		char f[64];
+
+		snprintf(f, sizeof(f), "exit 0 in %.1f s, %u ranks", (double)(gc_now_ns() - t0) / 1e9,
+			 gc_mpi_job_ranks(&job));
+		mpi_add(v, "mpi.run", GC_CHECK_PASS, "exit 0 and a result", f, NULL);
+	}
+	mpi_results(v, &job, &m);
+out:
+	free(hostfile);
+	gc_ssh_result_free(&res);
+	gc_buf_free(&hosts);
+	gc_buf_free(&cmd);
+	gc_arena_free(&arena);
+}
+
+/* --emit-mpijob / --emit-slurm: the same job for other launchers. */
+static int emit_file(const char *path, const struct gc_buf *b, struct gc_error *err)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL)
+		return gc_error_set_errno(err, GC_EIO, errno, "cannot write '%s'", path);
+	if (fwrite(b->ptr, 1, b->len, f) != b->len || fclose(f) != 0)
+		return gc_error_set_errno(err, GC_EIO, errno, "cannot write '%s'", path);
+	return 0;
+}
+
+int vd_emit(struct vctx *v, struct gsess *gs, size_t n, struct gc_error *err)
+{
+	struct gc_arena arena = GC_ARENA_INIT;
+	struct gc_mpi_job job;
+	struct gc_buf b = GC_BUF_INIT;
+	int rc;
+
+	if ((rc = mpi_job(&job, &arena, v, gs, n, err)) != 0)
+		goto out;
+	job.command = v->o->mpi_command;
+	if (v->o->emit_mpijob != NULL &&
+	    ((rc = gc_mpi_emit_mpijob(&b, &job, v->g->cluster->name, v->o->mpi_image, err)) != 0 ||
+	     (rc = emit_file(v->o->emit_mpijob, &b, err)) != 0))
+		goto out;
+	gc_buf_reset(&b);
+	if (v->o->emit_slurm != NULL && ((rc = gc_mpi_emit_slurm(&b, &job, err)) != 0 ||
+					 (rc = emit_file(v->o->emit_slurm, &b, err)) != 0))
+		goto out;
+out:
+	gc_buf_free(&b);
+	gc_arena_free(&arena);
+	return rc;
+}
+
