@@ -246,8 +246,12 @@ static bool sudo_refused(const struct gc_ssh_result *r)
 const char *vd_stderr_line(const struct gc_ssh_result *r, char *buf, size_t n)
 {
 	const char *src = r->err_len > 0 ? r->err : (r->out ? r->out : "");
-	size_t k = strcspn(src, "\r\n");
+	size_t k;
 
+	/* ssh's own notices (a host key added on first contact) are not the cause */
+	while (strncmp(src, "Warning: Permanently added", 26) == 0 && strchr(src, '\n') != NULL)
+		src = strchr(src, '\n') + 1;
+	k = strcspn(src, "\r\n");
 	snprintf(buf, n, "%.*s", (int)(k > 300 ? 300 : k), src);
 	return buf;
 }

@@ -95,7 +95,7 @@ write_seed() {
 		# ranks of `validate --mpirun` over SSH, as on every MPI cluster);
 		# first contact is accepted: the guests reach nothing but each other
 		install -m 600 "$lab/guest_key" "$s/home/$u/.ssh/gclab_key"
-		printf '# gpuclusterctl lab: guest to guest (Open MPI launches over SSH)\nHost *\n\tIdentityFile ~/.ssh/gclab_key\n\tStrictHostKeyChecking accept-new\n\tBatchMode yes\n' \
+		printf '# gpuclusterctl lab: guest to guest (Open MPI launches over SSH)\nHost *\n\tIdentityFile ~/.ssh/gclab_key\n\tStrictHostKeyChecking accept-new\n\tBatchMode yes\n\tLogLevel ERROR\n' \
 			>"$s/home/$u/.ssh/config"
 		chmod 600 "$s/home/$u/.ssh/config"
 		chown "$uid:$gid" "$s/home/$u/.ssh/authorized_keys" "$s/home/$u/.ssh/gclab_key" "$s/home/$u/.ssh/config"
