@@ -58,6 +58,7 @@ static void pair_test(struct vctx *v, struct gsess *a, struct gsess *b)
 	pthread_t th;
 	char who[256], e[64], f[64], line[320];
 	struct gc_vprobe_rdma rt;
+	uint64_t t0;
 
 	snprintf(who, sizeof(who), "%s<->%s", a->t->name, b->t->name);
 	if (!a->usable || !b->usable || a->rdma_addr == NULL) {
@@ -67,6 +68,7 @@ static void pair_test(struct vctx *v, struct gsess *a, struct gsess *b)
 		return;
 	}
 	vd_progress(v, who, "RDMA write test");
+	t0 = gc_now_ns();
 	memset(side, 0, sizeof(side));
 	side[0].s = a;
 	side[0].cmd = pair_cmd(a, NULL, v->o);
@@ -95,7 +97,8 @@ static void pair_test(struct vctx *v, struct gsess *a, struct gsess *b)
 		    "subnet, the switch ports' MTU and PFC, a RoCE v2 GID on both (probe each)");
 		goto out;
 	}
-	vd_add(v, GC_CT_PAIR, who, "rdma.write", GC_CHECK_PASS, "ok", "ok: data verified", NULL);
+	vd_add_timed(v, (double)(gc_now_ns() - t0) / 1e9, GC_CT_PAIR, who, "rdma.write",
+		     GC_CHECK_PASS, "ok", "ok: data verified", NULL);
 	{
 		bool ok = val->min_rdma_gbps <= 0 || rt.bw_gbps >= val->min_rdma_gbps;
 

@@ -63,6 +63,15 @@ void vd_add(struct vctx *v, enum gc_check_target k, const char *target, const ch
 	pthread_mutex_unlock(&v->mu);
 }
 
+void vd_add_timed(struct vctx *v, double seconds, enum gc_check_target k, const char *target,
+		  const char *name, enum gc_check_status st, const char *exp, const char *found,
+		  const char *hint)
+{
+	pthread_mutex_lock(&v->mu);
+	gc_vreport_add(v->r, k, target, name, st, exp, found, hint)->seconds = seconds;
+	pthread_mutex_unlock(&v->mu);
+}
+
 void vd_progress(struct vctx *v, const char *target, const char *what)
 {
 	if (v->o->progress == NULL)
@@ -453,9 +462,11 @@ static void probe_node(struct gsess *s)
 	};
 	struct gc_vprobe_out got = {NULL, -1};
 	char *cmd = probe_node_cmd(s), line[320];
+	uint64_t t0;
 	int rc;
 
 	vd_progress(s->v, s->t->name, "running the probe");
+	t0 = gc_now_ns();
 	if (vd_run_root(s, cmd, &res, &err) != 0) {
 		gadd(s, "probe", GC_CHECK_FAIL, "ran", err.msg, "the connection failed while the "
 		     "probe ran");
@@ -474,6 +485,13 @@ static void probe_node(struct gsess *s)
 			       "it runs on'"
 			     : "the probe printed no JSON report");
 		goto out;
+	}
+	{
+		double secs = (double)(gc_now_ns() - t0) / 1e9;
+
+		snprintf(line, sizeof(line), "ran in %.1f s (exit %d)", secs, res.exit_status);
+		vd_add_timed(s->v, secs, GC_CT_GUEST, s->t->name, "probe", GC_CHECK_PASS, "ran", line,
+			     NULL);
 	}
 	s->hca = got.hca; /* now owned by the session */
 	s->gid_index = got.gid_index;

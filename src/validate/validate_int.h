@@ -40,6 +40,10 @@ struct gsess {
 /* One check into the report, under the run's lock. */
 void vd_add(struct vctx *v, enum gc_check_target k, const char *target, const char *name,
 	    enum gc_check_status st, const char *exp, const char *found, const char *hint);
+/* The same with how long the check took (the JUnit testcase time). */
+void vd_add_timed(struct vctx *v, double seconds, enum gc_check_target k, const char *target,
+		  const char *name, enum gc_check_status st, const char *exp, const char *found,
+		  const char *hint);
 /* A target's step for the progress line, under the run's lock. */
 void vd_progress(struct vctx *v, const char *target, const char *what);
 /* Run a script as root on the guest (sudo -n for another login user). */

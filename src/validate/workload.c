@@ -141,7 +141,8 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 
 		snprintf(f, sizeof(f), "exit 0 in %.1f s, %u ranks", (double)(gc_now_ns() - t0) / 1e9,
 			 gc_mpi_job_ranks(&job));
-		mpi_add(v, "mpi.run", GC_CHECK_PASS, "exit 0 and a result", f, NULL);
+		vd_add_timed(v, (double)(gc_now_ns() - t0) / 1e9, GC_CT_MPI, "mpirun", "mpi.run",
+			     GC_CHECK_PASS, "exit 0 and a result", f, NULL);
 	}
 	mpi_results(v, &job, &m);
 out:
