@@ -137,7 +137,16 @@ static void on_progress(void *arg, const char *target, const char *what)
 		fprintf(stderr, "\r\033[K%s: %s", target, what);
 }
 
-int cmd_validate(int argc, char **argv)
+/* Options and SPEC into *a; -1 to go on, else the exit code (help, usage). */
+struct vargs {
+	struct gc_validate_opts vo;
+	bool json;
+	const char *junit, *spec;
+	char *targets[64];
+	size_t ntargets;
+};
+
+static int parse_args(struct vargs *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'},
@@ -160,87 +169,75 @@ int cmd_validate(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	struct gc_validate_opts vo;
-	struct gc_validate_report rep;
-	struct gc_cluster *cluster = NULL;
-	struct gc_graph *graph = NULL, *scoped = NULL;
-	struct gc_error err = GC_ERROR_INIT;
-	struct gc_buf out = GC_BUF_INIT;
-	const char *junit = NULL;
-	char *state_dir = NULL, *probe = NULL, *targets[64];
-	size_t ntargets = 0, left_out = 0, fail = 0;
-	bool json = false, tty = isatty(STDERR_FILENO) != 0;
-	int c, rc = GC_EXIT_ERROR;
+	int c;
 
-	memset(&vo, 0, sizeof(vo));
-	memset(&rep, 0, sizeof(rep));
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
-			json = true;
+			a->json = true;
 			break;
 		case 'J':
-			junit = optarg;
+			a->junit = optarg;
 			break;
 		case 't':
-			if (ntargets == GC_ARRAY_LEN(targets))
+			if (a->ntargets == GC_ARRAY_LEN(a->targets))
 				return cli_usage_error("validate", "at most %zu --target options",
-						       GC_ARRAY_LEN(targets));
-			targets[ntargets++] = optarg;
+						       GC_ARRAY_LEN(a->targets));
+			a->targets[a->ntargets++] = optarg;
 			break;
 		case 'S':
-			if (parse_skip(&vo.skip, optarg) != 0)
+			if (parse_skip(&a->vo.skip, optarg) != 0)
 				return cli_usage_error("validate", "--skip takes a comma list of config, "
 						       "node, pairs, cuda; got '%s'", optarg);
 			break;
 		case 'P':
-			vo.probe_path = optarg;
+			a->vo.probe_path = optarg;
 			break;
 		case 'm':
-			if (parse_num(&vo.rdma_msg_kib, optarg, 1, 1048576) != 0)
+			if (parse_num(&a->vo.rdma_msg_kib, optarg, 1, 1048576) != 0)
 				return cli_usage_error("validate", "--rdma-msg-kib needs 1 to 1048576, not '%s'", optarg);
 			break;
 		case 'i':
-			if (parse_num(&vo.rdma_iters, optarg, 1, 10000000) != 0)
+			if (parse_num(&a->vo.rdma_iters, optarg, 1, 10000000) != 0)
 				return cli_usage_error("validate", "--rdma-iters needs 1 to 10000000, not '%s'", optarg);
 			break;
 		case 'w':
-			if (parse_num(&vo.rdma_timeout_s, optarg, 1, 3600) != 0)
+			if (parse_num(&a->vo.rdma_timeout_s, optarg, 1, 3600) != 0)
 				return cli_usage_error("validate", "--rdma-timeout needs 1 to 3600 seconds, not '%s'", optarg);
 			break;
 		case 'p':
-			if (parse_num(&vo.parallelism, optarg, 1, 4096) != 0)
+			if (parse_num(&a->vo.parallelism, optarg, 1, 4096) != 0)
 				return cli_usage_error("validate", "--parallelism needs 1 to 4096, not '%s'", optarg);
 			break;
 		case 'K':
-			vo.drv.known_hosts = optarg;
+			a->vo.drv.known_hosts = optarg;
 			break;
 		case 'T':
-			vo.drv.trust_new_host_keys = true;
+			a->vo.drv.trust_new_host_keys = true;
 			break;
 		case 's':
-			vo.state_dir = optarg;
+			a->vo.state_dir = optarg;
 			break;
 		case 'M':
-			vo.mpirun = true;
-			vo.mpi_command = optarg; /* NULL: the default program */
+			a->vo.mpirun = true;
+			a->vo.mpi_command = optarg; /* NULL: the default program */
 			if (optarg != NULL && optarg[0] == '\0')
 				return cli_usage_error("validate", "--mpirun=CMD needs a command");
 			break;
 		case 'W':
-			if (parse_num(&vo.mpi_timeout_s, optarg, 1, 86400) != 0)
+			if (parse_num(&a->vo.mpi_timeout_s, optarg, 1, 86400) != 0)
 				return cli_usage_error("validate", "--mpi-timeout needs 1 to 86400 seconds, not '%s'", optarg);
 			break;
 		case 'E':
-			vo.emit_mpijob = optarg;
+			a->vo.emit_mpijob = optarg;
 			break;
 		case 'I':
-			vo.mpi_image = optarg;
+			a->vo.mpi_image = optarg;
 			break;
 		case 'L':
-			vo.emit_slurm = optarg;
+			a->vo.emit_slurm = optarg;
 			break;
 		case 'h':
 			return cli_print_usage("validate");
@@ -250,33 +247,55 @@ int cmd_validate(int argc, char **argv)
 			return cli_usage_error("validate", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (vo.emit_mpijob != NULL && vo.mpi_image == NULL)
+	if (a->vo.emit_mpijob != NULL && a->vo.mpi_image == NULL)
 		return cli_usage_error("validate", "--emit-mpijob needs --image IMAGE (the container "
 				       "image with the program and Open MPI)");
 	if (optind >= argc)
 		return cli_usage_error("validate", "missing SPEC");
 	if (optind + 1 < argc)
 		return cli_usage_error("validate", "too many arguments (one SPEC)");
-	if (vo.probe_path == NULL && !(vo.skip & GC_VSKIP_NODE)) {
-		vo.probe_path = probe = default_probe();
+	a->spec = argv[optind];
+	return -1;
+}
+
+int cmd_validate(int argc, char **argv)
+{
+	struct vargs a;
+	struct gc_validate_report rep;
+	struct gc_cluster *cluster = NULL;
+	struct gc_graph *graph = NULL, *scoped = NULL;
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_buf out = GC_BUF_INIT;
+	char *state_dir = NULL, *probe = NULL;
+	size_t left_out = 0, fail = 0;
+	bool tty = isatty(STDERR_FILENO) != 0;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	memset(&rep, 0, sizeof(rep));
+	if ((rc = parse_args(&a, argc, argv)) >= 0)
+		return rc;
+	rc = GC_EXIT_ERROR;
+	if (a.vo.probe_path == NULL && !(a.vo.skip & GC_VSKIP_NODE)) {
+		a.vo.probe_path = probe = default_probe();
 		if (probe == NULL) {
 			cli_error("cannot find gpuclusterctl-probe to upload to the guests: give "
 				  "--probe FILE (or --skip node)");
 			goto out;
 		}
 	}
-	if (access(vo.probe_path ? vo.probe_path : "/", R_OK) != 0) {
-		cli_error("cannot read the probe '%s'", vo.probe_path);
+	if (access(a.vo.probe_path ? a.vo.probe_path : "/", R_OK) != 0) {
+		cli_error("cannot read the probe '%s'", a.vo.probe_path);
 		goto out;
 	}
-	if (cli_load_spec(&cluster, argv[optind]) != 0)
+	if (cli_load_spec(&cluster, a.spec) != 0)
 		goto out;
 	if (gc_graph_build(&graph, cluster, &err) != 0) {
 		cli_error("%s", err.msg);
 		goto out;
 	}
-	if (ntargets > 0) {
-		if ((rc = cli_scope(&scoped, graph, 0, (const char *const *)targets, ntargets,
+	if (a.ntargets > 0) {
+		if ((rc = cli_scope(&scoped, graph, 0, (const char *const *)a.targets, a.ntargets,
 				    &left_out)) != 0)
 			goto out;
 		rc = GC_EXIT_ERROR;
@@ -284,12 +303,12 @@ int cmd_validate(int argc, char **argv)
 		graph = scoped; /* now owned through graph */
 		scoped = NULL;
 	}
-	if (vo.state_dir == NULL)
-		vo.state_dir = state_dir = cli_default_state_dir(argv[optind]);
-	vo.progress = on_progress;
-	vo.progress_arg = &tty;
-	rep.spec = gc_xstrdup(argv[optind]);
-	if (gc_validate_run(&rep, graph, &vo, &err) != 0) {
+	if (a.vo.state_dir == NULL)
+		a.vo.state_dir = state_dir = cli_default_state_dir(a.spec);
+	a.vo.progress = on_progress;
+	a.vo.progress_arg = &tty;
+	rep.spec = gc_xstrdup(a.spec);
+	if (gc_validate_run(&rep, graph, &a.vo, &err) != 0) {
 		if (tty)
 			fputs("\r\033[K", stderr);
 		cli_error("%s", err.msg);
@@ -297,13 +316,13 @@ int cmd_validate(int argc, char **argv)
 	}
 	if (tty)
 		fputs("\r\033[K", stderr);
-	if (json)
+	if (a.json)
 		gc_vreport_render_json(&out, &rep);
 	else
 		gc_vreport_render_text(&out, &rep, cli_color(stdout) ? GC_VREPORT_COLOR : 0);
 	if (!cli_write(&out))
 		goto out;
-	if (junit != NULL && gc_vreport_write_junit(junit, &rep, &err) != 0) {
+	if (a.junit != NULL && gc_vreport_write_junit(a.junit, &rep, &err) != 0) {
 		cli_error("%s", err.msg);
 		goto out;
 	}
