@@ -81,6 +81,12 @@ enum gc_res_kind {
 	GC_RES_GUEST_ROCE_QOS,    /* interface, rdma_device, trust, pfc_priority, tos, ecn */
 	GC_RES_GUEST_CONTAINER_TOOLKIT, /* installed */
 	GC_RES_GUEST_NTP,         /* servers */
+	GC_RES_KVM_IOMMU,         /* iommu, iommu_mode (kernel arguments; host reboot) */
+	GC_RES_KVM_VFIO,          /* driver, persistent (per PCI device) */
+	GC_RES_KVM_SRIOV,         /* numvfs, persistent (per PF) */
+	GC_RES_KVM_VGPU,          /* parent, profile, mechanism, uuid (per vGPU of a VM) */
+	GC_RES_LIBVIRT_NETWORK,   /* forward, pf, autostart */
+	GC_RES_VM_NIC_VIRTIO,     /* network */
 	GC_RES__COUNT
 };
 
@@ -89,10 +95,22 @@ const char *gc_res_kind_name(enum gc_res_kind kind);
 /* Inverse of gc_res_kind_name(); GC_ENOTFOUND when unknown. */
 int gc_res_kind_parse(enum gc_res_kind *out, const char *name);
 
-enum gc_target_kind { GC_TARGET_ESXI, GC_TARGET_VCENTER, GC_TARGET_SWITCH, GC_TARGET_GUEST };
+enum gc_target_kind {
+	GC_TARGET_ESXI,
+	GC_TARGET_VCENTER,
+	GC_TARGET_SWITCH,
+	GC_TARGET_GUEST,
+	GC_TARGET_KVM,     /* a KVM host's Linux over SSH (IOMMU, vfio-pci, VFs, vGPUs) */
+	GC_TARGET_LIBVIRT, /* a KVM host's libvirtd: its VMs and networks */
+};
 
-/* "esxi", "vcenter", "switch", "guest" */
+/* "esxi", "vcenter", "switch", "guest", "kvm", "libvirt" */
 const char *gc_target_kind_name(enum gc_target_kind kind);
+/* The targets that hold VMs (vCenter, a KVM host's libvirt). */
+static inline bool gc_target_holds_vms(enum gc_target_kind kind)
+{
+	return kind == GC_TARGET_VCENTER || kind == GC_TARGET_LIBVIRT;
+}
 
 /* Name of the one vCenter target. */
 #define GC_VCENTER_TARGET "vcenter"
@@ -110,6 +128,7 @@ struct gc_target {
 	const struct gc_host *host;
 	const struct gc_switch *sw;
 	const struct gc_vm *vm; /* GUEST */
+	/* KVM, LIBVIRT: host; LIBVIRT: the URI virConnectOpen() takes */
 };
 
 /* Resource flags: what applying a change (create/update/delete) costs. */
@@ -165,6 +184,8 @@ struct gc_graph_vm {
 	bool live_migratable;
 	bool power_on;
 	const char *pinned_by; /* why it cannot migrate: "passthrough GPU 0000:3b:00.0", or NULL */
+	const struct gc_target *target; /* what holds it: the vCenter or the KVM host's libvirt
+	                                   (NULL in graphs built by hand: the vCenter) */
 };
 
 struct gc_graph {

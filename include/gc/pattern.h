@@ -45,6 +45,16 @@ bool gc_valid_ipv4_cidr(const char *s);
 /* Distribution package names (dpkg and rpm): [A-Za-z0-9][A-Za-z0-9+._-]{0,127}. */
 bool gc_valid_package(const char *s);
 
+/*
+ * libvirt connection URIs gpuclusterctl hands to virConnectOpen():
+ * DRIVER[+TRANSPORT]://[USER@][HOST[:PORT]]/PATH[?keyfile=ABSPATH], with
+ * DRIVER qemu or test, TRANSPORT ssh, libssh2, libssh or tls, PATH system,
+ * session or default, USER as gc_valid_name, HOST as gc_valid_host (an IPv6
+ * literal in brackets).  Nothing else: libvirt runs ssh with the host part,
+ * and other query parameters change which program it runs (`command=`).
+ */
+bool gc_valid_libvirt_uri(const char *s);
+
 /* Append s to b as one POSIX-shell single-quoted word. */
 void gc_shell_quote(struct gc_buf *b, const char *s);
 

@@ -88,6 +88,7 @@ struct gc_gpu_model {
 	uint16_t vendor_id;     /* 0x10de */
 	uint16_t device_id;     /* PCI device id of the common SKU */
 	const char *const *vgpu_profiles; /* NULL-terminated; e.g. "grid_t4-16c" */
+	bool sriov; /* Ampere and later: vGPUs live on SR-IOV VFs (docs/kvm.md) */
 };
 struct gc_nic_model {
 	const char *name;   /* "ConnectX-5" */
@@ -191,10 +192,15 @@ struct gc_vgpu_host {
 	enum gc_tristate ecc;    /* desired ECC; releases before 9.0 need it off */
 };
 
+enum gc_hypervisor { GC_HV_ESXI, GC_HV_KVM };
+
 struct gc_host {
 	struct gc_mark mark;
 	char *name;
 	char *address;
+	enum gc_hypervisor hypervisor; /* `hypervisor: esxi | kvm`, default esxi */
+	char *libvirt_uri;  /* kvm: as written, else derived: qemu:///system for a
+	                       loopback address, qemu+ssh://USER@ADDRESS[:PORT]/system */
 	char *credentials_name;
 	const struct gc_credential *credentials;
 	struct gc_ssh ssh;
@@ -322,7 +328,13 @@ struct gc_vm_gpu {
 	unsigned memory_gb;      /* derived: what the VM sees */
 };
 
-enum gc_vm_nic_kind { GC_VMNIC_SRIOV, GC_VMNIC_PVRDMA, GC_VMNIC_VMXNET3, GC_VMNIC_PASSTHROUGH };
+enum gc_vm_nic_kind {
+	GC_VMNIC_SRIOV,
+	GC_VMNIC_PVRDMA,
+	GC_VMNIC_VMXNET3,
+	GC_VMNIC_PASSTHROUGH,
+	GC_VMNIC_VIRTIO, /* KVM: a virtio-net NIC on a libvirt network */
+};
 
 struct gc_vm_nic {
 	struct gc_mark mark;
@@ -330,7 +342,8 @@ struct gc_vm_nic {
 	char *pf;            /* sriov: host NIC PCI address of the PF */
 	char *host_pci;      /* passthrough: host NIC PCI address (HCA passthrough) */
 	char *port_group;    /* sriov/pvrdma: distributed port group; vmxnet3: network */
-	char *network;       /* vmxnet3: standard network name, e.g. "VM Network" */
+	char *network;       /* vmxnet3/sriov on ESXi: standard network name, e.g. "VM Network";
+	                        virtio/sriov on KVM: the libvirt network */
 	char *protocol;      /* pvrdma: "rocev1" | "rocev2"; default "rocev2" */
 	struct gc_host_nic *nic;       /* resolved PF / passthrough NIC */
 	struct gc_portgroup *portgroup; /* resolved distributed port group */
@@ -341,7 +354,10 @@ struct gc_vm {
 	char *name;
 	char *host_name;
 	struct gc_host *host;
-	char *template_name; /* VM or template to clone from */
+	char *template_name; /* ESXi: VM or template to clone from */
+	char *image;         /* KVM: base disk image on the host, cloned as a qcow2 overlay */
+	char *pool;          /* KVM: libvirt storage pool of the overlay; default "default" */
+	unsigned disk_gb;    /* KVM: overlay size, 0 = the image's */
 	unsigned cpus;
 	unsigned memory_gb;
 	char *firmware;      /* "efi" | "bios"; default "efi" when it has passthrough, else "bios" */

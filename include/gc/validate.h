@@ -29,6 +29,7 @@ enum gc_check_target {
 	GC_CT_GUEST,   /* "guest" */
 	GC_CT_PAIR,    /* "pair": two guests, target "a<->b" */
 	GC_CT_MPI,     /* "mpi": the workload across the guests */
+	GC_CT_KVM,     /* "kvm": a KVM host (its Linux, its libvirt networks) */
 };
 
 struct gc_check {

@@ -384,6 +384,10 @@ static int parse_only(unsigned *kinds, const char *list)
 			*kinds |= 1u << GC_TARGET_VCENTER;
 		else if (strcmp(tok, "guest") == 0)
 			*kinds |= 1u << GC_TARGET_GUEST;
+		else if (strcmp(tok, "kvm") == 0)
+			*kinds |= 1u << GC_TARGET_KVM;
+		else if (strcmp(tok, "libvirt") == 0)
+			*kinds |= 1u << GC_TARGET_LIBVIRT;
 		else
 			rc = -1;
 	}

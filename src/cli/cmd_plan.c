@@ -97,7 +97,9 @@ int cli_parse_kinds(unsigned *kinds, const char *list)
 	} words[] = {{"esxi", GC_TARGET_ESXI},
 		     {"switch", GC_TARGET_SWITCH},
 		     {"vcenter", GC_TARGET_VCENTER},
-		     {"guest", GC_TARGET_GUEST}};
+		     {"guest", GC_TARGET_GUEST},
+		     {"kvm", GC_TARGET_KVM},
+		     {"libvirt", GC_TARGET_LIBVIRT}};
 	const char *p = list;
 
 	*kinds = 0;

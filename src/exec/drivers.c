@@ -17,6 +17,10 @@ const struct gc_driver *gc_exec_driver(enum gc_target_kind kind)
 		return &gc_driver_vcenter;
 	case GC_TARGET_GUEST:
 		return &gc_driver_guest;
+	case GC_TARGET_LIBVIRT:
+		return &gc_driver_libvirt;
+	case GC_TARGET_KVM:
+		return NULL; /* the KVM host driver (kernel arguments, vfio-pci, VFs) */
 	}
 	return NULL;
 }

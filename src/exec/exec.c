@@ -388,7 +388,7 @@ static void observe_all(struct run *r)
 
 	observe_pass(r, false);
 	for (i = 0; i < r->nslots; i++)
-		if (r->slots[i].target->kind == GC_TARGET_VCENTER && r->slots[i].observed)
+		if (gc_target_holds_vms(r->slots[i].target->kind) && r->slots[i].observed)
 			r->ctx.vcenter_observed = true;
 	observe_pass(r, true);
 }

@@ -18,6 +18,7 @@ extern const struct gc_driver gc_driver_esxi;
 extern const struct gc_driver gc_driver_onyx;
 extern const struct gc_driver gc_driver_vcenter;
 extern const struct gc_driver gc_driver_guest;
+extern const struct gc_driver gc_driver_libvirt;
 
 enum astate { A_PENDING, A_RUNNING, A_DONE, A_FAILED, A_SKIPPED, A_OUT_OF_SCOPE };
 

@@ -127,8 +127,11 @@ void gc_exec_fingerprint(struct run *r)
 			fnv(&h, oh != NULL && oh->reboot_pending ? "pending" : "-");
 			fnv(&h, oh != NULL && oh->maintenance_ours ? "ours" : "-");
 		}
-		for (j = 0; s->target->kind == GC_TARGET_VCENTER && j < g->nvms; j++) {
+		for (j = 0; gc_target_holds_vms(s->target->kind) && j < g->nvms; j++) {
 			const struct gc_observed_vm *vm = gc_observed_vm(r->ctx.obs, g->vms[j].name);
+
+			if (g->vms[j].target != NULL && g->vms[j].target != s->target)
+				continue;
 
 			fnv(&h, g->vms[j].name);
 			fnv(&h, vm ? gc_power_name(vm->power) : "-");

@@ -111,10 +111,11 @@ int gc_exec_scope_select(struct gc_graph **out, const struct gc_graph *g, unsign
 
 		if (!(sel.kinds & (1u << t->kind)))
 			continue;
-		for (k = 0; !used && t->kind == GC_TARGET_VCENTER && k < g->nresources; k++)
+		for (k = 0; !used && gc_target_holds_vms(t->kind) && k < g->nresources; k++)
 			used = g->resources[k]->target == t && keep(&sel, g->resources[k]);
-		for (k = 0; !used && t->kind == GC_TARGET_VCENTER && k < g->nvms; k++)
-			used = match(&sel, g->vms[k].name) || match(&sel, g->vms[k].host);
+		for (k = 0; !used && gc_target_holds_vms(t->kind) && k < g->nvms; k++)
+			used = (g->vms[k].target == NULL || g->vms[k].target == t) &&
+			       (match(&sel, g->vms[k].name) || match(&sel, g->vms[k].host));
 		if (used || match(&sel, t->name))
 			sub_target(sub, t);
 	}
@@ -145,11 +146,15 @@ int gc_exec_scope_select(struct gc_graph **out, const struct gc_graph *g, unsign
 		memset(seen, 0, g->nresources);
 		link_through(sub, map, seen, g->resources[i], map[i], &sel);
 	}
-	if (sel.kinds & (1u << GC_TARGET_VCENTER)) {
-		for (i = 0; i < g->nvms; i++) {
-			if (match(&sel, g->vms[i].name) || match(&sel, g->vms[i].host))
-				gc_graph_add_vm(sub, &g->vms[i]);
-		}
+	for (i = 0; i < g->nvms; i++) {
+		struct gc_graph_vm v = g->vms[i];
+		enum gc_target_kind vk = v.target ? v.target->kind : GC_TARGET_VCENTER;
+
+		if (!(sel.kinds & (1u << vk)) || !(match(&sel, v.name) || match(&sel, v.host)))
+			continue;
+		if (v.target != NULL)
+			v.target = sub_target(sub, v.target);
+		gc_graph_add_vm(sub, &v);
 	}
 	free(map);
 	free(seen);

@@ -23,6 +23,8 @@
  */
 #include <assert.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -339,8 +341,162 @@ static void host_gpu_edges(struct ctx *c, const struct gc_vm *v, enum gc_gpu_mod
 	}
 }
 
-static void build_vm_gpus(struct ctx *c, const struct gc_vm *v, struct gc_resource *pre,
-			  struct gc_resource *power)
+/* ---------------------------------------------------------------- KVM hosts */
+
+/*
+ * A KVM host is two targets: its Linux over SSH (kernel arguments, vfio-pci,
+ * VFs, vGPUs) and its libvirtd (VMs, networks).  Host changes that need the
+ * IOMMU wait for its reboot (GC_RES_AFTER_REBOOT).
+ */
+static void build_kvm_host(struct ctx *c, const struct gc_host *h)
+{
+	struct gc_target *t = gc_graph_add_target(c->g, GC_TARGET_KVM, h->name);
+	struct gc_target *lv = gc_graph_add_target(c->g, GC_TARGET_LIBVIRT, h->name);
+	struct gc_resource *iommu = NULL, *r;
+	bool devices = false;
+
+	t->host = h;
+	lv->host = h;
+	for (size_t i = 0; i < h->ngpus; i++)
+		devices = true;
+	for (size_t i = 0; i < h->nnics; i++)
+		devices = devices || h->nics[i].mode != GC_NIC_MODE_NONE;
+	if (devices) {
+		iommu = add(c, GC_RES_KVM_IOMMU, t, h->name, NULL, GC_RES_NEEDS_REBOOT, &h->mark,
+			    "%s/kvm.iommu", h->name);
+		set(c, iommu, "iommu", "on");
+		set(c, iommu, "iommu_mode", "pt");
+		summary0(c, iommu, "IOMMU kernel arguments");
+	}
+	for (size_t i = 0; i < h->ngpus + h->nnics; i++) {
+		const struct gc_host_gpu *g = i < h->ngpus ? &h->gpus[i] : NULL;
+		const struct gc_host_nic *n = g ? NULL : &h->nics[i - h->ngpus];
+
+		if ((g != NULL && g->mode != GC_GPU_PASSTHROUGH) ||
+		    (n != NULL && n->mode != GC_NIC_MODE_PASSTHROUGH))
+			continue;
+		r = add(c, GC_RES_KVM_VFIO, t, h->name, NULL, GC_RES_AFTER_REBOOT,
+			g ? &g->mark : &n->mark, "%s/kvm.vfio/%s", h->name, g ? g->pci : n->pci);
+		set(c, r, "driver", "vfio-pci");
+		set(c, r, "persistent", "true");
+		summary(c, r, g ? "vfio-pci for GPU" : "vfio-pci for NIC", g ? g->pci : n->pci);
+		edge(c, iommu, r);
+	}
+	for (size_t i = 0; i < h->nnics; i++) {
+		const struct gc_host_nic *n = &h->nics[i];
+
+		if (n->mode != GC_NIC_MODE_SRIOV)
+			continue;
+		r = add(c, GC_RES_KVM_SRIOV, t, h->name, NULL, GC_RES_AFTER_REBOOT, &n->mark,
+			"%s/kvm.sriov/%s", h->name, n->pci);
+		setu(c, r, "numvfs", n->vfs);
+		set(c, r, "persistent", "true");
+		summary(c, r, "SR-IOV VFs of", n->pci);
+		edge(c, iommu, r);
+	}
+}
+
+/*
+ * The libvirt network that hands out the VFs of one PF (forward mode
+ * hostdev, libvirt's pool of SR-IOV VFs), created on first use.
+ */
+static struct gc_resource *kvm_network(struct ctx *c, const struct gc_vm *v,
+				       const struct gc_vm_nic *n)
+{
+	const struct gc_target *lv = gc_graph_target(c->g, GC_TARGET_LIBVIRT, v->host_name);
+	struct gc_resource *r = find(c, "%s/libvirt.network/%s", v->host_name, n->network);
+
+	if (r != NULL || lv == NULL || n->network == NULL || n->nic == NULL)
+		return r;
+	r = add(c, GC_RES_LIBVIRT_NETWORK, lv, v->host_name, NULL, 0, &n->mark,
+		"%s/libvirt.network/%s", v->host_name, n->network);
+	set(c, r, "forward", "hostdev");
+	set(c, r, "pf", n->nic->device);
+	set(c, r, "autostart", "true");
+	summary(c, r, "SR-IOV network", n->network);
+	edge(c, find(c, "%s/kvm.sriov/%s", v->host_name, n->pf), r);
+	return r;
+}
+
+/*
+ * A UUID for the mediated device of a VM's vGPU, the same on every run:
+ * FNV-1a of "<vm>/<index>" twice, as an RFC 9562 version 8 UUID.
+ */
+static const char *mdev_uuid(struct ctx *c, const char *vm, size_t idx)
+{
+	uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull;
+	const char *p;
+	char key[96];
+
+	snprintf(key, sizeof(key), "%s/%zu", vm, idx);
+	for (p = key; *p; p++) {
+		a = (a ^ (unsigned char)*p) * 0x100000001b3ull;
+		b = (b ^ (unsigned char)*p) * 0x100000001b3ull;
+	}
+	a = (a & ~0xf000ull) | 0x8000ull;                   /* version 8 */
+	b = (b & ~(3ull << 62)) | (2ull << 62);             /* variant 10 */
+	return gc_arena_printf(&c->g->arena, "%08x-%04x-%04x-%04x-%012llx",
+			       (unsigned)(a >> 32), (unsigned)(a >> 16) & 0xffffu,
+			       (unsigned)a & 0xffffu, (unsigned)(b >> 48),
+			       (unsigned long long)(b & 0xffffffffffffull));
+}
+
+/*
+ * A vGPU of a VM on KVM.  Two mechanisms (docs/kvm.md): a mediated device
+ * (mdev) of the profile's type on the GPU, attached to the domain by UUID;
+ * or, on SR-IOV GPUs (Ampere and later) with vGPU release 17 and later,
+ * the profile written to one VF's nvidia/current_vgpu_type and that VF
+ * attached as a PCI device.  The host side is a kvm.vgpu resource on the
+ * KVM target; the domain side (r) carries what the domain XML shows.
+ */
+static void build_kvm_vgpu(struct ctx *c, const struct gc_vm *v, size_t i, struct gc_resource *r)
+{
+	const struct gc_vm_gpu *gpu = &v->gpus[i];
+	const struct gc_host *h = v->host;
+	const struct gc_target *t = gc_graph_target(c->g, GC_TARGET_KVM, v->host_name);
+	const char *parent = gpu->gpu ? gpu->gpu->pci : gpu->host_pci;
+	const struct gc_gpu_model *m = gpu->gpu ? gpu->gpu->model : NULL;
+	bool vf = m != NULL && m->sriov && h->vgpu != NULL && h->vgpu->release != NULL &&
+		  atoi(h->vgpu->release) >= 17;
+	size_t nth = 0;
+	struct gc_resource *host;
+
+	/* the VF of a VF-backed vGPU: its order among the vGPUs on that GPU */
+	for (size_t k = 0; vf && k < h->nvms; k++) {
+		const struct gc_vm *o = h->vms[k];
+
+		for (size_t j = 0; j < o->ngpus; j++) {
+			if (o == v && j == i)
+				goto counted;
+			if (o->gpus[j].kind == GC_VMGPU_VGPU && o->gpus[j].gpu == gpu->gpu)
+				nth++;
+		}
+	}
+counted:
+	set(c, r, "mechanism", vf ? "vf" : "mdev");
+	set(c, r, "host_pci", parent);
+	if (vf)
+		setu(c, r, "vf", (unsigned)nth);
+	else
+		set(c, r, "uuid", mdev_uuid(c, v->name, i));
+	summary(c, r, "vGPU", gpu->profile);
+
+	host = add(c, GC_RES_KVM_VGPU, t, v->host_name, v->name, GC_RES_AFTER_REBOOT, &gpu->mark,
+		   "%s/kvm.vgpu/%s/%zu", v->host_name, v->name, i);
+	set(c, host, "parent", parent);
+	set(c, host, "profile", gpu->profile);
+	set(c, host, "mechanism", vf ? "vf" : "mdev");
+	if (vf)
+		setu(c, host, "vf", (unsigned)nth);
+	else
+		set(c, host, "uuid", gc_resource_prop(r, "uuid"));
+	summary(c, host, "vGPU type", gpu->profile);
+	edge(c, find(c, "%s/kvm.iommu", v->host_name), host);
+	edge(c, host, r);
+}
+
+static void build_vm_gpus(struct ctx *c, const struct gc_vm *v, const struct gc_target *t,
+			  struct gc_resource *pre, struct gc_resource *power)
 {
 	const char *h = v->host_name;
 
@@ -350,15 +506,16 @@ static void build_vm_gpus(struct ctx *c, const struct gc_vm *v, struct gc_resour
 
 		switch (gpu->kind) {
 		case GC_VMGPU_STATIC:
-			r = add(c, GC_RES_VM_DEVICE_PCI, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
+			r = add(c, GC_RES_VM_DEVICE_PCI, t, h, v->name, GC_RES_NEEDS_VM_OFF,
 				&gpu->mark, "vm/%s/device.pci/%s", v->name, gpu->host_pci);
 			set(c, r, "host_pci", gpu->host_pci);
 			set(c, r, "device", "gpu");
 			summary(c, r, "passthrough GPU", gpu->host_pci);
 			edge(c, find(c, "%s/esxi.pci_passthru/%s", h, gpu->host_pci), r);
+			edge(c, find(c, "%s/kvm.vfio/%s", h, gpu->host_pci), r);
 			break;
 		case GC_VMGPU_DYNAMIC:
-			r = add(c, GC_RES_VM_DEVICE_PCI, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
+			r = add(c, GC_RES_VM_DEVICE_PCI, t, h, v->name, GC_RES_NEEDS_VM_OFF,
 				&gpu->mark, "vm/%s/device.pci/dynamic-%zu", v->name, i);
 			set(c, r, "pci_id", gpu->pci_id);
 			set(c, r, "device", "gpu");
@@ -369,8 +526,14 @@ static void build_vm_gpus(struct ctx *c, const struct gc_vm *v, struct gc_resour
 				host_gpu_edges(c, v, GC_GPU_PASSTHROUGH, r);
 			break;
 		case GC_VMGPU_VGPU:
-			r = add(c, GC_RES_VM_DEVICE_VGPU, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
+			r = add(c, GC_RES_VM_DEVICE_VGPU, t, h, v->name, GC_RES_NEEDS_VM_OFF,
 				&gpu->mark, "vm/%s/device.vgpu/%zu", v->name, i);
+			if (t->kind == GC_TARGET_LIBVIRT) {
+				build_kvm_vgpu(c, v, i, r);
+				edge(c, pre, r);
+				edge(c, r, power);
+				continue;
+			}
 			set(c, r, "profile", gpu->profile);
 			set(c, r, "host_pci", gpu->host_pci);
 			summary(c, r, "vGPU", gpu->profile);
@@ -386,8 +549,8 @@ static void build_vm_gpus(struct ctx *c, const struct gc_vm *v, struct gc_resour
 	}
 }
 
-static void build_vm_nics(struct ctx *c, const struct gc_vm *v, struct gc_resource *pre,
-			  struct gc_resource *power)
+static void build_vm_nics(struct ctx *c, const struct gc_vm *v, const struct gc_target *t,
+			  struct gc_resource *pre, struct gc_resource *power)
 {
 	const char *h = v->host_name;
 
@@ -397,16 +560,19 @@ static void build_vm_nics(struct ctx *c, const struct gc_vm *v, struct gc_resour
 
 		switch (n->kind) {
 		case GC_VMNIC_SRIOV:
-			r = add(c, GC_RES_VM_NIC_SRIOV, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
+			r = add(c, GC_RES_VM_NIC_SRIOV, t, h, v->name, GC_RES_NEEDS_VM_OFF,
 				&n->mark, "vm/%s/nic.sriov/%zu", v->name, i);
-			set(c, r, "pf", n->pf);
+			/* on KVM the libvirt network carries the PF */
+			set(c, r, "pf", t->kind == GC_TARGET_LIBVIRT ? NULL : n->pf);
 			set(c, r, "port_group", n->port_group);
 			set(c, r, "network", n->network);
 			summary(c, r, "SR-IOV VF of", n->pf);
 			edge(c, find(c, "%s/esxi.module_param/nmlx5_core", h), r);
+			if (t->kind == GC_TARGET_LIBVIRT)
+				edge(c, kvm_network(c, v, n), r);
 			break;
 		case GC_VMNIC_PVRDMA:
-			r = add(c, GC_RES_VM_NIC_PVRDMA, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
+			r = add(c, GC_RES_VM_NIC_PVRDMA, t, h, v->name, GC_RES_NEEDS_VM_OFF,
 				&n->mark, "vm/%s/nic.pvrdma/%zu", v->name, i);
 			set(c, r, "port_group", n->port_group);
 			set(c, r, "network", n->network);
@@ -416,19 +582,26 @@ static void build_vm_nics(struct ctx *c, const struct gc_vm *v, struct gc_resour
 			edge(c, find(c, "%s/esxi.firewall/pvrdma", h), r);
 			break;
 		case GC_VMNIC_VMXNET3:
-			r = add(c, GC_RES_VM_NIC_VMXNET3, c->vcenter, h, v->name, 0, &n->mark,
+			r = add(c, GC_RES_VM_NIC_VMXNET3, t, h, v->name, 0, &n->mark,
 				"vm/%s/nic.vmxnet3/%zu", v->name, i);
 			set(c, r, "network", n->network);
 			set(c, r, "port_group", n->port_group);
 			summary0(c, r, "vmxnet3 adapter");
 			break;
+		case GC_VMNIC_VIRTIO:
+			r = add(c, GC_RES_VM_NIC_VIRTIO, t, h, v->name, GC_RES_NEEDS_VM_OFF, &n->mark,
+				"vm/%s/nic.virtio/%zu", v->name, i);
+			set(c, r, "network", n->network);
+			summary(c, r, "virtio NIC on", n->network);
+			break;
 		case GC_VMNIC_PASSTHROUGH:
-			r = add(c, GC_RES_VM_DEVICE_PCI, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
+			r = add(c, GC_RES_VM_DEVICE_PCI, t, h, v->name, GC_RES_NEEDS_VM_OFF,
 				&n->mark, "vm/%s/device.pci/%s", v->name, n->host_pci);
 			set(c, r, "host_pci", n->host_pci);
 			set(c, r, "device", "nic");
 			summary(c, r, "passthrough NIC", n->host_pci);
 			edge(c, find(c, "%s/esxi.pci_passthru/%s", h, n->host_pci), r);
+			edge(c, find(c, "%s/kvm.vfio/%s", h, n->host_pci), r);
 			break;
 		}
 		edge(c, portgroup_of(c, n), r);
@@ -465,25 +638,38 @@ static void build_vm(struct ctx *c, const struct gc_vm *v)
 	struct gc_resource *vm, *hw, *extra = NULL, *power;
 	struct gc_graph_vm gv;
 
-	vm = add(c, GC_RES_VM, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF, &v->mark, "vm/%s",
-		 v->name);
+	const bool kvm = v->host != NULL && v->host->hypervisor == GC_HV_KVM;
+	const struct gc_target *t =
+		kvm ? gc_graph_target(c->g, GC_TARGET_LIBVIRT, v->host_name) : c->vcenter;
+
+	vm = add(c, GC_RES_VM, t, h, v->name, GC_RES_NEEDS_VM_OFF, &v->mark, "vm/%s", v->name);
 	set(c, vm, "host", h);
 	set(c, vm, "template", v->template_name);
+	set(c, vm, "image", v->image);
+	set(c, vm, "pool", kvm ? v->pool : NULL);
 	if (v->cpus > 0)
 		setu(c, vm, "cpus", v->cpus);
 	if (v->memory_gb > 0)
 		setu(c, vm, "memory_gb", v->memory_gb);
+	if (v->disk_gb > 0)
+		setu(c, vm, "disk_gb", v->disk_gb);
 	summary0(c, vm, "virtual machine");
 
-	hw = add(c, GC_RES_VM_HW, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF, &v->mark,
-		 "vm/%s/hw", v->name);
+	hw = add(c, GC_RES_VM_HW, t, h, v->name, GC_RES_NEEDS_VM_OFF, &v->mark, "vm/%s/hw",
+		 v->name);
 	set(c, hw, "firmware", v->firmware);
 	set(c, hw, "memory_reservation", v->reservation_full ? "full" : "none");
+	if (kvm) {
+		/* the 64-bit PCI window, the same number ESXi's
+		 * pciPassthru.64bitMMIOSizeGB gets (docs/kvm.md) */
+		if (v->use_64bit_mmio)
+			setu(c, hw, "mmio64_gb", v->mmio_gb);
+	}
 	summary0(c, hw, "firmware and memory reservation");
 	edge(c, vm, hw);
 
-	if (v->use_64bit_mmio || v->allow_p2p == GC_TRUE) {
-		extra = add(c, GC_RES_VM_EXTRA_CONFIG, c->vcenter, h, v->name, GC_RES_NEEDS_VM_OFF,
+	if (!kvm && (v->use_64bit_mmio || v->allow_p2p == GC_TRUE)) {
+		extra = add(c, GC_RES_VM_EXTRA_CONFIG, t, h, v->name, GC_RES_NEEDS_VM_OFF,
 			    &v->mark, "vm/%s/extra_config", v->name);
 		if (v->use_64bit_mmio) {
 			set(c, extra, "pciPassthru.use64bitMMIO", "TRUE");
@@ -496,14 +682,13 @@ static void build_vm(struct ctx *c, const struct gc_vm *v)
 		edge(c, hw, extra);
 	}
 
-	power = add(c, GC_RES_VM_POWER, c->vcenter, h, v->name, 0, &v->mark, "vm/%s/power",
-		    v->name);
+	power = add(c, GC_RES_VM_POWER, t, h, v->name, 0, &v->mark, "vm/%s/power", v->name);
 	set(c, power, "power", v->power_on ? "on" : "off");
 	summary0(c, power, "power state");
 	/* power is added before the devices so its id exists; insertion order
 	 * only breaks ties, edges decide */
-	build_vm_gpus(c, v, extra ? extra : hw, power);
-	build_vm_nics(c, v, extra ? extra : hw, power);
+	build_vm_gpus(c, v, t, extra ? extra : hw, power);
+	build_vm_nics(c, v, t, extra ? extra : hw, power);
 	edge(c, extra ? extra : hw, power);
 
 	gv.name = v->name;
@@ -511,6 +696,7 @@ static void build_vm(struct ctx *c, const struct gc_vm *v)
 	gv.live_migratable = v->live_migratable;
 	gv.power_on = v->power_on;
 	gv.pinned_by = pinned_by(c, v);
+	gv.target = t;
 	if (c->rc == 0)
 		gc_graph_add_vm(c->g, &gv);
 }
@@ -706,6 +892,14 @@ static void build_guest(struct ctx *c, const struct gc_vm *v)
 
 /* ---------------------------------------------------------------- entry point */
 
+static bool esxi_vms(const struct gc_cluster *cl)
+{
+	for (size_t i = 0; i < cl->nvms; i++)
+		if (cl->vms[i].host == NULL || cl->vms[i].host->hypervisor == GC_HV_ESXI)
+			return true;
+	return false;
+}
+
 int gc_graph_build(struct gc_graph **out, const struct gc_cluster *cl, struct gc_error *err)
 {
 	struct gc_graph *g = NULL;
@@ -719,9 +913,13 @@ int gc_graph_build(struct gc_graph **out, const struct gc_cluster *cl, struct gc
 	c.g = g;
 	c.err = err;
 
-	for (size_t i = 0; i < cl->nhosts; i++)
-		build_host(&c, &cl->hosts[i]);
-	if (cl->vcenter != NULL || cl->nvms > 0 || cl->ndvswitches > 0)
+	for (size_t i = 0; i < cl->nhosts; i++) {
+		if (cl->hosts[i].hypervisor == GC_HV_KVM)
+			build_kvm_host(&c, &cl->hosts[i]);
+		else
+			build_host(&c, &cl->hosts[i]);
+	}
+	if (cl->vcenter != NULL || esxi_vms(cl) || cl->ndvswitches > 0)
 		c.vcenter = gc_graph_add_target(g, GC_TARGET_VCENTER, GC_VCENTER_TARGET);
 	for (size_t i = 0; i < cl->ndvswitches; i++)
 		build_dvs(&c, &cl->dvswitches[i]);

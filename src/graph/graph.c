@@ -53,6 +53,12 @@ static const char *const kind_names[GC_RES__COUNT] = {
 	[GC_RES_GUEST_ROCE_QOS] = "guest.roce_qos",
 	[GC_RES_GUEST_CONTAINER_TOOLKIT] = "guest.container_toolkit",
 	[GC_RES_GUEST_NTP] = "guest.ntp",
+	[GC_RES_KVM_IOMMU] = "kvm.iommu",
+	[GC_RES_KVM_VFIO] = "kvm.vfio",
+	[GC_RES_KVM_SRIOV] = "kvm.sriov",
+	[GC_RES_KVM_VGPU] = "kvm.vgpu",
+	[GC_RES_LIBVIRT_NETWORK] = "libvirt.network",
+	[GC_RES_VM_NIC_VIRTIO] = "vm.nic.virtio",
 };
 
 const char *gc_res_kind_name(enum gc_res_kind kind)
@@ -84,6 +90,10 @@ const char *gc_target_kind_name(enum gc_target_kind kind)
 		return "switch";
 	case GC_TARGET_GUEST:
 		return "guest";
+	case GC_TARGET_KVM:
+		return "kvm";
+	case GC_TARGET_LIBVIRT:
+		return "libvirt";
 	}
 	return "?";
 }
@@ -287,6 +297,7 @@ void gc_graph_add_vm(struct gc_graph *g, const struct gc_graph_vm *vm)
 	v->live_migratable = vm->live_migratable;
 	v->power_on = vm->power_on;
 	v->pinned_by = gc_arena_strdup(&g->arena, vm->pinned_by);
+	v->target = vm->target;
 	/* the array moves as it grows: index by position, not pointer */
 	gc_strmap_put(g->vindex, v->name, (void *)(uintptr_t)g->nvms);
 }

@@ -158,7 +158,7 @@ static void add_chains(struct builder *b, struct gc_action **ord)
 	for (size_t i = 0; i < b->n; i++) {
 		struct gc_action *a = ord[i];
 
-		if (a->target->kind == GC_TARGET_VCENTER) {
+		if (gc_target_holds_vms(a->target->kind)) {
 			if (a->vm != NULL)
 				plan_dep(b, gc_strmap_put(vmlast, a->vm, a), a);
 			continue;

@@ -283,7 +283,7 @@ static void diff_deletes(struct builder *b)
 			s2 = strchr(s1 + 1, '/');
 			if (v == NULL || s2 == NULL || vm_sub_kind(&kind, s1 + 1, (size_t)(s2 - s1 - 1)))
 				continue;
-			a = delete_action(b, o, b->vcenter, kind);
+			a = delete_action(b, o, v->target ? v->target : b->vcenter, kind);
 			a->host = v->host;
 			a->vm = v->name;
 			a->flags = kind == GC_RES_VM_NIC_VMXNET3 ? 0 : GC_RES_NEEDS_VM_OFF;

@@ -293,7 +293,7 @@ void plan_collect_vm_actions(struct builder *b)
 	for (size_t i = 0; i < b->n; i++) {
 		struct gc_action *a = b->list[i];
 
-		if (a->vm == NULL || a->target->kind != GC_TARGET_VCENTER)
+		if (a->vm == NULL || !gc_target_holds_vms(a->target->kind))
 			continue;
 		/* a VM's actions come in a run: look its state up once per run */
 		if (last == NULL || (a->vm != last && strcmp(a->vm, last) != 0))
@@ -392,11 +392,12 @@ void plan_synthesize_vm(struct builder *b, size_t i)
 		struct gc_buf s = GC_BUF_INIT;
 
 		phrase(&s, offch);
-		off = plan_action(b, GC_ACT_POWER_OFF, GC_OP_NONE, b->vcenter, NULL);
+		off = plan_action(b, GC_ACT_POWER_OFF, GC_OP_NONE, v->target ? v->target : b->vcenter,
+				  NULL);
 		whyf(b, off, "%s needs the VM powered off", gc_buf_str(&s));
 		gc_buf_free(&s);
 		if (v->power_on) {
-			on = plan_action(b, GC_ACT_POWER_ON, GC_OP_NONE, b->vcenter, NULL);
+			on = plan_action(b, GC_ACT_POWER_ON, GC_OP_NONE, off->target, NULL);
 			whyf(b, on, "power %s back on after the change%s that needed it off", v->name,
 			     vs->n > 1 ? "s" : "");
 		}

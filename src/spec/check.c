@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "check.h"
+#include "gc/pattern.h"
 
 /* "no host named 'x'" with a did-you-mean over the defined names. */
 static void dangling(struct check *k, struct gc_mark m, const char *what, const char *name,
@@ -186,8 +187,19 @@ static void check_vcenter(struct check *k)
 	struct gc_vcenter *vc = c->vcenter;
 
 	if (vc == NULL) {
-		if (c->nvms > 0)
-			spec_diag(k->x, GC_SEV_ERROR, fmark(k, &c->vms, c->vms[0].mark),
+		size_t i;
+
+		/* VMs on KVM hosts are libvirt's; a VM naming no known host is
+		 * reported as dangling */
+		for (i = 0; i < c->nvms; i++) {
+			const struct gc_host *h = c->vms[i].host_name == NULL ? NULL :
+				spec_strmap_get(&c->index->hosts, c->vms[i].host_name);
+
+			if (h != NULL && h->hypervisor == GC_HV_ESXI)
+				break;
+		}
+		if (i < c->nvms)
+			spec_diag(k->x, GC_SEV_ERROR, fmark(k, &c->vms, c->vms[i].mark),
 				  "add vcenter: {url: https://..., datacenter: ..., credentials: ...}",
 				  "VMs need a 'vcenter' section");
 		return;
@@ -323,11 +335,81 @@ static void derive_nmlx5_max_vfs(struct check *k, struct gc_host *h)
 	gc_buf_free(&vfs);
 }
 
+/* Loopback: the local libvirtd, without SSH. */
+static bool loopback(const char *a)
+{
+	return a != NULL && (strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0 ||
+			     strcmp(a, "localhost") == 0);
+}
+
+/*
+ * A KVM host: its libvirt URI (given, or derived from the address, SSH port
+ * and credential), and what only ESXi has.
+ */
+static void check_kvm_host(struct check *k, struct gc_host *h)
+{
+	const struct gc_credential *cr = h->credentials;
+	struct gc_buf b = GC_BUF_INIT;
+
+	for (size_t i = 0; i < h->nnics; i++) {
+		if (h->nics[i].mode == GC_NIC_MODE_PVRDMA)
+			spec_diag(k->x, GC_SEV_ERROR, fmark(k, &h->nics[i].mode, h->nics[i].mark),
+				  "PVRDMA is an ESXi adapter: on KVM give the VM an SR-IOV VF "
+				  "(mode: sriov)",
+				  "NIC '%s' of KVM host '%s' cannot be in pvrdma mode",
+				  h->nics[i].pci ? h->nics[i].pci : "?", q(h->name));
+	}
+	if (h->vgpu != NULL) {
+		if (h->vgpu->bundle != NULL || h->vgpu->vib != NULL)
+			spec_diag(k->x, GC_SEV_ERROR, h->vgpu->mark,
+				  "a KVM host's vGPU manager is NVIDIA's Linux KVM package: keep "
+				  "release: and install it with the host's packages (docs/kvm.md)",
+				  "'bundle' and 'vib' are ESXi VIBs, not for KVM host '%s'", q(h->name));
+		if (h->vgpu->release == NULL)
+			spec_diag(k->x, GC_SEV_ERROR, h->vgpu->mark,
+				  "add release: \"17.0\": it picks mediated devices or SR-IOV VFs "
+				  "(docs/kvm.md)",
+				  "the vgpu section of KVM host '%s' needs 'release'", q(h->name));
+	}
+	if (h->libvirt_uri != NULL || h->address == NULL)
+		return;
+	if (loopback(h->address)) {
+		h->libvirt_uri = "qemu:///system";
+		return;
+	}
+	gc_buf_puts(&b, "qemu+ssh://");
+	if (cr != NULL && cr->username != NULL && gc_valid_name(cr->username))
+		gc_buf_printf(&b, "%s@", cr->username);
+	gc_buf_printf(&b, strchr(h->address, ':') ? "[%s]" : "%s", h->address);
+	if (h->ssh.port != 0 && h->ssh.port != 22)
+		gc_buf_printf(&b, ":%u", h->ssh.port);
+	gc_buf_puts(&b, "/system");
+	if (cr != NULL && cr->key_file != NULL)
+		gc_buf_printf(&b, "?keyfile=%s", cr->key_file);
+	h->libvirt_uri = gc_arena_strdup(k->x->arena, gc_buf_str(&b));
+	gc_buf_free(&b);
+}
+
 static void check_host(struct check *k, struct gc_host *h)
 {
 	size_t i;
 
 	h->credentials = resolve_cred(k, h->credentials_name, &h->credentials_name, h->mark);
+	for (i = 0; h->hypervisor == GC_HV_ESXI && i < h->nnics; i++) {
+		const struct gc_host_nic *n = &h->nics[i];
+
+		if (n->device != NULL && !gc_valid_ifname(n->device))
+			spec_diag(k->x, GC_SEV_ERROR, fmark(k, &n->device, n->mark),
+				  "expected an ESXi device name like vmnic4 or vmk1",
+				  "invalid ESXi device name '%s'", n->device);
+	}
+	if (h->hypervisor == GC_HV_KVM)
+		check_kvm_host(k, h);
+	else if (h->vgpu != NULL && !spec_field_given(k->x, &h->vgpu->bundle) &&
+		 !spec_field_given(k->x, &h->vgpu->vib))
+		spec_diag(k->x, GC_SEV_ERROR, h->vgpu->mark,
+			  "name the NVIDIA vGPU manager offline bundle (.zip) or .vib on the host",
+			  "vgpu section needs 'bundle' or 'vib'");
 	for (i = 0; i < h->ngpus; i++) {
 		if (h->gpus[i].mode == GC_GPU_VGPU)
 			h->needs_vgpu_manager = true;
@@ -487,6 +569,8 @@ static void check_vm_nics(struct check *k, struct gc_vm *vm)
 		size_t ord;
 
 		switch (n->kind) {
+		case GC_VMNIC_VIRTIO:
+			break;
 		case GC_VMNIC_VMXNET3:
 			if (n->port_group != NULL)
 				n->portgroup = find_portgroup(k, n);
@@ -592,6 +676,63 @@ static void derive_feature_type(struct check *k, struct gc_vm *vm, struct gc_lic
 		  "licensed for it",
 		  "the license of VM '%s' needs 'feature_type': %s", q(vm->name),
 		  vm->ngpus > 0 ? "its GPUs are passed through, not vGPUs" : "it has no vGPU");
+}
+
+/* What one hypervisor's VMs have and the other's do not. */
+static void check_vm_hypervisor(struct check *k, struct gc_vm *vm)
+{
+	struct spec_ctx *x = k->x;
+	size_t i;
+
+	if (vm->host->hypervisor == GC_HV_ESXI) {
+		static const char *const kvm_only[] = {"image", "pool", "disk_gb"};
+		const void *f[] = {&vm->image, &vm->pool, &vm->disk_gb};
+
+		for (i = 0; i < GC_ARRAY_LEN(f); i++)
+			if (spec_field_given(x, f[i]))
+				spec_diag(x, GC_SEV_ERROR, fmark(k, f[i], vm->mark),
+					  "an ESXi VM is cloned from template:",
+					  "'%s' is for VMs on KVM hosts; host '%s' is ESXi",
+					  kvm_only[i], q(vm->host->name));
+		for (i = 0; i < vm->nnics; i++)
+			if (vm->nics[i].kind == GC_VMNIC_VIRTIO)
+				spec_diag(x, GC_SEV_ERROR, vm->nics[i].mark,
+					  "ESXi VMs take type: vmxnet3",
+					  "a virtio NIC is for VMs on KVM hosts; host '%s' is ESXi",
+					  q(vm->host->name));
+		return;
+	}
+	if (spec_field_given(x, &vm->template_name))
+		spec_diag(x, GC_SEV_ERROR, fmark(k, &vm->template_name, vm->mark),
+			  "a KVM VM's disk is a qcow2 overlay of image: PATH (a base image on the "
+			  "host)",
+			  "'template' is for VMs on ESXi hosts; host '%s' is KVM", q(vm->host->name));
+	if (vm->image == NULL)
+		spec_diag(x, GC_SEV_ERROR, vm->mark,
+			  "add image: /var/lib/libvirt/images/BASE.qcow2 (cloned as a qcow2 overlay)",
+			  "VM '%s' on KVM host '%s' needs 'image'", q(vm->name), q(vm->host->name));
+	if (vm->pool == NULL)
+		vm->pool = "default";
+	for (i = 0; i < vm->ngpus; i++)
+		if (vm->gpus[i].kind == GC_VMGPU_DYNAMIC)
+			spec_diag(x, GC_SEV_ERROR, fmark(k, &vm->gpus[i].pci_id, vm->gpus[i].mark),
+				  "name the GPU with host_pci: (libvirt passes one PCI device through)",
+				  "pci_id (dynamic DirectPath) is an ESXi feature; host '%s' is KVM",
+				  q(vm->host->name));
+	for (i = 0; i < vm->nnics; i++) {
+		struct gc_vm_nic *n = &vm->nics[i];
+
+		if (n->kind == GC_VMNIC_VMXNET3 || n->kind == GC_VMNIC_PVRDMA)
+			spec_diag(x, GC_SEV_ERROR, n->mark,
+				  "on KVM use type: virtio (a libvirt network) or type: sriov",
+				  "a %s NIC is an ESXi adapter; host '%s' is KVM",
+				  n->kind == GC_VMNIC_VMXNET3 ? "vmxnet3" : "pvrdma",
+				  q(vm->host->name));
+		else if (n->port_group != NULL)
+			spec_diag(x, GC_SEV_ERROR, fmark(k, &n->port_group, n->mark),
+				  "on KVM name a libvirt network: network: NAME",
+				  "port groups are vCenter's; host '%s' is KVM", q(vm->host->name));
+	}
 }
 
 static void derive_vm(struct check *k, struct gc_vm *vm)
@@ -736,8 +877,10 @@ void spec_check(struct spec_ctx *x)
 	place_vms(&k);
 	chk_assign_gpus(&k);
 	for (i = 0; i < k.c->nvms; i++) {
-		if (k.c->vms[i].host != NULL)
+		if (k.c->vms[i].host != NULL) {
 			check_vm_nics(&k, &k.c->vms[i]);
+			check_vm_hypervisor(&k, &k.c->vms[i]);
+		}
 		derive_vm(&k, &k.c->vms[i]);
 	}
 	for (i = 0; i < k.c->nswitches; i++)

@@ -137,6 +137,8 @@ enum spec_pat {
 	P_MODEL,
 	P_CIDR,
 	P_PACKAGE,
+	P_LIBVIRT_URI,
+	P_NICDEV, /* a host NIC's device: ESXi vmnicN or a KVM host's Linux name */
 };
 
 struct spec_field {

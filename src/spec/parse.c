@@ -232,6 +232,8 @@ static bool pat_ok(enum spec_pat p, const char *s)
 	case P_MODEL: return valid_model(s);
 	case P_CIDR: return gc_valid_ipv4_cidr(s);
 	case P_PACKAGE: return gc_valid_package(s);
+	case P_LIBVIRT_URI: return gc_valid_libvirt_uri(s);
+	case P_NICDEV: return gc_valid_ifname(s) || pat_ok(P_NETDEV, s);
 	}
 	return false;
 }
@@ -257,6 +259,8 @@ static const char *pat_noun(enum spec_pat p)
 	case P_MODEL: return "model name";
 	case P_CIDR: return "address";
 	case P_PACKAGE: return "package name";
+	case P_LIBVIRT_URI: return "libvirt URI";
+	case P_NICDEV: return "device name";
 	case P_ANY:
 	case P_VCNAME:
 	case P_LABEL:
@@ -297,6 +301,11 @@ const char *spec_pat_hint(enum spec_pat p)
 	case P_MODEL: return "expected a model name like V100-32GB or ConnectX-5";
 	case P_CIDR: return "expected an IPv4 address with its prefix length, e.g. 198.18.0.51/24";
 	case P_PACKAGE: return "expected a package name like nvidia-driver-535-server";
+	case P_NICDEV:
+		return "expected an ESXi device name like vmnic4, or on a KVM host the Linux "
+		       "interface name like ens1f0";
+	case P_LIBVIRT_URI:
+		return "expected qemu:///system or qemu+ssh://[USER@]HOST[:PORT]/system[?keyfile=PATH]";
 	}
 	return NULL;
 }

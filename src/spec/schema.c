@@ -298,7 +298,8 @@ static const struct spec_field host_nic_fields[] = {
 	FSTR(struct gc_host_nic, "model", model_name, P_MODEL, true),
 	FSUBO("driver", nic_driver, struct gc_host_nic, driver, false),
 	FUINT(struct gc_host_nic, "max_vfs", max_vfs, 1, 1024, false),
-	FSTR(struct gc_host_nic, "device", device, P_IFNAME, false),
+	/* ESXi: vmnicN (checked with the host's hypervisor); KVM: the PF's Linux name */
+	FSTR(struct gc_host_nic, "device", device, P_NICDEV, false),
 	FSUBO("mode", nic_mode, struct gc_host_nic, mode, false),
 	FUINT(struct gc_host_nic, "vfs", vfs, 1, 1024, false),
 	FSTR(struct gc_host_nic, "vmknic", vmknic, P_IFNAME, false),
@@ -414,11 +415,8 @@ static void host_vgpu(struct spec_ctx *x, yaml_node_t *v, void *obj)
 	h->vgpu = g;
 	if (v->type != YAML_MAPPING_NODE)
 		return;
-	if (!spec_field_given(x, &g->bundle) && !spec_field_given(x, &g->vib))
-		spec_diag(x, GC_SEV_ERROR, g->mark,
-			  "name the NVIDIA vGPU manager offline bundle (.zip) or .vib on the host",
-			  "vgpu section needs 'bundle' or 'vib'");
-	else if (spec_field_given(x, &g->bundle) && spec_field_given(x, &g->vib))
+	/* neither bundle nor vib: checked with the host's hypervisor (check.c) */
+	if (spec_field_given(x, &g->bundle) && spec_field_given(x, &g->vib))
 		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &g->vib, g->mark), "keep one of them",
 			  "give either 'bundle' or 'vib', not both");
 	if (g->default_type == NULL && !spec_field_given(x, &g->default_type))
@@ -452,9 +450,21 @@ static void host_nics(struct spec_ctx *x, yaml_node_t *v, void *obj)
 		h->nics[i].host = h;
 }
 
+static void host_hypervisor(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_host *h = obj;
+	const char *s = spec_string(x, v, "hypervisor", P_ANY,
+				    (const char *const[]){"esxi", "kvm", NULL});
+
+	if (s != NULL)
+		h->hypervisor = strcmp(s, "kvm") == 0 ? GC_HV_KVM : GC_HV_ESXI;
+}
+
 static const struct spec_field host_fields[] = {
 	FSTR(struct gc_host, "name", name, P_NAME, true),
 	FSTR(struct gc_host, "address", address, P_HOST, true),
+	FSUBO("hypervisor", host_hypervisor, struct gc_host, hypervisor, false),
+	FSTR(struct gc_host, "libvirt_uri", libvirt_uri, P_LIBVIRT_URI, false),
 	FSTR(struct gc_host, "credentials", credentials_name, P_NAME, true),
 	FSUB("ssh", host_ssh, false),
 	FSTR(struct gc_host, "version", version, P_VERSION, false),
@@ -661,7 +671,8 @@ static void vm_gpu_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 
 #define NIC_KIND_UNSET ((enum gc_vm_nic_kind)0x7f)
 
-static const char *const nic_types[] = {"vmxnet3", "sriov", "pvrdma", "passthrough", NULL};
+static const char *const nic_types[] = {"vmxnet3", "sriov", "pvrdma", "passthrough", "virtio",
+				       NULL};
 
 static void vm_nic_type(struct spec_ctx *x, yaml_node_t *v, void *obj)
 {
@@ -676,6 +687,8 @@ static void vm_nic_type(struct spec_ctx *x, yaml_node_t *v, void *obj)
 		nic->kind = GC_VMNIC_SRIOV;
 	else if (strcmp(s, "pvrdma") == 0)
 		nic->kind = GC_VMNIC_PVRDMA;
+	else if (strcmp(s, "virtio") == 0)
+		nic->kind = GC_VMNIC_VIRTIO;
 	else
 		nic->kind = GC_VMNIC_PASSTHROUGH;
 }
@@ -745,6 +758,16 @@ static void vm_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 		if (nic->protocol == NULL)
 			nic->protocol = "rocev2";
 		break;
+	case GC_VMNIC_VIRTIO:
+		what = "a virtio NIC";
+		if (!net)
+			spec_diag(x, GC_SEV_ERROR, nic->mark, "add network: NAME (a libvirt network)",
+				  "a virtio NIC needs 'network'");
+		not_applicable(x, &nic->port_group, pg, "port_group", what);
+		not_applicable(x, &nic->pf, pf, "pf", what);
+		not_applicable(x, &nic->host_pci, hpci, "host_pci", what);
+		not_applicable(x, &nic->protocol, proto, "protocol", what);
+		break;
 	case GC_VMNIC_PASSTHROUGH:
 		what = "a passthrough NIC";
 		if (!hpci)
@@ -784,6 +807,9 @@ static const struct spec_field vm_fields[] = {
 	FSTR(struct gc_vm, "name", name, P_NAME, true),
 	FSTR(struct gc_vm, "host", host_name, P_NAME, true),
 	FSTR(struct gc_vm, "template", template_name, P_VCNAME, false),
+	FSTR(struct gc_vm, "image", image, P_PATH, false),
+	FSTR(struct gc_vm, "pool", pool, P_NAME, false),
+	FUINT(struct gc_vm, "disk_gb", disk_gb, 1, 65536, false),
 	FUINT(struct gc_vm, "cpus", cpus, 1, 768, false),
 	FUINT(struct gc_vm, "memory_gb", memory_gb, 1, 24576, false),
 	FENUM(struct gc_vm, "firmware", firmware, ((const char *const[]){"efi", "bios", NULL}),

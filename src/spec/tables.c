@@ -109,18 +109,18 @@ static const char *const h100_profiles[] = {
 static const char *const no_profiles[] = {NULL};
 
 static const struct gc_gpu_model gpu_models[] = {
-	{"P100", 16, 0x10de, 0x15f8, p100_profiles},           /* Tesla P100 PCIe 16GB */
-	{"P100-12GB", 12, 0x10de, 0x15f7, p100c_profiles},     /* Tesla P100 PCIe 12GB */
-	{"V100-16GB", 16, 0x10de, 0x1db4, v100_profiles},      /* Tesla V100 PCIe 16GB */
-	{"V100-32GB", 32, 0x10de, 0x1db6, v100d_profiles},     /* Tesla V100 PCIe 32GB */
-	{"T4", 16, 0x10de, 0x1eb8, t4_profiles},               /* Tesla T4 */
-	{"A100-40GB", 40, 0x10de, 0x20f1, a100_profiles},      /* A100 PCIe 40GB */
-	{"A100-80GB", 80, 0x10de, 0x20b5, a100d_profiles},     /* A100 PCIe 80GB */
-	{"A30", 24, 0x10de, 0x20b7, a30_profiles},             /* A30 */
-	{"L4", 24, 0x10de, 0x27b8, l4_profiles},               /* L4 */
-	{"L40S", 48, 0x10de, 0x26b9, l40s_profiles},           /* L40S */
-	{"H100", 80, 0x10de, 0x2331, h100_profiles},           /* H100 PCIe 80GB */
-	{"H200", 141, 0x10de, 0x233b, no_profiles},            /* H200 NVL (id unverified) */
+	{"P100", 16, 0x10de, 0x15f8, p100_profiles, false},    /* Tesla P100 PCIe 16GB */
+	{"P100-12GB", 12, 0x10de, 0x15f7, p100c_profiles, false}, /* Tesla P100 PCIe 12GB */
+	{"V100-16GB", 16, 0x10de, 0x1db4, v100_profiles, false}, /* Tesla V100 PCIe 16GB */
+	{"V100-32GB", 32, 0x10de, 0x1db6, v100d_profiles, false}, /* Tesla V100 PCIe 32GB */
+	{"T4", 16, 0x10de, 0x1eb8, t4_profiles, false},        /* Tesla T4 */
+	{"A100-40GB", 40, 0x10de, 0x20f1, a100_profiles, true},  /* A100 PCIe 40GB */
+	{"A100-80GB", 80, 0x10de, 0x20b5, a100d_profiles, true}, /* A100 PCIe 80GB */
+	{"A30", 24, 0x10de, 0x20b7, a30_profiles, true},    /* A30 */
+	{"L4", 24, 0x10de, 0x27b8, l4_profiles, true},     /* L4 */
+	{"L40S", 48, 0x10de, 0x26b9, l40s_profiles, true},  /* L40S */
+	{"H100", 80, 0x10de, 0x2331, h100_profiles, true},  /* H100 PCIe 80GB */
+	{"H200", 141, 0x10de, 0x233b, no_profiles, true},   /* H200 NVL (id unverified) */
 };
 
 static const struct gc_nic_model nic_models[] = {

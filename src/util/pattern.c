@@ -7,6 +7,7 @@
  * any byte >= 0x80 fails.  Lengths are capped so a hostile spec cannot make
  * a command line arbitrarily long.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "gc/pattern.h"
@@ -301,4 +302,88 @@ void gc_shell_quote(struct gc_buf *b, const char *s)
 			gc_buf_putc(b, *s);
 	}
 	gc_buf_putc(b, '\'');
+}
+
+bool gc_valid_libvirt_uri(const char *s)
+{
+	static const char *const schemes[] = {"qemu", "qemu+ssh", "qemu+libssh2", "qemu+libssh",
+					      "qemu+tls", "test", NULL};
+	static const char *const paths[] = {"system", "session", "default", NULL};
+	const char *sep, *auth, *path, *at, *q;
+	char host[256];
+	size_t i, n;
+	bool ok = false;
+
+	if (s == NULL || strlen(s) > 1024 || (sep = strstr(s, "://")) == NULL)
+		return false;
+	for (i = 0; schemes[i] != NULL; i++)
+		if (strlen(schemes[i]) == (size_t)(sep - s) &&
+		    strncmp(s, schemes[i], (size_t)(sep - s)) == 0)
+			ok = true;
+	if (!ok)
+		return false;
+	auth = sep + 3;
+	path = strchr(auth, '/');
+	if (path == NULL)
+		return false;
+	at = memchr(auth, '@', (size_t)(path - auth));
+	if (at != NULL) {
+		char user[64];
+
+		n = (size_t)(at - auth);
+		if (n == 0 || n >= sizeof(user))
+			return false;
+		memcpy(user, auth, n);
+		user[n] = '\0';
+		if (!gc_valid_name(user))
+			return false;
+		auth = at + 1;
+	}
+	n = (size_t)(path - auth);
+	if (n >= sizeof(host))
+		return false;
+	memcpy(host, auth, n);
+	host[n] = '\0';
+	if (n > 0) {
+		char *port = NULL;
+
+		if (host[0] == '[') {
+			char *close = strchr(host, ']');
+
+			if (close == NULL || (close[1] != '\0' && close[1] != ':'))
+				return false;
+			if (close[1] == ':')
+				port = close + 2;
+			*close = '\0';
+			memmove(host, host + 1, strlen(host + 1) + 1);
+			if (!valid_ipv6(host))
+				return false;
+		} else {
+			port = strchr(host, ':');
+			if (port != NULL)
+				*port++ = '\0';
+			if (!gc_valid_host(host) || valid_ipv6(host))
+				return false;
+		}
+		if (port != NULL && (*port == '\0' || strlen(port) > 5 ||
+				     strspn(port, "0123456789") != strlen(port) || atoi(port) > 65535 ||
+				     atoi(port) == 0))
+			return false;
+	} else if (at != NULL) {
+		return false;
+	}
+	path++;
+	q = strchr(path, '?');
+	n = q ? (size_t)(q - path) : strlen(path);
+	ok = false;
+	for (i = 0; paths[i] != NULL; i++)
+		if (strlen(paths[i]) == n && strncmp(path, paths[i], n) == 0)
+			ok = true;
+	if (!ok)
+		return false;
+	if (q == NULL)
+		return true;
+	if (strncmp(q, "?keyfile=", 9) != 0)
+		return false;
+	return gc_valid_abs_path(q + 9);
 }

@@ -101,6 +101,8 @@ const char *gc_check_target_name(enum gc_check_target k)
 		return "pair";
 	case GC_CT_MPI:
 		return "mpi";
+	case GC_CT_KVM:
+		return "kvm";
 	}
 	return "?";
 }

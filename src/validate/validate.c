@@ -94,6 +94,9 @@ static enum gc_check_target kind_of_target(const struct gc_target *t)
 		return GC_CT_SWITCH;
 	case GC_TARGET_GUEST:
 		return GC_CT_GUEST;
+	case GC_TARGET_KVM:
+	case GC_TARGET_LIBVIRT:
+		return GC_CT_KVM;
 	}
 	return GC_CT_ESXI;
 }
@@ -102,7 +105,7 @@ static enum gc_check_target kind_of_target(const struct gc_target *t)
 static void res_owner(const struct gc_target *t, const char *vm, enum gc_check_target *k,
 		      const char **name)
 {
-	if (t->kind == GC_TARGET_VCENTER && vm != NULL) {
+	if (gc_target_holds_vms(t->kind) && vm != NULL) {
 		*k = GC_CT_VM;
 		*name = vm;
 	} else {

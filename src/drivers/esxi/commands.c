@@ -206,6 +206,12 @@ int gc_esxi_command(char **out, const struct gc_resource *r, const struct gc_esx
 	case GC_RES_GUEST_ROCE_QOS:
 	case GC_RES_GUEST_CONTAINER_TOOLKIT:
 	case GC_RES_GUEST_NTP:
+	case GC_RES_KVM_IOMMU:
+	case GC_RES_KVM_VFIO:
+	case GC_RES_KVM_SRIOV:
+	case GC_RES_KVM_VGPU:
+	case GC_RES_LIBVIRT_NETWORK:
+	case GC_RES_VM_NIC_VIRTIO:
 	case GC_RES__COUNT:
 		return gc_error_set(err, GC_ENOTSUP, "resource '%s' (%s) is not applied over the ESXi shell",
 				    r->id, gc_res_kind_name(r->kind));

@@ -178,6 +178,12 @@ static void record_one(struct gc_observed *obs, const char *host, const struct g
 	case GC_RES_GUEST_ROCE_QOS:
 	case GC_RES_GUEST_CONTAINER_TOOLKIT:
 	case GC_RES_GUEST_NTP:
+	case GC_RES_KVM_IOMMU:
+	case GC_RES_KVM_VFIO:
+	case GC_RES_KVM_SRIOV:
+	case GC_RES_KVM_VGPU:
+	case GC_RES_LIBVIRT_NETWORK:
+	case GC_RES_VM_NIC_VIRTIO:
 	case GC_RES__COUNT:
 		return; /* not an ESXi-shell resource */
 	}

@@ -887,7 +887,7 @@ static void test_text_exact(void **state)
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_buf b = GC_BUF_INIT;
 	struct gc_target *esx, *vc;
-	struct gc_graph_vm vm = {"w1", "esx01", false, true, "passthrough GPU 0000:3b:00.0"};
+	struct gc_graph_vm vm = {"w1", "esx01", false, true, "passthrough GPU 0000:3b:00.0", NULL};
 
 	gc_graph_new(&g);
 	esx = gc_graph_add_target(g, GC_TARGET_ESXI, "esx01");

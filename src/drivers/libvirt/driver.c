@@ -1,0 +1,564 @@
+/*
+ * driver.c - the libvirt driver: a KVM host's VMs and SR-IOV networks
+ * through the libvirt C API, one connection per host (struct gc_driver).
+ *
+ * Observation reads every domain and network the spec names in one pass
+ * (virDomainGetXMLDesc of the persistent definition, virDomainGetState, the
+ * overlay volume's XML) and records them in the graph's property shape
+ * (domain.c).  A change to any part of a VM writes its whole definition
+ * once per run (virDomainDefineXML keeps the UUID): the domain XML is a
+ * function of the spec, so a second part's action finds it written and
+ * sends nothing.  The VM is off for it (the planner powers it off first).
+ * Power-on starts the inactive networks the domain uses; power-off asks
+ * the guest (ACPI) and destroys the domain after the timeout.
+ *
+ * Errors: a connection that cannot open is a transport fault (retried);
+ * everything libvirt refuses is GC_EREMOTE with libvirt's own message, for
+ * that VM alone (the connection is shared by the host's VMs).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <libxml/xpath.h>
+
+#include "gc/libvirt.h"
+#include "gc/pattern.h"
+#include "gc/sys/driver.h"
+
+#define SHUTDOWN_TIMEOUT_S 300u
+#define DEFINED_MAX 1024
+
+struct lvconn {
+	virConnectPtr c;
+	const struct gc_target *t;
+	const struct gc_resource *const *res; /* the target's, from observe (the graph's) */
+	size_t nres;
+	char domain_type[8];
+	pthread_mutex_t mu;
+	char *defined[DEFINED_MAX]; /* VMs whose definition this run wrote */
+	size_t ndefined;
+};
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+/* libvirt prints errors to stderr by default: a library never prints */
+static void quiet(void *data, virErrorPtr e)
+{
+	(void)data;
+	(void)e;
+}
+
+static int lv_fail(struct gc_error *err, int code, const char *what, const char *name)
+{
+	const char *m = virGetLastErrorMessage();
+
+	return gc_error_set(err, code, "%s '%s': %s", what, name, m ? m : "libvirt failed");
+}
+
+static const char *host_of(const struct lvconn *c)
+{
+	return c->t->host != NULL ? c->t->host->name : c->t->name;
+}
+
+static int lv_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
+		      struct gc_error *err)
+{
+	const char *uri = t->host != NULL ? t->host->libvirt_uri : NULL;
+	struct lvconn *c;
+
+	(void)ctx;
+	virSetErrorFunc(NULL, quiet);
+	if (uri == NULL || !gc_valid_libvirt_uri(uri))
+		return gc_error_set(err, GC_EINVAL, "KVM host '%s': invalid libvirt URI '%s'",
+				    t->name, uri ? uri : "(none)");
+	c = gc_xcalloc(1, sizeof(*c));
+	c->t = t;
+	c->c = virConnectOpen(uri);
+	if (c->c == NULL) {
+		lv_fail(err, GC_ENET, "libvirt at", uri);
+		free(c);
+		return err->code;
+	}
+	pthread_mutex_init(&c->mu, NULL);
+	*conn = c;
+	return 0;
+}
+
+static void lv_disconnect(void *conn)
+{
+	struct lvconn *c = conn;
+
+	if (c == NULL)
+		return;
+	virConnectClose(c->c);
+	for (size_t i = 0; i < c->ndefined; i++)
+		free(c->defined[i]);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+/* ---------------------------------------------------------------- small XML reads */
+
+/* The string value of XPath `expr` in `xml`, or NULL (caller frees). */
+static char *xml_get(const char *xml, const char *expr)
+{
+	xmlDocPtr doc;
+	xmlXPathContextPtr xp;
+	xmlXPathObjectPtr o;
+	char *s = NULL;
+
+	if (xml == NULL)
+		return NULL;
+	doc = xmlReadMemory(xml, (int)strlen(xml), "libvirt.xml", NULL,
+			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	if (doc == NULL)
+		return NULL;
+	xp = xmlXPathNewContext(doc);
+	o = xmlXPathEvalExpression(BAD_CAST expr, xp);
+	if (o != NULL) {
+		xmlChar *v = xmlXPathCastToString(o);
+
+		if (v != NULL && v[0] != '\0')
+			s = gc_xstrdup((const char *)v);
+		xmlFree(v);
+		xmlXPathFreeObject(o);
+	}
+	xmlXPathFreeContext(xp);
+	xmlFreeDoc(doc);
+	return s;
+}
+
+/* "kvm" when the host offers KVM for x86_64 guests, else "qemu" (TCG). */
+static void probe_domain_type(struct lvconn *c)
+{
+	char *caps = virConnectGetCapabilities(c->c);
+	char *kvm = xml_get(caps, "string(/capabilities/guest[arch/@name='x86_64']"
+				  "/arch/domain[@type='kvm']/@type)");
+
+	snprintf(c->domain_type, sizeof(c->domain_type), "%s", kvm ? "kvm" : "qemu");
+	free(kvm);
+	free(caps);
+}
+
+/* ---------------------------------------------------------------- observing */
+
+static const struct gc_resource *find_res(const struct lvconn *c, enum gc_res_kind kind,
+					  const char *vm)
+{
+	for (size_t i = 0; i < c->nres; i++)
+		if (c->res[i]->kind == kind && c->res[i]->vm != NULL && strcmp(c->res[i]->vm, vm) == 0)
+			return c->res[i];
+	return NULL;
+}
+
+struct disk_info {
+	struct gc_lv_disk d;
+	char *pool, *backing;
+};
+
+static void read_disk(struct lvconn *c, const struct gc_resource *vmr, struct disk_info *di)
+{
+	const char *pool = gc_resource_prop(vmr, "pool");
+	struct gc_buf name = GC_BUF_INIT;
+	virStoragePoolPtr p;
+	virStorageVolPtr v;
+
+	memset(di, 0, sizeof(*di));
+	if (pool == NULL || (p = virStoragePoolLookupByName(c->c, pool)) == NULL)
+		return;
+	gc_lv_volume_name(&name, vmr->vm);
+	v = virStorageVolLookupByName(p, gc_buf_str(&name));
+	if (v != NULL) {
+		char *xml = virStorageVolGetXMLDesc(v, 0);
+		virStorageVolInfo info;
+
+		di->backing = xml_get(xml, "string(/volume/backingStore/path)");
+		di->pool = gc_xstrdup(pool);
+		if (virStorageVolGetInfo(v, &info) == 0)
+			di->d.capacity = info.capacity;
+		free(xml);
+		virStorageVolFree(v);
+	}
+	virStoragePoolFree(p);
+	gc_buf_free(&name);
+	di->d.pool = di->pool;
+	di->d.backing = di->backing;
+}
+
+struct rec_arg {
+	struct lvconn *c;
+	const char *vm;
+	const char *xml;
+	bool running;
+	const struct gc_lv_disk *disk;
+	const char *net_id;
+	bool autostart;
+	struct gc_error *err;
+	int rc;
+};
+
+static void rec_domain(struct gc_observed *obs, void *arg)
+{
+	struct rec_arg *a = arg;
+
+	a->rc = gc_lv_record_domain(obs, a->vm, host_of(a->c), a->xml, a->running, a->disk,
+				    a->c->res, a->c->nres, a->err);
+}
+
+static void rec_network(struct gc_observed *obs, void *arg)
+{
+	struct rec_arg *a = arg;
+
+	a->rc = gc_lv_record_network(obs, a->net_id, a->xml, a->autostart, a->err);
+}
+
+static int observe_domain(struct lvconn *c, struct gc_drv_ctx *ctx, const struct gc_resource *r,
+			  struct gc_error *err)
+{
+	virDomainPtr d = virDomainLookupByName(c->c, r->vm);
+	struct rec_arg a = {.c = c, .vm = r->vm, .err = err};
+	struct disk_info di;
+	int state = 0, reason = 0;
+	char *xml;
+
+	if (d == NULL) {
+		virErrorPtr e = virGetLastError();
+
+		if (e != NULL && e->code == VIR_ERR_NO_DOMAIN)
+			return 0; /* absent: the plan defines it */
+		return lv_fail(err, GC_ENET, "domain", r->vm);
+	}
+	xml = virDomainGetXMLDesc(d, VIR_DOMAIN_XML_INACTIVE);
+	if (xml == NULL || virDomainGetState(d, &state, &reason, 0) != 0) {
+		free(xml);
+		virDomainFree(d);
+		return lv_fail(err, GC_EREMOTE, "domain", r->vm);
+	}
+	read_disk(c, r, &di);
+	a.xml = xml;
+	a.running = state == VIR_DOMAIN_RUNNING || state == VIR_DOMAIN_PAUSED ||
+		    state == VIR_DOMAIN_BLOCKED || state == VIR_DOMAIN_PMSUSPENDED;
+	a.disk = &di.d;
+	gc_drv_record(ctx, rec_domain, &a);
+	free(di.pool);
+	free(di.backing);
+	free(xml);
+	virDomainFree(d);
+	return a.rc;
+}
+
+static int observe_network(struct lvconn *c, struct gc_drv_ctx *ctx, const struct gc_resource *r,
+			   struct gc_error *err)
+{
+	const char *name = strrchr(r->id, '/') + 1;
+	virNetworkPtr n = virNetworkLookupByName(c->c, name);
+	struct rec_arg a = {.c = c, .net_id = r->id, .err = err};
+	int autostart = 0;
+	char *xml;
+
+	if (n == NULL)
+		return 0;
+	xml = virNetworkGetXMLDesc(n, VIR_NETWORK_XML_INACTIVE);
+	if (xml == NULL || virNetworkGetAutostart(n, &autostart) != 0) {
+		free(xml);
+		virNetworkFree(n);
+		return lv_fail(err, GC_EREMOTE, "network", name);
+	}
+	a.xml = xml;
+	a.autostart = autostart != 0;
+	gc_drv_record(ctx, rec_network, &a);
+	free(xml);
+	virNetworkFree(n);
+	return a.rc;
+}
+
+static int lv_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
+		      const struct gc_resource *const *res, size_t nres, struct gc_buf *problems,
+		      struct gc_error *err)
+{
+	struct lvconn *c = conn;
+	int rc = 0;
+
+	(void)problems;
+	c->res = res;
+	c->nres = nres;
+	probe_domain_type(c);
+	gc_drv_note(ctx, t, "reading %zu resources", nres);
+	for (size_t i = 0; rc == 0 && i < nres; i++) {
+		if (res[i]->kind == GC_RES_VM)
+			rc = observe_domain(c, ctx, res[i], err);
+		else if (res[i]->kind == GC_RES_LIBVIRT_NETWORK)
+			rc = observe_network(c, ctx, res[i], err);
+	}
+	if (rc != 0)
+		gc_error_prefix(err, "KVM host '%s': ", t->name);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- changing */
+
+/* Remember that this run wrote vm's definition; false when it already had. */
+static bool first_define(struct lvconn *c, const char *vm)
+{
+	bool first = true;
+
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < c->ndefined && first; i++)
+		first = strcmp(c->defined[i], vm) != 0;
+	if (first && c->ndefined < DEFINED_MAX)
+		c->defined[c->ndefined++] = gc_xstrdup(vm);
+	pthread_mutex_unlock(&c->mu);
+	return first;
+}
+
+static void forget_define(struct lvconn *c, const char *vm)
+{
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < c->ndefined; i++) {
+		if (strcmp(c->defined[i], vm) == 0) {
+			free(c->defined[i]);
+			c->defined[i] = c->defined[--c->ndefined];
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* The overlay volume "<vm>.qcow2" in the VM's pool, backed by its image. */
+static int ensure_volume(struct lvconn *c, struct gc_drv_ctx *ctx, const struct gc_resource *vmr,
+			 struct gc_error *err)
+{
+	const char *pool = gc_resource_prop(vmr, "pool"), *image = gc_resource_prop(vmr, "image");
+	const char *disk_gb = gc_resource_prop(vmr, "disk_gb");
+	struct gc_buf name = GC_BUF_INIT, xml = GC_BUF_INIT;
+	virStoragePoolPtr p = NULL;
+	virStorageVolPtr base = NULL, v = NULL;
+	virStorageVolInfo info;
+	char *bxml = NULL, *fmt = NULL;
+	unsigned long long cap;
+	int rc = 0;
+
+	if (pool == NULL || !gc_valid_name(pool) || image == NULL || !gc_valid_abs_path(image))
+		return gc_error_set(err, GC_EINVAL, "VM '%s': invalid pool or image", vmr->vm);
+	gc_lv_volume_name(&name, vmr->vm);
+	p = virStoragePoolLookupByName(c->c, pool);
+	if (p == NULL) {
+		rc = lv_fail(err, GC_EREMOTE, "storage pool", pool);
+		goto out;
+	}
+	v = virStorageVolLookupByName(p, gc_buf_str(&name));
+	if (v != NULL)
+		goto out; /* an earlier run made it */
+	base = virStorageVolLookupByPath(c->c, image);
+	if (base == NULL || virStorageVolGetInfo(base, &info) != 0) {
+		rc = gc_error_set(err, GC_EREMOTE,
+				  "VM '%s': image '%s' is not a volume of a storage pool on host "
+				  "'%s' (%s): keep base images in a pool's directory",
+				  vmr->vm, image, host_of(c), virGetLastErrorMessage());
+		goto out;
+	}
+	bxml = virStorageVolGetXMLDesc(base, 0);
+	fmt = xml_get(bxml, "string(/volume/target/format/@type)");
+	cap = disk_gb ? strtoull(disk_gb, NULL, 10) << 30 : info.capacity;
+	if (cap < info.capacity)
+		cap = info.capacity;
+	gc_buf_printf(&xml,
+		      "<volume><name>%s</name><capacity unit='bytes'>%llu</capacity>"
+		      "<target><format type='qcow2'/></target>"
+		      "<backingStore><path>%s</path><format type='%s'/></backingStore></volume>",
+		      gc_buf_str(&name), cap, image,
+		      fmt != NULL && gc_valid_name(fmt) ? fmt : "raw");
+	gc_drv_count_change(ctx);
+	v = virStorageVolCreateXML(p, gc_buf_str(&xml), 0);
+	if (v == NULL)
+		rc = lv_fail(err, GC_EREMOTE, "volume", gc_buf_str(&name));
+out:
+	if (v != NULL)
+		virStorageVolFree(v);
+	if (base != NULL)
+		virStorageVolFree(base);
+	if (p != NULL)
+		virStoragePoolFree(p);
+	free(bxml);
+	free(fmt);
+	gc_buf_free(&name);
+	gc_buf_free(&xml);
+	return rc;
+}
+
+static int define_vm(struct lvconn *c, struct gc_drv_ctx *ctx, const char *vm,
+		     struct gc_error *err)
+{
+	const struct gc_resource *vmr = find_res(c, GC_RES_VM, vm);
+	struct gc_lv_env env = {.domain_type = c->domain_type};
+	struct gc_buf xml = GC_BUF_INIT;
+	char uuid[VIR_UUID_STRING_BUFLEN];
+	virDomainPtr d;
+	int rc;
+
+	if (vmr == NULL)
+		return gc_error_set(err, GC_ENOTFOUND, "VM '%s' is not in the spec of host '%s'", vm,
+				    host_of(c));
+	if (!first_define(c, vm))
+		return 0; /* this run wrote the whole definition already */
+	rc = ensure_volume(c, ctx, vmr, err);
+	d = rc == 0 ? virDomainLookupByName(c->c, vm) : NULL;
+	if (d != NULL && virDomainGetUUIDString(d, uuid) == 0)
+		env.uuid = uuid;
+	if (rc == 0)
+		rc = gc_lv_domain_xml(&xml, vm, c->res, c->nres, &env, err);
+	if (rc == 0) {
+		virDomainPtr nd;
+
+		gc_drv_count_change(ctx);
+		nd = virDomainDefineXMLFlags(c->c, gc_buf_str(&xml), VIR_DOMAIN_DEFINE_VALIDATE);
+		if (nd == NULL)
+			rc = lv_fail(err, GC_EREMOTE, "domain", vm);
+		else
+			virDomainFree(nd);
+	}
+	if (d != NULL)
+		virDomainFree(d);
+	if (rc != 0)
+		forget_define(c, vm);
+	gc_buf_free(&xml);
+	return rc;
+}
+
+static int define_network(struct lvconn *c, struct gc_drv_ctx *ctx, const struct gc_resource *r,
+			  struct gc_error *err)
+{
+	const char *name = strrchr(r->id, '/') + 1;
+	struct gc_buf xml = GC_BUF_INIT;
+	virNetworkPtr n;
+	int rc;
+
+	rc = gc_lv_network_xml(&xml, name, gc_resource_prop(r, "pf"), err);
+	if (rc != 0)
+		goto out;
+	gc_drv_count_change(ctx);
+	n = virNetworkDefineXML(c->c, gc_buf_str(&xml));
+	if (n == NULL) {
+		rc = lv_fail(err, GC_EREMOTE, "network", name);
+		goto out;
+	}
+	if (virNetworkSetAutostart(n, 1) != 0)
+		rc = lv_fail(err, GC_EREMOTE, "network", name);
+	virNetworkFree(n);
+out:
+	gc_buf_free(&xml);
+	return rc;
+}
+
+/* Networks of the domain's interfaces that are not running yet. */
+static int start_networks(struct lvconn *c, const char *vm, struct gc_error *err)
+{
+	for (size_t i = 0; i < c->nres; i++) {
+		const struct gc_resource *r = c->res[i];
+		const char *net;
+		virNetworkPtr n;
+		int rc = 0;
+
+		if ((r->kind != GC_RES_VM_NIC_SRIOV && r->kind != GC_RES_VM_NIC_VIRTIO) ||
+		    r->vm == NULL || strcmp(r->vm, vm) != 0 ||
+		    (net = gc_resource_prop(r, "network")) == NULL)
+			continue;
+		n = virNetworkLookupByName(c->c, net);
+		if (n == NULL)
+			return lv_fail(err, GC_EREMOTE, "network", net);
+		if (virNetworkIsActive(n) == 0 && virNetworkCreate(n) != 0)
+			rc = lv_fail(err, GC_EREMOTE, "network", net);
+		virNetworkFree(n);
+		if (rc != 0) {
+			gc_error_prefix(err, "VM '%s': ", vm);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static int power(struct lvconn *c, struct gc_drv_ctx *ctx, const struct gc_action *a, bool on,
+		 struct gc_error *err)
+{
+	virDomainPtr d = virDomainLookupByName(c->c, a->vm);
+	int state = 0, reason = 0, rc = 0;
+
+	if (d == NULL)
+		return lv_fail(err, GC_EREMOTE, "domain", a->vm);
+	if (virDomainGetState(d, &state, &reason, 0) != 0) {
+		rc = lv_fail(err, GC_EREMOTE, "domain", a->vm);
+	} else if (on && state != VIR_DOMAIN_RUNNING) {
+		rc = start_networks(c, a->vm, err);
+		gc_drv_count_change(ctx);
+		if (rc == 0 && virDomainCreate(d) != 0)
+			rc = lv_fail(err, GC_EREMOTE, "VM", a->vm);
+	} else if (!on && state != VIR_DOMAIN_SHUTOFF) {
+		unsigned waited = 0;
+
+		gc_drv_count_change(ctx);
+		if (virDomainShutdown(d) != 0)
+			waited = SHUTDOWN_TIMEOUT_S; /* no ACPI: go straight to destroy */
+		while (waited < SHUTDOWN_TIMEOUT_S && virDomainGetState(d, &state, &reason, 0) == 0 &&
+		       state != VIR_DOMAIN_SHUTOFF) {
+			gc_drv_note(ctx, a->target, "%s: guest shutdown, %u s", a->vm, waited);
+			sleep_ms(1000);
+			waited++;
+		}
+		if (virDomainGetState(d, &state, &reason, 0) == 0 && state != VIR_DOMAIN_SHUTOFF &&
+		    virDomainDestroy(d) != 0)
+			rc = lv_fail(err, GC_EREMOTE, "VM", a->vm);
+	}
+	virDomainFree(d);
+	return rc;
+}
+
+static int lv_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
+		    struct gc_error *err)
+{
+	struct lvconn *c = *conn;
+
+	switch (a->kind) {
+	case GC_ACT_POWER_ON:
+		return power(c, ctx, a, true, err);
+	case GC_ACT_POWER_OFF:
+		return power(c, ctx, a, false, err);
+	case GC_ACT_APPLY:
+		break;
+	default:
+		return gc_error_set(err, GC_ENOTSUP, "libvirt driver: no '%s' step on KVM host '%s'",
+				    gc_action_kind_name(a->kind), host_of(c));
+	}
+	if (a->res_kind == GC_RES_LIBVIRT_NETWORK && a->resource != NULL)
+		return define_network(c, ctx, a->resource, err);
+	if (a->vm == NULL)
+		return gc_error_set(err, GC_ENOTSUP, "libvirt driver: resource '%s' is not a VM's",
+				    a->resource_id ? a->resource_id : "?");
+	if (a->res_kind == GC_RES_VM_POWER && a->resource != NULL) {
+		const char *want = gc_resource_prop(a->resource, "power");
+
+		return power(c, ctx, a, want != NULL && strcmp(want, "on") == 0, err);
+	}
+	return define_vm(c, ctx, a->vm, err);
+}
+
+const struct gc_driver gc_driver_libvirt = {
+	.name = "libvirt",
+	.kind = GC_TARGET_LIBVIRT,
+	.shared_conn = true,
+	.connect = lv_connect,
+	.observe = lv_observe,
+	.apply = lv_apply,
+	.disconnect = lv_disconnect,
+};
