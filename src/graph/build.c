@@ -474,11 +474,13 @@ static void build_kvm_vgpu(struct ctx *c, const struct gc_vm *v, size_t i, struc
 	}
 counted:
 	set(c, r, "mechanism", vf ? "vf" : "mdev");
-	set(c, r, "host_pci", parent);
-	if (vf)
+	if (vf) {
+		set(c, r, "host_pci", parent);
 		setu(c, r, "vf", (unsigned)nth);
-	else
+	} else {
+		/* the mdev's parent GPU is the host side's (kvm.vgpu) */
 		set(c, r, "uuid", mdev_uuid(c, v->name, i));
+	}
 	summary(c, r, "vGPU", gpu->profile);
 
 	host = add(c, GC_RES_KVM_VGPU, t, v->host_name, v->name, GC_RES_AFTER_REBOOT, &gpu->mark,

@@ -71,7 +71,8 @@ static unsigned prop_uint(const struct gc_resource *r, const char *key)
 	return v ? (unsigned)strtoul(v, NULL, 10) : 0;
 }
 
-/* <address type='pci' domain='0x0000' bus='0x3b' slot='0x00' function='0x0'/> */
+/* <address domain='0x0000' bus='0x3b' slot='0x00' function='0x0'/> (a hostdev's
+ * source address takes no type) */
 static void pci_address(xmlNodePtr parent, const char *pci)
 {
 	unsigned dom, bus, slot, fn;
@@ -83,7 +84,6 @@ static void pci_address(xmlNodePtr parent, const char *pci)
 	snprintf(b[1], sizeof(b[1]), "0x%02x", bus);
 	snprintf(b[2], sizeof(b[2]), "0x%02x", slot);
 	snprintf(b[3], sizeof(b[3]), "0x%x", fn);
-	attr(a, "type", "pci");
 	attr(a, "domain", b[0]);
 	attr(a, "bus", b[1]);
 	attr(a, "slot", b[2]);
@@ -94,7 +94,11 @@ static void alias(xmlNodePtr dev, const char *kind, const char *idx)
 {
 	char name[64];
 
+	/* libvirt takes user aliases of [a-zA-Z0-9_-] only */
 	snprintf(name, sizeof(name), "ua-%s-%s", kind, idx);
+	for (char *p = name; *p; p++)
+		if (*p == ':' || *p == '.')
+			*p = '_';
 	attr(child(dev, "alias", NULL), "name", name);
 }
 
@@ -382,6 +386,8 @@ struct reader {
 
 static int reader_open(struct reader *rd, const char *xml, const char *root, struct gc_error *err)
 {
+	if (xml == NULL)
+		return gc_error_set(err, GC_EINVAL, "libvirt returned no <%s> XML", root);
 	rd->doc = xmlReadMemory(xml, (int)strlen(xml), "libvirt.xml", NULL,
 				XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
 	if (rd->doc == NULL || xmlDocGetRootElement(rd->doc) == NULL ||

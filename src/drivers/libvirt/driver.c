@@ -270,7 +270,9 @@ static int observe_network(struct lvconn *c, struct gc_drv_ctx *ctx, const struc
 
 	if (n == NULL)
 		return 0;
-	xml = virNetworkGetXMLDesc(n, VIR_NETWORK_XML_INACTIVE);
+	/* forward mode and PF read the same live or persistent (and the test
+	 * driver takes no flags here) */
+	xml = virNetworkGetXMLDesc(n, 0);
 	if (xml == NULL || virNetworkGetAutostart(n, &autostart) != 0) {
 		free(xml);
 		virNetworkFree(n);
