@@ -201,6 +201,8 @@ struct gc_host {
 	enum gc_hypervisor hypervisor; /* `hypervisor: esxi | kvm`, default esxi */
 	char *libvirt_uri;  /* kvm: as written, else derived: qemu:///system for a
 	                       loopback address, qemu+ssh://USER@ADDRESS[:PORT]/system */
+	char *accel;        /* kvm: "kvm" | "tcg" (domain type qemu); NULL: kvm when the
+	                       host offers it */
 	char *credentials_name;
 	const struct gc_credential *credentials;
 	struct gc_ssh ssh;

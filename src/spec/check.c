@@ -405,6 +405,12 @@ static void check_host(struct check *k, struct gc_host *h)
 	}
 	if (h->hypervisor == GC_HV_KVM)
 		check_kvm_host(k, h);
+	else if (h->libvirt_uri != NULL || h->accel != NULL)
+		spec_diag(k->x, GC_SEV_ERROR,
+			  fmark(k, h->libvirt_uri ? (const void *)&h->libvirt_uri : &h->accel, h->mark),
+			  "add hypervisor: kvm, or remove it",
+			  "'%s' is for KVM hosts; host '%s' is ESXi",
+			  h->libvirt_uri ? "libvirt_uri" : "accel", q(h->name));
 	else if (h->vgpu != NULL && !spec_field_given(k->x, &h->vgpu->bundle) &&
 		 !spec_field_given(k->x, &h->vgpu->vib))
 		spec_diag(k->x, GC_SEV_ERROR, h->vgpu->mark,

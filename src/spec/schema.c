@@ -465,6 +465,7 @@ static const struct spec_field host_fields[] = {
 	FSTR(struct gc_host, "address", address, P_HOST, true),
 	FSUBO("hypervisor", host_hypervisor, struct gc_host, hypervisor, false),
 	FSTR(struct gc_host, "libvirt_uri", libvirt_uri, P_LIBVIRT_URI, false),
+	FENUM(struct gc_host, "accel", accel, ((const char *const[]){"kvm", "tcg", NULL}), false),
 	FSTR(struct gc_host, "credentials", credentials_name, P_NAME, true),
 	FSUB("ssh", host_ssh, false),
 	FSTR(struct gc_host, "version", version, P_VERSION, false),

@@ -252,30 +252,36 @@ static void add_os(xmlNodePtr dom, const struct gc_resource *hw)
 
 /*
  * The 64-bit PCI window: QEMU's pci-hole64 on the q35 root (<pcihole64>)
- * and OVMF's own aperture, X-PciMmio64Mb through fw_cfg; OVMF uses its
- * default (32 GB before edk2-stable202211) unless told.
+ * and OVMF's own aperture, opt/ovmf/X-PciMmio64Mb through fw_cfg.  OVMF
+ * before edk2-stable202211 keeps a 32 GB aperture unless told; libvirt
+ * reserves the opt/ovmf/ names in <sysinfo type='fwcfg'> ("That firmware
+ * name is reserved"), so the entry goes in as QEMU arguments in libvirt's
+ * qemu namespace, the way NVIDIA's and the distributions' large-BAR notes
+ * do (libvirt marks such a domain "tainted: custom-argv").
  */
+#define QEMU_NS "http://libvirt.org/schemas/domain/qemu/1.0"
+
 static void add_mmio(xmlNodePtr dom, xmlNodePtr devs, unsigned gb)
 {
-	char kib[32], mb[32];
-	xmlNodePtr c, e, si;
+	char kib[32], arg[96];
+	xmlNodePtr c, e, cl;
+	xmlNsPtr ns;
 
 	if (gb == 0)
 		return;
 	snprintf(kib, sizeof(kib), "%llu", (unsigned long long)gb * KIB_PER_GB);
-	snprintf(mb, sizeof(mb), "%llu", (unsigned long long)gb * 1024ull);
+	snprintf(arg, sizeof(arg), "name=opt/ovmf/X-PciMmio64Mb,string=%llu",
+		 (unsigned long long)gb * 1024ull);
 	c = child(devs, "controller", NULL);
 	attr(c, "type", "pci");
 	attr(c, "index", "0");
 	attr(c, "model", "pcie-root");
 	e = child(c, "pcihole64", kib);
 	attr(e, "unit", "KiB");
-	si = xmlNewNode(NULL, BAD_CAST "sysinfo");
-	attr(si, "type", "fwcfg");
-	e = child(si, "entry", mb);
-	attr(e, "name", "opt/ovmf/X-PciMmio64Mb");
-	/* <sysinfo> goes before <os> in libvirt's own order; position does not matter to it */
-	xmlAddChild(dom, si);
+	ns = xmlNewNs(dom, BAD_CAST QEMU_NS, BAD_CAST "qemu");
+	cl = xmlNewChild(dom, ns, BAD_CAST "commandline", NULL);
+	xmlNewProp(xmlNewChild(cl, ns, BAD_CAST "arg", NULL), BAD_CAST "value", BAD_CAST "-fw_cfg");
+	xmlNewProp(xmlNewChild(cl, ns, BAD_CAST "arg", NULL), BAD_CAST "value", BAD_CAST arg);
 }
 
 int gc_lv_domain_xml(struct gc_buf *out, const char *vm, const struct gc_resource *const *res,
@@ -631,7 +637,23 @@ int gc_lv_record_domain(struct gc_observed *obs, const char *vm, const char *hos
 	free(v);
 	v = xstr(&rd, NULL, "string(devices/controller[@type='pci'][@index='0']/pcihole64)");
 	unit = xstr(&rd, NULL, "string(devices/controller[@type='pci'][@index='0']/pcihole64/@unit)");
-	set_gb(obs, id, "mmio64_gb", v, unit_kib(unit));
+	if (v != NULL) {
+		/* the window counts when OVMF is told the same size */
+		char *fw = xstr(&rd, NULL,
+				"string(*[local-name()='commandline']/*[local-name()='arg']"
+				"[starts-with(@value,'name=opt/ovmf/X-PciMmio64Mb,string=')]/@value)");
+		unsigned long long mb = fw ? strtoull(strchr(fw, '=') ? strrchr(fw, '=') + 1 : "0",
+						      NULL, 10) : 0;
+		unsigned long long kib = strtoull(v, NULL, 10) * unit_kib(unit);
+
+		if (mb * 1024ull == kib)
+			set_gb(obs, id, "mmio64_gb", v, unit_kib(unit));
+		else
+			gc_observed_set(obs, id, "mmio64_gb",
+					fw ? "(OVMF X-PciMmio64Mb differs from pcihole64)"
+					   : "(no OVMF X-PciMmio64Mb)");
+		free(fw);
+	}
 	free(v);
 	free(unit);
 	free(id);
