@@ -27,6 +27,10 @@ packages=(
 	# exact linux-headers-<version> itself when the metapackage's differs)
 	qemu-system-x86 qemu-utils debootstrap e2fsprogs apt-utils dpkg-dev
 	linux-headers-amd64 kmod
+	# the KVM path: a real libvirtd with QEMU (started by the tests, no
+	# systemd needed; installing it also upgrades some systemd packages) and
+	# OVMF, which the domains' EFI firmware resolves to
+	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients ovmf
 )
 [ "${GC_SETUP_FUZZ:-0}" = 1 ] && packages+=(clang libclang-rt-14-dev)
 

@@ -1,0 +1,230 @@
+"""test_kvm - the KVM path's VM part against a real libvirtd with QEMU.
+
+The tests start libvirtd themselves (tests/sim/libvirtd.sh), give it a
+storage pool holding a base image, and apply examples/kvm-pair.yaml's
+libvirt targets (`--only libvirt`) with the lab's rewrite: both hosts'
+libvirt URI is this machine's qemu:///system, accel tcg (this machine's
+/dev/kvm cannot run a guest), the image in that pool, and the VMs left off
+(a domain with a <hostdev> cannot start without an IOMMU).
+
+Everything asserted is read back by libvirt's own client, `virsh` (never our
+code): the domain XML, the overlay volume, the networks.
+"""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("GC_BIN", os.path.join(ROOT, "build", "src", "cli", "gpuclusterctl"))
+URI = "qemu:///system"
+POOL = "gc-it-kvm"
+VMS = ("kvm-worker-01", "kvm-worker-02", "kvm-locked")
+NETS = ("kvm01-rdma", "kvm02-rdma")
+QEMU_NS = "{http://libvirt.org/schemas/domain/qemu/1.0}"
+
+
+def virsh(*args, check=True):
+    p = subprocess.run(["virsh", "-q", "-c", URI] + list(args), capture_output=True, text=True,
+                       timeout=120)
+    if check and p.returncode != 0:
+        raise AssertionError("virsh %s: %s" % (" ".join(args), p.stderr))
+    return p
+
+
+def forget_all():
+    """Remove what an earlier run left: our domains, networks and pool."""
+    for vm in VMS:
+        virsh("destroy", vm, check=False)
+        virsh("undefine", "--nvram", vm, check=False)
+    for net in NETS:
+        virsh("net-destroy", net, check=False)
+        virsh("net-undefine", net, check=False)
+    virsh("pool-destroy", POOL, check=False)
+    virsh("pool-undefine", POOL, check=False)
+
+
+class KvmLibvirt(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        subprocess.run([os.path.join(ROOT, "tests", "sim", "libvirtd.sh")], check=True)
+        forget_all()
+        cls.dir = tempfile.mkdtemp(prefix="gc-it-kvm-")
+        os.chmod(cls.dir, 0o755)
+        pool = os.path.join(cls.dir, "pool")
+        os.mkdir(pool)
+        cls.base = os.path.join(pool, "debian-12-base.qcow2")
+        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", cls.base, "1G"], check=True)
+        virsh("pool-define-as", POOL, "dir", "--target", pool)
+        virsh("pool-start", POOL)
+        with open(os.path.join(ROOT, "examples", "kvm-pair.yaml"), encoding="utf-8") as f:
+            spec = yaml.safe_load(f)
+        for h in spec["hosts"]:
+            h["libvirt_uri"] = URI
+            h["accel"] = "tcg"
+        for vm in spec["vms"]:
+            vm["image"] = cls.base
+            vm["pool"] = POOL
+            vm["power_on"] = False
+        cls.spec = spec
+        cls.specfile = cls.write_spec("kvm-pair.yaml", spec)
+        cls.state = os.path.join(cls.dir, "state")
+
+    @classmethod
+    def tearDownClass(cls):
+        forget_all()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    @classmethod
+    def write_spec(cls, name, spec):
+        path = os.path.join(cls.dir, name)
+        with open(path, "w", encoding="utf-8") as f:
+            yaml.safe_dump(spec, f, sort_keys=False)
+        return path
+
+    def gc(self, *args, spec=None):
+        return subprocess.run([BIN] + list(args) + ["--state-dir", self.state, spec or self.specfile],
+                              capture_output=True, text=True, timeout=600)
+
+    def domain(self, vm):
+        return ET.fromstring(virsh("dumpxml", "--inactive", vm).stdout)
+
+    def test_1_apply_defines_what_the_spec_says(self):
+        p = self.gc("apply", "--only", "libvirt", "--yes")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("Apply complete: 12 actions done, 0 failed, 0 skipped.", p.stdout)
+        for vm, net in (("kvm-worker-01", "kvm01-rdma"), ("kvm-worker-02", "kvm02-rdma")):
+            d = self.domain(vm)
+            self.assertEqual(d.get("type"), "qemu")  # accel: tcg
+            self.assertEqual(d.find("memory").text, str(128 * 1024 * 1024))
+            self.assertEqual(d.find("memory").get("unit"), "KiB")
+            self.assertEqual(d.find("vcpu").text, "16")
+            self.assertIsNotNone(d.find("memoryBacking/locked"))
+            # EFI: OVMF chosen by feature, Secure Boot off
+            self.assertEqual(d.find("os").get("firmware"), "efi")
+            feats = {f.get("name"): f.get("enabled") for f in d.findall("os/firmware/feature")}
+            self.assertEqual(feats, {"secure-boot": "no", "enrolled-keys": "no"})
+            # the GPU, passed through
+            hd = d.findall("devices/hostdev")
+            self.assertEqual(len(hd), 1)
+            self.assertEqual((hd[0].get("type"), hd[0].get("managed")), ("pci", "yes"))
+            a = hd[0].find("source/address")
+            self.assertEqual((a.get("domain"), a.get("bus"), a.get("slot"), a.get("function")),
+                             ("0x0000", "0x3b", "0x00", "0x0"))
+            # the 64-bit window: 80 GB of GPU -> 128 GB, for QEMU and for OVMF
+            self.assertEqual(d.find("devices/controller[@model='pcie-root']/pcihole64").text,
+                             str(128 * 1024 * 1024))
+            args = [a.get("value") for a in d.findall(QEMU_NS + "commandline/" + QEMU_NS + "arg")]
+            self.assertEqual(args, ["-fw_cfg", "name=opt/ovmf/X-PciMmio64Mb,string=131072"])
+            # NICs: virtio on the default network, the VF from the PF's pool
+            nics = [(i.get("type"), i.find("source").get("network"),
+                     i.find("model").get("type") if i.find("model") is not None else None)
+                    for i in d.findall("devices/interface")]
+            self.assertEqual(nics, [("network", "default", "virtio"), ("network", net, None)])
+            # the disk: a qcow2 overlay of the base image, in the pool
+            src = d.find("devices/disk/source")
+            self.assertEqual((src.get("pool"), src.get("volume")), (POOL, vm + ".qcow2"))
+            vol = ET.fromstring(virsh("vol-dumpxml", "--pool", POOL, vm + ".qcow2").stdout)
+            self.assertEqual(vol.find("backingStore/path").text, self.base)
+            self.assertEqual(vol.find("target/format").get("type"), "qcow2")
+            self.assertEqual(virsh("domstate", vm).stdout.strip(), "shut off")
+            # the PF's VF pool
+            n = ET.fromstring(virsh("net-dumpxml", net).stdout)
+            self.assertEqual(n.find("forward").get("mode"), "hostdev")
+            self.assertEqual(n.find("forward/pf").get("dev"), "ens5f0")
+            info = virsh("net-info", net).stdout
+            self.assertRegex(info, r"Autostart:\s+yes")
+
+    def test_2_second_apply_changes_nothing(self):
+        before = {vm: virsh("dumpxml", "--inactive", vm).stdout for vm in VMS[:2]}
+        p = self.gc("plan", "--only", "libvirt")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("No changes. The cluster matches the spec.", p.stdout)
+        p = self.gc("apply", "--only", "libvirt", "--yes")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("No changes", p.stdout)
+        for vm in VMS[:2]:
+            self.assertEqual(virsh("dumpxml", "--inactive", vm).stdout, before[vm])
+
+    def test_3_hand_edit_is_drift(self):
+        xml = virsh("dumpxml", "--inactive", "kvm-worker-01").stdout
+        # what `virsh edit` would do: 96 GiB of memory, the GPU removed
+        xml = xml.replace("<memory unit='KiB'>134217728</memory>",
+                          "<memory unit='KiB'>100663296</memory>")
+        xml = xml.replace("<currentMemory unit='KiB'>134217728</currentMemory>",
+                          "<currentMemory unit='KiB'>100663296</currentMemory>")
+        xml = re.sub(r"<hostdev .*?</hostdev>\n", "", xml, flags=re.S)
+        path = os.path.join(self.dir, "edited.xml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(xml)
+        virsh("define", path)
+        p = self.gc("plan", "--only", "libvirt")
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"~ vm/kvm-worker-01  \[VM off\]\n\s+memory_gb: 96 → 128\n")
+        self.assertIn("+ vm/kvm-worker-01/device.pci/0000:3b:00.0  [VM off]", p.stdout)
+        self.assertNotIn("kvm-worker-02", p.stdout)
+        p = self.gc("apply", "--only", "libvirt", "--yes")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        d = self.domain("kvm-worker-01")
+        self.assertEqual(d.find("memory").text, str(128 * 1024 * 1024))
+        self.assertEqual(len(d.findall("devices/hostdev")), 1)
+        p = self.gc("plan", "--only", "libvirt")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_4_start_failure_names_that_vm(self):
+        spec = yaml.safe_load(yaml.safe_dump(self.spec))
+        spec["vms"][0]["power_on"] = True
+        for vm in spec["vms"]:
+            vm["nics"] = [n for n in vm["nics"] if n["type"] != "virtio"]
+        path = self.write_spec("kvm-pair-on.yaml", spec)
+        p = self.gc("apply", "--only", "libvirt", "--yes", spec=path)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        out = p.stdout + p.stderr
+        # the hostdev network's PF does not exist here: starting the VM
+        # fails on it, for that VM alone
+        self.assertIn("kvm01: power on kvm-worker-01 FAILED: VM 'kvm-worker-01': network "
+                      "'kvm01-rdma': internal error: No usable Vf's present on SRIOV PF ens5f0",
+                      out)
+        self.assertIn("kvm02        libvirt  5 done, 0 failed, 0 skipped", out)
+        self.assertEqual(virsh("domstate", "kvm-worker-01").stdout.strip(), "shut off")
+
+    def test_5_hostdev_start_error_is_reported(self):
+        spec = yaml.safe_load(yaml.safe_dump(self.spec))
+        vm = spec["vms"][1]
+        vm["power_on"] = True
+        vm["nics"] = []
+        spec["vms"] = [vm]
+        path = self.write_spec("kvm-hostdev-on.yaml", spec)
+        p = self.gc("apply", "--only", "libvirt", "--yes", spec=path)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("FAILED: VM 'kvm-worker-02': ", p.stdout + p.stderr)
+        self.assertIn("passthrough of host PCI devices", p.stdout + p.stderr)
+
+    def test_6_locked_memory(self):
+        """A full reservation is <memoryBacking><locked/>; where the host may
+        not lock it (this sandbox: no CAP_SYS_RESOURCE) the start error is
+        libvirt's, for that VM."""
+        spec = yaml.safe_load(yaml.safe_dump(self.spec))
+        spec["vms"] = [{"name": "kvm-locked", "host": "kvm01", "image": self.base, "pool": POOL,
+                        "cpus": 1, "memory_gb": 1, "reserve_all_memory": True}]
+        path = self.write_spec("kvm-locked.yaml", spec)
+        p = self.gc("apply", "--only", "libvirt", "--yes", spec=path)
+        self.assertIsNotNone(self.domain("kvm-locked").find("memoryBacking/locked"))
+        state = virsh("domstate", "kvm-locked").stdout.strip()
+        if p.returncode == 0:
+            self.assertEqual(state, "running")
+        else:
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertRegex(p.stdout + p.stderr,
+                             r"power on kvm-locked FAILED: VM 'kvm-locked': .*locked memory")
+            self.assertEqual(state, "shut off")
+        virsh("destroy", "kvm-locked", check=False)
+
+
+if __name__ == "__main__":
+    unittest.main()
