@@ -216,16 +216,70 @@ check("unlock without --force: refused, nothing touched",
           "that apply is dead\n"), err)
 
 # ---------------------------------------------------------------- graph
-have_dot = shutil.which("dot") is not None
-for ex in EXAMPLES:
+# Every example's DOT renders with Graphviz (scripts/setup.sh installs it), and
+# each box of the SVG reads: whose it is (the VM, host, switch, distributed
+# switch or port group by name), what it is, its kind, what a change costs.
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def svg_labels(dot):
+    """{node id: [its text lines as the SVG shows them]}"""
+    import xml.etree.ElementTree as ET
+    p = subprocess.run(["dot", "-Tsvg"], input=dot, capture_output=True, text=True)
+    if p.returncode != 0:
+        return None
+    return {g.find(NS + "title").text: [t.text for t in g.findall(NS + "text")]
+            for g in ET.fromstring(p.stdout).iter(NS + "g") if g.get("class") == "node"}
+
+
+def owner(r):
+    """The name a resource's box starts with, from graph --json."""
+    if r["target_kind"] == "esxi":
+        return r["host"]
+    if r["target_kind"] in ("switch", "guest"):
+        return r["target"]
+    return r.get("vm") or r["id"].rsplit("/", 1)[1]
+
+
+check("graphviz's dot is installed (scripts/setup.sh)", shutil.which("dot") is not None)
+all_examples = sorted(f[:-5] for f in os.listdir(os.path.join(SRC, "examples")) if f.endswith(".yaml"))
+shown = {}
+for ex in all_examples:
     rc, out, err = run("graph", "--dot", f"examples/{ex}.yaml")
     check(f"graph --dot {ex}: exit 0", rc == 0 and out.startswith("digraph gpuclusterctl {"), err)
-    if have_dot:
-        p = subprocess.run(["dot", "-Tsvg"], input=out, capture_output=True, text=True)
-        check(f"graph --dot {ex}: renders with dot -Tsvg", p.returncode == 0 and "<svg" in p.stdout,
-              p.stderr)
+    labels = svg_labels(out) if shutil.which("dot") else None
+    check(f"graph --dot {ex}: renders with dot -Tsvg", labels is not None)
     rc, out, err = run("graph", "--json", f"examples/{ex}.yaml")
     check(f"graph --json {ex}", rc == 0 and json.loads(out)["format_version"] == 1, err)
+    if labels is None or rc != 0:
+        continue
+    res = json.loads(out)["resources"]
+    bad = [(r["id"], labels.get(r["id"])) for r in res
+           if (labels.get(r["id"]) or [None])[0] != owner(r) or labels[r["id"]][2] != r["kind"]]
+    check(f"graph --dot {ex}: every box names its VM/host/switch/port group, then its kind",
+          len(labels) == len(res) and not bad, str(bad[:5]))
+    seen = {}
+    for i, l in labels.items():
+        seen.setdefault(tuple(l), []).append(i)
+    dup = [ids for ids in seen.values() if len(ids) > 1]
+    check(f"graph --dot {ex}: no two boxes read the same", not dup, str(dup[:3]))
+    shown.update({(ex, i): l for i, l in labels.items()})
+for key, want in [
+        (("roce-pair", "vm/worker-01"), ["worker-01", "virtual machine on esx01", "vm", "[VM off]"]),
+        (("roce-pair", "vm/worker-02/device.pci/0000:3b:00.0"),
+         ["worker-02", "passthrough GPU 0000:3b:00.0", "vm.device.pci", "[VM off]"]),
+        (("roce-pair", "esx02/esxi.pci_passthru/0000:3b:00.0"),
+         ["esx02", "passthrough for GPU 0000:3b:00.0", "esxi.pci_passthru", "[maintenance, reboot]"]),
+        (("roce-pair", "sn2700/switch.pfc"), ["sn2700", "PFC on the lossless priority", "switch.pfc"]),
+        (("roce-pair", "guest/worker-01/peermem"),
+         ["worker-01", "GPUDirect RDMA (peer memory module)", "guest.peermem", "[after reboot]"]),
+        (("vgpu-pvrdma", "dvs/dvs-rdma/portgroup/pvrdma-pg"),
+         ["pvrdma-pg", "port group on dvs-rdma", "dvs.portgroup"]),
+        (("vgpu-pvrdma", "vm/worker-03/device.vgpu/0"),
+         ["worker-03", "vGPU grid_t4-16c", "vm.device.vgpu", "[VM off]"]),
+        (("vgpu-pvrdma", "esx01/esxi.gpu_ecc/0000:3b:00.0"),
+         ["esx01", "ECC of GPU 0000:3b:00.0", "esxi.gpu_ecc", "[maintenance, reboot, after reboot]"])]:
+    check(f"graph --dot {key[0]}: {key[1]} reads {want}", shown.get(key) == want, str(shown.get(key)))
 
 print(f"\n{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)
