@@ -465,6 +465,10 @@ void gc_vreport_render_json(struct gc_buf *out, const struct gc_validate_report 
 	json_object_object_add(summary, "fail", json_object_new_int64((int64_t)fail));
 	json_object_object_add(summary, "skip", json_object_new_int64((int64_t)skip));
 	json_object_object_add(summary, "ok", json_object_new_boolean(fail == 0));
+	json_object_object_add(summary, "result",
+			       json_object_new_string(fail > 0    ? "failed"
+						      : pass > 0 ? "ok"
+								 : "nothing_to_check"));
 	gc_json_put_key(out, 2, "summary");
 	gc_json_put(out, summary, 2);
 	gc_buf_puts(out, ",\n");
