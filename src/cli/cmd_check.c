@@ -18,7 +18,7 @@ const char cmd_check_usage[] =
 	"Options:\n"
 	"  -h, --help   show this help\n"
 	"\n"
-	"Exit status: 0 valid (warnings allowed), 1 errors, 64 usage.\n";
+	"Exit status: 0 valid (warnings allowed), 1 errors, 64 usage, 130 interrupted.\n";
 
 int cmd_check(int argc, char **argv)
 {

@@ -106,6 +106,10 @@ class ApplyRoce(LabCase):
             self.assertTrue(observation(new[0]), new)  # and nothing else
         self.assertEqual([c for _, c in self.log("sn2700")[before["sn2700"]:]
                           if not c.startswith("show ") and c not in SESSION_LINES], [])
+        # validate reads the converged hosts and switch back: every check passes, exit 0
+        r3 = self.gc("validate", "--skip", "node,pairs", "--target", "esx0*", "--target", "sn2700",
+                     check=0)
+        self.assertRegex(r3.stdout, r"\n\d+ checks: \d+ passed, 0 failed, 0 skipped in ")
 
     def test_drift_by_hand_shows_in_plan_exactly_and_apply_restores_it(self):
         self.apply()

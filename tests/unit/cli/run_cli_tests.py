@@ -12,6 +12,7 @@ validates against its schema in specs/; DOT output renders with Graphviz.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,10 +24,14 @@ EXAMPLES = ["roce-passthrough", "vgpu-pvrdma", "gpudirect-pair", "multi-gpu-vm"]
 failures = []
 
 
-def run(*args):
-    env = dict(os.environ, NO_COLOR="1")
+exits = set()  # (command, exit status) of every run, for the man page's table
+
+
+def run(*args, env=None):
+    env = dict(os.environ, NO_COLOR="1", **(env or {}))
     p = subprocess.run([BIN, *args], cwd=SRC, env=env, capture_output=True, text=True,
                        stdin=subprocess.DEVNULL)
+    exits.add((args[0] if args and not args[0].startswith("-") else "", p.returncode))
     return p.returncode, p.stdout, p.stderr
 
 
@@ -280,6 +285,116 @@ for key, want in [
         (("vgpu-pvrdma", "esx01/esxi.gpu_ecc/0000:3b:00.0"),
          ["esx01", "ECC of GPU 0000:3b:00.0", "esxi.gpu_ecc", "[maintenance, reboot, after reboot]"])]:
     check(f"graph --dot {key[0]}: {key[1]} reads {want}", shown.get(key) == want, str(shown.get(key)))
+
+# ---------------------------------------------------------------- exit status contract
+# The man page's EXIT STATUS table, row by row: every code for every command
+# it names, seen above or here (a few only where a lab is needed, named).
+PROBE_ENV = {"GC_PROBE_NO_TOOLS": "1", "GC_PROBE_LIBCUDA": "/nonexistent/libcuda.so.1",
+             "GC_PROBE_LIBNVML": "/nonexistent/libnvidia-ml.so.1",
+             "GC_PROBE_LIBIBVERBS": "/nonexistent/libibverbs.so.1"}
+roce_tree = {**PROBE_ENV, "GC_PROBE_SYSFS": os.path.join(SRC, "tests/data/probe/sysfs-roce")}
+none_tree = {**PROBE_ENV, "GC_PROBE_SYSFS": os.path.join(SRC, "tests/data/probe/sysfs-none")}
+rc, out, err = run("probe", env=roce_tree)
+check("probe with an RDMA device: exit 0", rc == 0 and out.startswith("RDMA\n") and
+      "Nothing to check" not in out, out + err)
+rc, out, err = run("probe", "--expect-set", "gpu.count=1", env=roce_tree)
+check("probe, an expectation failed: exit 1",
+      rc == 1 and "  FAIL gpu.count                  expected 1, found 0\n" in out, out + err)
+rc, out, err = run("probe", env=none_tree)
+check("probe with nothing to check: exit 5, and says so",
+      rc == 5 and out.endswith("\nNothing to check: no RDMA device, no CUDA GPU and no "
+                               "expectation (exit 5)\n") and err == "", out + err)
+rc, out, err = run("probe", "--json", env=none_tree)
+check("probe --json with nothing to check: exit 5, result nothing_to_check",
+      rc == 5 and json.loads(out)["result"] == "nothing_to_check", out + err)
+rc, out, err = run("probe", "--bogus")
+check("probe --bogus: exit 64", rc == 64 and out == "" and
+      err.startswith("gpuclusterctl-probe: unknown or incomplete option '--bogus'\nusage: "), err)
+state = tempfile.mkdtemp()
+rc, out, err = run("apply", "--yes", "--only", "switch", "--state-dir", state,
+                   "examples/gpudirect-pair.yaml")
+check("apply with nothing to do: exit 0",
+      rc == 0 and out == "No changes on the selected targets (--only; 24 resources on other "
+                         "target kinds were left out).\n", out + err)
+rc, out, err = run("unlock", "--force", "--only", "switch", "--state-dir", state,
+                   "examples/gpudirect-pair.yaml")
+check("unlock without a lease: exit 0", rc == 0 and out == "No cluster lease to clear.\n", out + err)
+rc, out, err = run("validate", "--skip", "config,node,pairs", "--target", "esx01",
+                   "--state-dir", state, "examples/roce-passthrough.yaml")
+check("validate with every check skipped: exit 5, and says so",
+      rc == 5 and out == "0 checks: 0 passed, 0 failed, 0 skipped in 0.0 s\n" and
+      err == "gpuclusterctl: nothing to check: every check was skipped or left out (exit 5)\n",
+      out + err)
+for cmd in ["validate", "unlock"]:
+    rc, out, err = run(cmd, "--force" if cmd == "unlock" else "--skip=node",
+                       "tests/data/spec/bad/unknown-keys.yaml")
+    check(f"{cmd} of a broken spec: exit 1", rc == 1 and "unknown key" in err, err)
+for cmd in ["apply", "validate", "unlock", "version"]:
+    rc, out, err = run(cmd, "--bogus", "x.yaml")
+    check(f"{cmd} --bogus: exit 64", rc == 64 and out == "", err)
+rc, out, err = run("help", "plna")
+check("help of an unknown command: exit 64",
+      rc == 64 and err.startswith("gpuclusterctl help: unknown command 'plna'\n"), err)
+
+
+def interrupted(args):
+    """Run a command that reads FIFO (a spec, an expect file); once it has it
+    open (our non-blocking open for writing succeeds), send SIGINT."""
+    import errno
+    import signal
+    import time
+    d = tempfile.mkdtemp()
+    fifo = os.path.join(d, "spec.yaml")
+    os.mkfifo(fifo)
+    p = subprocess.Popen([BIN, *[fifo if a == "FIFO" else a for a in args]], cwd=SRC,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    fd, deadline = None, time.monotonic() + 20
+    while fd is None and p.poll() is None and time.monotonic() < deadline:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            if e.errno != errno.ENXIO:
+                raise
+            time.sleep(0.01)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=20)
+    if fd is not None:
+        os.close(fd)
+    shutil.rmtree(d)
+    exits.add((args[0], p.returncode))
+    return p.returncode, out, err
+
+
+for args in (["check", "FIFO"], ["graph", "FIFO"], ["plan", "--offline", "FIFO"],
+             ["apply", "--yes", "--state-dir", state, "FIFO"],
+             ["validate", "--skip", "node", "--state-dir", state, "FIFO"],
+             ["unlock", "--force", "--state-dir", state, "FIFO"], ["probe", "--expect", "FIFO"]):
+    rc, out, err = interrupted(args)
+    check(f"{args[0]} interrupted (SIGINT): exit 130, nothing printed",
+          rc == 130 and out == "" and err == "", f"exit {rc}\n{out}{err}")
+shutil.rmtree(state)
+
+# only where a target answers: validate's exit 0 (all checks passed) is
+# asserted on the lab by tests/integration/test_apply.py
+ELSEWHERE = {("validate", 0)}
+man = open(os.path.join(SRC, "docs/gpuclusterctl.1")).read()
+table = man[man.index(".SH EXIT STATUS"):]
+table = table[table.index("\n_\n") + 3:table.index("\n.TE")]
+rows = re.findall(r"^(\d+)\|(?:T\{\n)?([^|\n]+?)(?:\nT\})?\|", table, re.M)
+commands = [l.split()[0] for l in run("help")[1].split("Commands:\n")[1].split("\n\n")[0].splitlines()]
+check("man page: the EXIT STATUS table has 0, 1, 2, 5, 64, 130",
+      [c for c, _ in rows] == ["0", "1", "2", "5", "64", "130"], str(rows))
+for code, who in rows:
+    if who == "all":
+        names = commands
+    elif who == "all but version, help":
+        names = [c for c in commands if c not in ("version", "help")]
+    else:
+        names = [w.strip() for w in who.split(",")]
+    missing = [n for n in names if (n, int(code)) not in exits and (n, int(code)) not in ELSEWHERE]
+    check(f"man page: exit {code} ({who}) seen from each of them", not missing,
+          f"never seen: {missing}")
 
 print(f"\n{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)
