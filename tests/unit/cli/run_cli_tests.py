@@ -66,6 +66,19 @@ def schema(name):
     return jsonschema.Draft202012Validator(json.load(open(os.path.join(SRC, "specs", name))))
 
 
+def valid(name, validator, text):
+    """The output parses as JSON and is valid against its schema in specs/."""
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        check(f"{name}: JSON", False, f"{e}\n{text[:2000]}")
+        return None
+    errors = sorted(validator.iter_errors(doc), key=str)
+    check(f"{name}: valid against its schema", not errors,
+          "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]))
+    return doc
+
+
 # ---------------------------------------------------------------- golden plans
 plan_schema = schema("plan-v1.schema.json")
 for ex in EXAMPLES:
@@ -247,6 +260,7 @@ def owner(r):
 
 
 check("graphviz's dot is installed (scripts/setup.sh)", shutil.which("dot") is not None)
+graph_schema = schema("graph-v1.schema.json")
 all_examples = sorted(f[:-5] for f in os.listdir(os.path.join(SRC, "examples")) if f.endswith(".yaml"))
 shown = {}
 for ex in all_examples:
@@ -255,7 +269,8 @@ for ex in all_examples:
     labels = svg_labels(out) if shutil.which("dot") else None
     check(f"graph --dot {ex}: renders with dot -Tsvg", labels is not None)
     rc, out, err = run("graph", "--json", f"examples/{ex}.yaml")
-    check(f"graph --json {ex}", rc == 0 and json.loads(out)["format_version"] == 1, err)
+    check(f"graph --json {ex}: exit 0", rc == 0, err)
+    valid(f"graph --json {ex}", graph_schema, out)
     if labels is None or rc != 0:
         continue
     res = json.loads(out)["resources"]
@@ -286,14 +301,87 @@ for key, want in [
          ["esx01", "ECC of GPU 0000:3b:00.0", "esxi.gpu_ecc", "[maintenance, reboot, after reboot]"])]:
     check(f"graph --dot {key[0]}: {key[1]} reads {want}", shown.get(key) == want, str(shown.get(key)))
 
+# ---------------------------------------------------------------- --json of every command
+# plan's and graph's above; each against its schema in specs/
+check_schema = schema("check-v1.schema.json")
+for ex in all_examples:
+    rc, out, err = run("check", "--json", f"examples/{ex}.yaml")
+    doc = valid(f"check --json {ex}", check_schema, out)
+    check(f"check --json {ex}: exit 0, valid, nothing on stderr",
+          rc == 0 and doc and doc["valid"] and doc["errors"] == 0 and err == "", err)
+bad_dir = os.path.join(SRC, "tests/data/spec/bad")
+for f in sorted(os.listdir(bad_dir)):
+    if f.endswith(".yaml"):
+        rc, out, err = run("check", "--json", f"tests/data/spec/bad/{f}")
+        doc = valid(f"check --json bad/{f}", check_schema, out)
+        check(f"check --json bad/{f}: exit 1, not valid, nothing on stderr",
+              rc == 1 and doc and not doc["valid"] and doc["errors"] > 0 and err == "", err)
+rc, out, err = run("check", "--json", "examples/roce-pair.yaml")
+check("check --json roce-pair: exactly", out ==
+      '{\n  "format_version": 1,\n  "spec": "examples/roce-pair.yaml",\n  "valid": true,\n'
+      '  "counts": {\n    "hosts": 2,\n    "vms": 2,\n    "switches": 1\n  },\n'
+      '  "errors": 0,\n  "warnings": 0,\n  "diagnostics": [\n  ],\n  "not_shown": 0,\n'
+      '  "error": null\n}\n', out)
+rc, out, err = run("check", "--json", "tests/data/spec/bad/unknown-keys.yaml")
+doc = json.loads(out)
+check("check --json unknown-keys: the diagnostics as text shows them",
+      doc["counts"] is None and doc["errors"] == 5 and doc["diagnostics"][0] == {
+          "severity": "error", "file": "tests/data/spec/bad/unknown-keys.yaml", "line": 11,
+          "col": 5, "message": "unknown key 'adress'", "hint": "did you mean 'address'?",
+          "source_line": "    adress: 127.0.0.12"}, out)
+rc, out, err = run("check", "--json", "tests/data/spec/missing.yaml")
+doc = valid("check --json of a missing file", check_schema, out)
+check("check --json of a missing file: exit 1, the error",
+      rc == 1 and doc and doc["error"] == "cannot open 'tests/data/spec/missing.yaml': No such file "
+                                          "or directory" and doc["diagnostics"] == [], out + err)
+
+probe_schema = schema("probe-v1.schema.json")
+probe_env = {"GC_PROBE_NO_TOOLS": "1", "GC_PROBE_LIBCUDA": "/nonexistent/libcuda.so.1",
+             "GC_PROBE_LIBNVML": "/nonexistent/libnvidia-ml.so.1",
+             "GC_PROBE_LIBIBVERBS": "/nonexistent/libibverbs.so.1"}
+for tree, args, code, result in [("sysfs-roce", [], 0, "ok"), ("sysfs-down", [], 0, "ok"),
+                                 ("sysfs-roce", ["--expect-set", "gpu.count=1"], 1, "failed"),
+                                 ("sysfs-none", [], 5, "nothing_to_check"),
+                                 ("sysfs-none", ["--no-cuda", "--rdma-server"], 5, "nothing_to_check")]:
+    env = {**probe_env, "GC_PROBE_SYSFS": os.path.join(SRC, "tests/data/probe", tree)}
+    rc, out, err = run("probe", "--json", *args, env=env)
+    doc = valid(f"probe --json {' '.join(args)} on {tree}", probe_schema, out)
+    check(f"probe --json {' '.join(args)} on {tree}: exit {code}, result {result}",
+          rc == code and doc and doc["result"] == result, out + err)
+
+apply_schema = schema("apply-v1.schema.json")
+validate_schema = schema("validate-v1.schema.json")
+state = tempfile.mkdtemp()
+rc, out, err = run("apply", "--json", "--yes", "--only", "guest", "--state-dir", state,
+                   "examples/roce-pair.yaml")
+doc = valid("apply --json, guests unreachable", apply_schema, out)
+check("apply --json, guests unreachable: exit 1, status failed, each guest's error",
+      rc == 1 and doc and doc["status"] == "failed" and
+      [t["error"] for t in doc["targets"]] ==
+      ["guest 'worker-01': ssh ubuntu@127.0.0.51:22: cannot connect: Connection refused",
+       "guest 'worker-02': ssh ubuntu@127.0.0.52:22: cannot connect: Connection refused"], out + err)
+rc, out, err = run("apply", "--json", "--yes", "--only", "switch", "--state-dir", state,
+                   "examples/gpudirect-pair.yaml")
+doc = valid("apply --json, nothing to do", apply_schema, out)
+check("apply --json, nothing to do: exit 0, status ok", rc == 0 and doc and doc["status"] == "ok",
+      out + err)
+rc, out, err = run("validate", "--json", "--skip", "node", "--state-dir", state,
+                   "examples/gpudirect-pair.yaml")
+doc = valid("validate --json, guests and vCenter unreachable", validate_schema, out)
+check("validate --json, unreachable: exit 1, result failed",
+      rc == 1 and doc and doc["summary"]["result"] == "failed" and not doc["summary"]["ok"], out + err)
+rc, out, err = run("validate", "--json", "--skip", "config,node,pairs", "--target", "esx01",
+                   "--state-dir", state, "examples/roce-passthrough.yaml")
+doc = valid("validate --json, nothing to check", validate_schema, out)
+check("validate --json, nothing to check: exit 5, result nothing_to_check",
+      rc == 5 and doc and doc["summary"]["result"] == "nothing_to_check", out + err)
+shutil.rmtree(state)
+
 # ---------------------------------------------------------------- exit status contract
 # The man page's EXIT STATUS table, row by row: every code for every command
 # it names, seen above or here (a few only where a lab is needed, named).
-PROBE_ENV = {"GC_PROBE_NO_TOOLS": "1", "GC_PROBE_LIBCUDA": "/nonexistent/libcuda.so.1",
-             "GC_PROBE_LIBNVML": "/nonexistent/libnvidia-ml.so.1",
-             "GC_PROBE_LIBIBVERBS": "/nonexistent/libibverbs.so.1"}
-roce_tree = {**PROBE_ENV, "GC_PROBE_SYSFS": os.path.join(SRC, "tests/data/probe/sysfs-roce")}
-none_tree = {**PROBE_ENV, "GC_PROBE_SYSFS": os.path.join(SRC, "tests/data/probe/sysfs-none")}
+roce_tree = {**probe_env, "GC_PROBE_SYSFS": os.path.join(SRC, "tests/data/probe/sysfs-roce")}
+none_tree = {**probe_env, "GC_PROBE_SYSFS": os.path.join(SRC, "tests/data/probe/sysfs-none")}
 rc, out, err = run("probe", env=roce_tree)
 check("probe with an RDMA device: exit 0", rc == 0 and out.startswith("RDMA\n") and
       "Nothing to check" not in out, out + err)
