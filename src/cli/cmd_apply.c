@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "gc/exec.h"
 #include "gc/graph.h"
+#include "gc/json.h"
 #include "gc/plan.h"
 #include "gc/ssh.h"
 
@@ -504,10 +505,9 @@ static void print_json(const struct gc_exec_report *rep, int status)
 		json_object_object_add(j, "failed", json_object_new_int64((int64_t)t->failed));
 		json_object_object_add(j, "skipped", json_object_new_int64((int64_t)t->skipped));
 		json_object_object_add(j, "not_started", json_object_new_int64((int64_t)t->not_started));
-		json_object_object_add(j, "error", t->error ? json_object_new_string(t->error) : NULL);
+		json_object_object_add(j, "error", gc_json_text(t->error));
 		json_object_object_add(j, "left_in_maintenance", json_object_new_boolean(t->left_in_maintenance));
-		json_object_object_add(j, "maintenance_reason",
-				       t->maintenance_why ? json_object_new_string(t->maintenance_why) : NULL);
+		json_object_object_add(j, "maintenance_reason", gc_json_text(t->maintenance_why));
 		json_object_array_add(ts, j);
 	}
 	json_object_object_add(o, "targets", ts);

@@ -309,10 +309,12 @@ static void test_json_empty(void **state)
 	assert_int_equal(json_object_array_length(field(o, "targets")), 0);
 	json_object_put(o);
 	gc_buf_reset(&b);
-	gc_vreport_add(&r, GC_CT_MPI, "mpirun", "mpi.run", GC_CHECK_PASS, NULL, "ok", NULL);
+	gc_vreport_add(&r, GC_CT_MPI, "mpirun", "mpi.run", GC_CHECK_PASS, NULL, "ok \xff", NULL);
 	gc_vreport_render_json(&b, &r);
 	o = json_tokener_parse(gc_buf_str(&b));
 	assert_str_field(field(o, "summary"), "result", "ok");
+	/* a host's byte that is not UTF-8 cannot make the document other than UTF-8 */
+	assert_non_null(strstr(gc_buf_str(&b), "\"found\": \"ok \xef\xbf\xbd\""));
 	json_object_put(o);
 	gc_vreport_free(&r);
 	gc_buf_free(&b);
