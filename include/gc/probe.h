@@ -288,5 +288,7 @@ int gc_probe_line_recv(char *buf, size_t cap, int fd, int timeout_ms, struct gc_
 
 /* The `probe` command: `gpuclusterctl probe ...` and `gpuclusterctl-probe ...`. */
 int gc_probe_main(int argc, char **argv);
+/* Its --help text (shell completion reads the options from it). */
+extern const char gc_probe_usage[];
 
 #endif

@@ -44,6 +44,7 @@ int cmd_check(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_help(int argc, char **argv);
+int cmd_complete(int argc, char **argv); /* hidden: `__complete` for completions/ */
 
 extern const char cmd_plan_usage[];
 extern const char cmd_apply_usage[];

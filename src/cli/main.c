@@ -250,7 +250,9 @@ int cmd_help(int argc, char **argv)
 }
 
 const char cmd_help_usage[] = "usage: gpuclusterctl help [<command>]\n\n"
-			      "Show the list of commands, or the help of one command.\n";
+			      "Show the list of commands, or the help of one command.\n\n"
+			      "Options:\n"
+			      "  -h, --help   show this help\n";
 
 static void on_sigint(int sig)
 {
@@ -276,6 +278,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--version") == 0)
 		return cmd_version(1, argv + 1);
+	if (strcmp(argv[1], "__complete") == 0)
+		return cmd_complete(argc - 1, argv + 1);
 	c = cli_command_find(argv[1]);
 	if (c != NULL && (strcmp(c->name, "plan") == 0 || strcmp(c->name, "apply") == 0)) {
 		char **args = NULL;

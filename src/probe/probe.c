@@ -57,7 +57,7 @@ void gc_probe_run(struct gc_probe_report *r, const struct gc_probe_options *o)
 		pb_rdma_test(&r->rdma_test, &r->rdma, o);
 }
 
-static const char usage[] =
+const char gc_probe_usage[] =
 	"usage: gpuclusterctl-probe [options]      (also: gpuclusterctl probe [options])\n"
 	"  --json                 JSON instead of the human table (docs/probe.md)\n"
 	"  --expect FILE          compare with 'key = value' expectations; exit 1 if any fails\n"
@@ -82,6 +82,7 @@ static const char usage[] =
 	"  --mpi-bw               under mpirun (one rank per node): the MPI bandwidth test alone;\n"
 	"                         rank 0 prints one GCPROBE-MPIBW line (needs Open MPI's libmpi.so.40)\n"
 	"  --mpi-iters N          timed 4 MiB messages per rank pair (default 50)\n"
+	"  -h, --help             show this help\n"
 	"exit: 0 ok; 1 an expectation failed, or a requested RDMA or MPI test failed (or\n"
 	"      no libmpi for --mpi-bw); 5 nothing to check: no RDMA device, no CUDA GPU and\n"
 	"      no expectation (JSON \"result\": \"nothing_to_check\"); 64 usage error;\n"
@@ -165,7 +166,7 @@ int gc_probe_main(int argc, char **argv)
 		if (strcmp(a, "--json") == 0) {
 			json = true;
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			fputs(usage, stdout);
+			fputs(gc_probe_usage, stdout);
 			goto out;
 		} else if (strcmp(a, "--no-cuda") == 0) {
 			o.no_cuda = true;
@@ -252,7 +253,7 @@ int gc_probe_main(int argc, char **argv)
 	goto out;
 usage_err:
 	fprintf(stderr, "gpuclusterctl-probe: %s\n", err.msg);
-	fputs(usage, stderr);
+	fputs(gc_probe_usage, stderr);
 	code = GC_PROBE_EXIT_USAGE;
 out:
 	free(out);

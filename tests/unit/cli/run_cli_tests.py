@@ -377,6 +377,43 @@ check("validate --json, nothing to check: exit 5, result nothing_to_check",
       rc == 5 and doc and doc["summary"]["result"] == "nothing_to_check", out + err)
 shutil.rmtree(state)
 
+# ---------------------------------------------------------------- __complete (the shell completions' helper)
+# hidden from help; every option it offers is one the command takes, with its
+# argument's name when it has one (tests/install runs the completions themselves)
+rc, out, err = run("help")
+check("__complete is not listed as a command", rc == 0 and "__complete" not in out, out)
+rc, out, err = run("__complete", "commands")
+check("__complete commands", rc == 0 and out == "plan\ncheck\ngraph\napply\nunlock\nvalidate\nprobe\n"
+      "version\nhelp\n", out + err)
+rc, out, err = run("__complete", "flags", "unlock")
+check("__complete flags unlock: the options, arguments named as --help names them",
+      rc == 0 and out == "--force\n--only KINDS\n--target NAME|GLOB\n--known-hosts FILE\n"
+      "--trust-new-host-keys\n--state-dir DIR\n-h\n--help\n", out + err)
+rc, out, err = run("__complete", "targets", "examples/vgpu-pvrdma.yaml")
+check("__complete targets: hosts, vCenter, VMs", rc == 0 and out.split() ==
+      ["esx01", "esx02", "esx03", "esx04", "esx05", "vcenter", "k8s-master", "worker-01",
+       "worker-02", "worker-03", "worker-04"], out + err)
+rc, out, err = run("__complete", "targets", "tests/data/spec/bad/unknown-keys.yaml")
+check("__complete targets of a broken spec: nothing, silently, exit 1", (rc, out, err) == (1, "", ""))
+rc, out, err = run("__complete", "bogus")
+check("__complete bogus: exit 64", rc == 64 and out == "", err)
+ARG = {"N": "1", "S": "1", "SECS": "1", "KINDS": "esxi", "GROUPS": "config", "FILE": "/dev/null",
+       "DIR": "/tmp", "NAME|GLOB": "x", "IMAGE": "x", "HOST": "x", "NAME": "x",
+       "KEY=VALUE": "gpu.count=1"}
+for cmd in run("__complete", "commands")[1].split():
+    lines = run("__complete", "flags", cmd)[1].splitlines()
+    bad = []
+    for line in lines:
+        flag, _, arg = line.partition(" ")
+        if arg and arg not in ARG:
+            bad.append(f"{line}: argument name the completions do not know")
+            continue
+        rc, out, err = run(cmd, flag, *([ARG[arg]] if arg else []), "--help")
+        if rc != 0 or "unknown" in err:
+            bad.append(f"{cmd} {line} --help: exit {rc}: {err.strip()}")
+    check(f"__complete flags {cmd}: {len(lines)} options, each taken by {cmd}", lines and not bad,
+          "\n".join(bad))
+
 # ---------------------------------------------------------------- exit status contract
 # The man page's EXIT STATUS table, row by row: every code for every command
 # it names, seen above or here (a few only where a lab is needed, named).
