@@ -252,7 +252,7 @@ def svg_labels(dot):
 
 def owner(r):
     """The name a resource's box starts with, from graph --json."""
-    if r["target_kind"] == "esxi":
+    if r["target_kind"] in ("esxi", "kvm"):
         return r["host"]
     if r["target_kind"] in ("switch", "guest"):
         return r["target"]
