@@ -30,7 +30,7 @@ const char cmd_check_usage[] =
 
 static json_object *diag_json(const struct gc_diag *d)
 {
-	json_object *o = json_object_new_object();
+	json_object *o = json_object_new_object(), *notes = json_object_new_array();
 
 	json_object_object_add(o, "severity",
 			       json_object_new_string(d->severity == GC_SEV_ERROR ? "error" : "warning"));
@@ -40,6 +40,9 @@ static json_object *diag_json(const struct gc_diag *d)
 	json_object_object_add(o, "message", gc_json_text(d->msg));
 	json_object_object_add(o, "hint", gc_json_text(d->hint));
 	json_object_object_add(o, "source_line", gc_json_text(d->source_line));
+	for (size_t i = 0; i < d->nnotes; i++)
+		json_object_array_add(notes, gc_json_text(d->notes[i]));
+	json_object_object_add(o, "notes", notes);
 	return o;
 }
 

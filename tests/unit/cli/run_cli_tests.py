@@ -328,7 +328,22 @@ check("check --json unknown-keys: the diagnostics as text shows them",
       doc["counts"] is None and doc["errors"] == 5 and doc["diagnostics"][0] == {
           "severity": "error", "file": "tests/data/spec/bad/unknown-keys.yaml", "line": 11,
           "col": 5, "message": "unknown key 'adress'", "hint": "did you mean 'address'?",
-          "source_line": "    adress: 127.0.0.12"}, out)
+          "source_line": "    adress: 127.0.0.12", "notes": []}, out)
+anchored = os.path.join(tempfile.mkdtemp(), "anchored.yaml")
+with open(anchored, "w") as f:
+    f.write("apiVersion: gpuclusterctl/v1\nkind: Cluster\nmetadata: {name: a}\n"
+            "credentials: [{name: root, username: root, password_env: GC_PW}]\n"
+            "vcenter: {url: 'https://127.0.0.1/sdk', datacenter: DC0, credentials: root}\n"
+            "hosts: [{name: h1, address: 127.0.0.1, credentials: root}]\n"
+            "x-vm: &w {host: h1, cpus: 4, memroy_gb: 8}\n"
+            "vms: [{<<: *w, name: w1}, {<<: *w, name: w2}]\n")
+rc, out, err = run("check", "--json", anchored)
+doc = valid("check --json of a typo in an anchor", check_schema, out)
+check("check --json of a typo in an anchor: once, a note per VM that uses it",
+      rc == 1 and doc and [(d["line"], d["message"], d["notes"]) for d in doc["diagnostics"]] ==
+      [(7, "unknown key 'memroy_gb'", ["used by VM 'w1' at line 8", "used by VM 'w2' at line 8"])],
+      out)
+shutil.rmtree(os.path.dirname(anchored))
 rc, out, err = run("check", "--json", "tests/data/spec/missing.yaml")
 doc = valid("check --json of a missing file", check_schema, out)
 check("check --json of a missing file: exit 1, the error",
