@@ -56,9 +56,10 @@ static void line_flags(struct gc_buf *out, const char *line, size_t len)
 
 		if (n > len - i)
 			n = len - i;
-		if (n >= 2 && line[i] == '-' && isalpha((unsigned char)line[i + (line[i + 1] == '-') + 1])) {
+		if (n >= 2 && line[i] == '-' &&
+		    isalpha((unsigned char)line[i + (line[i + 1] == '-') + 1])) {
 			gc_buf_printf(out, "%s%.*s", out->len > 0 ? "\n" : "",
-				      (int)strcspn(line + i, "[= ,\n"), line + i);
+			              (int)strcspn(line + i, "[= ,\n"), line + i);
 			/* "--out FILE", not "--json     JSON instead of ..." */
 			open = i + n + 1 < len && line[i + n] == ' ' && line[i + n + 1] != ' ';
 		} else if (open && arg_word(line + i, n)) {
@@ -128,13 +129,13 @@ int cmd_complete(int argc, char **argv)
 	} else if (argc == 2 && strcmp(argv[1], "flags") == 0) {
 		gc_buf_puts(&out, "-h\n--help\n--version\n");
 	} else if (argc == 3 && strcmp(argv[1], "flags") == 0 &&
-		   (c = cli_command_find(argv[2])) != NULL) {
+	           (c = cli_command_find(argv[2])) != NULL) {
 		usage_flags(&out, strcmp(c->name, "probe") == 0 ? gc_probe_usage : c->usage);
 	} else if (argc == 3 && strcmp(argv[1], "targets") == 0) {
 		return targets(argv[2]);
 	} else {
 		return cli_usage_error("__complete", "takes 'commands', 'flags [COMMAND]' or "
-				       "'targets SPEC'");
+		                                     "'targets SPEC'");
 	}
 	rc = cli_write(&out) ? GC_EXIT_OK : GC_EXIT_ERROR;
 	gc_buf_free(&out);

@@ -30,19 +30,19 @@
 #include "internal.h"
 
 #define VISIT_BUDGET 4000000u /* nodes visited over all items */
-#define NOTES_MAX 16            /* notes shown; then "and N more" */
+#define NOTES_MAX    16       /* notes shown; then "and N more" */
 
 struct item {
 	const char *kind; /* "VM" */
 	const char *name;
-	int line;         /* 1-based */
-	size_t from, to;  /* byte range of the item's own text */
+	int line;        /* 1-based */
+	size_t from, to; /* byte range of the item's own text */
 };
 
 struct kept {
-	size_t diag;     /* index into x->diags.items */
+	size_t diag; /* index into x->diags.items */
 	size_t copies;
-	size_t *users;   /* item indexes, in walk order */
+	size_t *users; /* item indexes, in walk order */
 	size_t nusers;
 };
 
@@ -75,9 +75,11 @@ static bool same(const struct gc_diag *p, const struct gc_diag *q)
 static const char *kind_of(const char *list)
 {
 	static const char *const words[][2] = {
-		{"hosts", "host"},       {"vms", "VM"},
-		{"switches", "switch"},  {"credentials", "credential"},
-		{"distributed_switches", "distributed switch"},
+	    {"hosts", "host"},
+	    {"vms", "VM"},
+	    {"switches", "switch"},
+	    {"credentials", "credential"},
+	    {"distributed_switches", "distributed switch"},
 	};
 
 	for (size_t i = 0; i < GC_ARRAY_LEN(words); i++)
@@ -102,19 +104,22 @@ static struct item *named_items(struct spec_ctx *x, size_t *n, int **nodes)
 	*nodes = NULL;
 	if (root == NULL || root->type != YAML_MAPPING_NODE)
 		return NULL;
-	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+	     p++) {
 		const char *list = scalar(spec_node(x, p->key));
 		yaml_node_t *seq = spec_node(x, p->value);
 
 		if (list == NULL || seq == NULL || seq->type != YAML_SEQUENCE_NODE)
 			continue;
-		for (yaml_node_item_t *it = seq->data.sequence.items.start; it < seq->data.sequence.items.top; it++) {
+		for (yaml_node_item_t *it = seq->data.sequence.items.start;
+		     it < seq->data.sequence.items.top; it++) {
 			yaml_node_t *m = spec_node(x, *it);
 			const char *name = NULL;
 
 			if (m == NULL || m->type != YAML_MAPPING_NODE)
 				continue;
-			for (yaml_node_pair_t *q = m->data.mapping.pairs.start; q < m->data.mapping.pairs.top; q++)
+			for (yaml_node_pair_t *q = m->data.mapping.pairs.start;
+			     q < m->data.mapping.pairs.top; q++)
 				if (name == NULL && scalar(spec_node(x, q->key)) != NULL &&
 				    strcmp(scalar(spec_node(x, q->key)), "name") == 0)
 					name = scalar(spec_node(x, q->value));
@@ -126,7 +131,7 @@ static struct item *named_items(struct spec_ctx *x, size_t *n, int **nodes)
 				*nodes = gc_xrealloc(*nodes, cap * sizeof(**nodes));
 			}
 			v[*n] = (struct item){kind_of(list), name, (int)m->start_mark.line + 1,
-					      m->start_mark.index, m->end_mark.index};
+			                      m->start_mark.index, m->end_mark.index};
 			(*nodes)[(*n)++] = *it;
 		}
 	}
@@ -158,15 +163,16 @@ static void reached(struct kept *k, size_t nk, const struct gc_diags *d, yaml_no
 		if (k[lo].nusers > 0 && k[lo].users[k[lo].nusers - 1] == who)
 			continue;
 		if ((k[lo].nusers & (k[lo].nusers - 1)) == 0) /* 0, 1, 2, 4, ...: double */
-			k[lo].users = gc_xrealloc(k[lo].users,
-						  (k[lo].nusers ? k[lo].nusers * 2 : 1) * sizeof(*k[lo].users));
+			k[lo].users =
+			    gc_xrealloc(k[lo].users, (k[lo].nusers ? k[lo].nusers * 2 : 1) *
+			                                 sizeof(*k[lo].users));
 		k[lo].users[k[lo].nusers++] = who;
 	}
 }
 
 /* Walk what item `who` reaches; false when the budget ran out. */
 static bool walk(struct spec_ctx *x, const struct item *it, int start, size_t who, unsigned *stamp,
-		 struct kept *k, size_t nk, size_t *budget)
+                 struct kept *k, size_t nk, size_t *budget)
 {
 	size_t nnodes = (size_t)(x->doc->nodes.top - x->doc->nodes.start), cap = 64, top = 0;
 	int *stack = gc_xmalloc(cap * sizeof(*stack));
@@ -187,13 +193,15 @@ static bool walk(struct spec_ctx *x, const struct item *it, int start, size_t wh
 		if (n->start_mark.index < it->from || n->start_mark.index >= it->to)
 			reached(k, nk, &x->diags, n, who); /* through an alias */
 		if (n->type == YAML_SEQUENCE_NODE) {
-			for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++) {
+			for (yaml_node_item_t *i = n->data.sequence.items.start;
+			     i < n->data.sequence.items.top; i++) {
 				if (top == cap)
 					stack = gc_xrealloc(stack, (cap *= 2) * sizeof(*stack));
 				stack[top++] = *i;
 			}
 		} else if (n->type == YAML_MAPPING_NODE) {
-			for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+			for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+			     p < n->data.mapping.pairs.top; p++) {
 				if (top + 2 > cap)
 					stack = gc_xrealloc(stack, (cap *= 2) * sizeof(*stack));
 				stack[top++] = p->value;
@@ -274,8 +282,8 @@ static void add_notes(struct gc_diag *g, const struct kept *k, const struct item
 	for (size_t i = 0; i < k->nusers; i++) {
 		const struct item *it = &items[k->users[i]];
 
-		g->notes[g->nnotes++] = gc_xasprintf("used by %s '%s' at line %d", it->kind, it->name,
-						     it->line);
+		g->notes[g->nnotes++] =
+		    gc_xasprintf("used by %s '%s' at line %d", it->kind, it->name, it->line);
 	}
 }
 
