@@ -226,15 +226,6 @@ static void take_notes(struct gc_diag *g, struct gc_diag *c)
 	c->nnotes = 0;
 }
 
-static void drop_notes(struct gc_diag *g)
-{
-	for (size_t i = 0; i < g->nnotes; i++)
-		free(g->notes[i]);
-	free(g->notes);
-	g->notes = NULL;
-	g->nnotes = 0;
-}
-
 /* Keep the first copy of each diagnostic (with every copy's notes); returns
  * the kept ones with their counts. */
 static struct kept *drop_copies(struct gc_diags *d, size_t *nk)
@@ -321,7 +312,7 @@ void spec_anchor_notes(struct spec_ctx *x)
 
 		/* its own item's text, not every copy knew its VM, or the walk gave up */
 		if (!ok || k[i].nusers == 0 || (g->nnotes > 0 && g->nnotes != k[i].copies))
-			drop_notes(g);
+			spec_diag_free_notes(g);
 		if (ok && g->nnotes == 0 && k[i].nusers > 0 && k[i].nusers == k[i].copies)
 			add_notes(g, &k[i], items);
 		cap_notes(g);

@@ -134,7 +134,7 @@ static char *source_line(struct spec_ctx *x, int line)
 	return gc_buf_take(&b);
 }
 
-static void free_notes(struct gc_diag *d)
+void spec_diag_free_notes(struct gc_diag *d)
 {
 	for (size_t i = 0; i < d->nnotes; i++)
 		free(d->notes[i]);
@@ -185,7 +185,7 @@ void spec_diags_finish(struct spec_ctx *x, struct gc_diags *out)
 		} else {
 			free(s[i].d.msg);
 			free(s[i].d.hint);
-			free_notes(&s[i].d);
+			spec_diag_free_notes(&s[i].d);
 		}
 	}
 	out->nerrors += d->nerrors;
@@ -205,7 +205,7 @@ void gc_diags_free(struct gc_diags *d)
 		free(d->items[i].msg);
 		free(d->items[i].hint);
 		free(d->items[i].source_line);
-		free_notes(&d->items[i]);
+		spec_diag_free_notes(&d->items[i]);
 	}
 	free(d->items);
 	memset(d, 0, sizeof(*d));

@@ -92,6 +92,8 @@ void spec_diag(struct spec_ctx *x, enum gc_severity sev, struct gc_mark m, const
 const char *spec_esc(struct spec_ctx *x, const char *s);
 /* Move the collected diagnostics, sorted and capped, into out. */
 void spec_diags_finish(struct spec_ctx *x, struct gc_diags *out);
+/* Free a diagnostic's notes (none left). */
+void spec_diag_free_notes(struct gc_diag *d);
 /* While the document is loaded: one copy of each diagnostic that aliases
  * repeated, with a note per host or VM that uses the anchor (anchors.c). */
 void spec_anchor_notes(struct spec_ctx *x);
