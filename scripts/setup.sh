@@ -10,8 +10,9 @@ packages=(
 	# build
 	build-essential cmake pkg-config git
 	libyaml-dev libjson-c-dev libssh2-1-dev libcurl4-openssl-dev libxml2-dev libvirt-dev
-	# tests
-	libcmocka-dev libibverbs-dev python3 python3-yaml python3-jsonschema graphviz
+	# tests (python3-jsonschema: every --json against specs/; graphviz: graph --dot
+	# rendered; man-db and zsh: the installed man page and completions, tests/install)
+	libcmocka-dev libibverbs-dev python3 python3-yaml python3-jsonschema graphviz man-db zsh
 	# validate: its JUnit XML checked against the schema (xmllint), Open MPI for
 	# the MPI bandwidth test of the probe
 	libxml2-utils openmpi-bin

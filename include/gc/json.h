@@ -16,5 +16,9 @@
 void gc_json_put(struct gc_buf *out, json_object *o, int indent);
 /* `"key": ` at an indent (json-c escapes the key); the value follows. */
 void gc_json_put_key(struct gc_buf *out, int indent, const char *key);
+/* A JSON string of text read from a user's file or a host, NULL for NULL:
+ * json-c copies bytes as they are, so every byte that is not part of
+ * well-formed UTF-8 becomes U+FFFD and the document stays UTF-8. */
+json_object *gc_json_text(const char *s);
 
 #endif

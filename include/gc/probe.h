@@ -29,12 +29,15 @@
 #define GC_PROBE_MAX_CHECKS 64
 #define GC_PROBE_REASON 256
 
-/* Exit codes of gc_probe_main() / gpuclusterctl-probe. */
+/* Exit codes of gc_probe_main() / gpuclusterctl-probe: gpuclusterctl's own
+ * contract (docs/gpuclusterctl.1, EXIT STATUS), plus NOTHING. */
 enum gc_probe_exit {
-	GC_PROBE_EXIT_OK = 0,      /* ran; every expectation (if any) passed */
-	GC_PROBE_EXIT_FAIL = 1,    /* at least one expectation failed */
-	GC_PROBE_EXIT_USAGE = 2,   /* bad command line or expect file */
-	GC_PROBE_EXIT_ERROR = 3,   /* a requested test could not be run (e.g. RDMA peer) */
+	GC_PROBE_EXIT_OK = 0,       /* something was checked, nothing failed */
+	GC_PROBE_EXIT_FAIL = 1,     /* an expectation failed, or a requested RDMA or MPI test */
+	GC_PROBE_EXIT_NOTHING = 5,  /* nothing to check: no RDMA device, no CUDA GPU, no
+				       expectation, no RDMA test that ran (pytest's 5) */
+	GC_PROBE_EXIT_USAGE = 64,   /* bad command line or expect file (EX_USAGE) */
+	GC_PROBE_EXIT_INTERRUPTED = 130, /* SIGINT */
 };
 
 /* Status of one area: absent is "not present here", never a tool failure. */
@@ -211,6 +214,9 @@ int gc_probe_expect_eval(struct gc_probe_report *r, const struct gc_probe_expect
 
 /* ---- rendering; *out is malloc()ed, caller frees ---- */
 
+/* What a report amounts to: GC_PROBE_EXIT_FAIL, _NOTHING or _OK (the exit
+ * code, and "result" in JSON: "failed", "nothing_to_check", "ok"). */
+enum gc_probe_exit gc_probe_verdict(const struct gc_probe_report *r);
 int gc_probe_render_text(char **out, const struct gc_probe_report *r);
 int gc_probe_render_json(char **out, const struct gc_probe_report *r);
 
@@ -282,5 +288,7 @@ int gc_probe_line_recv(char *buf, size_t cap, int fd, int timeout_ms, struct gc_
 
 /* The `probe` command: `gpuclusterctl probe ...` and `gpuclusterctl-probe ...`. */
 int gc_probe_main(int argc, char **argv);
+/* Its --help text (shell completion reads the options from it). */
+extern const char gc_probe_usage[];
 
 #endif

@@ -52,6 +52,8 @@ struct gc_diag {
 	char *msg;         /* "unknown key 'cpu'" (lower-case, no period) */
 	char *hint;        /* "did you mean 'cpus'?" or NULL */
 	char *source_line; /* the line of the file, without newline, or NULL */
+	char **notes;      /* inside an anchor: "used by VM 'w1' at line 18", one per use */
+	size_t nnotes;
 };
 
 struct gc_diags {
@@ -70,9 +72,11 @@ void gc_diags_free(struct gc_diags *d);
  *      12 |       cpu: 4
  *         |       ^
  *      = hint: did you mean 'cpus'?
+ *      = note: used by VM 'w1' at line 18
  *
  * (line number right-aligned in a 5-wide field; the caret under the column;
- * the hint line only when there is a hint; tabs in the source are shown as
+ * the hint line only when there is a hint, a note line per note (a problem
+ * inside a YAML anchor: the hosts or VMs that use it); tabs in the source are shown as
  * one space each so the caret lines up.)
  */
 void gc_diag_format(struct gc_buf *out, const struct gc_diag *d);

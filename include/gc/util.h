@@ -51,6 +51,9 @@ const char *gc_buf_str(const struct gc_buf *b);
  * byte that is not UTF-8 becomes \xNN.
  */
 void gc_buf_put_shown(struct gc_buf *b, const char *s, bool multiline);
+/* Append s with each byte that is not part of well-formed UTF-8 replaced by
+ * U+FFFD (what JSON may carry); everything else as it is. */
+void gc_buf_put_utf8(struct gc_buf *b, const char *s);
 
 /* Levenshtein distance, capped at cap+1 (for did-you-mean hints). */
 size_t gc_edit_distance(const char *a, const char *b, size_t cap);

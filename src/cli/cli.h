@@ -15,11 +15,14 @@
 #include "gc/spec.h"
 #include "gc/util.h"
 
-/* Exit codes (like `terraform plan -detailed-exitcode`). */
-#define GC_EXIT_OK 0      /* success, no changes */
-#define GC_EXIT_ERROR 1   /* error (spec, I/O, remote) */
-#define GC_EXIT_CHANGES 2 /* success, the plan has changes */
-#define GC_EXIT_USAGE 64  /* command-line usage error (EX_USAGE) */
+/* Exit codes, one contract for every command (the man page's EXIT STATUS;
+ * plan's 0/2/1 like `terraform plan -detailed-exitcode`). */
+#define GC_EXIT_OK 0            /* success, no changes */
+#define GC_EXIT_ERROR 1         /* failure (spec, I/O, remote, a failed check) */
+#define GC_EXIT_CHANGES 2       /* success, the plan has changes */
+#define GC_EXIT_NOTHING 5       /* validate, probe: nothing was checked (GC_PROBE_EXIT_NOTHING) */
+#define GC_EXIT_USAGE 64        /* command-line usage error (EX_USAGE) */
+#define GC_EXIT_INTERRUPTED 130 /* SIGINT (128 + 2): main.c for all, apply its own way */
 
 struct cli_command {
 	const char *name;
@@ -41,6 +44,7 @@ int cmd_check(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 int cmd_help(int argc, char **argv);
+int cmd_complete(int argc, char **argv); /* hidden: `__complete` for completions/ */
 
 extern const char cmd_plan_usage[];
 extern const char cmd_apply_usage[];

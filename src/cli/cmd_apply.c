@@ -24,10 +24,9 @@
 #include "cli.h"
 #include "gc/exec.h"
 #include "gc/graph.h"
+#include "gc/json.h"
 #include "gc/plan.h"
 #include "gc/ssh.h"
-
-#define EXIT_INTERRUPTED 130
 
 static volatile sig_atomic_t interrupted;
 
@@ -258,7 +257,7 @@ static void abandon(struct evctx *ec)
 	fflush(stdout);
 	fputs("gpuclusterctl: error: interrupted twice: stopped with steps in flight\n", stderr);
 	fflush(stderr);
-	_exit(EXIT_INTERRUPTED); /* the journal is fsync'd; the kernel drops the lock */
+	_exit(GC_EXIT_INTERRUPTED); /* the journal is fsync'd; the kernel drops the lock */
 }
 
 static void *sigint_thread(void *arg)
@@ -485,7 +484,7 @@ static void print_json(const struct gc_exec_report *rep, int status)
 	size_t i;
 
 	json_object_object_add(o, "format_version", json_object_new_int(1));
-	json_object_object_add(o, "status", json_object_new_string(status == 0 ? "ok" : status == EXIT_INTERRUPTED ? "interrupted" : "failed"));
+	json_object_object_add(o, "status", json_object_new_string(status == 0 ? "ok" : status == GC_EXIT_INTERRUPTED ? "interrupted" : "failed"));
 	json_object_object_add(o, "done", json_object_new_int64((int64_t)rep->done));
 	json_object_object_add(o, "failed", json_object_new_int64((int64_t)rep->failed));
 	json_object_object_add(o, "skipped", json_object_new_int64((int64_t)rep->skipped));
@@ -506,10 +505,9 @@ static void print_json(const struct gc_exec_report *rep, int status)
 		json_object_object_add(j, "failed", json_object_new_int64((int64_t)t->failed));
 		json_object_object_add(j, "skipped", json_object_new_int64((int64_t)t->skipped));
 		json_object_object_add(j, "not_started", json_object_new_int64((int64_t)t->not_started));
-		json_object_object_add(j, "error", t->error ? json_object_new_string(t->error) : NULL);
+		json_object_object_add(j, "error", gc_json_text(t->error));
 		json_object_object_add(j, "left_in_maintenance", json_object_new_boolean(t->left_in_maintenance));
-		json_object_object_add(j, "maintenance_reason",
-				       t->maintenance_why ? json_object_new_string(t->maintenance_why) : NULL);
+		json_object_object_add(j, "maintenance_reason", gc_json_text(t->maintenance_why));
 		json_object_array_add(ts, j);
 	}
 	json_object_object_add(o, "targets", ts);
@@ -733,7 +731,7 @@ int cmd_apply(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
 	have_sigthread = pthread_create(&sigth, NULL, sigint_thread, &sc) == 0;
 	if (!have_sigthread)
-		pthread_sigmask(SIG_UNBLOCK, &sc.set, NULL); /* no thread: Ctrl-C kills, as it always did */
+		pthread_sigmask(SIG_UNBLOCK, &sc.set, NULL); /* no thread: Ctrl-C exits 130 at once (main.c) */
 	gc_ssh_stats_reset();
 
 	rc = gc_exec_run(&rep, g, &o, &err);
@@ -743,7 +741,7 @@ int cmd_apply(int argc, char **argv)
 		pthread_join(sigth, NULL);
 	}
 	gc_ssh_stats_get(&st);
-	status = rc == 0 ? GC_EXIT_OK : rc == GC_EINTR ? EXIT_INTERRUPTED : GC_EXIT_ERROR;
+	status = rc == 0 ? GC_EXIT_OK : rc == GC_EINTR ? GC_EXIT_INTERRUPTED : GC_EXIT_ERROR;
 	if (ap.declined || ap.differs) {
 		if (ap.declined)
 			fputs("\nApply cancelled.\n", stdout);

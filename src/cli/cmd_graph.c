@@ -22,7 +22,7 @@ const char cmd_graph_usage[] =
 	"  --json       JSON (format_version 1)\n"
 	"  -h, --help   show this help\n"
 	"\n"
-	"Exit status: 0 success, 1 error, 64 usage.\n";
+	"Exit status: 0 success, 1 error, 64 usage, 130 interrupted.\n";
 
 int cmd_graph(int argc, char **argv)
 {

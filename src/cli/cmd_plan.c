@@ -61,7 +61,7 @@ const char cmd_plan_usage[] =
 	"Terraform spellings work too: -out FILE, -target NAME; -detailed-exitcode is\n"
 	"how plan always exits.\n"
 	"\n"
-	"Exit status: 0 no changes, 2 changes, 1 error, 64 usage.\n";
+	"Exit status: 0 no changes, 2 changes, 1 error, 64 usage, 130 interrupted.\n";
 
 enum source { SRC_NONE, SRC_OFFLINE, SRC_FILE };
 

@@ -29,7 +29,7 @@ const char cmd_unlock_usage[] =
 	"  --known-hosts FILE, --trust-new-host-keys, --state-dir DIR   as for apply\n"
 	"  -h, --help             show this help\n"
 	"\n"
-	"Exit status: 0 done (or no lease), 1 a target failed, 64 usage.\n";
+	"Exit status: 0 done (or no lease), 1 a target failed, 64 usage, 130 interrupted.\n";
 
 static void unlock_event(void *arg, const struct gc_exec_event *ev)
 {

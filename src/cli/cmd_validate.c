@@ -9,7 +9,7 @@
  * tree's (../probe/gpuclusterctl-probe-portable, ../probe/gpuclusterctl-probe).
  *
  * Exit: 0 every check passed (skips allowed), 1 a check failed or nothing
- * could be observed, 64 usage.
+ * could be observed, 5 nothing to check (no check passed or failed), 64 usage.
  */
 #include <getopt.h>
 #include <libgen.h>
@@ -54,7 +54,8 @@ const char cmd_validate_usage[] =
 	"                     else the probe's MPI bandwidth test; fails on NCCL's silent\n"
 	"                     fallback to TCP sockets (needs passwordless SSH between guests)\n"
 	"  --mpi-timeout S    limit of the mpirun job (default 600)\n"
-	"  --emit-mpijob FILE also write the job as a Kubeflow MPIJob (with --image IMAGE)\n"
+	"  --emit-mpijob FILE also write the job as a Kubeflow MPIJob (needs --image)\n"
+	"  --image IMAGE      the MPIJob's container image (the program and Open MPI)\n"
 	"  --emit-slurm FILE  also write the job as a Slurm sbatch script\n"
 	"  --parallelism N    targets read back at once (default 64)\n"
 	"  --known-hosts FILE known_hosts file instead of the spec's\n"
@@ -62,7 +63,8 @@ const char cmd_validate_usage[] =
 	"  --state-dir DIR    where the journal is (default .gpuclusterctl/ beside SPEC)\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Exit status: 0 every check passed, 1 a check failed (or an error), 64 usage.\n";
+	"Exit status: 0 every check passed, 1 a check failed (or an error), 5 nothing\n"
+	"to check (every check skipped or left out), 64 usage, 130 interrupted.\n";
 
 static int parse_num(unsigned *out, const char *s, unsigned lo, unsigned hi)
 {
@@ -267,7 +269,7 @@ int cmd_validate(int argc, char **argv)
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_buf out = GC_BUF_INIT;
 	char *state_dir = NULL, *probe = NULL;
-	size_t left_out = 0, fail = 0;
+	size_t left_out = 0, pass = 0, fail = 0;
 	bool tty = isatty(STDERR_FILENO) != 0;
 	int rc;
 
@@ -326,8 +328,11 @@ int cmd_validate(int argc, char **argv)
 		cli_error("%s", err.msg);
 		goto out;
 	}
-	gc_vreport_count(&rep, NULL, &fail, NULL);
-	rc = fail > 0 ? GC_EXIT_ERROR : GC_EXIT_OK;
+	gc_vreport_count(&rep, &pass, &fail, NULL);
+	rc = fail > 0 ? GC_EXIT_ERROR : pass > 0 ? GC_EXIT_OK : GC_EXIT_NOTHING;
+	if (rc == GC_EXIT_NOTHING)
+		fputs("gpuclusterctl: nothing to check: every check was skipped or left out "
+		      "(exit 5)\n", stderr);
 out:
 	gc_buf_free(&out);
 	gc_vreport_free(&rep);

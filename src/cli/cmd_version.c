@@ -8,7 +8,9 @@
 #include "cli.h"
 
 const char cmd_version_usage[] = "usage: gpuclusterctl version\n\n"
-				 "Print the version of gpuclusterctl and the formats it speaks.\n";
+				 "Print the version of gpuclusterctl and the formats it speaks.\n\n"
+				 "Options:\n"
+				 "  -h, --help   show this help\n";
 
 int cmd_version(int argc, char **argv)
 {

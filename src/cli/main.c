@@ -3,8 +3,10 @@
  *
  * `gpuclusterctl [-h|--help|--version] <command> [options] [args]`.  Each
  * command lives in cmd_<verb>.c and parses its own options; this file only
- * dispatches.
+ * dispatches.  Ctrl-C exits 130 from every command (apply takes SIGINT
+ * itself to finish the steps in flight first).
  */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,8 +224,8 @@ static void print_main_usage(FILE *f)
 	      f);
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "   %-10s %s\n", c[i].name, c[i].summary);
-	fputs("\nExit status: 0 no changes / success, 2 the plan has changes, 1 error, 64 usage,\n"
-	      "130 apply interrupted.\n"
+	fputs("\nExit status: 0 success (plan: no changes), 1 failure, 2 the plan has changes,\n"
+	      "5 probe: nothing to check, 64 usage, 130 interrupted (Ctrl-C).\n"
 	      "See 'gpuclusterctl help <command>' or man gpuclusterctl.\n",
 	      f);
 }
@@ -248,13 +250,23 @@ int cmd_help(int argc, char **argv)
 }
 
 const char cmd_help_usage[] = "usage: gpuclusterctl help [<command>]\n\n"
-			      "Show the list of commands, or the help of one command.\n";
+			      "Show the list of commands, or the help of one command.\n\n"
+			      "Options:\n"
+			      "  -h, --help   show this help\n";
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	_exit(GC_EXIT_INTERRUPTED); /* the journal is fsync'd; the kernel drops the locks */
+}
 
 int main(int argc, char **argv)
 {
 	const struct cli_command *c;
 	size_t n;
 	const char *const *names;
+
+	signal(SIGINT, on_sigint);
 
 	if (argc < 2) {
 		print_main_usage(stderr);
@@ -266,6 +278,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--version") == 0)
 		return cmd_version(1, argv + 1);
+	if (strcmp(argv[1], "__complete") == 0)
+		return cmd_complete(argc - 1, argv + 1);
 	c = cli_command_find(argv[1]);
 	if (c != NULL && (strcmp(c->name, "plan") == 0 || strcmp(c->name, "apply") == 0)) {
 		char **args = NULL;

@@ -2,8 +2,11 @@
  * render.c - the resource graph as Graphviz DOT and as JSON.
  *
  * DOT: one `subgraph cluster_N` per target (label "esxi esx01"), one node
- * per resource (label: kind, key properties), edges before -> after.  Ids
- * are quoted with DOT's escaping rules, so any id is a valid node name.
+ * per resource, edges before -> after.  A node's label says whose it is
+ * first (the VM, host, switch, distributed switch or port group by name),
+ * then what it is (with its own key: a GPU's PCI address, a vGPU profile),
+ * then its kind and what changing it costs.  Ids are quoted with DOT's
+ * escaping rules, so any id is a valid node name.
  * JSON goes through json-c (docs/graph.md describes it).
  */
 #include <stdlib.h>
@@ -29,12 +32,68 @@ static void dot_quote(struct gc_buf *b, const char *s)
 	gc_buf_putc(b, '"');
 }
 
-static const char *flag_text(unsigned flags)
+/* "[maintenance, reboot]": what a change costs, spelled out (no legend needed). */
+static void put_flags(struct gc_buf *b, unsigned flags)
 {
-	static const char *const t[8] = {"",       "M",       "R",       "M,R",
-					 "VM-off", "M,VM-off", "R,VM-off", "M,R,VM-off"};
+	static const struct {
+		unsigned bit;
+		const char *text;
+	} t[] = {{GC_RES_NEEDS_MAINTENANCE, "maintenance"},
+		 {GC_RES_NEEDS_REBOOT, "reboot"},
+		 {GC_RES_NEEDS_VM_OFF, "VM off"},
+		 {GC_RES_AFTER_REBOOT, "after reboot"}};
+	const char *sep = "\n[";
 
-	return t[flags & 7u];
+	for (size_t i = 0; i < GC_ARRAY_LEN(t); i++) {
+		if (flags & t[i].bit) {
+			gc_buf_printf(b, "%s%s", sep, t[i].text);
+			sep = ", ";
+		}
+	}
+	if (sep[0] == ',')
+		gc_buf_putc(b, ']');
+}
+
+/* Whose the resource is, by name: the ESXi or KVM host, switch or guest;
+ * for what holds VMs (the vCenter, a KVM host's libvirt) the VM, else the
+ * last part of the id: the distributed switch or port group of
+ * "dvs/<dvs>[/portgroup/<pg>]", a libvirt network. */
+static const char *own_name(const struct gc_resource *r)
+{
+	const char *slash;
+
+	switch (r->target->kind) {
+	case GC_TARGET_ESXI:
+	case GC_TARGET_KVM:
+		return r->host != NULL ? r->host : r->target->name;
+	case GC_TARGET_SWITCH:
+	case GC_TARGET_GUEST:
+		return r->target->name;
+	case GC_TARGET_VCENTER:
+	case GC_TARGET_LIBVIRT:
+		break;
+	}
+	if (r->vm != NULL)
+		return r->vm;
+	slash = strrchr(r->id, '/');
+	return slash != NULL ? slash + 1 : r->id;
+}
+
+/* name, what it is (and where: a VM's host, a port group's switch), kind, costs */
+static void node_label(struct gc_buf *b, const struct gc_resource *r)
+{
+	const char *where = NULL;
+
+	gc_buf_printf(b, "%s\n", own_name(r));
+	gc_resource_describe(b, r);
+	if (r->kind == GC_RES_VM)
+		where = r->host;
+	else if (r->kind == GC_RES_DVS_PORTGROUP)
+		where = gc_resource_prop(r, "dvswitch");
+	if (where != NULL)
+		gc_buf_printf(b, " on %s", where);
+	gc_buf_printf(b, "\n%s", gc_res_kind_name(r->kind));
+	put_flags(b, r->flags);
 }
 
 /* Resources grouped by target, in insertion order (a counting sort). */
@@ -81,11 +140,7 @@ void gc_graph_render_dot(struct gc_buf *out, const struct gc_graph *g)
 			dot_quote(out, r->id);
 			gc_buf_puts(out, " [label=");
 			gc_buf_reset(&label);
-			gc_buf_puts(&label, gc_res_kind_name(r->kind));
-			gc_buf_putc(&label, '\n');
-			gc_resource_describe(&label, r);
-			if (r->flags != 0)
-				gc_buf_printf(&label, "\n[%s]", flag_text(r->flags));
+			node_label(&label, r);
 			dot_quote(out, gc_buf_str(&label));
 			if (r->flags & GC_RES_NEEDS_REBOOT)
 				gc_buf_puts(out, ", color=\"red\"");

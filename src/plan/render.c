@@ -227,11 +227,6 @@ void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned f
 
 /* ---------------------------------------------------------------- JSON */
 
-static json_object *str_or_null(const char *s)
-{
-	return s ? json_object_new_string(s) : NULL;
-}
-
 static json_object *action_json(const struct gc_action *a)
 {
 	json_object *o = json_object_new_object();
@@ -243,13 +238,13 @@ static json_object *action_json(const struct gc_action *a)
 	json_object_object_add(o, "kind", json_object_new_string(gc_action_kind_name(a->kind)));
 	json_object_object_add(o, "op", json_object_new_string(gc_op_name(a->op)));
 	json_object_object_add(o, "synthesized", json_object_new_boolean(a->synthesized));
-	json_object_object_add(o, "resource", str_or_null(a->resource_id));
+	json_object_object_add(o, "resource", gc_json_text(a->resource_id));
 	json_object_object_add(o, "resource_kind",
 			       a->resource_id ? json_object_new_string(gc_res_kind_name(a->res_kind))
 					      : NULL);
-	json_object_object_add(o, "host", str_or_null(a->host));
-	json_object_object_add(o, "vm", str_or_null(a->vm));
-	json_object_object_add(o, "dest_host", str_or_null(a->dest_host));
+	json_object_object_add(o, "host", gc_json_text(a->host));
+	json_object_object_add(o, "vm", gc_json_text(a->vm));
+	json_object_object_add(o, "dest_host", gc_json_text(a->dest_host));
 	if (a->flags & GC_RES_NEEDS_MAINTENANCE)
 		json_object_array_add(flags, json_object_new_string("needs_maintenance"));
 	if (a->flags & GC_RES_NEEDS_REBOOT)
@@ -263,12 +258,12 @@ static json_object *action_json(const struct gc_action *a)
 		json_object *c = json_object_new_object();
 
 		json_object_object_add(c, "key", json_object_new_string(a->changes[i].key));
-		json_object_object_add(c, "old", str_or_null(a->changes[i].old_value));
-		json_object_object_add(c, "new", str_or_null(a->changes[i].new_value));
+		json_object_object_add(c, "old", gc_json_text(a->changes[i].old_value));
+		json_object_object_add(c, "new", gc_json_text(a->changes[i].new_value));
 		json_object_array_add(changes, c);
 	}
 	json_object_object_add(o, "changes", changes);
-	json_object_object_add(o, "why", str_or_null(a->why));
+	json_object_object_add(o, "why", gc_json_text(a->why));
 	for (size_t i = 0; i < a->ndeps; i++)
 		json_object_array_add(deps, json_object_new_int64((int64_t)a->deps[i]->seq));
 	json_object_object_add(o, "after", deps);
@@ -366,7 +361,7 @@ void gc_plan_render_json(struct gc_buf *out, const struct gc_plan *p)
 			json_object_object_add(u, "kind", json_object_new_string(
 						   gc_target_kind_name(p->graph->targets[t]->kind)));
 			json_object_object_add(u, "target", json_object_new_string(p->graph->targets[t]->name));
-			json_object_object_add(u, "error", json_object_new_string(p->unknown[t]));
+			json_object_object_add(u, "error", gc_json_text(p->unknown[t]));
 			json_object_array_add(unk, u);
 		}
 		gc_buf_puts(out, ",\n");

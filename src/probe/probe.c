@@ -5,7 +5,7 @@
  * (driver API + NVML + nvidia-smi), GPUDirect RDMA, and the RDMA test when
  * --rdma-server/--rdma-peer ask for it.  gc_probe_main() parses the command
  * line, evaluates --expect, renders, prints and picks the exit code
- * (enum gc_probe_exit).  It is the one place in src/probe that prints; the
+ * (enum gc_probe_exit, gc_probe_verdict(); SIGINT exits 130).  It is the one place in src/probe that prints; the
  * CLI's `gpuclusterctl probe` calls it with argv starting at "probe".
  * `--mpi-bw` is a mode of its own (mpibw.c): started by mpirun, it runs the
  * MPI bandwidth test instead of the probe and rank 0 prints one line.
@@ -57,7 +57,7 @@ void gc_probe_run(struct gc_probe_report *r, const struct gc_probe_options *o)
 		pb_rdma_test(&r->rdma_test, &r->rdma, o);
 }
 
-static const char usage[] =
+const char gc_probe_usage[] =
 	"usage: gpuclusterctl-probe [options]      (also: gpuclusterctl probe [options])\n"
 	"  --json                 JSON instead of the human table (docs/probe.md)\n"
 	"  --expect FILE          compare with 'key = value' expectations; exit 1 if any fails\n"
@@ -82,8 +82,11 @@ static const char usage[] =
 	"  --mpi-bw               under mpirun (one rank per node): the MPI bandwidth test alone;\n"
 	"                         rank 0 prints one GCPROBE-MPIBW line (needs Open MPI's libmpi.so.40)\n"
 	"  --mpi-iters N          timed 4 MiB messages per rank pair (default 50)\n"
-	"exit: 0 ok, 1 an expectation failed, 2 usage error (or no libmpi for --mpi-bw),\n"
-	"      3 a requested RDMA or MPI test failed\n";
+	"  -h, --help             show this help\n"
+	"exit: 0 ok; 1 an expectation failed, or a requested RDMA or MPI test failed (or\n"
+	"      no libmpi for --mpi-bw); 5 nothing to check: no RDMA device, no CUDA GPU and\n"
+	"      no expectation (JSON \"result\": \"nothing_to_check\"); 64 usage error;\n"
+	"      130 interrupted\n";
 
 static bool arg_long(const char *s, long lo, long hi, long *v)
 {
@@ -99,11 +102,11 @@ static int mpi_bw(int iters)
 
 	if (rc == GC_ENOTFOUND || rc == GC_ENOTSUP) {
 		fprintf(stderr, "gpuclusterctl-probe: --mpi-bw: %s\n", why);
-		return GC_PROBE_EXIT_USAGE;
+		return GC_PROBE_EXIT_FAIL;
 	}
 	if (rc != 0) {
 		fprintf(stderr, "gpuclusterctl-probe: --mpi-bw: rank %d: %s\n", r.rank, why);
-		return GC_PROBE_EXIT_ERROR;
+		return GC_PROBE_EXIT_FAIL;
 	}
 	if (r.rank == 0) {
 		pb_mpibw_format(line, sizeof(line), &r);
@@ -114,7 +117,7 @@ static int mpi_bw(int iters)
 			      "bytes or sums other than those sent\n",
 			      stderr);
 	}
-	return r.data_ok ? GC_PROBE_EXIT_OK : GC_PROBE_EXIT_ERROR;
+	return r.data_ok ? GC_PROBE_EXIT_OK : GC_PROBE_EXIT_FAIL;
 }
 
 static int read_expect(struct gc_probe_expect *e, const char *path, struct gc_error *err)
@@ -163,7 +166,7 @@ int gc_probe_main(int argc, char **argv)
 		if (strcmp(a, "--json") == 0) {
 			json = true;
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			fputs(usage, stdout);
+			fputs(gc_probe_usage, stdout);
 			goto out;
 		} else if (strcmp(a, "--no-cuda") == 0) {
 			o.no_cuda = true;
@@ -238,11 +241,9 @@ int gc_probe_main(int argc, char **argv)
 		goto out;
 	}
 	gc_probe_run(r, &o);
-	if (have_expect && gc_probe_expect_eval(r, ex) > 0)
-		code = GC_PROBE_EXIT_FAIL;
-	if ((o.rdma_server || o.rdma_peer) && r->rdma_test.status == GC_PROBE_FAILED &&
-	    code == GC_PROBE_EXIT_OK)
-		code = GC_PROBE_EXIT_ERROR;
+	if (have_expect)
+		gc_probe_expect_eval(r, ex);
+	code = gc_probe_verdict(r);
 	if (json)
 		gc_probe_render_json(&out, r);
 	else
@@ -252,7 +253,7 @@ int gc_probe_main(int argc, char **argv)
 	goto out;
 usage_err:
 	fprintf(stderr, "gpuclusterctl-probe: %s\n", err.msg);
-	fputs(usage, stderr);
+	fputs(gc_probe_usage, stderr);
 	code = GC_PROBE_EXIT_USAGE;
 out:
 	free(out);

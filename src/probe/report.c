@@ -23,6 +23,29 @@ const char *gc_probe_status_name(int status)
 	return "unknown";
 }
 
+enum gc_probe_exit gc_probe_verdict(const struct gc_probe_report *r)
+{
+	if (r->nfailed > 0 || r->rdma_test.status == GC_PROBE_FAILED)
+		return GC_PROBE_EXIT_FAIL;
+	if (r->nexpect == 0 && r->rdma.status != GC_PROBE_OK && r->cuda.status != GC_PROBE_OK &&
+	    r->rdma_test.status != GC_PROBE_OK)
+		return GC_PROBE_EXIT_NOTHING;
+	return GC_PROBE_EXIT_OK;
+}
+
+static const char *verdict_name(enum gc_probe_exit v)
+{
+	switch (v) {
+	case GC_PROBE_EXIT_OK: return "ok";
+	case GC_PROBE_EXIT_FAIL: return "failed";
+	case GC_PROBE_EXIT_NOTHING: return "nothing_to_check";
+	case GC_PROBE_EXIT_USAGE:
+	case GC_PROBE_EXIT_INTERRUPTED:
+		break;
+	}
+	return "unknown";
+}
+
 /* ---- JSON ---- */
 
 static void key(struct pb_buf *b, bool *first, const char *k)
@@ -228,6 +251,7 @@ int gc_probe_render_json(char **out, const struct gc_probe_report *r)
 	pb_buf_puts(&b, "{");
 	kint(&b, &f, "schema", 1);
 	kstr(&b, &f, "probe_version", GC_VERSION);
+	kstr(&b, &f, "result", verdict_name(gc_probe_verdict(r)));
 	key(&b, &f, "rdma");
 	json_rdma(&b, &r->rdma);
 	key(&b, &f, "cuda");
@@ -412,6 +436,9 @@ int gc_probe_render_text(char **out, const struct gc_probe_report *r)
 				pb_buf_printf(&b, "       hint: %s\n", ck->hint);
 		}
 	}
+	if (gc_probe_verdict(r) == GC_PROBE_EXIT_NOTHING)
+		pb_buf_puts(&b, "Nothing to check: no RDMA device, no CUDA GPU and no expectation "
+				"(exit 5)\n");
 	*out = pb_buf_take(&b);
 	return 0;
 }

@@ -45,6 +45,10 @@ static void diag_add(struct spec_ctx *x, enum gc_severity sev, struct gc_mark m,
 	g->mark = m;
 	g->msg = gc_buf_take(&b);
 	g->hint = hint;
+	if (x->note_for != NULL) {
+		g->notes = gc_xcalloc(1, sizeof(*g->notes));
+		g->notes[g->nnotes++] = gc_xstrdup(x->note_for);
+	}
 }
 
 void spec_diag(struct spec_ctx *x, enum gc_severity sev, struct gc_mark m, const char *hint,
@@ -130,6 +134,15 @@ static char *source_line(struct spec_ctx *x, int line)
 	return gc_buf_take(&b);
 }
 
+void spec_diag_free_notes(struct gc_diag *d)
+{
+	for (size_t i = 0; i < d->nnotes; i++)
+		free(d->notes[i]);
+	free(d->notes);
+	d->notes = NULL;
+	d->nnotes = 0;
+}
+
 struct sortable {
 	struct gc_diag d;
 	size_t seq;
@@ -172,6 +185,7 @@ void spec_diags_finish(struct spec_ctx *x, struct gc_diags *out)
 		} else {
 			free(s[i].d.msg);
 			free(s[i].d.hint);
+			spec_diag_free_notes(&s[i].d);
 		}
 	}
 	out->nerrors += d->nerrors;
@@ -191,6 +205,7 @@ void gc_diags_free(struct gc_diags *d)
 		free(d->items[i].msg);
 		free(d->items[i].hint);
 		free(d->items[i].source_line);
+		spec_diag_free_notes(&d->items[i]);
 	}
 	free(d->items);
 	memset(d, 0, sizeof(*d));
@@ -261,6 +276,8 @@ void gc_diag_format(struct gc_buf *out, const struct gc_diag *d)
 	}
 	if (d->hint != NULL)
 		gc_buf_printf(out, "   = hint: %s\n", d->hint);
+	for (size_t n = 0; n < d->nnotes; n++)
+		gc_buf_printf(out, "   = note: %s\n", d->notes[n]);
 }
 
 void gc_diags_format(struct gc_buf *out, const struct gc_diags *d)

@@ -6,7 +6,9 @@
  * vGPUs take their GPU; other vGPUs go to the first vgpu-mode GPU of the
  * host that offers the profile, runs no other profile and has room; dynamic
  * DirectPath entries are counted against the passthrough GPUs with their PCI
- * id that nothing claimed.  Each failure is one diagnostic at the entry.
+ * id that nothing claimed.  Each failure is one diagnostic at the entry,
+ * noted with its VM (x->note_for): an entry in an anchor that several VMs
+ * share is reported once, naming the VMs it fails for (anchors.c).
  */
 #include <string.h>
 
@@ -254,8 +256,10 @@ void chk_assign_gpus(struct check *k)
 		for (i = 0; i < c->nvms; i++) {
 			struct gc_vm *vm = &c->vms[i];
 
-			if (vm->host == NULL)
+			if (vm->host == NULL || vm->ngpus == 0)
 				continue;
+			k->x->note_for = gc_arena_printf(k->x->arena, "for VM '%s' at line %d",
+							 q(vm->name), vm->mark.line);
 			for (j = 0; j < vm->ngpus; j++) {
 				struct gc_vm_gpu *vg = &vm->gpus[j];
 				bool pinned = vg->host_pci != NULL;
@@ -274,4 +278,5 @@ void chk_assign_gpus(struct check *k)
 			}
 		}
 	}
+	k->x->note_for = NULL;
 }

@@ -72,6 +72,9 @@ struct spec_ctx {
 	uint64_t last_seen; /* bit i: fields[i] was given */
 	size_t budget; /* nodes we may still visit (alias bombs) */
 	bool over_budget;
+	/* while set, each diagnostic gets it as a note ("for VM 'w2' at line 19"):
+	 * a check says whom a problem found at a shared anchor is about (anchors.c) */
+	const char *note_for;
 };
 
 struct spec_field;
@@ -89,6 +92,11 @@ void spec_diag(struct spec_ctx *x, enum gc_severity sev, struct gc_mark m, const
 const char *spec_esc(struct spec_ctx *x, const char *s);
 /* Move the collected diagnostics, sorted and capped, into out. */
 void spec_diags_finish(struct spec_ctx *x, struct gc_diags *out);
+/* Free a diagnostic's notes (none left). */
+void spec_diag_free_notes(struct gc_diag *d);
+/* While the document is loaded: one copy of each diagnostic that aliases
+ * repeated, with a note per host or VM that uses the anchor (anchors.c). */
+void spec_anchor_notes(struct spec_ctx *x);
 
 /* ---------------------------------------------------------------- yaml helpers (yaml.c) */
 

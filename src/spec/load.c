@@ -282,6 +282,7 @@ static void parse_document(struct spec_ctx *x, yaml_parser_t *parser)
 	spec_parse_root(x, root);
 	x->last_obj = NULL; /* checks look fields up by address */
 	spec_check(x);
+	spec_anchor_notes(x);
 out:
 	yaml_document_delete(&doc);
 	x->doc = NULL;

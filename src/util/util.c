@@ -157,6 +157,23 @@ void gc_buf_put_shown(struct gc_buf *b, const char *s, bool multiline)
 	gc_buf_puts(b, "");
 }
 
+void gc_buf_put_utf8(struct gc_buf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
+	while (*p != '\0') {
+		uint32_t cp;
+		size_t n = utf8_seq(p, &cp);
+
+		if (n == 0)
+			gc_buf_puts(b, "\xef\xbf\xbd"); /* U+FFFD for the one byte */
+		else
+			gc_buf_put(b, p, n);
+		p += n ? n : 1;
+	}
+	gc_buf_puts(b, "");
+}
+
 void gc_buf_vprintf(struct gc_buf *b, const char *fmt, va_list ap)
 {
 	va_list ap2;

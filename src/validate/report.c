@@ -394,11 +394,6 @@ void gc_vreport_render_text(struct gc_buf *out, const struct gc_validate_report 
 
 /* ----------------------------------------------------------------- JSON */
 
-static json_object *str_or_null(const char *s)
-{
-	return s ? json_object_new_string(s) : NULL;
-}
-
 /* A number of seconds, written with three decimals. */
 static json_object *seconds_json(double s)
 {
@@ -415,9 +410,9 @@ static json_object *check_json(const struct gc_check *c)
 	json_object_object_add(o, "name", json_object_new_string(c->name));
 	json_object_object_add(o, "status",
 			       json_object_new_string(gc_check_status_name(c->status)));
-	json_object_object_add(o, "expected", str_or_null(c->expected));
-	json_object_object_add(o, "found", str_or_null(c->found));
-	json_object_object_add(o, "hint", str_or_null(c->hint));
+	json_object_object_add(o, "expected", gc_json_text(c->expected));
+	json_object_object_add(o, "found", gc_json_text(c->found));
+	json_object_object_add(o, "hint", gc_json_text(c->hint));
 	json_object_object_add(o, "seconds", seconds_json(c->seconds));
 	return o;
 }
@@ -429,7 +424,7 @@ static void target_json(struct gc_buf *out, const struct gc_validate_report *r,
 
 	gc_buf_puts(out, "    {\n");
 	gc_json_put_key(out, 6, "name");
-	gc_json_put(out, json_object_new_string(f->target), 0);
+	gc_json_put(out, gc_json_text(f->target), 0);
 	gc_buf_puts(out, ",\n");
 	gc_json_put_key(out, 6, "kind");
 	gc_json_put(out, json_object_new_string(gc_check_target_name(f->target_kind)), 0);
@@ -456,7 +451,7 @@ void gc_vreport_render_json(struct gc_buf *out, const struct gc_validate_report 
 	gc_json_put_key(out, 2, "schema");
 	gc_buf_puts(out, "1,\n");
 	gc_json_put_key(out, 2, "spec");
-	gc_json_put(out, str_or_null(r->spec), 0);
+	gc_json_put(out, gc_json_text(r->spec), 0);
 	gc_buf_puts(out, ",\n");
 	gc_json_put_key(out, 2, "wall_s");
 	gc_json_put(out, seconds_json(r->wall_s), 0);
@@ -465,6 +460,10 @@ void gc_vreport_render_json(struct gc_buf *out, const struct gc_validate_report 
 	json_object_object_add(summary, "fail", json_object_new_int64((int64_t)fail));
 	json_object_object_add(summary, "skip", json_object_new_int64((int64_t)skip));
 	json_object_object_add(summary, "ok", json_object_new_boolean(fail == 0));
+	json_object_object_add(summary, "result",
+			       json_object_new_string(fail > 0    ? "failed"
+						      : pass > 0 ? "ok"
+								 : "nothing_to_check"));
 	gc_json_put_key(out, 2, "summary");
 	gc_json_put(out, summary, 2);
 	gc_buf_puts(out, ",\n");

@@ -54,6 +54,17 @@ SESSION_LINES = {"enable", "no cli session paging enable", "configure terminal",
                  "configuration write"}
 
 
+def schema_valid(test, name, text):
+    """The output parsed, after checking it against specs/NAME.schema.json."""
+    import jsonschema
+    with open(os.path.join(ROOT, "specs", name + ".schema.json"), encoding="utf-8") as f:
+        validator = jsonschema.Draft202012Validator(json.load(f))
+    doc = json.loads(text)
+    errors = ["%s: %s" % (list(e.absolute_path), e.message) for e in validator.iter_errors(doc)]
+    test.assertEqual(errors, [], text[:2000])
+    return doc
+
+
 class ApplyRoce(LabCase):
     spec = "examples/roce-passthrough.yaml"
     port = 2311
@@ -106,6 +117,19 @@ class ApplyRoce(LabCase):
             self.assertTrue(observation(new[0]), new)  # and nothing else
         self.assertEqual([c for _, c in self.log("sn2700")[before["sn2700"]:]
                           if not c.startswith("show ") and c not in SESSION_LINES], [])
+        # --json of the converged run: status ok, no changing command, valid against its schema
+        rep = schema_valid(self, "apply-v1", self.apply("--json").stdout)
+        self.assertEqual((rep["status"], rep["changing_commands"], [t["name"] for t in rep["targets"]]),
+                         ("ok", 0, self.hosts + self.switches))
+        # validate reads the converged hosts and switch back: every check passes, exit 0
+        r3 = self.gc("validate", "--skip", "node,pairs", "--target", "esx0*", "--target", "sn2700",
+                     check=0)
+        self.assertRegex(r3.stdout, r"\n\d+ checks: \d+ passed, 0 failed, 0 skipped in ")
+        rep = schema_valid(self, "validate-v1", self.gc(
+            "validate", "--json", "--skip", "node,pairs", "--target", "esx0*", "--target", "sn2700",
+            check=0).stdout)
+        self.assertEqual((rep["summary"]["result"], rep["summary"]["fail"]), ("ok", 0))
+        self.assertEqual(sorted(t["name"] for t in rep["targets"]), sorted(self.hosts + self.switches))
 
     def test_drift_by_hand_shows_in_plan_exactly_and_apply_restores_it(self):
         self.apply()

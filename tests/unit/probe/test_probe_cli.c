@@ -1,8 +1,9 @@
 /*
  * test_probe_cli.c - the gpuclusterctl-probe executable as a user runs it:
- * output and the documented exit codes (0 ok, 1 expectation failed,
- * 2 usage), on a fake sysfs tree with CUDA libraries pointed away so the
- * result does not depend on the machine the tests run on.
+ * output and the documented exit codes (0 ok, 1 expectation failed, 5 nothing
+ * to check, 64 usage, 130 interrupted), on a fake sysfs tree with CUDA
+ * libraries pointed away so the result does not depend on the machine the
+ * tests run on.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +11,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <cmocka.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <json-c/json.h>
@@ -57,12 +61,14 @@ static int run(char **out, const char *tree, const char *const *args)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static void test_nothing_present_is_ok(void **state)
+static void test_nothing_present_is_nothing_to_check(void **state)
 {
 	const char *args[] = {NULL};
+	const char *expect[] = {"--expect-set", "gpu.count=0", NULL};
 	char *out;
 
-	assert_int_equal(run(&out, "sysfs-none", args), GC_PROBE_EXIT_OK);
+	assert_int_equal(run(&out, "sysfs-none", args), GC_PROBE_EXIT_NOTHING);
+	assert_int_equal(GC_PROBE_EXIT_NOTHING, 5);
 	assert_string_equal(out,
 			    "RDMA\n"
 			    "  absent: no RDMA device (" GC_SOURCE_DIR
@@ -77,7 +83,15 @@ static void test_nothing_present_is_ok(void **state)
 			    "or directory\n"
 			    "GPUDirect RDMA\n"
 			    "  absent: needs both an RDMA device and a CUDA GPU (RDMA: absent, CUDA: "
-			    "absent)\n");
+			    "absent)\n"
+			    "Nothing to check: no RDMA device, no CUDA GPU and no expectation "
+			    "(exit 5)\n");
+	free(out);
+	/* an expectation that holds is something checked */
+	assert_int_equal(run(&out, "sysfs-none", expect), GC_PROBE_EXIT_OK);
+	assert_non_null(strstr(out, "Expectations: 1 checked, 0 failed\n"
+				    "  ok   gpu.count                  expected 0, found 0\n"));
+	assert_null(strstr(out, "Nothing to check"));
 	free(out);
 }
 
@@ -108,6 +122,7 @@ static void test_expect_exit_codes(void **state)
 	assert_non_null(strstr(out, "Expectations: 2 checked, 0 failed\n"));
 	free(out);
 	assert_int_equal(run(&out, "sysfs-roce", fail), GC_PROBE_EXIT_FAIL);
+	assert_int_equal(GC_PROBE_EXIT_FAIL, 1);
 	assert_non_null(strstr(out, "  FAIL gpu.count                  expected 1, found 0\n"
 				    "       hint: no GPU visible ("));
 	free(out);
@@ -123,6 +138,7 @@ static void test_usage_errors(void **state)
 	char *out;
 
 	assert_int_equal(run(&out, "sysfs-none", unknown), GC_PROBE_EXIT_USAGE);
+	assert_int_equal(GC_PROBE_EXIT_USAGE, 64);
 	assert_true(strncmp(out, "gpuclusterctl-probe: unknown or incomplete option "
 				 "'--frobnicate'\nusage: ", 70) == 0);
 	free(out);
@@ -143,20 +159,56 @@ static void test_rdma_server_without_device(void **state)
 	const char *args[] = {"--no-cuda", "--rdma-server", NULL};
 	char *out;
 
-	/* no device: reported, not a tool failure */
-	assert_int_equal(run(&out, "sysfs-none", args), GC_PROBE_EXIT_OK);
+	/* no device: reported, not a tool failure, and nothing was checked */
+	assert_int_equal(run(&out, "sysfs-none", args), GC_PROBE_EXIT_NOTHING);
 	assert_non_null(strstr(out, "RDMA test (server)\n  absent: no RDMA device\n"));
 	free(out);
+}
+
+/* Ctrl-C exits 130: the probe is blocked reading its --expect file, a FIFO
+ * that the test opens (so the probe is surely running) and never writes. */
+static void test_sigint_exits_130(void **state)
+{
+	char dir[] = "/tmp/gc-probe-sigint-XXXXXX", *fifo;
+	int fd = -1, st, tries;
+	pid_t pid;
+
+	assert_non_null(mkdtemp(dir));
+	fifo = gc_xasprintf("%s/expect", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl(GC_PROBE_EXE, GC_PROBE_EXE, "--expect", fifo, (char *)NULL);
+		_exit(127);
+	}
+	for (tries = 0; fd < 0 && tries < 1000; tries++) {
+		fd = open(fifo, O_WRONLY | O_NONBLOCK); /* ENXIO until the probe opens it */
+		if (fd < 0)
+			usleep(10000);
+	}
+	assert_true(fd >= 0);
+	assert_int_equal(kill(pid, SIGINT), 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), GC_PROBE_EXIT_INTERRUPTED);
+	assert_int_equal(GC_PROBE_EXIT_INTERRUPTED, 130);
+	close(fd);
+	unlink(fifo);
+	rmdir(dir);
+	free(fifo);
+	(void)state;
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nothing_present_is_ok),
+		cmocka_unit_test(test_nothing_present_is_nothing_to_check),
 		cmocka_unit_test(test_json_is_valid),
 		cmocka_unit_test(test_expect_exit_codes),
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_rdma_server_without_device),
+		cmocka_unit_test(test_sigint_exits_130),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,10 +49,15 @@ def probe(*args, env=None, old=None):
 
 
 def probe_json(*args, env=None, old=None):
+    """--json on a machine with no RDMA device or GPU (or --no-* both):
+    exit 5, nothing to check (docs/probe.md)."""
     r = probe("--json", *args, env=env, old=old)
-    if r.returncode != 0:
-        raise AssertionError(f"exit {r.returncode}, stderr: {r.stderr!r}")
-    return json.loads(r.stdout)
+    if r.returncode != 5:
+        raise AssertionError(f"exit {r.returncode}, not 5, stderr: {r.stderr!r}")
+    j = json.loads(r.stdout)
+    if j["result"] != "nothing_to_check":
+        raise AssertionError(f"result {j['result']!r}, not 'nothing_to_check'")
+    return j
 
 
 def glibc_symbols():
@@ -163,7 +168,7 @@ class RunsOnOldGlibc(Runs):
         # below 2.34 the pinned dl* must come from libdl.so.2, the start from libc
         r = probe("--json", "--no-cuda", "--sysfs-root", SYSFS_NONE, old=self.OLD,
                   env={"GC_PROBE_LIBIBVERBS": "libc.so.6", "LD_DEBUG": "bindings"})
-        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertEqual(r.returncode, 5, r.stderr[-2000:])
         got = {}
         for m in re.finditer(r"to (\S+) \[0\]: normal symbol `(\w+)' \[(GLIBC_[\d.]+)\]", r.stderr):
             got[m.group(2)] = (os.path.basename(m.group(1)), m.group(3))

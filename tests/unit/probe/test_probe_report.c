@@ -111,8 +111,54 @@ static void test_text_table(void **state)
 				 "CUDA\n"
 				 "  absent: no CUDA device\n"
 				 "GPUDirect RDMA\n"
-				 "  absent: needs both\n");
+				 "  absent: needs both\n"
+				 "Nothing to check: no RDMA device, no CUDA GPU and no expectation "
+				 "(exit 5)\n");
 	free(out);
+	free(r);
+}
+
+/* gc_probe_verdict() is the exit code and JSON "result" */
+static const char *result_of(const struct gc_probe_report *r)
+{
+	static char v[32];
+	char *out = NULL;
+	json_object *doc;
+
+	assert_int_equal(gc_probe_render_json(&out, r), 0);
+	doc = json_tokener_parse(out);
+	snprintf(v, sizeof(v), "%s", json_object_get_string(get(doc, "result")));
+	json_object_put(doc);
+	free(out);
+	return v;
+}
+
+static void test_verdict(void **state)
+{
+	struct gc_probe_report *r = gc_xcalloc(1, sizeof(*r));
+
+	r->rdma.status = GC_PROBE_ABSENT;
+	r->cuda.status = GC_PROBE_NOT_RUN;
+	assert_int_equal(gc_probe_verdict(r), GC_PROBE_EXIT_NOTHING);
+	assert_string_equal(result_of(r), "nothing_to_check");
+	r->rdma_test.status = GC_PROBE_ABSENT; /* --rdma-server without a device */
+	assert_int_equal(gc_probe_verdict(r), GC_PROBE_EXIT_NOTHING);
+	r->nexpect = 1; /* an expectation that passed, e.g. gpu.count = 0 */
+	assert_int_equal(gc_probe_verdict(r), GC_PROBE_EXIT_OK);
+	assert_string_equal(result_of(r), "ok");
+	r->nexpect = 0;
+	r->cuda.status = GC_PROBE_OK;
+	assert_int_equal(gc_probe_verdict(r), GC_PROBE_EXIT_OK);
+	r->cuda.status = GC_PROBE_ABSENT;
+	r->rdma.status = GC_PROBE_OK;
+	assert_int_equal(gc_probe_verdict(r), GC_PROBE_EXIT_OK);
+	r->rdma_test.status = GC_PROBE_FAILED;
+	assert_int_equal(gc_probe_verdict(r), GC_PROBE_EXIT_FAIL);
+	assert_string_equal(result_of(r), "failed");
+	r->rdma_test.status = GC_PROBE_NOT_RUN;
+	r->nexpect = r->nfailed = 1;
+	assert_int_equal(gc_probe_verdict(r), GC_PROBE_EXIT_FAIL);
+	(void)state;
 	free(r);
 }
 
@@ -122,6 +168,7 @@ int main(void)
 		cmocka_unit_test(test_json_escape),
 		cmocka_unit_test(test_json_roundtrip),
 		cmocka_unit_test(test_text_table),
+		cmocka_unit_test(test_verdict),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,7 @@ static char *fmt(const struct gc_diag *d)
 static void test_documented_example(void **state)
 {
 	struct gc_diag d = {GC_SEV_ERROR, {"specs/x.yaml", 12, 7}, "unknown key 'cpu'",
-			    "did you mean 'cpus'?", "      cpu: 4"};
+			    "did you mean 'cpus'?", "      cpu: 4", NULL, 0};
 	char *s = fmt(&d);
 
 	assert_string_equal(s, "specs/x.yaml:12:7: error: unknown key 'cpu'\n"
@@ -36,7 +36,7 @@ static void test_documented_example(void **state)
 
 static void test_warning_without_hint(void **state)
 {
-	struct gc_diag d = {GC_SEV_WARNING, {"a.yaml", 3, 1}, "something odd", NULL, "x: 1"};
+	struct gc_diag d = {GC_SEV_WARNING, {"a.yaml", 3, 1}, "something odd", NULL, "x: 1", NULL, 0};
 	char *s = fmt(&d);
 
 	assert_string_equal(s, "a.yaml:3:1: warning: something odd\n"
@@ -48,7 +48,7 @@ static void test_warning_without_hint(void **state)
 static void test_tabs_become_one_space(void **state)
 {
 	/* the caret counts characters; each tab is shown as one space */
-	struct gc_diag d = {GC_SEV_ERROR, {"t.yaml", 2, 4}, "found a tab", NULL, "\t\tx\ty"};
+	struct gc_diag d = {GC_SEV_ERROR, {"t.yaml", 2, 4}, "found a tab", NULL, "\t\tx\ty", NULL, 0};
 	char *s = fmt(&d);
 
 	assert_string_equal(s, "t.yaml:2:4: error: found a tab\n"
@@ -59,7 +59,7 @@ static void test_tabs_become_one_space(void **state)
 
 static void test_control_bytes_and_wide_line_numbers(void **state)
 {
-	struct gc_diag d = {GC_SEV_ERROR, {"big.yaml", 123456, 2}, "m", "h", "a\x01\x1b[31mb\xff"};
+	struct gc_diag d = {GC_SEV_ERROR, {"big.yaml", 123456, 2}, "m", "h", "a\x01\x1b[31mb\xff", NULL, 0};
 	char *s = fmt(&d);
 
 	assert_string_equal(s, "big.yaml:123456:2: error: m\n"
@@ -71,9 +71,9 @@ static void test_control_bytes_and_wide_line_numbers(void **state)
 
 static void test_no_source_line(void **state)
 {
-	struct gc_diag d = {GC_SEV_ERROR, {"e.yaml", 0, 0}, "out of memory", NULL, NULL};
+	struct gc_diag d = {GC_SEV_ERROR, {"e.yaml", 0, 0}, "out of memory", NULL, NULL, NULL, 0};
 	struct gc_diag d2 = {GC_SEV_ERROR, {"e.yaml", 1, 1}, "the spec is empty", "start here",
-			     NULL};
+			     NULL, NULL, 0};
 	char *s = fmt(&d), *s2 = fmt(&d2);
 
 	assert_string_equal(s, "e.yaml: error: out of memory\n");
@@ -85,7 +85,7 @@ static void test_no_source_line(void **state)
 static void test_utf8_kept(void **state)
 {
 	struct gc_diag d = {GC_SEV_ERROR, {"u.yaml", 1, 16}, "m", NULL,
-			    "description: \"\xc3\xa9t\xc3\xa9\""};
+			    "description: \"\xc3\xa9t\xc3\xa9\"", NULL, 0};
 	char *s = fmt(&d);
 
 	assert_string_equal(s, "u.yaml:1:16: error: m\n"

@@ -144,6 +144,25 @@ static void test_shown_text_cannot_drive_the_terminal(void **state)
 	assert_shown("ok\xe2\x82", false, "ok\\xe2\\x82");
 }
 
+static void test_put_utf8_keeps_json_utf8(void **state)
+{
+	struct gc_buf b = GC_BUF_INIT;
+
+	(void)state;
+	gc_buf_put_utf8(&b, "caf\xc3\xa9 \xf0\x9d\x9b\x91\t\033");
+	assert_string_equal(gc_buf_str(&b), "caf\xc3\xa9 \xf0\x9d\x9b\x91\t\033"); /* as it is */
+	gc_buf_reset(&b);
+	/* stray, overlong, surrogate, cut short: one U+FFFD per byte */
+	gc_buf_put_utf8(&b, "caf\xe9\"|\xc0\xaf|\xed\xa0\x80|ok\xe2\x82");
+	assert_string_equal(gc_buf_str(&b), "caf\xef\xbf\xbd\"|\xef\xbf\xbd\xef\xbf\xbd|"
+					    "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd|ok"
+					    "\xef\xbf\xbd\xef\xbf\xbd");
+	gc_buf_reset(&b);
+	gc_buf_put_utf8(&b, NULL);
+	assert_string_equal(gc_buf_str(&b), "");
+	gc_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -151,6 +170,7 @@ int main(void)
 		cmocka_unit_test(test_arena),        cmocka_unit_test(test_did_you_mean),
 		cmocka_unit_test(test_patterns),     cmocka_unit_test(test_shell_quote),
 		cmocka_unit_test(test_shown_text_cannot_drive_the_terminal),
+		cmocka_unit_test(test_put_utf8_keeps_json_utf8),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -257,7 +257,8 @@ static void test_json(void **state)
 	assert_true(json_object_get_double(field(o, "wall_s")) == 12.34);
 	assert_non_null(strstr(gc_buf_str(&b), "\"wall_s\": 12.340,\n"));
 	s = field(o, "summary");
-	assert_int_equal(json_object_object_length(s), 4);
+	assert_int_equal(json_object_object_length(s), 5);
+	assert_str_field(s, "result", "failed");
 	assert_int_equal(json_object_get_int(field(s, "pass")), 2);
 	assert_int_equal(json_object_get_int(field(s, "fail")), 2);
 	assert_int_equal(json_object_get_int(field(s, "skip")), 1);
@@ -304,8 +305,18 @@ static void test_json_empty(void **state)
 	assert_int_equal(json_object_get_int(field(s, "fail")), 0);
 	assert_int_equal(json_object_get_int(field(s, "skip")), 0);
 	assert_true(json_object_get_boolean(field(s, "ok")));
+	assert_str_field(s, "result", "nothing_to_check"); /* exit 5 */
 	assert_int_equal(json_object_array_length(field(o, "targets")), 0);
 	json_object_put(o);
+	gc_buf_reset(&b);
+	gc_vreport_add(&r, GC_CT_MPI, "mpirun", "mpi.run", GC_CHECK_PASS, NULL, "ok \xff", NULL);
+	gc_vreport_render_json(&b, &r);
+	o = json_tokener_parse(gc_buf_str(&b));
+	assert_str_field(field(o, "summary"), "result", "ok");
+	/* a host's byte that is not UTF-8 cannot make the document other than UTF-8 */
+	assert_non_null(strstr(gc_buf_str(&b), "\"found\": \"ok \xef\xbf\xbd\""));
+	json_object_put(o);
+	gc_vreport_free(&r);
 	gc_buf_free(&b);
 }
 
