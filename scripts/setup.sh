@@ -31,7 +31,7 @@ packages=(
 	# the KVM path: a real libvirtd with QEMU (started by the tests, no
 	# systemd needed; installing it also upgrades some systemd packages) and
 	# OVMF, which the domains' EFI firmware resolves to
-	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients ovmf
+	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients ovmf tini
 )
 [ "${GC_SETUP_FUZZ:-0}" = 1 ] && packages+=(clang libclang-rt-14-dev)
 
