@@ -84,16 +84,17 @@ static void log_line(void *ctx, const char *line)
 
 static const char banner[] = "\r\n\x1b[0mMellanox Switch\r\n\r\n" P " > ";
 
-static const struct step login[] = {
-	{"enable\n", "enable\r\npassword: "},
-	{"s3cret\n", "\r\n" P " # "},
-	{"no cli session paging enable\n", "no cli session paging enable\r\n" P " # "},
-};
+/* The login steps, as a macro: a static array's initializer may not read
+ * another array's elements (gcc allows it, clang does not). */
+#define LOGIN_STEPS                                                                         \
+	{"enable\n", "enable\r\npassword: "},                                                    \
+	{"s3cret\n", "\r\n" P " # "},                                                            \
+	{"no cli session paging enable\n", "no cli session paging enable\r\n" P " # "}
 
 static void test_fake_session(void **state)
 {
 	static const struct step steps[] = {
-		login[0], login[1], login[2],
+		LOGIN_STEPS,
 		{"show version\n", "show version\r\nProduct name:      Onyx\r\n"
 				   "Product release:   3.9.0300\r\n## not a prompt # \r\n"
 				   "other-host [standalone: master] # \r\n\r\n" P " # "},
