@@ -2,8 +2,7 @@
 # setup.sh - install the Debian 12 packages that building, the local lab and
 # the test suite need.  Idempotent; needs root (or sudo) on a fresh machine.
 #
-#   scripts/setup.sh            # build + lab + tests
-#   GC_SETUP_FUZZ=1 scripts/setup.sh   # also clang's libFuzzer runtime
+#   scripts/setup.sh            # build + lab + tests (fuzzers included)
 set -euo pipefail
 
 packages=(
@@ -12,6 +11,9 @@ packages=(
 	libyaml-dev libjson-c-dev libssh2-1-dev libcurl4-openssl-dev libxml2-dev libvirt-dev
 	# tests
 	libcmocka-dev libibverbs-dev python3 python3-yaml python3-jsonschema graphviz
+	# the fuzzers (scripts/test.sh's fuzz pass, scripts/fuzz.sh): clang, its
+	# libFuzzer and sanitizer runtimes, llvm-symbolizer for readable reports
+	clang libclang-rt-14-dev llvm
 	# validate: its JUnit XML checked against the schema (xmllint), Open MPI for
 	# the MPI bandwidth test of the probe
 	libxml2-utils openmpi-bin
@@ -28,7 +30,6 @@ packages=(
 	qemu-system-x86 qemu-utils debootstrap e2fsprogs apt-utils dpkg-dev
 	linux-headers-amd64 kmod
 )
-[ "${GC_SETUP_FUZZ:-0}" = 1 ] && packages+=(clang libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do
