@@ -101,7 +101,8 @@ static void conversation(struct gc_onyx_session *s, struct gc_error *err)
 
 	memset(&v, 0, sizeof(v));
 	gc_onyx_state_init(&st);
-	if (gc_onyx_session_observe(s, &v, &st, true, err) == 0 && gc_onyx_desired(&d, &sw, err) == 0) {
+	if (gc_onyx_session_observe(s, &v, &st, true, err) == 0 &&
+	    gc_onyx_desired(&d, &sw, err) == 0) {
 		touch(v.product);
 		touch(v.release);
 		if (gc_onyx_diff(&cmds, &d, &st, true, err) == 0 &&
@@ -117,7 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool env;
 	struct chan c = {(const char *)data, (const char *)data + size, NULL, NULL, 0};
-	struct gc_onyx_session_opts o = {"sn2700", "GC_FUZZ_ONYX_ENABLE", 1000, 1u << 20, log_line, NULL};
+	struct gc_onyx_session_opts o = {"sn2700", "GC_FUZZ_ONYX_ENABLE", 1000, 1u << 20,
+					 log_line, NULL};
 	struct gc_onyx_chan ch = {&c, chan_read, chan_write};
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_onyx_session *s = NULL;
@@ -133,8 +135,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* a prompt was seen (the mode it shows is the switch's to choose: a
 		 * session dropped to user mode fails on its next command) */
 		must(gc_onyx_session_mode(s) != GC_ONYX_MODE_NONE);
-		must(host[0] != '\0' && strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-						     "0123456789-_.") == strlen(host));
+		must(host[0] != '\0' && strspn(host, "abcdefghijklmnopqrstuvwxyz"
+						     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
+						     strlen(host));
 		conversation(s, &err);
 		gc_onyx_session_close(s);
 	}

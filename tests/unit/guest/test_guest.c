@@ -255,24 +255,22 @@ static void test_dcb_json(void **state)
  * (strcmp on NULL), found by fuzz_guest_parts. */
 static void test_ip_rdma_json_odd_members(void **state)
 {
+	static const char ip[] =
+		"[{\"ifname\":null},{\"ifname\":7},{\"ifname\":\"ens224\",\"mtu\":9000,"
+		"\"addr_info\":[{\"family\":null,\"local\":\"10.0.0.1\",\"prefixlen\":8},"
+		"{\"family\":\"inet\",\"local\":null,\"prefixlen\":8},"
+		"{\"family\":\"inet\",\"local\":\"198.18.0.51\",\"prefixlen\":24}]}]";
+	static const char rdma[] =
+		"[{\"ifname\":null},{\"ifname\":\"mlx5_0\",\"netdev\":null,\"state\":\"ACTIVE\"}]";
 	struct gc_guest_facts f;
 
 	memset(&f, 0, sizeof(f));
-	assert_int_equal(gc_guest_parse_ip_json(&f, "ens224",
-						"[{\"ifname\":null},{\"ifname\":7},{\"ifname\":\"ens224\","
-						"\"mtu\":9000,\"addr_info\":[{\"family\":null,\"local\":"
-						"\"10.0.0.1\",\"prefixlen\":8},{\"family\":\"inet\",\"local\""
-						":null,\"prefixlen\":8},{\"family\":\"inet\",\"local\":"
-						"\"198.18.0.51\",\"prefixlen\":24}]}]"),
-			 0);
+	assert_int_equal(gc_guest_parse_ip_json(&f, "ens224", ip), 0);
 	assert_true(f.if_present);
 	assert_int_equal(f.mtu, 9000);
 	assert_int_equal(f.naddrs, 1);
 	assert_string_equal(f.addrs[0], "198.18.0.51/24");
-	assert_int_equal(gc_guest_parse_rdma_json(&f, "mlx5_0",
-						  "[{\"ifname\":null},{\"ifname\":\"mlx5_0\",\"netdev\":"
-						  "null,\"state\":\"ACTIVE\"}]"),
-			 0);
+	assert_int_equal(gc_guest_parse_rdma_json(&f, "mlx5_0", rdma), 0);
 	assert_null(f.rdma_netdev);
 	assert_string_equal(f.rdma_state, "ACTIVE");
 	gc_guest_facts_free(&f);
