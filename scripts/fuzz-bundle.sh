@@ -18,22 +18,14 @@ mkdir -p "$b/bin" "$b/lib" "$b/scripts" "$b/fuzz"
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DGC_WERROR=ON -DGC_SANITIZE=ON -DGC_FUZZ=ON \
 	-DGC_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-fuzz -j"$(nproc 2>/dev/null || echo 2)" --target fuzzers >/dev/null
-for t in $(ls fuzz/corpus); do
-	cp "build-fuzz/fuzz/fuzz_$t" "$b/bin/"
+for d in fuzz/corpus/*/; do
+	cp "build-fuzz/fuzz/fuzz_$(basename "$d")" "$b/bin/"
 done
 strip --strip-debug "$b"/bin/*
 cp scripts/fuzz.sh scripts/fuzz-campaign.sh "$b/scripts/"
 cp fuzz/run.sh "$b/fuzz/"
 cp -r fuzz/corpus "$b/fuzz/"
-for f in "$b"/bin/*; do
-	ldd "$f" | awk '$3 ~ /^\// {print $3}'
-done | sort -u | while read -r lib; do
-	case "$(basename "$lib")" in
-	libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | libresolv.so.* | ld-linux*) ;;
-	*) cp -L "$lib" "$b/lib/" ;;
-	esac
-done
-strip --strip-unneeded "$b"/lib/* 2>/dev/null || true
+scripts/bundle-libs.sh "$b/lib" "$b"/bin/*
 ldd --version 2>&1 | sed -n 1p >"$b/glibc.txt"
 git describe --always --dirty >"$b/commit.txt"
 mkdir -p "$dest"

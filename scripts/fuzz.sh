@@ -43,7 +43,7 @@ case $seconds in '' | *[!0-9]*) usage ;; esac
 
 bin=${GC_FUZZ_BIN:-}
 if [ -z "$bin" ]; then
-	build=build-fuzz
+	build="build-fuzz"
 	if [ ! -f "$build/CMakeCache.txt" ]; then
 		echo "== configure $build (clang, libFuzzer, ASan+UBSan)" >&2
 		cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DGC_WERROR=ON -DGC_SANITIZE=ON \
@@ -82,6 +82,6 @@ crashes=$(find "$out" -maxdepth 1 -type f \( -name 'crash-*' -o -name 'leak-*' -
 	-o -name 'oom-*' \) | wc -l)
 [ "$rc" = 0 ] || [ "$crashes" -gt 0 ] || crashes="? (libFuzzer exit status $rc: see $out/fuzz.log)"
 echo "$target seconds=$seconds execs=${execs:-?} cov=${cov:-?} ft=${ft:-?}" \
-	"new=$(ls "$out/new" | wc -l)" \
-	"interesting=$(ls "$out/interesting" | wc -l) crashes=$crashes"
+	"new=$(find "$out/new" -type f | wc -l)" \
+	"interesting=$(find "$out/interesting" -type f | wc -l) crashes=$crashes"
 [ "$rc" = 0 ]
