@@ -21,24 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "../src/drivers/vcenter/soap.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* An invariant that does not hold is a crash, in every build type. */
-static void must(bool ok)
-{
-	if (!ok)
-		abort();
-}
-
-/* Read the whole string, so ASan sees one that is dangling or unterminated. */
-static volatile size_t sink;
-
-static void touch(const char *s)
-{
-	sink += s ? strlen(s) : 0;
-}
 
 static void check_vm(const struct gc_vcenter_inventory *inv, const struct gc_vcenter_vm *vm)
 {

@@ -16,15 +16,7 @@ mkdir -p "$out/bin" "$out/lib"
 cmake --build build -j2 --target gpuclusterctl gpuclusterctl-probe-portable >/dev/null
 cp build/src/cli/gpuclusterctl build/src/probe/gpuclusterctl-probe-portable "$out/bin/"
 cp /usr/sbin/sshd /usr/bin/ssh-keygen "$out/bin/"
-for b in "$out"/bin/*; do
-	ldd "$b" | awk '$3 ~ /^\// {print $3}'
-done | sort -u | while read -r lib; do
-	case "$(basename "$lib")" in
-	libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libresolv.so.*|ld-linux*) ;;
-	*) cp -L "$lib" "$out/lib/" ;;
-	esac
-done
-strip --strip-unneeded "$out"/lib/* 2>/dev/null || true
+scripts/bundle-libs.sh "$out/lib" "$out"/bin/*
 /usr/bin/ldd --version 2>&1 | sed -n 1p > "$out/glibc.txt"
 
 # ICU's data alone is 31 MB (libxml2's dependency): travel compressed

@@ -2,8 +2,7 @@
 # setup.sh - install the Debian 12 packages that building, the local lab and
 # the test suite need.  Idempotent; needs root (or sudo) on a fresh machine.
 #
-#   scripts/setup.sh            # build + lab + tests
-#   GC_SETUP_FUZZ=1 scripts/setup.sh   # also clang's libFuzzer runtime
+#   scripts/setup.sh            # build + lab + tests (fuzzers included)
 set -euo pipefail
 
 packages=(
@@ -13,6 +12,9 @@ packages=(
 	# tests (python3-jsonschema: every --json against specs/; graphviz: graph --dot
 	# rendered; man-db and zsh: the installed man page and completions, tests/install)
 	libcmocka-dev libibverbs-dev python3 python3-yaml python3-jsonschema graphviz man-db zsh
+	# the fuzzers (scripts/test.sh's fuzz pass, scripts/fuzz.sh): clang, its
+	# libFuzzer and sanitizer runtimes, llvm-symbolizer for readable reports
+	clang libclang-rt-14-dev llvm
 	# validate: its JUnit XML checked against the schema (xmllint), Open MPI for
 	# the MPI bandwidth test of the probe
 	libxml2-utils openmpi-bin
@@ -33,7 +35,6 @@ packages=(
 	# OVMF, which the domains' EFI firmware resolves to
 	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients ovmf tini
 )
-[ "${GC_SETUP_FUZZ:-0}" = 1 ] && packages+=(clang libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do

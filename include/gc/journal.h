@@ -55,6 +55,11 @@ struct gc_jhistory {
 };
 int gc_journal_read(struct gc_jhistory *out, const char *state_dir, const char *cluster,
 		    struct gc_error *err);
+/* The same from a journal's bytes (name: for messages, "name:line: ...");
+ * what gc_journal_read() runs on the file, and fuzz/fuzz_journal.c on
+ * anything. */
+int gc_journal_parse(struct gc_jhistory *out, const char *name, const char *data, size_t len,
+		     struct gc_error *err);
 void gc_jhistory_free(struct gc_jhistory *h);
 /* The state of the newest record for (target, kind), across runs; -1 when
  * never recorded.  Used for: reboot started but never confirmed,

@@ -116,6 +116,9 @@ bool cli_is_plan_file(const char *path);
 int cli_plan_write(const char *path, const char *spec, unsigned kinds, const char *const *targets,
 		   size_t ntargets, const struct gc_exec_report *rep, const struct gc_plan *plan);
 int cli_plan_read(struct cli_saved_plan *out, const char *path);
+/* The same from the file's bytes, printing nothing: -1 when they are not a
+ * plan file of this version (fuzz/fuzz_saved_plan.c feeds it anything). */
+int cli_plan_parse(struct cli_saved_plan *out, const char *text, size_t len);
 /* Per target of g: the saved fingerprint or NULL; caller frees the array. */
 const char **cli_plan_fingerprints(const struct cli_saved_plan *p, const struct gc_graph *g);
 /* The plan equals the saved one (as `plan --json` renders both). */

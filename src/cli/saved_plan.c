@@ -170,17 +170,19 @@ static const char *str_field(struct json_object *o, const char *key)
 	return json_object_get_string(v);
 }
 
-int cli_plan_read(struct cli_saved_plan *out, const char *path)
+int cli_plan_parse(struct cli_saved_plan *out, const char *text, size_t len)
 {
+	struct json_tokener *tok = json_tokener_new();
 	struct json_object *v, *arr;
-	size_t len = 0, i, k;
-	char *text = slurp(path, PLAN_FILE_MAX, &len);
+	size_t i, k, tlen = strnlen(text, len); /* as far as json_tokener_parse() reads */
 
 	memset(out, 0, sizeof(*out));
-	if (text == NULL)
-		return cli_error("cannot read '%s': %s", path, strerror(errno));
-	out->root = json_tokener_parse(text);
-	free(text);
+	out->root = json_tokener_parse_ex(tok, text, tlen > INT_MAX ? INT_MAX : (int)tlen);
+	if (json_tokener_get_error(tok) != json_tokener_success) {
+		json_object_put(out->root);
+		out->root = NULL;
+	}
+	json_tokener_free(tok);
 	if (out->root == NULL || !json_object_object_get_ex(out->root, "gpuclusterctl_plan", &v) ||
 	    json_object_get_int(v) != 1 || str_field(out->root, "spec") == NULL ||
 	    str_field(out->root, "spec_hash") == NULL ||
@@ -189,7 +191,7 @@ int cli_plan_read(struct cli_saved_plan *out, const char *path)
 	    !json_object_object_get_ex(out->root, "plan", &out->plan) ||
 	    !json_object_is_type(out->plan, json_type_object)) {
 		cli_saved_plan_free(out);
-		return cli_error("'%s' is not a plan file of this version (plan --out FILE writes one)", path);
+		return -1;
 	}
 	out->spec = str_field(out->root, "spec");
 	out->spec_hash = str_field(out->root, "spec_hash");
@@ -214,6 +216,22 @@ int cli_plan_read(struct cli_saved_plan *out, const char *path)
 				out->targets[out->ntargets++] = w;
 		}
 	}
+	return 0;
+}
+
+int cli_plan_read(struct cli_saved_plan *out, const char *path)
+{
+	size_t len = 0;
+	char *text = slurp(path, PLAN_FILE_MAX, &len);
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (text == NULL)
+		return cli_error("cannot read '%s': %s", path, strerror(errno));
+	rc = cli_plan_parse(out, text, len);
+	free(text);
+	if (rc != 0)
+		return cli_error("'%s' is not a plan file of this version (plan --out FILE writes one)", path);
 	return 0;
 }
 

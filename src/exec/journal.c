@@ -183,27 +183,15 @@ static void record_free(struct gc_jrecord *r)
 	free(r->detail);
 }
 
-int gc_journal_read(struct gc_jhistory *out, const char *state_dir, const char *cluster,
-		    struct gc_error *err)
+int gc_journal_parse(struct gc_jhistory *out, const char *name, const char *data, size_t len,
+		     struct gc_error *err)
 {
 	struct gc_jhistory h = {NULL, 0};
-	char *path, *data = NULL, *p;
-	size_t len = 0, lineno = 0;
+	const char *p;
+	size_t lineno = 0;
 
-	path = state_path(state_dir, cluster, "journal", err);
-	if (path == NULL)
-		return err->code;
-	if (access(path, F_OK) != 0) {
-		free(path);
-		*out = h;
-		return 0;
-	}
-	if (gc_read_file(&data, &len, path, JOURNAL_MAX, err) != 0) {
-		free(path);
-		return err->code;
-	}
 	for (p = data; p < data + len;) {
-		char *nl = memchr(p, '\n', (size_t)(data + len - p));
+		const char *nl = memchr(p, '\n', (size_t)(data + len - p));
 		struct gc_jrecord r;
 
 		lineno++;
@@ -212,21 +200,41 @@ int gc_journal_read(struct gc_jhistory *out, const char *state_dir, const char *
 		if (nl > p) {
 			if (parse_record(&r, p, (size_t)(nl - p)) != 0) {
 				record_free(&r);
-				gc_error_set(err, GC_EIO, "%s:%zu: corrupt journal record", path, lineno);
 				gc_jhistory_free(&h);
-				free(data);
-				free(path);
-				return err->code;
+				return gc_error_set(err, GC_EIO, "%s:%zu: corrupt journal record", name,
+						    lineno);
 			}
 			h.records = gc_xrealloc(h.records, (h.n + 1) * sizeof(*h.records));
 			h.records[h.n++] = r;
 		}
 		p = nl + 1;
 	}
-	free(data);
-	free(path);
 	*out = h;
 	return 0;
+}
+
+int gc_journal_read(struct gc_jhistory *out, const char *state_dir, const char *cluster,
+		    struct gc_error *err)
+{
+	char *path, *data = NULL;
+	size_t len = 0;
+	int rc;
+
+	path = state_path(state_dir, cluster, "journal", err);
+	if (path == NULL)
+		return err->code;
+	if (access(path, F_OK) != 0) {
+		free(path);
+		out->records = NULL;
+		out->n = 0;
+		return 0;
+	}
+	rc = gc_read_file(&data, &len, path, JOURNAL_MAX, err);
+	if (rc == 0)
+		rc = gc_journal_parse(out, path, data, len, err);
+	free(data);
+	free(path);
+	return rc;
 }
 
 void gc_jhistory_free(struct gc_jhistory *h)

@@ -416,6 +416,24 @@ int gc_guest_parse_smi_xml(struct gc_guest_facts *f, const char *xml, size_t len
 
 /* ---------------------------------------------------------------- ip -j, rdma -j, dcb -j */
 
+/* The string member key of o; NULL when absent or not a string (a guest may
+ * print null or a number where iproute2 prints a name). */
+static const char *json_str(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static bool json_str_is(struct json_object *o, const char *key, const char *want)
+{
+	const char *v = json_str(o, key);
+
+	return v != NULL && strcmp(v, want) == 0;
+}
+
 int gc_guest_parse_ip_json(struct gc_guest_facts *f, const char *ifname, const char *json)
 {
 	struct json_object *arr = json ? json_tokener_parse(json) : NULL;
@@ -429,8 +447,7 @@ int gc_guest_parse_ip_json(struct gc_guest_facts *f, const char *ifname, const c
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *o = json_object_array_get_idx(arr, i), *v, *ai;
 
-		if (!json_object_object_get_ex(o, "ifname", &v) ||
-		    strcmp(json_object_get_string(v), ifname) != 0)
+		if (!json_str_is(o, "ifname", ifname))
 			continue;
 		f->if_present = true;
 		if (json_object_object_get_ex(o, "mtu", &v))
@@ -439,16 +456,14 @@ int gc_guest_parse_ip_json(struct gc_guest_facts *f, const char *ifname, const c
 		    !json_object_is_type(ai, json_type_array))
 			break;
 		for (size_t k = 0; k < json_object_array_length(ai) && f->naddrs < 16; k++) {
-			struct json_object *a = json_object_array_get_idx(ai, k), *fam, *loc, *pl;
+			struct json_object *a = json_object_array_get_idx(ai, k), *pl;
+			const char *loc = json_str(a, "local");
 			char buf[64];
 
-			if (!json_object_object_get_ex(a, "family", &fam) ||
-			    strcmp(json_object_get_string(fam), "inet") != 0 ||
-			    !json_object_object_get_ex(a, "local", &loc) ||
+			if (!json_str_is(a, "family", "inet") || loc == NULL ||
 			    !json_object_object_get_ex(a, "prefixlen", &pl))
 				continue;
-			snprintf(buf, sizeof(buf), "%s/%d", json_object_get_string(loc),
-				 json_object_get_int(pl));
+			snprintf(buf, sizeof(buf), "%s/%d", loc, json_object_get_int(pl));
 			f->addrs = gc_xrealloc(f->addrs, (f->naddrs + 1) * sizeof(*f->addrs));
 			f->addrs[f->naddrs++] = gc_xstrdup(buf);
 		}
@@ -469,15 +484,15 @@ int gc_guest_parse_rdma_json(struct gc_guest_facts *f, const char *dev, const ch
 		return -1;
 	}
 	for (size_t i = 0; i < json_object_array_length(arr); i++) {
-		struct json_object *o = json_object_array_get_idx(arr, i), *v;
+		struct json_object *o = json_object_array_get_idx(arr, i);
+		const char *v;
 
-		if (!json_object_object_get_ex(o, "ifname", &v) ||
-		    strcmp(json_object_get_string(v), dev) != 0)
+		if (!json_str_is(o, "ifname", dev))
 			continue;
-		if (json_object_object_get_ex(o, "netdev", &v))
-			f->rdma_netdev = gc_xstrdup(json_object_get_string(v));
-		if (json_object_object_get_ex(o, "state", &v))
-			f->rdma_state = gc_xstrdup(json_object_get_string(v));
+		if ((v = json_str(o, "netdev")) != NULL)
+			f->rdma_netdev = gc_xstrdup(v);
+		if ((v = json_str(o, "state")) != NULL)
+			f->rdma_state = gc_xstrdup(v);
 		break;
 	}
 	json_object_put(arr);
@@ -501,8 +516,10 @@ void gc_guest_parse_dcb(struct gc_guest_facts *f, const char *pfc_json, const ch
 		f->pfc_priority = -1;
 		json_object_object_foreach(v, key, val)
 		{
-			if (json_object_get_boolean(val))
-				f->pfc_priority = f->pfc_priority == -1 ? atoi(key) : -2;
+			/* a priority is "0".."7"; any other key is not one */
+			if (key[0] >= '0' && key[0] <= '7' && key[1] == '\0' &&
+			    json_object_get_boolean(val))
+				f->pfc_priority = f->pfc_priority == -1 ? key[0] - '0' : -2;
 		}
 	}
 	if (app != NULL && json_object_is_type(app, json_type_object)) {

@@ -19,7 +19,10 @@
  * output line starting with '%' is the switch saying no (GC_EREMOTE, with its
  * own words, the switch name and the command).  Each command has a deadline
  * and an output cap.  The enable secret comes from an environment variable,
- * is written once to the channel and never logged or put in a message.
+ * is written once to the channel and never logged or put in a message: what
+ * the switch sends back has every occurrence of it masked before anyone
+ * reads it (a switch may echo it, or answer `% Unrecognized command "..."`
+ * when a prompt was mistaken for the password prompt).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -38,6 +41,7 @@ struct gc_onyx_session {
 	char host[64]; /* learned from the first prompt */
 	enum gc_onyx_mode mode;
 	char submode[96];
+	char secret_env[128]; /* the enable secret's variable: its name, never its value */
 	int timeout_ms;
 	size_t max_output;
 	void (*log)(void *log_ctx, const char *line_sent);
@@ -151,9 +155,20 @@ static void take_bytes(struct gc_onyx_session *s, const char *p, size_t n)
 	}
 }
 
+/* Mask every occurrence of the enable secret in text (in place). */
+static void mask_secret(const struct gc_onyx_session *s, char *text)
+{
+	const char *secret = s->secret_env[0] ? getenv(s->secret_env) : NULL;
+	size_t n = secret ? strlen(secret) : 0;
+
+	for (char *p = n ? strstr(text, secret) : NULL; p != NULL; p = strstr(p + n, secret))
+		memset(p, '*', n);
+}
+
 /*
  * Read until the buffer ends in a prompt (or a password prompt when allowed).
- * *out gets everything before the prompt line (caller frees).
+ * *out gets everything before the prompt line (caller frees), the enable
+ * secret masked.
  */
 static int read_until(struct gc_onyx_session *s, char **out, enum got *got, bool allow_password,
 		      const char *what, struct gc_error *err)
@@ -202,6 +217,7 @@ static int read_until(struct gc_onyx_session *s, char **out, enum got *got, bool
 		continue;
 	found:
 		*out = gc_xstrndup(b, (size_t)(tail - b));
+		mask_secret(s, *out);
 		gc_buf_reset(&s->in);
 		return 0;
 	}
@@ -314,8 +330,9 @@ int gc_onyx_session_exec(struct gc_onyx_session *s, char **out, const char *cmd,
 	return 0;
 }
 
-static int enable(struct gc_onyx_session *s, const char *env, struct gc_error *err)
+static int enable(struct gc_onyx_session *s, struct gc_error *err)
 {
+	const char *env = s->secret_env[0] ? s->secret_env : NULL;
 	const char *secret = env ? getenv(env) : NULL;
 	char *text = NULL, *msg;
 	enum got got;
@@ -371,13 +388,15 @@ int gc_onyx_session_open(struct gc_onyx_session **out, const struct gc_onyx_chan
 	s->max_output = opts && opts->max_output ? opts->max_output : GC_ONYX_MAX_OUTPUT;
 	s->log = opts ? opts->log : NULL;
 	s->log_ctx = opts ? opts->log_ctx : NULL;
+	if (opts && opts->enable_password_env)
+		snprintf(s->secret_env, sizeof(s->secret_env), "%s", opts->enable_password_env);
 	/* banner ("Mellanox Switch"), motd, then the first prompt */
 	rc = read_until(s, &text, &got, false, "login", err);
 	if (rc)
 		goto out;
 	free(text);
 	if (s->mode == GC_ONYX_MODE_USER) {
-		rc = enable(s, opts ? opts->enable_password_env : NULL, err);
+		rc = enable(s, err);
 		if (rc)
 			goto out;
 	}

@@ -227,6 +227,26 @@ rc, out, err = run("plan", "--offline", "-target", "esx0[12]", roce)
 check("plan -target (Terraform) is --target", rc == 2 and "esxi esx02\n" in out and "esx03" not in out,
       out + err)
 
+# saved plans (apply FILE): refused before anything is observed
+with tempfile.TemporaryDirectory() as tmp:
+    bad = os.path.join(tmp, "v2.plan")
+    with open(bad, "w") as f:
+        json.dump({"gpuclusterctl_plan": 2, "spec": "/x.yaml", "spec_hash": "fnv1a64:0",
+                   "fingerprints": {}, "plan": {}}, f)
+    rc, out, err = run("apply", bad)
+    check("apply FILE: a plan file of another version is refused",
+          rc == 1 and out == "" and err == f"gpuclusterctl: error: '{bad}' is not a plan file of "
+          "this version (plan --out FILE writes one)\n", err)
+    spec = os.path.join(SRC, roce)
+    stale = os.path.join(tmp, "stale.plan")
+    with open(stale, "w") as f:
+        json.dump({"gpuclusterctl_plan": 1, "spec": spec, "spec_hash": "fnv1a64:0000000000000000",
+                   "only": [], "targets": [], "fingerprints": {}, "plan": {"format_version": 1}}, f)
+    rc, out, err = run("apply", stale)
+    check("apply FILE: a spec changed since the plan was saved is refused",
+          rc == 1 and out == "" and err == f"gpuclusterctl: error: the spec '{spec}' changed since "
+          "the plan was saved: nothing was changed; run plan --out again and review it\n", err)
+
 rc, out, err = run("unlock", roce)
 check("unlock without --force: refused, nothing touched",
       rc == 64 and out == "" and err.startswith(

@@ -239,6 +239,41 @@ static void test_dcb_json(void **state)
 	assert_int_equal(f.pfc_priority, -2);
 	assert_string_equal(f.trust, "pcp");
 	gc_guest_facts_free(&f);
+	/* keys that are no priority 0-7 are not read as one (found by
+	 * fuzz_guest_parts: "9" became priority 9, "x" priority 0) */
+	memset(&f, 0, sizeof(f));
+	gc_guest_parse_dcb(&f, "{\"prio_pfc\":{\"9\":true,\"x\":true,\"-1\":true,\"3\":true,"
+			       "\"33\":true}}",
+			   NULL);
+	assert_int_equal(f.pfc_priority, 3);
+	gc_guest_facts_free(&f);
+	(void)state;
+}
+
+/* Members that are null or not strings where iproute2 prints names (a
+ * guest's output is not trusted) are skipped; they crashed the reader
+ * (strcmp on NULL), found by fuzz_guest_parts. */
+static void test_ip_rdma_json_odd_members(void **state)
+{
+	static const char ip[] =
+		"[{\"ifname\":null},{\"ifname\":7},{\"ifname\":\"ens224\",\"mtu\":9000,"
+		"\"addr_info\":[{\"family\":null,\"local\":\"10.0.0.1\",\"prefixlen\":8},"
+		"{\"family\":\"inet\",\"local\":null,\"prefixlen\":8},"
+		"{\"family\":\"inet\",\"local\":\"198.18.0.51\",\"prefixlen\":24}]}]";
+	static const char rdma[] =
+		"[{\"ifname\":null},{\"ifname\":\"mlx5_0\",\"netdev\":null,\"state\":\"ACTIVE\"}]";
+	struct gc_guest_facts f;
+
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(gc_guest_parse_ip_json(&f, "ens224", ip), 0);
+	assert_true(f.if_present);
+	assert_int_equal(f.mtu, 9000);
+	assert_int_equal(f.naddrs, 1);
+	assert_string_equal(f.addrs[0], "198.18.0.51/24");
+	assert_int_equal(gc_guest_parse_rdma_json(&f, "mlx5_0", rdma), 0);
+	assert_null(f.rdma_netdev);
+	assert_string_equal(f.rdma_state, "ACTIVE");
+	gc_guest_facts_free(&f);
 	(void)state;
 }
 
@@ -375,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_forged_marker),
 		cmocka_unit_test(test_dcb_json),
+		cmocka_unit_test(test_ip_rdma_json_odd_members),
 		cmocka_unit_test(test_render_networkd_exact),
 		cmocka_unit_test(test_render_qos_script),
 		cmocka_unit_test(test_record),
