@@ -77,7 +77,7 @@ _gpuclusterctl()
 			COMPREPLY=($(compgen -d -- "$cur"))
 			compopt -o filenames 2>/dev/null
 			;;
-		KINDS) _gpuclusterctl_list "esxi switch vcenter guest" ;;
+		KINDS) _gpuclusterctl_list "esxi switch vcenter guest kvm libvirt" ;;
 		GROUPS) _gpuclusterctl_list "config node pairs cuda" ;;
 		'NAME|GLOB')
 			for ((i = 1; i < ${#COMP_WORDS[@]}; i++)); do

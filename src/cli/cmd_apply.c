@@ -49,7 +49,8 @@ const char cmd_apply_usage[] =
 	"  --yes, --auto-approve  apply without asking (without a terminal on standard\n"
 	"                         input, apply refuses unless given this or a saved plan)\n"
 	"  --only KINDS           act only on these target kinds (comma list of esxi,\n"
-	"                         switch, vcenter, guest); others are left untouched\n"
+	"                         switch, vcenter, guest, kvm, libvirt); others are left\n"
+	"                         untouched\n"
 	"  --target NAME|GLOB     act only on this host, switch, vCenter or VM (fnmatch\n"
 	"                         pattern; repeatable); others are left untouched\n"
 	"  --parallelism N        targets worked on at once (default 64)\n"
@@ -368,32 +369,6 @@ static void show_event(struct evctx *c, const struct gc_exec_event *ev)
 	gc_buf_free(&shown);
 }
 
-static int parse_only(unsigned *kinds, const char *list)
-{
-	char *copy = gc_xstrdup(list), *save = NULL, *tok;
-	int rc = 0;
-
-	*kinds = 0;
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (strcmp(tok, "esxi") == 0)
-			*kinds |= 1u << GC_TARGET_ESXI;
-		else if (strcmp(tok, "switch") == 0)
-			*kinds |= 1u << GC_TARGET_SWITCH;
-		else if (strcmp(tok, "vcenter") == 0)
-			*kinds |= 1u << GC_TARGET_VCENTER;
-		else if (strcmp(tok, "guest") == 0)
-			*kinds |= 1u << GC_TARGET_GUEST;
-		else if (strcmp(tok, "kvm") == 0)
-			*kinds |= 1u << GC_TARGET_KVM;
-		else if (strcmp(tok, "libvirt") == 0)
-			*kinds |= 1u << GC_TARGET_LIBVIRT;
-		else
-			rc = -1;
-	}
-	free(copy);
-	return rc == 0 && *kinds != 0 ? 0 : -1;
-}
-
 static bool parse_uint(unsigned *out, const char *s, unsigned min, unsigned max)
 {
 	char *end;
@@ -597,8 +572,8 @@ int cmd_apply(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+hv", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			if (parse_only(&o.kinds, optarg) != 0)
-				return cli_usage_error("apply", "--only takes a comma list of esxi, switch, vcenter, guest; got '%s'", optarg);
+			if (cli_parse_kinds(&o.kinds, optarg) != 0)
+				return cli_usage_error("apply", "--only takes a comma list of esxi, switch, vcenter, guest, kvm, libvirt; got '%s'", optarg);
 			break;
 		case 'y':
 			ap.yes = true;

@@ -43,7 +43,8 @@ const char cmd_plan_usage[] =
 	"\n"
 	"  --offline          plan as if nothing exists yet; touch nothing\n"
 	"  --observed FILE    plan against an observed-state snapshot (JSON); touch nothing\n"
-	"  --only KINDS       plan only for these target kinds (esxi,switch,vcenter,guest)\n"
+	"  --only KINDS       plan only for these target kinds\n"
+	"                     (esxi,switch,vcenter,guest,kvm,libvirt)\n"
 	"  --target NAME|GLOB plan only for this host, switch, vCenter or VM (fnmatch\n"
 	"                     pattern; repeatable)\n"
 	"  --json             print the plan as JSON (format_version 1)\n"
@@ -196,7 +197,7 @@ int cmd_plan(int argc, char **argv)
 		case 'k':
 			if (cli_parse_kinds(&xo.kinds, optarg) != 0)
 				return cli_usage_error("plan", "--only takes a comma list of esxi, switch, "
-							       "vcenter, guest; got '%s'", optarg);
+							       "vcenter, guest, kvm, libvirt; got '%s'", optarg);
 			break;
 		case 'w':
 			out_path = optarg;

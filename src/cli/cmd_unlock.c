@@ -82,7 +82,7 @@ int cmd_unlock(int argc, char **argv)
 		case 'o':
 			if (cli_parse_kinds(&o.kinds, optarg) != 0)
 				return cli_usage_error("unlock", "--only takes a comma list of esxi, switch, "
-						       "vcenter, guest; got '%s'", optarg);
+						       "vcenter, guest, kvm, libvirt; got '%s'", optarg);
 			break;
 		case 't':
 			if (ntargets == GC_ARRAY_LEN(targets))

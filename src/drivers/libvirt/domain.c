@@ -155,13 +155,14 @@ static int add_device(xmlNodePtr devs, const struct gc_resource *r, const struct
 		if (v != NULL && strcmp(v, "vf") == 0) {
 			const char *vf = *nvgpu < env->nvgpu_vf_pci ? env->vgpu_vf_pci[*nvgpu] : NULL;
 
+			const char *idx = gc_resource_prop(r, "vf"), *gpu = gc_resource_prop(r, "host_pci");
+
 			(*nvgpu)++;
 			if (vf == NULL)
 				return gc_error_set(err, GC_ENOTFOUND,
 						    "resource '%s': the host shows no VF %s of GPU %s "
 						    "(is SR-IOV on? see docs/kvm.md)",
-						    r->id, gc_resource_prop(r, "vf") ?: "?",
-						    gc_resource_prop(r, "host_pci") ?: "?");
+						    r->id, idx ? idx : "?", gpu ? gpu : "?");
 			return add_hostdev_pci(devs, r, vf, "vgpu", err);
 		}
 		(*nvgpu)++;

@@ -31,6 +31,7 @@
 #include "gc/libvirt.h"
 #include "gc/pattern.h"
 #include "gc/sys/driver.h"
+#include "lv_int.h"
 
 #define SHUTDOWN_TIMEOUT_S 300u
 #define DEFINED_MAX 1024
@@ -111,35 +112,6 @@ static void lv_disconnect(void *conn)
 
 /* ---------------------------------------------------------------- small XML reads */
 
-/* The string value of XPath `expr` in `xml`, or NULL (caller frees). */
-static char *xml_get(const char *xml, const char *expr)
-{
-	xmlDocPtr doc;
-	xmlXPathContextPtr xp;
-	xmlXPathObjectPtr o;
-	char *s = NULL;
-
-	if (xml == NULL)
-		return NULL;
-	doc = xmlReadMemory(xml, (int)strlen(xml), "libvirt.xml", NULL,
-			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-	if (doc == NULL)
-		return NULL;
-	xp = xmlXPathNewContext(doc);
-	o = xmlXPathEvalExpression(BAD_CAST expr, xp);
-	if (o != NULL) {
-		xmlChar *v = xmlXPathCastToString(o);
-
-		if (v != NULL && v[0] != '\0')
-			s = gc_xstrdup((const char *)v);
-		xmlFree(v);
-		xmlXPathFreeObject(o);
-	}
-	xmlXPathFreeContext(xp);
-	xmlFreeDoc(doc);
-	return s;
-}
-
 /* "kvm" when the host offers KVM for x86_64 guests, else "qemu" (TCG);
  * the spec's accel: tcg asks for TCG (a host whose /dev/kvm cannot run
  * the guest, like the lab's). */
@@ -151,7 +123,7 @@ static void probe_domain_type(struct lvconn *c)
 		return;
 	}
 	char *caps = virConnectGetCapabilities(c->c);
-	char *kvm = xml_get(caps, "string(/capabilities/guest[arch/@name='x86_64']"
+	char *kvm = gc_lv_xml_get(caps, "string(/capabilities/guest[arch/@name='x86_64']"
 				  "/arch/domain[@type='kvm']/@type)");
 
 	snprintf(c->domain_type, sizeof(c->domain_type), "%s", kvm ? "kvm" : "qemu");
@@ -191,7 +163,7 @@ static void read_disk(struct lvconn *c, const struct gc_resource *vmr, struct di
 		char *xml = virStorageVolGetXMLDesc(v, 0);
 		virStorageVolInfo info;
 
-		di->backing = xml_get(xml, "string(/volume/backingStore/path)");
+		di->backing = gc_lv_xml_get(xml, "string(/volume/backingStore/path)");
 		di->pool = gc_xstrdup(pool);
 		if (virStorageVolGetInfo(v, &info) == 0)
 			di->d.capacity = info.capacity;
@@ -222,6 +194,26 @@ static void rec_domain(struct gc_observed *obs, void *arg)
 
 	a->rc = gc_lv_record_domain(obs, a->vm, host_of(a->c), a->xml, a->running, a->disk,
 				    a->c->res, a->c->nres, a->err);
+	/* a VF-backed vGPU reads back as the VF's address: its GPU and index
+	 * come from the host's node devices */
+	for (size_t i = 0; a->rc == 0 && i < a->c->nres; i++) {
+		const struct gc_resource *r = a->c->res[i];
+		const char *vf;
+		char *parent = NULL;
+		unsigned n = 0;
+
+		if (r->kind != GC_RES_VM_DEVICE_VGPU || r->vm == NULL || strcmp(r->vm, a->vm) != 0 ||
+		    (vf = gc_observed_get(obs, r->id, "vf_address")) == NULL)
+			continue;
+		if (gc_lv_vf_parent(a->c->c, vf, &parent, &n) == 0) {
+			char num[16];
+
+			snprintf(num, sizeof(num), "%u", n);
+			gc_observed_set(obs, r->id, "host_pci", parent);
+			gc_observed_set(obs, r->id, "vf", num);
+			free(parent);
+		}
+	}
 }
 
 static void rec_network(struct gc_observed *obs, void *arg)
@@ -379,7 +371,7 @@ static int ensure_volume(struct lvconn *c, struct gc_drv_ctx *ctx, const struct 
 		goto out;
 	}
 	bxml = virStorageVolGetXMLDesc(base, 0);
-	fmt = xml_get(bxml, "string(/volume/target/format/@type)");
+	fmt = gc_lv_xml_get(bxml, "string(/volume/target/format/@type)");
 	cap = disk_gb ? strtoull(disk_gb, NULL, 10) << 30 : info.capacity;
 	if (cap < info.capacity)
 		cap = info.capacity;
@@ -413,7 +405,8 @@ static int define_vm(struct lvconn *c, struct gc_drv_ctx *ctx, const char *vm,
 	const struct gc_resource *vmr = find_res(c, GC_RES_VM, vm);
 	struct gc_lv_env env = {.domain_type = c->domain_type};
 	struct gc_buf xml = GC_BUF_INIT;
-	char uuid[VIR_UUID_STRING_BUFLEN];
+	char uuid[VIR_UUID_STRING_BUFLEN], *vfs[16];
+	size_t nvf = 0;
 	virDomainPtr d;
 	int rc;
 
@@ -426,8 +419,26 @@ static int define_vm(struct lvconn *c, struct gc_drv_ctx *ctx, const char *vm,
 	d = rc == 0 ? virDomainLookupByName(c->c, vm) : NULL;
 	if (d != NULL && virDomainGetUUIDString(d, uuid) == 0)
 		env.uuid = uuid;
-	if (rc == 0)
+	if (rc == 0) {
+		/* the VFs of VF-backed vGPUs, in the order of the VM's vGPUs */
+		for (size_t i = 0; i < c->nres && nvf < GC_ARRAY_LEN(vfs); i++) {
+			const struct gc_resource *r = c->res[i];
+			const char *mech = gc_resource_prop(r, "mechanism");
+			const char *idx = gc_resource_prop(r, "vf");
+
+			if (r->kind != GC_RES_VM_DEVICE_VGPU || r->vm == NULL || strcmp(r->vm, vm) != 0 ||
+			    mech == NULL || strcmp(mech, "vf") != 0)
+				continue;
+			vfs[nvf++] = idx ? gc_lv_vf_of(c->c, gc_resource_prop(r, "host_pci"),
+						 (unsigned)strtoul(idx, NULL, 10))
+					 : NULL;
+		}
+		env.vgpu_vf_pci = (const char *const *)vfs;
+		env.nvgpu_vf_pci = nvf;
 		rc = gc_lv_domain_xml(&xml, vm, c->res, c->nres, &env, err);
+		for (size_t i = 0; i < nvf; i++)
+			free(vfs[i]);
+	}
 	if (rc == 0) {
 		virDomainPtr nd;
 

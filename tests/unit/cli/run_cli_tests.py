@@ -20,7 +20,7 @@ import tempfile
 
 BIN, SRC = sys.argv[1], sys.argv[2]
 UPDATE = os.environ.get("GC_UPDATE_GOLDEN") == "1"
-EXAMPLES = ["roce-passthrough", "vgpu-pvrdma", "gpudirect-pair", "multi-gpu-vm"]
+EXAMPLES = ["roce-passthrough", "vgpu-pvrdma", "gpudirect-pair", "multi-gpu-vm", "kvm-pair"]
 failures = []
 
 
@@ -152,7 +152,7 @@ for args, msg in [(["plan", "--offline"], "missing SPEC"),
                   (["plan", "--offline", "--observed", "o.json", "x.yaml"],
                    "--offline and --observed exclude each other"),
                   (["plan", "--only", "esx", "x.yaml"],
-                   "--only takes a comma list of esxi, switch, vcenter, guest; got 'esx'"),
+                   "--only takes a comma list of esxi, switch, vcenter, guest, kvm, libvirt; got 'esx'"),
                   (["plan", "--offline", "--parallelism", "zero", "x.yaml"],
                    "--parallelism needs a number from 1 to 4096, not 'zero'"),
                   (["plan", "--offline", "a.yaml", "b.yaml"], "too many arguments (one SPEC)"),

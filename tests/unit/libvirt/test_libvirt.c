@@ -20,6 +20,7 @@
 #include "gc/graph.h"
 #include "gc/libvirt.h"
 #include "gc/spec.h"
+#include "lv_int.h"
 
 static const char spec_yaml[] =
 	"apiVersion: gpuclusterctl/v1\n"
@@ -374,6 +375,30 @@ static void test_not_a_domain(void **state)
 	gc_observed_free(o);
 }
 
+/* A VF-backed vGPU's VF: found from the GPU and back (node devices). */
+static void test_vf_lookup(void **state)
+{
+	virConnectPtr c = virConnectOpen("test://" GC_TEST_NODEDEV_XML);
+	char *vf, *parent = NULL;
+	unsigned n = 99;
+
+	(void)state;
+	if (c == NULL)
+		fail_msg("%s", virGetLastErrorMessage());
+	vf = gc_lv_vf_of(c, "0000:3b:00.0", 1);
+	assert_non_null(vf);
+	assert_string_equal(vf, "0000:3b:00.5");
+	assert_null(gc_lv_vf_of(c, "0000:3b:00.0", 2)); /* only two VFs */
+	assert_null(gc_lv_vf_of(c, "0000:af:00.0", 0)); /* no such GPU */
+	assert_int_equal(gc_lv_vf_parent(c, vf, &parent, &n), 0);
+	assert_string_equal(parent, "0000:3b:00.0");
+	assert_int_equal(n, 1);
+	free(parent);
+	assert_int_equal(gc_lv_vf_parent(c, "0000:3b:00.0", &parent, &n), -1); /* a PF */
+	free(vf);
+	virConnectClose(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -384,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_mmio_xml),
 		cmocka_unit_test(test_network_xml),
 		cmocka_unit_test(test_not_a_domain),
+		cmocka_unit_test(test_vf_lookup),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
