@@ -24,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BIN = os.environ.get("GC_BIN", os.path.join(ROOT, "build", "src", "cli", "gpuclusterctl"))
 URI = "qemu:///system"
 POOL = "gc-it-kvm"
-VMS = ("kvm-worker-01", "kvm-worker-02", "kvm-locked")
+VMS = ("kvm-worker-01", "kvm-worker-02", "kvm-locked", "kvm-disk")
 NETS = ("kvm01-rdma", "kvm02-rdma")
 QEMU_NS = "{http://libvirt.org/schemas/domain/qemu/1.0}"
 
@@ -225,6 +225,32 @@ class KvmLibvirt(unittest.TestCase):
                              r"power on kvm-locked FAILED: VM 'kvm-locked': .*locked memory")
             self.assertEqual(state, "shut off")
         virsh("destroy", "kvm-locked", check=False)
+
+    def test_7_disk_grows_never_shrinks(self):
+        spec = yaml.safe_load(yaml.safe_dump(self.spec))
+        vm = {"name": "kvm-disk", "host": "kvm01", "image": self.base, "pool": POOL, "cpus": 1,
+              "memory_gb": 1, "disk_gb": 2, "power_on": False}
+        spec["vms"] = [vm]
+        cap = lambda: int(ET.fromstring(virsh("vol-dumpxml", "--pool", POOL,
+                                              "kvm-disk.qcow2").stdout).find("capacity").text)
+        try:
+            p = self.gc("apply", "--only", "libvirt", "--yes", spec=self.write_spec("d.yaml", spec))
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertEqual(cap(), 2 << 30)
+            vm["disk_gb"] = 3
+            p = self.gc("plan", "--only", "libvirt", spec=self.write_spec("d.yaml", spec))
+            self.assertIn("disk_gb: 2 → 3", p.stdout)
+            p = self.gc("apply", "--only", "libvirt", "--yes", spec=self.write_spec("d.yaml", spec))
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertEqual(cap(), 3 << 30)
+            vm["disk_gb"] = 2
+            p = self.gc("apply", "--only", "libvirt", "--yes", spec=self.write_spec("d.yaml", spec))
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertIn("VM 'kvm-disk': its disk kvm-disk.qcow2 is 3 GB, disk_gb 2 would shrink "
+                          "it (gpuclusterctl only grows disks)", p.stdout + p.stderr)
+            self.assertEqual(cap(), 3 << 30)
+        finally:
+            virsh("undefine", "kvm-disk", check=False)
 
 
 if __name__ == "__main__":

@@ -360,8 +360,24 @@ static int ensure_volume(struct lvconn *c, struct gc_drv_ctx *ctx, const struct 
 		goto out;
 	}
 	v = virStorageVolLookupByName(p, gc_buf_str(&name));
-	if (v != NULL)
-		goto out; /* an earlier run made it */
+	if (v != NULL) {
+		/* an earlier run made it: grow it to disk_gb, never shrink */
+		unsigned long long want = disk_gb ? strtoull(disk_gb, NULL, 10) << 30 : 0;
+
+		if (want == 0 || virStorageVolGetInfo(v, &info) != 0 || info.capacity == want)
+			goto out;
+		if (info.capacity > want) {
+			rc = gc_error_set(err, GC_EREMOTE,
+					  "VM '%s': its disk %s is %llu GB, disk_gb %s would shrink "
+					  "it (gpuclusterctl only grows disks)",
+					  vmr->vm, gc_buf_str(&name), info.capacity >> 30, disk_gb);
+			goto out;
+		}
+		gc_drv_count_change(ctx);
+		if (virStorageVolResize(v, want, 0) != 0)
+			rc = lv_fail(err, GC_EREMOTE, "volume", gc_buf_str(&name));
+		goto out;
+	}
 	base = virStorageVolLookupByPath(c->c, image);
 	if (base == NULL || virStorageVolGetInfo(base, &info) != 0) {
 		rc = gc_error_set(err, GC_EREMOTE,
@@ -373,8 +389,12 @@ static int ensure_volume(struct lvconn *c, struct gc_drv_ctx *ctx, const struct 
 	bxml = virStorageVolGetXMLDesc(base, 0);
 	fmt = gc_lv_xml_get(bxml, "string(/volume/target/format/@type)");
 	cap = disk_gb ? strtoull(disk_gb, NULL, 10) << 30 : info.capacity;
-	if (cap < info.capacity)
-		cap = info.capacity;
+	if (cap < info.capacity) {
+		rc = gc_error_set(err, GC_EREMOTE,
+				  "VM '%s': disk_gb %s is below the size of image '%s' (%llu bytes)",
+				  vmr->vm, disk_gb, image, info.capacity);
+		goto out;
+	}
 	gc_buf_printf(&xml,
 		      "<volume><name>%s</name><capacity unit='bytes'>%llu</capacity>"
 		      "<target><format type='qcow2'/></target>"
