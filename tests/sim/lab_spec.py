@@ -37,6 +37,13 @@ interface name (guest.rdma_interface.name, else roce_qos.interface, else
 eth1), the RDMA device (roce_qos.rdma_device, else rxe0) and the GPUs
 (gpu.json entries for the nvidia-smi stand-in).
 
+Addresses: the lab listens on loopback only.  A host, switch or guest whose
+`address` is a DNS name or a non-loopback IP gets a loopback address of its
+own, 127.0.100.N in the order the spec names them, the same in every
+subcommand (so the inventory, vcsim, the guests and the rewritten spec
+agree); `rewrite` prints each mapping on stderr.  The rewritten spec holds
+the loopback addresses: nothing resolves or dials the spec's own names.
+
 `vcsim-inventory` prints what tests/sim/vcsim/main.go -inventory reads
 (format in tests/sim/vcsim/inventory.go): the spec's datacenter, cluster and
 datastore (datastore1 when the spec names none), every host with its ESXi
@@ -45,6 +52,7 @@ done (passthrough GPUs enabled and active, SR-IOV NICs with their VFs,
 vGPU GPUs not passed through and offering their model's vGPU types), the
 networks and templates the spec's VMs name.
 """
+import ipaddress
 import json
 import os
 import re
@@ -124,9 +132,44 @@ NIC_DRIVER = {"ConnectX-3": "nmlx4_core", "ConnectX-3 Pro": "nmlx4_core"}  # nml
 BUILDS = {"8.0.2": "22380479", "8.0.3": "24022510", "8.0.0": "20513097"}
 
 
-def load(path):
+LAB_NET = "127.0.100."
+
+
+def _loopback(addr):
+    try:
+        return ipaddress.ip_address(addr).is_loopback
+    except ValueError:
+        return False  # a DNS name
+
+
+def map_addresses(spec):
+    """Give every target whose address the lab cannot listen on a loopback
+    address of its own; returns [(spec address, lab address)] in spec order."""
+    mapping = {}
+    targets = list(spec.get("hosts") or []) + list(spec.get("switches") or [])
+    targets += [vm["guest"] for vm in spec.get("vms") or []
+                if isinstance(vm, dict) and isinstance(vm.get("guest"), dict)]
+    for t in targets:
+        if not isinstance(t, dict):
+            continue
+        a = t.get("address")
+        if not isinstance(a, str) or _loopback(a):
+            continue
+        if a not in mapping:
+            if len(mapping) >= 254:
+                raise ValueError("the lab maps at most 254 non-loopback addresses (%s)" % a)
+            mapping[a] = LAB_NET + str(len(mapping) + 1)
+        t["address"] = mapping[a]
+    return list(mapping.items())
+
+
+def load(path, mapped=None):
     with open(path, encoding="utf-8") as f:
-        return yaml.safe_load(f)
+        spec = yaml.safe_load(f)
+    m = map_addresses(spec) if isinstance(spec, dict) else []
+    if mapped is not None:
+        mapped.extend(m)
+    return spec
 
 
 def inventory(spec):
@@ -467,7 +510,11 @@ def main(argv):
         seed(load(argv[2]), argv[3])
         return 0
     if len(argv) == 5 and argv[1] == "rewrite":
-        out = rewrite(load(argv[2]), argv[3])
+        mapped = []
+        out = rewrite(load(argv[2], mapped), argv[3])
+        for a, b in mapped:
+            print("lab: %s is reached at %s (the lab listens on loopback only)" % (a, b),
+                  file=sys.stderr)
         tmp = argv[4] + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             f.write("# written by tests/sim/lab_spec.py from %s: connection settings point at the lab\n"
