@@ -21,6 +21,7 @@
 
 #include "gc/libvirt.h"
 #include "gc/pattern.h"
+#include "lv_int.h"
 
 #define KIB_PER_GB (1024ull * 1024ull)
 
@@ -417,20 +418,8 @@ static void reader_close(struct reader *rd)
  * document), or NULL when empty; caller frees with free(). */
 static char *xstr(struct reader *rd, xmlNodePtr at, const char *expr)
 {
-	xmlXPathObjectPtr o;
-	char *s = NULL;
-
 	rd->xp->node = at ? at : xmlDocGetRootElement(rd->doc);
-	o = xmlXPathEvalExpression(BAD_CAST expr, rd->xp);
-	if (o != NULL) {
-		xmlChar *v = xmlXPathCastToString(o);
-
-		if (v != NULL && v[0] != '\0')
-			s = gc_xstrdup((const char *)v);
-		xmlFree(v);
-		xmlXPathFreeObject(o);
-	}
-	return s;
+	return gc_lv_xpath_str(rd->xp, expr);
 }
 
 static void set_owned(struct gc_observed *obs, const char *id, const char *key, char *v)

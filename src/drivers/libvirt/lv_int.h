@@ -6,6 +6,7 @@
 #define GC_LV_INT_H
 
 #include <libvirt/libvirt.h>
+#include <libxml/xpath.h>
 
 /* The address of VF `n` (0-based) of the PCI device `parent`, from its node
  * device (libvirt's formatnode: capability virt_functions); NULL when the
@@ -17,5 +18,7 @@ int gc_lv_vf_parent(virConnectPtr conn, const char *vf, char **parent, unsigned 
 
 /* The string value of XPath `expr` in `xml`, or NULL (caller frees). */
 char *gc_lv_xml_get(const char *xml, const char *expr);
+/* The same in a parsed document, at xp's context node; NULL when empty. */
+char *gc_lv_xpath_str(xmlXPathContextPtr xp, const char *expr);
 
 #endif

@@ -17,21 +17,11 @@
 #include "lv_int.h"
 
 /* The string value of XPath `expr` in `xml`, or NULL (caller frees). */
-char *gc_lv_xml_get(const char *xml, const char *expr)
+char *gc_lv_xpath_str(xmlXPathContextPtr xp, const char *expr)
 {
-	xmlDocPtr doc;
-	xmlXPathContextPtr xp;
-	xmlXPathObjectPtr o;
+	xmlXPathObjectPtr o = xmlXPathEvalExpression(BAD_CAST expr, xp);
 	char *s = NULL;
 
-	if (xml == NULL)
-		return NULL;
-	doc = xmlReadMemory(xml, (int)strlen(xml), "libvirt.xml", NULL,
-			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-	if (doc == NULL)
-		return NULL;
-	xp = xmlXPathNewContext(doc);
-	o = xmlXPathEvalExpression(BAD_CAST expr, xp);
 	if (o != NULL) {
 		xmlChar *v = xmlXPathCastToString(o);
 
@@ -40,6 +30,23 @@ char *gc_lv_xml_get(const char *xml, const char *expr)
 		xmlFree(v);
 		xmlXPathFreeObject(o);
 	}
+	return s;
+}
+
+char *gc_lv_xml_get(const char *xml, const char *expr)
+{
+	xmlDocPtr doc;
+	xmlXPathContextPtr xp;
+	char *s;
+
+	if (xml == NULL)
+		return NULL;
+	doc = xmlReadMemory(xml, (int)strlen(xml), "libvirt.xml", NULL,
+			    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	if (doc == NULL)
+		return NULL;
+	xp = xmlXPathNewContext(doc);
+	s = gc_lv_xpath_str(xp, expr);
 	xmlXPathFreeContext(xp);
 	xmlFreeDoc(doc);
 	return s;
