@@ -34,6 +34,12 @@ packages=(
 	# systemd needed; installing it also upgrades some systemd packages) and
 	# OVMF, which the domains' EFI firmware resolves to
 	libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients ovmf tini
+	# the lab image's EFI disk for a libvirt-defined VM (tests/sim/guestlab/image.sh):
+	# systemd's EFI stub for a unified kernel image, FAT and GPT without loop devices
+	systemd-boot-efi dosfstools mtools fdisk
+	# the NoCloud seed the libvirt driver writes (an ISO 9660 image), and
+	# isoinfo, which the tests read it back with
+	libisofs-dev genisoimage
 )
 
 missing=()

@@ -87,6 +87,7 @@ enum gc_res_kind {
 	GC_RES_KVM_VGPU,          /* parent, profile, mechanism, uuid (per vGPU of a VM) */
 	GC_RES_LIBVIRT_NETWORK,   /* forward, pf, autostart */
 	GC_RES_VM_NIC_VIRTIO,     /* network */
+	GC_RES_VM_SEED,           /* datasource, digest (KVM: the NoCloud seed disk) */
 	GC_RES__COUNT
 };
 
@@ -150,6 +151,15 @@ struct gc_prop {
  * it is learned the plan shows this text.  Its one user: the VIB names and
  * versions of a vGPU manager bundle given without `vib_name`. */
 #define GC_PROP_LEARNED "(learned from the bundle on the host)"
+/* The other learned value: the fingerprint of a KVM VM's NoCloud seed, which
+ * the libvirt driver computes from the spec and the guest's public key. */
+#define GC_PROP_LEARNED_SEED "(learned: the seed the spec gives the guest)"
+/* True for a GC_PROP_LEARNED* placeholder. */
+static inline bool gc_prop_is_learned(const char *v)
+{
+	return v != NULL && v[0] == '(' && v[1] == 'l' && v[2] == 'e' && v[3] == 'a' && v[4] == 'r' &&
+	       v[5] == 'n' && v[6] == 'e' && v[7] == 'd';
+}
 
 struct gc_strmap; /* internal: id hash (src/graph/strmap.h) */
 

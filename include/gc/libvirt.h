@@ -31,6 +31,7 @@
 #include "gc/error.h"
 #include "gc/graph.h"
 #include "gc/observed.h"
+#include "gc/spec.h"
 #include "gc/util.h"
 
 /* What the host adds to the spec's resources when a domain is written. */
@@ -41,6 +42,7 @@ struct gc_lv_env {
 	 * order of the VM's vm.device.vgpu resources (NULL: not resolved) */
 	const char *const *vgpu_vf_pci;
 	size_t nvgpu_vf_pci;
+	const char *seed_digest; /* the NoCloud seed volume's fingerprint, when it has one */
 };
 
 /* The overlay volume of a VM: "<vm>.qcow2". */
@@ -81,6 +83,23 @@ int gc_lv_network_xml(struct gc_buf *out, const char *name, const char *pf_dev,
 /* Record a network's XML and autostart flag for resource `id`. */
 int gc_lv_record_network(struct gc_observed *obs, const char *id, const char *xml,
 			 bool autostart, struct gc_error *err);
+
+/* ---------------------------------------------------------------- the NoCloud seed (seed.c) */
+
+/* cloud-init's NoCloud files for a VM and their fingerprint. */
+struct gc_lv_seed {
+	struct gc_buf meta_data, user_data, network_config;
+	char digest[17]; /* 16 hex digits: FNV-1a 64 of the VM's name and the files */
+};
+
+/* The seed of `vm` (which has a guest): reads its credential's public key
+ * (key_file + ".pub").  GC_EIO/GC_EINVAL name the VM and the file. */
+int gc_lv_seed_build(struct gc_lv_seed *s, const struct gc_vm *vm, struct gc_error *err);
+void gc_lv_seed_free(struct gc_lv_seed *s);
+/* The seed as an ISO 9660 image (Rock Ridge, Joliet) labelled cidata. */
+int gc_lv_seed_iso(struct gc_buf *out, const struct gc_lv_seed *s, struct gc_error *err);
+/* The seed volume of a VM: "<vm>-seed.iso". */
+void gc_lv_seed_volume_name(struct gc_buf *out, const char *vm);
 
 /* The deterministic MAC of NIC `index` of VM `vm` (52:54:00:xx:xx:xx, KVM's prefix). */
 void gc_lv_mac(char out[18], const char *vm, size_t index);

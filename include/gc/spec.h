@@ -351,6 +351,8 @@ struct gc_vm_nic {
 	char *network;       /* vmxnet3/sriov on ESXi: standard network name, e.g. "VM Network";
 	                        virtio/sriov on KVM: the libvirt network */
 	char *protocol;      /* pvrdma: "rocev1" | "rocev2"; default "rocev2" */
+	char *address;       /* virtio (KVM): IPv4 CIDR the VM's NoCloud seed gives it */
+	char *gateway;       /* virtio (KVM): its default gateway (IPv4), optional */
 	struct gc_host_nic *nic;       /* resolved PF / passthrough NIC */
 	struct gc_portgroup *portgroup; /* resolved distributed port group */
 };

@@ -593,6 +593,7 @@ static void build_vm_nics(struct ctx *c, const struct gc_vm *v, const struct gc_
 		case GC_VMNIC_VIRTIO:
 			r = add(c, GC_RES_VM_NIC_VIRTIO, t, h, v->name, GC_RES_NEEDS_VM_OFF, &n->mark,
 				"vm/%s/nic.virtio/%zu", v->name, i);
+			/* its address is the seed's (vm.seed digest), not the domain's */
 			set(c, r, "network", n->network);
 			summary(c, r, "virtio NIC on", n->network);
 			break;
@@ -689,6 +690,19 @@ static void build_vm(struct ctx *c, const struct gc_vm *v)
 	summary0(c, power, "power state");
 	/* power is added before the devices so its id exists; insertion order
 	 * only breaks ties, edges decide */
+	if (kvm && v->guest != NULL) {
+		/* the guest's identity at first boot: cloud-init's NoCloud seed
+		 * (hostname, user and key, addresses), whose content the libvirt
+		 * driver writes and fingerprints (docs/kvm.md) */
+		struct gc_resource *seed = add(c, GC_RES_VM_SEED, t, h, v->name, GC_RES_NEEDS_VM_OFF,
+					       &v->guest->mark, "vm/%s/seed", v->name);
+
+		set(c, seed, "datasource", "nocloud");
+		set(c, seed, "digest", GC_PROP_LEARNED_SEED);
+		summary0(c, seed, "cloud-init NoCloud seed");
+		edge(c, hw, seed);
+		edge(c, seed, power);
+	}
 	build_vm_gpus(c, v, t, extra ? extra : hw, power);
 	build_vm_nics(c, v, t, extra ? extra : hw, power);
 	edge(c, extra ? extra : hw, power);

@@ -166,7 +166,7 @@ const char *gc_plan_desired(const struct gc_observed *o, const struct gc_resourc
 {
 	const char *v = r->props[i].value, *learned;
 
-	if (v == NULL || strcmp(v, GC_PROP_LEARNED) != 0)
+	if (!gc_prop_is_learned(v))
 		return v;
 	learned = gc_observed_learned(o, r->id, r->props[i].key);
 	return learned ? learned : v;

@@ -702,6 +702,8 @@ static const struct spec_field vm_nic_fields[] = {
 	FSTR(struct gc_vm_nic, "network", network, P_VCNAME, false),
 	FENUM(struct gc_vm_nic, "protocol", protocol,
 	      ((const char *const[]){"rocev1", "rocev2", NULL}), false),
+	FSTR(struct gc_vm_nic, "address", address, P_CIDR, false),
+	FSTR(struct gc_vm_nic, "gateway", gateway, P_HOST, false),
 	FEND(struct gc_vm_nic),
 };
 
@@ -717,6 +719,15 @@ static void vm_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 		/* missing or invalid type (already reported): a plain NIC, no more checks */
 		nic->kind = GC_VMNIC_VMXNET3;
 		return;
+	}
+	if (nic->kind != GC_VMNIC_VIRTIO) {
+		not_applicable(x, &nic->address, spec_field_given(x, &nic->address), "address",
+			       "this NIC type (only a KVM VM's virtio NIC is given one by its seed)");
+		not_applicable(x, &nic->gateway, spec_field_given(x, &nic->gateway), "gateway",
+			       "this NIC type (only a KVM VM's virtio NIC is given one by its seed)");
+	} else if (spec_field_given(x, &nic->gateway) && !spec_field_given(x, &nic->address)) {
+		spec_diag(x, GC_SEV_ERROR, spec_field_mark(x, &nic->gateway, nic->mark),
+			  "add address: A.B.C.D/N beside it", "'gateway' needs 'address'");
 	}
 	pf = spec_field_given(x, &nic->pf);
 	hpci = spec_field_given(x, &nic->host_pci);

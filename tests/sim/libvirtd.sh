@@ -22,6 +22,9 @@ if up; then
 	exit 0
 fi
 pgrep -x virtlogd >/dev/null || virtlogd -d
+# a VM on a network writes its MACs under dnsmasq's directory even where the
+# network runs no dnsmasq (the lab's isolated networks, <dns enable='no'/>)
+mkdir -p /var/lib/libvirt/dnsmasq
 if ! pgrep -x libvirtd >/dev/null; then
 	mkdir -p /var/log/libvirt
 	kvm_hide='[ -e /dev/kvm ] && mount --bind /dev/null /dev/kvm; exec libvirtd'

@@ -227,6 +227,36 @@ static int add_disk(xmlNodePtr devs, const struct gc_resource *vmr, const char *
 	return 0;
 }
 
+/* The NoCloud seed, read-only on the second virtio disk (the initramfs of
+ * a minimal image has virtio_blk, rarely a CD-ROM driver); its alias
+ * carries the seed's fingerprint, which is what reads back. */
+static int add_seed_disk(xmlNodePtr devs, const struct gc_resource *vmr, const char *vm,
+			 const char *digest, struct gc_error *err)
+{
+	struct gc_buf vol = GC_BUF_INIT;
+	xmlNodePtr d, n;
+
+	if (strlen(digest) != 16 || strspn(digest, "0123456789abcdef") != 16)
+		return bad(err, vmr, "seed digest", digest);
+	gc_lv_seed_volume_name(&vol, vm);
+	d = child(devs, "disk", NULL);
+	attr(d, "type", "volume");
+	attr(d, "device", "disk");
+	n = child(d, "driver", NULL);
+	attr(n, "name", "qemu");
+	attr(n, "type", "raw");
+	n = child(d, "source", NULL);
+	attr(n, "pool", gc_resource_prop(vmr, "pool"));
+	attr(n, "volume", gc_buf_str(&vol));
+	n = child(d, "target", NULL);
+	attr(n, "dev", "vdb");
+	attr(n, "bus", "virtio");
+	child(d, "readonly", NULL);
+	alias(d, "seed", digest);
+	gc_buf_free(&vol);
+	return 0;
+}
+
 static void add_os(xmlNodePtr dom, const struct gc_resource *hw)
 {
 	const char *fw = hw ? gc_resource_prop(hw, "firmware") : NULL;
@@ -335,6 +365,8 @@ int gc_lv_domain_xml(struct gc_buf *out, const char *vm, const struct gc_resourc
 				"host-passthrough" : "maximum");
 	devs = child(dom, "devices", NULL);
 	rc = add_disk(devs, vmr, vm, err);
+	if (rc == 0 && env->seed_digest != NULL)
+		rc = add_seed_disk(devs, vmr, vm, env->seed_digest, err);
 	if (rc == 0 && hw != NULL)
 		add_mmio(dom, devs, prop_uint(hw, "mmio64_gb"));
 	for (size_t i = 0; rc == 0 && i < nres; i++) {
@@ -648,6 +680,15 @@ int gc_lv_record_domain(struct gc_observed *obs, const char *vm, const char *hos
 	free(unit);
 	free(id);
 
+	v = xstr(&rd, NULL, "string(devices/disk/alias[starts-with(@name,'ua-seed-')]/@name)");
+	if (v != NULL) {
+		id = gc_xasprintf("vm/%s/seed", vm);
+		gc_observed_add(obs, id);
+		gc_observed_set(obs, id, "datasource", "nocloud");
+		gc_observed_set(obs, id, "digest", v + 8);
+		free(id);
+		free(v);
+	}
 	record_hostdevs(obs, &rd, vm, res, nres);
 	record_interfaces(obs, &rd, vm);
 

@@ -178,6 +178,7 @@ static void read_disk(struct lvconn *c, const struct gc_resource *vmr, struct di
 
 struct rec_arg {
 	struct lvconn *c;
+	const char *seed_digest; /* what the spec's seed is now, NULL when none */
 	const char *vm;
 	const char *xml;
 	bool running;
@@ -192,8 +193,15 @@ static void rec_domain(struct gc_observed *obs, void *arg)
 {
 	struct rec_arg *a = arg;
 
-	a->rc = gc_lv_record_domain(obs, a->vm, host_of(a->c), a->xml, a->running, a->disk,
+	a->rc = a->xml == NULL ? 0 :
+		gc_lv_record_domain(obs, a->vm, host_of(a->c), a->xml, a->running, a->disk,
 				    a->c->res, a->c->nres, a->err);
+	if (a->seed_digest != NULL) {
+		char *id = gc_xasprintf("vm/%s/seed", a->vm);
+
+		gc_observed_learn(obs, id, "digest", a->seed_digest);
+		free(id);
+	}
 	/* a VF-backed vGPU reads back as the VF's address: its GPU and index
 	 * come from the host's node devices */
 	for (size_t i = 0; a->rc == 0 && i < a->c->nres; i++) {
@@ -223,6 +231,26 @@ static void rec_network(struct gc_observed *obs, void *arg)
 	a->rc = gc_lv_record_network(obs, a->net_id, a->xml, a->autostart, a->err);
 }
 
+/*
+ * The fingerprint of the seed the spec gives VM `vm` now (a desired value
+ * only the driver can compute: it reads the guest's public key), into
+ * out[17]; false when the VM has no seed or it cannot be built (apply then
+ * says why).
+ */
+static bool seed_digest(struct lvconn *c, struct gc_drv_ctx *ctx, const char *vm, char out[17])
+{
+	const struct gc_vm *v = gc_cluster_vm(gc_drv_cluster(ctx), vm);
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_lv_seed s;
+
+	if (find_res(c, GC_RES_VM_SEED, vm) == NULL || v == NULL ||
+	    gc_lv_seed_build(&s, v, &err) != 0)
+		return false;
+	memcpy(out, s.digest, 17);
+	gc_lv_seed_free(&s);
+	return true;
+}
+
 static int observe_domain(struct lvconn *c, struct gc_drv_ctx *ctx, const struct gc_resource *r,
 			  struct gc_error *err)
 {
@@ -230,13 +258,17 @@ static int observe_domain(struct lvconn *c, struct gc_drv_ctx *ctx, const struct
 	struct rec_arg a = {.c = c, .vm = r->vm, .err = err};
 	struct disk_info di;
 	int state = 0, reason = 0;
-	char *xml;
+	char *xml, digest[17];
 
+	if (seed_digest(c, ctx, r->vm, digest))
+		a.seed_digest = digest;
 	if (d == NULL) {
 		virErrorPtr e = virGetLastError();
 
-		if (e != NULL && e->code == VIR_ERR_NO_DOMAIN)
-			return 0; /* absent: the plan defines it */
+		if (e != NULL && e->code == VIR_ERR_NO_DOMAIN) {
+			gc_drv_record(ctx, rec_domain, &a); /* absent: learn the seed only */
+			return 0;
+		}
 		return lv_fail(err, GC_ENET, "domain", r->vm);
 	}
 	xml = virDomainGetXMLDesc(d, VIR_DOMAIN_XML_INACTIVE);
@@ -419,13 +451,86 @@ out:
 	return rc;
 }
 
+/*
+ * The VM's NoCloud seed as the volume "<vm>-seed.iso" in its pool, written
+ * anew (a seed is a few KiB); digest[17] gets its fingerprint.
+ */
+static int write_seed(struct lvconn *c, struct gc_drv_ctx *ctx, const struct gc_resource *vmr,
+		      char digest[17], struct gc_error *err)
+{
+	const struct gc_vm *v = gc_cluster_vm(gc_drv_cluster(ctx), vmr->vm);
+	struct gc_buf iso = GC_BUF_INIT, name = GC_BUF_INIT, xml = GC_BUF_INIT;
+	const char *pool = gc_resource_prop(vmr, "pool");
+	virStoragePoolPtr p = NULL;
+	virStorageVolPtr vol = NULL;
+	virStreamPtr st = NULL;
+	struct gc_lv_seed s;
+	int rc;
+
+	if (v == NULL)
+		return gc_error_set(err, GC_ENOTFOUND, "VM '%s' is not in the spec", vmr->vm);
+	rc = gc_lv_seed_build(&s, v, err);
+	if (rc != 0)
+		return rc;
+	rc = gc_lv_seed_iso(&iso, &s, err);
+	memcpy(digest, s.digest, 17);
+	gc_lv_seed_free(&s);
+	if (rc != 0)
+		goto out;
+	gc_lv_seed_volume_name(&name, vmr->vm);
+	p = virStoragePoolLookupByName(c->c, pool);
+	if (p == NULL) {
+		rc = lv_fail(err, GC_EREMOTE, "storage pool", pool);
+		goto out;
+	}
+	vol = virStorageVolLookupByName(p, gc_buf_str(&name));
+	if (vol != NULL) {
+		virStorageVolDelete(vol, 0);
+		virStorageVolFree(vol);
+	}
+	gc_buf_printf(&xml,
+		      "<volume><name>%s</name><capacity unit='bytes'>%zu</capacity>"
+		      "<target><format type='raw'/></target></volume>",
+		      gc_buf_str(&name), iso.len);
+	gc_drv_count_change(ctx);
+	vol = virStorageVolCreateXML(p, gc_buf_str(&xml), 0);
+	st = vol ? virStreamNew(c->c, 0) : NULL;
+	if (vol == NULL || st == NULL || virStorageVolUpload(vol, st, 0, iso.len, 0) != 0) {
+		rc = lv_fail(err, GC_EREMOTE, "seed volume", gc_buf_str(&name));
+		goto out;
+	}
+	for (size_t off = 0; off < iso.len;) {
+		int n = virStreamSend(st, gc_buf_str(&iso) + off, iso.len - off);
+
+		if (n < 0) {
+			rc = lv_fail(err, GC_EREMOTE, "seed volume", gc_buf_str(&name));
+			virStreamAbort(st);
+			goto out;
+		}
+		off += (size_t)n;
+	}
+	if (virStreamFinish(st) != 0)
+		rc = lv_fail(err, GC_EREMOTE, "seed volume", gc_buf_str(&name));
+out:
+	if (st != NULL)
+		virStreamFree(st);
+	if (vol != NULL)
+		virStorageVolFree(vol);
+	if (p != NULL)
+		virStoragePoolFree(p);
+	gc_buf_free(&iso);
+	gc_buf_free(&name);
+	gc_buf_free(&xml);
+	return rc;
+}
+
 static int define_vm(struct lvconn *c, struct gc_drv_ctx *ctx, const char *vm,
 		     struct gc_error *err)
 {
 	const struct gc_resource *vmr = find_res(c, GC_RES_VM, vm);
 	struct gc_lv_env env = {.domain_type = c->domain_type};
 	struct gc_buf xml = GC_BUF_INIT;
-	char uuid[VIR_UUID_STRING_BUFLEN], *vfs[16];
+	char uuid[VIR_UUID_STRING_BUFLEN], *vfs[16], seed[17] = "";
 	size_t nvf = 0;
 	virDomainPtr d;
 	int rc;
@@ -436,6 +541,10 @@ static int define_vm(struct lvconn *c, struct gc_drv_ctx *ctx, const char *vm,
 	if (!first_define(c, vm))
 		return 0; /* this run wrote the whole definition already */
 	rc = ensure_volume(c, ctx, vmr, err);
+	if (rc == 0 && find_res(c, GC_RES_VM_SEED, vm) != NULL)
+		rc = write_seed(c, ctx, vmr, seed, err);
+	if (rc == 0 && seed[0] != '\0')
+		env.seed_digest = seed;
 	d = rc == 0 ? virDomainLookupByName(c->c, vm) : NULL;
 	if (d != NULL && virDomainGetUUIDString(d, uuid) == 0)
 		env.uuid = uuid;

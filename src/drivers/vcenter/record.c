@@ -399,6 +399,7 @@ static void record_vm_part(struct rec *x, const struct gc_resource *r, const str
 	case GC_RES_KVM_VGPU:
 	case GC_RES_LIBVIRT_NETWORK:
 	case GC_RES_VM_NIC_VIRTIO:
+	case GC_RES_VM_SEED:
 	case GC_RES__COUNT:
 		break;
 	}

@@ -10,6 +10,11 @@
 # Cache: ${GC_GUEST_CACHE:-/var/cache/gpuclusterctl/guest-image}/<key>/ holds
 #   vmlinuz, initrd.img   the image's own Debian kernel (direct kernel boot)
 #   rootfs.qcow2          ext4 root filesystem, whole disk, label gclab-root
+#   efi.qcow2             the same root on a GPT disk behind an EFI system
+#                         partition whose \EFI\BOOT\BOOTX64.EFI is a unified
+#                         kernel image (systemd's EFI stub + the kernel, initrd
+#                         and command line): what OVMF boots when libvirt
+#                         defines a lab VM from the spec (tests/integration/test_kvm.py)
 #   kernel-version        e.g. 6.1.0-41-amd64
 #   NVIDIA-Linux-x86_64-535.183.01-grid.run   the stand-in .run installer
 #   MLNX_OFED_LINUX-23.10-1.1.9.0-debian12.1-x86_64.tgz   the stand-in OFED archive
@@ -33,7 +38,8 @@
 #     host: installed through apt when missing), written as ext4 with
 #     mkfs.ext4 -d (no loop mounts) and converted to qcow2.
 # Needs root (debootstrap, chroot), debootstrap, qemu-utils, e2fsprogs,
-# apt-utils (apt-ftparchive), dpkg-dev, build-essential.  docs/lab.md "Guest VMs".
+# apt-utils (apt-ftparchive), dpkg-dev, build-essential, and for efi.qcow2
+# systemd-boot-efi, dosfstools, mtools, fdisk (sfdisk).  docs/lab.md "Guest VMs".
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -42,10 +48,14 @@ suite=bookworm
 
 # What every guest has (what a minimal Debian server has, and what boot needs),
 # and Open MPI: what `validate --mpirun` launches with, which users' images
-# carry (the reference guides install it with the OS, not through us).
+# carry (the reference guides install it with the OS, not through us); and
+# cloud-init, as in every cloud image: it reads the NoCloud seed the libvirt
+# driver gives a KVM VM, and disables itself where there is none (the lab's
+# own guests, seeded by gc-lab-seed).
 base_packages=(
 	systemd-sysv udev kmod dbus openssh-server sudo iproute2 procps netbase
 	iputils-ping less linux-image-amd64 initramfs-tools zstd openmpi-bin
+	cloud-init
 )
 # What the driver installs: in the local repository only, with all
 # dependencies, never preinstalled.
@@ -319,12 +329,44 @@ CTL
 	cp "$r/boot/initrd.img-$kver" "$w/initrd.img"
 	mkfs.ext4 -q -F -L gclab-root -d "$r" "$w/rootfs.raw" 6G >"$w/mkfs.log" 2>&1 || die "mkfs.ext4 -d failed (see $w/mkfs.log)"
 	qemu-img convert -q -O qcow2 "$w/rootfs.raw" "$w/rootfs.qcow2"
+	efi_disk "$w" "$r"
 	rm -f "$w/rootfs.raw" "$w/mkfs.log" "$w/initramfs.log" "$w/apt-update.log"
 	rm -rf "$r" "$w/kmod" "$w/kmod.log" "$w/pkg-nvidia" "$w/pkg-ctk" "$w/run-payload" "$w/repo"
 	echo "$kver" >"$w/kernel-version"
 	touch "$w/done"
 	rm -rf "$out"
 	mv "$w" "$out"
+}
+
+# efi_disk W ROOT: W/efi.qcow2, a GPT disk of a 64 MiB EFI system partition
+# (FAT, \EFI\BOOT\BOOTX64.EFI: the removable-media path OVMF boots without
+# an NVRAM entry) and W/rootfs.raw as partition 2.  BOOTX64.EFI is a unified
+# kernel image: systemd-boot-efi's linuxx64.efi.stub with .osrel, .cmdline,
+# .linux and .initrd sections at the addresses systemd's documentation gives
+# for objcopy (no loop devices: mkfs.fat --offset, mtools, dd).
+efi_disk() {
+	local w=$1 r=$2 stub=/usr/lib/systemd/boot/efi/linuxx64.efi.stub esp_mib=64 d
+	[ -f "$stub" ] || die "no $stub (apt-get install systemd-boot-efi)"
+	d=$w/efi
+	mkdir -p "$d"
+	echo "root=LABEL=gclab-root rw console=ttyS0 net.ifnames=0 panic=-1" >"$d/cmdline"
+	objcopy \
+		--add-section .osrel="$r/usr/lib/os-release" --change-section-vma .osrel=0x20000 \
+		--add-section .cmdline="$d/cmdline" --change-section-vma .cmdline=0x30000 \
+		--add-section .linux="$w/vmlinuz" --change-section-vma .linux=0x2000000 \
+		--add-section .initrd="$w/initrd.img" --change-section-vma .initrd=0x3000000 \
+		"$stub" "$d/BOOTX64.EFI" || die "objcopy of the unified kernel image failed"
+	truncate -s "$(( (1 + esp_mib) * 1048576 + $(stat -c %s "$w/rootfs.raw") + 1048576 ))" "$d/disk.raw"
+	printf 'label: gpt\nstart=2048, size=%d, type=U, name="ESP"\nstart=%d, type=L, name="gclab-root"\n' \
+		$((esp_mib * 2048)) $(((1 + esp_mib) * 2048)) | sfdisk -q "$d/disk.raw" >/dev/null ||
+		die "sfdisk failed"
+	mkfs.fat -F 16 -n ESP --offset 2048 "$d/disk.raw" $((esp_mib * 1024)) >/dev/null ||
+		die "mkfs.fat failed"
+	MTOOLS_SKIP_CHECK=1 mmd -i "$d/disk.raw@@1M" ::EFI ::EFI/BOOT
+	MTOOLS_SKIP_CHECK=1 mcopy -i "$d/disk.raw@@1M" "$d/BOOTX64.EFI" ::EFI/BOOT/BOOTX64.EFI
+	dd if="$w/rootfs.raw" of="$d/disk.raw" bs=1M seek=$((1 + esp_mib)) conv=notrunc,sparse status=none
+	qemu-img convert -q -O qcow2 "$d/disk.raw" "$w/efi.qcow2"
+	rm -rf "$d"
 }
 
 cmd_build() {

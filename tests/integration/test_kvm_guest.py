@@ -1,0 +1,138 @@
+"""test_kvm_guest - a VM from the spec, defined through a real libvirtd,
+booted with OVMF from the lab's Debian image, given its identity by the
+NoCloud seed the libvirt driver writes, reached over SSH and configured by
+the guest stage: the KVM path end to end, short of hardware.
+
+The base image is the lab's efi.qcow2 (tests/sim/guestlab/image.sh: the
+lab's root filesystem behind an EFI system partition holding a unified
+kernel image); the VM runs under TCG (`accel: tcg`) on an isolated libvirt
+network whose bridge this machine reaches.  What is asserted is read with
+independent clients: `virsh`, `isoinfo` on the seed volume, `ssh` into the
+guest.
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+import yaml
+
+from test_kvm import BIN, ROOT, URI, virsh
+
+POOL = "gc-it-kvmg"
+NET = "gc-it-mgmt"
+VM = "kvm-guest-01"
+ADDR = "192.168.124.61"
+
+
+def forget_all():
+    virsh("destroy", VM, check=False)
+    virsh("undefine", "--nvram", VM, check=False)
+    virsh("net-destroy", NET, check=False)
+    virsh("net-undefine", NET, check=False)
+    virsh("pool-destroy", POOL, check=False)
+    virsh("pool-undefine", POOL, check=False)
+
+
+class KvmGuest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        subprocess.run([os.path.join(ROOT, "tests", "sim", "libvirtd.sh")], check=True)
+        img = subprocess.run([os.path.join(ROOT, "tests", "sim", "guestlab", "image.sh"), "build"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+        forget_all()
+        cls.dir = tempfile.mkdtemp(prefix="gc-it-kvmg-")
+        os.chmod(cls.dir, 0o755)
+        pool = os.path.join(cls.dir, "pool")
+        os.mkdir(pool)
+        cls.base = os.path.join(pool, "lab-efi.qcow2")
+        try:
+            os.link(os.path.join(img, "efi.qcow2"), cls.base)
+        except OSError:
+            shutil.copyfile(os.path.join(img, "efi.qcow2"), cls.base)
+        virsh("pool-define-as", POOL, "dir", "--target", pool)
+        virsh("pool-start", POOL)
+        netxml = os.path.join(cls.dir, "net.xml")
+        with open(netxml, "w", encoding="utf-8") as f:
+            f.write("<network><name>%s</name><bridge name='gcitbr0' stp='off'/>"
+                    "<dns enable='no'/><ip address='192.168.124.1' prefix='24'/></network>" % NET)
+        virsh("net-define", netxml)
+        virsh("net-start", NET)
+        cls.key = os.path.join(cls.dir, "guest_key")
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gc-it", "-f", cls.key],
+                       check=True)
+        cls.known = os.path.join(cls.dir, "known_hosts")
+        spec = {
+            "apiVersion": "gpuclusterctl/v1", "kind": "Cluster", "metadata": {"name": "kvm-guest"},
+            "credentials": [{"name": "root", "username": "root", "key_file": cls.key},
+                            {"name": "guest", "username": "gclab", "key_file": cls.key}],
+            "hosts": [{"name": "kvm01", "hypervisor": "kvm", "address": "127.0.0.21",
+                       "libvirt_uri": URI, "accel": "tcg", "credentials": "root"}],
+            "vms": [{"name": VM, "host": "kvm01", "image": cls.base, "pool": POOL, "cpus": 1,
+                     "memory_gb": 1, "firmware": "efi",
+                     "nics": [{"type": "virtio", "network": NET, "address": ADDR + "/24"}],
+                     "guest": {"address": ADDR, "credentials": "guest", "os": "debian",
+                               "ssh": {"known_hosts": cls.known, "trust_new_host_keys": True},
+                               "rdma_packages": True}}],
+        }
+        cls.spec = os.path.join(cls.dir, "kvm-guest.yaml")
+        with open(cls.spec, "w", encoding="utf-8") as f:
+            yaml.safe_dump(spec, f, sort_keys=False)
+        cls.state = os.path.join(cls.dir, "state")
+
+    @classmethod
+    def tearDownClass(cls):
+        forget_all()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def gc(self, *args):
+        return subprocess.run([BIN] + list(args) + ["--state-dir", self.state, self.spec],
+                              capture_output=True, text=True, timeout=1500)
+
+    def ssh(self, *cmd):
+        return subprocess.run(["ssh", "-i", self.key, "-o", "BatchMode=yes",
+                               "-o", "UserKnownHostsFile=" + self.known,
+                               "-o", "StrictHostKeyChecking=yes", "gclab@" + ADDR] + list(cmd),
+                              capture_output=True, text=True, timeout=60)
+
+    def test_1_apply_boots_seeds_and_configures(self):
+        t0 = time.monotonic()
+        p = self.gc("apply", "--only", "libvirt,guest", "--yes")
+        took = time.monotonic() - t0
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        print("\n  apply (define, boot with OVMF under TCG, cloud-init, guest stage): %.0f s"
+              % took)
+        self.assertEqual(virsh("domstate", VM).stdout.strip(), "running")
+        # the seed, read with isoinfo: cloud-init's NoCloud files
+        vol = virsh("vol-path", "--pool", POOL, VM + "-seed.iso").stdout.strip()
+        info = subprocess.run(["isoinfo", "-d", "-i", vol], capture_output=True, text=True).stdout
+        self.assertIn("Volume id: cidata", info)
+        ud = subprocess.run(["isoinfo", "-R", "-i", vol, "-x", "/user-data"],
+                            capture_output=True, text=True).stdout
+        self.assertTrue(ud.startswith("#cloud-config\n"), ud)
+        with open(self.key + ".pub", encoding="utf-8") as f:
+            self.assertIn(f.read().strip(), ud)
+        nc = subprocess.run(["isoinfo", "-R", "-i", vol, "-x", "/network-config"],
+                            capture_output=True, text=True).stdout
+        self.assertIn('"' + ADDR + '/24"', nc)
+        # the guest: its name and address from the seed, the stage's package
+        p = self.ssh("hostname; ip -4 -o addr show; sudo -n cloud-init status; "
+                     "dpkg-query -W -f='${Status}' rdma-core")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, "")  # sudo resolves the seed's hostname
+        out = p.stdout.splitlines()
+        self.assertEqual(out[0], VM)
+        self.assertIn("status: done", out)
+        self.assertTrue(any(ADDR + "/24" in l for l in out), p.stdout)
+        self.assertEqual(out[-1], "install ok installed")
+
+    def test_2_reapply_changes_nothing(self):
+        p = self.gc("plan", "--only", "libvirt,guest")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("No changes. The cluster matches the spec.", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
