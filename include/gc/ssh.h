@@ -119,6 +119,22 @@ int gc_ssh_exec_stdin(struct gc_ssh_conn *conn, const char *command, int in,
 		      struct gc_ssh_result *result, struct gc_error *err);
 void gc_ssh_result_free(struct gc_ssh_result *result);
 
+/* ---------------------------------------------------------------- sh as root */
+
+/*
+ * The Linux targets (guests, KVM hosts) run sh scripts as root: directly
+ * for root, else through `sudo -n` (never a password prompt).  The command
+ * that does so (gc_xmalloc'd; the script goes in single-quoted).
+ */
+char *gc_ssh_as_root(const char *script);
+/* sudo refused to run without a password or a terminal. */
+bool gc_ssh_sudo_refused(const struct gc_ssh_result *r);
+/* The target's own words for a failure: the last (at most 3) non-empty
+ * lines of stderr, else of stdout, joined with " | ", 400 bytes each at
+ * most (apt, dnf and the kernel's sysfs errors end with the cause);
+ * "exit status N" when it said nothing. */
+void gc_ssh_message(struct gc_buf *out, const struct gc_ssh_result *r);
+
 /* ---------------------------------------------------------------- PTY shell */
 
 /*
