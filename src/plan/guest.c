@@ -22,8 +22,7 @@
 
 #include "plan_int.h"
 
-/* Does r depend on a reboot-needing resource of its own target? */
-static bool behind_reboot(const struct gc_resource *r)
+bool plan_behind_reboot(const struct gc_resource *r)
 {
 	for (size_t i = 0; i < r->ndeps; i++)
 		if (r->deps[i]->target == r->target && (r->deps[i]->flags & GC_RES_NEEDS_REBOOT))
@@ -77,7 +76,7 @@ static void guest_window(struct builder *b, const struct gc_target *tg, struct g
 		struct gc_action *a = acts[i];
 
 		if ((a->flags & GC_RES_AFTER_REBOOT) && a->resource != NULL &&
-		    behind_reboot(a->resource)) {
+		    plan_behind_reboot(a->resource)) {
 			plan_dep(b, wait, a);
 			if (a->why == NULL)
 				a->why = "applied after the guest's reboot: it needs the new driver loaded";

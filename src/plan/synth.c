@@ -343,7 +343,7 @@ static struct gc_action *evacuate(struct builder *b, const char *vm, const char 
 	return a;
 }
 
-static enum gc_power observed_power(struct builder *b, const char *vm, bool *exists)
+enum gc_power plan_observed_power(struct builder *b, const char *vm, bool *exists)
 {
 	const struct gc_observed_vm *ov = gc_observed_vm(b->o, vm);
 	char *id = gc_xasprintf("vm/%s", vm);
@@ -374,7 +374,7 @@ void plan_synthesize_vm(struct builder *b, size_t i)
 	bool exists, running;
 	char *id;
 
-	running = observed_power(b, v->name, &exists) == GC_POWER_ON && exists;
+	running = plan_observed_power(b, v->name, &exists) == GC_POWER_ON && exists;
 	id = gc_xasprintf("vm/%s/power", v->name);
 	pr = gc_graph_find(b->g, id);
 	free(id);
