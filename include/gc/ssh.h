@@ -134,6 +134,15 @@ bool gc_ssh_sudo_refused(const struct gc_ssh_result *r);
  * most (apt, dnf and the kernel's sysfs errors end with the cause);
  * "exit status N" when it said nothing. */
 void gc_ssh_message(struct gc_buf *out, const struct gc_ssh_result *r);
+/*
+ * Run `script` as root (its standard input from `in` when in >= 0).  A
+ * transport fault comes back prefixed "WHAT: "; sudo wanting a password is
+ * GC_EREMOTE naming `user` and the fix.  With out == NULL a non-zero exit
+ * is GC_EREMOTE "WHAT failed: <gc_ssh_message>"; with out, *out is the
+ * result whatever its exit status (the caller frees it).
+ */
+int gc_ssh_run_root(struct gc_ssh_conn *conn, const char *what, const char *script, int in,
+		    const char *user, struct gc_ssh_result *out, struct gc_error *err);
 
 /* ---------------------------------------------------------------- PTY shell */
 

@@ -4,6 +4,7 @@
  * sudo that wants a password is a clear error, never a hang.  And the
  * target's own words when a script fails: the last lines it wrote.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "gc/pattern.h"
@@ -57,4 +58,38 @@ void gc_ssh_message(struct gc_buf *out, const struct gc_ssh_result *r)
 			gc_buf_puts(out, " | ");
 		gc_buf_put(out, l, n > 400 ? 400 : n);
 	}
+}
+
+int gc_ssh_run_root(struct gc_ssh_conn *conn, const char *what, const char *script, int in,
+		    const char *user, struct gc_ssh_result *out, struct gc_error *err)
+{
+	struct gc_ssh_result res;
+	char *cmd = gc_ssh_as_root(script);
+	int rc;
+
+	rc = in >= 0 ? gc_ssh_exec_stdin(conn, cmd, in, &res, err) : gc_ssh_exec(conn, cmd, &res, err);
+	free(cmd);
+	if (rc != 0) {
+		gc_error_prefix(err, "%s: ", what);
+		return rc;
+	}
+	if (gc_ssh_sudo_refused(&res)) {
+		gc_ssh_result_free(&res);
+		return gc_error_set(err, GC_EREMOTE, "sudo wants a password for '%s': give it NOPASSWD "
+				    "for root commands (a sudoers drop-in) or connect as root",
+				    user ? user : "?");
+	}
+	if (out != NULL) {
+		*out = res;
+		return 0;
+	}
+	if (res.exit_status != 0) {
+		struct gc_buf msg = GC_BUF_INIT;
+
+		gc_ssh_message(&msg, &res);
+		rc = gc_error_set(err, GC_EREMOTE, "%s failed: %s", what, gc_buf_str(&msg));
+		gc_buf_free(&msg);
+	}
+	gc_ssh_result_free(&res);
+	return rc;
 }

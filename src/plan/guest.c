@@ -49,14 +49,8 @@ static void guest_window(struct builder *b, const struct gc_target *tg, struct g
 	if (nreboot == 0 && !pending)
 		return;
 	gc_buf_reset(&b->scratch);
-	if (nreboot > 0)
-		gc_buf_printf(&b->scratch, "one guest reboot for %zu change%s that take%s effect after "
-					   "a reboot", nreboot, nreboot == 1 ? "" : "s",
-			      nreboot == 1 ? "s" : "");
-	if (pending)
-		gc_buf_printf(&b->scratch, "%s%s", nreboot > 0 ? "; also owed: " : "a reboot is owed: ",
-			      oh->reboot_pending_why ? oh->reboot_pending_why
-						     : "an installed driver is not loaded yet");
+	plan_reboot_why(&b->scratch, "guest reboot", nreboot, pending,
+			pending ? oh->reboot_pending_why : NULL, "an installed driver is not loaded yet");
 	reboot = plan_action(b, GC_ACT_REBOOT, GC_OP_NONE, tg, NULL);
 	reboot->why = gc_arena_strndup(&b->p->arena, gc_buf_str(&b->scratch), b->scratch.len);
 	reboot->vm = tg->name;

@@ -45,14 +45,9 @@ static void host_window(struct builder *b, struct kwin *w, struct gc_action **ac
 	bool pending = oh != NULL && oh->reboot_pending;
 
 	gc_buf_reset(&b->scratch);
-	if (nreboot > 0)
-		gc_buf_printf(&b->scratch, "one reboot for %zu change%s that take%s effect after a "
-					   "reboot", nreboot, nreboot == 1 ? "" : "s",
-			      nreboot == 1 ? "s" : "");
-	if (pending)
-		gc_buf_printf(&b->scratch, "%s%s", nreboot > 0 ? "; also owed: " : "a reboot is owed: ",
-			      oh->reboot_pending_why ? oh->reboot_pending_why
-						     : "configured kernel arguments are not active yet");
+	plan_reboot_why(&b->scratch, "reboot", nreboot, pending,
+			pending ? oh->reboot_pending_why : NULL,
+			"configured kernel arguments are not active yet");
 	w->reboot = plan_action(b, GC_ACT_REBOOT, GC_OP_NONE, tg, NULL);
 	w->reboot->why = whyf_s(b);
 	w->wait = plan_action(b, GC_ACT_WAIT_HOST, GC_OP_NONE, tg, NULL);

@@ -55,6 +55,11 @@ struct vmstate *plan_vmstate(struct builder *b, const char *vm);
 const struct gc_graph_vm *plan_vm(struct builder *b, const char *vm);
 /* The observed power of a VM; *exists false when nobody saw it (synth.c). */
 enum gc_power plan_observed_power(struct builder *b, const char *vm, bool *exists);
+/* "one reboot for 2 changes that take effect after a reboot", then
+ * "; also owed: WHY" (or alone "a reboot is owed: WHY"; dflt when why is
+ * NULL): the why of every synthesized reboot (synth.c) */
+void plan_reboot_why(struct gc_buf *s, const char *reboot, size_t n, bool pending,
+		     const char *pending_why, const char *dflt);
 /* synth.c, in the order gc_plan_build() calls them */
 void plan_open_windows(struct builder *b);
 int plan_check_reachable(struct builder *b);

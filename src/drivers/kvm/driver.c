@@ -50,32 +50,17 @@ struct kvm_conn {
 	bool skip_wait;
 	char boot_before[64];      /* boot id when the reboot went out */
 	uint64_t reboot_sent_ns;
-	unsigned reboot_resends;
+	struct gc_drv_ctx *ctx;    /* during WAIT_HOST, for its reconnects */
 };
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 static int ssh_open(struct kvm_conn *c, struct gc_drv_ctx *ctx, unsigned connect_ms,
 		    struct gc_error *err)
 {
-	struct gc_ssh_opts o;
-	char *known;
-	int rc;
+	int rc = gc_drv_ssh_connect(&c->ssh, ctx, c->h->address, &c->h->ssh, c->h->credentials,
+				    "root", connect_ms, KVM_READ_TIMEOUT_MS, err);
 
-	gc_drv_ssh_opts(&o, &known, ctx, c->h->address, &c->h->ssh, c->h->credentials, "root");
-	if (connect_ms != 0)
-		o.connect_timeout_ms = connect_ms;
-	rc = gc_ssh_connect(&c->ssh, &o, err);
-	free(known);
 	if (rc != 0)
 		gc_error_prefix(err, "host '%s': ", c->t->name);
-	else
-		gc_ssh_set_command_timeout(c->ssh, KVM_READ_TIMEOUT_MS);
 	return rc;
 }
 
@@ -114,52 +99,22 @@ static void kvm_disconnect(void *conn)
 
 /* ---------------------------------------------------------------- running scripts */
 
-static int sudo_error(struct kvm_conn *c, struct gc_error *err)
-{
-	const struct gc_credential *cr = c->h->credentials;
-
-	return gc_error_set(err, GC_EREMOTE,
-			    "host '%s': sudo wants a password for '%s': give it NOPASSWD for root "
-			    "commands (a sudoers drop-in) or connect as root",
-			    c->t->name, cr && cr->username ? cr->username : "?");
-}
-
-/* Run a script as root; *res filled (caller frees) when out is not NULL. */
+/* Run a script as root; *out filled (caller frees) when out is not NULL. */
 static int run(struct kvm_conn *c, struct gc_drv_ctx *ctx, const char *what, const char *script,
 	       bool change, struct gc_ssh_result *out, struct gc_error *err)
 {
-	struct gc_ssh_result res;
-	char *cmd = gc_ssh_as_root(script);
+	const struct gc_credential *cr = c->h->credentials;
 	int rc;
 
 	if (change) {
 		gc_drv_count_change(ctx);
 		gc_ssh_set_command_timeout(c->ssh, c->command_ms);
 	}
-	rc = gc_ssh_exec(c->ssh, cmd, &res, err);
-	free(cmd);
+	rc = gc_ssh_run_root(c->ssh, what, script, -1, cr ? cr->username : "root", out, err);
 	if (change && gc_ssh_alive(c->ssh))
 		gc_ssh_set_command_timeout(c->ssh, KVM_READ_TIMEOUT_MS);
-	if (rc != 0) {
-		gc_error_prefix(err, "host '%s': %s: ", c->t->name, what);
-		return rc;
-	}
-	if (gc_ssh_sudo_refused(&res)) {
-		gc_ssh_result_free(&res);
-		return sudo_error(c, err);
-	}
-	if (res.exit_status != 0 && out == NULL) {
-		struct gc_buf msg = GC_BUF_INIT;
-
-		gc_ssh_message(&msg, &res);
-		rc = gc_error_set(err, GC_EREMOTE, "host '%s': %s failed: %s", c->t->name, what,
-				  gc_buf_str(&msg));
-		gc_buf_free(&msg);
-	}
-	if (out != NULL && rc == 0)
-		*out = res;
-	else
-		gc_ssh_result_free(&res);
+	if (rc != 0)
+		gc_error_prefix(err, "host '%s': ", c->t->name);
 	return rc;
 }
 
@@ -297,72 +252,60 @@ static int kvm_reboot(struct kvm_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 	c->skip_wait = false;
 	snprintf(c->boot_before, sizeof(c->boot_before), "%s",
 		 c->facts.boot_id ? c->facts.boot_id : "");
-	c->reboot_resends = 0;
 	gc_drv_note(ctx, c->t, "rebooting the host");
 	return send_reboot(c, ctx, err);
 }
 
-/* The boot id of the host behind c->ssh, or "" when it cannot be read. */
-static void read_boot_id(struct kvm_conn *c, struct gc_drv_ctx *ctx, char *out, size_t n,
-			 struct gc_error *err)
+/* gc_drv_wait_reboot's view of the host. */
+static int wr_connect(void *arg, unsigned connect_ms, struct gc_error *err)
 {
-	struct gc_ssh_result res;
+	struct kvm_conn *c = arg;
 
-	out[0] = '\0';
-	if (run(c, ctx, "boot id", "cat /proc/sys/kernel/random/boot_id", false, &res, err) != 0)
-		return;
+	return ssh_open(c, c->ctx, connect_ms, err);
+}
+
+static void wr_disconnect(void *arg)
+{
+	struct kvm_conn *c = arg;
+
+	gc_ssh_free(c->ssh);
+	c->ssh = NULL;
+}
+
+static int wr_boot_id(void *arg, char *out, size_t n, struct gc_error *err)
+{
+	struct kvm_conn *c = arg;
+	struct gc_ssh_result res;
+	int rc = gc_ssh_run_root(c->ssh, "boot id", "cat /proc/sys/kernel/random/boot_id", -1, NULL,
+				 &res, err);
+
+	if (rc != 0)
+		return rc;
 	if (res.exit_status == 0)
 		snprintf(out, n, "%.*s", (int)strcspn(res.out, "\r\n"), res.out);
 	gc_ssh_result_free(&res);
+	return 0;
+}
+
+static int wr_resend(void *arg, struct gc_error *err)
+{
+	struct kvm_conn *c = arg;
+
+	return gc_ssh_run_root(c->ssh, "reboot", GC_KVM_REBOOT_SCRIPT, -1, NULL, NULL, err);
 }
 
 static int kvm_wait(struct kvm_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
 {
-	const struct gc_drv_settings *set = gc_drv_settings(ctx);
-	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
-	unsigned poll = set->reboot_poll_ms ? set->reboot_poll_ms : 2000;
-	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u;
-	char last[GC_ERROR_MSG_MAX] = "no answer";
+	struct gc_drv_reboot r = {.t = c->t, .noun = "host", .before = c->boot_before,
+				  .sent_ns = c->reboot_sent_ns, .grace_s = KVM_REBOOT_GRACE_S,
+				  .arg = c, .connect = wr_connect, .disconnect = wr_disconnect,
+				  .boot_id = wr_boot_id, .resend = wr_resend};
+	int rc;
 
-	gc_ssh_free(c->ssh);
-	c->ssh = NULL;
-	while (gc_now_ns() < deadline && !gc_drv_interrupted(ctx)) {
-		struct gc_error e = GC_ERROR_INIT;
-		char now[64];
-
-		sleep_ms(poll);
-		gc_drv_note(ctx, c->t, "waiting for the host to come back (%.0f s)",
-			    (double)(gc_now_ns() - t0) / 1e9);
-		if (ssh_open(c, ctx, poll * 2 > 5000 ? poll * 2 : 5000, &e) != 0) {
-			snprintf(last, sizeof(last), "%s", e.msg);
-			if (e.code == GC_EHOSTKEY || e.code == GC_EAUTH) {
-				*err = e; /* a different host answered, or credentials changed */
-				return e.code;
-			}
-			continue;
-		}
-		read_boot_id(c, ctx, now, sizeof(now), &e);
-		if (now[0] != '\0' && strcmp(now, c->boot_before) != 0)
-			return 0; /* a new boot: the evidence */
-		if (now[0] == '\0') {
-			snprintf(last, sizeof(last), "%s", e.code ? e.msg : "no boot id");
-		} else if (gc_now_ns() - c->reboot_sent_ns >= KVM_REBOOT_GRACE_S * 1000000000ull) {
-			/* up all along with the old boot id: ask once more */
-			if (c->reboot_resends++ >= 1) {
-				gc_ssh_free(c->ssh);
-				c->ssh = NULL;
-				return gc_error_set(err, GC_EREMOTE, "host '%s' did not reboot after 2 "
-						    "reboot commands (boot id unchanged)", c->t->name);
-			}
-			gc_drv_note(ctx, c->t, "the host did not go down: sending the reboot again");
-			(void)send_reboot(c, ctx, &e);
-		}
-		gc_ssh_free(c->ssh);
-		c->ssh = NULL;
-	}
-	/* final, not a transport fault to retry: the whole wait was the retry */
-	return gc_error_set(err, GC_EREMOTE, "host '%s' did not come back within %u s after its "
-			    "reboot (%s)", c->t->name, timeout / 1000, last);
+	c->ctx = ctx;
+	rc = gc_drv_wait_reboot(ctx, &r, err);
+	c->ctx = NULL;
+	return rc;
 }
 
 static int kvm_verify(struct kvm_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
