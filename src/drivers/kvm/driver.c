@@ -17,7 +17,8 @@
  * host answers with a *different* boot id (a dropped connection is no
  * proof; a host that never went down gets the reboot once more); VERIFY
  * observes again and wants the running kernel to have the configured
- * arguments and every resource of the host as the spec says.
+ * arguments, no problem with the host (an IOMMU that its firmware keeps
+ * off) and every resource of the host as the spec says.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,14 +311,20 @@ static int kvm_wait(struct kvm_conn *c, struct gc_drv_ctx *ctx, struct gc_error 
 
 static int kvm_verify(struct kvm_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
 {
-	int rc = observe_now(c, ctx, NULL, err);
+	struct gc_buf problems = GC_BUF_INIT;
+	int rc = observe_now(c, ctx, &problems, err);
 	char why[512];
 
+	if (rc == 0 && gc_kvm_reboot_pending(&c->facts, why, sizeof(why)))
+		rc = gc_error_set(err, GC_EREMOTE, "host '%s': after the reboot %s: does the boot "
+				  "loader boot its default entry?", c->t->name, why);
+	/* the arguments run, the IOMMU does not (its firmware switch) */
+	if (rc == 0 && problems.len > 0)
+		rc = gc_error_set(err, GC_EREMOTE, "after the reboot: %.*s",
+				  (int)strcspn(problems.ptr, "\n"), problems.ptr);
+	gc_buf_free(&problems);
 	if (rc != 0)
 		return rc;
-	if (gc_kvm_reboot_pending(&c->facts, why, sizeof(why)))
-		return gc_error_set(err, GC_EREMOTE, "host '%s': after the reboot %s: does the boot "
-				    "loader boot its default entry?", c->t->name, why);
 	for (size_t i = 0; i < c->nres; i++)
 		if (!gc_drv_resource_converged(ctx, c->res[i]))
 			return gc_error_set(err, GC_EREMOTE, "host '%s': after the reboot '%s' still "
