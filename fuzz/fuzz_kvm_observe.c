@@ -5,12 +5,16 @@
  * length-prefixed files; then the recorder (problems included) and every
  * change script of a host with an IOMMU, a vfio GPU, a PF and one vGPU of
  * each mechanism.  The token is fixed ("0123456789abcdef", as in
- * tests/unit/kvm/test_kvm.c).
+ * tests/unit/kvm/test_kvm.c).  Checks: the caps hold, every string is
+ * read to its end, a script that comes out holds only printable ASCII,
+ * tabs and newlines (nothing the host printed reaches it but checked ids),
+ * and every problem is one whole line.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_check.h"
 #include "gc/kvm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -48,6 +52,39 @@ static struct gc_graph *host(void)
 	return g;
 }
 
+static void check_facts(const struct gc_kvm_facts *f)
+{
+	must(f->ndevs <= GC_KVM_MAX_DEVS && f->nvfs <= GC_KVM_MAX_DEVS);
+	must(f->nmdevs <= GC_KVM_MAX_MDEVS && f->nfiles <= GC_KVM_MAX_FILES);
+	touch(f->os_id);
+	touch(f->cmdline);
+	touch(f->cpu_vendor);
+	touch(f->configured);
+	for (size_t i = 0; i < f->ndevs; i++) {
+		must(f->devs[i].ntypes <= GC_KVM_MAX_TYPES);
+		touch(f->devs[i].driver);
+		touch(f->devs[i].override);
+		for (size_t k = 0; k < f->devs[i].ntypes; k++)
+			touch(f->devs[i].types[k].name);
+	}
+	for (size_t i = 0; i < f->nvfs; i++)
+		for (size_t k = 0; k < f->vfs[i].ncreatable; k++)
+			must(strspn(f->vfs[i].creatable[k].id, "0123456789") ==
+			     strlen(f->vfs[i].creatable[k].id));
+	for (size_t i = 0; i < f->nmdevs; i++)
+		touch(f->mdevs[i].type);
+	for (size_t i = 0; i < f->nfiles; i++)
+		must(f->files[i].path[0] == '/' && strlen(f->files[i].content) <= GC_KVM_MAX_FILE_BYTES);
+}
+
+static bool plain_text(const char *s)
+{
+	for (; *s; s++)
+		if (!((*s >= 0x20 && *s < 0x7f) || *s == '\n' || *s == '\t'))
+			return false;
+	return true;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct gc_graph *g = host();
@@ -59,6 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (gc_kvm_parse(&f, "0123456789abcdef", (const char *)data, size, &err) != 0)
 		return 0;
+	check_facts(&f);
 	gc_observed_new(&o);
 	gc_kvm_record(o, "kvm01", (const struct gc_resource *const *)g->resources, g->nresources, &f,
 		      &problems);
@@ -66,8 +104,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < g->nresources; i++) {
 		gc_error_clear(&err);
 		gc_buf_reset(&s);
-		(void)gc_kvm_script(&s, g->resources[i], &f, &err);
+		if (gc_kvm_script(&s, g->resources[i], &f, &err) == 0)
+			must(plain_text(gc_buf_str(&s)));
 	}
+	must(problems.len == 0 || problems.ptr[problems.len - 1] == '\n');
 	gc_buf_free(&s);
 	gc_buf_free(&problems);
 	gc_observed_free(o);
