@@ -33,10 +33,12 @@ static struct gc_graph *host(void)
 	gc_graph_add(&r, g, GC_RES_KVM_IOMMU, t, "kvm01/kvm.iommu", "kvm01", NULL, 0, &err);
 	gc_resource_set(g, r, "iommu", "on");
 	gc_resource_set(g, r, "iommu_mode", "pt");
-	gc_graph_add(&r, g, GC_RES_KVM_VFIO, t, "kvm01/kvm.vfio/0000:3b:00.0", "kvm01", NULL, 0, &err);
+	gc_graph_add(&r, g, GC_RES_KVM_VFIO, t, "kvm01/kvm.vfio/0000:3b:00.0", "kvm01", NULL, 0,
+	             &err);
 	gc_resource_set(g, r, "driver", "vfio-pci");
 	gc_resource_set(g, r, "persistent", "true");
-	gc_graph_add(&r, g, GC_RES_KVM_SRIOV, t, "kvm01/kvm.sriov/0000:5e:00.0", "kvm01", NULL, 0, &err);
+	gc_graph_add(&r, g, GC_RES_KVM_SRIOV, t, "kvm01/kvm.sriov/0000:5e:00.0", "kvm01", NULL, 0,
+	             &err);
 	gc_resource_set(g, r, "numvfs", "4");
 	gc_resource_set(g, r, "persistent", "true");
 	gc_graph_add(&r, g, GC_RES_KVM_VGPU, t, "kvm01/kvm.vgpu/w1/0", "kvm01", "w1", 0, &err);
@@ -74,7 +76,8 @@ static void check_facts(const struct gc_kvm_facts *f)
 	for (size_t i = 0; i < f->nmdevs; i++)
 		touch(f->mdevs[i].type);
 	for (size_t i = 0; i < f->nfiles; i++)
-		must(f->files[i].path[0] == '/' && strlen(f->files[i].content) <= GC_KVM_MAX_FILE_BYTES);
+		must(f->files[i].path[0] == '/' &&
+		     strlen(f->files[i].content) <= GC_KVM_MAX_FILE_BYTES);
 }
 
 static bool plain_text(const char *s)
@@ -98,8 +101,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	check_facts(&f);
 	gc_observed_new(&o);
-	gc_kvm_record(o, "kvm01", (const struct gc_resource *const *)g->resources, g->nresources, &f,
-		      &problems);
+	gc_kvm_record(o, "kvm01", (const struct gc_resource *const *)g->resources, g->nresources,
+	              &f, &problems);
 	(void)gc_kvm_reboot_pending(&f, why, sizeof(why));
 	for (size_t i = 0; i < g->nresources; i++) {
 		gc_error_clear(&err);

@@ -27,16 +27,16 @@
 #include "gc/util.h"
 
 /* Files the driver owns on a host (one name each, so a user sees ours). */
-#define GC_KVM_GRUB_DROPIN "/etc/default/grub.d/99-gpuclusterctl-iommu.cfg"
+#define GC_KVM_GRUB_DROPIN  "/etc/default/grub.d/99-gpuclusterctl-iommu.cfg"
 #define GC_KVM_VFIO_MODULES "/etc/modules-load.d/gpuclusterctl-vfio.conf"
 /* GC_KVM_RULES_DIR/70-gpuclusterctl-{vfio,sriov}-<pci>.rules */
 #define GC_KVM_RULES_DIR "/etc/udev/rules.d"
 
 /* Caps on what one observation may hold (a host can grow its output). */
-#define GC_KVM_MAX_DEVS 256
-#define GC_KVM_MAX_TYPES 128
-#define GC_KVM_MAX_MDEVS 1024
-#define GC_KVM_MAX_FILES 256
+#define GC_KVM_MAX_DEVS       256
+#define GC_KVM_MAX_TYPES      128
+#define GC_KVM_MAX_MDEVS      1024
+#define GC_KVM_MAX_FILES      256
 #define GC_KVM_MAX_FILE_BYTES 65536
 
 /* How the host's boot loader gets kernel arguments. */
@@ -58,11 +58,11 @@ struct gc_kvm_type {
 struct gc_kvm_dev {
 	char pci[16];
 	bool present;
-	char *vendor, *device; /* "0x10de", "0x20b5" */
-	char *driver;          /* bound driver's name, NULL when none */
-	char *override;        /* driver_override, NULL when "(null)" or absent */
-	char *iommu_group;     /* NULL when the device has none (IOMMU off) */
-	int totalvfs, numvfs;  /* -1: no SR-IOV capability */
+	char *vendor, *device;     /* "0x10de", "0x20b5" */
+	char *driver;              /* bound driver's name, NULL when none */
+	char *override;            /* driver_override, NULL when "(null)" or absent */
+	char *iommu_group;         /* NULL when the device has none (IOMMU off) */
+	int totalvfs, numvfs;      /* -1: no SR-IOV capability */
 	struct gc_kvm_type *types; /* mdev_supported_types */
 	size_t ntypes;
 };
@@ -72,8 +72,8 @@ struct gc_kvm_vf {
 	char parent[16];
 	unsigned index;
 	bool present;
-	char *address;  /* the VF's PCI address */
-	long current;   /* nvidia/current_vgpu_type: 0 none, -1 unreadable */
+	char *address;                 /* the VF's PCI address */
+	long current;                  /* nvidia/current_vgpu_type: 0 none, -1 unreadable */
 	struct gc_kvm_type *creatable; /* nvidia/creatable_vgpu_types */
 	size_t ncreatable;
 };
@@ -91,15 +91,15 @@ struct gc_kvm_file {
 };
 
 struct gc_kvm_facts {
-	bool root;            /* the login user is root (no sudo) */
+	bool root; /* the login user is root (no sudo) */
 	char *os_id, *os_like, *os_version;
-	char *cmdline;        /* the running kernel's arguments */
-	char *cpu_vendor;     /* "GenuineIntel", "AuthenticAMD", NULL when none */
+	char *cmdline;    /* the running kernel's arguments */
+	char *cpu_vendor; /* "GenuineIntel", "AuthenticAMD", NULL when none */
 	char *boot_id;
-	double uptime_s;      /* -1 unknown */
+	double uptime_s; /* -1 unknown */
 	enum gc_kvm_loader loader;
-	char *configured;     /* the arguments the boot loader boots next; NULL unknown */
-	long iommu_groups;    /* entries of /sys/kernel/iommu_groups; -1 unknown */
+	char *configured;  /* the arguments the boot loader boots next; NULL unknown */
+	long iommu_groups; /* entries of /sys/kernel/iommu_groups; -1 unknown */
 	struct gc_kvm_dev *devs;
 	size_t ndevs;
 	struct gc_kvm_vf *vfs;
@@ -116,7 +116,7 @@ void gc_kvm_facts_free(struct gc_kvm_facts *f);
 char *gc_kvm_observe_script(const struct gc_resource *const *res, size_t nres, const char *token);
 /* Parse its output.  GC_EREMOTE when the output was cut short (no `end`). */
 int gc_kvm_parse(struct gc_kvm_facts *out, const char *token, const char *text, size_t len,
-		 struct gc_error *err);
+                 struct gc_error *err);
 
 /* Lookups in the facts (NULL when absent; borrowed). */
 const struct gc_kvm_dev *gc_kvm_dev(const struct gc_kvm_facts *f, const char *pci);
@@ -145,7 +145,7 @@ bool gc_kvm_profile_matches(const char *profile, const char *type_name);
 /* Record the facts as the target's resources' observed properties; one
  * line in `problems` per thing the spec names that the host lacks. */
 void gc_kvm_record(struct gc_observed *obs, const char *host, const struct gc_resource *const *res,
-		   size_t nres, const struct gc_kvm_facts *f, struct gc_buf *problems);
+                   size_t nres, const struct gc_kvm_facts *f, struct gc_buf *problems);
 
 /* ---------------------------------------------------------------- what the driver writes */
 
@@ -164,7 +164,7 @@ char *gc_kvm_render_grub_dropin(const char *iommu_key);
  * boot loader tool, no vGPU type of the profile).
  */
 int gc_kvm_script(struct gc_buf *out, const struct gc_resource *r, const struct gc_kvm_facts *f,
-		  struct gc_error *err);
+                  struct gc_error *err);
 
 /* A GPU without VFs gets them from NVIDIA's sriov-manage (a VF-backed vGPU
  * needs one); the driver observes again before gc_kvm_script(). */

@@ -18,7 +18,7 @@
 struct gc_section {
 	const char *name; /* points into the text handed to gc_sections_split() */
 	size_t nlen;
-	char *body;       /* NUL-terminated copy, without the marker's own newline */
+	char *body; /* NUL-terminated copy, without the marker's own newline */
 };
 
 struct gc_sections {

@@ -26,7 +26,7 @@ bool gc_ssh_sudo_refused(const struct gc_ssh_result *r)
 {
 	return r->exit_status != 0 && r->err != NULL &&
 	       (strstr(r->err, "sudo: a password is required") != NULL ||
-		strstr(r->err, "sudo: a terminal is required") != NULL);
+	        strstr(r->err, "sudo: a terminal is required") != NULL);
 }
 
 void gc_ssh_message(struct gc_buf *out, const struct gc_ssh_result *r)
@@ -61,13 +61,14 @@ void gc_ssh_message(struct gc_buf *out, const struct gc_ssh_result *r)
 }
 
 int gc_ssh_run_root(struct gc_ssh_conn *conn, const char *what, const char *script, int in,
-		    const char *user, struct gc_ssh_result *out, struct gc_error *err)
+                    const char *user, struct gc_ssh_result *out, struct gc_error *err)
 {
 	struct gc_ssh_result res;
 	char *cmd = gc_ssh_as_root(script);
 	int rc;
 
-	rc = in >= 0 ? gc_ssh_exec_stdin(conn, cmd, in, &res, err) : gc_ssh_exec(conn, cmd, &res, err);
+	rc = in >= 0 ? gc_ssh_exec_stdin(conn, cmd, in, &res, err)
+	             : gc_ssh_exec(conn, cmd, &res, err);
 	free(cmd);
 	if (rc != 0) {
 		gc_error_prefix(err, "%s: ", what);
@@ -75,9 +76,10 @@ int gc_ssh_run_root(struct gc_ssh_conn *conn, const char *what, const char *scri
 	}
 	if (gc_ssh_sudo_refused(&res)) {
 		gc_ssh_result_free(&res);
-		return gc_error_set(err, GC_EREMOTE, "sudo wants a password for '%s': give it NOPASSWD "
-				    "for root commands (a sudoers drop-in) or connect as root",
-				    user ? user : "?");
+		return gc_error_set(err, GC_EREMOTE,
+		                    "sudo wants a password for '%s': give it NOPASSWD "
+		                    "for root commands (a sudoers drop-in) or connect as root",
+		                    user ? user : "?");
 	}
 	if (out != NULL) {
 		*out = res;

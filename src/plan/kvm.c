@@ -39,15 +39,15 @@ static char *whyf_s(struct builder *b)
 
 /* The REBOOT, WAIT_HOST and VERIFY of host tg for its changes acts[0..n). */
 static void host_window(struct builder *b, struct kwin *w, struct gc_action **acts, size_t n,
-			size_t nreboot, const struct gc_observed_host *oh)
+                        size_t nreboot, const struct gc_observed_host *oh)
 {
 	const struct gc_target *tg = w->tg;
 	bool pending = oh != NULL && oh->reboot_pending;
 
 	gc_buf_reset(&b->scratch);
 	plan_reboot_why(&b->scratch, "reboot", nreboot, pending,
-			pending ? oh->reboot_pending_why : NULL,
-			"configured kernel arguments are not active yet");
+	                pending ? oh->reboot_pending_why : NULL,
+	                "configured kernel arguments are not active yet");
 	w->reboot = plan_action(b, GC_ACT_REBOOT, GC_OP_NONE, tg, NULL);
 	w->reboot->why = whyf_s(b);
 	w->wait = plan_action(b, GC_ACT_WAIT_HOST, GC_OP_NONE, tg, NULL);
@@ -82,7 +82,7 @@ struct buckets {
 };
 
 static void buckets_fill(struct buckets *bk, size_t ntargets, size_t n,
-			 size_t (*key)(struct builder *, size_t), struct builder *b)
+                         size_t (*key)(struct builder *, size_t), struct builder *b)
 {
 	size_t *fill = gc_xcalloc(ntargets + 2, sizeof(*fill));
 
@@ -110,7 +110,7 @@ static void buckets_free(struct buckets *bk)
 static size_t action_key(struct builder *b, size_t i)
 {
 	return b->list[i]->target->index < b->g->ntargets ? b->list[i]->target->index
-							   : b->g->ntargets;
+	                                                  : b->g->ntargets;
 }
 
 /* VMs by the target that holds them (graphs built by hand: the vCenter). */
@@ -124,7 +124,7 @@ static size_t vm_key(struct builder *b, size_t i)
 /* The host's VMs (vms: indexes of gc_graph.vms held by its libvirt):
  * off before its reboot, on after its verify. */
 static void host_vms(struct builder *b, struct kwin *w, const size_t *vms, size_t nvms,
-		     struct gc_action **offs, struct gc_action **ons)
+                     struct gc_action **offs, struct gc_action **ons)
 {
 	for (size_t k = 0; k < nvms; k++) {
 		size_t i = vms[k];
@@ -132,19 +132,23 @@ static void host_vms(struct builder *b, struct kwin *w, const size_t *vms, size_
 		struct gc_action *off = offs[i], *on = ons[i];
 		bool exists;
 
-		if (off == NULL && plan_observed_power(b, v->name, &exists) == GC_POWER_ON && exists) {
+		if (off == NULL && plan_observed_power(b, v->name, &exists) == GC_POWER_ON &&
+		    exists) {
 			off = plan_action(b, GC_ACT_POWER_OFF, GC_OP_NONE, w->lv, NULL);
 			gc_buf_reset(&b->scratch);
-			gc_buf_printf(&b->scratch, "%s reboots and VM %s runs on it (no live migration "
-						   "on KVM)", w->tg->name, v->name);
+			gc_buf_printf(&b->scratch,
+			              "%s reboots and VM %s runs on it (no live migration "
+			              "on KVM)",
+			              w->tg->name, v->name);
 			off->why = whyf_s(b);
 			off->vm = v->name;
 			off->host = v->host;
 			if (v->power_on && on == NULL) {
 				on = plan_action(b, GC_ACT_POWER_ON, GC_OP_NONE, w->lv, NULL);
 				gc_buf_reset(&b->scratch);
-				gc_buf_printf(&b->scratch, "power %s back on after the reboot of %s",
-					      v->name, w->tg->name);
+				gc_buf_printf(&b->scratch,
+				              "power %s back on after the reboot of %s", v->name,
+				              w->tg->name);
 				on->why = whyf_s(b);
 				on->vm = v->name;
 				on->host = v->host;
@@ -215,7 +219,7 @@ void plan_kvm_reboots(struct builder *b)
 		if (w.lv == NULL)
 			continue;
 		host_vms(b, &w, &bv.v[bv.start[w.lv->index]],
-			 bv.start[w.lv->index + 1] - bv.start[w.lv->index], offs, ons);
+		         bv.start[w.lv->index + 1] - bv.start[w.lv->index], offs, ons);
 		/* the host's libvirtd goes down with it: its other steps come after */
 		for (size_t k = ba.start[w.lv->index]; k < ba.start[w.lv->index + 1]; k++)
 			if (b->list[ba.v[k]]->kind != GC_ACT_POWER_OFF)

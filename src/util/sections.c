@@ -28,7 +28,7 @@ void gc_sections_split(struct gc_sections *s, const char *token, const char *tex
 			/* the marker's own leading newline is not the section's */
 			if (cur != NULL)
 				cur->body = gc_xstrndup(body, (size_t)(p - body) -
-								   (p > body && p[-1] == '\n'));
+				                                  (p > body && p[-1] == '\n'));
 			cur = NULL;
 			if (s->n < GC_SECTIONS_MAX) {
 				cur = &s->v[s->n++];
@@ -69,7 +69,8 @@ char *gc_sections_trimmed(const struct gc_sections *s, const char *name)
 	while (*t == '\n' || *t == ' ' || *t == '\r' || *t == '\t')
 		t++;
 	n = strlen(t);
-	while (n > 0 && (t[n - 1] == '\n' || t[n - 1] == ' ' || t[n - 1] == '\r' || t[n - 1] == '\t'))
+	while (n > 0 &&
+	       (t[n - 1] == '\n' || t[n - 1] == ' ' || t[n - 1] == '\r' || t[n - 1] == '\t'))
 		n--;
 	return n > 0 ? gc_xstrndup(t, n) : NULL;
 }

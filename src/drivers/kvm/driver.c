@@ -38,7 +38,7 @@
 #define KVM_REBOOT_GRACE_S 300u
 
 struct kvm_conn {
-	struct gc_ssh_conn *ssh;  /* NULL while rebooting */
+	struct gc_ssh_conn *ssh; /* NULL while rebooting */
 	const struct gc_target *t;
 	const struct gc_host *h;
 	unsigned command_ms;
@@ -46,19 +46,19 @@ struct kvm_conn {
 	bool have_facts;
 	const struct gc_resource *const *res; /* borrowed from the executor */
 	size_t nres;
-	bool reboot_pending;       /* observed: the boot loader boots other arguments */
-	bool reboot_owed;          /* this run changed something that needs the reboot */
+	bool reboot_pending; /* observed: the boot loader boots other arguments */
+	bool reboot_owed;    /* this run changed something that needs the reboot */
 	bool skip_wait;
-	char boot_before[64];      /* boot id when the reboot went out */
+	char boot_before[64]; /* boot id when the reboot went out */
 	uint64_t reboot_sent_ns;
-	struct gc_drv_ctx *ctx;    /* during WAIT_HOST, for its reconnects */
+	struct gc_drv_ctx *ctx; /* during WAIT_HOST, for its reconnects */
 };
 
 static int ssh_open(struct kvm_conn *c, struct gc_drv_ctx *ctx, unsigned connect_ms,
-		    struct gc_error *err)
+                    struct gc_error *err)
 {
 	int rc = gc_drv_ssh_connect(&c->ssh, ctx, c->h->address, &c->h->ssh, c->h->credentials,
-				    "root", connect_ms, KVM_READ_TIMEOUT_MS, err);
+	                            "root", connect_ms, KVM_READ_TIMEOUT_MS, err);
 
 	if (rc != 0)
 		gc_error_prefix(err, "host '%s': ", c->t->name);
@@ -66,7 +66,7 @@ static int ssh_open(struct kvm_conn *c, struct gc_drv_ctx *ctx, unsigned connect
 }
 
 static int kvm_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
-		       struct gc_error *err)
+                       struct gc_error *err)
 {
 	const struct gc_drv_settings *set = gc_drv_settings(ctx);
 	struct kvm_conn *c;
@@ -76,8 +76,8 @@ static int kvm_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_targ
 	c = gc_xcalloc(1, sizeof(*c));
 	c->t = t;
 	c->h = t->host;
-	c->command_ms = set->command_timeout_ms ? set->command_timeout_ms
-						: c->h->ssh.command_timeout_s * 1000u;
+	c->command_ms =
+	    set->command_timeout_ms ? set->command_timeout_ms : c->h->ssh.command_timeout_s * 1000u;
 	if (ssh_open(c, ctx, 0, err) != 0) {
 		free(c);
 		return err->code;
@@ -102,7 +102,7 @@ static void kvm_disconnect(void *conn)
 
 /* Run a script as root; *out filled (caller frees) when out is not NULL. */
 static int run(struct kvm_conn *c, struct gc_drv_ctx *ctx, const char *what, const char *script,
-	       bool change, struct gc_ssh_result *out, struct gc_error *err)
+               bool change, struct gc_ssh_result *out, struct gc_error *err)
 {
 	const struct gc_credential *cr = c->h->credentials;
 	int rc;
@@ -134,7 +134,7 @@ static void record_cb(struct gc_observed *obs, void *arg)
 }
 
 static int observe_now(struct kvm_conn *c, struct gc_drv_ctx *ctx, struct gc_buf *problems,
-		       struct gc_error *err)
+                       struct gc_error *err)
 {
 	struct gc_ssh_result res;
 	struct gc_kvm_facts f;
@@ -171,8 +171,8 @@ static int observe_now(struct kvm_conn *c, struct gc_drv_ctx *ctx, struct gc_buf
 }
 
 static int kvm_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
-		       const struct gc_resource *const *res, size_t nres, struct gc_buf *problems,
-		       struct gc_error *err)
+                       const struct gc_resource *const *res, size_t nres, struct gc_buf *problems,
+                       struct gc_error *err)
 {
 	struct kvm_conn *c = conn;
 
@@ -185,7 +185,7 @@ static int kvm_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_targe
 /* ---------------------------------------------------------------- changes */
 
 static int apply_resource(struct kvm_conn *c, struct gc_drv_ctx *ctx, const struct gc_resource *r,
-			  struct gc_error *err)
+                          struct gc_error *err)
 {
 	struct gc_buf s = GC_BUF_INIT;
 	const char *mech = gc_resource_prop(r, "mechanism");
@@ -194,9 +194,10 @@ static int apply_resource(struct kvm_conn *c, struct gc_drv_ctx *ctx, const stru
 	if (!c->have_facts && (rc = observe_now(c, ctx, NULL, err)) != 0)
 		return rc;
 	if (r->kind == GC_RES_KVM_VGPU && mech != NULL && strcmp(mech, "vf") == 0) {
-		const char *parent = gc_resource_prop(r, "parent"), *idx = gc_resource_prop(r, "vf");
-		const struct gc_kvm_vf *v = gc_kvm_vf(&c->facts, parent,
-						      idx ? (unsigned)strtoul(idx, NULL, 10) : 0);
+		const char *parent = gc_resource_prop(r, "parent"),
+		           *idx = gc_resource_prop(r, "vf");
+		const struct gc_kvm_vf *v =
+		    gc_kvm_vf(&c->facts, parent, idx ? (unsigned)strtoul(idx, NULL, 10) : 0);
 
 		if (v == NULL || !v->present) {
 			/* the VF's type ids are only readable once the VFs exist */
@@ -252,7 +253,7 @@ static int kvm_reboot(struct kvm_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 	}
 	c->skip_wait = false;
 	snprintf(c->boot_before, sizeof(c->boot_before), "%s",
-		 c->facts.boot_id ? c->facts.boot_id : "");
+	         c->facts.boot_id ? c->facts.boot_id : "");
 	gc_drv_note(ctx, c->t, "rebooting the host");
 	return send_reboot(c, ctx, err);
 }
@@ -278,7 +279,7 @@ static int wr_boot_id(void *arg, char *out, size_t n, struct gc_error *err)
 	struct kvm_conn *c = arg;
 	struct gc_ssh_result res;
 	int rc = gc_ssh_run_root(c->ssh, "boot id", "cat /proc/sys/kernel/random/boot_id", -1, NULL,
-				 &res, err);
+	                         &res, err);
 
 	if (rc != 0)
 		return rc;
@@ -297,10 +298,16 @@ static int wr_resend(void *arg, struct gc_error *err)
 
 static int kvm_wait(struct kvm_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
 {
-	struct gc_drv_reboot r = {.t = c->t, .noun = "host", .before = c->boot_before,
-				  .sent_ns = c->reboot_sent_ns, .grace_s = KVM_REBOOT_GRACE_S,
-				  .arg = c, .connect = wr_connect, .disconnect = wr_disconnect,
-				  .boot_id = wr_boot_id, .resend = wr_resend};
+	struct gc_drv_reboot r = {.t = c->t,
+	                          .noun = "host",
+	                          .before = c->boot_before,
+	                          .sent_ns = c->reboot_sent_ns,
+	                          .grace_s = KVM_REBOOT_GRACE_S,
+	                          .arg = c,
+	                          .connect = wr_connect,
+	                          .disconnect = wr_disconnect,
+	                          .boot_id = wr_boot_id,
+	                          .resend = wr_resend};
 	int rc;
 
 	c->ctx = ctx;
@@ -316,19 +323,23 @@ static int kvm_verify(struct kvm_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 	char why[512];
 
 	if (rc == 0 && gc_kvm_reboot_pending(&c->facts, why, sizeof(why)))
-		rc = gc_error_set(err, GC_EREMOTE, "host '%s': after the reboot %s: does the boot "
-				  "loader boot its default entry?", c->t->name, why);
+		rc = gc_error_set(err, GC_EREMOTE,
+		                  "host '%s': after the reboot %s: does the boot "
+		                  "loader boot its default entry?",
+		                  c->t->name, why);
 	/* the arguments run, the IOMMU does not (its firmware switch) */
 	if (rc == 0 && problems.len > 0)
 		rc = gc_error_set(err, GC_EREMOTE, "after the reboot: %.*s",
-				  (int)strcspn(problems.ptr, "\n"), problems.ptr);
+		                  (int)strcspn(problems.ptr, "\n"), problems.ptr);
 	gc_buf_free(&problems);
 	if (rc != 0)
 		return rc;
 	for (size_t i = 0; i < c->nres; i++)
 		if (!gc_drv_resource_converged(ctx, c->res[i]))
-			return gc_error_set(err, GC_EREMOTE, "host '%s': after the reboot '%s' still "
-					    "differs from the spec", c->t->name, c->res[i]->id);
+			return gc_error_set(err, GC_EREMOTE,
+			                    "host '%s': after the reboot '%s' still "
+			                    "differs from the spec",
+			                    c->t->name, c->res[i]->id);
 	return 0;
 }
 
@@ -345,7 +356,8 @@ static int kvm_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s, str
 	rc = run(c, ctx, "uptime", "cat /proc/uptime", false, &res, err);
 	if (rc != 0)
 		return rc;
-	clock_gettime(CLOCK_REALTIME, &now); /* after the reply: the boot looks later, never earlier */
+	clock_gettime(CLOCK_REALTIME,
+	              &now); /* after the reply: the boot looks later, never earlier */
 	if (res.exit_status == 0) {
 		up = strtod(res.out, &end);
 		if (end == res.out)
@@ -353,7 +365,8 @@ static int kvm_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s, str
 	}
 	gc_ssh_result_free(&res);
 	if (up < 0)
-		return gc_error_set(err, GC_EREMOTE, "host '%s': cannot read /proc/uptime", c->t->name);
+		return gc_error_set(err, GC_EREMOTE, "host '%s': cannot read /proc/uptime",
+		                    c->t->name);
 	*boot_s = (double)now.tv_sec + (double)now.tv_nsec / 1e9 - up;
 	return 0;
 }
@@ -361,7 +374,7 @@ static int kvm_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s, str
 /* ---------------------------------------------------------------- apply */
 
 static int kvm_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
-		     struct gc_error *err)
+                     struct gc_error *err)
 {
 	struct kvm_conn *c = *conn;
 
@@ -374,33 +387,29 @@ static int kvm_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action
 	switch (a->kind) {
 	case GC_ACT_APPLY:
 		if (a->op == GC_OP_DELETE || a->resource == NULL)
-			return gc_error_set(err, GC_ENOTSUP, "host '%s': removing '%s' is not supported",
-					    c->t->name, a->resource_id);
+			return gc_error_set(err, GC_ENOTSUP,
+			                    "host '%s': removing '%s' is not supported", c->t->name,
+			                    a->resource_id);
 		return apply_resource(c, ctx, a->resource, err);
-	case GC_ACT_REBOOT:
-		return kvm_reboot(c, ctx, err);
-	case GC_ACT_WAIT_HOST:
-		return c->skip_wait ? 0 : kvm_wait(c, ctx, err);
-	case GC_ACT_VERIFY:
-		gc_drv_note(ctx, c->t, "verifying");
-		return kvm_verify(c, ctx, err);
+	case GC_ACT_REBOOT: return kvm_reboot(c, ctx, err);
+	case GC_ACT_WAIT_HOST: return c->skip_wait ? 0 : kvm_wait(c, ctx, err);
+	case GC_ACT_VERIFY: gc_drv_note(ctx, c->t, "verifying"); return kvm_verify(c, ctx, err);
 	case GC_ACT_ENTER_MAINTENANCE:
 	case GC_ACT_EXIT_MAINTENANCE:
 	case GC_ACT_POWER_OFF:
 	case GC_ACT_POWER_ON:
-	case GC_ACT_MIGRATE:
-		break;
+	case GC_ACT_MIGRATE: break;
 	}
 	return gc_error_set(err, GC_ENOTSUP, "host '%s': '%s' is not a KVM host action", c->t->name,
-			    gc_action_kind_name(a->kind));
+	                    gc_action_kind_name(a->kind));
 }
 
 const struct gc_driver gc_driver_kvm = {
-	.name = "kvm",
-	.kind = GC_TARGET_KVM,
-	.connect = kvm_connect,
-	.observe = kvm_observe,
-	.apply = kvm_apply,
-	.boot_time = kvm_boot_time,
-	.disconnect = kvm_disconnect,
+    .name = "kvm",
+    .kind = GC_TARGET_KVM,
+    .connect = kvm_connect,
+    .observe = kvm_observe,
+    .apply = kvm_apply,
+    .boot_time = kvm_boot_time,
+    .disconnect = kvm_disconnect,
 };

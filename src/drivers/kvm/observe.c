@@ -111,7 +111,7 @@ static bool small_number(const char *s)
 
 /* The spec's devices (" 0000:3b:00.0 ...") and VFs (" 0000:3b:00.0/0 ..."). */
 static void spec_devices(struct gc_buf *pcis, struct gc_buf *vfs,
-			 const struct gc_resource *const *res, size_t nres)
+                         const struct gc_resource *const *res, size_t nres)
 {
 	gc_buf_puts(pcis, "");
 	gc_buf_puts(vfs, "");
@@ -141,50 +141,59 @@ char *gc_kvm_observe_script(const struct gc_resource *const *res, size_t nres, c
 	struct gc_buf b = GC_BUF_INIT, pcis = GC_BUF_INIT, vfs = GC_BUF_INIT;
 
 	spec_devices(&pcis, &vfs, res, nres);
-	gc_buf_printf(&b, "export LC_ALL=C PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
-			  "/sbin:/bin\nm() { printf '\\n@@gc:%s:%%s\\n' \"$1\"; }\n", token);
-	gc_buf_puts(&b, "m id; id -u\n"
-			"m os; cat /etc/os-release 2>/dev/null\n"
-			"m cmdline; cat /proc/cmdline\n"
-			"m cpu; grep -m1 '^vendor_id' /proc/cpuinfo 2>/dev/null\n"
-			"m boot_id; cat /proc/sys/kernel/random/boot_id\n"
-			"m uptime; cat /proc/uptime\n"
-			"m loader; if command -v update-grub >/dev/null; then echo update-grub; "
-			"elif command -v grubby >/dev/null; then echo grubby; fi\n"
-			"m grub_cfg; for f in /boot/grub/grub.cfg /boot/grub2/grub.cfg; do if [ -r $f ]; "
-			"then grep -m1 -E '^[[:space:]]*linux(16|efi)?[[:space:]]' $f; break; fi; done\n"
-			"m grubby; command -v grubby >/dev/null && grubby --info=DEFAULT 2>/dev/null | "
-			"grep '^args='\n"
-			"m iommu_groups; ls /sys/kernel/iommu_groups 2>/dev/null | wc -l\n");
-	gc_buf_printf(&b, "m dev; for p in%s; do d=/sys/bus/pci/devices/$p; "
-			  "if [ ! -e $d ]; then echo \"$p absent\"; continue; fi; "
-			  "echo \"$p vendor $(cat $d/vendor)\"; echo \"$p device $(cat $d/device)\"; "
-			  "[ -e $d/driver ] && echo \"$p driver $(basename \"$(readlink $d/driver)\")\"; "
-			  "[ -r $d/driver_override ] && echo \"$p override $(cat $d/driver_override)\"; "
-			  "[ -e $d/iommu_group ] && echo \"$p iommu_group "
-			  "$(basename \"$(readlink $d/iommu_group)\")\"; "
-			  "[ -r $d/sriov_totalvfs ] && echo \"$p totalvfs $(cat $d/sriov_totalvfs)\" && "
-			  "echo \"$p numvfs $(cat $d/sriov_numvfs)\"; "
-			  "for t in $d/mdev_supported_types/*; do [ -d \"$t\" ] && echo \"$p mdev_type "
-			  "$(basename \"$t\") $(cat \"$t/available_instances\" 2>/dev/null || echo -) "
-			  "$(cat \"$t/name\" 2>/dev/null)\"; done; done\n",
-		      gc_buf_str(&pcis));
-	gc_buf_printf(&b, "m vf; for pv in%s; do v=/sys/bus/pci/devices/${pv%%/*}/virtfn${pv#*/}; "
-			  "if [ ! -e $v ]; then echo \"$pv absent\"; continue; fi; "
-			  "echo \"$pv address $(basename \"$(readlink $v)\")\"; "
-			  "[ -r $v/nvidia/current_vgpu_type ] && echo \"$pv current "
-			  "$(cat $v/nvidia/current_vgpu_type)\"; "
-			  "[ -r $v/nvidia/creatable_vgpu_types ] && while IFS= read -r l; do "
-			  "echo \"$pv creatable $l\"; done < $v/nvidia/creatable_vgpu_types; done\n",
-		      gc_buf_str(&vfs));
-	gc_buf_puts(&b, "m mdev; for u in /sys/bus/mdev/devices/*; do [ -e \"$u\" ] || continue; "
-			"d=$(readlink -f \"$u\"); echo \"$(basename \"$u\") $(basename \"${d%/*}\") "
-			"$(basename \"$(readlink -f \"$u/mdev_type\")\")\"; done\n");
-	gc_buf_puts(&b, "m files; for f in " GC_KVM_RULES_DIR "/70-gpuclusterctl-*.rules "
-			GC_KVM_VFIO_MODULES " " GC_KVM_GRUB_DROPIN "; do [ -r \"$f\" ] && "
-			"{ printf '#file %s %s\\n' \"$(wc -c < \"$f\")\" \"$f\"; head -c 65536 \"$f\"; "
-			"echo; }; done\n"
-			"m end\n");
+	gc_buf_printf(&b,
+	              "export LC_ALL=C PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+	              "/sbin:/bin\nm() { printf '\\n@@gc:%s:%%s\\n' \"$1\"; }\n",
+	              token);
+	gc_buf_puts(
+	    &b, "m id; id -u\n"
+	        "m os; cat /etc/os-release 2>/dev/null\n"
+	        "m cmdline; cat /proc/cmdline\n"
+	        "m cpu; grep -m1 '^vendor_id' /proc/cpuinfo 2>/dev/null\n"
+	        "m boot_id; cat /proc/sys/kernel/random/boot_id\n"
+	        "m uptime; cat /proc/uptime\n"
+	        "m loader; if command -v update-grub >/dev/null; then echo update-grub; "
+	        "elif command -v grubby >/dev/null; then echo grubby; fi\n"
+	        "m grub_cfg; for f in /boot/grub/grub.cfg /boot/grub2/grub.cfg; do if [ -r $f ]; "
+	        "then grep -m1 -E '^[[:space:]]*linux(16|efi)?[[:space:]]' $f; break; fi; done\n"
+	        "m grubby; command -v grubby >/dev/null && grubby --info=DEFAULT 2>/dev/null | "
+	        "grep '^args='\n"
+	        "m iommu_groups; ls /sys/kernel/iommu_groups 2>/dev/null | wc -l\n");
+	gc_buf_printf(
+	    &b,
+	    "m dev; for p in%s; do d=/sys/bus/pci/devices/$p; "
+	    "if [ ! -e $d ]; then echo \"$p absent\"; continue; fi; "
+	    "echo \"$p vendor $(cat $d/vendor)\"; echo \"$p device $(cat $d/device)\"; "
+	    "[ -e $d/driver ] && echo \"$p driver $(basename \"$(readlink $d/driver)\")\"; "
+	    "[ -r $d/driver_override ] && echo \"$p override $(cat $d/driver_override)\"; "
+	    "[ -e $d/iommu_group ] && echo \"$p iommu_group "
+	    "$(basename \"$(readlink $d/iommu_group)\")\"; "
+	    "[ -r $d/sriov_totalvfs ] && echo \"$p totalvfs $(cat $d/sriov_totalvfs)\" && "
+	    "echo \"$p numvfs $(cat $d/sriov_numvfs)\"; "
+	    "for t in $d/mdev_supported_types/*; do [ -d \"$t\" ] && echo \"$p mdev_type "
+	    "$(basename \"$t\") $(cat \"$t/available_instances\" 2>/dev/null || echo -) "
+	    "$(cat \"$t/name\" 2>/dev/null)\"; done; done\n",
+	    gc_buf_str(&pcis));
+	gc_buf_printf(&b,
+	              "m vf; for pv in%s; do v=/sys/bus/pci/devices/${pv%%/*}/virtfn${pv#*/}; "
+	              "if [ ! -e $v ]; then echo \"$pv absent\"; continue; fi; "
+	              "echo \"$pv address $(basename \"$(readlink $v)\")\"; "
+	              "[ -r $v/nvidia/current_vgpu_type ] && echo \"$pv current "
+	              "$(cat $v/nvidia/current_vgpu_type)\"; "
+	              "[ -r $v/nvidia/creatable_vgpu_types ] && while IFS= read -r l; do "
+	              "echo \"$pv creatable $l\"; done < $v/nvidia/creatable_vgpu_types; done\n",
+	              gc_buf_str(&vfs));
+	gc_buf_puts(&b,
+	            "m mdev; for u in /sys/bus/mdev/devices/*; do [ -e \"$u\" ] || continue; "
+	            "d=$(readlink -f \"$u\"); echo \"$(basename \"$u\") $(basename \"${d%/*}\") "
+	            "$(basename \"$(readlink -f \"$u/mdev_type\")\")\"; done\n");
+	gc_buf_puts(&b,
+	            "m files; for f in " GC_KVM_RULES_DIR
+	            "/70-gpuclusterctl-*.rules " GC_KVM_VFIO_MODULES " " GC_KVM_GRUB_DROPIN
+	            "; do [ -r \"$f\" ] && "
+	            "{ printf '#file %s %s\\n' \"$(wc -c < \"$f\")\" \"$f\"; head -c 65536 \"$f\"; "
+	            "echo; }; done\n"
+	            "m end\n");
 	gc_buf_free(&pcis);
 	gc_buf_free(&vfs);
 	return gc_buf_take(&b);
@@ -324,7 +333,7 @@ static struct gc_kvm_dev *dev_get(struct gc_kvm_facts *f, const char *pci, size_
 }
 
 static void type_add(struct gc_kvm_type **v, size_t *n, const char *id, size_t idn, int avail,
-		     const char *name)
+                     const char *name)
 {
 	struct gc_kvm_type *t;
 
@@ -380,13 +389,15 @@ static void parse_devs(struct gc_kvm_facts *f, const char *text)
 			d->totalvfs = (int)number(p);
 		else if (kn == 6 && memcmp(key, "numvfs", 6) == 0)
 			d->numvfs = (int)number(p);
-		else if (kn == 9 && memcmp(key, "mdev_type", 9) == 0 && (id = word(&p, &idn)) != NULL) {
+		else if (kn == 9 && memcmp(key, "mdev_type", 9) == 0 &&
+		         (id = word(&p, &idn)) != NULL) {
 			const char *avail;
 			size_t an;
 			char a[16];
 
 			avail = word(&p, &an);
-			snprintf(a, sizeof(a), "%.*s", (int)(an < 15 ? an : 15), avail ? avail : "");
+			snprintf(a, sizeof(a), "%.*s", (int)(an < 15 ? an : 15),
+			         avail ? avail : "");
 			type_add(&d->types, &d->ntypes, id, idn, (int)number(a), p);
 		}
 		free(line);
@@ -409,8 +420,8 @@ static struct gc_kvm_vf *vf_get(struct gc_kvm_facts *f, const char *pv, size_t n
 	size_t pn;
 	long k;
 
-	if (slash == NULL || (pn = (size_t)(slash - pv)) >= sizeof(v->parent) ||
-	    n - pn - 1 == 0 || n - pn - 1 >= sizeof(idx))
+	if (slash == NULL || (pn = (size_t)(slash - pv)) >= sizeof(v->parent) || n - pn - 1 == 0 ||
+	    n - pn - 1 >= sizeof(idx))
 		return NULL;
 	memcpy(idx, slash + 1, n - pn - 1);
 	idx[n - pn - 1] = '\0';
@@ -552,7 +563,7 @@ static enum gc_kvm_loader loader_of(const char *s)
 }
 
 int gc_kvm_parse(struct gc_kvm_facts *out, const char *token, const char *text, size_t len,
-		 struct gc_error *err)
+                 struct gc_error *err)
 {
 	struct gc_kvm_facts f;
 	struct gc_sections s = {0};
@@ -565,8 +576,10 @@ int gc_kvm_parse(struct gc_kvm_facts *out, const char *token, const char *text, 
 		size_t n = s.n;
 
 		gc_sections_free(&s);
-		return gc_error_set(err, GC_EREMOTE, "the observation ended early (%zu of its sections "
-				    "came back)", n);
+		return gc_error_set(err, GC_EREMOTE,
+		                    "the observation ended early (%zu of its sections "
+		                    "came back)",
+		                    n);
 	}
 	v = gc_sections_trimmed(&s, "id");
 	f.root = v != NULL && strcmp(v, "0") == 0;
@@ -599,10 +612,12 @@ int gc_kvm_parse(struct gc_kvm_facts *out, const char *token, const char *text, 
 	v = gc_sections_trimmed(&s, "loader");
 	f.loader = loader_of(v);
 	free(v);
-	if (f.loader == GC_KVM_LOADER_UPDATE_GRUB && (v = gc_sections_trimmed(&s, "grub_cfg")) != NULL) {
+	if (f.loader == GC_KVM_LOADER_UPDATE_GRUB &&
+	    (v = gc_sections_trimmed(&s, "grub_cfg")) != NULL) {
 		f.configured = grub_cfg_args(v);
 		free(v);
-	} else if (f.loader == GC_KVM_LOADER_GRUBBY && (t = gc_sections_get(&s, "grubby")) != NULL) {
+	} else if (f.loader == GC_KVM_LOADER_GRUBBY &&
+	           (t = gc_sections_get(&s, "grubby")) != NULL) {
 		f.configured = grubby_args(t);
 	}
 	v = gc_sections_trimmed(&s, "iommu_groups");

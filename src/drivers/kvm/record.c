@@ -21,7 +21,7 @@
 #include "gc/kvm.h"
 
 static void put(struct gc_observed *obs, const struct gc_resource *r, const char *key,
-		const char *value)
+                const char *value)
 {
 	if (gc_resource_prop(r, key) != NULL)
 		gc_observed_set(obs, r->id, key, value ? value : "");
@@ -74,12 +74,12 @@ const char *gc_kvm_arg(const char *cmdline, const char *key, char *buf, size_t n
 /* The two IOMMU settings a command line gives: "on"/"off" for the vendor's
  * key, the iommu= mode or "none". */
 static void iommu_of(const char *cmdline, const char *key, char *on, size_t non, char *mode,
-		     size_t nmode)
+                     size_t nmode)
 {
 	char v[64];
 
 	snprintf(on, non, "%s",
-		 gc_kvm_arg(cmdline, key, v, sizeof(v)) && strcmp(v, "on") == 0 ? "on" : "off");
+	         gc_kvm_arg(cmdline, key, v, sizeof(v)) && strcmp(v, "on") == 0 ? "on" : "off");
 	snprintf(mode, nmode, "%s", gc_kvm_arg(cmdline, "iommu", v, sizeof(v)) ? v : "none");
 }
 
@@ -94,35 +94,43 @@ bool gc_kvm_reboot_pending(const struct gc_kvm_facts *f, char *why, size_t n)
 	iommu_of(f->cmdline, key, ron, sizeof(ron), rmode, sizeof(rmode));
 	if (strcmp(con, ron) == 0 && strcmp(cmode, rmode) == 0)
 		return false;
-	snprintf(why, n, "kernel arguments %s=%s iommu=%s configured, the running kernel has %s=%s "
-		 "iommu=%s", key, con, cmode, key, ron, rmode);
+	snprintf(why, n,
+	         "kernel arguments %s=%s iommu=%s configured, the running kernel has %s=%s "
+	         "iommu=%s",
+	         key, con, cmode, key, ron, rmode);
 	return true;
 }
 
 static void record_iommu(struct gc_observed *obs, const char *host, const struct gc_resource *r,
-			 const struct gc_kvm_facts *f, struct gc_buf *problems)
+                         const struct gc_kvm_facts *f, struct gc_buf *problems)
 {
 	const char *key = gc_kvm_iommu_key(f);
 	char on[8], mode[64], ron[8], rmode[64];
 
 	if (key == NULL) {
-		gc_buf_printf(problems, "host '%s': CPU vendor '%s' is neither Intel nor AMD: "
-			      "intel_iommu/amd_iommu do not apply\n", host,
-			      f->cpu_vendor ? f->cpu_vendor : "(none in /proc/cpuinfo)");
+		gc_buf_printf(problems,
+		              "host '%s': CPU vendor '%s' is neither Intel nor AMD: "
+		              "intel_iommu/amd_iommu do not apply\n",
+		              host, f->cpu_vendor ? f->cpu_vendor : "(none in /proc/cpuinfo)");
 		return;
 	}
-	iommu_of(f->configured ? f->configured : f->cmdline, key, on, sizeof(on), mode, sizeof(mode));
+	iommu_of(f->configured ? f->configured : f->cmdline, key, on, sizeof(on), mode,
+	         sizeof(mode));
 	put(obs, r, "iommu", on);
 	put(obs, r, "iommu_mode", mode);
 	iommu_of(f->cmdline, key, ron, sizeof(ron), rmode, sizeof(rmode));
 	if (strcmp(ron, "on") == 0 && f->iommu_groups == 0)
-		gc_buf_printf(problems, "host '%s' runs with %s=on but has no IOMMU groups: turn on %s "
-			      "in its firmware\n", host, key,
-			      strcmp(key, "intel_iommu") == 0 ? "VT-d" : "AMD-Vi (IOMMU)");
+		gc_buf_printf(problems,
+		              "host '%s' runs with %s=on but has no IOMMU groups: turn on %s "
+		              "in its firmware\n",
+		              host, key,
+		              strcmp(key, "intel_iommu") == 0 ? "VT-d" : "AMD-Vi (IOMMU)");
 	if ((strcmp(on, "on") != 0 || strcmp(mode, "pt") != 0) && f->loader == GC_KVM_LOADER_NONE)
-		gc_buf_printf(problems, "host '%s' has neither update-grub nor grubby: cannot set the "
-			      "kernel arguments %s=on iommu=pt (set them in its boot loader by hand)\n",
-			      host, key);
+		gc_buf_printf(
+		    problems,
+		    "host '%s' has neither update-grub nor grubby: cannot set the "
+		    "kernel arguments %s=on iommu=pt (set them in its boot loader by hand)\n",
+		    host, key);
 }
 
 /* ---------------------------------------------------------------- devices */
@@ -146,7 +154,7 @@ static const char *file_state(const struct gc_kvm_facts *f, const char *path, co
 }
 
 static const struct gc_kvm_dev *present(const char *host, const char *pci,
-					const struct gc_kvm_facts *f, struct gc_buf *problems)
+                                        const struct gc_kvm_facts *f, struct gc_buf *problems)
 {
 	const struct gc_kvm_dev *d = gc_kvm_dev(f, pci);
 
@@ -158,7 +166,7 @@ static const struct gc_kvm_dev *present(const char *host, const char *pci,
 }
 
 static void record_vfio(struct gc_observed *obs, const char *host, const struct gc_resource *r,
-			const struct gc_kvm_facts *f, struct gc_buf *problems)
+                        const struct gc_kvm_facts *f, struct gc_buf *problems)
 {
 	const char *pci = id_key(r);
 	const struct gc_kvm_dev *d = present(host, pci, f, problems);
@@ -181,7 +189,7 @@ static void record_vfio(struct gc_observed *obs, const char *host, const struct 
 }
 
 static void record_sriov(struct gc_observed *obs, const char *host, const struct gc_resource *r,
-			 const struct gc_kvm_facts *f, struct gc_buf *problems)
+                         const struct gc_kvm_facts *f, struct gc_buf *problems)
 {
 	const char *pci = id_key(r), *want = gc_resource_prop(r, "numvfs");
 	const struct gc_kvm_dev *d = present(host, pci, f, problems);
@@ -192,14 +200,19 @@ static void record_sriov(struct gc_observed *obs, const char *host, const struct
 	if (d == NULL)
 		return;
 	if (d->totalvfs < 0) {
-		gc_buf_printf(problems, "host '%s': PCI device %s has no SR-IOV capability "
-			      "(no sriov_totalvfs)\n", host, pci);
+		gc_buf_printf(problems,
+		              "host '%s': PCI device %s has no SR-IOV capability "
+		              "(no sriov_totalvfs)\n",
+		              host, pci);
 		return;
 	}
 	if (n > (unsigned)d->totalvfs)
-		gc_buf_printf(problems, "host '%s': PCI device %s offers %d VFs (sriov_totalvfs), the "
-			      "spec asks for %u (a Mellanox NIC's limit is its firmware's NUM_OF_VFS: "
-			      "mlxconfig)\n", host, pci, d->totalvfs, n);
+		gc_buf_printf(
+		    problems,
+		    "host '%s': PCI device %s offers %d VFs (sriov_totalvfs), the "
+		    "spec asks for %u (a Mellanox NIC's limit is its firmware's NUM_OF_VFS: "
+		    "mlxconfig)\n",
+		    host, pci, d->totalvfs, n);
 	snprintf(num, sizeof(num), "%d", d->numvfs);
 	put(obs, r, "numvfs", d->numvfs >= 0 ? num : "unknown");
 	gc_kvm_rule_path(path, sizeof(path), "sriov", pci);
@@ -244,9 +257,10 @@ static void list_names(struct gc_buf *b, const struct gc_kvm_type *t, size_t n)
 }
 
 static void record_mdev(struct gc_observed *obs, const char *host, const struct gc_resource *r,
-			const struct gc_kvm_facts *f, struct gc_buf *problems)
+                        const struct gc_kvm_facts *f, struct gc_buf *problems)
 {
-	const char *parent = gc_resource_prop(r, "parent"), *profile = gc_resource_prop(r, "profile");
+	const char *parent = gc_resource_prop(r, "parent"),
+	           *profile = gc_resource_prop(r, "profile");
 	const struct gc_kvm_dev *d = present(host, parent, f, problems);
 	const struct gc_kvm_mdev *m = gc_kvm_mdev(f, gc_resource_prop(r, "uuid"));
 	const char *have = NULL;
@@ -260,20 +274,24 @@ static void record_mdev(struct gc_observed *obs, const char *host, const struct 
 			have = d->types[i].name;
 	}
 	if (d->ntypes == 0) {
-		gc_buf_printf(problems, "host '%s': GPU %s offers no mediated device types "
-			      "(mdev_supported_types): is NVIDIA's vGPU manager for KVM installed?\n",
-			      host, parent);
+		gc_buf_printf(
+		    problems,
+		    "host '%s': GPU %s offers no mediated device types "
+		    "(mdev_supported_types): is NVIDIA's vGPU manager for KVM installed?\n",
+		    host, parent);
 	} else if (!offered) {
-		gc_buf_printf(problems, "host '%s': GPU %s offers no vGPU type '%s' (it offers ", host,
-			      parent, profile ? profile : "");
+		gc_buf_printf(problems, "host '%s': GPU %s offers no vGPU type '%s' (it offers ",
+		              host, parent, profile ? profile : "");
 		list_names(problems, d->types, d->ntypes);
 		gc_buf_puts(problems, ")\n");
 	}
 	if (m == NULL)
 		return; /* absent: the plan creates it */
 	put(obs, r, "parent", m->parent);
-	put(obs, r, "profile", have == NULL ? m->type : gc_kvm_profile_matches(profile, have) ? profile
-									: have);
+	put(obs, r, "profile",
+	    have == NULL                            ? m->type
+	    : gc_kvm_profile_matches(profile, have) ? profile
+	                                            : have);
 	put(obs, r, "mechanism", "mdev");
 	put(obs, r, "uuid", gc_resource_prop(r, "uuid"));
 }
@@ -295,9 +313,10 @@ static const char *vf_type_name(const struct gc_kvm_facts *f, const char *parent
 }
 
 static void record_vf(struct gc_observed *obs, const char *host, const struct gc_resource *r,
-		      const struct gc_kvm_facts *f, struct gc_buf *problems)
+                      const struct gc_kvm_facts *f, struct gc_buf *problems)
 {
-	const char *parent = gc_resource_prop(r, "parent"), *profile = gc_resource_prop(r, "profile");
+	const char *parent = gc_resource_prop(r, "parent"),
+	           *profile = gc_resource_prop(r, "profile");
 	const char *idx = gc_resource_prop(r, "vf"), *name;
 	const struct gc_kvm_vf *v;
 	char unknown[48];
@@ -310,14 +329,16 @@ static void record_vf(struct gc_observed *obs, const char *host, const struct gc
 	name = vf_type_name(f, parent, v->current);
 	snprintf(unknown, sizeof(unknown), "vGPU type %ld", v->current);
 	put(obs, r, "parent", parent);
-	put(obs, r, "profile", name == NULL ? unknown : gc_kvm_profile_matches(profile, name) ? profile
-									: name);
+	put(obs, r, "profile",
+	    name == NULL                            ? unknown
+	    : gc_kvm_profile_matches(profile, name) ? profile
+	                                            : name);
 	put(obs, r, "mechanism", "vf");
 	put(obs, r, "vf", idx);
 }
 
 void gc_kvm_record(struct gc_observed *obs, const char *host, const struct gc_resource *const *res,
-		   size_t nres, const struct gc_kvm_facts *f, struct gc_buf *problems)
+                   size_t nres, const struct gc_kvm_facts *f, struct gc_buf *problems)
 {
 	/* an if chain: only kvm kinds are a KVM host's resources */
 	for (size_t i = 0; i < nres; i++) {

@@ -46,28 +46,32 @@ void gc_kvm_rule_path(char *buf, size_t n, const char *kind, const char *pci)
 char *gc_kvm_render_vfio_rule(const char *pci)
 {
 	return gc_xasprintf(HEADER "# %s goes to vfio-pci at boot (device assignment)\n"
-			    "ACTION==\"add\", SUBSYSTEM==\"pci\", KERNEL==\"%s\", "
-			    "ATTR{driver_override}=\"vfio-pci\"\n", pci, pci);
+	                           "ACTION==\"add\", SUBSYSTEM==\"pci\", KERNEL==\"%s\", "
+	                           "ATTR{driver_override}=\"vfio-pci\"\n",
+	                    pci, pci);
 }
 
 char *gc_kvm_render_vfio_modules(void)
 {
 	return gc_xstrdup(HEADER "# vfio-pci takes the devices whose driver_override names it\n"
-			  "vfio-pci\n");
+	                         "vfio-pci\n");
 }
 
 char *gc_kvm_render_sriov_rule(const char *pci, unsigned numvfs)
 {
 	return gc_xasprintf(HEADER "# %u SR-IOV VFs of %s at boot, once its driver is bound\n"
-			    "ACTION==\"bind\", SUBSYSTEM==\"pci\", KERNEL==\"%s\", "
-			    "ATTR{sriov_numvfs}=\"%u\"\n", numvfs, pci, pci, numvfs);
+	                           "ACTION==\"bind\", SUBSYSTEM==\"pci\", KERNEL==\"%s\", "
+	                           "ATTR{sriov_numvfs}=\"%u\"\n",
+	                    numvfs, pci, pci, numvfs);
 }
 
 char *gc_kvm_render_grub_dropin(const char *iommu_key)
 {
-	return gc_xasprintf(HEADER "# the IOMMU for VFIO device assignment, in passthrough mode for "
-			    "the host's own devices\n"
-			    "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX %s=on iommu=pt\"\n", iommu_key);
+	return gc_xasprintf(HEADER
+	                    "# the IOMMU for VFIO device assignment, in passthrough mode for "
+	                    "the host's own devices\n"
+	                    "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX %s=on iommu=pt\"\n",
+	                    iommu_key);
 }
 
 /* Append a step that writes `content` (no single quotes) to `path` whole. */
@@ -76,7 +80,7 @@ static void put_file(struct gc_buf *b, const char *path, const char *content)
 	gc_buf_printf(b, "mkdir -p \"$(dirname %s)\"\nprintf %%s ", path);
 	gc_shell_quote(b, content);
 	gc_buf_printf(b, " > %s.gc-new\nchmod 644 %s.gc-new && mv -f %s.gc-new %s\n", path, path,
-		      path, path);
+	              path, path);
 }
 
 /* ---------------------------------------------------------------- per kind */
@@ -88,7 +92,7 @@ static int script_iommu(struct gc_buf *out, const struct gc_kvm_facts *f, struct
 
 	if (key == NULL)
 		return gc_error_set(err, GC_EREMOTE, "CPU vendor '%s' is neither Intel nor AMD",
-				    f->cpu_vendor ? f->cpu_vendor : "(none)");
+		                    f->cpu_vendor ? f->cpu_vendor : "(none)");
 	switch (f->loader) {
 	case GC_KVM_LOADER_UPDATE_GRUB:
 		dropin = gc_kvm_render_grub_dropin(key);
@@ -98,13 +102,15 @@ static int script_iommu(struct gc_buf *out, const struct gc_kvm_facts *f, struct
 		free(dropin);
 		return 0;
 	case GC_KVM_LOADER_GRUBBY:
-		gc_buf_printf(out, "set -e\ngrubby --update-kernel=ALL --args='%s=on iommu=pt'\n", key);
+		gc_buf_printf(out, "set -e\ngrubby --update-kernel=ALL --args='%s=on iommu=pt'\n",
+		              key);
 		return 0;
-	case GC_KVM_LOADER_NONE:
-		break;
+	case GC_KVM_LOADER_NONE: break;
 	}
-	return gc_error_set(err, GC_EREMOTE, "neither update-grub nor grubby: cannot set the kernel "
-			    "arguments %s=on iommu=pt", key);
+	return gc_error_set(err, GC_EREMOTE,
+	                    "neither update-grub nor grubby: cannot set the kernel "
+	                    "arguments %s=on iommu=pt",
+	                    key);
 }
 
 static int script_vfio(struct gc_buf *out, const char *pci)
@@ -112,15 +118,16 @@ static int script_vfio(struct gc_buf *out, const char *pci)
 	char path[160];
 	char *rule = gc_kvm_render_vfio_rule(pci), *mods = gc_kvm_render_vfio_modules();
 
-	gc_buf_printf(out, "set -e\nmodprobe vfio-pci\nd=/sys/bus/pci/devices/%s\n"
-			   "drv() { [ -e $d/driver ] && basename \"$(readlink $d/driver)\"; }\n"
-			   "echo vfio-pci > $d/driver_override\n"
-			   "if [ -e $d/driver ] && [ \"$(drv)\" != vfio-pci ]; then "
-			   "echo %s > $d/driver/unbind; fi\n"
-			   "[ -e $d/driver ] || echo %s > /sys/bus/pci/drivers_probe\n"
-			   "[ \"$(drv)\" = vfio-pci ] || { echo \"%s: vfio-pci did not take it (driver: "
-			   "$(drv || echo none); no IOMMU group? see dmesg)\" >&2; exit 1; }\n",
-		      pci, pci, pci, pci);
+	gc_buf_printf(out,
+	              "set -e\nmodprobe vfio-pci\nd=/sys/bus/pci/devices/%s\n"
+	              "drv() { [ -e $d/driver ] && basename \"$(readlink $d/driver)\"; }\n"
+	              "echo vfio-pci > $d/driver_override\n"
+	              "if [ -e $d/driver ] && [ \"$(drv)\" != vfio-pci ]; then "
+	              "echo %s > $d/driver/unbind; fi\n"
+	              "[ -e $d/driver ] || echo %s > /sys/bus/pci/drivers_probe\n"
+	              "[ \"$(drv)\" = vfio-pci ] || { echo \"%s: vfio-pci did not take it (driver: "
+	              "$(drv || echo none); no IOMMU group? see dmesg)\" >&2; exit 1; }\n",
+	              pci, pci, pci, pci);
 	put_file(out, GC_KVM_VFIO_MODULES, mods);
 	gc_kvm_rule_path(path, sizeof(path), "vfio", pci);
 	put_file(out, path, rule);
@@ -134,9 +141,11 @@ static int script_sriov(struct gc_buf *out, const char *pci, unsigned n)
 	char path[160];
 	char *rule = gc_kvm_render_sriov_rule(pci, n);
 
-	gc_buf_printf(out, "set -e\nf=/sys/bus/pci/devices/%s/sriov_numvfs\ncur=$(cat $f)\n"
-			   "if [ \"$cur\" != %u ]; then\n\t[ \"$cur\" = 0 ] || echo 0 > $f\n"
-			   "\techo %u > $f\nfi\n", pci, n, n);
+	gc_buf_printf(out,
+	              "set -e\nf=/sys/bus/pci/devices/%s/sriov_numvfs\ncur=$(cat $f)\n"
+	              "if [ \"$cur\" != %u ]; then\n\t[ \"$cur\" = 0 ] || echo 0 > $f\n"
+	              "\techo %u > $f\nfi\n",
+	              pci, n, n);
 	gc_kvm_rule_path(path, sizeof(path), "sriov", pci);
 	put_file(out, path, rule);
 	free(rule);
@@ -167,9 +176,10 @@ static bool valid_type_dir(const char *s)
 }
 
 static int script_mdev(struct gc_buf *out, const struct gc_resource *r,
-		       const struct gc_kvm_facts *f, struct gc_error *err)
+                       const struct gc_kvm_facts *f, struct gc_error *err)
 {
-	const char *parent = gc_resource_prop(r, "parent"), *profile = gc_resource_prop(r, "profile");
+	const char *parent = gc_resource_prop(r, "parent"),
+	           *profile = gc_resource_prop(r, "profile");
 	const char *uuid = gc_resource_prop(r, "uuid");
 	const struct gc_kvm_dev *d = gc_kvm_dev(f, parent);
 	const char *type = NULL;
@@ -181,14 +191,16 @@ static int script_mdev(struct gc_buf *out, const struct gc_resource *r,
 			type = d->types[i].id;
 	if (type == NULL || !valid_type_dir(type))
 		return gc_error_set(err, GC_EREMOTE, "GPU %s offers no vGPU type '%s'", parent,
-				    profile ? profile : "");
-	gc_buf_printf(out, "set -e\nu=%s\nm=/sys/bus/mdev/devices/$u\n"
-			   "if [ -e $m ] && [ \"$(basename \"$(readlink -f $m/mdev_type)\")\" != %s ]; "
-			   "then echo 1 > $m/remove; fi\n"
-			   "[ -e $m ] || echo $u > /sys/bus/pci/devices/%s/mdev_supported_types/%s/create\n"
-			   "if command -v mdevctl >/dev/null; then mdevctl list --defined --uuid $u | "
-			   "grep -q . || mdevctl define --uuid $u --parent %s --type %s --auto; fi\n",
-		      uuid, type, parent, type, parent, type);
+		                    profile ? profile : "");
+	gc_buf_printf(
+	    out,
+	    "set -e\nu=%s\nm=/sys/bus/mdev/devices/$u\n"
+	    "if [ -e $m ] && [ \"$(basename \"$(readlink -f $m/mdev_type)\")\" != %s ]; "
+	    "then echo 1 > $m/remove; fi\n"
+	    "[ -e $m ] || echo $u > /sys/bus/pci/devices/%s/mdev_supported_types/%s/create\n"
+	    "if command -v mdevctl >/dev/null; then mdevctl list --defined --uuid $u | "
+	    "grep -q . || mdevctl define --uuid $u --parent %s --type %s --auto; fi\n",
+	    uuid, type, parent, type, parent, type);
 	return 0;
 }
 
@@ -196,16 +208,19 @@ void gc_kvm_vf_enable_script(struct gc_buf *out, const char *parent)
 {
 	if (!gc_valid_pci(parent))
 		return; /* never reached: checked by the caller (defence in depth) */
-	gc_buf_printf(out, "set -e\nif [ -x /usr/lib/nvidia/sriov-manage ]; then "
-			   "/usr/lib/nvidia/sriov-manage -e %s; else echo \"%s: no "
-			   "/usr/lib/nvidia/sriov-manage (NVIDIA's vGPU manager for KVM) to enable "
-			   "its VFs\" >&2; exit 1; fi\n", parent, parent);
+	gc_buf_printf(out,
+	              "set -e\nif [ -x /usr/lib/nvidia/sriov-manage ]; then "
+	              "/usr/lib/nvidia/sriov-manage -e %s; else echo \"%s: no "
+	              "/usr/lib/nvidia/sriov-manage (NVIDIA's vGPU manager for KVM) to enable "
+	              "its VFs\" >&2; exit 1; fi\n",
+	              parent, parent);
 }
 
-static int script_vf(struct gc_buf *out, const struct gc_resource *r,
-		     const struct gc_kvm_facts *f, struct gc_error *err)
+static int script_vf(struct gc_buf *out, const struct gc_resource *r, const struct gc_kvm_facts *f,
+                     struct gc_error *err)
 {
-	const char *parent = gc_resource_prop(r, "parent"), *profile = gc_resource_prop(r, "profile");
+	const char *parent = gc_resource_prop(r, "parent"),
+	           *profile = gc_resource_prop(r, "profile");
 	const char *idx = gc_resource_prop(r, "vf");
 	const struct gc_kvm_vf *v;
 	const char *type = NULL;
@@ -218,29 +233,34 @@ static int script_vf(struct gc_buf *out, const struct gc_resource *r,
 	n = (unsigned)strtoul(idx, NULL, 10);
 	v = gc_kvm_vf(f, parent, n);
 	if (v == NULL || !v->present)
-		return gc_error_set(err, GC_EREMOTE, "GPU %s has no VF %u: enable its VFs "
-				    "(/usr/lib/nvidia/sriov-manage -e %s)", parent, n, parent);
+		return gc_error_set(err, GC_EREMOTE,
+		                    "GPU %s has no VF %u: enable its VFs "
+		                    "(/usr/lib/nvidia/sriov-manage -e %s)",
+		                    parent, n, parent);
 	for (size_t i = 0; i < v->ncreatable && type == NULL; i++)
 		if (gc_kvm_profile_matches(profile, v->creatable[i].name))
 			type = v->creatable[i].id;
 	if (type != NULL) {
 		/* ids are numbers (the parser keeps only those) */
-		gc_buf_printf(out, "set -e\nt=/sys/bus/pci/devices/%s/virtfn%u/nvidia/current_vgpu_type\n"
-				   "cur=$(cat $t)\nif [ \"$cur\" != %s ]; then\n"
-				   "\t[ \"$cur\" = 0 ] || echo 0 > $t\n\techo %s > $t\nfi\n",
-			      parent, n, type, type);
+		gc_buf_printf(
+		    out,
+		    "set -e\nt=/sys/bus/pci/devices/%s/virtfn%u/nvidia/current_vgpu_type\n"
+		    "cur=$(cat $t)\nif [ \"$cur\" != %s ]; then\n"
+		    "\t[ \"$cur\" = 0 ] || echo 0 > $t\n\techo %s > $t\nfi\n",
+		    parent, n, type, type);
 		return 0;
 	}
 	for (size_t i = 0; i < v->ncreatable && i < 12; i++)
 		gc_buf_printf(&names, "%s%s", i ? ", " : "", v->creatable[i].name);
-	gc_error_set(err, GC_EREMOTE, "VF %u of GPU %s cannot take vGPU type '%s' (it can take: %s)",
-		     n, parent, profile ? profile : "", names.len ? gc_buf_str(&names) : "none");
+	gc_error_set(err, GC_EREMOTE,
+	             "VF %u of GPU %s cannot take vGPU type '%s' (it can take: %s)", n, parent,
+	             profile ? profile : "", names.len ? gc_buf_str(&names) : "none");
 	gc_buf_free(&names);
 	return err->code;
 }
 
 int gc_kvm_script(struct gc_buf *out, const struct gc_resource *r, const struct gc_kvm_facts *f,
-		  struct gc_error *err)
+                  struct gc_error *err)
 {
 	const char *pci = strrchr(r->id, '/');
 	const char *mech = gc_resource_prop(r, "mechanism");
@@ -252,7 +272,8 @@ int gc_kvm_script(struct gc_buf *out, const struct gc_resource *r, const struct 
 		const char *parent = gc_resource_prop(r, "parent");
 
 		if (parent == NULL || !gc_valid_pci(parent))
-			return gc_error_set(err, GC_EINVAL, "'%s': invalid parent PCI address", r->id);
+			return gc_error_set(err, GC_EINVAL, "'%s': invalid parent PCI address",
+			                    r->id);
 		if (mech != NULL && strcmp(mech, "vf") == 0)
 			return script_vf(out, r, f, err);
 		return script_mdev(out, r, f, err);

@@ -31,7 +31,7 @@ struct hx {
 
 /* A resource with props given as key, value, ..., NULL. */
 static struct gc_resource *res(struct hx *h, enum gc_res_kind k, const char *id, const char *vm,
-			       unsigned flags, ...)
+                               unsigned flags, ...)
 {
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_resource *r;
@@ -62,8 +62,8 @@ static void hx_pair(struct hx *h)
 	    "iommu_mode", "pt", NULL);
 	res(h, GC_RES_KVM_VFIO, "kvm01/kvm.vfio/0000:3b:00.0", NULL, GC_RES_AFTER_REBOOT, "driver",
 	    "vfio-pci", "persistent", "true", NULL);
-	res(h, GC_RES_KVM_SRIOV, "kvm01/kvm.sriov/0000:5e:00.0", NULL, GC_RES_AFTER_REBOOT, "numvfs",
-	    "4", "persistent", "true", NULL);
+	res(h, GC_RES_KVM_SRIOV, "kvm01/kvm.sriov/0000:5e:00.0", NULL, GC_RES_AFTER_REBOOT,
+	    "numvfs", "4", "persistent", "true", NULL);
 }
 
 static void hx_parse(struct hx *h, const char *name)
@@ -82,7 +82,7 @@ static void hx_parse(struct hx *h, const char *name)
 static void hx_record(struct hx *h)
 {
 	gc_kvm_record(h->o, "kvm01", (const struct gc_resource *const *)h->g->resources,
-		      h->g->nresources, &h->f, &h->problems);
+	              h->g->nresources, &h->f, &h->problems);
 }
 
 static void hx_free(struct hx *h)
@@ -195,12 +195,13 @@ static void test_record_real_capture_problems(void **state)
 	    "numvfs", "4", "persistent", "true", NULL);
 	hx_parse(&h, "observe-firecracker-debian12.txt");
 	hx_record(&h);
-	assert_string_equal(gc_buf_str(&h.problems),
-			    "host 'kvm01' has neither update-grub nor grubby: cannot set the kernel "
-			    "arguments amd_iommu=on iommu=pt (set them in its boot loader by hand)\n"
-			    "host 'kvm01': PCI device 0000:00:02.0 has no SR-IOV capability (no "
-			    "sriov_totalvfs)\n"
-			    "host 'kvm01' has no PCI device 0000:5e:00.0\n");
+	assert_string_equal(
+	    gc_buf_str(&h.problems),
+	    "host 'kvm01' has neither update-grub nor grubby: cannot set the kernel "
+	    "arguments amd_iommu=on iommu=pt (set them in its boot loader by hand)\n"
+	    "host 'kvm01': PCI device 0000:00:02.0 has no SR-IOV capability (no "
+	    "sriov_totalvfs)\n"
+	    "host 'kvm01' has no PCI device 0000:5e:00.0\n");
 	assert_observed(&h, "kvm01/kvm.iommu", "iommu=off iommu_mode=none");
 	assert_observed(&h, "kvm01/kvm.vfio/0000:00:03.0", "driver=virtio-pci persistent=false");
 	assert_observed(&h, "kvm01/kvm.sriov/0000:5e:00.0", "(absent)");
@@ -208,7 +209,8 @@ static void test_record_real_capture_problems(void **state)
 	hx_free(&h);
 }
 
-/* ---------------------------------------------------------------- Debian: before, pending, after */
+/* ---------------------------------------------------------------- Debian: before, pending, after
+ */
 
 static void test_fresh_host(void **state)
 {
@@ -218,7 +220,8 @@ static void test_fresh_host(void **state)
 	hx_pair(&h);
 	hx_parse(&h, "observe-debian12-a100-fresh.txt");
 	assert_int_equal(h.f.loader, GC_KVM_LOADER_UPDATE_GRUB);
-	assert_string_equal(h.f.configured, "root=UUID=2f1c7a4e-5b0e-4d2b-9d7e-8a1f3c6b2e90 ro  quiet");
+	assert_string_equal(h.f.configured,
+	                    "root=UUID=2f1c7a4e-5b0e-4d2b-9d7e-8a1f3c6b2e90 ro  quiet");
 	hx_record(&h);
 	assert_string_equal(gc_buf_str(&h.problems), "");
 	assert_observed(&h, "kvm01/kvm.iommu", "iommu=off iommu_mode=none");
@@ -243,7 +246,7 @@ static void test_pending_reboot(void **state)
 	assert_observed(&h, "kvm01/kvm.iommu", "iommu=on iommu_mode=pt");
 	assert_true(gc_kvm_reboot_pending(&h.f, why, sizeof(why)));
 	assert_string_equal(why, "kernel arguments intel_iommu=on iommu=pt configured, the running "
-				 "kernel has intel_iommu=off iommu=none");
+	                         "kernel has intel_iommu=off iommu=none");
 	(void)state;
 	hx_free(&h);
 }
@@ -277,8 +280,10 @@ static void test_drift_and_firmware(void **state)
 	size_t len;
 
 	hx_pair(&h);
-	assert_int_equal(gc_read_file(&text, &len, "tests/data/kvm/observe-debian12-a100-converged.txt",
-				      1u << 20, &err), 0);
+	assert_int_equal(gc_read_file(&text, &len,
+	                              "tests/data/kvm/observe-debian12-a100-converged.txt",
+	                              1u << 20, &err),
+	                 0);
 	p = strstr(text, "sriov_numvfs}=\"4\"");
 	p[15] = '8';
 	p = strstr(text, "iommu_groups\n142");
@@ -287,8 +292,9 @@ static void test_drift_and_firmware(void **state)
 	free(text);
 	hx_record(&h);
 	assert_observed(&h, "kvm01/kvm.sriov/0000:5e:00.0", "numvfs=4 persistent=different");
-	assert_string_equal(gc_buf_str(&h.problems), "host 'kvm01' runs with intel_iommu=on but has "
-				"no IOMMU groups: turn on VT-d in its firmware\n");
+	assert_string_equal(gc_buf_str(&h.problems),
+	                    "host 'kvm01' runs with intel_iommu=on but has "
+	                    "no IOMMU groups: turn on VT-d in its firmware\n");
 	(void)state;
 	hx_free(&h);
 }
@@ -301,55 +307,58 @@ static void test_scripts_debian(void **state)
 
 	hx_pair(&h);
 	hx_parse(&h, "observe-debian12-a100-fresh.txt");
-	assert_script(&h, "kvm01/kvm.iommu",
-		"set -e\n"
-		"mkdir -p \"$(dirname /etc/default/grub.d/99-gpuclusterctl-iommu.cfg)\"\n"
-		"printf %s '# written by gpuclusterctl: do not edit, the next apply puts it back\n"
-		"# the IOMMU for VFIO device assignment, in passthrough mode for the host'\\''s own "
-		"devices\n"
-		"GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX intel_iommu=on iommu=pt\"\n"
-		"' > /etc/default/grub.d/99-gpuclusterctl-iommu.cfg.gc-new\n"
-		"chmod 644 /etc/default/grub.d/99-gpuclusterctl-iommu.cfg.gc-new && mv -f "
-		"/etc/default/grub.d/99-gpuclusterctl-iommu.cfg.gc-new "
-		"/etc/default/grub.d/99-gpuclusterctl-iommu.cfg\n"
-		"update-grub 2>&1\n");
-	assert_script(&h, "kvm01/kvm.vfio/0000:3b:00.0",
-		"set -e\nmodprobe vfio-pci\nd=/sys/bus/pci/devices/0000:3b:00.0\n"
-		"drv() { [ -e $d/driver ] && basename \"$(readlink $d/driver)\"; }\n"
-		"echo vfio-pci > $d/driver_override\n"
-		"if [ -e $d/driver ] && [ \"$(drv)\" != vfio-pci ]; then echo 0000:3b:00.0 > "
-		"$d/driver/unbind; fi\n"
-		"[ -e $d/driver ] || echo 0000:3b:00.0 > /sys/bus/pci/drivers_probe\n"
-		"[ \"$(drv)\" = vfio-pci ] || { echo \"0000:3b:00.0: vfio-pci did not take it (driver: "
-		"$(drv || echo none); no IOMMU group? see dmesg)\" >&2; exit 1; }\n"
-		"mkdir -p \"$(dirname /etc/modules-load.d/gpuclusterctl-vfio.conf)\"\n"
-		"printf %s '# written by gpuclusterctl: do not edit, the next apply puts it back\n"
-		"# vfio-pci takes the devices whose driver_override names it\nvfio-pci\n' > "
-		"/etc/modules-load.d/gpuclusterctl-vfio.conf.gc-new\n"
-		"chmod 644 /etc/modules-load.d/gpuclusterctl-vfio.conf.gc-new && mv -f "
-		"/etc/modules-load.d/gpuclusterctl-vfio.conf.gc-new "
-		"/etc/modules-load.d/gpuclusterctl-vfio.conf\n"
-		"mkdir -p \"$(dirname /etc/udev/rules.d/70-gpuclusterctl-vfio-0000:3b:00.0.rules)\"\n"
-		"printf %s '# written by gpuclusterctl: do not edit, the next apply puts it back\n"
-		"# 0000:3b:00.0 goes to vfio-pci at boot (device assignment)\n"
-		"ACTION==\"add\", SUBSYSTEM==\"pci\", KERNEL==\"0000:3b:00.0\", "
-		"ATTR{driver_override}=\"vfio-pci\"\n' > "
-		"/etc/udev/rules.d/70-gpuclusterctl-vfio-0000:3b:00.0.rules.gc-new\n"
-		"chmod 644 /etc/udev/rules.d/70-gpuclusterctl-vfio-0000:3b:00.0.rules.gc-new && mv -f "
-		"/etc/udev/rules.d/70-gpuclusterctl-vfio-0000:3b:00.0.rules.gc-new "
-		"/etc/udev/rules.d/70-gpuclusterctl-vfio-0000:3b:00.0.rules\n");
-	assert_script(&h, "kvm01/kvm.sriov/0000:5e:00.0",
-		"set -e\nf=/sys/bus/pci/devices/0000:5e:00.0/sriov_numvfs\ncur=$(cat $f)\n"
-		"if [ \"$cur\" != 4 ]; then\n\t[ \"$cur\" = 0 ] || echo 0 > $f\n\techo 4 > $f\nfi\n"
-		"mkdir -p \"$(dirname /etc/udev/rules.d/70-gpuclusterctl-sriov-0000:5e:00.0.rules)\"\n"
-		"printf %s '# written by gpuclusterctl: do not edit, the next apply puts it back\n"
-		"# 4 SR-IOV VFs of 0000:5e:00.0 at boot, once its driver is bound\n"
-		"ACTION==\"bind\", SUBSYSTEM==\"pci\", KERNEL==\"0000:5e:00.0\", "
-		"ATTR{sriov_numvfs}=\"4\"\n' > "
-		"/etc/udev/rules.d/70-gpuclusterctl-sriov-0000:5e:00.0.rules.gc-new\n"
-		"chmod 644 /etc/udev/rules.d/70-gpuclusterctl-sriov-0000:5e:00.0.rules.gc-new && mv -f "
-		"/etc/udev/rules.d/70-gpuclusterctl-sriov-0000:5e:00.0.rules.gc-new "
-		"/etc/udev/rules.d/70-gpuclusterctl-sriov-0000:5e:00.0.rules\n");
+	assert_script(
+	    &h, "kvm01/kvm.iommu",
+	    "set -e\n"
+	    "mkdir -p \"$(dirname /etc/default/grub.d/99-gpuclusterctl-iommu.cfg)\"\n"
+	    "printf %s '# written by gpuclusterctl: do not edit, the next apply puts it back\n"
+	    "# the IOMMU for VFIO device assignment, in passthrough mode for the host'\\''s own "
+	    "devices\n"
+	    "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX intel_iommu=on iommu=pt\"\n"
+	    "' > /etc/default/grub.d/99-gpuclusterctl-iommu.cfg.gc-new\n"
+	    "chmod 644 /etc/default/grub.d/99-gpuclusterctl-iommu.cfg.gc-new && mv -f "
+	    "/etc/default/grub.d/99-gpuclusterctl-iommu.cfg.gc-new "
+	    "/etc/default/grub.d/99-gpuclusterctl-iommu.cfg\n"
+	    "update-grub 2>&1\n");
+	assert_script(
+	    &h, "kvm01/kvm.vfio/0000:3b:00.0",
+	    "set -e\nmodprobe vfio-pci\nd=/sys/bus/pci/devices/0000:3b:00.0\n"
+	    "drv() { [ -e $d/driver ] && basename \"$(readlink $d/driver)\"; }\n"
+	    "echo vfio-pci > $d/driver_override\n"
+	    "if [ -e $d/driver ] && [ \"$(drv)\" != vfio-pci ]; then echo 0000:3b:00.0 > "
+	    "$d/driver/unbind; fi\n"
+	    "[ -e $d/driver ] || echo 0000:3b:00.0 > /sys/bus/pci/drivers_probe\n"
+	    "[ \"$(drv)\" = vfio-pci ] || { echo \"0000:3b:00.0: vfio-pci did not take it (driver: "
+	    "$(drv || echo none); no IOMMU group? see dmesg)\" >&2; exit 1; }\n"
+	    "mkdir -p \"$(dirname /etc/modules-load.d/gpuclusterctl-vfio.conf)\"\n"
+	    "printf %s '# written by gpuclusterctl: do not edit, the next apply puts it back\n"
+	    "# vfio-pci takes the devices whose driver_override names it\nvfio-pci\n' > "
+	    "/etc/modules-load.d/gpuclusterctl-vfio.conf.gc-new\n"
+	    "chmod 644 /etc/modules-load.d/gpuclusterctl-vfio.conf.gc-new && mv -f "
+	    "/etc/modules-load.d/gpuclusterctl-vfio.conf.gc-new "
+	    "/etc/modules-load.d/gpuclusterctl-vfio.conf\n"
+	    "mkdir -p \"$(dirname /etc/udev/rules.d/70-gpuclusterctl-vfio-0000:3b:00.0.rules)\"\n"
+	    "printf %s '# written by gpuclusterctl: do not edit, the next apply puts it back\n"
+	    "# 0000:3b:00.0 goes to vfio-pci at boot (device assignment)\n"
+	    "ACTION==\"add\", SUBSYSTEM==\"pci\", KERNEL==\"0000:3b:00.0\", "
+	    "ATTR{driver_override}=\"vfio-pci\"\n' > "
+	    "/etc/udev/rules.d/70-gpuclusterctl-vfio-0000:3b:00.0.rules.gc-new\n"
+	    "chmod 644 /etc/udev/rules.d/70-gpuclusterctl-vfio-0000:3b:00.0.rules.gc-new && mv -f "
+	    "/etc/udev/rules.d/70-gpuclusterctl-vfio-0000:3b:00.0.rules.gc-new "
+	    "/etc/udev/rules.d/70-gpuclusterctl-vfio-0000:3b:00.0.rules\n");
+	assert_script(
+	    &h, "kvm01/kvm.sriov/0000:5e:00.0",
+	    "set -e\nf=/sys/bus/pci/devices/0000:5e:00.0/sriov_numvfs\ncur=$(cat $f)\n"
+	    "if [ \"$cur\" != 4 ]; then\n\t[ \"$cur\" = 0 ] || echo 0 > $f\n\techo 4 > $f\nfi\n"
+	    "mkdir -p \"$(dirname /etc/udev/rules.d/70-gpuclusterctl-sriov-0000:5e:00.0.rules)\"\n"
+	    "printf %s '# written by gpuclusterctl: do not edit, the next apply puts it back\n"
+	    "# 4 SR-IOV VFs of 0000:5e:00.0 at boot, once its driver is bound\n"
+	    "ACTION==\"bind\", SUBSYSTEM==\"pci\", KERNEL==\"0000:5e:00.0\", "
+	    "ATTR{sriov_numvfs}=\"4\"\n' > "
+	    "/etc/udev/rules.d/70-gpuclusterctl-sriov-0000:5e:00.0.rules.gc-new\n"
+	    "chmod 644 /etc/udev/rules.d/70-gpuclusterctl-sriov-0000:5e:00.0.rules.gc-new && mv -f "
+	    "/etc/udev/rules.d/70-gpuclusterctl-sriov-0000:5e:00.0.rules.gc-new "
+	    "/etc/udev/rules.d/70-gpuclusterctl-sriov-0000:5e:00.0.rules\n");
 	(void)state;
 	hx_free(&h);
 }
@@ -365,15 +374,16 @@ static void test_script_refusals(void **state)
 	    "iommu_mode", "pt", NULL);
 	res(&h, GC_RES_KVM_VFIO, "kvm01/kvm.vfio/0000:3b:00.0;reboot", NULL, 0, "driver",
 	    "vfio-pci", NULL);
-	res(&h, GC_RES_KVM_SRIOV, "kvm01/kvm.sriov/0000:5e:00.0", NULL, 0, "numvfs", "4$(id)", NULL);
+	res(&h, GC_RES_KVM_SRIOV, "kvm01/kvm.sriov/0000:5e:00.0", NULL, 0, "numvfs", "4$(id)",
+	    NULL);
 	hx_parse(&h, "observe-firecracker-debian12.txt");
 	assert_script_fails(&h, "kvm01/kvm.iommu", GC_EREMOTE,
-			    "neither update-grub nor grubby: cannot set the kernel arguments "
-			    "amd_iommu=on iommu=pt");
+	                    "neither update-grub nor grubby: cannot set the kernel arguments "
+	                    "amd_iommu=on iommu=pt");
 	assert_script_fails(&h, "kvm01/kvm.vfio/0000:3b:00.0;reboot", GC_EINVAL,
-			    "'kvm01/kvm.vfio/0000:3b:00.0;reboot': invalid PCI address");
+	                    "'kvm01/kvm.vfio/0000:3b:00.0;reboot': invalid PCI address");
 	assert_script_fails(&h, "kvm01/kvm.sriov/0000:5e:00.0", GC_EINVAL,
-			    "'kvm01/kvm.sriov/0000:5e:00.0': invalid numvfs");
+	                    "'kvm01/kvm.sriov/0000:5e:00.0': invalid numvfs");
 	(void)state;
 	hx_free(&h);
 }
@@ -394,9 +404,10 @@ static void test_rhel_grubby_mdev(void **state)
 	    "0000:41:00.0", "profile", "grid_t4-4c", "mechanism", "mdev", "uuid", UUID1, NULL);
 	hx_parse(&h, "observe-rhel9-t4-mdev.txt");
 	assert_int_equal(h.f.loader, GC_KVM_LOADER_GRUBBY);
-	assert_string_equal(h.f.configured, "ro crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M "
-				"resume=/dev/mapper/rhel-swap rd.lvm.lv=rhel/root rd.lvm.lv=rhel/swap "
-				"rhgb quiet amd_iommu=on iommu=pt");
+	assert_string_equal(h.f.configured,
+	                    "ro crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M "
+	                    "resume=/dev/mapper/rhel-swap rd.lvm.lv=rhel/root rd.lvm.lv=rhel/swap "
+	                    "rhgb quiet amd_iommu=on iommu=pt");
 	assert_int_equal(gc_kvm_dev(&h.f, "0000:41:00.0")->ntypes, 7);
 	assert_string_equal(gc_kvm_dev(&h.f, "0000:41:00.0")->types[5].name, "GRID T4-8C");
 	assert_int_equal(gc_kvm_dev(&h.f, "0000:41:00.0")->types[5].available, 1);
@@ -405,18 +416,20 @@ static void test_rhel_grubby_mdev(void **state)
 	assert_observed(&h, "kvm01/kvm.iommu", "iommu=on iommu_mode=pt");
 	assert_false(gc_kvm_reboot_pending(&h.f, why, sizeof(why)));
 	assert_observed(&h, "kvm01/kvm.vgpu/w1/0",
-			"parent=0000:41:00.0 profile=grid_t4-8c mechanism=mdev uuid=" UUID0);
+	                "parent=0000:41:00.0 profile=grid_t4-8c mechanism=mdev uuid=" UUID0);
 	assert_observed(&h, "kvm01/kvm.vgpu/w2/0", "(absent)");
-	assert_script(&h, "kvm01/kvm.vgpu/w2/0",
-		"set -e\nu=" UUID1 "\nm=/sys/bus/mdev/devices/$u\n"
-		"if [ -e $m ] && [ \"$(basename \"$(readlink -f $m/mdev_type)\")\" != nvidia-319 ]; "
-		"then echo 1 > $m/remove; fi\n"
-		"[ -e $m ] || echo $u > /sys/bus/pci/devices/0000:41:00.0/mdev_supported_types/"
-		"nvidia-319/create\n"
-		"if command -v mdevctl >/dev/null; then mdevctl list --defined --uuid $u | grep -q . || "
-		"mdevctl define --uuid $u --parent 0000:41:00.0 --type nvidia-319 --auto; fi\n");
+	assert_script(
+	    &h, "kvm01/kvm.vgpu/w2/0",
+	    "set -e\nu=" UUID1 "\nm=/sys/bus/mdev/devices/$u\n"
+	    "if [ -e $m ] && [ \"$(basename \"$(readlink -f $m/mdev_type)\")\" != nvidia-319 ]; "
+	    "then echo 1 > $m/remove; fi\n"
+	    "[ -e $m ] || echo $u > /sys/bus/pci/devices/0000:41:00.0/mdev_supported_types/"
+	    "nvidia-319/create\n"
+	    "if command -v mdevctl >/dev/null; then mdevctl list --defined --uuid $u | grep -q . "
+	    "|| "
+	    "mdevctl define --uuid $u --parent 0000:41:00.0 --type nvidia-319 --auto; fi\n");
 	assert_script(&h, "kvm01/kvm.iommu",
-		      "set -e\ngrubby --update-kernel=ALL --args='amd_iommu=on iommu=pt'\n");
+	              "set -e\ngrubby --update-kernel=ALL --args='amd_iommu=on iommu=pt'\n");
 	(void)state;
 	hx_free(&h);
 }
@@ -431,20 +444,22 @@ static void test_mdev_problems(void **state)
 	    "0000:41:00.0", "profile", "grid_t4-2c", "mechanism", "mdev", "uuid", UUID1, NULL);
 	hx_parse(&h, "observe-rhel9-t4-mdev.txt");
 	hx_record(&h);
-	assert_string_equal(gc_buf_str(&h.problems),
-			    "host 'kvm01': GPU 0000:41:00.0 offers no vGPU type 'grid_t4-2c' (it "
-			    "offers GRID T4-1B, GRID T4-2B, GRID T4-8Q, GRID T4-16Q, GRID T4-4C, GRID "
-			    "T4-8C, GRID T4-16C)\n");
+	assert_string_equal(
+	    gc_buf_str(&h.problems),
+	    "host 'kvm01': GPU 0000:41:00.0 offers no vGPU type 'grid_t4-2c' (it "
+	    "offers GRID T4-1B, GRID T4-2B, GRID T4-8Q, GRID T4-16Q, GRID T4-4C, GRID "
+	    "T4-8C, GRID T4-16C)\n");
 	assert_script_fails(&h, "kvm01/kvm.vgpu/w1/0", GC_EREMOTE,
-			    "GPU 0000:41:00.0 offers no vGPU type 'grid_t4-2c'");
+	                    "GPU 0000:41:00.0 offers no vGPU type 'grid_t4-2c'");
 	gc_kvm_facts_free(&h.f);
 	gc_buf_reset(&h.problems);
 	hx_parse(&h, "observe-debian12-a100-fresh.txt");
 	gc_graph_find(h.g, "kvm01/kvm.vgpu/w1/0")->props[0].value = "0000:3b:00.0";
 	hx_record(&h);
-	assert_string_equal(gc_buf_str(&h.problems),
-			    "host 'kvm01': GPU 0000:3b:00.0 offers no mediated device types "
-			    "(mdev_supported_types): is NVIDIA's vGPU manager for KVM installed?\n");
+	assert_string_equal(
+	    gc_buf_str(&h.problems),
+	    "host 'kvm01': GPU 0000:3b:00.0 offers no mediated device types "
+	    "(mdev_supported_types): is NVIDIA's vGPU manager for KVM installed?\n");
 	(void)state;
 	hx_free(&h);
 }
@@ -474,21 +489,24 @@ static void test_vf_vgpu(void **state)
 	assert_string_equal(gc_buf_str(&h.problems), "");
 	assert_observed(&h, "kvm01/kvm.vgpu/w1/0", "(absent)");
 	assert_observed(&h, "kvm01/kvm.vgpu/w2/0",
-			"parent=0000:3b:00.0 profile=grid_a100d-40c mechanism=vf vf=1");
-	assert_script(&h, "kvm01/kvm.vgpu/w1/0",
-		      "set -e\nt=/sys/bus/pci/devices/0000:3b:00.0/virtfn0/nvidia/current_vgpu_type\n"
-		      "cur=$(cat $t)\nif [ \"$cur\" != 698 ]; then\n\t[ \"$cur\" = 0 ] || echo 0 > $t\n"
-		      "\techo 698 > $t\nfi\n");
-	assert_script_fails(&h, "kvm01/kvm.vgpu/w3/0", GC_EREMOTE,
-			    "VF 0 of GPU 0000:3b:00.0 cannot take vGPU type 'grid_a100d-80c' (it can "
-			    "take: NVIDIA A100D-4C, NVIDIA A100D-8C, NVIDIA A100D-10C, NVIDIA "
-			    "A100D-16C, NVIDIA A100D-20C, NVIDIA A100D-40C)");
+	                "parent=0000:3b:00.0 profile=grid_a100d-40c mechanism=vf vf=1");
+	assert_script(
+	    &h, "kvm01/kvm.vgpu/w1/0",
+	    "set -e\nt=/sys/bus/pci/devices/0000:3b:00.0/virtfn0/nvidia/current_vgpu_type\n"
+	    "cur=$(cat $t)\nif [ \"$cur\" != 698 ]; then\n\t[ \"$cur\" = 0 ] || echo 0 > $t\n"
+	    "\techo 698 > $t\nfi\n");
+	assert_script_fails(
+	    &h, "kvm01/kvm.vgpu/w3/0", GC_EREMOTE,
+	    "VF 0 of GPU 0000:3b:00.0 cannot take vGPU type 'grid_a100d-80c' (it can "
+	    "take: NVIDIA A100D-4C, NVIDIA A100D-8C, NVIDIA A100D-10C, NVIDIA "
+	    "A100D-16C, NVIDIA A100D-20C, NVIDIA A100D-40C)");
 	gc_kvm_vf_enable_script(&b, "0000:3b:00.0");
-	assert_string_equal(gc_buf_str(&b),
-			    "set -e\nif [ -x /usr/lib/nvidia/sriov-manage ]; then "
-			    "/usr/lib/nvidia/sriov-manage -e 0000:3b:00.0; else echo \"0000:3b:00.0: no "
-			    "/usr/lib/nvidia/sriov-manage (NVIDIA's vGPU manager for KVM) to enable its "
-			    "VFs\" >&2; exit 1; fi\n");
+	assert_string_equal(
+	    gc_buf_str(&b),
+	    "set -e\nif [ -x /usr/lib/nvidia/sriov-manage ]; then "
+	    "/usr/lib/nvidia/sriov-manage -e 0000:3b:00.0; else echo \"0000:3b:00.0: no "
+	    "/usr/lib/nvidia/sriov-manage (NVIDIA's vGPU manager for KVM) to enable its "
+	    "VFs\" >&2; exit 1; fi\n");
 	gc_buf_free(&b);
 	(void)state;
 	hx_free(&h);
@@ -513,7 +531,8 @@ static void test_kernel_args(void **state)
 {
 	char b[32];
 
-	assert_string_equal(gc_kvm_arg("iommu=nopt ro iommu=pt quiet", "iommu", b, sizeof(b)), "pt");
+	assert_string_equal(gc_kvm_arg("iommu=nopt ro iommu=pt quiet", "iommu", b, sizeof(b)),
+	                    "pt");
 	assert_null(gc_kvm_arg("intel_iommu=on", "iommu", b, sizeof(b)));
 	assert_string_equal(gc_kvm_arg("ro quiet", "quiet", b, sizeof(b)), "");
 	assert_null(gc_kvm_arg("ro -- iommu=pt", "iommu", b, sizeof(b)));
@@ -527,15 +546,18 @@ static void test_truncated_and_forged(void **state)
 {
 	struct gc_kvm_facts f;
 	struct gc_error err = GC_ERROR_INIT;
-	const char *forged = "\n@@gc:" TOKEN ":cmdline\nro quiet\n"
-			     "\n@@gc:" TOKEN ":files\n#file 45 /etc/modules-load.d/gpuclusterctl-vfio.conf\n"
-			     "@@gc:fedcba9876543210:cmdline\nintel_iommu=on\n\n"
-			     "\n@@gc:" TOKEN ":end\n";
+	const char *forged =
+	    "\n@@gc:" TOKEN ":cmdline\nro quiet\n"
+	    "\n@@gc:" TOKEN ":files\n#file 45 /etc/modules-load.d/gpuclusterctl-vfio.conf\n"
+	    "@@gc:fedcba9876543210:cmdline\nintel_iommu=on\n\n"
+	    "\n@@gc:" TOKEN ":end\n";
 	char *text;
 	size_t len;
 
-	assert_int_equal(gc_read_file(&text, &len, "tests/data/kvm/observe-firecracker-debian12.txt",
-				      1u << 20, &err), 0);
+	assert_int_equal(gc_read_file(&text, &len,
+	                              "tests/data/kvm/observe-firecracker-debian12.txt", 1u << 20,
+	                              &err),
+	                 0);
 	/* the connection dropped while the host listed its mediated devices */
 	len = (size_t)(strstr(text, "@@gc:" TOKEN ":mdev") - text);
 	assert_int_equal(gc_kvm_parse(&f, TOKEN, text, len, &err), GC_EREMOTE);
@@ -561,8 +583,8 @@ static void test_observe_script_devices(void **state)
 	    "0000:3b:00.0", "profile", "grid_a100d-40c", "mechanism", "vf", "vf", "2", NULL);
 	res(&h, GC_RES_KVM_VFIO, "kvm01/kvm.vfio/0000:af:00.0;id", NULL, 0, "driver", "vfio-pci",
 	    NULL);
-	s = gc_kvm_observe_script((const struct gc_resource *const *)h.g->resources, h.g->nresources,
-				  TOKEN);
+	s = gc_kvm_observe_script((const struct gc_resource *const *)h.g->resources,
+	                          h.g->nresources, TOKEN);
 	assert_non_null(strstr(s, "m dev; for p in 0000:3b:00.0 0000:5e:00.0; do "));
 	assert_non_null(strstr(s, "m vf; for pv in 0000:3b:00.0/2; do "));
 	assert_null(strstr(s, ";id"));
@@ -575,21 +597,21 @@ static void test_observe_script_devices(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_real_capture),
-		cmocka_unit_test(test_record_real_capture_problems),
-		cmocka_unit_test(test_fresh_host),
-		cmocka_unit_test(test_pending_reboot),
-		cmocka_unit_test(test_converged_host),
-		cmocka_unit_test(test_drift_and_firmware),
-		cmocka_unit_test(test_scripts_debian),
-		cmocka_unit_test(test_script_refusals),
-		cmocka_unit_test(test_rhel_grubby_mdev),
-		cmocka_unit_test(test_mdev_problems),
-		cmocka_unit_test(test_vf_vgpu),
-		cmocka_unit_test(test_profile_names),
-		cmocka_unit_test(test_kernel_args),
-		cmocka_unit_test(test_truncated_and_forged),
-		cmocka_unit_test(test_observe_script_devices),
+	    cmocka_unit_test(test_parse_real_capture),
+	    cmocka_unit_test(test_record_real_capture_problems),
+	    cmocka_unit_test(test_fresh_host),
+	    cmocka_unit_test(test_pending_reboot),
+	    cmocka_unit_test(test_converged_host),
+	    cmocka_unit_test(test_drift_and_firmware),
+	    cmocka_unit_test(test_scripts_debian),
+	    cmocka_unit_test(test_script_refusals),
+	    cmocka_unit_test(test_rhel_grubby_mdev),
+	    cmocka_unit_test(test_mdev_problems),
+	    cmocka_unit_test(test_vf_vgpu),
+	    cmocka_unit_test(test_profile_names),
+	    cmocka_unit_test(test_kernel_args),
+	    cmocka_unit_test(test_truncated_and_forged),
+	    cmocka_unit_test(test_observe_script_devices),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
