@@ -119,6 +119,31 @@ int gc_ssh_exec_stdin(struct gc_ssh_conn *conn, const char *command, int in,
 		      struct gc_ssh_result *result, struct gc_error *err);
 void gc_ssh_result_free(struct gc_ssh_result *result);
 
+/* ---------------------------------------------------------------- sh as root */
+
+/*
+ * The Linux targets (guests, KVM hosts) run sh scripts as root: directly
+ * for root, else through `sudo -n` (never a password prompt).  The command
+ * that does so (gc_xmalloc'd; the script goes in single-quoted).
+ */
+char *gc_ssh_as_root(const char *script);
+/* sudo refused to run without a password or a terminal. */
+bool gc_ssh_sudo_refused(const struct gc_ssh_result *r);
+/* The target's own words for a failure: the last (at most 3) non-empty
+ * lines of stderr, else of stdout, joined with " | ", 400 bytes each at
+ * most (apt, dnf and the kernel's sysfs errors end with the cause);
+ * "exit status N" when it said nothing. */
+void gc_ssh_message(struct gc_buf *out, const struct gc_ssh_result *r);
+/*
+ * Run `script` as root (its standard input from `in` when in >= 0).  A
+ * transport fault comes back prefixed "WHAT: "; sudo wanting a password is
+ * GC_EREMOTE naming `user` and the fix.  With out == NULL a non-zero exit
+ * is GC_EREMOTE "WHAT failed: <gc_ssh_message>"; with out, *out is the
+ * result whatever its exit status (the caller frees it).
+ */
+int gc_ssh_run_root(struct gc_ssh_conn *conn, const char *what, const char *script, int in,
+		    const char *user, struct gc_ssh_result *out, struct gc_error *err);
+
 /* ---------------------------------------------------------------- PTY shell */
 
 /*

@@ -20,7 +20,7 @@ const struct gc_driver *gc_exec_driver(enum gc_target_kind kind)
 	case GC_TARGET_LIBVIRT:
 		return &gc_driver_libvirt;
 	case GC_TARGET_KVM:
-		return NULL; /* the KVM host driver (kernel arguments, vfio-pci, VFs) */
+		return &gc_driver_kvm;
 	}
 	return NULL;
 }

@@ -170,6 +170,85 @@ void gc_ssh_opts_from_spec(struct gc_ssh_opts *o, char **known, const struct gc_
 	o->keepalive_s = ssh->keepalive_s;
 }
 
+int gc_drv_ssh_connect(struct gc_ssh_conn **out, const struct gc_drv_ctx *ctx,
+		       const char *address, const struct gc_ssh *ssh,
+		       const struct gc_credential *cred, const char *default_user,
+		       unsigned connect_ms, unsigned read_ms, struct gc_error *err)
+{
+	struct gc_ssh_opts o;
+	char *known;
+	int rc;
+
+	gc_drv_ssh_opts(&o, &known, ctx, address, ssh, cred, default_user);
+	if (connect_ms != 0)
+		o.connect_timeout_ms = connect_ms;
+	rc = gc_ssh_connect(out, &o, err);
+	free(known);
+	if (rc == 0 && read_ms != 0)
+		gc_ssh_set_command_timeout(*out, read_ms);
+	return rc;
+}
+
+static void nap_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+int gc_drv_wait_reboot(struct gc_drv_ctx *ctx, struct gc_drv_reboot *r, struct gc_error *err)
+{
+	const struct gc_drv_settings *set = gc_drv_settings(ctx);
+	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
+	/* a Linux machine takes tens of seconds to boot: poll at most once a second */
+	unsigned poll = set->reboot_poll_ms > 1000 ? set->reboot_poll_ms : set->reboot_poll_ms ? 1000 : 2000;
+	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u;
+	char last[GC_ERROR_MSG_MAX] = "no answer";
+
+	r->disconnect(r->arg);
+	while (gc_now_ns() < deadline && !gc_drv_interrupted(ctx)) {
+		struct gc_error e = GC_ERROR_INIT;
+		char now[64];
+
+		nap_ms(poll);
+		gc_drv_note(ctx, r->t, "waiting for the %s to come back (%.0f s)", r->noun,
+			    (double)(gc_now_ns() - t0) / 1e9);
+		if (r->connect(r->arg, poll * 2 > 5000 ? poll * 2 : 5000, &e) != 0) {
+			snprintf(last, sizeof(last), "%s", e.msg);
+			if (e.code == GC_EHOSTKEY || e.code == GC_EAUTH) {
+				*err = e; /* a different machine answered, or credentials changed */
+				return e.code;
+			}
+			continue;
+		}
+		now[0] = '\0';
+		if (r->boot_id(r->arg, now, sizeof(now), &e) != 0 || now[0] == '\0') {
+			snprintf(last, sizeof(last), "%s", e.code ? e.msg : "no boot id");
+			r->disconnect(r->arg);
+			continue;
+		}
+		if (strcmp(now, r->before) != 0)
+			return 0; /* a new boot: the evidence */
+		/* up, and never went down: give it a while, then ask once more */
+		if (gc_now_ns() - r->sent_ns < (uint64_t)r->grace_s * 1000000000u) {
+			r->disconnect(r->arg);
+			continue;
+		}
+		if (r->resends++ >= 1) {
+			r->disconnect(r->arg);
+			return gc_error_set(err, GC_EREMOTE, "%s '%s' did not reboot after 2 reboot "
+					    "commands (boot id unchanged)", r->noun, r->t->name);
+		}
+		gc_drv_note(ctx, r->t, "the %s did not go down: sending the reboot again", r->noun);
+		r->sent_ns = gc_now_ns();
+		(void)r->resend(r->arg, &e);
+		r->disconnect(r->arg);
+	}
+	/* final, not a transport fault to retry: the whole wait was the retry */
+	return gc_error_set(err, GC_EREMOTE, "%s '%s' did not come back within %u s after its "
+			    "reboot (%s)", r->noun, r->t->name, timeout / 1000, last);
+}
+
 /* ---------------------------------------------------------------- small helpers */
 
 static void sleep_ms(unsigned ms)

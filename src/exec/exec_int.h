@@ -19,6 +19,7 @@ extern const struct gc_driver gc_driver_onyx;
 extern const struct gc_driver gc_driver_vcenter;
 extern const struct gc_driver gc_driver_guest;
 extern const struct gc_driver gc_driver_libvirt;
+extern const struct gc_driver gc_driver_kvm;
 
 enum astate { A_PENDING, A_RUNNING, A_DONE, A_FAILED, A_SKIPPED, A_OUT_OF_SCOPE };
 

@@ -60,9 +60,11 @@ void gc_exec_recall_journal(struct run *r, const char *cluster)
 				     "'configuration write'; apply saves it",
 				     0);
 		}
-		if (s->target->kind != GC_TARGET_ESXI)
+		/* a KVM host owes reboots too (its boot time decides), never maintenance */
+		if (s->target->kind != GC_TARGET_ESXI && s->target->kind != GC_TARGET_KVM)
 			continue;
-		s->maint_ours = gc_jhistory_last(&h, s->target->name, "maintenance") == GC_J_START;
+		s->maint_ours = s->target->kind == GC_TARGET_ESXI &&
+				gc_jhistory_last(&h, s->target->name, "maintenance") == GC_J_START;
 		s->reboot_owed = gc_jhistory_last(&h, s->target->name, "reboot_owed") == GC_J_START;
 		s->reboot_owed_logged = s->reboot_owed;
 		if (s->reboot_owed)
@@ -109,7 +111,8 @@ void gc_exec_feed_journal(struct run *r)
 		struct tslot *s = &r->slots[i];
 		const struct gc_observed_host *oh;
 
-		if (s->target->kind != GC_TARGET_ESXI || !s->observed)
+		if ((s->target->kind != GC_TARGET_ESXI && s->target->kind != GC_TARGET_KVM) ||
+		    !s->observed)
 			continue;
 		oh = gc_observed_host(r->ctx.obs, s->target->name);
 		if (s->reboot_owed && (oh == NULL || !oh->reboot_pending))

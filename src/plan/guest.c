@@ -22,8 +22,7 @@
 
 #include "plan_int.h"
 
-/* Does r depend on a reboot-needing resource of its own target? */
-static bool behind_reboot(const struct gc_resource *r)
+bool plan_behind_reboot(const struct gc_resource *r)
 {
 	for (size_t i = 0; i < r->ndeps; i++)
 		if (r->deps[i]->target == r->target && (r->deps[i]->flags & GC_RES_NEEDS_REBOOT))
@@ -50,14 +49,8 @@ static void guest_window(struct builder *b, const struct gc_target *tg, struct g
 	if (nreboot == 0 && !pending)
 		return;
 	gc_buf_reset(&b->scratch);
-	if (nreboot > 0)
-		gc_buf_printf(&b->scratch, "one guest reboot for %zu change%s that take%s effect after "
-					   "a reboot", nreboot, nreboot == 1 ? "" : "s",
-			      nreboot == 1 ? "s" : "");
-	if (pending)
-		gc_buf_printf(&b->scratch, "%s%s", nreboot > 0 ? "; also owed: " : "a reboot is owed: ",
-			      oh->reboot_pending_why ? oh->reboot_pending_why
-						     : "an installed driver is not loaded yet");
+	plan_reboot_why(&b->scratch, "guest reboot", nreboot, pending,
+			pending ? oh->reboot_pending_why : NULL, "an installed driver is not loaded yet");
 	reboot = plan_action(b, GC_ACT_REBOOT, GC_OP_NONE, tg, NULL);
 	reboot->why = gc_arena_strndup(&b->p->arena, gc_buf_str(&b->scratch), b->scratch.len);
 	reboot->vm = tg->name;
@@ -77,7 +70,7 @@ static void guest_window(struct builder *b, const struct gc_target *tg, struct g
 		struct gc_action *a = acts[i];
 
 		if ((a->flags & GC_RES_AFTER_REBOOT) && a->resource != NULL &&
-		    behind_reboot(a->resource)) {
+		    plan_behind_reboot(a->resource)) {
 			plan_dep(b, wait, a);
 			if (a->why == NULL)
 				a->why = "applied after the guest's reboot: it needs the new driver loaded";

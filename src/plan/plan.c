@@ -8,8 +8,10 @@
  *    with roce.owned) are deleted.
  * 2. synthesis: per ESXi host with a change flagged NEEDS_MAINTENANCE or
  *    NEEDS_REBOOT, a maintenance window (evacuate, enter, changes, one
- *    reboot, wait, verify, exit, bring VMs back); per VM with a change
- *    flagged NEEDS_VM_OFF, one power-off before and one power-on after.
+ *    reboot, wait, verify, exit, bring VMs back); per KVM host with a
+ *    change flagged NEEDS_REBOOT, its VMs off, one reboot, wait, verify,
+ *    VMs on (kvm.c); per VM with a change flagged NEEDS_VM_OFF, one
+ *    power-off before and one power-on after.
  * 3. dependencies: the graph's edges, carried through resources that need
  *    no action (their "frontier").  synth.c adds steps 2 and the window and
  *    power structure; order.c then sorts, chains targets, cuts waves.
@@ -450,6 +452,7 @@ int gc_plan_build(struct gc_plan **out, const struct gc_graph *g,
 	plan_collect_vm_actions(&b);
 	for (size_t i = 0; i < g->nvms; i++)
 		plan_synthesize_vm(&b, i);
+	plan_kvm_reboots(&b);
 	plan_budget_vms(&b);
 	plan_synthesize_unmanaged(&b);
 	plan_guest_reboots(&b);

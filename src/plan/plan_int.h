@@ -53,6 +53,13 @@ struct gc_action *plan_action(struct builder *b, enum gc_action_kind kind, enum 
 void plan_dep(struct builder *b, struct gc_action *before, struct gc_action *after);
 struct vmstate *plan_vmstate(struct builder *b, const char *vm);
 const struct gc_graph_vm *plan_vm(struct builder *b, const char *vm);
+/* The observed power of a VM; *exists false when nobody saw it (synth.c). */
+enum gc_power plan_observed_power(struct builder *b, const char *vm, bool *exists);
+/* "one reboot for 2 changes that take effect after a reboot", then
+ * "; also owed: WHY" (or alone "a reboot is owed: WHY"; dflt when why is
+ * NULL): the why of every synthesized reboot (synth.c) */
+void plan_reboot_why(struct gc_buf *s, const char *reboot, size_t n, bool pending,
+		     const char *pending_why, const char *dflt);
 /* synth.c, in the order gc_plan_build() calls them */
 void plan_open_windows(struct builder *b);
 int plan_check_reachable(struct builder *b);
@@ -64,6 +71,10 @@ void plan_vm_after_window(struct builder *b);
 void plan_budget_vms(struct builder *b);
 /* guest.c: one reboot per guest whose changes need it */
 void plan_guest_reboots(struct builder *b);
+/* Does r depend on a reboot-needing resource of its own target? (guest.c) */
+bool plan_behind_reboot(const struct gc_resource *r);
+/* kvm.c: one reboot per KVM host whose changes need it, its VMs off around it */
+void plan_kvm_reboots(struct builder *b);
 /* Sort, add target chains, number, cut waves, fill stats (order.c). */
 int plan_order(struct builder *b);
 

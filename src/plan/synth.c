@@ -95,6 +95,17 @@ static bool needs_first_reboot(struct builder *b, const struct window *w,
 	return false;
 }
 
+void plan_reboot_why(struct gc_buf *s, const char *reboot, size_t n, bool pending,
+		     const char *pending_why, const char *dflt)
+{
+	if (n > 0)
+		gc_buf_printf(s, "one %s for %zu change%s that take%s effect after a reboot", reboot, n,
+			      n == 1 ? "" : "s", n == 1 ? "s" : "");
+	if (pending)
+		gc_buf_printf(s, "%s%s", n > 0 ? "; also owed: " : "a reboot is owed: ",
+			      pending_why ? pending_why : dflt);
+}
+
 static struct gc_action *reboot_step(struct builder *b, const struct gc_target *tg,
 				     struct gc_action **wait, const char *why)
 {
@@ -134,13 +145,8 @@ static struct gc_action *reboot_phases(struct builder *b, struct window *w,
 		}
 	}
 	if (n1 > 0 || w->pending) {
-		if (n1 > 0)
-			gc_buf_printf(&s, "one reboot for %zu change%s that take%s effect after a reboot",
-				      n1, n1 == 1 ? "" : "s", n1 == 1 ? "s" : "");
-		if (w->pending)
-			gc_buf_printf(&s, "%s%s", n1 > 0 ? "; also owed: " : "a reboot is owed: ",
-				      w->pending_why ? w->pending_why
-						     : "configured changes are not active yet");
+		plan_reboot_why(&s, "reboot", n1, w->pending, w->pending_why,
+				"configured changes are not active yet");
 		w->reboot = reboot_step(b, tg, &wait1, gc_buf_str(&s));
 		for (size_t i = 0; i < w->nmaint; i++)
 			if (!late[i])
@@ -343,7 +349,7 @@ static struct gc_action *evacuate(struct builder *b, const char *vm, const char 
 	return a;
 }
 
-static enum gc_power observed_power(struct builder *b, const char *vm, bool *exists)
+enum gc_power plan_observed_power(struct builder *b, const char *vm, bool *exists)
 {
 	const struct gc_observed_vm *ov = gc_observed_vm(b->o, vm);
 	char *id = gc_xasprintf("vm/%s", vm);
@@ -374,7 +380,7 @@ void plan_synthesize_vm(struct builder *b, size_t i)
 	bool exists, running;
 	char *id;
 
-	running = observed_power(b, v->name, &exists) == GC_POWER_ON && exists;
+	running = plan_observed_power(b, v->name, &exists) == GC_POWER_ON && exists;
 	id = gc_xasprintf("vm/%s/power", v->name);
 	pr = gc_graph_find(b->g, id);
 	free(id);

@@ -248,13 +248,6 @@ int vd_run_root(struct gsess *s, const char *script, struct gc_ssh_result *res,
 	return rc;
 }
 
-static bool sudo_refused(const struct gc_ssh_result *r)
-{
-	return r->exit_status != 0 && r->err != NULL &&
-	       (strstr(r->err, "sudo: a password is required") != NULL ||
-		strstr(r->err, "sudo: a terminal is required") != NULL);
-}
-
 const char *vd_stderr_line(const struct gc_ssh_result *r, char *buf, size_t n)
 {
 	const char *src = r->err_len > 0 ? r->err : (r->out ? r->out : "");
@@ -597,7 +590,7 @@ static void *guest_session(void *arg)
 		gadd(s, "observe", GC_CHECK_FAIL, "read", err.msg, NULL);
 		goto out;
 	}
-	if (sudo_refused(&res)) {
+	if (gc_ssh_sudo_refused(&res)) {
 		gadd(s, "sudo", GC_CHECK_FAIL, "sudo -n", vd_stderr_line(&res, line, sizeof(line)),
 		     "validate reads nvidia-smi, mlnx_qos and the probe as root: give the user "
 		     "NOPASSWD sudo or connect as root");

@@ -25,6 +25,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gc/error.h"
 #include "gc/graph.h"
@@ -110,6 +111,7 @@ void gc_drv_host_state(struct gc_drv_ctx *ctx, const char *host,
  * r equals the observed value. */
 bool gc_drv_resource_converged(struct gc_drv_ctx *ctx, const struct gc_resource *r);
 struct gc_ssh_opts;
+struct gc_ssh_conn;
 struct gc_ssh;
 struct gc_credential;
 /*
@@ -126,6 +128,39 @@ void gc_drv_ssh_opts(struct gc_ssh_opts *o, char **known, const struct gc_drv_ct
 void gc_ssh_opts_from_spec(struct gc_ssh_opts *o, char **known, const struct gc_drv_settings *set,
 			   const char *address, const struct gc_ssh *ssh,
 			   const struct gc_credential *cred, const char *default_user);
+/* gc_drv_ssh_opts() and gc_ssh_connect() in one: connect_ms 0 keeps the
+ * spec's connect timeout; the connection's command timeout becomes read_ms
+ * (the Linux targets keep the spec's for changes only). */
+int gc_drv_ssh_connect(struct gc_ssh_conn **out, const struct gc_drv_ctx *ctx,
+		       const char *address, const struct gc_ssh *ssh,
+		       const struct gc_credential *cred, const char *default_user,
+		       unsigned connect_ms, unsigned read_ms, struct gc_error *err);
+
+/*
+ * A Linux target's reboot, proven (guests, KVM hosts): reconnect every
+ * poll (reboot_poll_ms, at least 1 s) until the target answers with a boot
+ * id other than `before`, for at most reboot_timeout_ms.  A dropped
+ * connection is no proof; a target still up with the old boot id `grace_s`
+ * after the reboot went out gets it once more (resend), then it fails.  A
+ * host key or credentials refused while waiting fail at once (another
+ * machine answered).  On success the target's connection is open.
+ */
+struct gc_drv_reboot {
+	const struct gc_target *t;
+	const char *noun;       /* "guest", "host": for notes and messages */
+	const char *before;     /* the boot id when the reboot went out */
+	uint64_t sent_ns;       /* when it went out (moved on a resend) */
+	unsigned grace_s;
+	unsigned resends;
+	void *arg;
+	int (*connect)(void *arg, unsigned connect_ms, struct gc_error *err);
+	void (*disconnect)(void *arg);
+	/* the boot id over the open connection ("" when it cannot tell) */
+	int (*boot_id)(void *arg, char *out, size_t n, struct gc_error *err);
+	int (*resend)(void *arg, struct gc_error *err);
+};
+int gc_drv_wait_reboot(struct gc_drv_ctx *ctx, struct gc_drv_reboot *r, struct gc_error *err);
+
 /* The target's current step, for progress ("rebooting, 12 s"). */
 void gc_drv_note(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *fmt, ...)
 	GC_PRINTF(3, 4);

@@ -356,6 +356,9 @@ int guest_apply_resource(struct guest_conn *c, struct gc_drv_ctx *ctx,
 
 /* ---------------------------------------------------------------- reboot */
 
+/* detached, so the command returns before sshd goes down */
+#define GUEST_REBOOT "nohup sh -c 'sleep 1; systemctl reboot' >/dev/null 2>&1 &"
+
 int guest_reboot(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
 {
 	int rc;
@@ -366,11 +369,8 @@ int guest_reboot(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *
 	snprintf(c->boot_before, sizeof(c->boot_before), "%s",
 		 c->facts.boot_id ? c->facts.boot_id : "");
 	c->reboot_sent_ns = gc_now_ns();
-	c->reboot_resends = 0;
 	gc_drv_note(ctx, c->t, "rebooting the guest");
-	/* detached, so the command returns before sshd goes down */
-	rc = guest_run(c, ctx, "reboot", "nohup sh -c 'sleep 1; systemctl reboot' >/dev/null 2>&1 &",
-		       -1, true, err);
+	rc = guest_run(c, ctx, "reboot", GUEST_REBOOT, -1, true, err);
 	if (rc == GC_ENET || rc == GC_ETIMEOUT) {
 		gc_error_clear(err); /* it went down under us: WAIT_HOST tells */
 		rc = 0;
@@ -378,57 +378,53 @@ int guest_reboot(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *
 	return rc;
 }
 
-int guest_wait(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+/* gc_drv_wait_reboot's view of the guest. */
+static int wr_connect(void *arg, unsigned connect_ms, struct gc_error *err)
 {
-	const struct gc_drv_settings *set = gc_drv_settings(ctx);
-	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
-	/* a guest takes tens of seconds to boot: poll at most once a second */
-	unsigned poll = set->reboot_poll_ms > 1000 ? set->reboot_poll_ms : set->reboot_poll_ms ? 1000 : 2000;
-	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u;
-	char last[GC_ERROR_MSG_MAX] = "no answer";
+	struct guest_conn *c = arg;
+
+	return guest_ssh_open(c, c->ctx, connect_ms, err);
+}
+
+static void wr_disconnect(void *arg)
+{
+	struct guest_conn *c = arg;
 
 	gc_ssh_free(c->ssh);
 	c->ssh = NULL;
-	while (gc_now_ns() < deadline && !gc_drv_interrupted(ctx)) {
-		struct gc_error e = GC_ERROR_INIT;
+}
 
-		sleep_ms(poll);
-		gc_drv_note(ctx, c->t, "waiting for the guest to come back (%.0f s)",
-			    (double)(gc_now_ns() - t0) / 1e9);
-		if (guest_ssh_open(c, ctx, poll * 2 > 5000 ? poll * 2 : 5000, &e) != 0) {
-			snprintf(last, sizeof(last), "%s", e.msg);
-			if (e.code == GC_EHOSTKEY || e.code == GC_EAUTH) {
-				*err = e;
-				return e.code;
-			}
-			continue;
-		}
-		if (guest_observe_now(c, ctx, NULL, &e) != 0) {
-			snprintf(last, sizeof(last), "%s", e.msg);
-			gc_ssh_free(c->ssh);
-			c->ssh = NULL;
-			continue;
-		}
-		if (c->facts.boot_id != NULL && strcmp(c->facts.boot_id, c->boot_before) != 0)
-			return 0; /* a new boot: the evidence */
-		/* up, and never went down: give it a while, then ask once more */
-		if (gc_now_ns() - c->reboot_sent_ns < 120ull * 1000000000u) {
-			gc_ssh_free(c->ssh);
-			c->ssh = NULL;
-			continue;
-		}
-		if (c->reboot_resends++ >= 1)
-			return gc_error_set(err, GC_EREMOTE, "guest '%s' did not reboot after 2 reboot "
-					    "commands (boot id unchanged)", c->t->name);
-		c->reboot_sent_ns = gc_now_ns();
-		(void)guest_run(c, ctx, "reboot", "nohup sh -c 'sleep 1; systemctl reboot' "
-			      ">/dev/null 2>&1 &", -1, true, &e);
-		gc_ssh_free(c->ssh);
-		c->ssh = NULL;
-	}
-	/* final, not a transport fault to retry: the whole wait was the retry */
-	return gc_error_set(err, GC_EREMOTE, "guest '%s' did not come back within %u s after its "
-			    "reboot (%s)", c->t->name, timeout / 1000, last);
+/* The guest is observed whole: the next step finds its facts fresh. */
+static int wr_boot_id(void *arg, char *out, size_t n, struct gc_error *err)
+{
+	struct guest_conn *c = arg;
+	int rc = guest_observe_now(c, c->ctx, NULL, err);
+
+	if (rc == 0)
+		snprintf(out, n, "%s", c->facts.boot_id ? c->facts.boot_id : "");
+	return rc;
+}
+
+static int wr_resend(void *arg, struct gc_error *err)
+{
+	struct guest_conn *c = arg;
+
+	return guest_run(c, c->ctx, "reboot", GUEST_REBOOT, -1, true, err);
+}
+
+int guest_wait(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+{
+	/* up with the old boot id two minutes after the reboot went out: once more */
+	struct gc_drv_reboot r = {.t = c->t, .noun = "guest", .before = c->boot_before,
+				  .sent_ns = c->reboot_sent_ns, .grace_s = 120, .arg = c,
+				  .connect = wr_connect, .disconnect = wr_disconnect,
+				  .boot_id = wr_boot_id, .resend = wr_resend};
+	int rc;
+
+	c->ctx = ctx;
+	rc = gc_drv_wait_reboot(ctx, &r, err);
+	c->ctx = NULL;
+	return rc;
 }
 
 int guest_verify(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)

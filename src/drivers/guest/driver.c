@@ -39,19 +39,11 @@ static const struct gc_guest *guest_of(const struct gc_target *t)
 int guest_ssh_open(struct guest_conn *c, struct gc_drv_ctx *ctx, unsigned connect_ms,
 		   struct gc_error *err)
 {
-	struct gc_ssh_opts o;
-	char *known;
-	int rc;
+	int rc = gc_drv_ssh_connect(&c->ssh, ctx, c->g->address, &c->g->ssh, c->g->credentials,
+				    "root", connect_ms, GUEST_READ_TIMEOUT_MS, err);
 
-	gc_drv_ssh_opts(&o, &known, ctx, c->g->address, &c->g->ssh, c->g->credentials, "root");
-	if (connect_ms != 0)
-		o.connect_timeout_ms = connect_ms;
-	rc = gc_ssh_connect(&c->ssh, &o, err);
-	free(known);
 	if (rc != 0)
 		gc_error_prefix(err, "guest '%s': ", c->t->name);
-	else
-		gc_ssh_set_command_timeout(c->ssh, GUEST_READ_TIMEOUT_MS);
 	return rc;
 }
 
@@ -99,46 +91,6 @@ static void guest_disconnect(void *conn)
 
 /* ---------------------------------------------------------------- running scripts */
 
-/* The guest's own words: the last non-empty lines of stderr (apt and dnf
- * end with their error), else of stdout, at most 3 and 400 bytes each. */
-static void guest_message(struct gc_buf *out, const struct gc_ssh_result *r)
-{
-	const char *src = r->err_len > 0 ? r->err : r->out;
-	const char *starts[3] = {NULL, NULL, NULL};
-	const char *p = src;
-	size_t k = 0;
-
-	while (*p) {
-		size_t n = strcspn(p, "\r\n");
-
-		if (n > 0 && strspn(p, " \t") < n) {
-			starts[k % 3] = p;
-			k++;
-		}
-		p += n;
-		p += strspn(p, "\r\n");
-	}
-	if (k == 0) {
-		gc_buf_printf(out, "exit status %d", r->exit_status);
-		return;
-	}
-	for (size_t i = k > 3 ? k - 3 : 0; i < k; i++) {
-		const char *l = starts[i % 3];
-		size_t n = strcspn(l, "\r\n");
-
-		if (out->len > 0)
-			gc_buf_puts(out, " | ");
-		gc_buf_put(out, l, n > 400 ? 400 : n);
-	}
-}
-
-static bool sudo_refused(const struct gc_ssh_result *r)
-{
-	return r->exit_status != 0 && r->err != NULL &&
-	       (strstr(r->err, "sudo: a password is required") != NULL ||
-		strstr(r->err, "sudo: a terminal is required") != NULL);
-}
-
 int guest_sudo_error(struct guest_conn *c, struct gc_error *err)
 {
 	const struct gc_credential *cr = c->g->credentials;
@@ -152,36 +104,18 @@ int guest_sudo_error(struct guest_conn *c, struct gc_error *err)
 int guest_run(struct guest_conn *c, struct gc_drv_ctx *ctx, const char *what, const char *script,
 	      int in, bool change, struct gc_error *err)
 {
-	struct gc_ssh_result res;
-	char *cmd = gc_guest_as_root(script);
+	const struct gc_credential *cr = c->g->credentials;
 	int rc;
 
 	if (change) {
 		gc_drv_count_change(ctx);
 		gc_ssh_set_command_timeout(c->ssh, c->command_ms);
 	}
-	rc = in >= 0 ? gc_ssh_exec_stdin(c->ssh, cmd, in, &res, err)
-		     : gc_ssh_exec(c->ssh, cmd, &res, err);
-	free(cmd);
+	rc = gc_ssh_run_root(c->ssh, what, script, in, cr ? cr->username : NULL, NULL, err);
 	if (change && gc_ssh_alive(c->ssh))
 		gc_ssh_set_command_timeout(c->ssh, GUEST_READ_TIMEOUT_MS);
-	if (rc != 0) {
-		gc_error_prefix(err, "guest '%s': %s: ", c->t->name, what);
-		return rc;
-	}
-	if (sudo_refused(&res)) {
-		gc_ssh_result_free(&res);
-		return guest_sudo_error(c, err);
-	}
-	if (res.exit_status != 0) {
-		struct gc_buf msg = GC_BUF_INIT;
-
-		guest_message(&msg, &res);
-		rc = gc_error_set(err, GC_EREMOTE, "guest '%s': %s failed: %s", c->t->name, what,
-				  gc_buf_str(&msg));
-		gc_buf_free(&msg);
-	}
-	gc_ssh_result_free(&res);
+	if (rc != 0)
+		gc_error_prefix(err, "guest '%s': ", c->t->name);
 	return rc;
 }
 
@@ -244,7 +178,7 @@ int guest_observe_now(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 		gc_error_prefix(err, "guest '%s': ", c->t->name);
 		return rc;
 	}
-	if (sudo_refused(&res)) {
+	if (gc_ssh_sudo_refused(&res)) {
 		gc_ssh_result_free(&res);
 		return guest_sudo_error(c, err);
 	}

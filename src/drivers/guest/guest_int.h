@@ -28,7 +28,7 @@ struct guest_conn {
 	bool skip_wait;
 	char boot_before[64];        /* boot id when the reboot went out */
 	uint64_t reboot_sent_ns;
-	unsigned reboot_resends;
+	struct gc_drv_ctx *ctx;      /* during WAIT_HOST, for its reconnects */
 };
 
 /* driver.c */

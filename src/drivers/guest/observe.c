@@ -25,8 +25,8 @@
 
 #include "gc/guest.h"
 #include "gc/pattern.h"
-
-#define MAX_SECTIONS 48
+#include "gc/sections.h"
+#include "gc/ssh.h"
 
 static void free_strv(char **v, size_t n)
 {
@@ -132,14 +132,7 @@ const char *gc_guest_chrony_path(const struct gc_guest *g)
 
 char *gc_guest_as_root(const char *script)
 {
-	struct gc_buf b = GC_BUF_INIT;
-
-	gc_buf_puts(&b, "if [ \"$(id -u)\" = 0 ]; then exec sh -c ");
-	gc_shell_quote(&b, script);
-	gc_buf_puts(&b, "; else exec sudo -n sh -c ");
-	gc_shell_quote(&b, script);
-	gc_buf_puts(&b, "; fi");
-	return gc_buf_take(&b);
+	return gc_ssh_as_root(script);
 }
 
 static const char *qos_if(const struct gc_guest *g)
@@ -236,80 +229,6 @@ char *gc_guest_observe_script(const struct gc_guest *g, const char *token)
 		      gc_guest_chrony_service(g));
 	gc_buf_puts(&b, "m end\n");
 	return gc_buf_take(&b);
-}
-
-/* ---------------------------------------------------------------- sections */
-
-struct section {
-	const char *name;
-	size_t nlen;
-	char *body; /* NUL-terminated copy */
-};
-
-struct sections {
-	struct section v[MAX_SECTIONS];
-	size_t n;
-};
-
-static const char *sec(const struct sections *s, const char *name)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (strlen(name) == s->v[i].nlen && memcmp(s->v[i].name, name, s->v[i].nlen) == 0)
-			return s->v[i].body;
-	return NULL;
-}
-
-/* The section's text without surrounding blank space, or NULL when empty. */
-static char *trimmed(const struct sections *s, const char *name)
-{
-	const char *t = sec(s, name);
-	size_t n;
-
-	if (t == NULL)
-		return NULL;
-	while (*t == '\n' || *t == ' ' || *t == '\r' || *t == '\t')
-		t++;
-	n = strlen(t);
-	while (n > 0 && (t[n - 1] == '\n' || t[n - 1] == ' ' || t[n - 1] == '\r'))
-		n--;
-	return n > 0 ? gc_xstrndup(t, n) : NULL;
-}
-
-static void split(struct sections *s, const char *token, const char *text, size_t len)
-{
-	char mark[40];
-	size_t ml = (size_t)snprintf(mark, sizeof(mark), "@@gc:%s:", token);
-	const char *p = text, *end = text + len;
-	struct section *cur = NULL;
-	const char *body = NULL;
-
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl ? nl : end;
-
-		if ((size_t)(le - p) > ml && memcmp(p, mark, ml) == 0) {
-			/* the marker's own leading newline is not the section's */
-			if (cur != NULL)
-				cur->body = gc_xstrndup(body, (size_t)(p - body) -
-								   (p > body && p[-1] == '\n'));
-			cur = NULL;
-			if (s->n < MAX_SECTIONS) {
-				cur = &s->v[s->n++];
-				cur->name = p + ml;
-				cur->nlen = (size_t)(le - p) - ml;
-			}
-			body = nl ? nl + 1 : end;
-		}
-		p = nl ? nl + 1 : end;
-	}
-	if (cur != NULL)
-		cur->body = gc_xstrndup(body, (size_t)(end - body));
-}
-
-static void sections_free(struct sections *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i].body);
 }
 
 /* ---------------------------------------------------------------- KEY=VALUE */
@@ -690,39 +609,39 @@ int gc_guest_parse(struct gc_guest_facts *out, const struct gc_guest *g, const c
 		   const char *text, size_t len, struct gc_error *err)
 {
 	struct gc_guest_facts f;
-	struct sections s = {0};
+	struct gc_sections s = {0};
 	const char *t;
 	char *id, *v;
 
 	memset(&f, 0, sizeof(f));
-	split(&s, token, text, len);
-	if (sec(&s, "end") == NULL) {
-		sections_free(&s);
+	gc_sections_split(&s, token, text, len);
+	if (gc_sections_get(&s, "end") == NULL) {
+		gc_sections_free(&s);
 		return gc_error_set(err, GC_EREMOTE, "the observation ended early (%zu of its sections "
 				    "came back)", s.n);
 	}
-	id = trimmed(&s, "id");
+	id = gc_sections_trimmed(&s, "id");
 	f.root = id != NULL && strcmp(id, "0") == 0;
 	free(id);
-	if ((t = sec(&s, "os")) != NULL) {
+	if ((t = gc_sections_get(&s, "os")) != NULL) {
 		f.os_id = gc_guest_kv(t, "ID");
 		f.os_like = gc_guest_kv(t, "ID_LIKE");
 		f.os_version = gc_guest_kv(t, "VERSION_ID");
 	}
-	f.kernel = trimmed(&s, "kernel");
-	f.boot_id = trimmed(&s, "boot_id");
-	parse_pkgs(&f, sec(&s, "pkgs"));
-	f.modules = lines_of(sec(&s, "modules"), &f.nmodules, 4096);
-	f.modules_conf = trimmed(&s, "modules_conf");
-	if ((t = sec(&s, "smi")) != NULL) {
+	f.kernel = gc_sections_trimmed(&s, "kernel");
+	f.boot_id = gc_sections_trimmed(&s, "boot_id");
+	parse_pkgs(&f, gc_sections_get(&s, "pkgs"));
+	f.modules = lines_of(gc_sections_get(&s, "modules"), &f.nmodules, 4096);
+	f.modules_conf = gc_sections_trimmed(&s, "modules_conf");
+	if ((t = gc_sections_get(&s, "smi")) != NULL) {
 		const char *x = t + strspn(t, "\n \t");
 
 		if (*x != '\0' && gc_guest_parse_smi_xml(&f, x, strlen(x)) != 0)
 			f.smi_error = gc_xstrndup(x, strcspn(x, "\n"));
 	}
-	f.loaded_version = trimmed(&s, "nvidia_loaded");
-	f.module_version = trimmed(&s, "nvidia_modinfo");
-	if ((v = trimmed(&s, "nvidia_installer")) != NULL) {
+	f.loaded_version = gc_sections_trimmed(&s, "nvidia_loaded");
+	f.module_version = gc_sections_trimmed(&s, "nvidia_modinfo");
+	if ((v = gc_sections_trimmed(&s, "nvidia_installer")) != NULL) {
 		/* "nvidia-installer:  version 535.183.01  (...)": the first dotted number */
 		const char *q = v;
 
@@ -732,40 +651,41 @@ int gc_guest_parse(struct gc_guest_facts *out, const struct gc_guest *g, const c
 			f.runfile_version = gc_xstrndup(q, strspn(q, "0123456789."));
 		free(v);
 	}
-	if ((t = sec(&s, "gridd")) != NULL && strspn(t, "\n \t") < strlen(t)) {
+	if ((t = gc_sections_get(&s, "gridd")) != NULL && strspn(t, "\n \t") < strlen(t)) {
 		f.gridd_present = true;
 		f.gridd_server = gc_guest_kv(t, "ServerAddress");
 		f.gridd_port = gc_guest_kv(t, "ServerPort");
 		f.gridd_feature = gc_guest_kv(t, "FeatureType");
 	}
-	f.token_cksum = trimmed(&s, "token");
-	f.ofed = trimmed(&s, "ofed");
-	f.ctk_version = trimmed(&s, "ctk");
-	v = trimmed(&s, "net");
+	f.token_cksum = gc_sections_trimmed(&s, "token");
+	f.ofed = gc_sections_trimmed(&s, "ofed");
+	f.ctk_version = gc_sections_trimmed(&s, "ctk");
+	v = gc_sections_trimmed(&s, "net");
 	f.net = net_of(v);
 	free(v);
 	f.pfc_priority = -1;
-	f.tos = int_or(sec(&s, "tos"), -1);
-	f.traffic_class = int_or(sec(&s, "tclass"), -1);
-	f.qos_unit = trimmed(&s, "qos_unit");
-	f.qos_script = sec(&s, "qos_script") ? gc_xstrdup(sec(&s, "qos_script")) : NULL;
+	f.tos = int_or(gc_sections_get(&s, "tos"), -1);
+	f.traffic_class = int_or(gc_sections_get(&s, "tclass"), -1);
+	f.qos_unit = gc_sections_trimmed(&s, "qos_unit");
+	t = gc_sections_get(&s, "qos_script");
+	f.qos_script = t != NULL ? gc_xstrdup(t) : NULL;
 	if (f.qos_script != NULL && *f.qos_script == '\0') {
 		free(f.qos_script);
 		f.qos_script = NULL;
 	}
-	f.chrony_conf = trimmed(&s, "chrony_conf");
-	v = trimmed(&s, "chrony_active");
+	f.chrony_conf = gc_sections_trimmed(&s, "chrony_conf");
+	v = gc_sections_trimmed(&s, "chrony_active");
 	f.chrony_active = v != NULL && strcmp(v, "active") == 0;
 	free(v);
-	f.netcfg = pick_netcfg(sec(&s, "netcfg"), f.net, qos_if(g));
-	if ((t = sec(&s, "qos")) != NULL && strstr(t, "tool: mlnx_qos") != NULL) {
+	f.netcfg = pick_netcfg(gc_sections_get(&s, "netcfg"), f.net, qos_if(g));
+	if ((t = gc_sections_get(&s, "qos")) != NULL && strstr(t, "tool: mlnx_qos") != NULL) {
 		f.mlnx_qos = true;
 		gc_guest_parse_mlnx_qos(&f, t);
 	} else {
-		gc_guest_parse_dcb(&f, sec(&s, "dcb_pfc"), sec(&s, "dcb_app"));
+		gc_guest_parse_dcb(&f, gc_sections_get(&s, "dcb_pfc"), gc_sections_get(&s, "dcb_app"));
 	}
 	f.ecn = 1; /* every knob that exists is on; a NIC without ECN knobs (virtio) has none */
-	if ((t = sec(&s, "ecn")) != NULL) {
+	if ((t = gc_sections_get(&s, "ecn")) != NULL) {
 		size_t n;
 		char **l = lines_of(t, &n, 4);
 
@@ -775,10 +695,10 @@ int gc_guest_parse(struct gc_guest_facts *out, const struct gc_guest *g, const c
 		free_strv(l, n);
 	}
 	if (qos_if(g) != NULL)
-		gc_guest_parse_ip_json(&f, qos_if(g), sec(&s, "ip"));
+		gc_guest_parse_ip_json(&f, qos_if(g), gc_sections_get(&s, "ip"));
 	if (g->roce_qos != NULL && g->roce_qos->rdma_device != NULL)
-		gc_guest_parse_rdma_json(&f, g->roce_qos->rdma_device, sec(&s, "rdma"));
+		gc_guest_parse_rdma_json(&f, g->roce_qos->rdma_device, gc_sections_get(&s, "rdma"));
 	*out = f;
-	sections_free(&s);
+	gc_sections_free(&s);
 	return 0;
 }

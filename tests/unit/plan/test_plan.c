@@ -956,6 +956,156 @@ static void test_text_exact(void **state)
 	(void)state;
 }
 
+/* ---------------------------------------------------------------- KVM hosts */
+
+/* examples/kvm-pair.yaml (two KVM hosts, a VM each), observed as the spec
+ * says with both VMs running. */
+static void fx_kvm_pair(struct fx *f)
+{
+	struct gc_diags d = {0};
+	struct gc_error err = GC_ERROR_INIT;
+
+	memset(f, 0, sizeof(*f));
+	if (gc_spec_load(&f->c, &d, "examples/kvm-pair.yaml", &err) != 0)
+		fail_msg("examples/kvm-pair.yaml: %s", err.msg);
+	gc_diags_free(&d);
+	assert_int_equal(gc_graph_build(&f->g, f->c, &err), 0);
+	fx_converge(f);
+}
+
+static void fx_kvm_done(struct fx *f)
+{
+	gc_plan_free(f->p);
+	gc_observed_free(f->o);
+	gc_graph_free(f->g);
+	gc_cluster_free(f->c);
+}
+
+/* The IOMMU arguments of one host drifted and its GPU is back on nvidia:
+ * its VM goes off, the host reboots with evidence, vfio-pci after the
+ * reboot, the VM back on after the read-back.  No maintenance mode. */
+static void test_kvm_reboot_text(void **state)
+{
+	struct fx f;
+	struct gc_buf b = GC_BUF_INIT;
+
+	fx_kvm_pair(&f);
+	gc_observed_set(f.o, "kvm01/kvm.iommu", "iommu", "off");
+	gc_observed_set(f.o, "kvm01/kvm.iommu", "iommu_mode", "none");
+	gc_observed_set(f.o, "kvm01/kvm.vfio/0000:3b:00.0", "driver", "nvidia");
+	fx_plan_ok(&f, NULL);
+	gc_plan_render_text(&b, f.p, 0);
+	assert_string_equal(gc_buf_str(&b),
+		"Wave 1 of 1\n"
+		"\n"
+		"  kvm kvm01\n"
+		"    ~ kvm01/kvm.iommu  [reboot]\n"
+		"        iommu: off → on\n"
+		"        iommu_mode: none → pt\n"
+		"    > reboot\n"
+		"        why: one reboot for 1 change that takes effect after a reboot\n"
+		"        after: power off kvm-worker-01\n"
+		"    > wait for the host\n"
+		"        why: the host must answer again, with a new boot id\n"
+		"    ~ kvm01/kvm.vfio/0000:3b:00.0\n"
+		"        driver: nvidia → vfio-pci\n"
+		"        why: applied after the host's reboot: it needs the IOMMU on\n"
+		"    > verify\n"
+		"        why: read the host back after its reboot\n"
+		"\n"
+		"  libvirt kvm01\n"
+		"    > power off kvm-worker-01 (guest shutdown)\n"
+		"        why: kvm01 reboots and VM kvm-worker-01 runs on it (no live migration on KVM)\n"
+		"    > power on kvm-worker-01\n"
+		"        why: power kvm-worker-01 back on after the reboot of kvm01\n"
+		"        after: verify kvm01\n"
+		"\n"
+		"Plan: 0 to add, 2 to change, 0 to destroy, 5 synthesized steps "
+		"(0 hosts need maintenance, 1 reboots).\n");
+	assert_steps(f.p, "kvm02", "");
+	gc_buf_free(&b);
+	(void)state;
+	fx_kvm_done(&f);
+}
+
+/* The boot loader boots arguments the running kernel lacks (an earlier
+ * run's reboot never happened): the reboot alone, its VM off around it. */
+static void test_kvm_owed_reboot(void **state)
+{
+	struct fx f;
+
+	fx_kvm_pair(&f);
+	gc_observed_set_host_pending(f.o, "kvm02", true, "kernel arguments intel_iommu=on iommu=pt "
+				     "configured, the running kernel has intel_iommu=off iommu=none");
+	fx_plan_ok(&f, NULL);
+	/* the host's two targets: kvm (its Linux) and libvirt (its VMs) */
+	assert_steps(f.p, "kvm02", "power off kvm-worker-02; reboot kvm02; wait for kvm02; "
+				   "verify kvm02; power on kvm-worker-02");
+	assert_string_equal(find_action(f.p, "reboot kvm02")->why,
+			    "a reboot is owed: kernel arguments intel_iommu=on iommu=pt configured, "
+			    "the running kernel has intel_iommu=off iommu=none");
+	assert_true(depends(find_action(f.p, "reboot kvm02"), find_action(f.p, "power off kvm-worker-02")));
+	assert_true(depends(find_action(f.p, "power on kvm-worker-02"), find_action(f.p, "verify kvm02")));
+	assert_int_equal(f.p->stats.reboots, 1);
+	assert_int_equal(f.p->stats.hosts_in_maintenance, 0);
+	(void)state;
+	fx_kvm_done(&f);
+}
+
+/* The VM's own change needs it off anyway: that one power-off serves the
+ * host's reboot too, and the change (libvirt, on the rebooting host) comes
+ * after the host verified. */
+static void test_kvm_vm_change_and_reboot(void **state)
+{
+	struct fx f;
+	const struct gc_action *off, *hw;
+
+	fx_kvm_pair(&f);
+	gc_observed_set(f.o, "kvm01/kvm.iommu", "iommu", "off");
+	gc_observed_set(f.o, "vm/kvm-worker-01/hw", "mmio64_gb", "64");
+	gc_observed_set(f.o, "vm/kvm-worker-02/hw", "mmio64_gb", "64");
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "kvm01", "~ kvm01/kvm.iommu; power off kvm-worker-01; reboot kvm01; "
+				   "wait for kvm01; verify kvm01; ~ vm/kvm-worker-01/hw; "
+				   "power on kvm-worker-01");
+	off = find_action(f.p, "power off kvm-worker-01");
+	hw = find_action(f.p, "~ vm/kvm-worker-01/hw");
+	assert_string_equal(off->why, "firmware and memory reservation needs the VM powered off");
+	assert_true(depends(find_action(f.p, "reboot kvm01"), off));
+	assert_true(depends(hw, find_action(f.p, "verify kvm01")));
+	/* the other host's VM is rolled by its own budget, as before */
+	assert_steps(f.p, "kvm02", "power off kvm-worker-02; ~ vm/kvm-worker-02/hw; "
+				   "power on kvm-worker-02");
+	(void)state;
+	fx_kvm_done(&f);
+}
+
+/* Rebooting KVM hosts roll under rolling.max_unavailable like ESXi
+ * windows: one host per wave by default, both at once with 2. */
+static void test_kvm_hosts_roll(void **state)
+{
+	struct fx f;
+	struct gc_plan_opts opts = GC_PLAN_OPTS_INIT;
+
+	fx_kvm_pair(&f);
+	gc_observed_set(f.o, "kvm01/kvm.iommu", "iommu", "off");
+	gc_observed_set(f.o, "kvm02/kvm.iommu", "iommu", "off");
+	fx_plan_ok(&f, NULL);
+	assert_int_equal(f.p->nwaves, 2);
+	assert_int_equal(find_action(f.p, "reboot kvm01")->wave, 0);
+	assert_int_equal(find_action(f.p, "power on kvm-worker-01")->wave, 0);
+	assert_int_equal(find_action(f.p, "power off kvm-worker-02")->wave, 1);
+	assert_int_equal(find_action(f.p, "reboot kvm02")->wave, 1);
+	gc_plan_free(f.p);
+	f.p = NULL;
+	opts.max_unavailable = 2;
+	fx_plan_ok(&f, &opts);
+	assert_int_equal(f.p->nwaves, 1);
+	assert_int_equal(f.p->stats.reboots, 2);
+	(void)state;
+	fx_kvm_done(&f);
+}
+
 /* 2,000 hosts x (8 GPUs + 2 NICs + 1 VM), offline; counts only, no timing. */
 static void test_scale(void **state)
 {
@@ -1004,6 +1154,10 @@ int main(void)
 		cmocka_unit_test(test_text_exact),
 		cmocka_unit_test(test_observed_value_cannot_forge_plan_lines),
 		cmocka_unit_test(test_empty_graph),
+		cmocka_unit_test(test_kvm_reboot_text),
+		cmocka_unit_test(test_kvm_owed_reboot),
+		cmocka_unit_test(test_kvm_vm_change_and_reboot),
+		cmocka_unit_test(test_kvm_hosts_roll),
 		cmocka_unit_test(test_scale),
 	};
 
