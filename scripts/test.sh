@@ -45,17 +45,19 @@ fuzz_pass() {
 # front, so no test waits on it under a timeout of its own.
 tests/sim/guestlab/image.sh build
 
-# The two real-VM tests run once each (they are most of the time): the lab's
-# own (label guestlab, no C code of ours) in the first pass, the guest
-# driver's (label guest) under the sanitizers in the second; everything
-# else runs in both.  GC_TEST_FAST=1 runs the guest driver's in the first.
+# The real-VM tests run once each (they are most of the time): the lab's
+# own (label guestlab, no C code of ours) and the KVM ones (label vm-once: a
+# lab VM standing in for a KVM host, a VM the libvirt driver boots) in the
+# first pass, the guest driver's (integration_test_guest) under the
+# sanitizers in the second; everything else runs in both.  GC_TEST_FAST=1
+# runs them all in the first.
 if [ "${GC_TEST_FAST:-0}" = 1 ]; then
 	run_pass build-test "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 else
 	run_pass build-test "-E ^integration_test_guest$" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-	run_pass build-asan "-LE guestlab" -DCMAKE_BUILD_TYPE=Debug -DGC_SANITIZE=ON
+	run_pass build-asan "-LE guestlab|vm-once" -DCMAKE_BUILD_TYPE=Debug -DGC_SANITIZE=ON
 	fuzz_pass build-fuzz
 fi
 echo "== all tests passed"

@@ -34,7 +34,22 @@ static const struct {
 } kind_words[] = {{"esxi", GC_TARGET_ESXI},
 		  {"switch", GC_TARGET_SWITCH},
 		  {"vcenter", GC_TARGET_VCENTER},
-		  {"guest", GC_TARGET_GUEST}};
+		  {"guest", GC_TARGET_GUEST},
+		  {"kvm", GC_TARGET_KVM},
+		  {"libvirt", GC_TARGET_LIBVIRT}};
+
+/*
+ * A target's key among the plan file's fingerprints: its name, and for the
+ * two targets of a KVM host (which share the host's name) "kvm:NAME" and
+ * "libvirt:NAME".  The older kinds keep the bare name plan files have.
+ */
+static const char *fp_key(char *buf, size_t n, const struct gc_target *t)
+{
+	if (t->kind != GC_TARGET_KVM && t->kind != GC_TARGET_LIBVIRT)
+		return t->name;
+	snprintf(buf, n, "%s:%s", gc_target_kind_name(t->kind), t->name);
+	return buf;
+}
 
 /* The whole file, NUL-terminated; NULL (errno set) on failure or when larger than max. */
 static char *slurp(const char *path, size_t max, size_t *len)
@@ -128,8 +143,10 @@ int cli_plan_write(const char *path, const char *spec, unsigned kinds, const cha
 		json_object_array_add(pats, json_object_new_string(targets[i]));
 	json_object_object_add(o, "targets", pats);
 	for (i = 0; i < rep->ntargets; i++) {
+		char key[300];
+
 		if (rep->targets[i].fingerprint[0] != '\0')
-			json_object_object_add(fps, rep->targets[i].target->name,
+			json_object_object_add(fps, fp_key(key, sizeof(key), rep->targets[i].target),
 					       json_object_new_string(rep->targets[i].fingerprint));
 	}
 	json_object_object_add(o, "fingerprints", fps);
@@ -240,8 +257,11 @@ const char **cli_plan_fingerprints(const struct cli_saved_plan *p, const struct 
 	const char **fp = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*fp));
 	size_t i;
 
-	for (i = 0; i < g->ntargets; i++)
-		fp[i] = str_field(p->fingerprints, g->targets[i]->name);
+	for (i = 0; i < g->ntargets; i++) {
+		char key[300];
+
+		fp[i] = str_field(p->fingerprints, fp_key(key, sizeof(key), g->targets[i]));
+	}
 	return fp;
 }
 

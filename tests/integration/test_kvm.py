@@ -64,6 +64,13 @@ class KvmLibvirt(unittest.TestCase):
         virsh("pool-start", POOL)
         with open(os.path.join(ROOT, "examples", "kvm-pair.yaml"), encoding="utf-8") as f:
             spec = yaml.safe_load(f)
+        # the guests' key: its public half goes into each VM's NoCloud seed
+        key = os.path.join(cls.dir, "guest_key")
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gc-it", "-f", key],
+                       check=True)
+        for c in spec["credentials"]:
+            if c["name"] == "guest-user":
+                c["key_file"] = key
         for h in spec["hosts"]:
             h["libvirt_uri"] = URI
             h["accel"] = "tcg"
@@ -97,7 +104,7 @@ class KvmLibvirt(unittest.TestCase):
     def test_1_apply_defines_what_the_spec_says(self):
         p = self.gc("apply", "--only", "libvirt", "--yes")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertIn("Apply complete: 12 actions done, 0 failed, 0 skipped.", p.stdout)
+        self.assertIn("Apply complete: 14 actions done, 0 failed, 0 skipped.", p.stdout)
         for vm, net in (("kvm-worker-01", "kvm01-rdma"), ("kvm-worker-02", "kvm02-rdma")):
             d = self.domain(vm)
             self.assertEqual(d.get("type"), "qemu")  # accel: tcg
@@ -126,8 +133,13 @@ class KvmLibvirt(unittest.TestCase):
                      i.find("model").get("type") if i.find("model") is not None else None)
                     for i in d.findall("devices/interface")]
             self.assertEqual(nics, [("network", "default", "virtio"), ("network", net, None)])
-            # the disk: a qcow2 overlay of the base image, in the pool
+            # the disk: a qcow2 overlay of the base image, in the pool; the
+            # NoCloud seed beside it, read-only
             src = d.find("devices/disk/source")
+            seed = d.findall("devices/disk")[1]
+            self.assertEqual((seed.find("source").get("volume"), seed.find("target").get("dev")),
+                             (vm + "-seed.iso", "vdb"))
+            self.assertIsNotNone(seed.find("readonly"))
             self.assertEqual((src.get("pool"), src.get("volume")), (POOL, vm + ".qcow2"))
             vol = ET.fromstring(virsh("vol-dumpxml", "--pool", POOL, vm + ".qcow2").stdout)
             self.assertEqual(vol.find("backingStore/path").text, self.base)
@@ -251,6 +263,31 @@ class KvmLibvirt(unittest.TestCase):
             self.assertEqual(cap(), 3 << 30)
         finally:
             virsh("undefine", "kvm-disk", check=False)
+
+    def test_8_saved_plan_refused_after_drift(self):
+        """plan --out, then a hand edit of one domain: apply FILE names that
+        KVM host's libvirt target and changes nothing."""
+        spec = yaml.safe_load(yaml.safe_dump(self.spec))
+        spec["vms"][0]["memory_gb"] = 64
+        path = self.write_spec("kvm-pair-64.yaml", spec)
+        out = os.path.join(self.dir, "plan.json")
+        p = self.gc("plan", "--only", "libvirt", "--out", out, spec=path)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        xml = virsh("dumpxml", "--inactive", "kvm-worker-01").stdout
+        edited = os.path.join(self.dir, "edited-vcpu.xml")
+        with open(edited, "w", encoding="utf-8") as f:
+            f.write(re.sub(r"<vcpu placement='static'>16</vcpu>",
+                           "<vcpu placement='static'>8</vcpu>", xml))
+        virsh("define", edited)
+        p = subprocess.run([BIN, "apply", "--state-dir", self.state, out], capture_output=True,
+                           text=True, timeout=600)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("gpuclusterctl: error: libvirt 'kvm01' changed since the plan was saved: "
+                      "nothing was changed; run plan --out again and review it", p.stderr)
+        d = self.domain("kvm-worker-01")
+        self.assertEqual((d.find("vcpu").text, d.find("memory").text), ("8", str(128 << 20)))
+        p = self.gc("apply", "--only", "libvirt", "--yes")  # back to the spec
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
 
 if __name__ == "__main__":

@@ -108,7 +108,7 @@ class KvmGuest(unittest.TestCase):
         # the seed, read with isoinfo: cloud-init's NoCloud files
         vol = virsh("vol-path", "--pool", POOL, VM + "-seed.iso").stdout.strip()
         info = subprocess.run(["isoinfo", "-d", "-i", vol], capture_output=True, text=True).stdout
-        self.assertIn("Volume id: cidata", info)
+        self.assertIn("Volume id: CIDATA", info)  # ISO 9660 d-characters: capitals
         ud = subprocess.run(["isoinfo", "-R", "-i", vol, "-x", "/user-data"],
                             capture_output=True, text=True).stdout
         self.assertTrue(ud.startswith("#cloud-config\n"), ud)

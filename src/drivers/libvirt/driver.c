@@ -45,6 +45,9 @@ struct lvconn {
 	pthread_mutex_t mu;
 	char *defined[DEFINED_MAX]; /* VMs whose definition this run wrote */
 	size_t ndefined;
+	virConnectPtr dead[8]; /* connections replaced after they dropped (closed at the end:
+	                          another VM's step may still hold one) */
+	size_t ndead;
 };
 
 static void sleep_ms(unsigned ms)
@@ -97,12 +100,42 @@ static int lv_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_targe
 	return 0;
 }
 
+/*
+ * A connection that dropped (a remote host rebooted under qemu+ssh, libvirtd
+ * restarted) is opened again before the next step: the executor keeps a
+ * shared connection for the whole run.
+ */
+static int keep_alive(struct lvconn *c, struct gc_error *err)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&c->mu);
+	if (virConnectIsAlive(c->c) != 1) {
+		virConnectPtr n = virConnectOpen(c->t->host->libvirt_uri);
+
+		if (n == NULL) {
+			rc = lv_fail(err, GC_ENET, "libvirt at", c->t->host->libvirt_uri);
+		} else if (c->ndead < GC_ARRAY_LEN(c->dead)) {
+			c->dead[c->ndead++] = c->c;
+			c->c = n;
+		} else {
+			virConnectClose(n); /* eight reconnects in one run: keep failing */
+			rc = gc_error_set(err, GC_ENET, "libvirt at %s keeps dropping the connection",
+					  c->t->host->libvirt_uri);
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
 static void lv_disconnect(void *conn)
 {
 	struct lvconn *c = conn;
 
 	if (c == NULL)
 		return;
+	for (size_t i = 0; i < c->ndead; i++)
+		virConnectClose(c->dead[i]);
 	virConnectClose(c->c);
 	for (size_t i = 0; i < c->ndefined; i++)
 		free(c->defined[i]);
@@ -325,6 +358,8 @@ static int lv_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_target
 	int rc = 0;
 
 	(void)problems;
+	if (keep_alive(c, err) != 0)
+		return err->code;
 	c->res = res;
 	c->nres = nres;
 	probe_domain_type(c);
@@ -678,6 +713,8 @@ static int lv_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action 
 {
 	struct lvconn *c = *conn;
 
+	if (keep_alive(c, err) != 0)
+		return err->code;
 	switch (a->kind) {
 	case GC_ACT_POWER_ON:
 		return power(c, ctx, a, true, err);

@@ -246,7 +246,8 @@ int gc_lv_seed_iso(struct gc_buf *out, const struct gc_lv_seed *s, struct gc_err
 		return gc_error_set(err, GC_ERROR, "libisofs did not initialise");
 	if (iso_image_new("cidata", &img) != 1)
 		return gc_error_set(err, GC_ENOMEM, "libisofs: no image");
-	/* NoCloud finds the seed by this label */
+	/* NoCloud finds the seed by this label, "cidata" or "CIDATA" (ISO 9660
+	 * stores volume ids in capitals, and libisofs does) */
 	iso_image_set_volume_id(img, "cidata");
 	if (add_file(img, "meta-data", &s->meta_data) != 0 ||
 	    add_file(img, "user-data", &s->user_data) != 0 ||
