@@ -360,7 +360,8 @@ efi_disk() {
 	printf 'label: gpt\nstart=2048, size=%d, type=U, name="ESP"\nstart=%d, type=L, name="gclab-root"\n' \
 		$((esp_mib * 2048)) $(((1 + esp_mib) * 2048)) | sfdisk -q "$d/disk.raw" >/dev/null ||
 		die "sfdisk failed"
-	mkfs.fat -F 16 -n ESP --offset 2048 "$d/disk.raw" $((esp_mib * 1024)) >/dev/null ||
+	# (it warns that the file is larger than the FAT it was asked for: it is)
+	mkfs.fat -F 16 -n ESP --offset 2048 "$d/disk.raw" $((esp_mib * 1024)) >/dev/null 2>&1 ||
 		die "mkfs.fat failed"
 	MTOOLS_SKIP_CHECK=1 mmd -i "$d/disk.raw@@1M" ::EFI ::EFI/BOOT
 	MTOOLS_SKIP_CHECK=1 mcopy -i "$d/disk.raw@@1M" "$d/BOOTX64.EFI" ::EFI/BOOT/BOOTX64.EFI
