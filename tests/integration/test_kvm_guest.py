@@ -10,6 +10,7 @@ network whose bridge this machine reaches.  What is asserted is read with
 independent clients: `virsh`, `isoinfo` on the seed volume, `ssh` into the
 guest.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -132,6 +133,19 @@ class KvmGuest(unittest.TestCase):
         p = self.gc("plan", "--only", "libvirt,guest")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("No changes. The cluster matches the spec.", p.stdout)
+
+    def test_3_validate_reads_the_kvm_targets_back(self):
+        """validate's read-back covers the libvirt domain like a vCenter VM
+        (the node probe, RDMA pairs and CUDA need what the lab VM lacks)."""
+        p = self.gc("validate", "--target", VM, "--skip", "node,pairs,cuda", "--json")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertTrue(doc["summary"]["ok"], p.stdout)
+        vm = [t for t in doc["targets"] if t["name"] == VM and t["kind"] == "vm"]
+        self.assertEqual(len(vm), 1, p.stdout)
+        names = {c["name"]: c["status"] for c in vm[0]["checks"]}
+        self.assertEqual(names, {"config vm/%s%s" % (VM, sub): "pass"
+                                 for sub in ("", "/hw", "/seed", "/nic.virtio/0", "/power")})
 
 
 if __name__ == "__main__":
