@@ -200,57 +200,54 @@ static int add_device(xmlNodePtr devs, const struct gc_resource *r, const struct
 	}
 }
 
+/* A virtio disk backed by volume `vol` of the VM's pool, `format` qcow2 or raw. */
+static xmlNodePtr volume_disk(xmlNodePtr devs, const char *pool, const char *vol,
+			      const char *format, const char *dev)
+{
+	xmlNodePtr d = child(devs, "disk", NULL), n;
+
+	attr(d, "type", "volume");
+	attr(d, "device", "disk");
+	n = child(d, "driver", NULL);
+	attr(n, "name", "qemu");
+	attr(n, "type", format);
+	n = child(d, "source", NULL);
+	attr(n, "pool", pool);
+	attr(n, "volume", vol);
+	n = child(d, "target", NULL);
+	attr(n, "dev", dev);
+	attr(n, "bus", "virtio");
+	return d;
+}
+
 static int add_disk(xmlNodePtr devs, const struct gc_resource *vmr, const char *vm,
 		    struct gc_error *err)
 {
 	const char *pool = gc_resource_prop(vmr, "pool");
 	struct gc_buf vol = GC_BUF_INIT;
-	xmlNodePtr d, s;
 
 	if (pool == NULL || !gc_valid_name(pool))
 		return bad(err, vmr, "pool", pool);
 	gc_lv_volume_name(&vol, vm);
-	d = child(devs, "disk", NULL);
-	attr(d, "type", "volume");
-	attr(d, "device", "disk");
-	s = child(d, "driver", NULL);
-	attr(s, "name", "qemu");
-	attr(s, "type", "qcow2");
-	s = child(d, "source", NULL);
-	attr(s, "pool", pool);
-	attr(s, "volume", gc_buf_str(&vol));
-	s = child(d, "target", NULL);
-	attr(s, "dev", "vda");
-	attr(s, "bus", "virtio");
-	alias(d, "disk", "0");
+	alias(volume_disk(devs, pool, gc_buf_str(&vol), "qcow2", "vda"), "disk", "0");
 	gc_buf_free(&vol);
 	return 0;
 }
 
 /* The NoCloud seed, read-only on the second virtio disk (the initramfs of
  * a minimal image has virtio_blk, rarely a CD-ROM driver); its alias
- * carries the seed's fingerprint, which is what reads back. */
+ * carries the seed's fingerprint, which is what reads back.  (add_disk
+ * checked the pool.) */
 static int add_seed_disk(xmlNodePtr devs, const struct gc_resource *vmr, const char *vm,
 			 const char *digest, struct gc_error *err)
 {
 	struct gc_buf vol = GC_BUF_INIT;
-	xmlNodePtr d, n;
+	xmlNodePtr d;
 
 	if (strlen(digest) != 16 || strspn(digest, "0123456789abcdef") != 16)
 		return bad(err, vmr, "seed digest", digest);
 	gc_lv_seed_volume_name(&vol, vm);
-	d = child(devs, "disk", NULL);
-	attr(d, "type", "volume");
-	attr(d, "device", "disk");
-	n = child(d, "driver", NULL);
-	attr(n, "name", "qemu");
-	attr(n, "type", "raw");
-	n = child(d, "source", NULL);
-	attr(n, "pool", gc_resource_prop(vmr, "pool"));
-	attr(n, "volume", gc_buf_str(&vol));
-	n = child(d, "target", NULL);
-	attr(n, "dev", "vdb");
-	attr(n, "bus", "virtio");
+	d = volume_disk(devs, gc_resource_prop(vmr, "pool"), gc_buf_str(&vol), "raw", "vdb");
 	child(d, "readonly", NULL);
 	alias(d, "seed", digest);
 	gc_buf_free(&vol);
