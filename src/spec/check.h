@@ -61,5 +61,7 @@ static inline struct gc_mark at(struct check *k, struct where w)
 
 /* gpus.c: claim host GPUs for static passthrough, vGPUs and dynamic DirectPath */
 void chk_assign_gpus(struct check *k);
+/* roce.c: the switches' roce sections and everything that must agree with them */
+void chk_roce(struct check *k);
 
 #endif
