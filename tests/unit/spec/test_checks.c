@@ -159,6 +159,46 @@ static void test_nmlx5_max_vfs_per_port(void **state)
 	gc_cluster_free(c);
 }
 
+/* host.roce_switch (issue 14, item 13): an ESXi host whose SR-IOV or PVRDMA
+ * NIC is nmlx5_core's follows the first RoCE switch; a passed-through NIC
+ * (the guest's own), a plain uplink and a KVM host do not, nor does any
+ * host without a RoCE switch */
+#define ROCE_HOSTS                                                                             \
+	"hosts:\n"                                                                             \
+	"  - name: h1\n    address: 127.0.0.1\n    credentials: root\n    nics:\n"            \
+	"      - {pci: '0000:5e:00.0', model: ConnectX-5, mode: sriov, vfs: 8}\n"              \
+	"  - name: h2\n    address: 127.0.0.2\n    credentials: root\n    nics:\n"            \
+	"      - {pci: '0000:5e:00.0', model: ConnectX-5, mode: pvrdma, device: vmnic4, "       \
+	"vmknic: vmk1, dvswitch: d}\n"                                                          \
+	"  - name: h3\n    address: 127.0.0.3\n    credentials: root\n    nics:\n"            \
+	"      - {pci: '0000:3b:00.0', model: ConnectX-6, mode: passthrough}\n"                \
+	"      - {pci: '0000:af:00.0', model: ConnectX-6}\n"                                   \
+	"  - name: h4\n    address: 127.0.0.4\n    credentials: root\n    hypervisor: kvm\n"  \
+	"    nics:\n"                                                                          \
+	"      - {pci: '0000:5e:00.0', model: ConnectX-5, device: ens5f0, mode: sriov, vfs: 4}\n" \
+	"distributed_switches: [{name: d, uplinks: [{host: h2, nic: vmnic4}]}]\n"
+
+static void test_roce_switch_of_hosts(void **state)
+{
+	struct gc_cluster *c = load_ok(
+		HEAD ROCE_HOSTS "switches:\n"
+				"  - {name: mgmt, address: 127.0.0.99, credentials: root}\n"
+				"  - {name: leaf, address: 127.0.0.100, credentials: root, roce: {}}\n"
+				"  - {name: leaf2, address: 127.0.0.101, credentials: root, roce: {}}\n");
+
+	assert_ptr_equal(c->hosts[0].roce_switch, gc_cluster_switch(c, "leaf"));
+	assert_ptr_equal(c->hosts[1].roce_switch, gc_cluster_switch(c, "leaf"));
+	assert_null(c->hosts[2].roce_switch);
+	assert_null(c->hosts[3].roce_switch);
+	gc_cluster_free(c);
+	c = load_ok(HEAD ROCE_HOSTS "switches:\n"
+				    "  - {name: mgmt, address: 127.0.0.99, credentials: root}\n");
+	for (size_t i = 0; i < c->nhosts; i++)
+		assert_null(c->hosts[i].roce_switch);
+	gc_cluster_free(c);
+	(void)state;
+}
+
 /* The guides' NICs (issue 14): ConnectX-3 on nmlx4_core, ConnectX-4 (VPI)
  * and Connect-IB on nmlx5_core with their VF maximums, and a model not in
  * the table given with its driver and max_vfs, as GPUs are with memory_gb */
@@ -658,6 +698,7 @@ int main(void)
 		cmocka_unit_test(test_mmio_too_small),
 		cmocka_unit_test(test_nmlx5_max_vfs),
 		cmocka_unit_test(test_nmlx5_max_vfs_per_port),
+		cmocka_unit_test(test_roce_switch_of_hosts),
 		cmocka_unit_test(test_nic_models_of_the_guides),
 		cmocka_unit_test(test_license_feature_type),
 		cmocka_unit_test(test_vgpu_first_fit),
