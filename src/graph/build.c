@@ -669,6 +669,10 @@ static const char *pinned_by(struct ctx *c, const struct gc_vm *v)
 			return gc_arena_printf(&c->g->arena, "passthrough NIC %s",
 					       v->nics[i].host_pci);
 	}
+	if (v->has_vgpu && v->host != NULL && v->host->version != NULL)
+		return gc_arena_printf(&c->g->arena,
+				       "a vGPU on ESXi %s: vGPU vMotion needs vSphere 6.7 Update 1",
+				       v->host->version);
 	return "its configuration";
 }
 

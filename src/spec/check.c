@@ -834,6 +834,7 @@ void spec_check(struct spec_ctx *x)
 		s->credentials = resolve_cred(&k, s->credentials_name, &s->credentials_name, s->mark);
 	}
 	chk_roce(&k);
+	chk_releases(&k);
 
 	spec_strmap_free(&k.gpus);
 	spec_strmap_free(&k.nics);

@@ -320,6 +320,33 @@ static void test_license_feature_type(void **state)
 	(void)state;
 }
 
+/* vGPU vMotion came with vSphere 6.7 Update 1 (issue 14, item 11): a vGPU
+ * VM on an ESXi 6.5 host cannot be live-migrated; on 6.7 and 8.0 it can,
+ * and a passthrough VM never can */
+static void test_vgpu_vmotion_by_esxi_version(void **state)
+{
+	struct gc_cluster *c = load_ok(
+		HEAD "x-t4: &t4 [{pci: '0000:01:00.0', model: T4, mode: vgpu}]\n"
+		     "hosts:\n"
+		     "  - {name: h65, address: 127.0.0.1, credentials: root, version: '6.5.0', "
+		     "gpus: *t4, vgpu: {bundle: /vmfs/volumes/ds1/nvd.zip, ecc: false}}\n"
+		     "  - {name: h67, address: 127.0.0.2, credentials: root, version: '6.7.0', "
+		     "gpus: *t4, vgpu: {bundle: /vmfs/volumes/ds1/nvd.zip}}\n"
+		     "  - {name: h80, address: 127.0.0.3, credentials: root, "
+		     "gpus: *t4, vgpu: {bundle: /vmfs/volumes/ds1/nvd.zip}}\n"
+		     "vms:\n"
+		     "  - {name: a, host: h65, gpus: [{vgpu: grid_t4-16c}]}\n"
+		     "  - {name: b, host: h67, gpus: [{vgpu: grid_t4-16c}]}\n"
+		     "  - {name: c, host: h80, gpus: [{vgpu: grid_t4-16c}]}\n"
+		     "rolling: {allow_vmotion: true}\n");
+
+	assert_false(gc_cluster_vm(c, "a")->live_migratable);
+	assert_true(gc_cluster_vm(c, "b")->live_migratable);
+	assert_true(gc_cluster_vm(c, "c")->live_migratable);
+	gc_cluster_free(c);
+	(void)state;
+}
+
 #define VGPU_HOST                                                                              \
 	"hosts:\n"                                                                             \
 	"  - name: h1\n    address: 127.0.0.1\n    credentials: root\n"                        \
@@ -699,6 +726,7 @@ int main(void)
 		cmocka_unit_test(test_nmlx5_max_vfs),
 		cmocka_unit_test(test_nmlx5_max_vfs_per_port),
 		cmocka_unit_test(test_roce_switch_of_hosts),
+		cmocka_unit_test(test_vgpu_vmotion_by_esxi_version),
 		cmocka_unit_test(test_nic_models_of_the_guides),
 		cmocka_unit_test(test_license_feature_type),
 		cmocka_unit_test(test_vgpu_first_fit),
