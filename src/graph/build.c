@@ -949,6 +949,38 @@ static void build_guest(struct ctx *c, const struct gc_vm *v)
 
 /* ---------------------------------------------------------------- entry point */
 
+/*
+ * vCenter's advanced setting vgpu.hotmigrate.enabled = true when the spec
+ * lets a vGPU VM be live-migrated (rolling.allow_vmotion, a vGPU VM on an
+ * ESXi host that can move it): vCenter refuses the vMotion of a vGPU VM
+ * until it is set ("vGPU hot migration is not enabled").  Sources: vSphere
+ * 6.7 and 7.0 "Migrating vGPU VMs with vMotion" (set
+ * vgpu.hotmigrate.enabled to true), NVIDIA's vGPU user guide for vSphere
+ * (vCenter Server > Configure > Advanced Settings), vCenter's advanced
+ * settings list ("vGPU hot migration", default False).
+ */
+static void build_vcenter_settings(struct ctx *c, const struct gc_cluster *cl)
+{
+	struct gc_resource *r;
+	bool any = false;
+
+	if (!cl->rolling.allow_vmotion || c->vcenter == NULL)
+		return;
+	for (size_t i = 0; i < cl->nvms && !any; i++) {
+		const struct gc_vm *v = &cl->vms[i];
+
+		any = v->has_vgpu && v->live_migratable && v->host != NULL &&
+		      v->host->hypervisor == GC_HV_ESXI;
+	}
+	if (!any)
+		return;
+	r = add(c, GC_RES_VCENTER_SETTING, c->vcenter, NULL, NULL, 0, &cl->rolling.mark, "%s",
+		GC_VGPU_HOTMIGRATE_ID);
+	set(c, r, "key", GC_VGPU_HOTMIGRATE_KEY);
+	set(c, r, "value", "true");
+	summary0(c, r, "vGPU vMotion (vCenter advanced setting)");
+}
+
 static bool esxi_vms(const struct gc_cluster *cl)
 {
 	for (size_t i = 0; i < cl->nvms; i++)
@@ -978,6 +1010,7 @@ int gc_graph_build(struct gc_graph **out, const struct gc_cluster *cl, struct gc
 	}
 	if (cl->vcenter != NULL || esxi_vms(cl) || cl->ndvswitches > 0)
 		c.vcenter = gc_graph_add_target(g, GC_TARGET_VCENTER, GC_VCENTER_TARGET);
+	build_vcenter_settings(&c, cl);
 	for (size_t i = 0; i < cl->ndvswitches; i++)
 		build_dvs(&c, &cl->dvswitches[i]);
 	for (size_t i = 0; i < cl->nvms; i++)

@@ -323,6 +323,27 @@ class ApplyVmsVgpu(VcenterLab):
 
 
 
+    def test_vgpu_vmotion_is_turned_on_in_vcenter_before_a_migration(self):
+        # issue 14, item 11: rolling.allow_vmotion and vGPU VMs: vCenter's
+        # vgpu.hotmigrate.enabled (a boolean, off in the lab as in vCenter)
+        key = "vgpu.hotmigrate.enabled"
+        self.apply()
+        self.assertEqual(json.loads(self.vc("option", key).stdout),
+                         {"key": key, "value": "true", "type": "boolean"})
+        # an operator turns it off, and esx01 needs maintenance: the setting
+        # comes back before worker-01 is migrated off esx01
+        self.vc("set-option", key, "false", "boolean")
+        self.remote("esx01", "esxcli graphics host set --default-type Shared")
+        r = self.plan(check=2)
+        self.assertIn("    ~ vcenter/setting/vgpu.hotmigrate.enabled\n"
+                      "        value: false → true\n", r.stdout)
+        r = self.apply("-v")
+        out = r.stderr
+        self.assertLess(out.index("vcenter: advanced setting vgpu.hotmigrate.enabled = true"),
+                        out.index("vcenter: migrate worker-01"))
+        self.assertEqual(json.loads(self.vc("option", key).stdout)["value"], "true")
+        self.reapply_changes_nothing()
+
     def test_a_vgpu_added_by_hand_is_removed_with_the_vm_off(self):
         self.apply()
         self.vc("worker-02", "add-vgpu", "grid_t4-8c")

@@ -400,6 +400,7 @@ static void record_vm_part(struct rec *x, const struct gc_resource *r, const str
 	case GC_RES_LIBVIRT_NETWORK:
 	case GC_RES_VM_NIC_VIRTIO:
 	case GC_RES_VM_SEED:
+	case GC_RES_VCENTER_SETTING:
 	case GC_RES__COUNT:
 		break;
 	}
@@ -575,6 +576,34 @@ static void record_extras(struct rec *x, const struct gc_vm *v, const struct gc_
 	}
 }
 
+/*
+ * A vCenter advanced setting, its value spelled as the graph spells it: a
+ * boolean in lower case (vCenter's settings list shows "False").  A setting
+ * vCenter does not have is a problem, naming what brings it.
+ */
+static void record_setting(struct rec *x, const struct gc_resource *r)
+{
+	const char *key = gc_resource_prop(r, "key");
+	const struct gc_vcenter_setting *s = key ? gc_vcenter_inventory_setting(x->inv, key) : NULL;
+
+	if (key == NULL)
+		return;
+	if (s == NULL) {
+		gc_buf_printf(x->problems, "vCenter has no advanced setting '%s'%s\n", key,
+			      strcmp(key, GC_VGPU_HOTMIGRATE_KEY) == 0
+				      ? ": vGPU vMotion needs vCenter 6.7 Update 1 or later"
+				      : "");
+		return;
+	}
+	gc_observed_set(x->obs, r->id, "key", key);
+	if (strcmp(s->type, "boolean") == 0 &&
+	    (strcasecmp(s->value, "true") == 0 || strcasecmp(s->value, "false") == 0))
+		gc_observed_set(x->obs, r->id, "value",
+				strcasecmp(s->value, "true") == 0 ? "true" : "false");
+	else
+		gc_observed_set(x->obs, r->id, "value", s->value);
+}
+
 void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,
 		     const struct gc_cluster *c, const struct gc_resource *const *res, size_t nres,
 		     struct gc_buf *problems)
@@ -593,7 +622,9 @@ void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory 
 	for (size_t i = 0; i < nres; i++) {
 		const struct gc_resource *r = res[i];
 
-		if (r->kind == GC_RES_DVS)
+		if (r->kind == GC_RES_VCENTER_SETTING)
+			record_setting(&x, r);
+		else if (r->kind == GC_RES_DVS)
 			record_dvs(&x, r);
 		else if (r->kind == GC_RES_DVS_PORTGROUP)
 			record_portgroup(&x, r);
