@@ -373,7 +373,8 @@ struct gc_vm {
 	unsigned disk_gb;    /* KVM: overlay size, 0 = the image's */
 	unsigned cpus;
 	unsigned memory_gb;
-	char *firmware;      /* "efi" | "bios"; default "efi" when it has passthrough, else "bios" */
+	char *firmware;      /* "efi" | "bios"; default "efi" with passthrough or a vGPU, else
+	                        NULL for an ESXi clone (its template's), else "bios" */
 	enum gc_tristate reserve_all_memory; /* as written; derived value below */
 	unsigned mmio_size_gb; /* as written, 0 = derive */
 	enum gc_tristate allow_p2p;

@@ -778,9 +778,16 @@ static void derive_vm(struct check *k, struct gc_vm *vm)
 	vm->mmio_gb = vm->mmio_size_gb != 0 ? vm->mmio_size_gb : mmio;
 	vm->use_64bit_mmio = vm->mmio_gb > 0;
 
-	if (vm->firmware == NULL)
-		vm->firmware = (vm->has_passthrough || vm->has_vgpu) ? "efi" : "bios";
-	else if (pt_gpu && strcmp(vm->firmware, "bios") == 0)
+	/* A clone that needs no EFI keeps its template's firmware (NULL: not
+	 * managed): the OS it brings was installed for that firmware and does
+	 * not boot after a change (issue 14, item 5; the vCenter driver refuses
+	 * a VM whose firmware must differ from its template's). */
+	if (vm->firmware == NULL && (vm->has_passthrough || vm->has_vgpu))
+		vm->firmware = "efi";
+	else if (vm->firmware == NULL && !(vm->template_name != NULL && vm->host != NULL &&
+					   vm->host->hypervisor == GC_HV_ESXI))
+		vm->firmware = "bios";
+	else if (vm->firmware != NULL && pt_gpu && strcmp(vm->firmware, "bios") == 0)
 		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &vm->firmware, vm->mark),
 			  "GPUs with large BARs need 64-bit MMIO, which needs EFI: firmware: efi",
 			  "VM '%s' passes GPUs through and cannot boot with bios firmware",

@@ -4,6 +4,7 @@
     vcsim_edit.py --url URL --ca FILE --user U --password-file F VM VERB [ARGS]
         VERB: set-extra KEY VALUE      (an empty VALUE removes the key, as on vCenter)
               firmware efi|bios
+              template-firmware efi|bios   (a template: made a VM, reconfigured, made a template again)
               reservation-lock true|false
               remove-device LABEL_OR_TYPE   (every device with that label or xsi:type)
               add-pci PCI          (static passthrough of a device the VM's host offers)
@@ -463,6 +464,17 @@ def edit(c, vm_name, verb, args):
                       % (escape(args[0]), escape(args[1])))
     elif verb == "firmware" and len(args) == 1 and args[0] in ("efi", "bios"):
         c.reconfigure(vm, "<firmware>%s</firmware>" % args[0])
+    elif verb == "template-firmware" and len(args) == 1 and args[0] in ("efi", "bios"):
+        # vCenter (and vcsim) reconfigure no template: as an operator does,
+        # MarkAsVirtualMachine into its host's cluster, change, MarkAsTemplate
+        host = c.props("VirtualMachine", vm, ["runtime.host"])["runtime.host"]
+        parent = c.props("HostSystem", host.text, ["parent"])["parent"]
+        pool = c.props(parent.get("type"), parent.text, ["resourcePool"])["resourcePool"].text
+        c.call("MarkAsVirtualMachine", "VirtualMachine", vm,
+               '<pool type="ResourcePool">%s</pool><host type="HostSystem">%s</host>'
+               % (escape(pool), escape(host.text)))
+        c.reconfigure(vm, "<firmware>%s</firmware>" % args[0])
+        c.call("MarkAsTemplate", "VirtualMachine", vm)
     elif verb == "reservation-lock" and len(args) == 1 and args[0] in ("true", "false"):
         c.reconfigure(vm, "<memoryReservationLockedToMax>%s</memoryReservationLockedToMax>" % args[0])
     elif verb == "cpus" and len(args) == 1 and args[0].isdigit():

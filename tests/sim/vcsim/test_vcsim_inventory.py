@@ -403,6 +403,12 @@ class VgpuPvrdma(unittest.TestCase):
             "HostSystem": ["esx0%d" % i for i in range(1, 6)], "Network": ["VM Network"],
             "Template": ["ubuntu-22.04-template"], "VirtualMachine": []})
 
+    def test_a_clone_gets_its_templates_firmware(self):
+        # vCenter copies the source's firmware; vcsim 0.24 starts a clone
+        # from bios (fidelity.go gives it the template's: efi here)
+        self.v.clone("plain-01", "esx05")
+        self.assertEqual(self.v.show("show", "plain-01")["firmware"], "efi")
+
     def test_vgpu_hosts_offer_the_t4_types_and_pass_nothing_through(self):
         for i in range(1, 5):
             h = self.v.show("host", "esx0%d" % i)

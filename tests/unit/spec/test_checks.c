@@ -320,6 +320,30 @@ static void test_license_feature_type(void **state)
 	(void)state;
 }
 
+/* vm.firmware (issue 14, item 5): EFI with passthrough or a vGPU; a clone
+ * that needs neither keeps its template's (NULL, not managed: the OS it
+ * brings boots only with it); a VM without a template gets bios, and what
+ * the spec gives is kept */
+static void test_firmware_of_clones(void **state)
+{
+	struct gc_cluster *c = load_ok(
+		HEAD "hosts:\n"
+		     "  - name: h1\n    address: 127.0.0.1\n    credentials: root\n"
+		     "    gpus: [{pci: '0000:01:00.0', model: T4}]\n"
+		     "vms:\n"
+		     "  - {name: gpu, host: h1, template: t, gpus: [{host_pci: '0000:01:00.0'}]}\n"
+		     "  - {name: plain, host: h1, template: t}\n"
+		     "  - {name: given, host: h1, template: t, firmware: bios}\n"
+		     "  - {name: scratch, host: h1}\n");
+
+	assert_string_equal(gc_cluster_vm(c, "gpu")->firmware, "efi");
+	assert_null(gc_cluster_vm(c, "plain")->firmware);
+	assert_string_equal(gc_cluster_vm(c, "given")->firmware, "bios");
+	assert_string_equal(gc_cluster_vm(c, "scratch")->firmware, "bios");
+	gc_cluster_free(c);
+	(void)state;
+}
+
 /* vGPU vMotion came with vSphere 6.7 Update 1 (issue 14, item 11): a vGPU
  * VM on an ESXi 6.5 host cannot be live-migrated; on 6.7 and 8.0 it can,
  * and a passthrough VM never can */
@@ -727,6 +751,7 @@ int main(void)
 		cmocka_unit_test(test_nmlx5_max_vfs_per_port),
 		cmocka_unit_test(test_roce_switch_of_hosts),
 		cmocka_unit_test(test_vgpu_vmotion_by_esxi_version),
+		cmocka_unit_test(test_firmware_of_clones),
 		cmocka_unit_test(test_nic_models_of_the_guides),
 		cmocka_unit_test(test_license_feature_type),
 		cmocka_unit_test(test_vgpu_first_fit),
