@@ -9,12 +9,15 @@
  * HTTP status), the rest the body.  Seeds (fuzz/corpus/vcenter_reply):
  * replies captured from the lab's vcsim (RetrieveServiceContent, Login
  * with a wrong and the right password, QueryConfigTarget, a task on a VM
- * that does not exist, a call after Logout) and the QueryConfigTarget reply
- * of tests/unit/vcenter/test_vmops.c with SR-IOV entries.
+ * that does not exist, a call after Logout), the QueryConfigTarget reply
+ * of tests/unit/vcenter/test_vmops.c with SR-IOV entries, and the
+ * QueryOptions replies of tests/unit/vcenter/test_options.c.
  *
  * Checked: a reply is either a <METHODResponse> under HTTP 200 or an error
  * naming the vCenter and the method; a fault's text is what the error says
- * and only a fault is GC_EAUTH; every PCI target has a valid PCI address.
+ * and only a fault is GC_EAUTH; every PCI target has a valid PCI address; a
+ * QueryOptions reply's setting (options.c) is the key asked for, with a
+ * value and a type.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -45,6 +48,17 @@ static void pci_targets(xmlNodePtr ret)
 	free(t);
 }
 
+static void option(xmlNodePtr ret)
+{
+	struct gc_vcenter_setting s = {0};
+	struct gc_arena a = {0};
+
+	if (gc_vcenter_options_parse(&s, &a, ret, "vgpu.hotmigrate.enabled") > 0)
+		must(strcmp(s.key, "vgpu.hotmigrate.enabled") == 0 && s.value != NULL &&
+		     s.type != NULL);
+	gc_arena_free(&a);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *nl = memchr(data, '\n', size);
@@ -73,6 +87,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	must(status == 200 && doc != NULL && ret != NULL && fault[0] == '\0');
 	if (strcmp(method, "QueryConfigTarget") == 0)
 		pci_targets(ret);
+	if (strcmp(method, "QueryOptions") == 0)
+		option(ret);
 	xmlFreeDoc(doc);
 	return 0;
 }

@@ -84,7 +84,8 @@ struct gc_esxi_facts {
 	size_t nrebooting_vibs;             /* empty when no reboot is pending */
 	struct gc_esxi_pci *pci;
 	size_t npci;
-	struct gc_esxcli_field *nmlx5_params; /* nmlx5_core parameters with a value */
+	struct gc_esxcli_field *nmlx5_params; /* every nmlx5_core parameter the driver lists,
+						 value "" when unset */
 	size_t nnmlx5_params;
 	bool nmlx5_core_present;
 	struct gc_esxi_ruleset *rulesets;
@@ -134,6 +135,10 @@ const struct gc_esxi_pci *gc_esxi_facts_pci(const struct gc_esxi_facts *f, const
 int gc_esxi_facts_passthru(const struct gc_esxi_facts *f, const char *pci);
 /* Value of an nmlx5_core parameter, NULL when unset. */
 const char *gc_esxi_facts_nmlx5_param(const struct gc_esxi_facts *f, const char *name);
+/* Whether the loaded nmlx5_core lists the parameter at all: driver
+ * releases differ (`ecn` is in NVIDIA's 4.17 manual; that every later
+ * release keeps it is not confirmed), and what a driver lacks is refused. */
+bool gc_esxi_facts_nmlx5_accepts(const struct gc_esxi_facts *f, const char *name);
 /* -1 when the ruleset is unknown. */
 int gc_esxi_facts_ruleset(const struct gc_esxi_facts *f, const char *name);
 

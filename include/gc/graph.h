@@ -88,6 +88,7 @@ enum gc_res_kind {
 	GC_RES_LIBVIRT_NETWORK,   /* forward, pf, autostart */
 	GC_RES_VM_NIC_VIRTIO,     /* network */
 	GC_RES_VM_SEED,           /* datasource, digest (KVM: the NoCloud seed disk) */
+	GC_RES_VCENTER_SETTING,   /* key, value (a vCenter advanced setting) */
 	GC_RES__COUNT
 };
 
@@ -115,6 +116,11 @@ static inline bool gc_target_holds_vms(enum gc_target_kind kind)
 
 /* Name of the one vCenter target. */
 #define GC_VCENTER_TARGET "vcenter"
+/* vCenter's advanced setting that lets vGPU VMs be live-migrated (vSphere
+ * 6.7 Update 1 and later): a vcenter.setting resource with this id when the
+ * spec allows vMotion of a vGPU VM; every migration waits for it. */
+#define GC_VGPU_HOTMIGRATE_KEY "vgpu.hotmigrate.enabled"
+#define GC_VGPU_HOTMIGRATE_ID "vcenter/setting/" GC_VGPU_HOTMIGRATE_KEY
 
 /*
  * Where a resource is applied: one connection.  ESXi: the host's name;

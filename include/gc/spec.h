@@ -221,6 +221,11 @@ struct gc_host {
 	/* derived */
 	bool needs_vgpu_manager;
 	char *nmlx5_max_vfs; /* "8,8" when SR-IOV NICs are configured, else NULL */
+	/* the switch whose lossless RoCE the host's nmlx5_core uplinks follow
+	 * (DSCP trust, PFC on its priority, ECN): the first switch with a roce
+	 * section, on an ESXi host with an nmlx5_core NIC in sriov or pvrdma
+	 * mode; NULL otherwise */
+	const struct gc_switch *roce_switch;
 	struct gc_vm **vms;  /* VMs placed here */
 	size_t nvms;
 };
@@ -368,7 +373,8 @@ struct gc_vm {
 	unsigned disk_gb;    /* KVM: overlay size, 0 = the image's */
 	unsigned cpus;
 	unsigned memory_gb;
-	char *firmware;      /* "efi" | "bios"; default "efi" when it has passthrough, else "bios" */
+	char *firmware;      /* "efi" | "bios"; default "efi" with passthrough or a vGPU, else
+	                        NULL for an ESXi clone (its template's), else "bios" */
 	enum gc_tristate reserve_all_memory; /* as written; derived value below */
 	unsigned mmio_size_gb; /* as written, 0 = derive */
 	enum gc_tristate allow_p2p;

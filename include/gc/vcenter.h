@@ -212,6 +212,13 @@ struct gc_vcenter_dvs {
 	size_t nmembers;
 };
 
+/* One vCenter advanced setting, as QueryOptions answers it. */
+struct gc_vcenter_setting {
+	const char *key;   /* "vgpu.hotmigrate.enabled" */
+	const char *value; /* the text vCenter sent: "true", "False", "300" */
+	const char *type;  /* its xsi:type without the prefix: "boolean", "string", "int" */
+};
+
 /* Everything one observation read; one arena owns it all. */
 struct gc_vcenter_inventory {
 	struct gc_arena arena;
@@ -230,6 +237,10 @@ struct gc_vcenter_inventory {
 	struct gc_vcenter_dvs *dvs;
 	size_t ndvs;
 	unsigned round_trips;            /* RetrievePropertiesEx + ContinueRetrievePropertiesEx */
+	/* advanced settings read by gc_vcenter_query_settings(); one vCenter
+	 * does not have is not here */
+	struct gc_vcenter_setting *settings;
+	size_t nsettings;
 	/* sorted views for the lookups below (gc_vcenter_inventory_index());
 	 * NULL: the lookups scan */
 	const size_t *vm_by_name, *host_by_name, *host_by_moref;
@@ -289,6 +300,23 @@ const struct gc_vcenter_host *gc_vcenter_inventory_host_moref(
 	const struct gc_vcenter_inventory *inv, const char *moref);
 const struct gc_vcenter_pci_device *gc_vcenter_host_pci(const struct gc_vcenter_host *h,
 							const char *pci_id);
+/*
+ * Read the advanced settings keys[0..n) (at most 64) into inv->settings,
+ * one QueryOptions each on the service content's `setting` manager.  A key
+ * vCenter answers with InvalidName (it has no such setting: an older
+ * release) is left out; any other fault fails with vCenter's message.
+ */
+int gc_vcenter_query_settings(struct gc_vcenter_inventory *inv, struct gc_vcenter_conn *vc,
+			      const char *const *keys, size_t n, struct gc_error *err);
+/* The setting read for key, or NULL. */
+const struct gc_vcenter_setting *gc_vcenter_inventory_setting(const struct gc_vcenter_inventory *inv,
+							      const char *key);
+/* UpdateOptions: key = value, typed `type` ("boolean": value true|false;
+ * "string" or NULL: a label), as the setting was read.  GC_EINVAL for
+ * anything else, GC_EREMOTE with vCenter's fault. */
+int gc_vcenter_update_setting(struct gc_vcenter_conn *vc, const char *key, const char *value,
+			      const char *type, struct gc_error *err);
+
 /* The value of extraConfig key (the last entry for it), or NULL. */
 const char *gc_vcenter_vm_option(const struct gc_vcenter_vm *vm, const char *key);
 

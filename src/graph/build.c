@@ -7,8 +7,9 @@
  * reference guides lives here as flags and edges:
  *
  *   - host preparation that loads drivers or rebinds devices (passthrough,
- *     nmlx5_core max_vfs, the vGPU manager VIB, the default graphics type,
- *     GPU ECC) needs maintenance mode and a reboot;
+ *     nmlx5_core parameters: max_vfs, DSCP trust, PFC, ECN; the vGPU
+ *     manager VIB, the default graphics type, GPU ECC) needs maintenance
+ *     mode and a reboot;
  *   - the VIB comes before the graphics type and ECC (nvidia-smi ships in it);
  *   - a VM exists before its hardware, extra config, devices and NICs, and
  *     all of those before it is powered on; a device needs its host side
@@ -227,6 +228,48 @@ static void build_vgpu_host(struct ctx *c, struct gc_target *t, const struct gc_
 	}
 }
 
+/*
+ * nmlx5_core's module parameters, one `parameters set` for all of them (it
+ * replaces the whole string) and so one reboot: max_vfs for SR-IOV, and
+ * for a host that follows a RoCE switch (host.roce_switch) what the
+ * switch's lossless DSCP recipe needs at the host's end: trust_state=2
+ * (DSCP), PFC on the lossless priority both ways (pfctx/pfcrx, an 8-bit
+ * priority mask: 0x08 is priority 3) unless the switch runs without PFC,
+ * and ecn=1.  Sources: VMware's vSphere 7.0 storage guide ("Configure
+ * lossless NVMe over RDMA": `-p "pfctx=0x08 pfcrx=0x08 trust_state=2"` for
+ * Mellanox ConnectX-4/5), Mellanox community DOC-2581 (pfctx and pfcrx are
+ * a bitmap and must be equal), NVIDIA's nmlx5 ESXi driver manual v4.17.15.16
+ * (`ecn`: 1 enables ECN, 0 the default); REAL-FORMATS A.8.
+ */
+static void build_nmlx5(struct ctx *c, struct gc_target *t, const struct gc_host *h,
+			const struct gc_host_nic *sriov)
+{
+	const struct gc_switch_roce *q = h->roce_switch ? h->roce_switch->roce : NULL;
+	const struct gc_host_nic *first = sriov;
+	struct gc_resource *r;
+
+	for (size_t i = 0; first == NULL && i < h->nnics; i++)
+		if (h->nics[i].mode == GC_NIC_MODE_PVRDMA)
+			first = &h->nics[i];
+	r = add(c, GC_RES_ESXI_MODULE_PARAM, t, h->name, NULL,
+		GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT, first ? &first->mark : &h->mark,
+		"%s/esxi.module_param/nmlx5_core", h->name);
+	set(c, r, "module", "nmlx5_core");
+	set(c, r, "max_vfs", h->nmlx5_max_vfs);
+	if (q == NULL || r == NULL) {
+		summary0(c, r, "SR-IOV virtual functions (nmlx5_core max_vfs)");
+		return;
+	}
+	set(c, r, "trust_state", "2");
+	if (q->pfc && q->priority >= 0 && q->priority <= 7) {
+		gc_resource_setf(c->g, r, "pfctx", "0x%02x", 1u << q->priority);
+		gc_resource_setf(c->g, r, "pfcrx", "0x%02x", 1u << q->priority);
+	}
+	set(c, r, "ecn", "1");
+	summary0(c, r, h->nmlx5_max_vfs ? "SR-IOV virtual functions and lossless RoCE (nmlx5_core)"
+					 : "lossless RoCE (nmlx5_core)");
+}
+
 static void build_host(struct ctx *c, const struct gc_host *h)
 {
 	struct gc_target *t = gc_graph_add_target(c->g, GC_TARGET_ESXI, h->name);
@@ -259,14 +302,8 @@ static void build_host(struct ctx *c, const struct gc_host *h)
 		if (n->mode == GC_NIC_MODE_PVRDMA && n->vmknic != NULL && pvrdma == NULL)
 			pvrdma = n;
 	}
-	if (h->nmlx5_max_vfs != NULL) {
-		r = add(c, GC_RES_ESXI_MODULE_PARAM, t, h->name, NULL,
-			GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT,
-			sriov ? &sriov->mark : &h->mark, "%s/esxi.module_param/nmlx5_core", h->name);
-		set(c, r, "module", "nmlx5_core");
-		set(c, r, "max_vfs", h->nmlx5_max_vfs);
-		summary0(c, r, "SR-IOV virtual functions (nmlx5_core max_vfs)");
-	}
+	if (h->nmlx5_max_vfs != NULL || h->roce_switch != NULL)
+		build_nmlx5(c, t, h, sriov);
 	if (h->vgpu != NULL)
 		build_vgpu_host(c, t, h);
 	if (pvrdma != NULL) {
@@ -632,6 +669,10 @@ static const char *pinned_by(struct ctx *c, const struct gc_vm *v)
 			return gc_arena_printf(&c->g->arena, "passthrough NIC %s",
 					       v->nics[i].host_pci);
 	}
+	if (v->has_vgpu && v->host != NULL && v->host->version != NULL)
+		return gc_arena_printf(&c->g->arena,
+				       "a vGPU on ESXi %s: vGPU vMotion needs vSphere 6.7 Update 1",
+				       v->host->version);
 	return "its configuration";
 }
 
@@ -908,6 +949,38 @@ static void build_guest(struct ctx *c, const struct gc_vm *v)
 
 /* ---------------------------------------------------------------- entry point */
 
+/*
+ * vCenter's advanced setting vgpu.hotmigrate.enabled = true when the spec
+ * lets a vGPU VM be live-migrated (rolling.allow_vmotion, a vGPU VM on an
+ * ESXi host that can move it): vCenter refuses the vMotion of a vGPU VM
+ * until it is set ("vGPU hot migration is not enabled").  Sources: vSphere
+ * 6.7 and 7.0 "Migrating vGPU VMs with vMotion" (set
+ * vgpu.hotmigrate.enabled to true), NVIDIA's vGPU user guide for vSphere
+ * (vCenter Server > Configure > Advanced Settings), vCenter's advanced
+ * settings list ("vGPU hot migration", default False).
+ */
+static void build_vcenter_settings(struct ctx *c, const struct gc_cluster *cl)
+{
+	struct gc_resource *r;
+	bool any = false;
+
+	if (!cl->rolling.allow_vmotion || c->vcenter == NULL)
+		return;
+	for (size_t i = 0; i < cl->nvms && !any; i++) {
+		const struct gc_vm *v = &cl->vms[i];
+
+		any = v->has_vgpu && v->live_migratable && v->host != NULL &&
+		      v->host->hypervisor == GC_HV_ESXI;
+	}
+	if (!any)
+		return;
+	r = add(c, GC_RES_VCENTER_SETTING, c->vcenter, NULL, NULL, 0, &cl->rolling.mark, "%s",
+		GC_VGPU_HOTMIGRATE_ID);
+	set(c, r, "key", GC_VGPU_HOTMIGRATE_KEY);
+	set(c, r, "value", "true");
+	summary0(c, r, "vGPU vMotion (vCenter advanced setting)");
+}
+
 static bool esxi_vms(const struct gc_cluster *cl)
 {
 	for (size_t i = 0; i < cl->nvms; i++)
@@ -937,6 +1010,7 @@ int gc_graph_build(struct gc_graph **out, const struct gc_cluster *cl, struct gc
 	}
 	if (cl->vcenter != NULL || esxi_vms(cl) || cl->ndvswitches > 0)
 		c.vcenter = gc_graph_add_target(g, GC_TARGET_VCENTER, GC_VCENTER_TARGET);
+	build_vcenter_settings(&c, cl);
 	for (size_t i = 0; i < cl->ndvswitches; i++)
 		build_dvs(&c, &cl->dvswitches[i]);
 	for (size_t i = 0; i < cl->nvms; i++)

@@ -315,6 +315,16 @@ void plan_collect_vm_actions(struct builder *b)
 	}
 }
 
+/* A vMotion waits for vCenter's vgpu.hotmigrate.enabled when this plan sets
+ * it (vCenter refuses a vGPU VM's migration until then). */
+static void after_hotmigrate(struct builder *b, struct gc_action *migrate)
+{
+	const struct gc_resource *r = gc_graph_find(b->g, GC_VGPU_HOTMIGRATE_ID);
+
+	if (r != NULL && b->ract[r->index] != NULL)
+		plan_dep(b, b->ract[r->index], migrate);
+}
+
 static struct gc_action *evacuate(struct builder *b, const char *vm, const char *host,
 				  bool migratable, const char *pinned, bool managed,
 				  struct gc_action **back)
@@ -330,6 +340,7 @@ static struct gc_action *evacuate(struct builder *b, const char *vm, const char 
 		*back = plan_action(b, GC_ACT_MIGRATE, GC_OP_NONE, b->vcenter, NULL);
 		whyf(b, *back, "return %s to %s after maintenance", vm, host);
 		(*back)->dest_host = gc_arena_strdup(&b->p->arena, host);
+		after_hotmigrate(b, a);
 	} else {
 		a = plan_action(b, GC_ACT_POWER_OFF, GC_OP_NONE, b->vcenter, NULL);
 		if (!migratable)

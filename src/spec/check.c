@@ -778,9 +778,16 @@ static void derive_vm(struct check *k, struct gc_vm *vm)
 	vm->mmio_gb = vm->mmio_size_gb != 0 ? vm->mmio_size_gb : mmio;
 	vm->use_64bit_mmio = vm->mmio_gb > 0;
 
-	if (vm->firmware == NULL)
-		vm->firmware = (vm->has_passthrough || vm->has_vgpu) ? "efi" : "bios";
-	else if (pt_gpu && strcmp(vm->firmware, "bios") == 0)
+	/* A clone that needs no EFI keeps its template's firmware (NULL: not
+	 * managed): the OS it brings was installed for that firmware and does
+	 * not boot after a change (issue 14, item 5; the vCenter driver refuses
+	 * a VM whose firmware must differ from its template's). */
+	if (vm->firmware == NULL && (vm->has_passthrough || vm->has_vgpu))
+		vm->firmware = "efi";
+	else if (vm->firmware == NULL && !(vm->template_name != NULL && vm->host != NULL &&
+					   vm->host->hypervisor == GC_HV_ESXI))
+		vm->firmware = "bios";
+	else if (vm->firmware != NULL && pt_gpu && strcmp(vm->firmware, "bios") == 0)
 		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &vm->firmware, vm->mark),
 			  "GPUs with large BARs need 64-bit MMIO, which needs EFI: firmware: efi",
 			  "VM '%s' passes GPUs through and cannot boot with bios firmware",
@@ -801,67 +808,6 @@ static void derive_vm(struct check *k, struct gc_vm *vm)
 			  "VM '%s' has a vGPU but its guest has no license", q(vm->name));
 	if (vm->guest != NULL && vm->guest->license != NULL)
 		derive_feature_type(k, vm, vm->guest->license);
-}
-
-/* ---------------------------------------------------------------- RoCE */
-
-static void check_switch(struct check *k, struct gc_switch *s)
-{
-	struct gc_switch_roce *r = s->roce;
-
-	s->credentials = resolve_cred(k, s->credentials_name, &s->credentials_name, s->mark);
-	if (r == NULL)
-		return;
-	if (r->ecn_min_kb >= r->ecn_max_kb)
-		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &r->ecn_min_kb, r->mark),
-			  "ECN marks between min_kb and max_kb of queue depth",
-			  "ecn min_kb %u must be below max_kb %u", r->ecn_min_kb, r->ecn_max_kb);
-	if (r->cnp_traffic_class == r->priority)
-		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &r->cnp_traffic_class, r->mark),
-			  "CNPs get their own strict traffic class, usually 6",
-			  "cnp_traffic_class %d must differ from the lossless priority %d",
-			  r->cnp_traffic_class, r->priority);
-}
-
-static void check_roce_guest(struct check *k, const struct gc_vm *vm, const struct gc_switch *s)
-{
-	const struct gc_roce_qos *g = vm->guest->roce_qos;
-	const struct gc_switch_roce *r = s->roce;
-	int dscp = g->tos >> 2;
-
-	if (g->pfc_priority >= 0 && g->pfc_priority != r->priority)
-		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &g->pfc_priority, g->mark),
-			  gc_arena_printf(k->x->arena, "use pfc_priority: %d", r->priority),
-			  "pfc_priority %d does not match the lossless priority %d of switch '%s'",
-			  g->pfc_priority, r->priority, q(s->name));
-	if (g->trust != NULL && strcmp(g->trust, "pcp") == 0) {
-		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &g->trust, g->mark), "use trust: dscp",
-			  "guest of VM '%s' trusts pcp, but switch '%s' classifies by DSCP",
-			  q(vm->name), q(s->name));
-		return;
-	}
-	if (dscp / 8 != r->priority)
-		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &g->tos, g->mark),
-			  gc_arena_printf(k->x->arena, "use tos: %d (DSCP %d)",
-					  ((r->priority * 8 + 2) << 2) | 2, r->priority * 8 + 2),
-			  "tos %d marks DSCP %d, which maps to priority %d, not the lossless "
-			  "priority %d of switch '%s'",
-			  g->tos, dscp, dscp / 8, r->priority, q(s->name));
-}
-
-static void check_roce(struct check *k)
-{
-	struct gc_cluster *c = k->c;
-	size_t i, j;
-
-	for (i = 0; i < c->nswitches; i++) {
-		if (c->switches[i].roce == NULL)
-			continue;
-		for (j = 0; j < c->nvms; j++) {
-			if (c->vms[j].guest != NULL && c->vms[j].guest->roce_qos != NULL)
-				check_roce_guest(k, &c->vms[j], &c->switches[i]);
-		}
-	}
 }
 
 /* ---------------------------------------------------------------- driver */
@@ -889,9 +835,13 @@ void spec_check(struct spec_ctx *x)
 		}
 		derive_vm(&k, &k.c->vms[i]);
 	}
-	for (i = 0; i < k.c->nswitches; i++)
-		check_switch(&k, &k.c->switches[i]);
-	check_roce(&k);
+	for (i = 0; i < k.c->nswitches; i++) {
+		struct gc_switch *s = &k.c->switches[i];
+
+		s->credentials = resolve_cred(&k, s->credentials_name, &s->credentials_name, s->mark);
+	}
+	chk_roce(&k);
+	chk_releases(&k);
 
 	spec_strmap_free(&k.gpus);
 	spec_strmap_free(&k.nics);

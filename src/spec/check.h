@@ -61,5 +61,9 @@ static inline struct gc_mark at(struct check *k, struct where w)
 
 /* gpus.c: claim host GPUs for static passthrough, vGPUs and dynamic DirectPath */
 void chk_assign_gpus(struct check *k);
+/* roce.c: the switches' roce sections and everything that must agree with them */
+void chk_roce(struct check *k);
+/* releases.c: rules of some releases only (ECC before vGPU 9.0, vGPU vMotion from 6.7 U1) */
+void chk_releases(struct check *k);
 
 #endif

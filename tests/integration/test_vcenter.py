@@ -254,6 +254,20 @@ class ApplyVmsRoce(VcenterLab):
         self.assertIn("certificate", r.stdout + r.stderr)
         self.assertNotEqual(self.vc("show", "worker-01", check=False).returncode, 0)
 
+    def test_a_bios_template_for_efi_vms_is_refused_before_anything_is_cloned(self):
+        # issue 14, item 5: the workers need EFI (passthrough GPUs); a clone
+        # of a BIOS template brings an OS that does not boot with EFI
+        self.vc("ubuntu-22.04-template", "template-firmware", "bios")
+        self.assertEqual(self.show("ubuntu-22.04-template")["firmware"], "bios")
+        r = self.plan(check=1)
+        self.assertIn("gpuclusterctl: error: vcenter 'vcenter' failed: VMs 'worker-01', "
+                      "'worker-02', 'worker-03' and 5 more need efi firmware, but their template "
+                      "'ubuntu-22.04-template' has bios: the OS a clone brings from it would not "
+                      "boot after the change; clone from a template installed with efi firmware\n",
+                      r.stderr)
+        self.apply(check=1)
+        self.assertEqual(json.loads(self.vc("inventory").stdout)["VirtualMachine"], [])
+
     def test_insecure_true_connects_and_warns(self):
         def edit(d):
             d["vcenter"].pop("ca_file")
@@ -286,7 +300,8 @@ class ApplyVmsVgpu(VcenterLab):
     def test_vm_part_converges_then_reapply_changes_nothing(self):
         self.apply()
         master = self.show("k8s-master")
-        self.assert_common(master, "k8s-master", "esx05", 4, 16, "bios")
+        # no GPU: its firmware is the template's (efi in the lab), not changed
+        self.assert_common(master, "k8s-master", "esx05", 4, 16, "efi")
         self.assertEqual(self.devices(master, "VirtualPCIPassthrough"), [])
         for i in range(1, 5):
             name, host = "worker-%02d" % i, "esx%02d" % i
@@ -322,6 +337,27 @@ class ApplyVmsVgpu(VcenterLab):
         self.reapply_changes_nothing()
 
 
+
+    def test_vgpu_vmotion_is_turned_on_in_vcenter_before_a_migration(self):
+        # issue 14, item 11: rolling.allow_vmotion and vGPU VMs: vCenter's
+        # vgpu.hotmigrate.enabled (a boolean, off in the lab as in vCenter)
+        key = "vgpu.hotmigrate.enabled"
+        self.apply()
+        self.assertEqual(json.loads(self.vc("option", key).stdout),
+                         {"key": key, "value": "true", "type": "boolean"})
+        # an operator turns it off, and esx01 needs maintenance: the setting
+        # comes back before worker-01 is migrated off esx01
+        self.vc("set-option", key, "false", "boolean")
+        self.remote("esx01", "esxcli graphics host set --default-type Shared")
+        r = self.plan(check=2)
+        self.assertIn("    ~ vcenter/setting/vgpu.hotmigrate.enabled\n"
+                      "        value: false → true\n", r.stdout)
+        r = self.apply("-v")
+        out = r.stderr
+        self.assertLess(out.index("vcenter: advanced setting vgpu.hotmigrate.enabled = true"),
+                        out.index("vcenter: migrate worker-01"))
+        self.assertEqual(json.loads(self.vc("option", key).stdout)["value"], "true")
+        self.reapply_changes_nothing()
 
     def test_a_vgpu_added_by_hand_is_removed_with_the_vm_off(self):
         self.apply()

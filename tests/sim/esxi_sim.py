@@ -628,8 +628,13 @@ def c_pci_list(st, args):
     return ("list", "PCIDevice", items, ("block", "Address", True))
 
 
+# nmlx5_core's parameters as NVIDIA's nmlx5 ESXi driver manual (v4.17.15.16)
+# names them (a few of them); `ecn` "Enables the ECN feature" (0 by default).  control.json's
+# `nmlx5_without: [NAME, ...]` simulates a driver release without them.
 MODULE_PARAMS = {
-    "nmlx5_core": [("max_vfs", "array of uint", "Number of PCI VFs to initialize"),
+    "nmlx5_core": [("DRSS", "int", "Number of hardware queues for Default Queue (DEFQ) RSS"),
+                   ("ecn", "int", "Enables the ECN feature"),
+                   ("max_vfs", "array of uint", "Number of PCI VFs to initialize"),
                    ("pfcrx", "int", "Priority based Flow Control policy on RX"),
                    ("pfctx", "int", "Priority based Flow Control policy on TX"),
                    ("trust_state", "uint", "Port policy to calculate the switch priority"),
@@ -646,6 +651,12 @@ def module_need(o, spec):
     return name
 
 
+def module_params(name):
+    """The parameters this host's release of the module has."""
+    without = set(CONTROL.get("nmlx5_without", [])) if name == "nmlx5_core" else set()
+    return [p for p in MODULE_PARAMS[name] if p[0] not in without]
+
+
 def c_module_list(st, args):
     spec = {"mod": ("m", "module", True, False)}
     o = parse_opts(args, spec)
@@ -655,7 +666,7 @@ def c_module_list(st, args):
         k, _, v = word.partition("=")
         values[k] = v
     items = [[("Name", "string", p), ("Type", "string", t), ("Value", "string", values.get(p, "")),
-              ("Description", "string", desc)] for p, t, desc in MODULE_PARAMS[name]]
+              ("Description", "string", desc)] for p, t, desc in module_params(name)]
     return ("list", "ModuleParameter", items,
             ("table", [("Name", "l"), ("Type", "l"), ("Value", "l"), ("Description", "l")]))
 
@@ -666,7 +677,7 @@ def c_module_set(st, args):
     o = parse_opts(args, spec)
     name = module_need(o, spec)
     params = need(o, "params", spec)
-    known = {p for p, _, _ in MODULE_PARAMS[name]}
+    known = {p for p, _, _ in module_params(name)}
     for word in params.split():
         k = word.partition("=")[0]
         if k not in known and not o.get("force"):

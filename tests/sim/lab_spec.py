@@ -50,7 +50,9 @@ datastore (datastore1 when the spec names none), every host with its ESXi
 version and PCI devices as vCenter shows a host whose host-side setup is
 done (passthrough GPUs enabled and active, SR-IOV NICs with their VFs,
 vGPU GPUs not passed through and offering their model's vGPU types), the
-networks and templates the spec's VMs name.
+networks and templates the spec's VMs name (a template is EFI when a VM
+cloned from it is EFI, as an operator installs templates for GPU VMs, else
+BIOS).
 """
 import ipaddress
 import json
@@ -437,6 +439,15 @@ def short(hexid):
     return v - 0x10000 if v >= 0x8000 else v
 
 
+def needs_efi(vm):
+    """The VM's firmware is EFI: given so, or derived from passthrough devices
+    or a vGPU (docs/spec-reference.md, vm.firmware)."""
+    if vm.get("firmware"):
+        return vm["firmware"] == "efi"
+    return bool(vm.get("gpus")) or any(n.get("type") in ("sriov", "passthrough")
+                                       for n in vm.get("nics") or [])
+
+
 def vcsim_inventory(spec):
     vc = spec.get("vcenter") or {}
     vms = spec.get("vms") or []
@@ -444,6 +455,7 @@ def vcsim_inventory(spec):
     used_vgpu = {}  # host name -> profiles its VMs use
     networks = ["VM Network"]
     templates = []
+    efi = set()  # templates a VM needs EFI from: the operator installed them so
     for vm in vms:
         for g in vm.get("gpus") or []:
             if g.get("vgpu"):
@@ -455,6 +467,8 @@ def vcsim_inventory(spec):
         t = vm.get("template")
         if t and t not in templates:
             templates.append(t)
+        if t and needs_efi(vm):
+            efi.add(t)
     out_hosts = []
     for h in hosts:
         pci = []
@@ -492,7 +506,8 @@ def vcsim_inventory(spec):
     first = hosts[0]["name"] if hosts else ""
     return {"datacenter": vc.get("datacenter", "DC0"), "cluster": vc.get("cluster", "gpu"),
             "datastore": vc.get("datastore") or "datastore1", "networks": networks,
-            "templates": [{"name": t, "host": first} for t in templates], "hosts": out_hosts}
+            "templates": [{"name": t, "host": first, "firmware": "efi" if t in efi else "bios"}
+                          for t in templates], "hosts": out_hosts}
 
 
 def main(argv):

@@ -165,7 +165,9 @@ class TestFormats(SimTest):
         self.assertEqual(
             self.ok("esxcli system module parameters list -m nmlx5_core"),
             "Name                 Type           Value  Description\n"
-            "-------------------  -------------  -----  --------------------------------------------\n"
+            "-------------------  -------------  -----  ------------------------------------------------------\n"
+            "DRSS                 int                   Number of hardware queues for Default Queue (DEFQ) RSS\n"
+            "ecn                  int                   Enables the ECN feature\n"
             "max_vfs              array of uint  4,4    Number of PCI VFs to initialize\n"
             "pfcrx                int            0x08   Priority based Flow Control policy on RX\n"
             "pfctx                int            0x08   Priority based Flow Control policy on TX\n"
@@ -174,8 +176,20 @@ class TestFormats(SimTest):
         # -p replaces the whole string
         self.ok("esxcli system module parameters set -m nmlx5_core -p max_vfs=8,8")
         kv = self.ok("esxcli --formatter=keyvalue system module parameters list -m nmlx5_core")
-        self.assertIn("structure[0].ModuleParameter.Value.string=8,8\n", kv)
-        self.assertIn("structure[1].ModuleParameter.Value.string=\n", kv)
+        self.assertIn("structure[2].ModuleParameter.Value.string=8,8\n", kv)
+        self.assertIn("structure[3].ModuleParameter.Value.string=\n", kv)
+
+    def test_module_parameters_of_an_older_driver(self):
+        # a driver release without ecn: not listed, and refused when set
+        self.lab.control("esxi-1", {"nmlx5_without": ["ecn"]})
+        listed = self.ok("esxcli --formatter=keyvalue system module parameters list -m nmlx5_core")
+        self.assertNotIn("=ecn\n", listed)
+        self.assertIn("structure[1].ModuleParameter.Name.string=max_vfs\n", listed)
+        self.assertEqual(self.fails("esxcli system module parameters set -m nmlx5_core "
+                                    "-p 'trust_state=2 ecn=1'"),
+                         (1, "Unable to set module parameters: unknown parameter 'ecn' for "
+                             "module nmlx5_core\n"))
+        self.lab.control("esxi-1", {})
 
     def test_firewall_and_advanced(self):
         self.ok("esxcli network firewall ruleset set -r pvrdma -e true")

@@ -4,6 +4,7 @@
     vcsim_edit.py --url URL --ca FILE --user U --password-file F VM VERB [ARGS]
         VERB: set-extra KEY VALUE      (an empty VALUE removes the key, as on vCenter)
               firmware efi|bios
+              template-firmware efi|bios   (a template: made a VM, reconfigured, made a template again)
               reservation-lock true|false
               remove-device LABEL_OR_TYPE   (every device with that label or xsi:type)
               add-pci PCI          (static passthrough of a device the VM's host offers)
@@ -16,6 +17,8 @@
     vcsim_edit.py ... dvs NAME            a distributed switch: maxMtu, host members, port groups
     vcsim_edit.py ... dvs-uplink NAME HOST PNIC   give member HOST another uplink (operation edit)
     vcsim_edit.py ... inventory           names of datacenters, clusters, hosts, VMs, ...
+    vcsim_edit.py ... option KEY          a vCenter advanced setting (QueryOptions): key, value, type
+    vcsim_edit.py ... set-option KEY VALUE TYPE   UpdateOptions, the value typed xsd:TYPE
 
 URL is the vCenter's (https://127.0.0.1:8990 or .../sdk); `tests/sim/vcsim.sh
 env` prints what to pass.  Edits send ReconfigVM_Task, PowerOnVM_Task or
@@ -417,6 +420,25 @@ def show_inventory(c):
     return out
 
 
+def show_option(c, key):
+    """QueryOptions on the service content's setting manager: the entry with
+    exactly that key (vcsim answers every key it starts)."""
+    r = c.call("QueryOptions", "OptionManager", c.content["setting"],
+               "<name>%s</name>" % escape(key))
+    for v in r.findall("{urn:vim25}returnval"):
+        if v.findtext("{urn:vim25}key") == key:
+            val = v.find("{urn:vim25}value")
+            return {"key": key, "value": val.text if val is not None else None,
+                    "type": (val.get(XSI_TYPE) or "").rsplit(":", 1)[-1] if val is not None else None}
+    raise Fault("InvalidName", "no setting '%s'" % key)
+
+
+def set_option(c, key, value, kind):
+    c.call("UpdateOptions", "OptionManager", c.content["setting"],
+           '<changedValue><key>%s</key><value xsi:type="xsd:%s">%s</value></changedValue>'
+           % (escape(key), escape(kind), escape(value)))
+
+
 # ---------------------------------------------------------------- edits
 
 def set_uplink(c, dvs_name, host_name, pnic):
@@ -442,6 +464,17 @@ def edit(c, vm_name, verb, args):
                       % (escape(args[0]), escape(args[1])))
     elif verb == "firmware" and len(args) == 1 and args[0] in ("efi", "bios"):
         c.reconfigure(vm, "<firmware>%s</firmware>" % args[0])
+    elif verb == "template-firmware" and len(args) == 1 and args[0] in ("efi", "bios"):
+        # vCenter (and vcsim) reconfigure no template: as an operator does,
+        # MarkAsVirtualMachine into its host's cluster, change, MarkAsTemplate
+        host = c.props("VirtualMachine", vm, ["runtime.host"])["runtime.host"]
+        parent = c.props("HostSystem", host.text, ["parent"])["parent"]
+        pool = c.props(parent.get("type"), parent.text, ["resourcePool"])["resourcePool"].text
+        c.call("MarkAsVirtualMachine", "VirtualMachine", vm,
+               '<pool type="ResourcePool">%s</pool><host type="HostSystem">%s</host>'
+               % (escape(pool), escape(host.text)))
+        c.reconfigure(vm, "<firmware>%s</firmware>" % args[0])
+        c.call("MarkAsTemplate", "VirtualMachine", vm)
     elif verb == "reservation-lock" and len(args) == 1 and args[0] in ("true", "false"):
         c.reconfigure(vm, "<memoryReservationLockedToMax>%s</memoryReservationLockedToMax>" % args[0])
     elif verb == "cpus" and len(args) == 1 and args[0].isdigit():
@@ -514,6 +547,11 @@ def main(argv):
             out = None
         elif w[0] == "inventory" and len(w) == 1:
             out = show_inventory(c)
+        elif w[0] == "option" and len(w) == 2:
+            out = show_option(c, w[1])
+        elif w[0] == "set-option" and len(w) == 4:
+            set_option(c, w[1], w[2], w[3])
+            out = None
         elif len(w) >= 2:
             edit(c, w[0], w[1], w[2:])
             out = None

@@ -70,6 +70,33 @@ static bool one_of(const char *v, const char *const *allowed)
 	return false;
 }
 
+/*
+ * The whole parameter string of nmlx5_core: `parameters set` replaces it,
+ * so it holds the parameters the resource manages, in the graph's order
+ * (max_vfs, trust_state, pfctx, pfcrx, ecn), then every other parameter the
+ * host has a value for, as it has it.  `ecn` goes only to a driver that
+ * lists it (facts known): NVIDIA's 4.17 manual has it, not every release
+ * need; an unknown one would make the driver refuse the whole string.
+ */
+static void nmlx5_params(struct gc_buf *out, const struct gc_resource *r,
+			 const struct gc_esxi_facts *facts)
+{
+	for (size_t i = 0; i < r->nprops; i++) {
+		const char *k = r->props[i].key;
+
+		if (strcmp(k, "module") == 0 ||
+		    (strcmp(k, "ecn") == 0 && facts && !gc_esxi_facts_nmlx5_accepts(facts, k)))
+			continue;
+		gc_buf_printf(out, "%s%s=%s", out->len ? " " : "", k, r->props[i].value);
+	}
+	for (size_t i = 0; facts && i < facts->nnmlx5_params; i++) {
+		const struct gc_esxcli_field *p = &facts->nmlx5_params[i];
+
+		if (p->value[0] != '\0' && gc_resource_prop(r, p->name) == NULL)
+			gc_buf_printf(out, "%s%s=%s", out->len ? " " : "", p->name, p->value);
+	}
+}
+
 int gc_esxi_command(char **out, const struct gc_resource *r, const struct gc_esxi_facts *facts,
 		    struct gc_error *err)
 {
@@ -111,15 +138,11 @@ int gc_esxi_command(char **out, const struct gc_resource *r, const struct gc_esx
 	case GC_RES_ESXI_MODULE_PARAM: {
 		struct gc_buf params = GC_BUF_INIT;
 
-		if ((v = need(r, "module", err)) == NULL || (w = need(r, "max_vfs", err)) == NULL)
+		if ((v = need(r, "module", err)) == NULL)
 			return err->code;
-		gc_buf_printf(&params, "max_vfs=%s", w);
-		for (size_t i = 0; facts && i < facts->nnmlx5_params; i++) {
-			if (strcmp(facts->nmlx5_params[i].name, "max_vfs") != 0)
-				gc_buf_printf(&params, " %s=%s", facts->nmlx5_params[i].name,
-					      facts->nmlx5_params[i].value);
-		}
-		if (strcmp(v, "nmlx5_core") != 0 || !valid_module_params(gc_buf_str(&params))) {
+		nmlx5_params(&params, r, facts);
+		if (strcmp(v, "nmlx5_core") != 0 || params.len == 0 ||
+		    !valid_module_params(gc_buf_str(&params))) {
 			gc_buf_free(&params);
 			return bad(&b, r, "module parameters", err);
 		}
@@ -213,6 +236,7 @@ int gc_esxi_command(char **out, const struct gc_resource *r, const struct gc_esx
 	case GC_RES_LIBVIRT_NETWORK:
 	case GC_RES_VM_NIC_VIRTIO:
 	case GC_RES_VM_SEED:
+	case GC_RES_VCENTER_SETTING:
 	case GC_RES__COUNT:
 		return gc_error_set(err, GC_ENOTSUP, "resource '%s' (%s) is not applied over the ESXi shell",
 				    r->id, gc_res_kind_name(r->kind));

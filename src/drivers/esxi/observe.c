@@ -348,10 +348,12 @@ static int read_section(struct gc_esxi_facts *f, int sec, const char *text, size
 			const char *name = gc_esxcli_get(&r.items[i], "Name");
 			const char *val = gc_esxcli_get(&r.items[i], "Value");
 
-			if (name == NULL || val == NULL || *val == '\0')
+			/* kept without a value too: the list names every
+			 * parameter the loaded driver accepts */
+			if (name == NULL)
 				continue;
 			f->nmlx5_params[f->nnmlx5_params].name = gc_xstrdup(name);
-			f->nmlx5_params[f->nnmlx5_params].value = gc_xstrdup(val);
+			f->nmlx5_params[f->nnmlx5_params].value = gc_xstrdup(val ? val : "");
 			f->nnmlx5_params++;
 		}
 		break;
@@ -575,15 +577,25 @@ int gc_esxi_facts_passthru(const struct gc_esxi_facts *f, const char *pci)
 	return -1;
 }
 
-const char *gc_esxi_facts_nmlx5_param(const struct gc_esxi_facts *f, const char *name)
+static const struct gc_esxcli_field *nmlx5_param(const struct gc_esxi_facts *f, const char *name)
 {
-	size_t i;
-
-	for (i = 0; i < f->nnmlx5_params; i++) {
+	for (size_t i = 0; i < f->nnmlx5_params; i++) {
 		if (strcmp(f->nmlx5_params[i].name, name) == 0)
-			return f->nmlx5_params[i].value;
+			return &f->nmlx5_params[i];
 	}
 	return NULL;
+}
+
+const char *gc_esxi_facts_nmlx5_param(const struct gc_esxi_facts *f, const char *name)
+{
+	const struct gc_esxcli_field *p = nmlx5_param(f, name);
+
+	return p != NULL && p->value[0] != '\0' ? p->value : NULL;
+}
+
+bool gc_esxi_facts_nmlx5_accepts(const struct gc_esxi_facts *f, const char *name)
+{
+	return nmlx5_param(f, name) != NULL;
 }
 
 int gc_esxi_facts_ruleset(const struct gc_esxi_facts *f, const char *name)

@@ -9,6 +9,7 @@
  * values are recorded as configured (so nothing is sent twice); the facts'
  * reboot_pending says a reboot is still owed.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "gc/esxi.h"
@@ -80,6 +81,56 @@ static void record_learned_vibs(struct gc_observed *obs, const char *host,
 	gc_buf_free(&have_versions);
 }
 
+/* The same number however written: "8", "0x08" and "0x8" are one mask. */
+static bool same_number(const char *have, const char *want)
+{
+	char *end1, *end2;
+	unsigned long a, b;
+
+	if (have == NULL || want == NULL || *have == '\0' || *want == '\0')
+		return false;
+	a = strtoul(have, &end1, 0);
+	b = strtoul(want, &end2, 0);
+	return *end1 == '\0' && *end2 == '\0' && a == b;
+}
+
+/*
+ * nmlx5_core's parameters as `module parameters list` shows them (what is
+ * configured; the running values need the reboot that the journal owes).
+ * The lossless RoCE parameters are numbers however the host's string spells
+ * them (an operator's pfctx=8 is the graph's 0x08).  A driver that does not
+ * list trust_state, pfctx or pfcrx cannot take them: the host fails here,
+ * before anything changes.  One that does not list ecn has no ECN knob to
+ * set: nothing to do, as for a guest NIC without ECN knobs.
+ */
+static void record_nmlx5(struct gc_observed *obs, const char *host, const struct gc_resource *r,
+			 const struct gc_esxi_facts *f, struct gc_buf *problems)
+{
+	static const char *const roce[] = {"trust_state", "pfctx", "pfcrx", "ecn"};
+
+	put(obs, r, "module", "nmlx5_core");
+	put(obs, r, "max_vfs", gc_esxi_facts_nmlx5_param(f, "max_vfs"));
+	for (size_t i = 0; i < sizeof(roce) / sizeof(roce[0]); i++) {
+		const char *want = gc_resource_prop(r, roce[i]);
+		const char *have = gc_esxi_facts_nmlx5_param(f, roce[i]);
+
+		if (want == NULL)
+			continue;
+		if (!gc_esxi_facts_nmlx5_accepts(f, roce[i])) {
+			if (strcmp(roce[i], "ecn") == 0)
+				put(obs, r, roce[i], want);
+			else
+				gc_buf_printf(problems,
+					      "host '%s': its nmlx5_core driver has no parameter '%s', "
+					      "which lossless RoCE needs (install a newer NVIDIA nmlx5 "
+					      "driver)\n",
+					      host, roce[i]);
+			continue;
+		}
+		put(obs, r, roce[i], same_number(have, want) ? want : have);
+	}
+}
+
 static void record_one(struct gc_observed *obs, const char *host, const struct gc_resource *r,
 		       const struct gc_esxi_facts *f, struct gc_buf *problems)
 {
@@ -100,8 +151,7 @@ static void record_one(struct gc_observed *obs, const char *host, const struct g
 			gc_buf_printf(problems, "host '%s' has no nmlx5_core driver loaded\n", host);
 			return;
 		}
-		put(obs, r, "module", "nmlx5_core");
-		put(obs, r, "max_vfs", gc_esxi_facts_nmlx5_param(f, "max_vfs"));
+		record_nmlx5(obs, host, r, f, problems);
 		return;
 	case GC_RES_ESXI_VIB: {
 		const struct gc_esxi_vib *vib = gc_esxi_facts_vib_any(f, id_key(r));
@@ -185,6 +235,7 @@ static void record_one(struct gc_observed *obs, const char *host, const struct g
 	case GC_RES_LIBVIRT_NETWORK:
 	case GC_RES_VM_NIC_VIRTIO:
 	case GC_RES_VM_SEED:
+	case GC_RES_VCENTER_SETTING:
 	case GC_RES__COUNT:
 		return; /* not an ESXi-shell resource */
 	}

@@ -690,6 +690,24 @@ static int portgroup_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const stru
 
 /* ---------------------------------------------------------------- apply */
 
+/* An advanced setting: UpdateOptions with the type vCenter read it with
+ * (no task; a lost reply is observed again and sent once more: setting a
+ * value twice is harmless). */
+static int setting_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_resource *r,
+			 struct gc_error *err)
+{
+	const char *key = gc_resource_prop(r, "key"), *value = gc_resource_prop(r, "value");
+	const struct gc_vcenter_setting *s;
+
+	if (key == NULL || value == NULL)
+		return gc_error_set(err, GC_EINVAL, "%s: %s has no key or value",
+				    gc_vcenter_target(c->vc), r->id);
+	s = gc_vcenter_inventory_setting(gc_vcdrv_snapshot(c), key);
+	gc_drv_note(ctx, c->t, "advanced setting %s = %s", key, value);
+	gc_drv_count_change(ctx);
+	return gc_vcenter_update_setting(c->vc, key, value, s ? s->type : NULL, err);
+}
+
 static int apply_resource(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_action *a,
 			  struct gc_error *err)
 {
@@ -713,6 +731,8 @@ static int apply_resource(struct vc_conn *c, struct gc_drv_ctx *ctx, const struc
 		if (gc_drv_resource_converged(ctx, r))
 			return 0;
 	}
+	if (r->kind == GC_RES_VCENTER_SETTING)
+		return setting_apply(c, ctx, r, err);
 	v = r->vm ? gc_cluster_vm(c->c, r->vm) : NULL;
 	if (v == NULL)
 		return gc_error_set(err, GC_EINVAL, "%s: no VM in the spec for %s",

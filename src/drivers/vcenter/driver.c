@@ -142,7 +142,22 @@ static void record_cb(struct gc_observed *obs, void *arg)
 	gc_vcdrv_record(obs, ra->inv, ra->c->c, ra->c->res, ra->c->nres, ra->problems);
 }
 
-/* Observe now: one property-collector call, recorded into the store. */
+/* The advanced settings the graph manages: one QueryOptions each. */
+static int query_settings(struct vc_conn *c, struct gc_vcenter_inventory *inv,
+			  struct gc_error *err)
+{
+	const char *keys[64];
+	size_t n = 0;
+
+	for (size_t i = 0; i < c->nres && n < GC_ARRAY_LEN(keys); i++)
+		if (c->res[i]->kind == GC_RES_VCENTER_SETTING &&
+		    gc_resource_prop(c->res[i], "key") != NULL)
+			keys[n++] = gc_resource_prop(c->res[i], "key");
+	return n > 0 ? gc_vcenter_query_settings(inv, c->vc, keys, n, err) : 0;
+}
+
+/* Observe now: one property-collector call (and the settings the graph
+ * manages), recorded into the store. */
 static int observe_now(struct vc_conn *c, struct gc_drv_ctx *ctx, struct gc_buf *problems,
 		       struct gc_error *err)
 {
@@ -153,6 +168,10 @@ static int observe_now(struct vc_conn *c, struct gc_drv_ctx *ctx, struct gc_buf 
 
 	if (rc != 0)
 		return rc;
+	if ((rc = query_settings(c, inv, err)) != 0) {
+		gc_vcenter_inventory_free(inv);
+		return rc;
+	}
 	ra.c = c;
 	ra.inv = inv;
 	ra.problems = problems ? problems : &scratch;

@@ -400,6 +400,7 @@ static void record_vm_part(struct rec *x, const struct gc_resource *r, const str
 	case GC_RES_LIBVIRT_NETWORK:
 	case GC_RES_VM_NIC_VIRTIO:
 	case GC_RES_VM_SEED:
+	case GC_RES_VCENTER_SETTING:
 	case GC_RES__COUNT:
 		break;
 	}
@@ -416,6 +417,86 @@ static enum gc_power power_of(const char *s)
 	if (strcmp(s, "suspended") == 0)
 		return GC_POWER_SUSPENDED;
 	return GC_POWER_UNKNOWN;
+}
+
+/*
+ * A clone brings its template's installed OS, which boots only with the
+ * firmware it was installed for: a BIOS template's clone made EFI (as
+ * passthrough and vGPU need) does not boot (issue 14, item 5).  So a VM
+ * whose firmware must differ from its template's (the template read as
+ * vCenter holds it: a template is a VM with config.template) is a problem
+ * when the change is still to come: the VM is absent, or still has
+ * another firmware.  A VM without a template, or whose spec leaves the
+ * firmware to the template (vm.firmware NULL), is never one.  One problem
+ * per template and firmware, naming its first VMs: a spec of many workers
+ * on one template says it once.
+ */
+#define FW_GROUPS 16
+#define FW_NAMED 3
+
+struct fw_group {
+	const char *tmpl, *tmpl_fw, *want;
+	const char *vms[FW_NAMED];
+	size_t n;
+};
+
+/* The template whose firmware VM v's must differ from, or NULL. */
+static const struct gc_vcenter_vm *bad_template(struct rec *x, const struct gc_vm *v)
+{
+	const struct gc_vcenter_vm *t, *vm;
+
+	if (v->template_name == NULL || v->firmware == NULL ||
+	    (t = gc_vcenter_inventory_vm(x->inv, v->template_name)) == NULL || t->firmware == NULL ||
+	    strcmp(t->firmware, v->firmware) == 0)
+		return NULL;
+	vm = gc_vcdrv_vm(x->inv, v->name);
+	if (vm != NULL && vm->firmware != NULL && strcmp(vm->firmware, v->firmware) == 0)
+		return NULL;
+	return t;
+}
+
+static void check_template_firmware(struct rec *x, const struct gc_resource *const *res,
+				    size_t nres)
+{
+	struct fw_group g[FW_GROUPS];
+	size_t ng = 0, k;
+
+	for (size_t i = 0; i < nres; i++) {
+		const struct gc_vm *v = res[i]->kind == GC_RES_VM ? gc_cluster_vm(x->c, res[i]->vm) : NULL;
+		const struct gc_vcenter_vm *t = v ? bad_template(x, v) : NULL;
+
+		if (t == NULL)
+			continue;
+		for (k = 0; k < ng; k++)
+			if (strcmp(g[k].tmpl, v->template_name) == 0 && strcmp(g[k].want, v->firmware) == 0)
+				break;
+		if (k == ng && ng == FW_GROUPS)
+			continue; /* named in none: the first groups say enough */
+		if (k == ng)
+			g[ng++] = (struct fw_group){v->template_name, t->firmware, v->firmware, {NULL}, 0};
+		if (g[k].n < FW_NAMED)
+			g[k].vms[g[k].n] = v->name;
+		g[k].n++;
+	}
+	for (k = 0; k < ng; k++) {
+		if (g[k].n == 1) {
+			gc_buf_printf(x->problems, "VM '%s' needs %s firmware, but its template '%s' has %s",
+				      g[k].vms[0], g[k].want, g[k].tmpl, g[k].tmpl_fw);
+		} else {
+			gc_buf_puts(x->problems, "VMs ");
+			for (size_t i = 0; i < g[k].n && i < FW_NAMED; i++)
+				gc_buf_printf(x->problems, "%s'%s'",
+					      i == 0 ? "" : (i + 1 == g[k].n ? " and " : ", "), g[k].vms[i]);
+			if (g[k].n > FW_NAMED)
+				gc_buf_printf(x->problems, " and %zu more", g[k].n - FW_NAMED);
+			gc_buf_printf(x->problems, " need %s firmware, but their template '%s' has %s",
+				      g[k].want, g[k].tmpl, g[k].tmpl_fw);
+		}
+		gc_buf_printf(x->problems,
+			      ": the OS a clone brings from it would not boot after the change; "
+			      "clone from a template installed with %s firmware\n",
+			      g[k].want);
+	}
 }
 
 static void record_vm(struct rec *x, const struct gc_resource *r)
@@ -575,6 +656,34 @@ static void record_extras(struct rec *x, const struct gc_vm *v, const struct gc_
 	}
 }
 
+/*
+ * A vCenter advanced setting, its value spelled as the graph spells it: a
+ * boolean in lower case (vCenter's settings list shows "False").  A setting
+ * vCenter does not have is a problem, naming what brings it.
+ */
+static void record_setting(struct rec *x, const struct gc_resource *r)
+{
+	const char *key = gc_resource_prop(r, "key");
+	const struct gc_vcenter_setting *s = key ? gc_vcenter_inventory_setting(x->inv, key) : NULL;
+
+	if (key == NULL)
+		return;
+	if (s == NULL) {
+		gc_buf_printf(x->problems, "vCenter has no advanced setting '%s'%s\n", key,
+			      strcmp(key, GC_VGPU_HOTMIGRATE_KEY) == 0
+				      ? ": vGPU vMotion needs vCenter 6.7 Update 1 or later"
+				      : "");
+		return;
+	}
+	gc_observed_set(x->obs, r->id, "key", key);
+	if (strcmp(s->type, "boolean") == 0 &&
+	    (strcasecmp(s->value, "true") == 0 || strcasecmp(s->value, "false") == 0))
+		gc_observed_set(x->obs, r->id, "value",
+				strcasecmp(s->value, "true") == 0 ? "true" : "false");
+	else
+		gc_observed_set(x->obs, r->id, "value", s->value);
+}
+
 void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,
 		     const struct gc_cluster *c, const struct gc_resource *const *res, size_t nres,
 		     struct gc_buf *problems)
@@ -593,13 +702,16 @@ void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory 
 	for (size_t i = 0; i < nres; i++) {
 		const struct gc_resource *r = res[i];
 
-		if (r->kind == GC_RES_DVS)
+		if (r->kind == GC_RES_VCENTER_SETTING)
+			record_setting(&x, r);
+		else if (r->kind == GC_RES_DVS)
 			record_dvs(&x, r);
 		else if (r->kind == GC_RES_DVS_PORTGROUP)
 			record_portgroup(&x, r);
 		else if (r->vm != NULL)
 			record_vm(&x, r);
 	}
+	check_template_firmware(&x, res, nres);
 	for (size_t i = 0; i < nres; i++) {
 		const struct gc_resource *r = res[i];
 		const struct gc_vm *v;

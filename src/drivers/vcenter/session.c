@@ -111,6 +111,7 @@ static int service_content(struct gc_vcenter_conn *vc, struct gc_error *err)
 	gc_vcenter_xml_copy(vc->property_collector, sizeof(vc->property_collector), sc,
 			    "propertyCollector");
 	gc_vcenter_xml_copy(vc->root_folder, sizeof(vc->root_folder), sc, "rootFolder");
+	gc_vcenter_xml_copy(vc->setting, sizeof(vc->setting), sc, "setting");
 	gc_vcenter_xml_copy(vc->api_version, sizeof(vc->api_version), about, "apiVersion");
 	gc_vcenter_xml_copy(vc->full_name, sizeof(vc->full_name), about, "fullName");
 	xmlFreeDoc(doc);

@@ -344,7 +344,7 @@ static bool rereadable(const char *method)
 	static const char *const reads[] = {
 		"RetrieveServiceContent", "RetrievePropertiesEx", "ContinueRetrievePropertiesEx",
 		"RetrieveProperties",     "QueryConfigTarget",    "CurrentTime",
-		"Login",                  "Logout",
+		"Login",                  "Logout",               "QueryOptions",
 	};
 
 	for (size_t i = 0; i < GC_ARRAY_LEN(reads); i++)
@@ -356,7 +356,16 @@ static bool rereadable(const char *method)
 int gc_vcenter_soap_call(struct gc_vcenter_conn *vc, const struct gc_vcenter_soap *s,
 			 xmlDocPtr *doc, xmlNodePtr *ret, struct gc_error *err)
 {
-	char action[64], fbuf[512] = "";
+	char fbuf[512];
+
+	return gc_vcenter_soap_call_fault(vc, s, doc, ret, fbuf, sizeof(fbuf), err);
+}
+
+int gc_vcenter_soap_call_fault(struct gc_vcenter_conn *vc, const struct gc_vcenter_soap *s,
+			       xmlDocPtr *doc, xmlNodePtr *ret, char *fbuf, size_t nfbuf,
+			       struct gc_error *err)
+{
+	char action[64];
 	const char *headers[2];
 	struct gc_https_request q = {0};
 	struct gc_https_response r;
@@ -382,8 +391,9 @@ int gc_vcenter_soap_call(struct gc_vcenter_conn *vc, const struct gc_vcenter_soa
 	if (rc < 0)
 		return rc;
 	/* Parsing needs no lock: another thread's call may go out meanwhile. */
+	fbuf[0] = '\0';
 	rc = gc_vcenter_soap_parse(vc->target, s->method, r.status, r.body, r.body_len, doc, ret,
-				   fbuf, sizeof(fbuf), err);
+				   fbuf, nfbuf, err);
 	gc_https_response_free(&r);
 	if (fbuf[0] != '\0') {
 		gc_vcenter_lock(vc);

@@ -33,6 +33,7 @@ struct gc_vcenter_conn {
 	char session_manager[128]; /* managed object ids from the service content */
 	char property_collector[128];
 	char root_folder[128];
+	char setting[128];         /* the OptionManager of advanced settings; "" when none */
 	bool logged_in;            /* (L) */
 	char last_fault[512];      /* (L) "faultstring (FaultType)" of the last fault */
 	char rest_base[8];         /* (L) "/api" | "/rest" | "" (no REST session) */
@@ -114,6 +115,11 @@ int gc_vcenter_check_change(const struct gc_vcenter_conn *vc, const char *vm_mor
  */
 int gc_vcenter_soap_call(struct gc_vcenter_conn *vc, const struct gc_vcenter_soap *s,
 			 xmlDocPtr *doc, xmlNodePtr *ret, struct gc_error *err);
+/* The same, with a fault's "faultstring (FaultType)" in fault[0..n) ("" when
+ * the call failed otherwise or not at all), for callers that tell faults apart. */
+int gc_vcenter_soap_call_fault(struct gc_vcenter_conn *vc, const struct gc_vcenter_soap *s,
+			       xmlDocPtr *doc, xmlNodePtr *ret, char *fault, size_t n,
+			       struct gc_error *err);
 /*
  * The reply half of gc_vcenter_soap_call(), on bytes: HTTP status and body
  * of a call of `method` -> *doc / *ret as above.  On a SOAP fault, fault[]
@@ -182,6 +188,15 @@ void gc_vcenter_collect_abort(struct gc_vcenter_collect *c);
  */
 int gc_vcenter_observe_parse(struct gc_vcenter_inventory **out, const char *xml, size_t len,
 			     struct gc_error *err);
+
+/* options.c: the QueryOptions and UpdateOptions bodies (up to, not
+ * including, gc_vcenter_soap_end()), and the QueryOptionsResponse entry for
+ * key -> *out in the arena (1), or 0 when the reply has none. */
+void gc_vcenter_query_options_body(struct gc_vcenter_soap *s, const char *manager, const char *key);
+void gc_vcenter_update_options_body(struct gc_vcenter_soap *s, const char *manager, const char *key,
+				    const char *value, const char *type);
+int gc_vcenter_options_parse(struct gc_vcenter_setting *out, struct gc_arena *a, xmlNodePtr ret,
+			     const char *key);
 
 /* QueryConfigTargetResponse -> PCI passthrough and SR-IOV entries (vmops.c). */
 int gc_vcenter_pci_targets(struct gc_vcenter_pci_target **out, size_t *nout, xmlNodePtr ret,

@@ -15,11 +15,13 @@
 //     removing the key.
 //   - CloneVM_Task: vcsim puts the clone on the template's host and
 //     ignores spec.location.host, spec.config other than extraConfig and
-//     deviceChange, and spec.powerOn.  After the task the clone moves to
-//     the requested host (runtime.host, summary.runtime.host and both hosts'
-//     vm lists), the rest of spec.config (CPUs, memory, firmware, the
-//     reservation lock, ...) is applied with a ReconfigVM_Task of its own,
-//     and the clone is powered on when asked.
+//     deviceChange, and spec.powerOn; it also starts the clone's firmware
+//     from its own default (bios), where vCenter copies the source's.
+//     After the task the clone moves to the requested host (runtime.host,
+//     summary.runtime.host and both hosts' vm lists), gets its source's
+//     firmware and then the rest of spec.config (CPUs, memory, firmware,
+//     the reservation lock, ...) with ReconfigVM_Tasks of its own, and is
+//     powered on when asked.
 //   - RelocateVM_Task: vcsim changes runtime.host but leaves the VM in the
 //     old host's vm list; it is moved.
 //   - CreateDVS_Task: vcsim drops VMwareDVSConfigSpec.maxMtu and the host
@@ -392,6 +394,14 @@ func (h *sdkHandler) fixClone(req *types.CloneVM_Task, t *simulator.Task) {
 	}
 	ctx := context.Background()
 	vm := object.NewVirtualMachine(h.client, ref)
+	if src, ok := simulator.Map.Get(req.This).(*simulator.VirtualMachine); ok && src.Config.Firmware != "" {
+		spec := types.VirtualMachineConfigSpec{Firmware: src.Config.Firmware}
+		if task, err := vm.Reconfigure(ctx, spec); err != nil {
+			log.Printf("vcsim: CloneVM_Task %s: firmware: %v", req.Name, err)
+		} else if err := task.Wait(ctx); err != nil {
+			log.Printf("vcsim: CloneVM_Task %s: firmware: %v", req.Name, err)
+		}
+	}
 	if req.Spec.Config != nil {
 		spec := *req.Spec.Config
 		spec.ExtraConfig = nil  // applied by vcsim's clone

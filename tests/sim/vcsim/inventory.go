@@ -5,7 +5,7 @@
 //
 //	{"datacenter": "DC0", "cluster": "gpu", "datastore": "LocalDS_0",
 //	 "networks": ["VM Network", "rdma-net"],
-//	 "templates": [{"name": "ubuntu-22.04-template", "host": "esx01"}],
+//	 "templates": [{"name": "ubuntu-22.04-template", "host": "esx01", "firmware": "efi"}],
 //	 "hosts": [{"name": "esx01", "address": "127.0.0.11",
 //	            "version": "8.0.2", "build": "22380479",
 //	            "pci": [{"id": "0000:3b:00.0", "class_id": 770,
@@ -27,7 +27,8 @@
 // vcsim wires them: a datacenter, one cluster holding one HostSystem per
 // spec host named exactly as the spec names it, one local datastore mounted
 // on every host, the standard networks visible to every host, and one
-// powered-off template VM per template name (bios, 2 CPUs, 4096 MB, a
+// powered-off template VM per template name (its firmware, bios unless the
+// inventory says efi, 2 CPUs, 4096 MB, a
 // pvscsi disk and one vmxnet3 on "VM Network") on its host.  The PCI
 // devices, passthrough and SR-IOV state, vGPU types, pnics and ESXi
 // version are then set on the hosts directly, before the server listens.
@@ -80,8 +81,9 @@ type invHost struct {
 }
 
 type invTemplate struct {
-	Name string `json:"name"`
-	Host string `json:"host"`
+	Name     string `json:"name"`
+	Host     string `json:"host"`
+	Firmware string `json:"firmware"` // "efi" | "bios" (default)
 }
 
 type inventory struct {
@@ -236,11 +238,16 @@ func buildInventory(m *simulator.Model, inv *inventory) error {
 		if host == "" {
 			host = inv.Hosts[0].Name
 		}
-		if err := addTemplate(ctx, c, folders, pool, hosts[host], inv.Datastore, t.Name); err != nil {
+		if err := addTemplate(ctx, c, folders, pool, hosts[host], inv.Datastore, t.Name, t.Firmware); err != nil {
 			return fmt.Errorf("template %s: %v", t.Name, err)
 		}
 	}
-	return nil
+	// vCenter 6.7 Update 1 and later list vgpu.hotmigrate.enabled ("vGPU
+	// hot migration", False) among their advanced settings; vcsim 0.24's
+	// VPX settings do not.  A boolean, as the vSphere Client's checkbox.
+	opt := object.NewOptionManager(c, *c.ServiceContent.Setting)
+	return opt.Update(ctx, []types.BaseOptionValue{
+		&types.OptionValue{Key: "vgpu.hotmigrate.enabled", Value: false}})
 }
 
 // addNetwork makes a standard network (a port group on every host's
@@ -376,8 +383,11 @@ func pnicHash(s string) int {
 
 // addTemplate creates a powered-off VM on host and marks it as a template.
 func addTemplate(ctx context.Context, c *vim25.Client, folders *object.DatacenterFolders,
-	pool *object.ResourcePool, host *object.HostSystem, datastore, name string) error {
+	pool *object.ResourcePool, host *object.HostSystem, datastore, name, firmware string) error {
 	var devices object.VirtualDeviceList
+	if firmware == "" {
+		firmware = string(types.GuestOsDescriptorFirmwareTypeBios)
+	}
 	scsi, err := devices.CreateSCSIController("pvscsi")
 	if err != nil {
 		return err
@@ -407,7 +417,7 @@ func addTemplate(ctx context.Context, c *vim25.Client, folders *object.Datacente
 	}
 	config := types.VirtualMachineConfigSpec{
 		Name: name, GuestId: "ubuntu64Guest", NumCPUs: 2, NumCoresPerSocket: 1, MemoryMB: 4096,
-		Firmware:     string(types.GuestOsDescriptorFirmwareTypeBios),
+		Firmware:     firmware,
 		Files:        &types.VirtualMachineFileInfo{VmPathName: "[" + datastore + "]"},
 		DeviceChange: change,
 	}

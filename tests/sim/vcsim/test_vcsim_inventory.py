@@ -229,11 +229,17 @@ class RocePassthrough(unittest.TestCase):
 
     def test_template(self):
         t = self.v.show("show", "ubuntu-22.04-template")
+        # EFI: the spec's VMs cloned from it pass GPUs through (lab_spec.py)
         self.assertEqual((t["template"], t["firmware"], t["cpus"], t["memory_mb"], t["host"], t["power"]),
-                         (True, "bios", 2, 4096, "esx01", "poweredOff"))
+                         (True, "efi", 2, 4096, "esx01", "poweredOff"))
         self.assertEqual([d["type"] for d in t["devices"]], TEMPLATE_DEVICES)
         self.assertEqual(t["devices"][-1]["network"], "VM Network")
         self.assertEqual(t["extra_config_entries"], [["govcsim", "TRUE"]])
+
+    def test_vgpu_hotmigrate_setting(self):
+        # a vCenter 6.7 U1 or later: vgpu.hotmigrate.enabled exists, off, a boolean
+        self.assertEqual(self.v.show("option", "vgpu.hotmigrate.enabled"),
+                         {"key": "vgpu.hotmigrate.enabled", "value": "false", "type": "boolean"})
 
     def test_hosts_have_the_specs_hardware(self):
         for i in range(1, 9):
@@ -396,6 +402,12 @@ class VgpuPvrdma(unittest.TestCase):
             "DistributedVirtualPortgroup": [], "DistributedVirtualSwitch": [],
             "HostSystem": ["esx0%d" % i for i in range(1, 6)], "Network": ["VM Network"],
             "Template": ["ubuntu-22.04-template"], "VirtualMachine": []})
+
+    def test_a_clone_gets_its_templates_firmware(self):
+        # vCenter copies the source's firmware; vcsim 0.24 starts a clone
+        # from bios (fidelity.go gives it the template's: efi here)
+        self.v.clone("plain-01", "esx05")
+        self.assertEqual(self.v.show("show", "plain-01")["firmware"], "efi")
 
     def test_vgpu_hosts_offer_the_t4_types_and_pass_nothing_through(self):
         for i in range(1, 5):

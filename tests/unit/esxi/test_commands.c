@@ -124,6 +124,44 @@ static void test_module_params_keep_unmanaged(void **state)
 		   "'max_vfs=4,4 pfctx=0x08 trust_state=2'");
 }
 
+/* Lossless RoCE at the host: the switch's DSCP trust, PFC on its priority
+ * both ways and ECN, in the one string that also holds max_vfs (`parameters
+ * set` replaces the whole string) */
+static void test_module_params_roce(void **state)
+{
+	struct fixture *f = *state;
+	struct gc_esxcli_field with_ecn[] = {{"max_vfs", "4"}, {"ecn", ""}, {"pfctx", "8"},
+					     {"pfcrx", "8"}, {"trust_state", ""}, {"DRSS", "4"}};
+	struct gc_esxcli_field no_ecn[] = {{"max_vfs", ""}, {"pfctx", ""}, {"pfcrx", ""},
+					   {"trust_state", ""}};
+	struct gc_esxi_facts facts;
+	struct gc_resource *r = res(f, GC_RES_ESXI_MODULE_PARAM, "esx01/esxi.module_param/nmlx5_core",
+				    "module", "nmlx5_core", "max_vfs", "4", "trust_state", "2",
+				    "pfctx", "0x08", "pfcrx", "0x08", "ecn", "1", NULL);
+	struct gc_resource *pvrdma = res(f, GC_RES_ESXI_MODULE_PARAM, "esx02/esxi.module_param/nmlx5_core",
+					 "module", "nmlx5_core", "trust_state", "2", "pfctx", "0x10",
+					 "pfcrx", "0x10", "ecn", "1", NULL);
+
+	memset(&facts, 0, sizeof(facts));
+	facts.nmlx5_core_present = true;
+	facts.nmlx5_params = with_ecn;
+	facts.nnmlx5_params = 6;
+	/* the managed ones replace the host's spelling; DRSS is kept as it is */
+	expect_cmd(r, &facts,
+		   "esxcli system module parameters set -m nmlx5_core -p "
+		   "'max_vfs=4 trust_state=2 pfctx=0x08 pfcrx=0x08 ecn=1 DRSS=4'");
+	/* a driver that lists no ecn would refuse the whole string with it */
+	facts.nmlx5_params = no_ecn;
+	facts.nnmlx5_params = 4;
+	expect_cmd(r, &facts,
+		   "esxcli system module parameters set -m nmlx5_core -p "
+		   "'max_vfs=4 trust_state=2 pfctx=0x08 pfcrx=0x08'");
+	/* PVRDMA only: no max_vfs; priority 4 */
+	expect_cmd(pvrdma, NULL,
+		   "esxcli system module parameters set -m nmlx5_core -p "
+		   "'trust_state=2 pfctx=0x10 pfcrx=0x10 ecn=1'");
+}
+
 static void test_hostile_values_refused(void **state)
 {
 	struct fixture *f = *state;
@@ -142,6 +180,9 @@ static void test_hostile_values_refused(void **state)
 	expect_refused(res(f, GC_RES_ESXI_MODULE_PARAM, "esx01/esxi.module_param/m", "module",
 			   "nmlx5_core", "max_vfs", "4' ; reboot", NULL),
 		       "resource 'esx01/esxi.module_param/m': refusing unsafe module parameters");
+	expect_refused(res(f, GC_RES_ESXI_MODULE_PARAM, "esx01/esxi.module_param/e", "module",
+			   "nmlx5_core", NULL),
+		       "resource 'esx01/esxi.module_param/e': refusing unsafe module parameters");
 	expect_refused(res(f, GC_RES_ESXI_GRAPHICS, "esx01/esxi.graphics", "default_type",
 			   "SharedPassthru\nreboot", NULL),
 		       "resource 'esx01/esxi.graphics': refusing unsafe graphics type");
@@ -170,6 +211,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_exact_commands, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_module_params_keep_unmanaged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_module_params_roce, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_values_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_prop_and_wrong_kind, setup, teardown),
 	};

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "gc/esxi.h"
+#include "gc/graph.h"
+#include "gc/observed.h"
 
 static char *fixture(size_t *len)
 {
@@ -62,6 +64,9 @@ static void test_parse_all_sections(void **state)
 	assert_true(f.nmlx5_core_present);
 	assert_string_equal(gc_esxi_facts_nmlx5_param(&f, "max_vfs"), "4,4");
 	assert_null(gc_esxi_facts_nmlx5_param(&f, "pfctx"));
+	/* listed without a value: the driver accepts it */
+	assert_true(gc_esxi_facts_nmlx5_accepts(&f, "pfctx"));
+	assert_false(gc_esxi_facts_nmlx5_accepts(&f, "trust_state"));
 	assert_int_equal(gc_esxi_facts_ruleset(&f, "pvrdma"), 1);
 	assert_int_equal(gc_esxi_facts_ruleset(&f, "nfs41Client"), 0);
 	assert_string_equal(f.pvrdma_vmknic, "vmk1");
@@ -349,6 +354,70 @@ static void test_source_section(void **state)
 	(void)state;
 }
 
+/* One nmlx5_core ModuleParameter row of `module parameters list`. */
+#define PARAM(n, v) \
+	"<structure typeName=\"ModuleParameter\"><field name=\"Name\"><string>" n \
+	"</string></field><field name=\"Value\"><string>" v "</string></field></structure>"
+
+/*
+ * What the record makes of nmlx5_core's lossless RoCE parameters: the same
+ * number in another spelling is no change, a driver without ecn has nothing
+ * to set, one without trust_state fails the host before anything changes.
+ */
+static void test_record_nmlx5_roce(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_buf problems = GC_BUF_INIT;
+	struct gc_observed *obs;
+	struct gc_esxi_facts f;
+	struct gc_graph *g;
+	struct gc_target *t;
+	struct gc_resource *r = NULL;
+	const struct gc_resource *rs[1];
+	const char *newer = "@@gc:K:6\n" XML_HEAD "<list type=\"structure\">" PARAM("max_vfs", "4")
+			    PARAM("pfcrx", "8") PARAM("pfctx", "0x8") PARAM("trust_state", "1")
+			    "</list>" XML_TAIL "@@gc:K:end\n";
+	const char *older = "@@gc:K:6\n" XML_HEAD "<list type=\"structure\">" PARAM("max_vfs", "")
+			    PARAM("pfcrx", "") PARAM("pfctx", "") "</list>" XML_TAIL "@@gc:K:end\n";
+
+	gc_graph_new(&g);
+	t = gc_graph_add_target(g, GC_TARGET_ESXI, "esx01");
+	assert_int_equal(gc_graph_add(&r, g, GC_RES_ESXI_MODULE_PARAM, t,
+				      "esx01/esxi.module_param/nmlx5_core", "esx01", NULL, 0, &err),
+			 0);
+	gc_resource_set(g, r, "module", "nmlx5_core");
+	gc_resource_set(g, r, "max_vfs", "4");
+	gc_resource_set(g, r, "trust_state", "2");
+	gc_resource_set(g, r, "pfctx", "0x08");
+	gc_resource_set(g, r, "pfcrx", "0x08");
+	gc_resource_set(g, r, "ecn", "1");
+	rs[0] = r;
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", newer, strlen(newer), &err), 0);
+	gc_observed_new(&obs);
+	gc_esxi_record(obs, "esx01", rs, 1, &f, &problems);
+	assert_int_equal(problems.len, 0);
+	assert_string_equal(gc_observed_get(obs, r->id, "pfctx"), "0x08");
+	assert_string_equal(gc_observed_get(obs, r->id, "pfcrx"), "0x08");
+	assert_string_equal(gc_observed_get(obs, r->id, "trust_state"), "1"); /* PCP: a change */
+	assert_string_equal(gc_observed_get(obs, r->id, "ecn"), "1");     /* no knob: nothing to do */
+	gc_observed_free(obs);
+	gc_esxi_facts_free(&f);
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", older, strlen(older), &err), 0);
+	gc_observed_new(&obs);
+	gc_esxi_record(obs, "esx01", rs, 1, &f, &problems);
+	assert_string_equal(gc_buf_str(&problems),
+			    "host 'esx01': its nmlx5_core driver has no parameter 'trust_state', which "
+			    "lossless RoCE needs (install a newer NVIDIA nmlx5 driver)\n");
+	assert_string_equal(gc_observed_get(obs, r->id, "pfctx"), "");
+	gc_observed_free(obs);
+	gc_esxi_facts_free(&f);
+	gc_buf_free(&problems);
+	gc_graph_free(g);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -366,6 +435,7 @@ int main(void)
 		cmocka_unit_test(test_source_vibs_any_field_order),
 		cmocka_unit_test(test_source_vibs_hostile),
 		cmocka_unit_test(test_source_section),
+		cmocka_unit_test(test_record_nmlx5_roce),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,9 @@
  *   FX_VGPU:        GPUs in vGPU mode (T4, vGPU manager bundle, ECC off),
  *                   the first NIC is a PVRDMA uplink (vmk1), the VM gets one
  *                   vGPU per GPU and a PVRDMA NIC; migratable.
+ *
+ * host.roce_switch stays NULL (the hosts' nmlx5_core gets only max_vfs, no
+ * lossless RoCE parameters) unless a test points it at sw01.
  */
 #ifndef GC_TEST_FIXTURE_H
 #define GC_TEST_FIXTURE_H

@@ -146,6 +146,58 @@ static void test_passthrough_props_flags_edges(void **state)
 	fx_free(c);
 }
 
+/* A host that follows a RoCE switch: nmlx5_core gets the switch's DSCP
+ * trust, PFC on its priority and ECN beside max_vfs, in one resource (one
+ * `parameters set`, one reboot); a PVRDMA-only host gets them without
+ * max_vfs; a switch without PFC gives no pfctx/pfcrx. */
+static void test_nmlx5_roce_params(void **state)
+{
+	static const char *const want[][2] = {
+		{"module", "nmlx5_core"}, {"max_vfs", "8,8"}, {"trust_state", "2"},
+		{"pfctx", "0x08"},       {"pfcrx", "0x08"},   {"ecn", "1"},
+	};
+	struct gc_cluster *c = fx_cluster(1, 1, FX_PASSTHROUGH);
+	struct gc_cluster *v = fx_cluster(1, 1, FX_VGPU);
+	struct gc_graph *g;
+	const struct gc_resource *r;
+
+	c->hosts[0].roce_switch = &c->switches[0];
+	g = build(c);
+	r = get(g, "esx01/esxi.module_param/nmlx5_core");
+	assert_int_equal(r->nprops, GC_ARRAY_LEN(want));
+	for (size_t i = 0; i < GC_ARRAY_LEN(want); i++) {
+		assert_string_equal(r->props[i].key, want[i][0]);
+		assert_string_equal(r->props[i].value, want[i][1]);
+	}
+	assert_int_equal(r->flags, GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT);
+	assert_string_equal(r->summary, "SR-IOV virtual functions and lossless RoCE (nmlx5_core)");
+	gc_graph_free(g);
+
+	/* no roce_switch: a PVRDMA host has no nmlx5_core resource at all */
+	g = build(v);
+	assert_null(gc_graph_find(g, "esx01/esxi.module_param/nmlx5_core"));
+	gc_graph_free(g);
+	v->hosts[0].roce_switch = &v->switches[0];
+	v->switches[0].roce->priority = 5;
+	v->switches[0].roce->pfc = false;
+	g = build(v);
+	r = get(g, "esx01/esxi.module_param/nmlx5_core");
+	assert_null(gc_resource_prop(r, "max_vfs"));
+	assert_null(gc_resource_prop(r, "pfctx"));
+	assert_string_equal(gc_resource_prop(r, "trust_state"), "2");
+	assert_string_equal(gc_resource_prop(r, "ecn"), "1");
+	assert_string_equal(r->summary, "lossless RoCE (nmlx5_core)");
+	gc_graph_free(g);
+	v->switches[0].roce->pfc = true;
+	g = build(v);
+	assert_string_equal(gc_resource_prop(get(g, "esx01/esxi.module_param/nmlx5_core"), "pfcrx"),
+			    "0x20");
+	gc_graph_free(g);
+	fx_free(c);
+	fx_free(v);
+	(void)state;
+}
+
 static void test_vgpu_edges(void **state)
 {
 	struct gc_cluster *c = fx_cluster(2, 1, FX_VGPU);
@@ -326,6 +378,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_passthrough_resources),
 		cmocka_unit_test(test_passthrough_props_flags_edges),
+		cmocka_unit_test(test_nmlx5_roce_params),
 		cmocka_unit_test(test_vgpu_edges),
 		cmocka_unit_test(test_duplicate_id),
 		cmocka_unit_test(test_cycle_names_ids),

@@ -584,6 +584,33 @@ static void test_vgpu_host_vmotion(void **state)
 	fx_done(&f);
 }
 
+/* vCenter refuses a vGPU VM's vMotion until vgpu.hotmigrate.enabled is set
+ * (issue 14, item 11): with rolling.allow_vmotion in the spec the graph
+ * manages the setting, and both migrations wait for it */
+static void test_vgpu_vmotion_waits_for_hotmigrate(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct fx f;
+
+	memset(&f, 0, sizeof(f));
+	f.c = fx_cluster(1, 1, FX_VGPU);
+	f.c->rolling.allow_vmotion = true;
+	assert_int_equal(gc_graph_build(&f.g, f.c, &err), 0);
+	assert_string_equal(gc_resource_prop(gc_graph_find(f.g, GC_VGPU_HOTMIGRATE_ID), "value"),
+			    "true");
+	fx_converge(&f);
+	gc_observed_set(f.o, GC_VGPU_HOTMIGRATE_ID, "value", "false");
+	gc_observed_set(f.o, "esx01/esxi.vib/NVD-VGPU-800", "version", "525.105.14-1OEM.800.1.0.20613240");
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "vcenter",
+		     "~ vcenter/setting/vgpu.hotmigrate.enabled; migrate worker-01 off esx01; "
+		     "migrate worker-01 back to esx01");
+	assert_true(depends(find_action(f.p, "migrate worker-01 off esx01"),
+			    find_action(f.p, "~ vcenter/setting/vgpu.hotmigrate.enabled")));
+	(void)state;
+	fx_done(&f);
+}
+
 /* VMX booleans: a VM set TRUE/True/true by hand is not drift (issue 14);
  * a false one is, and gets the guides' TRUE */
 static void test_vmx_booleans_any_case(void **state)
@@ -1140,6 +1167,7 @@ int main(void)
 		cmocka_unit_test(test_vib_names_learned_from_the_bundle),
 		cmocka_unit_test(test_drift_needs_maintenance_running_vm),
 		cmocka_unit_test(test_vgpu_host_vmotion),
+		cmocka_unit_test(test_vgpu_vmotion_waits_for_hotmigrate),
 		cmocka_unit_test(test_vm_off_change),
 		cmocka_unit_test(test_vmx_booleans_any_case),
 		cmocka_unit_test(test_vm_off_already),

@@ -159,6 +159,46 @@ static void test_nmlx5_max_vfs_per_port(void **state)
 	gc_cluster_free(c);
 }
 
+/* host.roce_switch (issue 14, item 13): an ESXi host whose SR-IOV or PVRDMA
+ * NIC is nmlx5_core's follows the first RoCE switch; a passed-through NIC
+ * (the guest's own), a plain uplink and a KVM host do not, nor does any
+ * host without a RoCE switch */
+#define ROCE_HOSTS                                                                             \
+	"hosts:\n"                                                                             \
+	"  - name: h1\n    address: 127.0.0.1\n    credentials: root\n    nics:\n"            \
+	"      - {pci: '0000:5e:00.0', model: ConnectX-5, mode: sriov, vfs: 8}\n"              \
+	"  - name: h2\n    address: 127.0.0.2\n    credentials: root\n    nics:\n"            \
+	"      - {pci: '0000:5e:00.0', model: ConnectX-5, mode: pvrdma, device: vmnic4, "       \
+	"vmknic: vmk1, dvswitch: d}\n"                                                          \
+	"  - name: h3\n    address: 127.0.0.3\n    credentials: root\n    nics:\n"            \
+	"      - {pci: '0000:3b:00.0', model: ConnectX-6, mode: passthrough}\n"                \
+	"      - {pci: '0000:af:00.0', model: ConnectX-6}\n"                                   \
+	"  - name: h4\n    address: 127.0.0.4\n    credentials: root\n    hypervisor: kvm\n"  \
+	"    nics:\n"                                                                          \
+	"      - {pci: '0000:5e:00.0', model: ConnectX-5, device: ens5f0, mode: sriov, vfs: 4}\n" \
+	"distributed_switches: [{name: d, uplinks: [{host: h2, nic: vmnic4}]}]\n"
+
+static void test_roce_switch_of_hosts(void **state)
+{
+	struct gc_cluster *c = load_ok(
+		HEAD ROCE_HOSTS "switches:\n"
+				"  - {name: mgmt, address: 127.0.0.99, credentials: root}\n"
+				"  - {name: leaf, address: 127.0.0.100, credentials: root, roce: {}}\n"
+				"  - {name: leaf2, address: 127.0.0.101, credentials: root, roce: {}}\n");
+
+	assert_ptr_equal(c->hosts[0].roce_switch, gc_cluster_switch(c, "leaf"));
+	assert_ptr_equal(c->hosts[1].roce_switch, gc_cluster_switch(c, "leaf"));
+	assert_null(c->hosts[2].roce_switch);
+	assert_null(c->hosts[3].roce_switch);
+	gc_cluster_free(c);
+	c = load_ok(HEAD ROCE_HOSTS "switches:\n"
+				    "  - {name: mgmt, address: 127.0.0.99, credentials: root}\n");
+	for (size_t i = 0; i < c->nhosts; i++)
+		assert_null(c->hosts[i].roce_switch);
+	gc_cluster_free(c);
+	(void)state;
+}
+
 /* The guides' NICs (issue 14): ConnectX-3 on nmlx4_core, ConnectX-4 (VPI)
  * and Connect-IB on nmlx5_core with their VF maximums, and a model not in
  * the table given with its driver and max_vfs, as GPUs are with memory_gb */
@@ -277,6 +317,57 @@ static void test_license_feature_type(void **state)
 			    "   = hint: add feature_type: 2 (RTX vWS) or 4 (Virtual Compute Server), the "
 			    "edition licensed for it\n");
 	free(text);
+	(void)state;
+}
+
+/* vm.firmware (issue 14, item 5): EFI with passthrough or a vGPU; a clone
+ * that needs neither keeps its template's (NULL, not managed: the OS it
+ * brings boots only with it); a VM without a template gets bios, and what
+ * the spec gives is kept */
+static void test_firmware_of_clones(void **state)
+{
+	struct gc_cluster *c = load_ok(
+		HEAD "hosts:\n"
+		     "  - name: h1\n    address: 127.0.0.1\n    credentials: root\n"
+		     "    gpus: [{pci: '0000:01:00.0', model: T4}]\n"
+		     "vms:\n"
+		     "  - {name: gpu, host: h1, template: t, gpus: [{host_pci: '0000:01:00.0'}]}\n"
+		     "  - {name: plain, host: h1, template: t}\n"
+		     "  - {name: given, host: h1, template: t, firmware: bios}\n"
+		     "  - {name: scratch, host: h1}\n");
+
+	assert_string_equal(gc_cluster_vm(c, "gpu")->firmware, "efi");
+	assert_null(gc_cluster_vm(c, "plain")->firmware);
+	assert_string_equal(gc_cluster_vm(c, "given")->firmware, "bios");
+	assert_string_equal(gc_cluster_vm(c, "scratch")->firmware, "bios");
+	gc_cluster_free(c);
+	(void)state;
+}
+
+/* vGPU vMotion came with vSphere 6.7 Update 1 (issue 14, item 11): a vGPU
+ * VM on an ESXi 6.5 host cannot be live-migrated; on 6.7 and 8.0 it can,
+ * and a passthrough VM never can */
+static void test_vgpu_vmotion_by_esxi_version(void **state)
+{
+	struct gc_cluster *c = load_ok(
+		HEAD "x-t4: &t4 [{pci: '0000:01:00.0', model: T4, mode: vgpu}]\n"
+		     "hosts:\n"
+		     "  - {name: h65, address: 127.0.0.1, credentials: root, version: '6.5.0', "
+		     "gpus: *t4, vgpu: {bundle: /vmfs/volumes/ds1/nvd.zip, ecc: false}}\n"
+		     "  - {name: h67, address: 127.0.0.2, credentials: root, version: '6.7.0', "
+		     "gpus: *t4, vgpu: {bundle: /vmfs/volumes/ds1/nvd.zip}}\n"
+		     "  - {name: h80, address: 127.0.0.3, credentials: root, "
+		     "gpus: *t4, vgpu: {bundle: /vmfs/volumes/ds1/nvd.zip}}\n"
+		     "vms:\n"
+		     "  - {name: a, host: h65, gpus: [{vgpu: grid_t4-16c}]}\n"
+		     "  - {name: b, host: h67, gpus: [{vgpu: grid_t4-16c}]}\n"
+		     "  - {name: c, host: h80, gpus: [{vgpu: grid_t4-16c}]}\n"
+		     "rolling: {allow_vmotion: true}\n");
+
+	assert_false(gc_cluster_vm(c, "a")->live_migratable);
+	assert_true(gc_cluster_vm(c, "b")->live_migratable);
+	assert_true(gc_cluster_vm(c, "c")->live_migratable);
+	gc_cluster_free(c);
 	(void)state;
 }
 
@@ -658,6 +749,9 @@ int main(void)
 		cmocka_unit_test(test_mmio_too_small),
 		cmocka_unit_test(test_nmlx5_max_vfs),
 		cmocka_unit_test(test_nmlx5_max_vfs_per_port),
+		cmocka_unit_test(test_roce_switch_of_hosts),
+		cmocka_unit_test(test_vgpu_vmotion_by_esxi_version),
+		cmocka_unit_test(test_firmware_of_clones),
 		cmocka_unit_test(test_nic_models_of_the_guides),
 		cmocka_unit_test(test_license_feature_type),
 		cmocka_unit_test(test_vgpu_first_fit),

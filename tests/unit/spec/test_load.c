@@ -117,8 +117,11 @@ static void test_roce_passthrough(void **state)
 	assert_true(c->switches[0].roce->pool_percent == 50.0);
 	assert_string_equal(c->switches[0].ports, "1/1-1/32");
 	assert_string_equal(c->switches[0].version, "3.9.0300");
+	/* every host's SR-IOV uplink follows the switch's lossless RoCE */
+	for (size_t h = 0; h < c->nhosts; h++)
+		assert_ptr_equal(c->hosts[h].roce_switch, &c->switches[0]);
 	/* marks are 1-based and point at the object */
-	assert_int_equal(c->hosts[0].mark.line, 38);
+	assert_int_equal(c->hosts[0].mark.line, 40);
 	assert_int_equal(c->hosts[0].mark.col, 5);
 	assert_string_equal(c->hosts[0].mark.file, "examples/roce-passthrough.yaml");
 	gc_cluster_free(c);
@@ -178,7 +181,7 @@ static void test_vgpu_pvrdma(void **state)
 	}
 	assert_non_null(master);
 	assert_int_equal(master->ngpus, 0);
-	assert_string_equal(master->firmware, "bios");
+	assert_null(master->firmware); /* a clone that needs no EFI: its template's */
 	assert_false(master->reservation_full);
 	assert_true(master->live_migratable);
 	assert_int_equal(master->mmio_gb, 0);

@@ -424,6 +424,38 @@ static void test_opts_from_spec(void **state)
 	assert_null(o.name);
 }
 
+/* An advanced setting on vcsim (issue 14, item 11): the default model has
+ * no vgpu.hotmigrate.enabled (InvalidName: left out, as a vCenter before
+ * 6.7 U1); UpdateOptions adds it as a boolean, and QueryOptions then
+ * answers it with its xsi:type, and with the exact key only. */
+static void test_advanced_setting_round_trip(void **state)
+{
+	static const char *const keys[] = {"vgpu.hotmigrate.enabled"};
+	struct gc_vcenter_conn *vc = connect_lab();
+	struct gc_vcenter_inventory *inv = vcsim_observe(vc);
+	struct gc_error err = GC_ERROR_INIT;
+	const struct gc_vcenter_setting *s;
+
+	assert_int_equal(gc_vcenter_query_settings(inv, vc, keys, 1, &err), 0);
+	assert_int_equal(inv->nsettings, 0);
+	assert_null(gc_vcenter_inventory_setting(inv, keys[0]));
+	assert_int_equal(gc_vcenter_update_setting(vc, keys[0], "true", "boolean", &err), 0);
+	assert_int_equal(gc_vcenter_update_setting(vc, keys[0], "yes", "boolean", &err), GC_EINVAL);
+	gc_error_clear(&err);
+	gc_vcenter_inventory_free(inv);
+	inv = vcsim_observe(vc);
+	assert_int_equal(gc_vcenter_query_settings(inv, vc, keys, 1, &err), 0);
+	s = gc_vcenter_inventory_setting(inv, keys[0]);
+	assert_non_null(s);
+	assert_string_equal(s->value, "true");
+	assert_string_equal(s->type, "boolean");
+	assert_int_equal(gc_vcenter_calls(vc, "QueryOptions"), 2);
+	assert_int_equal(gc_vcenter_calls(vc, "UpdateOptions"), 1);
+	gc_vcenter_inventory_free(inv);
+	gc_vcenter_free(vc);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +471,7 @@ int main(void)
 		cmocka_unit_test(test_rest_session),
 		cmocka_unit_test(test_rest_login_refused),
 		cmocka_unit_test(test_opts_from_spec),
+		cmocka_unit_test(test_advanced_setting_round_trip),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
