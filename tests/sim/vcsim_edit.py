@@ -19,6 +19,8 @@
     vcsim_edit.py ... inventory           names of datacenters, clusters, hosts, VMs, ...
     vcsim_edit.py ... option KEY          a vCenter advanced setting (QueryOptions): key, value, type
     vcsim_edit.py ... set-option KEY VALUE TYPE   UpdateOptions, the value typed xsd:TYPE
+    vcsim_edit.py ... events TYPE...      vCenter's events of those types (e.g. VmPoweredOffEvent),
+                                          oldest first: key, type, vm, created (QueryEvents, <= 1000)
 
 URL is the vCenter's (https://127.0.0.1:8990 or .../sdk); `tests/sim/vcsim.sh
 env` prints what to pass.  Edits send ReconfigVM_Task, PowerOnVM_Task or
@@ -439,6 +441,23 @@ def set_option(c, key, value, kind):
            % (escape(key), escape(kind), escape(value)))
 
 
+def show_events(c, types):
+    """QueryEvents on the service content's event manager, filtered by
+    eventTypeId, as [{key, type, vm, created}] in the order vCenter recorded
+    them (its event keys grow by one per event).  1000 is the most one page
+    holds (EventFilterSpec.maxCount)."""
+    ids = "".join("<eventTypeId>%s</eventTypeId>" % escape(t) for t in types)
+    r = c.call("QueryEvents", "EventManager", c.content["eventManager"],
+               "<filter>%s<maxCount>1000</maxCount></filter>" % ids)
+    out = []
+    for e in r.findall("{urn:vim25}returnval"):
+        out.append({"key": int(e.findtext("{urn:vim25}key")),
+                    "type": (e.get(XSI_TYPE) or "").rsplit(":", 1)[-1],
+                    "vm": e.findtext("{urn:vim25}vm/{urn:vim25}name"),
+                    "created": e.findtext("{urn:vim25}createdTime")})
+    return sorted(out, key=lambda x: x["key"])
+
+
 # ---------------------------------------------------------------- edits
 
 def set_uplink(c, dvs_name, host_name, pnic):
@@ -552,6 +571,8 @@ def main(argv):
         elif w[0] == "set-option" and len(w) == 4:
             set_option(c, w[1], w[2], w[3])
             out = None
+        elif w[0] == "events" and len(w) >= 2:
+            out = show_events(c, w[1:])
         elif len(w) >= 2:
             edit(c, w[0], w[1], w[2:])
             out = None
