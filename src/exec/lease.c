@@ -4,7 +4,8 @@
  * apply from (the local flock only covers one state directory).
  *
  * Every selected target whose driver carries leases (ESXi: a user-defined
- * advanced option, /UserVars/GpuclusterctlLease) holds one string:
+ * advanced option, /UserVars/GpuclusterctlLease; vCenter: a custom field
+ * of the spec's cluster, src/drivers/vcenter/lease.c) holds one string:
  *
  *   cluster=roce-lab;holder=root@ops1;pid=4242;lock=3f2a...;since=1795000000;expires=1795021600
  *
@@ -14,9 +15,14 @@
  * apply before anything changes, naming the holder; `unlock --force` clears
  * a dead holder's leases.  The lease is written once the plan has changes
  * (before it is approved or run; a converged cluster is only read), renewed
- * before a wave once half of it has passed, and cleared at the end.  Reading
- * and writing are two commands, not a compare-and-set: two applies started
- * in the same second may both get through; the lease is for people.
+ * before a wave once half of it has passed, and cleared at the end.
+ *
+ * On an ESXi host reading and writing are two commands, not a
+ * compare-and-set.  A vCenter's lease is one (its driver's lease_atomic):
+ * those are written first, so when the spec has a vCenter, of two applies
+ * that both found the cluster free only the first to write it goes on; the
+ * other is refused before it has written anything else.  Without a vCenter,
+ * two applies started in the same second may both get through.
  */
 #include <limits.h>
 #include <pwd.h>
@@ -165,15 +171,22 @@ int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err
 	}
 	r->lease = lease_string(r, cluster);
 	r->lease_ns = gc_now_ns();
-	for (i = 0; i < r->nslots; i++) {
-		struct tslot *s = &r->slots[i];
+	/* test hook: widen the gap between reading and writing the leases, so
+	 * that a test can make two applies race in it */
+	if (getenv("GC_TEST_LEASE_PAUSE_MS") != NULL)
+		usleep((useconds_t)strtoul(getenv("GC_TEST_LEASE_PAUSE_MS"), NULL, 10) * 1000u);
+	/* compare-and-set targets first: a race is lost before anything else
+	 * is written (what was written is cleared again at the end of the run) */
+	for (int atomic = 1; atomic >= 0; atomic--)
+		for (i = 0; i < r->nslots; i++) {
+			struct tslot *s = &r->slots[i];
 
-		if (!lease_capable(r, s))
-			continue;
-		if (s->drv->lease_set(s->conn, &r->ctx, r->lease, err) != 0)
-			return err->code;
-		s->leased = true;
-	}
+			if (!lease_capable(r, s) || s->drv->lease_atomic != (atomic == 1))
+				continue;
+			if (s->drv->lease_set(s->conn, &r->ctx, r->lease, err) != 0)
+				return err->code;
+			s->leased = true;
+		}
 	return 0;
 }
 

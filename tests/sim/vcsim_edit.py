@@ -19,6 +19,9 @@
     vcsim_edit.py ... inventory           names of datacenters, clusters, hosts, VMs, ...
     vcsim_edit.py ... option KEY          a vCenter advanced setting (QueryOptions): key, value, type
     vcsim_edit.py ... set-option KEY VALUE TYPE   UpdateOptions, the value typed xsd:TYPE
+    vcsim_edit.py ... custom-fields       the custom field definitions (key, name, moType) and every
+                                          cluster's and datacenter's values of them
+    vcsim_edit.py ... add-custom-field NAME MOTYPE   AddCustomFieldDef, as another client would
     vcsim_edit.py ... events TYPE...      vCenter's events of those types (e.g. VmPoweredOffEvent),
                                           oldest first: key, type, vm, created (QueryEvents, <= 1000)
 
@@ -441,6 +444,26 @@ def set_option(c, key, value, kind):
            % (escape(key), escape(kind), escape(value)))
 
 
+def show_custom_fields(c):
+    mgr = c.content["customFieldsManager"]
+    p = c.props("CustomFieldsManager", mgr, ["field"])
+    fields = [{"key": f.findtext("{urn:vim25}key"), "name": f.findtext("{urn:vim25}name"),
+               "moType": f.findtext("{urn:vim25}managedObjectType")} for f in kids(p, "field")]
+    values = {}
+    for kind in ("ClusterComputeResource", "Datacenter"):
+        for _, v in c.all(kind, ("name", "customValue")):
+            cv = v.get("customValue")
+            values[v["name"].text] = {e.findtext("{urn:vim25}key"): e.findtext("{urn:vim25}value")
+                                      for e in (list(cv) if cv is not None else [])}
+    return {"fields": fields, "values": values}
+
+
+def add_custom_field(c, name, motype):
+    r = c.call("AddCustomFieldDef", "CustomFieldsManager", c.content["customFieldsManager"],
+               "<name>%s</name><moType>%s</moType>" % (escape(name), escape(motype)))
+    return {"key": r.findtext("{urn:vim25}returnval/{urn:vim25}key")}
+
+
 def show_events(c, types):
     """QueryEvents on the service content's event manager, filtered by
     eventTypeId, as [{key, type, vm, created}] in the order vCenter recorded
@@ -571,6 +594,10 @@ def main(argv):
         elif w[0] == "set-option" and len(w) == 4:
             set_option(c, w[1], w[2], w[3])
             out = None
+        elif w[0] == "custom-fields" and len(w) == 1:
+            out = show_custom_fields(c)
+        elif w[0] == "add-custom-field" and len(w) == 3:
+            out = add_custom_field(c, w[1], w[2])
         elif w[0] == "events" and len(w) >= 2:
             out = show_events(c, w[1:])
         elif len(w) >= 2:

@@ -82,9 +82,13 @@ struct gc_driver {
 	/* Optional: the cluster lease this target carries, for everyone who
 	 * applies the spec from anywhere (src/exec/lease.c).  get: *out the
 	 * lease ("" when none; caller frees).  set: write it ("" clears); the
-	 * value holds only [A-Za-z0-9@._:;=+-].  Neither counts as a change. */
+	 * value holds only [A-Za-z0-9@._:;=+-].  Neither counts as a change.
+	 * lease_atomic: set refuses (GC_ELOCKED) when another apply took the
+	 * lease since get (a compare-and-set on the target); such targets are
+	 * written first, so of two applies racing only one gets further. */
 	int (*lease_get)(void *conn, struct gc_drv_ctx *ctx, char **out, struct gc_error *err);
 	int (*lease_set)(void *conn, struct gc_drv_ctx *ctx, const char *value, struct gc_error *err);
+	bool lease_atomic;
 	void (*disconnect)(void *conn);
 };
 

@@ -313,5 +313,8 @@ const struct gc_driver gc_driver_vcenter = {
 	.observe = vc_observe,
 	.apply = vc_apply,
 	.already_done = vc_already_done,
+	.lease_get = gc_vcdrv_lease_get,
+	.lease_set = gc_vcdrv_lease_set,
+	.lease_atomic = true,
 	.disconnect = vc_disconnect,
 };

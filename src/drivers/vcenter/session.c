@@ -112,6 +112,7 @@ static int service_content(struct gc_vcenter_conn *vc, struct gc_error *err)
 			    "propertyCollector");
 	gc_vcenter_xml_copy(vc->root_folder, sizeof(vc->root_folder), sc, "rootFolder");
 	gc_vcenter_xml_copy(vc->setting, sizeof(vc->setting), sc, "setting");
+	gc_vcenter_xml_copy(vc->custom_fields, sizeof(vc->custom_fields), sc, "customFieldsManager");
 	gc_vcenter_xml_copy(vc->api_version, sizeof(vc->api_version), about, "apiVersion");
 	gc_vcenter_xml_copy(vc->full_name, sizeof(vc->full_name), about, "fullName");
 	xmlFreeDoc(doc);

@@ -34,6 +34,7 @@ struct gc_vcenter_conn {
 	char property_collector[128];
 	char root_folder[128];
 	char setting[128];         /* the OptionManager of advanced settings; "" when none */
+	char custom_fields[128];   /* the CustomFieldsManager (cluster lease); "" when none */
 	bool logged_in;            /* (L) */
 	char last_fault[512];      /* (L) "faultstring (FaultType)" of the last fault */
 	char rest_base[8];         /* (L) "/api" | "/rest" | "" (no REST session) */

@@ -124,6 +124,11 @@ struct vc_conn {
 	size_t npci;
 };
 
+/* The cluster lease on the spec's vCenter cluster (lease.c): struct
+ * gc_driver's lease_get and lease_set. */
+int gc_vcdrv_lease_get(void *conn, struct gc_drv_ctx *ctx, char **out, struct gc_error *err);
+int gc_vcdrv_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value, struct gc_error *err);
+
 struct place {
 	const struct gc_vcenter_host *host;
 	const struct gc_vcenter_compute *compute;
