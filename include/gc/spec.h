@@ -107,6 +107,10 @@ const struct gc_nic_model *gc_nic_model_find(const char *name);
 const struct gc_nic_model *gc_nic_models(size_t *n);
 /* Framebuffer of a vGPU profile in GB ("grid_t4-16c" -> 16), 0 if unparseable. */
 unsigned gc_vgpu_profile_fb_gb(const char *profile);
+/* Whether GPU model m offers the vGPU profile (with or without its
+ * "grid_"/"nvidia_" prefix), and whether two profile names are one. */
+bool gc_gpu_model_has_profile(const struct gc_gpu_model *m, const char *profile);
+bool gc_vgpu_profile_same(const char *a, const char *b);
 
 /* ---------------------------------------------------------------- shared pieces */
 

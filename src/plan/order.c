@@ -82,7 +82,9 @@ void gc_action_describe(struct gc_buf *out, const struct gc_action *a)
 		gc_buf_printf(out, "power on %s", a->vm ? a->vm : "?");
 		return;
 	case GC_ACT_MIGRATE:
-		if (a->dest_host != NULL)
+		if (a->dest_host != NULL && a->host != NULL && strcmp(a->dest_host, a->host) != 0)
+			gc_buf_printf(out, "migrate %s off %s to %s", a->vm, a->host, a->dest_host);
+		else if (a->dest_host != NULL)
 			gc_buf_printf(out, "migrate %s back to %s", a->vm, a->dest_host);
 		else
 			gc_buf_printf(out, "migrate %s off %s", a->vm, a->host ? a->host : "?");

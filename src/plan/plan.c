@@ -382,6 +382,7 @@ static void builder_free(struct builder *b)
 	free(b->ract);
 	free(b->list);
 	free(b->minwave);
+	free(b->vmotion_in_gb);
 	gc_observed_free(b->empty);
 	gc_buf_free(&b->scratch);
 }

@@ -46,6 +46,7 @@ struct builder {
 	struct gc_strmap *vmindex; /* name -> vmstate */
 	const struct gc_target *vcenter;
 	struct gc_buf scratch; /* for "why" texts */
+	unsigned *vmotion_in_gb; /* per GPU of the cluster: vGPU GB moved there (vmotion.c) */
 };
 
 struct gc_action *plan_action(struct builder *b, enum gc_action_kind kind, enum gc_op op,
@@ -69,6 +70,13 @@ void plan_synthesize_vm(struct builder *b, size_t i);
 void plan_synthesize_unmanaged(struct builder *b);
 void plan_vm_after_window(struct builder *b);
 void plan_budget_vms(struct builder *b);
+/* vmotion.c: the host a live-migrated VM goes to while from_host is in
+ * maintenance (NULL: none can take it; why says so, host by host), and the
+ * order against that host's own window */
+const char *plan_vmotion_dest(struct builder *b, const char *vm_name, const char *from_host,
+			      struct gc_buf *why);
+void plan_vmotion_order(struct builder *b, const char *dest, const char *from_host,
+			struct gc_action *off, struct gc_action *back);
 /* guest.c: one reboot per guest whose changes need it */
 void plan_guest_reboots(struct builder *b);
 /* Does r depend on a reboot-needing resource of its own target? (guest.c) */

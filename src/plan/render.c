@@ -77,7 +77,10 @@ static void step_text(struct gc_buf *out, const struct gc_action *a)
 		gc_buf_printf(out, "power on %s", a->vm);
 		return;
 	case GC_ACT_MIGRATE:
-		if (a->dest_host != NULL)
+		if (a->dest_host != NULL && a->host != NULL && strcmp(a->dest_host, a->host) != 0)
+			gc_buf_printf(out, "migrate %s off %s to %s%s", a->vm, a->host, a->dest_host,
+				      " (vMotion)");
+		else if (a->dest_host != NULL)
 			gc_buf_printf(out, "migrate %s back to %s", a->vm, a->dest_host);
 		else
 			gc_buf_printf(out, "migrate %s off %s (vMotion)", a->vm, a->host);

@@ -325,37 +325,64 @@ static void after_hotmigrate(struct builder *b, struct gc_action *migrate)
 		plan_dep(b, b->ract[r->index], migrate);
 }
 
+/* The migration pair of a VM leaving host for dest (NULL: vCenter picks). */
+static struct gc_action *migrate_pair(struct builder *b, const char *vm, const char *host,
+				      const char *dest, const char *who, struct gc_action **back)
+{
+	struct gc_action *a = plan_action(b, GC_ACT_MIGRATE, GC_OP_NONE, b->vcenter, NULL);
+
+	if (dest != NULL)
+		whyf(b, a, "%s enters maintenance mode; %sVM %s can be live-migrated "
+			   "(rolling.allow_vmotion) to %s: on its switches, with room for its vGPUs",
+		     host, who, vm, dest);
+	else
+		whyf(b, a, "%s enters maintenance mode; %sVM %s can be live-migrated "
+			   "(rolling.allow_vmotion)", host, who, vm);
+	a->dest_host = dest ? gc_arena_strdup(&b->p->arena, dest) : NULL;
+	*back = plan_action(b, GC_ACT_MIGRATE, GC_OP_NONE, b->vcenter, NULL);
+	whyf(b, *back, "return %s to %s after maintenance", vm, host);
+	(*back)->dest_host = gc_arena_strdup(&b->p->arena, host);
+	after_hotmigrate(b, a);
+	return a;
+}
+
 static struct gc_action *evacuate(struct builder *b, const char *vm, const char *host,
 				  bool migratable, const char *pinned, bool managed,
 				  struct gc_action **back)
 {
 	struct window *w = window_of(b, host);
 	struct gc_action *a;
-	const char *who = managed ? "" : "unmanaged ";
+	const char *who = managed ? "" : "unmanaged ", *dest = NULL;
+	struct gc_buf none = GC_BUF_INIT;
+	/* a managed VM of a spec gets a destination the plan names; an
+	 * unmanaged one (its devices unknown) goes where vCenter puts it */
+	bool choose = managed && b->g->cluster != NULL && b->p->allow_vmotion && migratable;
 
-	if (b->p->allow_vmotion && migratable) {
-		a = plan_action(b, GC_ACT_MIGRATE, GC_OP_NONE, b->vcenter, NULL);
-		whyf(b, a, "%s enters maintenance mode; %sVM %s can be live-migrated "
-			   "(rolling.allow_vmotion)", host, who, vm);
-		*back = plan_action(b, GC_ACT_MIGRATE, GC_OP_NONE, b->vcenter, NULL);
-		whyf(b, *back, "return %s to %s after maintenance", vm, host);
-		(*back)->dest_host = gc_arena_strdup(&b->p->arena, host);
-		after_hotmigrate(b, a);
+	if (choose)
+		dest = plan_vmotion_dest(b, vm, host, &none);
+	if (b->p->allow_vmotion && migratable && (!choose || dest != NULL)) {
+		a = migrate_pair(b, vm, host, dest, who, back);
 	} else {
 		a = plan_action(b, GC_ACT_POWER_OFF, GC_OP_NONE, b->vcenter, NULL);
 		if (!migratable)
 			whyf(b, a, "%s enters maintenance mode and %sVM %s cannot be live-migrated (%s)",
 			     host, who, vm, pinned ? pinned : "not migratable");
+		else if (choose)
+			whyf(b, a, "%s enters maintenance mode and no host can take VM %s by vMotion "
+				   "(%s)", host, vm, none.len ? gc_buf_str(&none) : "no other host");
 		else
 			whyf(b, a, "%s enters maintenance mode and rolling.allow_vmotion is false",
 			     host);
 		*back = plan_action(b, GC_ACT_POWER_ON, GC_OP_NONE, b->vcenter, NULL);
 		whyf(b, *back, "power %s back on after maintenance of %s", vm, host);
 	}
+	gc_buf_free(&none);
 	a->vm = (*back)->vm = gc_arena_strdup(&b->p->arena, vm);
 	a->host = (*back)->host = gc_arena_strdup(&b->p->arena, host);
 	plan_dep(b, a, w->enter);
 	plan_dep(b, w->exit, *back);
+	if (dest != NULL)
+		plan_vmotion_order(b, dest, host, a, *back);
 	b->minwave[a->seq] = w->batch;
 	return a;
 }

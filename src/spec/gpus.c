@@ -86,14 +86,6 @@ static const char *profile_hint(struct check *k, const struct gc_gpu_model *m)
 	return r;
 }
 
-/* grid_t4-8c and nvidia_t4-8c name the same vGPU type */
-static bool same_profile(const char *a, const char *b)
-{
-	a += strncmp(a, "grid_", 5) == 0 ? 5 : strncmp(a, "nvidia_", 7) == 0 ? 7 : 0;
-	b += strncmp(b, "grid_", 5) == 0 ? 5 : strncmp(b, "nvidia_", 7) == 0 ? 7 : 0;
-	return strcmp(a, b) == 0;
-}
-
 /* Can g take one more vGPU of this profile?  Quiet unless `loud`. */
 static bool vgpu_fits(struct check *k, struct gc_host_gpu *g, const char *profile, bool loud,
 		      struct where m)
@@ -110,7 +102,7 @@ static bool vgpu_fits(struct check *k, struct gc_host_gpu *g, const char *profil
 				  "vgpu profile '%s' is not offered by %s", profile, g->model->name);
 		return false;
 	}
-	if (g->vgpu_profile != NULL && !same_profile(g->vgpu_profile, profile)) {
+	if (g->vgpu_profile != NULL && !gc_vgpu_profile_same(g->vgpu_profile, profile)) {
 		if (loud)
 			spec_diag(k->x, GC_SEV_ERROR, at(k, m),
 				  "all VMs on one physical GPU use the same vgpu profile",

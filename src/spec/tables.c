@@ -209,6 +209,19 @@ bool spec_gpu_model_has_profile(const struct gc_gpu_model *m, const char *profil
 	return false;
 }
 
+bool gc_gpu_model_has_profile(const struct gc_gpu_model *m, const char *profile)
+{
+	return spec_gpu_model_has_profile(m, profile);
+}
+
+/* grid_t4-8c and nvidia_t4-8c name the same vGPU type */
+bool gc_vgpu_profile_same(const char *a, const char *b)
+{
+	a += strncmp(a, "grid_", 5) == 0 ? 5 : strncmp(a, "nvidia_", 7) == 0 ? 7 : 0;
+	b += strncmp(b, "grid_", 5) == 0 ? 5 : strncmp(b, "nvidia_", 7) == 0 ? 7 : 0;
+	return strcmp(a, b) == 0;
+}
+
 unsigned gc_vgpu_profile_fb_gb(const char *profile)
 {
 	const char *dash, *p;

@@ -11,11 +11,13 @@ firmware, the reservation lock, power state, host, CPUs and memory.
 """
 import json
 import os
+import shutil
 import subprocess
+import threading
 import time
 import unittest
 
-from labtest import ROOT, LabCase
+from labtest import BIN, ROOT, LabCase
 
 EDIT = os.path.join(ROOT, "tests", "sim", "vcsim_edit.py")
 
@@ -319,46 +321,91 @@ class ApplyVmsVgpu(VcenterLab):
             self.assertEqual(rdma[0]["portgroup"], "pvrdma-pg", name)
         self.reapply_changes_nothing()
 
+    def half_t4s(self):
+        """The example with grid_t4-8c workers: every T4 has 8 GB to spare,
+        so a worker can be live-migrated to another worker's host."""
+        def edit(d):
+            for vm in d["vms"]:
+                for g in vm.get("gpus", []):
+                    if g.get("vgpu") == "grid_t4-16c":
+                        g["vgpu"] = "grid_t4-8c"
+        return self.spec_variant(edit)
+
     def test_host_maintenance_migrates_its_vgpu_vm_away_and_back(self):
-        self.apply()
+        # issue 12: the plan names the destination (another host on
+        # dvs-rdma with room for the vGPU, outside the wave) and apply
+        # honours it; vCenter shows the VM there while esx01 is down
+        spec = self.half_t4s()
+        self.apply(spec=spec)
         # the default graphics type changed by hand on esx01: a maintenance
         # window; worker-01 (vGPU + PVRDMA) may be live-migrated
         # (rolling.allow_vmotion) instead of powered off
         self.remote("esx01", "esxcli graphics host set --default-type Shared")
-        r = self.plan(check=2)
-        self.assertIn("migrate worker-01", r.stdout)
-        self.assertNotIn("power off worker-01", r.stdout)
-        r = self.apply("-v")
+        r = self.plan(spec=spec, check=2)
+        self.assertEqual(self.vcenter_steps(r.stdout),
+                         ["> migrate worker-01 off esx01 to esx02 (vMotion)",
+                          "> migrate worker-01 back to esx01"], r.stdout)
+        self.assertIn("esx01 enters maintenance mode; VM worker-01 can be live-migrated "
+                      "(rolling.allow_vmotion) to esx02: on its switches, with room for its vGPUs", r.stdout)
+        self.control("esx01", {"reboot_seconds": 4})  # time to see worker-01 on esx02
+        seen, done = [], threading.Event()
+
+        def watch():
+            while not done.is_set():
+                r = self.vc("show", "worker-01", check=False)
+                if r.returncode == 0:
+                    h = json.loads(r.stdout)["host"]
+                    if not seen or seen[-1] != h:
+                        seen.append(h)
+                time.sleep(0.2)
+        t = threading.Thread(target=watch)
+        t.start()
+        try:
+            r = self.apply("-v", spec=spec)
+        finally:
+            done.set()
+            t.join()
         out = r.stderr  # progress goes to stderr
-        self.assertIn("vcenter: migrate worker-01", out)
-        first = out.index("vcenter: migrate worker-01")
+        first = out.index("vcenter: migrate worker-01 off esx01 to esx02")
         self.assertLess(first, out.index("esx01: enter maintenance mode on esx01 done"))
+        self.assertEqual(seen, ["esx01", "esx02", "esx01"])
         vm = self.show("worker-01")
         self.assertEqual((vm["host"], vm["power"]), ("esx01", "poweredOn"))
-        self.reapply_changes_nothing()
+        self.reapply_changes_nothing(spec=spec)
 
-
+    def test_with_no_room_elsewhere_a_vgpu_vm_is_powered_off_and_the_plan_says_why(self):
+        # the example as it is: every T4 carries a 16 GB vGPU, and esx05 has
+        # no GPU, so no host can take worker-01 while esx01 is down
+        self.apply()
+        self.remote("esx01", "esxcli graphics host set --default-type Shared")
+        r = self.plan(check=2)
+        self.assertEqual(self.vcenter_steps(r.stdout),
+                         ["> power off worker-01 (guest shutdown)", "> power on worker-01"], r.stdout)
+        self.assertIn("esx01 enters maintenance mode and no host can take VM worker-01 by vMotion "
+                      "(esx02 has no room for grid_t4-16c; esx03 has no room for grid_t4-16c; esx04 has no room "
+                      "for grid_t4-16c; esx05 is not on dvs-rdma)", r.stdout)
 
     def test_vgpu_vmotion_is_turned_on_in_vcenter_before_a_migration(self):
         # issue 14, item 11: rolling.allow_vmotion and vGPU VMs: vCenter's
         # vgpu.hotmigrate.enabled (a boolean, off in the lab as in vCenter)
         key = "vgpu.hotmigrate.enabled"
-        self.apply()
+        spec = self.half_t4s()
+        self.apply(spec=spec)
         self.assertEqual(json.loads(self.vc("option", key).stdout),
                          {"key": key, "value": "true", "type": "boolean"})
         # an operator turns it off, and esx01 needs maintenance: the setting
         # comes back before worker-01 is migrated off esx01
         self.vc("set-option", key, "false", "boolean")
         self.remote("esx01", "esxcli graphics host set --default-type Shared")
-        r = self.plan(check=2)
+        r = self.plan(spec=spec, check=2)
         self.assertIn("    ~ vcenter/setting/vgpu.hotmigrate.enabled\n"
                       "        value: false → true\n", r.stdout)
-        r = self.apply("-v")
+        r = self.apply("-v", spec=spec)
         out = r.stderr
         self.assertLess(out.index("vcenter: advanced setting vgpu.hotmigrate.enabled = true"),
                         out.index("vcenter: migrate worker-01"))
         self.assertEqual(json.loads(self.vc("option", key).stdout)["value"], "true")
-        self.reapply_changes_nothing()
+        self.reapply_changes_nothing(spec=spec)
 
     def test_a_vgpu_added_by_hand_is_removed_with_the_vm_off(self):
         self.apply()
@@ -400,6 +447,81 @@ class ApplyVmsMultiGpu(VcenterLab):
     spec = "examples/multi-gpu-vm.yaml"
     port = 2317
     only = "esxi,vcenter"
+
+    LEASE = "gpuclusterctl.lease.DC0"  # the spec names no cluster: its datacenter holds it
+
+    def custom_fields(self):
+        return json.loads(self.vc("custom-fields").stdout)
+
+    def apply_bg(self, spec, state, env):
+        return subprocess.Popen([BIN, "apply", "--yes", "--only", self.only, "--state-dir", state,
+                                 spec], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def test_two_applies_racing_for_the_cluster_lease_only_one_goes_on(self):
+        # Both read the leases, find none and pause 6 s before writing them
+        # (GC_TEST_LEASE_PAUSE_MS): without a compare-and-set both would go
+        # on and clone the VM twice.  vCenter's AddCustomFieldDef is one:
+        # the second to make the definition gets DuplicateName, and is
+        # refused before it writes anything (its ESXi lease included).
+        other = os.path.join(self.lab, "copy")
+        os.makedirs(other, exist_ok=True)
+        copy = os.path.join(other, os.path.basename(self.specfile))
+        shutil.copy(self.specfile, copy)
+        env = dict(self.env, GC_TEST_LEASE_PAUSE_MS="6000")
+        a = self.apply_bg(self.specfile, self.state_dir, env)
+        time.sleep(0.3)
+        b = self.apply_bg(copy, os.path.join(other, "state"), env)
+        ra = a.communicate(timeout=300) + (a.returncode,)
+        rb = b.communicate(timeout=300) + (b.returncode,)
+        won, lost = (ra, rb) if ra[2] == 0 else (rb, ra)
+        lost_pid = b.pid if ra[2] == 0 else a.pid
+        self.assertEqual(sorted([ra[2], rb[2]]), [0, 1], "a: %s\nb: %s" % (ra, rb))
+        self.assertRegex(lost[1], r"gpuclusterctl: error: Datacenter 'DC0' was locked on vCenter 'vcenter' "
+                         r"by another apply at the same moment \(cluster=multi-gpu;holder=\S+@\S+;pid=\d+;"
+                         r"lock=[0-9a-f]+;since=\d+;expires=\d+\); nothing was changed\. If that apply is dead: "
+                         r"gpuclusterctl unlock --force SPEC\n")
+        self.assertNotIn("Summary", lost[0])
+        # the loser wrote no lease anywhere: esx01 never saw its pid
+        self.assertEqual([c for _, c in self.log("esx01") if ";pid=%d;" % lost_pid in c], [])
+        self.assertTrue([c for _, c in self.log("esx01") if "GpuclusterctlLease" in c and " -s " in c])
+        inv = json.loads(self.vc("inventory").stdout)
+        self.assertEqual(inv["VirtualMachine"].count("trainer"), 1, inv)
+        # the winner cleared its lease at the end: no definition is left
+        self.assertNotIn(self.LEASE, [f["name"] for f in self.custom_fields()["fields"]])
+        self.reapply_changes_nothing()
+
+    def test_a_half_taken_vcenter_lease_refuses_until_unlock_force(self):
+        # an apply died between AddCustomFieldDef and SetField: a definition
+        # with no holder on the datacenter
+        self.vc("add-custom-field", self.LEASE, "Datacenter")
+        r = self.gc("apply", "--only", self.only, check=1)
+        self.assertRegex(r.stderr, r"gpuclusterctl: error: cluster 'multi-gpu' is locked on vcenter 'vcenter' "
+                         r"by an apply still taking it pid \? ")
+        self.assertEqual(json.loads(self.vc("inventory").stdout)["VirtualMachine"], [])
+        r = subprocess.run([BIN, "unlock", "--force", "--only", "vcenter", "--state-dir",
+                            self.state_dir, self.specfile], env=self.env, capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "Cleared the cluster lease on 1 target.\n")
+        self.assertIn("vcenter: cleared the cluster lease: holder=an apply still taking it\n", r.stderr)
+        self.assertNotIn(self.LEASE, [f["name"] for f in self.custom_fields()["fields"]])
+        # and the lease is held on the datacenter while an apply runs
+        env = dict(self.env, GC_TEST_LEASE_PAUSE_MS="0")
+        p = self.apply_bg(self.specfile, self.state_dir, env)
+        held = None
+        for _ in range(1200):
+            cf = self.custom_fields()
+            keys = [f["key"] for f in cf["fields"] if f["name"] == self.LEASE and f["moType"] == "Datacenter"]
+            if keys and cf["values"].get("DC0", {}).get(keys[0]):
+                held = cf["values"]["DC0"][keys[0]]
+                break
+            if p.poll() is not None:
+                break
+            time.sleep(0.05)
+        out, err = p.communicate(timeout=300)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertRegex(held or "", r"^cluster=multi-gpu;holder=\S+@\S+;pid=%d;lock=" % p.pid)
+        self.assertNotIn(self.LEASE, [f["name"] for f in self.custom_fields()["fields"]])
 
     def test_static_and_dynamic_passthrough_converge(self):
         self.apply()

@@ -31,6 +31,7 @@ static void fill_host(struct gc_cluster *c, struct gc_host *h, size_t i, size_t 
 		gpu->mark = mark(c, (int)(100 + g));
 		gpu->pci = S(c, "0000:%02zx:00.0", 0x3b + g);
 		gpu->model_name = mode == FX_VGPU ? "T4" : "V100-32GB";
+		gpu->model = gc_gpu_model_find(gpu->model_name);
 		gpu->memory_gb = mode == FX_VGPU ? 16 : 32;
 		gpu->mode = mode == FX_VGPU ? GC_GPU_VGPU : GC_GPU_PASSTHROUGH;
 		gpu->host = h;
@@ -96,6 +97,7 @@ static void fill_vm(struct gc_cluster *c, struct gc_vm *v, struct gc_host *h, si
 			gpu->profile = "grid_t4-16c";
 			gpu->memory_gb = 16;
 			h->gpus[g].vgpu_profile = gpu->profile;
+			h->gpus[g].vgpu_used_gb += 16;
 		} else {
 			gpu->kind = GC_VMGPU_STATIC;
 			gpu->memory_gb = 32;

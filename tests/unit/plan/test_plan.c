@@ -556,30 +556,119 @@ static void test_drift_needs_maintenance_running_vm(void **state)
 	fx_done(&f);
 }
 
+/* Two vGPU hosts whose only VM is worker-01 on esx01 (esx02's T4 is free),
+ * the vGPU manager drifted on esx01 alone. */
+static void fx_vmotion_pair(struct fx *f)
+{
+	struct gc_error err = GC_ERROR_INIT;
+
+	memset(f, 0, sizeof(*f));
+	f->c = fx_cluster(2, 1, FX_VGPU);
+	f->c->nvms = 1;
+	f->c->hosts[1].gpus[0].vgpu_profile = NULL;
+	f->c->hosts[1].gpus[0].vgpu_used_gb = 0;
+	assert_int_equal(gc_graph_build(&f->g, f->c, &err), 0);
+	fx_converge(f);
+	gc_observed_set(f->o, "esx01/esxi.vib/NVD-VGPU-800", "version",
+			"525.105.14-1OEM.800.1.0.20613240");
+}
+
+/* issue 12: a vMotion names its destination - another host on the VM's
+ * switches with room for its vGPU, outside the wave - and the VM comes
+ * back after; with none it is powered off and the plan says why */
 static void test_vgpu_host_vmotion(void **state)
 {
 	struct fx f;
 	struct gc_plan_opts opts = GC_PLAN_OPTS_INIT;
+	struct gc_host_gpu *free_t4;
 
-	fx_build(&f, 1, 1, FX_VGPU);
-	fx_converge(&f);
-	gc_observed_set(f.o, "esx01/esxi.vib/NVD-VGPU-800", "version", "525.105.14-1OEM.800.1.0.20613240");
+	fx_vmotion_pair(&f);
+	free_t4 = &f.c->hosts[1].gpus[0];
 	opts.allow_vmotion = 1;
 	fx_plan_ok(&f, &opts);
-	assert_steps(f.p, "vcenter", "migrate worker-01 off esx01; migrate worker-01 back to esx01");
+	assert_steps(f.p, "vcenter", "migrate worker-01 off esx01 to esx02; migrate worker-01 back to esx01");
 	assert_string_equal(f.p->actions[0]->why,
 			    "esx01 enters maintenance mode; VM worker-01 can be live-migrated "
-			    "(rolling.allow_vmotion)");
+			    "(rolling.allow_vmotion) to esx02: on its switches, with room for its vGPUs");
+	assert_string_equal(f.p->actions[0]->dest_host, "esx02");
 	assert_string_equal(find_action(f.p, "exit maintenance mode on esx01")->why,
 			    "the host's changes are done and verified");
 	gc_plan_free(f.p);
 	f.p = NULL;
+
+	/* esx02's T4 runs a 16 GB vGPU already: no room */
+	free_t4->vgpu_profile = "grid_t4-16c";
+	free_t4->vgpu_used_gb = 16;
+	fx_plan_ok(&f, &opts);
+	assert_steps(f.p, "vcenter", "power off worker-01; power on worker-01");
+	assert_string_equal(find_action(f.p, "power off worker-01")->why,
+			    "esx01 enters maintenance mode and no host can take VM worker-01 by vMotion "
+			    "(esx02 has no room for grid_t4-16c)");
+	gc_plan_free(f.p);
+	f.p = NULL;
+
+	/* room again, but esx02 is not on the VM's switch */
+	free_t4->vgpu_profile = NULL;
+	free_t4->vgpu_used_gb = 0;
+	f.c->dvswitches[0].nuplinks = 1;
+	f.c->hosts[1].nics[0].dvswitch = NULL;
+	f.c->hosts[1].nics[1].dvswitch = NULL;
+	fx_plan_ok(&f, &opts);
+	assert_string_equal(find_action(f.p, "power off worker-01")->why,
+			    "esx01 enters maintenance mode and no host can take VM worker-01 by vMotion "
+			    "(esx02 is not on rdma-dvs)");
+	gc_plan_free(f.p);
+	f.p = NULL;
+	f.c->dvswitches[0].nuplinks = 2;
+
+	/* esx02 in maintenance mode (seen so): not a destination */
+	gc_observed_set_host(f.o, "esx02", true, true);
+	fx_plan_ok(&f, &opts);
+	assert_string_equal(find_action(f.p, "power off worker-01")->why,
+			    "esx01 enters maintenance mode and no host can take VM worker-01 by vMotion "
+			    "(esx02 is in maintenance mode)");
+	gc_plan_free(f.p);
+	f.p = NULL;
+
 	/* without allow_vmotion the vGPU VM is shut down instead */
 	opts.allow_vmotion = 0;
 	fx_plan_ok(&f, &opts);
 	assert_steps(f.p, "vcenter", "power off worker-01; power on worker-01");
 	assert_string_equal(find_action(f.p, "power off worker-01")->why,
 			    "esx01 enters maintenance mode and rolling.allow_vmotion is false");
+	(void)state;
+	fx_done(&f);
+}
+
+/* The destination has a window of its own in a later wave: the VM is home
+ * again before that host enters maintenance mode; in the same wave it is
+ * no destination */
+static void test_vmotion_destination_in_another_wave(void **state)
+{
+	struct fx f;
+	struct gc_plan_opts opts = GC_PLAN_OPTS_INIT;
+
+	fx_vmotion_pair(&f);
+	gc_observed_set(f.o, "esx02/esxi.vib/NVD-VGPU-800", "version",
+			"525.105.14-1OEM.800.1.0.20613240");
+	opts.allow_vmotion = 1;
+	fx_plan_ok(&f, &opts);
+	assert_steps(f.p, "vcenter", "migrate worker-01 off esx01 to esx02; migrate worker-01 back to esx01");
+	assert_true(depends(find_action(f.p, "enter maintenance mode on esx02"),
+			    find_action(f.p, "migrate worker-01 back to esx01")));
+	gc_plan_free(f.p);
+	f.p = NULL;
+	f.c->rolling.max_unavailable = 2;
+	gc_graph_free(f.g);
+	{
+		struct gc_error err = GC_ERROR_INIT;
+
+		assert_int_equal(gc_graph_build(&f.g, f.c, &err), 0);
+	}
+	fx_plan_ok(&f, &opts);
+	assert_string_equal(find_action(f.p, "power off worker-01")->why,
+			    "esx01 enters maintenance mode and no host can take VM worker-01 by vMotion "
+			    "(esx02 is in the same wave)");
 	(void)state;
 	fx_done(&f);
 }
@@ -593,7 +682,10 @@ static void test_vgpu_vmotion_waits_for_hotmigrate(void **state)
 	struct fx f;
 
 	memset(&f, 0, sizeof(f));
-	f.c = fx_cluster(1, 1, FX_VGPU);
+	f.c = fx_cluster(2, 1, FX_VGPU);
+	f.c->nvms = 1;
+	f.c->hosts[1].gpus[0].vgpu_profile = NULL;
+	f.c->hosts[1].gpus[0].vgpu_used_gb = 0;
 	f.c->rolling.allow_vmotion = true;
 	assert_int_equal(gc_graph_build(&f.g, f.c, &err), 0);
 	assert_string_equal(gc_resource_prop(gc_graph_find(f.g, GC_VGPU_HOTMIGRATE_ID), "value"),
@@ -603,9 +695,9 @@ static void test_vgpu_vmotion_waits_for_hotmigrate(void **state)
 	gc_observed_set(f.o, "esx01/esxi.vib/NVD-VGPU-800", "version", "525.105.14-1OEM.800.1.0.20613240");
 	fx_plan_ok(&f, NULL);
 	assert_steps(f.p, "vcenter",
-		     "~ vcenter/setting/vgpu.hotmigrate.enabled; migrate worker-01 off esx01; "
+		     "~ vcenter/setting/vgpu.hotmigrate.enabled; migrate worker-01 off esx01 to esx02; "
 		     "migrate worker-01 back to esx01");
-	assert_true(depends(find_action(f.p, "migrate worker-01 off esx01"),
+	assert_true(depends(find_action(f.p, "migrate worker-01 off esx01 to esx02"),
 			    find_action(f.p, "~ vcenter/setting/vgpu.hotmigrate.enabled")));
 	(void)state;
 	fx_done(&f);
@@ -1167,6 +1259,7 @@ int main(void)
 		cmocka_unit_test(test_vib_names_learned_from_the_bundle),
 		cmocka_unit_test(test_drift_needs_maintenance_running_vm),
 		cmocka_unit_test(test_vgpu_host_vmotion),
+		cmocka_unit_test(test_vmotion_destination_in_another_wave),
 		cmocka_unit_test(test_vgpu_vmotion_waits_for_hotmigrate),
 		cmocka_unit_test(test_vm_off_change),
 		cmocka_unit_test(test_vmx_booleans_any_case),
