@@ -221,6 +221,13 @@ struct gc_host {
 	/* derived */
 	bool needs_vgpu_manager;
 	char *nmlx5_max_vfs; /* "8,8" when SR-IOV NICs are configured, else NULL */
+	/* an ESXi host whose `version` predates an esxcli namespace the host
+	 * side needs: `hardware pci pcipassthru` came with 7.0, `system ntp`
+	 * with 7.0 Update 1 (7.0.1).  Its passthrough or NTP then goes through
+	 * vCenter (HostPciPassthruSystem, HostDateTimeSystem); the spec must
+	 * have one.  False when the version is not given. */
+	bool passthru_via_vcenter;
+	bool ntp_via_vcenter;
 	/* the switch whose lossless RoCE the host's nmlx5_core uplinks follow
 	 * (DSCP trust, PFC on its priority, ECN): the first switch with a roce
 	 * section, on an ESXi host with an nmlx5_core NIC in sriov or pvrdma
