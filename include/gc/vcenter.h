@@ -161,7 +161,7 @@ struct gc_vcenter_host {
 	struct gc_vcenter_pci_device *pci;    /* hardware.pciDevice */
 	size_t npci;
 	/* what an ESXi 6.x host's passthrough and NTP are set through
-	 * (hostconfig.c): configManager.pciPassthruSystem, .dateTimeSystem,
+	 * (hostchanges.c): configManager.pciPassthruSystem, .dateTimeSystem,
 	 * .serviceSystem (NULL when vCenter names none) */
 	const char *passthru_system, *datetime_system, *service_system;
 	const char *ntp_servers; /* config.dateTimeInfo.ntpConfig.server, ","-joined; NULL: not read */

@@ -2,7 +2,7 @@
  * changes.c - what each action of the vCenter target sends (see the table
  * in docs/vcenter.md): clone and settle a VM, its hardware, VMX options and
  * devices, power, vMotion, distributed switches and port groups; an ESXi
- * 6.x host's passthrough and NTP are hostconfig.c's.
+ * 6.x host's passthrough and NTP are hostchanges.c's.
  *
  * Every change is one vCenter task, started only with a task slot
  * (driver.c) and waited for; a failure names the VM and quotes vCenter.

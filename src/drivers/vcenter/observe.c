@@ -56,7 +56,7 @@ static const char *const host_props[] = {
 	"parent",
 	"runtime.inMaintenanceMode",
 	"hardware.pciDevice",
-	/* an ESXi 6.x host's passthrough and NTP go through these (hostconfig.c) */
+	/* an ESXi 6.x host's passthrough and NTP go through these (hostchanges.c) */
 	"configManager.pciPassthruSystem",
 	"configManager.dateTimeSystem",
 	"configManager.serviceSystem",

@@ -710,7 +710,7 @@ static bool ntp_enabled(const struct gc_vcenter_host *vh)
 }
 
 /* Passthrough from config.pciPassthruInfo, NTP from config.dateTimeInfo and
- * ntpd's entry of config.service (hostconfig.c says what each means). */
+ * ntpd's entry of config.service (hostchanges.c says what each means). */
 void gc_vcdrv_record_hostconfig(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,
 				const struct gc_cluster *c, const struct gc_resource *r,
 				struct gc_buf *problems)

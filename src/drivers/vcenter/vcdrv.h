@@ -154,7 +154,7 @@ const struct gc_vcenter_vm *gc_vcdrv_find_vm(struct vc_conn *c, struct gc_drv_ct
 
 /* An ESXi 6.x host's passthrough and NTP (GC_RES_ESXI_PCI_PASSTHRU,
  * GC_RES_ESXI_NTP on the vCenter target): record.c records what the
- * inventory says, hostconfig.c sends what differs. */
+ * inventory says, hostchanges.c sends what differs. */
 void gc_vcdrv_record_hostconfig(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,
 				const struct gc_cluster *c, const struct gc_resource *r,
 				struct gc_buf *problems);
