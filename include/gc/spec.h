@@ -493,6 +493,11 @@ int gc_spec_load_buffer(struct gc_cluster **out, struct gc_diags *diags, const c
 			const char *data, size_t len, struct gc_error *err);
 void gc_cluster_free(struct gc_cluster *c);
 
+/* Whether release v ("8.0", "6.7.0", "535") is before major.minor.patch,
+ * comparing three numbers (a missing one is 0); false when v is NULL or
+ * does not start with a digit. */
+bool gc_version_before(const char *v, long major, long minor, long patch);
+
 /* Lookups by name (linear or hashed; NULL when absent). */
 struct gc_host *gc_cluster_host(const struct gc_cluster *c, const char *name);
 struct gc_vm *gc_cluster_vm(const struct gc_cluster *c, const char *name);

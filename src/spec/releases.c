@@ -40,9 +40,7 @@
 
 #include "check.h"
 
-/* Whether v ("8.0", "6.5.0", "16") is before major.minor.patch; false when
- * v is NULL or does not start with a number. */
-static bool before(const char *v, long major, long minor, long patch)
+bool gc_version_before(const char *v, long major, long minor, long patch)
 {
 	const long want[3] = {major, minor, patch};
 	long have[3] = {0, 0, 0};
@@ -61,6 +59,11 @@ static bool before(const char *v, long major, long minor, long patch)
 		if (have[i] != want[i])
 			return have[i] < want[i];
 	return false;
+}
+
+static bool before(const char *v, long major, long minor, long patch)
+{
+	return gc_version_before(v, major, minor, patch);
 }
 
 static void check_ecc(struct check *k, const struct gc_host *h)

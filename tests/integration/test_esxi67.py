@@ -54,6 +54,8 @@ class Esxi67Mixed(VcenterLab):
         return json.loads(self.vc("host", name).stdout)
 
     def test_67_through_vcenter_80_through_esxcli_then_reapply_changes_nothing(self):
+        # the lab's reset keeps a running vcsim: this test changes it, the
+        # other one changes nothing there
         before = self.vc_host("esx67")
         self.assertEqual([(p["id"], p["passthruEnabled"]) for p in before["passthru"]],
                          [(GPU, "false")])
@@ -95,6 +97,23 @@ class Esxi67Mixed(VcenterLab):
         self.reapply_changes_nothing()
         self.assertEqual(self.host_calls(), self.expected_calls(before["moref"]))
         self.assertEqual((len(self.changes("esx67")), len(self.changes("esx80"))), (n67, n80))
+
+    def test_a_67_host_without_version_is_refused_with_the_fix(self):
+        """Without hosts[].version the graph sends esxcli to esx67; its `vmware
+        -v` says 6.7.0 and the plan stops with what to write, sending nothing."""
+        def no_version(d):
+            del d["hosts"][0]["version"]
+        calls = self.host_calls()  # vcsim outlives the lab's reset: its log too
+        r = self.plan(spec=self.spec_variant(no_version), check=1)
+        self.assertIn(
+            "host 'esx67' runs ESXi 6.7.0 (vmware -v), which has no 'esxcli system ntp' (ESXi "
+            "7.0 Update 1 and later): set the host's version: \"6.7.0\" in the spec, and that "
+            "is set through vCenter\n"
+            "host 'esx67' runs ESXi 6.7.0 (vmware -v), which has no 'esxcli hardware pci "
+            "pcipassthru' (ESXi 7.0 and later): set the host's version: \"6.7.0\" in the "
+            "spec, and that is set through vCenter\n", r.stderr)
+        self.assertEqual(self.changes("esx67"), [])
+        self.assertEqual(self.host_calls(), calls)
 
 
 if __name__ == "__main__":
