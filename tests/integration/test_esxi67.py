@@ -8,8 +8,9 @@ ntp` (the lab's 6.7 host answers them "Unknown command or namespace", as
 inside its maintenance window; the 8.0 host gets the same with esxcli over
 SSH.  Asserted from outside the tool: the exact SOAP bodies vcsim received
 (its -host-calls log), the host as tests/sim/vcsim_edit.py reads it back,
-the exact commands each simulated host received and its state, and a
-re-apply that changes nothing.
+the exact commands each simulated host received and its state, a
+re-apply that changes nothing, and a change of NTP servers (the new list,
+ntpd restarted).
 """
 import json
 import os
@@ -97,6 +98,23 @@ class Esxi67Mixed(VcenterLab):
         self.reapply_changes_nothing()
         self.assertEqual(self.host_calls(), self.expected_calls(before["moref"]))
         self.assertEqual((len(self.changes("esx67")), len(self.changes("esx80"))), (n67, n80))
+
+        # other NTP servers: the new list, and the running ntpd restarted to read it
+        def one_server(d):
+            for h in d["hosts"]:
+                h["ntp"] = ["ntp3.lab.example"]
+        self.apply(spec=self.spec_variant(one_server))
+        self.assertEqual(self.host_calls()[4:], [
+            '<UpdateDateTimeConfig xmlns="urn:vim25"><_this type="HostDateTimeSystem">'
+            "dateTimeSystem-%s</_this><config><ntpConfig><server>ntp3.lab.example</server>"
+            "</ntpConfig></config></UpdateDateTimeConfig>" % before["moref"],
+            '<RestartService xmlns="urn:vim25"><_this type="HostServiceSystem">'
+            "serviceSystem-%s</_this><id>ntpd</id></RestartService>" % before["moref"],
+        ])
+        self.assertEqual(self.vc_host("esx67")["ntp_servers"], ["ntp3.lab.example"])
+        self.assertEqual(self.changes("esx67")[n67:], [])
+        self.assertEqual(self.changes("esx80")[n80:],
+                         ["esxcli system ntp set -e true -s ntp3.lab.example"])
 
     def test_a_67_host_without_version_is_refused_with_the_fix(self):
         """Without hosts[].version the graph sends esxcli to esx67; its `vmware
