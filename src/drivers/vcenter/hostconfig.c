@@ -50,4 +50,3 @@ void gc_vcenter_service_body(struct gc_vcenter_soap *s, const char *method, cons
 	if (policy != NULL)
 		gc_vcenter_soap_elem(s, "policy", policy);
 }
-
