@@ -225,6 +225,13 @@ struct gc_host {
 	/* derived */
 	bool needs_vgpu_manager;
 	char *nmlx5_max_vfs; /* "8,8" when SR-IOV NICs are configured, else NULL */
+	/* an ESXi host whose `version` predates an esxcli namespace the host
+	 * side needs: `hardware pci pcipassthru` came with 7.0, `system ntp`
+	 * with 7.0 Update 1 (7.0.1).  Its passthrough or NTP then goes through
+	 * vCenter (HostPciPassthruSystem, HostDateTimeSystem); the spec must
+	 * have one.  False when the version is not given. */
+	bool passthru_via_vcenter;
+	bool ntp_via_vcenter;
 	/* the switch whose lossless RoCE the host's nmlx5_core uplinks follow
 	 * (DSCP trust, PFC on its priority, ECN): the first switch with a roce
 	 * section, on an ESXi host with an nmlx5_core NIC in sriov or pvrdma
@@ -489,6 +496,11 @@ int gc_spec_load(struct gc_cluster **out, struct gc_diags *diags, const char *pa
 int gc_spec_load_buffer(struct gc_cluster **out, struct gc_diags *diags, const char *name,
 			const char *data, size_t len, struct gc_error *err);
 void gc_cluster_free(struct gc_cluster *c);
+
+/* Whether release v ("8.0", "6.7.0", "535") is before major.minor.patch,
+ * comparing three numbers (a missing one is 0); false when v is NULL or
+ * does not start with a digit. */
+bool gc_version_before(const char *v, long major, long minor, long patch);
 
 /* Lookups by name (linear or hashed; NULL when absent). */
 struct gc_host *gc_cluster_host(const struct gc_cluster *c, const char *name);

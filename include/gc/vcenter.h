@@ -160,6 +160,13 @@ struct gc_vcenter_host {
 	bool maintenance;         /* runtime.inMaintenanceMode */
 	struct gc_vcenter_pci_device *pci;    /* hardware.pciDevice */
 	size_t npci;
+	/* what an ESXi 6.x host's passthrough and NTP are set through
+	 * (hostchanges.c): configManager.pciPassthruSystem, .dateTimeSystem,
+	 * .serviceSystem (NULL when vCenter names none) */
+	const char *passthru_system, *datetime_system, *service_system;
+	const char *ntp_servers; /* config.dateTimeInfo.ntpConfig.server, ","-joined; NULL: not read */
+	bool ntpd_running;       /* config.service: the service keyed "ntpd" */
+	const char *ntpd_policy; /* its policy ("on", "off", "automatic"); NULL: no ntpd */
 };
 
 /* One entry of HostSystem hardware.pciDevice. */

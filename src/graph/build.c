@@ -18,7 +18,10 @@
  *     before the NICs on it, and before the PVRDMA vmknic tag of its hosts;
  *   - every guest resource needs its VM powered on; the NVIDIA driver and
  *     RDMA packages come before the rest of the guest;
- *   - Onyx switch settings depend on nothing (the driver keeps their order).
+ *   - Onyx switch settings depend on nothing (the driver keeps their order);
+ *   - on an ESXi host older than 7.0 (7.0 U1 for NTP) passthrough and NTP
+ *     are resources of the vCenter target naming the host: the same ids,
+ *     flags and edges, applied through vCenter's host objects.
  *
  * Errors (duplicate ids) stop the build: the first one wins.
  */
@@ -33,9 +36,8 @@
 
 /* ---------------------------------------------------------------- ESXi hosts */
 
-static void build_passthru(struct ctx *c, struct gc_target *t, const struct gc_host *h,
-			   const char *pci, const char *what, const char *model,
-			   const struct gc_mark *mark)
+static void build_passthru(struct ctx *c, const struct gc_target *t, const struct gc_host *h,
+			   const char *pci, const char *what, const struct gc_mark *mark)
 {
 	struct gc_resource *r;
 	const unsigned maint = GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT;
@@ -134,6 +136,47 @@ static void build_nmlx5(struct ctx *c, struct gc_target *t, const struct gc_host
 					 : "lossless RoCE (nmlx5_core)");
 }
 
+static void build_ntp(struct ctx *c, const struct gc_target *t, const struct gc_host *h)
+{
+	struct gc_buf b = GC_BUF_INIT;
+	struct gc_resource *r;
+
+	r = add(c, GC_RES_ESXI_NTP, t, h->name, NULL, 0, &h->mark, "%s/esxi.ntp", h->name);
+	join(&b, h->ntp, h->nntp);
+	if (r != NULL)
+		gc_resource_set(c->g, r, "servers", gc_buf_str(&b));
+	set(c, r, "enabled", "true");
+	summary0(c, r, "NTP");
+	gc_buf_free(&b);
+}
+
+/* Passthrough of the host's GPUs and NICs in passthrough mode, on target t. */
+static void build_passthrus(struct ctx *c, const struct gc_target *t, const struct gc_host *h)
+{
+	for (size_t i = 0; i < h->ngpus; i++)
+		if (h->gpus[i].mode == GC_GPU_PASSTHROUGH)
+			build_passthru(c, t, h, h->gpus[i].pci, "passthrough for GPU", &h->gpus[i].mark);
+	for (size_t i = 0; i < h->nnics; i++)
+		if (h->nics[i].mode == GC_NIC_MODE_PASSTHROUGH)
+			build_passthru(c, t, h, h->nics[i].pci, "passthrough for NIC", &h->nics[i].mark);
+}
+
+/*
+ * What an ESXi host older than the esxcli namespaces for it gets through
+ * vCenter (gc_host.passthru_via_vcenter, ntp_via_vcenter): the same
+ * resources, ids and flags, on the vCenter target, with the host named
+ * (the planner puts them in that host's maintenance window).
+ */
+static void build_host_via_vcenter(struct ctx *c, const struct gc_host *h)
+{
+	if (h->hypervisor != GC_HV_ESXI || c->vcenter == NULL)
+		return;
+	if (h->ntp_via_vcenter && h->nntp > 0)
+		build_ntp(c, c->vcenter, h);
+	if (h->passthru_via_vcenter)
+		build_passthrus(c, c->vcenter, h);
+}
+
 static void build_host(struct ctx *c, const struct gc_host *h)
 {
 	struct gc_target *t = gc_graph_add_target(c->g, GC_TARGET_ESXI, h->name);
@@ -141,26 +184,13 @@ static void build_host(struct ctx *c, const struct gc_host *h)
 	struct gc_resource *r;
 
 	t->host = h;
-	if (h->nntp > 0) {
-		struct gc_buf b = GC_BUF_INIT;
-
-		r = add(c, GC_RES_ESXI_NTP, t, h->name, NULL, 0, &h->mark, "%s/esxi.ntp", h->name);
-		join(&b, h->ntp, h->nntp);
-		if (r != NULL)
-			gc_resource_set(c->g, r, "servers", gc_buf_str(&b));
-		set(c, r, "enabled", "true");
-		summary0(c, r, "NTP");
-		gc_buf_free(&b);
-	}
-	for (size_t i = 0; i < h->ngpus; i++)
-		if (h->gpus[i].mode == GC_GPU_PASSTHROUGH)
-			build_passthru(c, t, h, h->gpus[i].pci, "passthrough for GPU", h->gpus[i].model_name,
-				       &h->gpus[i].mark);
+	if (h->nntp > 0 && !h->ntp_via_vcenter)
+		build_ntp(c, t, h);
+	if (!h->passthru_via_vcenter)
+		build_passthrus(c, t, h);
 	for (size_t i = 0; i < h->nnics; i++) {
 		const struct gc_host_nic *n = &h->nics[i];
 
-		if (n->mode == GC_NIC_MODE_PASSTHROUGH)
-			build_passthru(c, t, h, n->pci, "passthrough for NIC", n->model_name, &n->mark);
 		if (n->mode == GC_NIC_MODE_SRIOV && sriov == NULL)
 			sriov = n;
 		if (n->mode == GC_NIC_MODE_PVRDMA && n->vmknic != NULL && pvrdma == NULL)
@@ -718,6 +748,8 @@ int gc_graph_build(struct gc_graph **out, const struct gc_cluster *cl, struct gc
 	}
 	if (cl->vcenter != NULL || esxi_vms(cl) || cl->ndvswitches > 0)
 		c.vcenter = gc_graph_add_target(g, GC_TARGET_VCENTER, GC_VCENTER_TARGET);
+	for (size_t i = 0; i < cl->nhosts; i++)
+		build_host_via_vcenter(&c, &cl->hosts[i]);
 	build_vcenter_settings(&c, cl);
 	for (size_t i = 0; i < cl->ndvswitches; i++)
 		build_dvs(&c, &cl->dvswitches[i]);

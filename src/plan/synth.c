@@ -1,7 +1,8 @@
 /*
  * synth.c - the steps people forget: maintenance windows and VM power.
  *
- * Per ESXi host with a change flagged NEEDS_MAINTENANCE/NEEDS_REBOOT (or an
+ * Per ESXi host with a change flagged NEEDS_MAINTENANCE/NEEDS_REBOOT (its
+ * own, or one of its configuration made through vCenter; or an
  * owed reboot, or a maintenance mode an earlier apply left behind): a
  * window — evacuate the running VMs (migrate or power off), enter, the
  * changes, one reboot (two when a change needs the first one's drivers),
@@ -52,16 +53,29 @@ static void list_phrases(struct gc_buf *s, struct gc_action **v, size_t n)
 		gc_buf_printf(s, " and %zu more", n - 3);
 }
 
+/* The ESXi host whose maintenance window holds a, or NULL: its own target,
+ * or the host a vCenter change of host configuration names (passthrough
+ * of an ESXi 6.x host, build.c). */
+static const struct gc_target *window_host(struct builder *b, const struct gc_action *a)
+{
+	if (a->target->kind == GC_TARGET_ESXI)
+		return a->target;
+	if (a->target->kind == GC_TARGET_VCENTER && a->vm == NULL && a->host != NULL)
+		return gc_graph_target(b->g, GC_TARGET_ESXI, a->host);
+	return NULL;
+}
+
 void plan_open_windows(struct builder *b)
 {
 	for (size_t i = 0; i < b->n; i++) {
 		struct gc_action *a = b->list[i];
+		const struct gc_target *host = window_host(b, a);
 		struct window *w;
 
-		if (a->target->kind != GC_TARGET_ESXI || a->op == GC_OP_NONE ||
+		if (host == NULL || a->op == GC_OP_NONE ||
 		    !(a->flags & (GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT)))
 			continue;
-		w = &b->win[a->target->index];
+		w = &b->win[host->index];
 		if (w->nmaint == w->cap) {
 			w->cap = w->cap ? w->cap * 2 : 8;
 			w->maint = gc_xrealloc(w->maint, w->cap * sizeof(*w->maint));

@@ -63,7 +63,8 @@ static inline struct gc_mark at(struct check *k, struct where w)
 void chk_assign_gpus(struct check *k);
 /* roce.c: the switches' roce sections and everything that must agree with them */
 void chk_roce(struct check *k);
-/* releases.c: rules of some releases only (ECC before vGPU 9.0, vGPU vMotion from 6.7 U1) */
+/* releases.c: rules of some releases only (ECC before vGPU 9.0, vGPU vMotion from
+ * 6.7 U1, passthrough and NTP through vCenter before ESXi 7.0 / 7.0 U1) */
 void chk_releases(struct check *k);
 
 #endif

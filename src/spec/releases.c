@@ -19,34 +19,58 @@
  *     answer decides there (no such setting before 6.7 U1: the vCenter
  *     driver reports it).
  *
- * Versions are compared by their first two numbers ("8.0" < "9.0",
- * "6.5.0" < "6.7"); a version that does not start with digits is not
- * compared.  Private to src/spec; runs after the VMs are derived.
+ *   - esxcli namespaces: `esxcli hardware pci pcipassthru` (list, set)
+ *     came with ESXi 7.0 and `esxcli system ntp` (get, set) with 7.0
+ *     Update 1, 7.0.1 (VMware's esxcli command references: the 6.7
+ *     reference lists neither namespace, the 7.0 reference lists
+ *     `hardware pci pcipassthru`, 7.0 U1's What's New names `esxcli system
+ *     ntp`).  A host whose version is older gets its passthrough or NTP
+ *     through vCenter (the derived passthru_via_vcenter, ntp_via_vcenter:
+ *     HostPciPassthruSystem.UpdatePassthruConfig and
+ *     HostDateTimeSystem.UpdateDateTimeConfig, in the vSphere API since
+ *     4.0), so a spec that asks for either without a vcenter section is an
+ *     error at the host's version.
+ *
+ * Versions are compared by their first three numbers ("8.0" < "9.0",
+ * "6.5.0" < "6.7", "7.0" < "7.0.1"; a missing number is 0); a version that
+ * does not start with digits is not compared.  Private to src/spec; runs
+ * after the VMs are derived.
  */
 #include <stdlib.h>
 
 #include "check.h"
 
-/* Whether v ("8.0", "6.5.0", "16") is before major.minor; false when v is
- * NULL or does not start with a number. */
-static bool before(const char *v, long major, long minor)
+bool gc_version_before(const char *v, long major, long minor, long patch)
 {
+	const long want[3] = {major, minor, patch};
+	long have[3] = {0, 0, 0};
+	const char *p = v;
 	char *end;
-	long a, b = 0;
 
 	if (v == NULL || *v < '0' || *v > '9')
 		return false;
-	a = strtol(v, &end, 10);
-	if (*end == '.' && end[1] >= '0' && end[1] <= '9')
-		b = strtol(end + 1, NULL, 10);
-	return a < major || (a == major && b < minor);
+	for (int i = 0; i < 3; i++) {
+		have[i] = strtol(p, &end, 10);
+		if (*end != '.' || end[1] < '0' || end[1] > '9')
+			break;
+		p = end + 1;
+	}
+	for (int i = 0; i < 3; i++)
+		if (have[i] != want[i])
+			return have[i] < want[i];
+	return false;
+}
+
+static bool before(const char *v, long major, long minor, long patch)
+{
+	return gc_version_before(v, major, minor, patch);
 }
 
 static void check_ecc(struct check *k, const struct gc_host *h)
 {
 	const struct gc_vgpu_host *g = h->vgpu;
 
-	if (h->hypervisor != GC_HV_ESXI || g == NULL || !before(g->release, 9, 0))
+	if (h->hypervisor != GC_HV_ESXI || g == NULL || !before(g->release, 9, 0, 0))
 		return;
 	if (g->ecc == GC_TRUE)
 		spec_diag(k->x, GC_SEV_WARNING, fmark(k, &g->ecc, g->mark),
@@ -63,17 +87,56 @@ static void check_ecc(struct check *k, const struct gc_host *h)
 			  q(h->name), g->release);
 }
 
+static bool wants_passthru(const struct gc_host *h)
+{
+	for (size_t i = 0; i < h->ngpus; i++)
+		if (h->gpus[i].mode == GC_GPU_PASSTHROUGH)
+			return true;
+	for (size_t i = 0; i < h->nnics; i++)
+		if (h->nics[i].mode == GC_NIC_MODE_PASSTHROUGH)
+			return true;
+	return false;
+}
+
+/* Which host settings go through vCenter for want of an esxcli namespace
+ * (the header); an error when the spec has no vCenter for them. */
+static void check_namespaces(struct check *k, struct gc_host *h)
+{
+	if (h->hypervisor != GC_HV_ESXI)
+		return;
+	h->passthru_via_vcenter = before(h->version, 7, 0, 0);
+	h->ntp_via_vcenter = before(h->version, 7, 0, 1);
+	if (k->c->vcenter != NULL)
+		return;
+	if (h->passthru_via_vcenter && wants_passthru(h))
+		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &h->version, h->mark),
+			  "add a vcenter section: passthrough is then set through it "
+			  "(HostPciPassthruSystem.UpdatePassthruConfig)",
+			  "host '%s' runs ESXi %s, which has no 'esxcli hardware pci pcipassthru' "
+			  "(ESXi 7.0 and later): its passthrough needs vCenter",
+			  q(h->name), h->version);
+	if (h->ntp_via_vcenter && h->nntp > 0)
+		spec_diag(k->x, GC_SEV_ERROR, fmark(k, &h->version, h->mark),
+			  "add a vcenter section: NTP is then set through it "
+			  "(HostDateTimeSystem.UpdateDateTimeConfig)",
+			  "host '%s' runs ESXi %s, which has no 'esxcli system ntp' (ESXi 7.0 "
+			  "Update 1 and later): its NTP needs vCenter",
+			  q(h->name), h->version);
+}
+
 void chk_releases(struct check *k)
 {
 	struct gc_cluster *c = k->c;
 
-	for (size_t i = 0; i < c->nhosts; i++)
+	for (size_t i = 0; i < c->nhosts; i++) {
 		check_ecc(k, &c->hosts[i]);
+		check_namespaces(k, &c->hosts[i]);
+	}
 	for (size_t i = 0; i < c->nvms; i++) {
 		struct gc_vm *vm = &c->vms[i];
 
 		if (vm->has_vgpu && vm->host != NULL && vm->host->hypervisor == GC_HV_ESXI &&
-		    before(vm->host->version, 6, 7))
+		    before(vm->host->version, 6, 7, 0))
 			vm->live_migratable = false;
 	}
 }

@@ -25,7 +25,8 @@ import simlab
 
 ESXCLI_NS = "http://www.vmware.com/Products/ESX/5.0/esxcli"
 BUILDS = {"8.0.2": "22380479", "8.0.3": "24022510", "8.0.0": "20513097",
-          "7.0.3": "19193900", "7.0.2": "17630552"}
+          "7.0.3": "19193900", "7.0.2": "17630552", "7.0.0": "15843807",
+          "6.7.0": "8169922"}
 
 
 class Exit(Exception):
@@ -871,6 +872,32 @@ ESXCLI = {
 }
 
 
+# Namespaces that came with a later release than the host's: (version, words
+# prefix).  Sources: VMware's esxcli command references per release
+# (developer.broadcom.com/xapis/esxcli-command-reference/<release>/
+# namespace/esxcli_hardware.html and esxcli_system.html): 6.7.0 lists
+# neither `hardware pci pcipassthru` nor `system ntp`; 7.0.0 lists the
+# first; `system ntp` came with 7.0 Update 1 (7.0.1, its release notes).
+# An older host answers them as it answers any unknown namespace.
+LATER_NAMESPACES = [
+    ((7, 0, 0), ("hardware", "pci", "pcipassthru")),
+    ((7, 0, 1), ("system", "ntp")),
+]
+
+
+def version_tuple(v):
+    parts = []
+    for p in v.split(".")[:3]:
+        parts.append(int(p) if p.isdigit() else 0)
+    return tuple(parts + [0] * (3 - len(parts)))
+
+
+def known_namespace(version, words):
+    have = version_tuple(version)
+    return not any(have < since and tuple(words[:len(prefix)]) == prefix
+                   for since, prefix in LATER_NAMESPACES)
+
+
 def esxcli(ctx, argv):
     formatter = None
     i = 1
@@ -902,6 +929,9 @@ def esxcli(ctx, argv):
     with simlab.Lock(ctx.host):
         st = load_state(ctx.host)
         CONTROL = simlab.read_control(ctx.host)
+        if not known_namespace(st["version"], words):
+            ctx.io.err("Error: Unknown command or namespace %s\n" % " ".join(words))
+            return 1
         try:
             res = handler(st, argv[j:])
         except EsxcliError as e:

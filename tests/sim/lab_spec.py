@@ -48,7 +48,8 @@ the loopback addresses: nothing resolves or dials the spec's own names.
 (format in tests/sim/vcsim/inventory.go): the spec's datacenter, cluster and
 datastore (datastore1 when the spec names none), every host with its ESXi
 version and PCI devices as vCenter shows a host whose host-side setup is
-done (passthrough GPUs enabled and active, SR-IOV NICs with their VFs,
+done (passthrough GPUs enabled and active, except on an ESXi 6.x host,
+where vCenter is what sets them; SR-IOV NICs with their VFs,
 vGPU GPUs not passed through and offering their model's vGPU types), the
 networks and templates the spec's VMs name (a template is EFI when a VM
 cloned from it is EFI, as an operator installs templates for GPU VMs, else
@@ -473,11 +474,16 @@ def vcsim_inventory(spec):
     for h in hosts:
         pci = []
         vgpu = []
+        version = str(h.get("version", "8.0.2"))
+        # an ESXi 6.x host's passthrough is set through vCenter itself
+        # (no esxcli pcipassthru before 7.0): it starts off there
+        import esxi_sim  # its release rules
+        via_vcenter = esxi_sim.version_tuple(version) < (7, 0, 0)
         for g in h.get("gpus") or []:
             model = g.get("model")
             dev_id, dev_name = GPU_IDS.get(model, ("0x0000", "NVIDIA GPU"))
             mode = g.get("mode", "passthrough")
-            on = mode == "passthrough"
+            on = mode == "passthrough" and not via_vcenter
             pci.append({"id": g["pci"], "class_id": short("0x0302"),
                         "vendor_id": short("0x10de"), "vendor_name": "NVIDIA Corporation",
                         "device_id": short(dev_id), "device_name": dev_name,
@@ -496,10 +502,9 @@ def vcsim_inventory(spec):
             if n.get("mode") == "sriov":
                 d["sriov"] = {"vfs": int(n.get("vfs", 0)),
                               "max_vfs": MAX_VFS.get(n.get("model"), 127)}
-            elif n.get("mode") == "passthrough":
+            elif n.get("mode") == "passthrough" and not via_vcenter:
                 d["passthru_enabled"] = d["passthru_active"] = True
             pci.append(d)
-        version = str(h.get("version", "8.0.2"))
         out_hosts.append({"name": h["name"], "address": h.get("address", ""),
                           "version": version, "build": BUILDS.get(version, ""),
                           "pci": pci, "vgpu_types": vgpu})

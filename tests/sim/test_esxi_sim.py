@@ -31,9 +31,13 @@ class Lab:
         self.dir = tempfile.mkdtemp(prefix="gc-simtest-")
         os.makedirs(os.path.join(self.dir, "hosts", "esxi-1"))
         os.makedirs(os.path.join(self.dir, "hosts", "esxi-7"))
+        os.makedirs(os.path.join(self.dir, "hosts", "esxi-67"))
+        os.makedirs(os.path.join(self.dir, "hosts", "esxi-70"))
         with open(os.path.join(self.dir, "inventory"), "w") as f:
             f.write("# test inventory\n127.0.0.11 esxi esxi-1 version=8.0.2\n"
                     "127.0.0.17 esxi esxi-7 version=7.0.3\n"
+                    "127.0.0.16 esxi esxi-67 version=6.7.0\n"
+                    "127.0.0.18 esxi esxi-70 version=7.0.0\n"
                     "127.0.0.100 onyx switch-1\n")
 
     def run(self, command, address="127.0.0.11", env=None):
@@ -219,6 +223,31 @@ class TestFormats(SimTest):
     def test_vmware_version(self):
         self.assertEqual(self.ok("vmware -v"), "VMware ESXi 8.0.2 build-22380479\n")
         self.assertEqual(self.ok("vmware -v", "127.0.0.17"), "VMware ESXi 7.0.3 build-19193900\n")
+
+
+class TestReleases(SimTest):
+    """6.7 has neither `hardware pci pcipassthru` nor `system ntp`, 7.0 GA
+    no `system ntp`: they answer as any unknown namespace (issue 14, item 1)."""
+
+    def test_67_lacks_pcipassthru_and_ntp(self):
+        self.assertEqual(self.ok("vmware -v", "127.0.0.16"), "VMware ESXi 6.7.0 build-8169922\n")
+        for cmd, words in (("hardware pci pcipassthru list", "hardware pci pcipassthru list"),
+                           ("hardware pci pcipassthru set -d 0000:3b:00.0 -e true",
+                            "hardware pci pcipassthru set"),
+                           ("system ntp get", "system ntp get"),
+                           ("system ntp set -s 10.0.0.1 -e true", "system ntp set")):
+            self.assertEqual(self.fails("esxcli --formatter=xml " + cmd, "127.0.0.16"),
+                             (1, "Error: Unknown command or namespace %s\n" % words))
+        # what it has: the PCI list with each device's owner
+        self.assertIn("Configured Owner: VMkernel",
+                      self.ok("esxcli hardware pci list", "127.0.0.16"))
+
+    def test_70_has_pcipassthru_not_ntp(self):
+        self.assertIn("<string>0000:3b:00.0</string>",
+                      self.ok("esxcli --formatter=xml hardware pci pcipassthru list", "127.0.0.18"))
+        self.assertEqual(self.fails("esxcli system ntp get", "127.0.0.18"),
+                         (1, "Error: Unknown command or namespace system ntp get\n"))
+        self.ok("esxcli system ntp get", "127.0.0.17")
 
 
 class TestVibs(SimTest):

@@ -22,6 +22,8 @@
 # Port: --port, else $GC_VCSIM_PORT, else 8990.  Username: gcadmin.
 # Faults: vcsim reads $lab/faults.json at every request (format in
 # tests/sim/vcsim/faults.go); tests write and remove it while vcsim runs.
+# Host configuration calls (UpdatePassthruConfig, UpdateDateTimeConfig, the
+# service calls) are appended as received to $lab/host-calls.log.
 # Secrets live in files under the lab dir and are never printed.
 set -euo pipefail
 
@@ -126,6 +128,7 @@ start() {
 	[ -n "$gpus" ] && set -- "$@" -host-gpus "$gpus"
 	[ -n "$inv" ] && set -- "$@" -inventory "$inv"
 	set -- "$@" -faults "$lab/faults.json" # read at every request; absent = no faults
+	set -- "$@" -host-calls "$lab/host-calls.log" # host configuration SOAP bodies as received
 	case $vms in '' | *[!0-9]*) [ -z "$vms" ] || die "bad --vms '$vms'" ;; *) set -- "$@" -vm "$vms" ;; esac
 	setsid "$bindir/vcsim" "$@" >"$lab/vcsim.out" 2>"$lab/vcsim.log" </dev/null &
 	echo $! >"$lab/vcsim.pid"

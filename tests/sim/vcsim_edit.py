@@ -12,7 +12,8 @@
               power on|off
               cpus N
     vcsim_edit.py ... show VM             the VM as JSON
-    vcsim_edit.py ... host HOST           a host: PCI devices, passthrough, vGPU types, pnics
+    vcsim_edit.py ... host HOST           a host: PCI devices, passthrough, vGPU types, pnics,
+                                          NTP servers and the ntpd service
     vcsim_edit.py ... config-target HOST  QueryConfigTarget of the host's cluster for that host
     vcsim_edit.py ... dvs NAME            a distributed switch: maxMtu, host members, port groups
     vcsim_edit.py ... dvs-uplink NAME HOST PNIC   give member HOST another uplink (operation edit)
@@ -350,7 +351,8 @@ def show_host(c, name):
     p = c.props("HostSystem", ref, [
         "name", "parent", "config.product.version", "config.product.build",
         "hardware.systemInfo.uuid", "hardware.pciDevice", "config.pciPassthruInfo",
-        "config.sharedPassthruGpuTypes", "config.network.pnic", "datastore", "network"])
+        "config.sharedPassthruGpuTypes", "config.network.pnic", "datastore", "network",
+        "config.dateTimeInfo", "config.service"])
     pci = [to_py(d) for d in kids(p, "hardware.pciDevice")]
     passthru = []
     for e in kids(p, "config.pciPassthruInfo"):
@@ -358,6 +360,10 @@ def show_host(c, name):
         item["type"] = item.pop("_type", "HostPciPassthruInfo")
         passthru.append(item)
     parent = p["parent"]
+    dt = p.get("config.dateTimeInfo")
+    ntp = dt.find("{urn:vim25}ntpConfig") if dt is not None else None
+    ntpd = [to_py(e) for e in (p.get("config.service") or [])
+            if e.findtext("{urn:vim25}key") == "ntpd"]
     return {
         "name": p["name"].text, "moref": ref,
         "cluster": c.name_of(parent.get("type"), parent.text),
@@ -371,6 +377,9 @@ def show_host(c, name):
                   for n in kids(p, "config.network.pnic")],
         "datastores": [c.name_of("Datastore", d.text) for d in kids(p, "datastore")],
         "networks": sorted(c.name_of(n.get("type"), n.text) for n in kids(p, "network")),
+        "ntp_servers": [e.text for e in ntp.findall("{urn:vim25}server")] if ntp is not None else [],
+        "ntpd": ({"running": ntpd[0].get("running") == "true", "policy": ntpd[0].get("policy")}
+                 if ntpd else None),
     }
 
 

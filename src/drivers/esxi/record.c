@@ -131,12 +131,42 @@ static void record_nmlx5(struct gc_observed *obs, const char *host, const struct
 	}
 }
 
+/*
+ * A resource the graph gave this host's shell that the host's release has
+ * no esxcli namespace for: the spec's `version` (which picks the path, see
+ * src/spec/releases.c) is missing or wrong.  Said once per resource, with
+ * the fix; the resource is left unrecorded so nothing is guessed.
+ */
+static bool missing_namespace(const char *host, const struct gc_resource *r,
+			      const struct gc_esxi_facts *f, struct gc_buf *problems)
+{
+	const char *ns = NULL, *since = NULL;
+
+	if (r->kind == GC_RES_ESXI_PCI_PASSTHRU && gc_version_before(f->version, 7, 0, 0)) {
+		ns = "hardware pci pcipassthru";
+		since = "7.0";
+	} else if (r->kind == GC_RES_ESXI_NTP && gc_version_before(f->version, 7, 0, 1)) {
+		ns = "system ntp";
+		since = "7.0 Update 1";
+	}
+	if (ns == NULL)
+		return false;
+	gc_buf_printf(problems,
+		      "host '%s' runs ESXi %s (vmware -v), which has no 'esxcli %s' (ESXi %s and "
+		      "later): set the host's version: \"%s\" in the spec, and that is set through "
+		      "vCenter\n",
+		      host, f->version, ns, since, f->version);
+	return true;
+}
+
 static void record_one(struct gc_observed *obs, const char *host, const struct gc_resource *r,
 		       const struct gc_esxi_facts *f, struct gc_buf *problems)
 {
 	const char *want;
 	int v;
 
+	if (missing_namespace(host, r, f, problems))
+		return;
 	switch (r->kind) {
 	case GC_RES_ESXI_PCI_PASSTHRU:
 		v = gc_esxi_facts_passthru(f, id_key(r));

@@ -1,7 +1,8 @@
 /*
  * changes.c - what each action of the vCenter target sends (see the table
  * in docs/vcenter.md): clone and settle a VM, its hardware, VMX options and
- * devices, power, vMotion, distributed switches and port groups.
+ * devices, power, vMotion, distributed switches and port groups; an ESXi
+ * 6.x host's passthrough and NTP are hostchanges.c's.
  *
  * Every change is one vCenter task, started only with a task slot
  * (driver.c) and waited for; a failure names the VM and quotes vCenter.
@@ -733,6 +734,8 @@ static int apply_resource(struct vc_conn *c, struct gc_drv_ctx *ctx, const struc
 	}
 	if (r->kind == GC_RES_VCENTER_SETTING)
 		return setting_apply(c, ctx, r, err);
+	if (r->kind == GC_RES_ESXI_PCI_PASSTHRU || r->kind == GC_RES_ESXI_NTP)
+		return gc_vcdrv_hostconfig_apply(c, ctx, r, err);
 	v = r->vm ? gc_cluster_vm(c->c, r->vm) : NULL;
 	if (v == NULL)
 		return gc_error_set(err, GC_EINVAL, "%s: no VM in the spec for %s",

@@ -212,6 +212,37 @@ static void read_pci(struct gc_arena *a, struct gc_vcenter_host *h, xmlNodePtr v
 	h->npci = i;
 }
 
+/* HostDateTimeInfo: ntpConfig.server[], joined with "," as the spec's list is. */
+static void read_datetime(struct gc_arena *a, struct gc_vcenter_host *h, xmlNodePtr val)
+{
+	xmlNodePtr ntp = gc_vcenter_xml_child(val, "ntpConfig");
+	struct gc_buf b = GC_BUF_INIT;
+
+	for (xmlNodePtr c = gc_vcenter_xml_child(ntp, "server"); c != NULL;
+	     c = gc_vcenter_xml_next(c, "server")) {
+		const char *t = gc_vcenter_xml_text(a, c, NULL);
+
+		gc_buf_printf(&b, "%s%s", b.len ? "," : "", t ? t : "");
+	}
+	h->ntp_servers = gc_arena_strdup(a, gc_buf_str(&b));
+	gc_buf_free(&b);
+}
+
+/* HostServiceInfo: the NTP daemon's entry (key "ntpd"). */
+static void read_services(struct gc_arena *a, struct gc_vcenter_host *h, xmlNodePtr val)
+{
+	for (xmlNodePtr c = gc_vcenter_xml_child(val, "service"); c != NULL;
+	     c = gc_vcenter_xml_next(c, "service")) {
+		const char *key = gc_vcenter_xml_text(a, c, "key");
+
+		if (key == NULL || strcmp(key, "ntpd") != 0)
+			continue;
+		h->ntpd_running = is_true(c, "running");
+		h->ntpd_policy = gc_vcenter_xml_text(a, c, "policy");
+		return;
+	}
+}
+
 static void read_host_prop(struct gc_arena *a, struct gc_vcenter_host *h, const char *name,
 			   xmlNodePtr val)
 {
@@ -227,6 +258,16 @@ static void read_host_prop(struct gc_arena *a, struct gc_vcenter_host *h, const 
 		h->maintenance = is_true(val, NULL);
 	else if (strcmp(name, "hardware.pciDevice") == 0)
 		read_pci(a, h, val);
+	else if (strcmp(name, "configManager.pciPassthruSystem") == 0)
+		h->passthru_system = gc_vcenter_xml_text(a, val, NULL);
+	else if (strcmp(name, "configManager.dateTimeSystem") == 0)
+		h->datetime_system = gc_vcenter_xml_text(a, val, NULL);
+	else if (strcmp(name, "configManager.serviceSystem") == 0)
+		h->service_system = gc_vcenter_xml_text(a, val, NULL);
+	else if (strcmp(name, "config.dateTimeInfo") == 0)
+		read_datetime(a, h, val);
+	else if (strcmp(name, "config.service") == 0)
+		read_services(a, h, val);
 }
 
 /* ---------------------------------------------------------------- the rest of the inventory */

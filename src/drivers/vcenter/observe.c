@@ -7,7 +7,8 @@
  * VMs.  It asks, per type, for what the planner and the executor compare or
  * need as arguments: VMs (devices, extraConfig, firmware, sizing, template,
  * pool, power state, host), hosts (PCI devices and passthrough state, vGPU
- * types, parent, maintenance), datacenters (their four folders), compute
+ * types, parent, maintenance, NTP servers and the ntpd service, and the
+ * host objects that change them), datacenters (their four folders), compute
  * resources (root pool, environment browser), datastores, networks and DV
  * port groups, and distributed switches.  No view objects are created, so
  * nothing needs destroying and the cost is one round trip however large
@@ -55,6 +56,12 @@ static const char *const host_props[] = {
 	"parent",
 	"runtime.inMaintenanceMode",
 	"hardware.pciDevice",
+	/* an ESXi 6.x host's passthrough and NTP go through these (hostchanges.c) */
+	"configManager.pciPassthruSystem",
+	"configManager.dateTimeSystem",
+	"configManager.serviceSystem",
+	"config.dateTimeInfo",
+	"config.service",
 };
 
 static const char *const dc_props[] = {

@@ -684,6 +684,60 @@ static void record_setting(struct rec *x, const struct gc_resource *r)
 		gc_observed_set(x->obs, r->id, "value", s->value);
 }
 
+/* ---------------------------------------------------------------- an ESXi 6.x host's configuration */
+
+/* The vCenter host of the spec host a host-configuration resource names. */
+static const struct gc_vcenter_host *config_host(const struct gc_vcenter_inventory *inv,
+						 const struct gc_cluster *c,
+						 const struct gc_resource *r)
+{
+	const struct gc_host *h = r->host ? gc_cluster_host(c, r->host) : NULL;
+
+	return h != NULL ? gc_vcdrv_host(inv, h) : NULL;
+}
+
+/* The PCI address of a passthrough resource: the last segment of its id. */
+static const char *passthru_pci(const struct gc_resource *r)
+{
+	const char *slash = strrchr(r->id, '/');
+
+	return slash ? slash + 1 : r->id;
+}
+
+static bool ntp_enabled(const struct gc_vcenter_host *vh)
+{
+	return vh->ntpd_running && vh->ntpd_policy != NULL && strcmp(vh->ntpd_policy, "on") == 0;
+}
+
+/* Passthrough from config.pciPassthruInfo, NTP from config.dateTimeInfo and
+ * ntpd's entry of config.service (hostchanges.c says what each means). */
+void gc_vcdrv_record_hostconfig(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,
+				const struct gc_cluster *c, const struct gc_resource *r,
+				struct gc_buf *problems)
+{
+	const struct gc_vcenter_host *vh = config_host(inv, c, r);
+	const struct gc_vcenter_passthru *p;
+
+	if (vh == NULL) {
+		gc_buf_printf(problems, "vCenter has no host '%s'\n", r->host ? r->host : "?");
+		return;
+	}
+	if (r->kind == GC_RES_ESXI_PCI_PASSTHRU) {
+		p = gc_vcenter_host_passthru(vh, passthru_pci(r));
+		if (p == NULL) {
+			gc_buf_printf(problems, "host '%s': vCenter lists no passthrough device %s\n",
+				      r->host, passthru_pci(r));
+			return;
+		}
+		gc_observed_add(obs, r->id);
+		gc_observed_set(obs, r->id, "enabled", p->enabled ? "true" : "false");
+		return;
+	}
+	gc_observed_add(obs, r->id);
+	gc_observed_set(obs, r->id, "servers", vh->ntp_servers ? vh->ntp_servers : "");
+	gc_observed_set(obs, r->id, "enabled", ntp_enabled(vh) ? "true" : "false");
+}
+
 void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,
 		     const struct gc_cluster *c, const struct gc_resource *const *res, size_t nres,
 		     struct gc_buf *problems)
@@ -708,6 +762,8 @@ void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory 
 			record_dvs(&x, r);
 		else if (r->kind == GC_RES_DVS_PORTGROUP)
 			record_portgroup(&x, r);
+		else if (r->kind == GC_RES_ESXI_PCI_PASSTHRU || r->kind == GC_RES_ESXI_NTP)
+			gc_vcdrv_record_hostconfig(obs, inv, c, r, problems);
 		else if (r->vm != NULL)
 			record_vm(&x, r);
 	}

@@ -104,6 +104,14 @@ void gc_vcenter_add_portgroup_body(struct gc_vcenter_soap *s, const char *dvs, c
 				   int vlan);
 void gc_vcenter_portgroup_vlan_body(struct gc_vcenter_soap *s, const char *portgroup,
 				    const char *config_version, int vlan);
+/* hostconfig.c: an ESXi 6.x host's passthrough and NTP (values checked by the caller). */
+void gc_vcenter_update_passthru_body(struct gc_vcenter_soap *s, const char *system,
+				     const char *pci, bool enabled);
+void gc_vcenter_update_datetime_body(struct gc_vcenter_soap *s, const char *system,
+				     const char *const *servers, size_t n);
+/* StartService / RestartService (policy NULL) or UpdateServicePolicy of service id. */
+void gc_vcenter_service_body(struct gc_vcenter_soap *s, const char *method, const char *system,
+			     const char *id, const char *policy);
 /* GC_EINVAL naming the vCenter, the VM and the field of the first bad value. */
 int gc_vcenter_check_change(const struct gc_vcenter_conn *vc, const char *vm_moref,
 			    const struct gc_vcenter_vm_change *change, struct gc_error *err);

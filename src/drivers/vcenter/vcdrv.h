@@ -157,6 +157,15 @@ const struct gc_vcenter_vm *gc_vcdrv_find_vm(struct vc_conn *c, struct gc_drv_ct
 					     const struct gc_vcenter_inventory **inv,
 					     const char *name, struct gc_error *err);
 
+/* An ESXi 6.x host's passthrough and NTP (GC_RES_ESXI_PCI_PASSTHRU,
+ * GC_RES_ESXI_NTP on the vCenter target): record.c records what the
+ * inventory says, hostchanges.c sends what differs. */
+void gc_vcdrv_record_hostconfig(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,
+				const struct gc_cluster *c, const struct gc_resource *r,
+				struct gc_buf *problems);
+int gc_vcdrv_hostconfig_apply(struct vc_conn *c, struct gc_drv_ctx *ctx,
+			      const struct gc_resource *r, struct gc_error *err);
+
 /* changes.c: carry out one action of the vCenter target. */
 int gc_vcdrv_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_action *a,
 		   struct gc_error *err);

@@ -100,6 +100,7 @@ func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.inner.ServeHTTP(w, r) // vcsim answers with its own fault
 		return
 	}
+	logHostCall(m.Name, body) // -host-calls (hostconfig.go)
 	handled, rule := h.faults.inject(w, r, h.inner, m, body)
 	if handled {
 		return

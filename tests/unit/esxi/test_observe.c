@@ -418,6 +418,62 @@ static void test_record_nmlx5_roce(void **state)
 	(void)state;
 }
 
+/* A host whose `vmware -v` predates the esxcli namespace a resource of its
+ * shell needs (issue 14, item 1): a problem with the version to write, the
+ * resource not recorded; 7.0.1 has both namespaces */
+static void test_record_namespace_of_release(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_buf problems = GC_BUF_INIT;
+	struct gc_observed *obs;
+	struct gc_esxi_facts f;
+	struct gc_graph *g;
+	struct gc_target *t;
+	struct gc_resource *pt = NULL, *ntp = NULL;
+	const struct gc_resource *rs[2];
+	const char *v67 = "@@gc:K:1\nVMware ESXi 6.7.0 build-8169922\n@@gc:K:end\n";
+	const char *v701 = "@@gc:K:1\nVMware ESXi 7.0.1 build-16850804\n@@gc:K:end\n";
+
+	gc_graph_new(&g);
+	t = gc_graph_add_target(g, GC_TARGET_ESXI, "esx67");
+	assert_int_equal(gc_graph_add(&pt, g, GC_RES_ESXI_PCI_PASSTHRU, t,
+				      "esx67/esxi.pci_passthru/0000:3b:00.0", "esx67", NULL, 0, &err),
+			 0);
+	gc_resource_set(g, pt, "enabled", "true");
+	assert_int_equal(gc_graph_add(&ntp, g, GC_RES_ESXI_NTP, t, "esx67/esxi.ntp", "esx67", NULL,
+				      0, &err),
+			 0);
+	gc_resource_set(g, ntp, "servers", "ntp1.lab.example");
+	rs[0] = pt;
+	rs[1] = ntp;
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", v67, strlen(v67), &err), 0);
+	gc_observed_new(&obs);
+	gc_esxi_record(obs, "esx67", rs, 2, &f, &problems);
+	assert_string_equal(gc_buf_str(&problems),
+			    "host 'esx67' runs ESXi 6.7.0 (vmware -v), which has no 'esxcli hardware "
+			    "pci pcipassthru' (ESXi 7.0 and later): set the host's version: \"6.7.0\" "
+			    "in the spec, and that is set through vCenter\n"
+			    "host 'esx67' runs ESXi 6.7.0 (vmware -v), which has no 'esxcli system ntp' "
+			    "(ESXi 7.0 Update 1 and later): set the host's version: \"6.7.0\" in the "
+			    "spec, and that is set through vCenter\n");
+	assert_null(gc_observed_get(obs, pt->id, "enabled"));
+	gc_observed_free(obs);
+	gc_esxi_facts_free(&f);
+
+	gc_buf_reset(&problems);
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", v701, strlen(v701), &err), 0);
+	gc_observed_new(&obs);
+	gc_esxi_record(obs, "esx67", rs, 2, &f, &problems);
+	assert_string_equal(gc_buf_str(&problems), "");
+	assert_string_equal(gc_observed_get(obs, pt->id, "enabled"), "false");
+	gc_observed_free(obs);
+	gc_esxi_facts_free(&f);
+	gc_buf_free(&problems);
+	gc_graph_free(g);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -436,6 +492,7 @@ int main(void)
 		cmocka_unit_test(test_source_vibs_hostile),
 		cmocka_unit_test(test_source_section),
 		cmocka_unit_test(test_record_nmlx5_roce),
+		cmocka_unit_test(test_record_namespace_of_release),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -146,6 +146,35 @@ static void test_passthrough_props_flags_edges(void **state)
 	fx_free(c);
 }
 
+/* An ESXi 6.7 host (issue 14, item 1): passthrough and NTP are the same
+ * resources, flags and edges, on the vCenter target naming the host */
+static void test_esxi67_host_side_via_vcenter(void **state)
+{
+	struct gc_cluster *c = fx_cluster(1, 1, FX_PASSTHROUGH);
+	struct gc_graph *g;
+	const struct gc_resource *r;
+
+	c->hosts[0].passthru_via_vcenter = c->hosts[0].ntp_via_vcenter = true;
+	g = build(c);
+	r = get(g, "esx01/esxi.pci_passthru/0000:3b:00.0");
+	assert_int_equal(r->target->kind, GC_TARGET_VCENTER);
+	assert_string_equal(r->host, "esx01");
+	assert_null(r->vm);
+	assert_int_equal(r->flags, GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT);
+	assert_string_equal(gc_resource_prop(r, "enabled"), "true");
+	r = get(g, "esx01/esxi.ntp");
+	assert_int_equal(r->target->kind, GC_TARGET_VCENTER);
+	assert_string_equal(r->host, "esx01");
+	assert_string_equal(gc_resource_prop(r, "servers"), "ntp.example.com");
+	assert_int_equal(get(g, "esx01/esxi.module_param/nmlx5_core")->target->kind,
+			 GC_TARGET_ESXI);
+	assert_true(has_dep(get(g, "vm/worker-01/device.pci/0000:3b:00.0"),
+			    "esx01/esxi.pci_passthru/0000:3b:00.0"));
+	(void)state;
+	gc_graph_free(g);
+	fx_free(c);
+}
+
 /* A host that follows a RoCE switch: nmlx5_core gets the switch's DSCP
  * trust, PFC on its priority and ECN beside max_vfs, in one resource (one
  * `parameters set`, one reboot); a PVRDMA-only host gets them without
@@ -378,6 +407,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_passthrough_resources),
 		cmocka_unit_test(test_passthrough_props_flags_edges),
+		cmocka_unit_test(test_esxi67_host_side_via_vcenter),
 		cmocka_unit_test(test_nmlx5_roce_params),
 		cmocka_unit_test(test_vgpu_edges),
 		cmocka_unit_test(test_duplicate_id),

@@ -186,6 +186,42 @@ static void test_offline_passthrough_order(void **state)
 	fx_done(&f);
 }
 
+/* An ESXi 6.7 host (issue 14, item 1): its passthrough and NTP are vCenter
+ * actions, and the passthrough is still inside the host's maintenance
+ * window, before its one reboot */
+static void test_offline_esxi67_via_vcenter(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct fx f;
+
+	memset(&f, 0, sizeof(f));
+	f.c = fx_cluster(1, 1, FX_PASSTHROUGH);
+	f.c->hosts[0].passthru_via_vcenter = f.c->hosts[0].ntp_via_vcenter = true;
+	assert_int_equal(gc_graph_build(&f.g, f.c, &err), 0);
+	fx_plan_ok(&f, NULL);
+	assert_steps(f.p, "esx01",
+		     "enter maintenance mode on esx01; + esx01/esxi.module_param/nmlx5_core; "
+		     "reboot esx01; wait for esx01; verify esx01; exit maintenance mode on esx01");
+	assert_steps(f.p, "vcenter",
+		     "+ esx01/esxi.ntp; + dvs/rdma-dvs; + dvs/rdma-dvs/portgroup/rdma-pg; "
+		     "+ esx01/esxi.pci_passthru/0000:3b:00.0; + vm/worker-01; + vm/worker-01/hw; "
+		     "+ vm/worker-01/extra_config; + vm/worker-01/device.pci/0000:3b:00.0; "
+		     "+ vm/worker-01/nic.sriov/0; power on worker-01");
+	assert_true(depends(find_action(f.p, "+ esx01/esxi.pci_passthru/0000:3b:00.0"),
+			    find_action(f.p, "enter maintenance mode on esx01")));
+	assert_true(depends(find_action(f.p, "reboot esx01"),
+			    find_action(f.p, "+ esx01/esxi.pci_passthru/0000:3b:00.0")));
+	assert_true(depends(find_action(f.p, "+ vm/worker-01/device.pci/0000:3b:00.0"),
+			    find_action(f.p, "exit maintenance mode on esx01")));
+	assert_string_equal(find_action(f.p, "enter maintenance mode on esx01")->why,
+			    "SR-IOV virtual functions (nmlx5_core max_vfs), passthrough for GPU "
+			    "0000:3b:00.0 need maintenance mode");
+	assert_string_equal(find_action(f.p, "reboot esx01")->why,
+			    "one reboot for 2 changes that take effect after a reboot");
+	(void)state;
+	fx_done(&f);
+}
+
 static void test_offline_vgpu_order(void **state)
 {
 	struct fx f;
@@ -1247,6 +1283,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_offline_passthrough_order),
+		cmocka_unit_test(test_offline_esxi67_via_vcenter),
 		cmocka_unit_test(test_guest_reboots_roll),
 		cmocka_unit_test(test_offline_vgpu_order),
 		cmocka_unit_test(test_ecc_only_one_reboot),

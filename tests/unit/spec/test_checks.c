@@ -371,6 +371,75 @@ static void test_vgpu_vmotion_by_esxi_version(void **state)
 	(void)state;
 }
 
+#define NS_HOSTS                                                                               \
+	"x-gpu: &gpu [{pci: '0000:01:00.0', model: T4}]\n"                                    \
+	"hosts:\n"                                                                             \
+	"  - {name: h67, address: 127.0.0.1, credentials: root, version: '6.7.0', "            \
+	"gpus: *gpu, ntp: [pool.ntp.org]}\n"                                                   \
+	"  - {name: h70, address: 127.0.0.2, credentials: root, version: '7.0', "              \
+	"gpus: *gpu, ntp: [pool.ntp.org]}\n"                                                   \
+	"  - {name: h701, address: 127.0.0.3, credentials: root, version: 7.0.1, "             \
+	"gpus: *gpu, ntp: [pool.ntp.org]}\n"                                                   \
+	"  - {name: hnone, address: 127.0.0.4, credentials: root, gpus: *gpu}\n"
+
+/* Passthrough and NTP of an ESXi host older than the esxcli namespaces for
+ * them (7.0, 7.0 U1) go through vCenter (issue 14, item 1): the derived
+ * flags per version */
+static void test_esxi_namespaces_by_version(void **state)
+{
+	struct gc_cluster *c = load_ok(HEAD NS_HOSTS);
+
+	assert_true(gc_cluster_host(c, "h67")->passthru_via_vcenter);
+	assert_true(gc_cluster_host(c, "h67")->ntp_via_vcenter);
+	assert_false(gc_cluster_host(c, "h70")->passthru_via_vcenter);
+	assert_true(gc_cluster_host(c, "h70")->ntp_via_vcenter);
+	assert_false(gc_cluster_host(c, "h701")->passthru_via_vcenter);
+	assert_false(gc_cluster_host(c, "h701")->ntp_via_vcenter);
+	assert_false(gc_cluster_host(c, "hnone")->passthru_via_vcenter);
+	assert_false(gc_cluster_host(c, "hnone")->ntp_via_vcenter);
+	gc_cluster_free(c);
+	(void)state;
+}
+
+/* ... and without a vcenter section that is an error at the host's version */
+static void test_esxi_namespaces_need_vcenter(void **state)
+{
+	struct gc_cluster *c;
+	char *text = load("apiVersion: gpuclusterctl/v1\n"
+			  "kind: Cluster\n"
+			  "metadata: {name: t}\n"
+			  "credentials:\n"
+			  "  - {name: root, username: root, password_env: GC_PW}\n" NS_HOSTS,
+			  &c, NULL);
+
+	assert_null(c);
+	assert_string_equal(
+		text,
+		"t.yaml:8:65: error: host 'h67' runs ESXi 6.7.0, which has no 'esxcli hardware pci "
+		"pcipassthru' (ESXi 7.0 and later): its passthrough needs vCenter\n"
+		"    8 |   - {name: h67, address: 127.0.0.1, credentials: root, version: '6.7.0', "
+		"gpus: *gpu, ntp: [pool.ntp.org]}\n"
+		"      |                                                                 ^\n"
+		"   = hint: add a vcenter section: passthrough is then set through it "
+		"(HostPciPassthruSystem.UpdatePassthruConfig)\n"
+		"t.yaml:8:65: error: host 'h67' runs ESXi 6.7.0, which has no 'esxcli system ntp' "
+		"(ESXi 7.0 Update 1 and later): its NTP needs vCenter\n"
+		"    8 |   - {name: h67, address: 127.0.0.1, credentials: root, version: '6.7.0', "
+		"gpus: *gpu, ntp: [pool.ntp.org]}\n"
+		"      |                                                                 ^\n"
+		"   = hint: add a vcenter section: NTP is then set through it "
+		"(HostDateTimeSystem.UpdateDateTimeConfig)\n"
+		"t.yaml:9:65: error: host 'h70' runs ESXi 7.0, which has no 'esxcli system ntp' "
+		"(ESXi 7.0 Update 1 and later): its NTP needs vCenter\n"
+		"    9 |   - {name: h70, address: 127.0.0.2, credentials: root, version: '7.0', "
+		"gpus: *gpu, ntp: [pool.ntp.org]}\n"
+		"      |                                                                 ^\n"
+		"   = hint: add a vcenter section: NTP is then set through it "
+		"(HostDateTimeSystem.UpdateDateTimeConfig)\n");
+	free(text);
+	(void)state;
+}
+
 #define VGPU_HOST                                                                              \
 	"hosts:\n"                                                                             \
 	"  - name: h1\n    address: 127.0.0.1\n    credentials: root\n"                        \
@@ -751,6 +820,8 @@ int main(void)
 		cmocka_unit_test(test_nmlx5_max_vfs_per_port),
 		cmocka_unit_test(test_roce_switch_of_hosts),
 		cmocka_unit_test(test_vgpu_vmotion_by_esxi_version),
+		cmocka_unit_test(test_esxi_namespaces_by_version),
+		cmocka_unit_test(test_esxi_namespaces_need_vcenter),
 		cmocka_unit_test(test_firmware_of_clones),
 		cmocka_unit_test(test_nic_models_of_the_guides),
 		cmocka_unit_test(test_license_feature_type),
