@@ -31,7 +31,7 @@ const char cmd_discover_usage[] =
 	"Options:\n"
 	"  --json                 everything read as JSON (format_version 1,\n"
 	"                         specs/discover-v1.schema.json)\n"
-	"  -o, --out FILE         write to FILE instead of standard output\n"
+	"  --out FILE             write to FILE (whole, or not at all) instead of standard output\n"
 	"  --known-hosts FILE, --trust-new-host-keys   as for apply\n"
 	"  -h, --help             show this help\n"
 	"\n"
@@ -137,7 +137,7 @@ int cmd_discover(int argc, char **argv)
 	memset(&set, 0, sizeof(set));
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+ho:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;
