@@ -11,7 +11,7 @@
  *
  * A target that cannot be read carries its error in the document and the
  * others are still read; the first failure is returned.  KVM hosts are
- * listed as not read: discover knows ESXi only.
+ * listed as not read, without an error: discover knows ESXi only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -155,10 +155,14 @@ static json_object *read_hosts(const struct gc_cluster *c, const struct gc_drv_s
 
 		json_object_object_add(o, "hypervisor",
 				       json_object_new_string(h->hypervisor == GC_HV_KVM ? "kvm" : "esxi"));
-		if (h->hypervisor == GC_HV_KVM)
-			rc = gc_error_set(&tmp, GC_ENOTSUP, "discover reads ESXi hosts only");
-		else
-			rc = read_esxi(o, h, set, &tmp);
+		if (h->hypervisor == GC_HV_KVM) {
+			/* not read, and not a failure: discover knows ESXi only */
+			json_object_object_add(o, "read", json_object_new_boolean(false));
+			json_object_object_add(o, "error", NULL);
+			json_object_array_add(a, o);
+			continue;
+		}
+		rc = read_esxi(o, h, set, &tmp);
 		settle(o, rc, "host", h->name, &tmp, err, first);
 		json_object_array_add(a, o);
 	}

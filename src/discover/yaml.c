@@ -373,6 +373,12 @@ static void host(struct out *o, const struct gc_cluster *c, const struct gc_host
 	key_str(o, "credentials", sh->credentials_name);
 	if (!ssh_same(&sh->ssh, &c->ssh_defaults))
 		ssh_map(o, &sh->ssh);
+	if (sh->hypervisor == GC_HV_KVM) {
+		comment(&o->notes, "  host '%s' is a KVM host: discover reads ESXi hosts only",
+			sh->name);
+		map_end(o);
+		return;
+	}
 	if (!jbool(h, "read")) {
 		comment(&o->notes, "  host '%s' was not read: %s", sh->name, jstr(h, "error"));
 		map_end(o);
