@@ -442,9 +442,15 @@ static bool vc_name_ok(const char *s)
 	return s != NULL && gc_valid_label(s) && strlen(s) <= 80;
 }
 
+/*
+ * A port group whose VLAN is not one id (a trunk) is left out: a spec port
+ * group has one VLAN.  The switch's uplink port group is such a trunk
+ * (0-4094, as vCenter and govmomi's simulator create it), and no spec
+ * lists it.
+ */
 static void dvs_portgroups(struct out *o, json_object *d)
 {
-	json_object *pgs = jarr(d, "port_groups");
+	json_object *pgs = jarr(d, "port_groups"), *v;
 	size_t n = 0;
 
 	JFOR(i, pgs) {
@@ -453,6 +459,11 @@ static void dvs_portgroups(struct out *o, json_object *d)
 
 		if (!vc_name_ok(jstr(p, "name")))
 			continue;
+		if (!json_object_object_get_ex(p, "vlan", &v) || v == NULL) {
+			comment(&o->notes, "  port group '%s' of '%s': a VLAN trunk, not one VLAN (an "
+				"uplink port group)", jstr(p, "name"), jstr(d, "name"));
+			continue;
+		}
 		if (n++ == 0)
 			seq_start(o, "port_groups", false);
 		map_start(o, true);

@@ -59,31 +59,14 @@ def schema_validator():
         return jsonschema.Draft202012Validator(json.load(f))
 
 
-class Discover(LabCase):
-    port = 2318
+class DiscoverCase(LabCase):
+    """Helpers of both lab classes below (no tests of its own)."""
 
     @classmethod
     def setUpClass(cls):
-        with open(os.path.join(ROOT, "examples", "roce-pair.yaml"), encoding="utf-8") as f:
-            spec = yaml.safe_load(f)
-        spec["hosts"][1]["version"] = "7.0.3"
-        spec["hosts"].append({
-            "name": "esx03", "address": "127.0.0.13", "credentials": "esxi-root", "version": "6.7.0",
-            "gpus": [{"pci": "0000:af:00.0", "model": "A100-40GB", "mode": "passthrough"}],
-            "nics": [{"pci": "0000:d8:00.0", "model": "ConnectX-6", "device": "vmnic6"}]})
-        cls.tmp = tempfile.mkdtemp(prefix="gc-it-discover-")
-        os.chmod(cls.tmp, 0o755)
-        cls.spec = os.path.join(cls.tmp, "roce-pair-3.yaml")
-        with open(cls.spec, "w", encoding="utf-8") as f:
-            yaml.safe_dump(spec, f, sort_keys=False)
         super().setUpClass()
         with open(cls.specfile, encoding="utf-8") as f:
             cls.lab_spec = yaml.safe_load(f)
-
-    @classmethod
-    def tearDownClass(cls):
-        super().tearDownClass()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     # ---------------------------------------------------------------- helpers
 
@@ -99,7 +82,7 @@ class Discover(LabCase):
         doc = {k: s[k] for k in ("apiVersion", "kind", "metadata", "credentials", "ssh", "vcenter")}
         doc["hosts"] = [{k: h[k] for k in ("name", "address", "credentials")} for h in s["hosts"]]
         doc["switches"] = [{k: w[k] for k in ("name", "address", "credentials")}
-                           for w in s["switches"]]
+                           for w in s.get("switches") or []]
         return self.write_spec("connection.yaml", doc)
 
     def run_gc(self, *argv, check):
@@ -121,6 +104,32 @@ class Discover(LabCase):
         for s in self.switches:
             new = [c for _, c in self.log(s)[before[s]:]]
             self.assertEqual(new, SWITCH_READS)
+
+
+
+class Discover(DiscoverCase):
+    port = 2318
+
+    @classmethod
+    def setUpClass(cls):
+        with open(os.path.join(ROOT, "examples", "roce-pair.yaml"), encoding="utf-8") as f:
+            spec = yaml.safe_load(f)
+        spec["hosts"][1]["version"] = "7.0.3"
+        spec["hosts"].append({
+            "name": "esx03", "address": "127.0.0.13", "credentials": "esxi-root", "version": "6.7.0",
+            "gpus": [{"pci": "0000:af:00.0", "model": "A100-40GB", "mode": "passthrough"}],
+            "nics": [{"pci": "0000:d8:00.0", "model": "ConnectX-6", "device": "vmnic6"}]})
+        cls.tmp = tempfile.mkdtemp(prefix="gc-it-discover-")
+        os.chmod(cls.tmp, 0o755)
+        cls.spec = os.path.join(cls.tmp, "roce-pair-3.yaml")
+        with open(cls.spec, "w", encoding="utf-8") as f:
+            yaml.safe_dump(spec, f, sort_keys=False)
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def configure_by_hand(self):
         """The example applied to esx01, esx02 and the switch; esx03's GPU
@@ -270,3 +279,44 @@ class Discover(LabCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DiscoverVcenter(DiscoverCase):
+    """The vCenter half: examples/vgpu-pvrdma.yaml's VMs and distributed
+    switch made by apply in vcsim, then read back by discover."""
+    spec = "examples/vgpu-pvrdma.yaml"
+    port = 2319
+
+    def test_dvswitch_vgpu_types_and_vms(self):
+        self.gc("apply", "--only", "vcenter", check=0)
+        conn = self.connection_spec()
+        before = self.log_len()
+        r = self.run_gc("discover", conn, check=0)
+        self.assert_only_reads(before)
+        found = yaml.safe_load(r.stdout)
+        self.assertEqual(found["distributed_switches"], [{
+            "name": "dvs-rdma", "mtu": 9000,
+            "uplinks": [{"host": "esx0%d" % i, "nic": "vmnic5"} for i in (1, 2, 3, 4)],
+            "port_groups": [{"name": "pvrdma-pg", "vlan": 100}]}])
+        self.assertIn("#   port group 'dvs-rdma-DVUplinks-", r.stdout)
+        self.assertIn("# vGPU types 'esx01' offers: grid_t4-1q grid_t4-2q grid_t4-4q grid_t4-8q "
+                      "grid_t4-16q grid_t4-4c grid_t4-8c grid_t4-16c\n", r.stdout)
+        self.assertIn("#   worker-01 on esx01: poweredOn, 8 CPUs, 65536 MB, efi; VirtualVmxnet3 "
+                      "network 'VM Network'; VirtualPCIPassthrough grid_t4-16c; "
+                      "VirtualVmxnet3Vrdma network 'pvrdma-pg'\n", r.stdout)
+        # the T4s are in neither mode on hosts nobody configured: comments, not gpus
+        self.assertEqual([h.get("gpus") for h in found["hosts"]], [None] * 5)
+        self.assertIn("#   host 'esx01': GPU 0000:3b:00.0 (T4, TU104GL [Tesla T4]) is neither "
+                      "passthrough nor vGPU: add it with the mode you want\n", r.stdout)
+        path = os.path.join(self.lab, "found.yaml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(r.stdout)
+        self.run_gc("check", path, check=0)
+        r = self.run_gc("discover", "--json", conn, check=0)
+        doc = json.loads(r.stdout)
+        self.assertEqual(sorted(schema_validator().iter_errors(doc), key=str), [])
+        vms = {v["name"]: v for v in doc["vcenter"]["vms"]}
+        self.assertEqual([(d["type"], d["vgpu"], d["network"]) for d in vms["worker-01"]["devices"]],
+                         [("VirtualVmxnet3", None, "VM Network"),
+                          ("VirtualPCIPassthrough", "grid_t4-16c", None),
+                          ("VirtualVmxnet3Vrdma", None, "pvrdma-pg")])
