@@ -163,6 +163,10 @@ class Discover(DiscoverCase):
         with open(out, encoding="utf-8") as f:
             text = f.read()
         found = yaml.safe_load(text)
+        # the credentials are the input's references; the secret is nowhere
+        with open(os.path.join(self.lab, "client", "password"), encoding="utf-8") as f:
+            self.assertNotIn(f.read().strip(), text)
+        self.assertEqual(found["credentials"], self.lab_spec["credentials"])
         refuses = self.six_seven_refuses()
         sriov = {"pci": "0000:5e:00.0", "model": "ConnectX-5", "device": "vmnic4",
                  "mode": "sriov", "vfs": 4}
