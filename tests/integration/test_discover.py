@@ -136,12 +136,15 @@ class Discover(DiscoverCase):
         put into passthrough as an operator would (state of the simulator)."""
         self.gc("apply", "--only", "esxi,switch", "--target", "esx01", "--target", "esx02",
                 "--target", "sn2700", check=0)
-        path = os.path.join(self.host_dir("esx03"), "state.json")
-        st = self.state("esx03")
+        self.set_gpu_passthru("esx03", "0000:af:00.0")
+
+    def set_gpu_passthru(self, host, pci):
+        """Passthrough configured and active, as after an operator's reboot."""
+        st = self.state(host)
         for d in st["pci"]:
-            if d["addr"] == "0000:af:00.0":
+            if d["addr"] == pci:
                 d["passthru"] = d["passthru_active"] = True
-        with open(path, "w", encoding="utf-8") as f:
+        with open(os.path.join(self.host_dir(host), "state.json"), "w", encoding="utf-8") as f:
             json.dump(st, f)
 
     def six_seven_refuses(self):
@@ -205,6 +208,13 @@ class Discover(DiscoverCase):
         self.assertEqual(r.stdout, "No changes. The cluster matches the spec.\n")
 
     def test_json_against_schema(self):
+        """Also ESXi 6.7's answer to a 7.0-only namespace, injected once
+        whatever the simulator's 6.7 does: passthrough is then read from
+        `hardware pci list`'s Configured Owner."""
+        self.set_gpu_passthru("esx03", "0000:af:00.0")
+        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "fail_once": {
+            "match": "esxcli --formatter=xml hardware pci pcipassthru list",
+            "message": "Error: Unknown command or namespace hardware pci pcipassthru list"}})
         conn = self.connection_spec()
         r = self.run_gc("discover", "--json", conn, check=0)
         doc = json.loads(r.stdout)
@@ -215,12 +225,12 @@ class Discover(DiscoverCase):
         gpu = [g for g in esx03["gpus"]]
         self.assertEqual(gpu, [{"pci": "0000:af:00.0", "vendor_id": "0x10de", "device_id": "0x20f1",
                                 "device_name": "GA100 [A100 PCIe 40GB]", "model": "A100-40GB",
-                                "memory_gb": 40, "mode": "unused", "passthru_configured": False,
-                                "passthru_active": False}])
-        expected_unavailable = (["hardware pci pcipassthru list", "system ntp get"]
-                                if self.six_seven_refuses() else [])
-        self.assertEqual(esx03["unavailable"], expected_unavailable)
-        self.assertEqual(esx03["ntp"], None if expected_unavailable else [])
+                                "memory_gb": 40, "mode": "passthrough",
+                                "passthru_configured": True, "passthru_active": True}])
+        refuses = self.six_seven_refuses()
+        self.assertEqual(esx03["unavailable"], ["hardware pci pcipassthru list"] +
+                         (["system ntp get"] if refuses else []))
+        self.assertEqual(esx03["ntp"], None if refuses else [])
         self.assertEqual([(n["pci"], n["vmnic"], n["model"], n["max_vfs"], n["mode"])
                           for n in esx03["nics"]],
                          [("0000:d8:00.0", "vmnic6", "ConnectX-6", 127, "none")])
