@@ -307,6 +307,9 @@ class DiscoverVcenter(DiscoverCase):
         before = self.log_len()
         r = self.run_gc("discover", conn, check=0)
         self.assert_only_reads(before)
+        # vCenter as apply left it: nothing for the spec's own plan to change
+        p = self.gc("plan", "--only", "vcenter", check=0)
+        self.assertEqual(p.stdout, "No changes. The cluster matches the spec.\n")
         found = yaml.safe_load(r.stdout)
         self.assertEqual(found["distributed_switches"], [{
             "name": "dvs-rdma", "mtu": 9000,
