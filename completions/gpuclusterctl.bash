@@ -99,7 +99,7 @@ _gpuclusterctl()
 	case $cmd in
 	help) COMPREPLY=($(compgen -W "$("$bin" __complete commands 2>/dev/null)" -- "$cur")) ;;
 	apply) _gpuclusterctl_files '*.@(yaml|yml|json)' ;;
-	plan | validate | unlock | check | graph) _gpuclusterctl_files '*.@(yaml|yml)' ;;
+	plan | validate | unlock | check | graph | discover) _gpuclusterctl_files '*.@(yaml|yml)' ;;
 	esac
 	return 0
 }

@@ -64,6 +64,11 @@ struct gc_esxi_pci {
 	char *vendor_id;          /* "0x10de" */
 	char *device_id;
 	char *device_name;
+	/* for `discover` (REAL-FORMATS A.2's `hardware pci list` fields; ""
+	 * when the host does not send them) */
+	char *vmkernel_name; /* "vmnic4"; "" while passthrough owns the port */
+	char *module_name;   /* "nmlx5_core", "pciPassthru", "None" */
+	char *class_id;      /* Device Class: "0x0302" 3D controller, "0x0200" Ethernet */
 };
 struct gc_esxi_ruleset {
 	char *name;

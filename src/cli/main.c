@@ -24,6 +24,7 @@ static const struct cli_command commands[] = {
 	{"apply", cmd_apply, "observe, plan and carry the plan out", cmd_apply_usage},
 	{"unlock", cmd_unlock, "clear the cluster lease a dead apply left (--force)", cmd_unlock_usage},
 	{"validate", cmd_validate, "prove the cluster works: read-back, probes, RDMA pairs", cmd_validate_usage},
+	{"discover", cmd_discover, "read what the targets are now and print it as a spec", cmd_discover_usage},
 	{"probe", cmd_probe, "check this node: RDMA, RoCE QoS, CUDA, bandwidth", cmd_probe_usage},
 	{"version", cmd_version, "print the version", cmd_version_usage},
 	{"help", cmd_help, "show help for gpuclusterctl or a command", cmd_help_usage},

@@ -56,7 +56,8 @@ class Installed(unittest.TestCase):
         self.assertEqual(set(SCHEMAS), {"gpuclusterctl-v1.schema.json", "observed-v1.schema.json",
                                         "check-v1.schema.json", "graph-v1.schema.json",
                                         "plan-v1.schema.json", "apply-v1.schema.json",
-                                        "validate-v1.schema.json", "probe-v1.schema.json"})
+                                        "validate-v1.schema.json", "probe-v1.schema.json",
+                                        "discover-v1.schema.json"})
         for f in want:
             p = os.path.join(self.prefix, f)
             exe = f.startswith(("bin/", "libexec/"))
@@ -125,6 +126,9 @@ class Installed(unittest.TestCase):
         self.assertEqual(self.bash_complete("gpuclusterctl", "v"), ["validate", "version"])
         self.assertEqual(self.bash_complete("gpuclusterctl", "--"), ["--help", "--version"])
         self.assertEqual(self.bash_complete("gpuclusterctl", "help", "ch"), ["check"])
+        self.assertEqual(self.bash_complete("gpuclusterctl", "disc"), ["discover"])
+        self.assertEqual(self.bash_complete("gpuclusterctl", "discover", "--o"), ["--out"])
+        self.assertEqual(self.bash_complete("gpuclusterctl", "discover", "exam"), ["examples/"])
         # the hidden helper is not a command
         self.assertEqual(self.bash_complete("gpuclusterctl", "_"), [])
 

@@ -166,6 +166,13 @@ static bool truthy(const char *s)
 		     strcasecmp(s, "enabled") == 0);
 }
 
+static const char *field_or_empty(const struct gc_esxcli_struct *it, const char *name)
+{
+	const char *v = gc_esxcli_get(it, name);
+
+	return v != NULL ? v : "";
+}
+
 static void note_failure(struct gc_esxi_facts *f, int sec, const char *why)
 {
 	f->failed = gc_xrealloc(f->failed, (f->nfailed + 1) * sizeof(*f->failed));
@@ -325,7 +332,10 @@ static int read_section(struct gc_esxi_facts *f, int sec, const char *text, size
 			d->current_passthru = cur && strcmp(cur, "VM Passthru") == 0;
 			d->vendor_id = gc_xstrdup(gc_esxcli_get(it, "VendorID") ? gc_esxcli_get(it, "VendorID") : "");
 			d->device_id = gc_xstrdup(gc_esxcli_get(it, "DeviceID") ? gc_esxcli_get(it, "DeviceID") : "");
-			d->device_name = gc_xstrdup(gc_esxcli_get(it, "DeviceName") ? gc_esxcli_get(it, "DeviceName") : "");
+			d->device_name = gc_xstrdup(field_or_empty(it, "DeviceName"));
+			d->vmkernel_name = gc_xstrdup(field_or_empty(it, "VMkernelName"));
+			d->module_name = gc_xstrdup(field_or_empty(it, "ModuleName"));
+			d->class_id = gc_xstrdup(field_or_empty(it, "DeviceClass"));
 			f->npci++;
 		}
 		break;
@@ -512,6 +522,9 @@ void gc_esxi_facts_free(struct gc_esxi_facts *f)
 		free(f->pci[i].vendor_id);
 		free(f->pci[i].device_id);
 		free(f->pci[i].device_name);
+		free(f->pci[i].vmkernel_name);
+		free(f->pci[i].module_name);
+		free(f->pci[i].class_id);
 	}
 	free(f->pci);
 	free(f->reboot_pending_why);

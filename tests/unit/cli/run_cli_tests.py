@@ -412,13 +412,31 @@ check("validate --json, nothing to check: exit 5, result nothing_to_check",
       rc == 5 and doc and doc["summary"]["result"] == "nothing_to_check", out + err)
 shutil.rmtree(state)
 
+# discover --json: a host that refuses the connection is exit 1, named on
+# stderr, and the document still valid against its schema
+discover_schema = schema("discover-v1.schema.json")
+d = tempfile.mkdtemp()
+unreachable = os.path.join(d, "unreachable.yaml")
+with open(unreachable, "w") as f:
+    f.write("apiVersion: gpuclusterctl/v1\nkind: Cluster\nmetadata: {name: gone}\n"
+            "credentials: [{name: root, username: root, password_env: GC_NO_SUCH_PASSWORD}]\n"
+            "ssh: {port: 9, connect_timeout_s: 2}\n"
+            "hosts: [{name: esx01, address: 127.0.0.1, credentials: root}]\n")
+rc, out, err = run("discover", "--json", unreachable)
+doc = valid("discover --json, host unreachable", discover_schema, out)
+check("discover --json, host unreachable: exit 1, the host named with its error",
+      rc == 1 and doc and doc["hosts"][0]["read"] is False and
+      err == "gpuclusterctl: error: host 'esx01': " + doc["hosts"][0]["error"] + "\n" and
+      "127.0.0.1:9: cannot connect: Connection refused" in err, out + err)
+shutil.rmtree(d)
+
 # ---------------------------------------------------------------- __complete (the shell completions' helper)
 # hidden from help; every option it offers is one the command takes, with its
 # argument's name when it has one (tests/install runs the completions themselves)
 rc, out, err = run("help")
 check("__complete is not listed as a command", rc == 0 and "__complete" not in out, out)
 rc, out, err = run("__complete", "commands")
-check("__complete commands", rc == 0 and out == "plan\ncheck\ngraph\napply\nunlock\nvalidate\nprobe\n"
+check("__complete commands", rc == 0 and out == "plan\ncheck\ngraph\napply\nunlock\nvalidate\ndiscover\nprobe\n"
       "version\nhelp\n", out + err)
 rc, out, err = run("__complete", "flags", "unlock")
 check("__complete flags unlock: the options, arguments named as --help names them",
@@ -485,11 +503,11 @@ check("validate with every check skipped: exit 5, and says so",
       rc == 5 and out == "0 checks: 0 passed, 0 failed, 0 skipped in 0.0 s\n" and
       err == "gpuclusterctl: nothing to check: every check was skipped or left out (exit 5)\n",
       out + err)
-for cmd in ["validate", "unlock"]:
-    rc, out, err = run(cmd, "--force" if cmd == "unlock" else "--skip=node",
+for cmd in ["validate", "unlock", "discover"]:
+    rc, out, err = run(cmd, *{"unlock": ["--force"], "validate": ["--skip=node"]}.get(cmd, []),
                        "tests/data/spec/bad/unknown-keys.yaml")
     check(f"{cmd} of a broken spec: exit 1", rc == 1 and "unknown key" in err, err)
-for cmd in ["apply", "validate", "unlock", "version"]:
+for cmd in ["apply", "validate", "unlock", "discover", "version"]:
     rc, out, err = run(cmd, "--bogus", "x.yaml")
     check(f"{cmd} --bogus: exit 64", rc == 64 and out == "", err)
 rc, out, err = run("help", "plna")
@@ -529,15 +547,17 @@ def interrupted(args):
 for args in (["check", "FIFO"], ["graph", "FIFO"], ["plan", "--offline", "FIFO"],
              ["apply", "--yes", "--state-dir", state, "FIFO"],
              ["validate", "--skip", "node", "--state-dir", state, "FIFO"],
-             ["unlock", "--force", "--state-dir", state, "FIFO"], ["probe", "--expect", "FIFO"]):
+             ["unlock", "--force", "--state-dir", state, "FIFO"], ["discover", "FIFO"],
+             ["probe", "--expect", "FIFO"]):
     rc, out, err = interrupted(args)
     check(f"{args[0]} interrupted (SIGINT): exit 130, nothing printed",
           rc == 130 and out == "" and err == "", f"exit {rc}\n{out}{err}")
 shutil.rmtree(state)
 
 # only where a target answers: validate's exit 0 (all checks passed) is
-# asserted on the lab by tests/integration/test_apply.py
-ELSEWHERE = {("validate", 0)}
+# asserted on the lab by tests/integration/test_apply.py; discover's exit 0
+# (every target read) by tests/integration/test_discover.py
+ELSEWHERE = {("validate", 0), ("discover", 0)}
 man = open(os.path.join(SRC, "docs/gpuclusterctl.1")).read()
 table = man[man.index(".SH EXIT STATUS"):]
 table = table[table.index("\n_\n") + 3:table.index("\n.TE")]
