@@ -467,7 +467,14 @@ static void check_host(struct check *k, struct gc_host *h)
 				 "distributed_switches:");
 			continue;
 		}
-		if (n->vmknic_create != NULL)
+		if (n->vmknic_create != NULL && k->c->vcenter == NULL)
+			spec_diag(k->x, GC_SEV_ERROR, n->vmknic_create->mark,
+				  "add vcenter: {url: https://..., datacenter: ..., credentials: ...}, "
+				  "or name an existing vmknic: vmknic: vmkN",
+				  "creating vmknic '%s' of host '%s' needs a 'vcenter' section",
+				  n->vmknic_create->name ? n->vmknic_create->name : "?",
+				  h->name ? h->name : "?");
+		else if (n->vmknic_create != NULL)
 			resolve_vmknic_portgroup(k, n);
 		if (h->name == NULL)
 			continue;

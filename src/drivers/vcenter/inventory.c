@@ -212,6 +212,34 @@ static void read_pci(struct gc_arena *a, struct gc_vcenter_host *h, xmlNodePtr v
 	h->npci = i;
 }
 
+/* ArrayOfHostVirtualNic: device, portgroup, spec{ip, distributedVirtualPort} */
+static void read_vnics(struct gc_arena *a, struct gc_vcenter_host *h, xmlNodePtr val)
+{
+	size_t n = count_elements(val), i = 0;
+
+	h->vnics = gc_arena_alloc(a, (n ? n : 1) * sizeof(*h->vnics));
+	for (xmlNodePtr c = val->children; c != NULL; c = c->next) {
+		struct gc_vcenter_vnic *v = &h->vnics[i];
+		xmlNodePtr spec = gc_vcenter_xml_child(c, "spec");
+		xmlNodePtr ip = gc_vcenter_xml_child(spec, "ip");
+		xmlNodePtr port = gc_vcenter_xml_child(spec, "distributedVirtualPort");
+
+		if (c->type != XML_ELEMENT_NODE)
+			continue;
+		v->device = gc_vcenter_xml_text(a, c, "device");
+		if (v->device == NULL)
+			continue;
+		v->portgroup = gc_vcenter_xml_text(a, c, "portgroup");
+		v->switch_uuid = gc_vcenter_xml_text(a, port, "switchUuid");
+		v->portgroup_key = gc_vcenter_xml_text(a, port, "portgroupKey");
+		v->dhcp = is_true(ip, "dhcp");
+		v->ip = gc_vcenter_xml_text(a, ip, "ipAddress");
+		v->mask = gc_vcenter_xml_text(a, ip, "subnetMask");
+		i++;
+	}
+	h->nvnics = i;
+}
+
 static void read_host_prop(struct gc_arena *a, struct gc_vcenter_host *h, const char *name,
 			   xmlNodePtr val)
 {
@@ -227,6 +255,10 @@ static void read_host_prop(struct gc_arena *a, struct gc_vcenter_host *h, const 
 		h->maintenance = is_true(val, NULL);
 	else if (strcmp(name, "hardware.pciDevice") == 0)
 		read_pci(a, h, val);
+	else if (strcmp(name, "config.network.vnic") == 0)
+		read_vnics(a, h, val);
+	else if (strcmp(name, "configManager.networkSystem") == 0)
+		h->network_system = gc_vcenter_xml_text(a, val, NULL);
 }
 
 /* ---------------------------------------------------------------- the rest of the inventory */

@@ -7,7 +7,7 @@
  * VMs.  It asks, per type, for what the planner and the executor compare or
  * need as arguments: VMs (devices, extraConfig, firmware, sizing, template,
  * pool, power state, host), hosts (PCI devices and passthrough state, vGPU
- * types, parent, maintenance), datacenters (their four folders), compute
+ * types, parent, maintenance, VMkernel adapters and the network system), datacenters (their four folders), compute
  * resources (root pool, environment browser), datastores, networks and DV
  * port groups, and distributed switches.  No view objects are created, so
  * nothing needs destroying and the cost is one round trip however large
@@ -55,6 +55,8 @@ static const char *const host_props[] = {
 	"parent",
 	"runtime.inMaintenanceMode",
 	"hardware.pciDevice",
+	"config.network.vnic",         /* the PVRDMA vmknic */
+	"configManager.networkSystem", /* where AddVirtualNic goes */
 };
 
 static const char *const dc_props[] = {

@@ -51,6 +51,11 @@ bool gc_vcdrv_pci_id(const char *s, unsigned *vendor, unsigned *device);
  * after "dvs/<dvswitch>/portgroup/" (a name may hold '/': never cut at the
  * last one). */
 const char *gc_vcdrv_portgroup_name(const struct gc_resource *r);
+/* vmknic.c: the host's VMkernel adapter of that device name, or NULL; record
+ * a dvs.vmknic resource (the adapter of its device name, when there is one). */
+const struct gc_vcenter_vnic *gc_vcdrv_find_vnic(const struct gc_vcenter_host *vh, const char *device);
+void gc_vcdrv_record_vmknic(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,
+			    const struct gc_cluster *c, const struct gc_resource *r);
 /* Is the device an adapter of this NIC kind / a vGPU / a static PCI passthrough? */
 bool gc_vcdrv_is_nic(const struct gc_vcenter_device *d, enum gc_res_kind kind);
 
@@ -151,6 +156,7 @@ const struct gc_vcenter_datacenter *gc_vcdrv_datacenter(struct vc_conn *c,
 const struct gc_vcenter_vm *gc_vcdrv_find_vm(struct vc_conn *c, struct gc_drv_ctx *ctx,
 					     const struct gc_vcenter_inventory **inv,
 					     const char *name, struct gc_error *err);
+
 
 /* changes.c: carry out one action of the vCenter target. */
 int gc_vcdrv_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_action *a,

@@ -168,6 +168,7 @@ func main() {
 		}
 	}
 	wrapEnvironmentBrowsers()
+	wrapNetworkSystems()
 	if *gpus != "" {
 		loadHostGPUs(*gpus)
 	}
