@@ -103,6 +103,12 @@ void gc_vcenter_add_portgroup_body(struct gc_vcenter_soap *s, const char *dvs, c
 				   int vlan);
 void gc_vcenter_portgroup_vlan_body(struct gc_vcenter_soap *s, const char *portgroup,
 				    const char *config_version, int vlan);
+/* vmknic.c: HostNetworkSystem.AddVirtualNic (portgroup "") and
+ * UpdateVirtualNic bodies of an adapter on a distributed port. */
+void gc_vcenter_add_vnic_body(struct gc_vcenter_soap *s, const char *network_system,
+			      const struct gc_vcenter_vnic_spec *spec);
+void gc_vcenter_update_vnic_body(struct gc_vcenter_soap *s, const char *network_system,
+				 const char *device, const struct gc_vcenter_vnic_spec *spec);
 /* GC_EINVAL naming the vCenter, the VM and the field of the first bad value. */
 int gc_vcenter_check_change(const struct gc_vcenter_conn *vc, const char *vm_moref,
 			    const struct gc_vcenter_vm_change *change, struct gc_error *err);

@@ -119,6 +119,22 @@ static int check_spec(const struct gc_vcenter_conn *vc, const char *method, cons
 	return 0;
 }
 
+void gc_vcenter_add_vnic_body(struct gc_vcenter_soap *s, const char *network_system,
+			      const struct gc_vcenter_vnic_spec *spec)
+{
+	gc_vcenter_soap_begin(s, "AddVirtualNic", "HostNetworkSystem", network_system);
+	gc_vcenter_soap_elem(s, "portgroup", "");
+	nic_spec(s, spec);
+}
+
+void gc_vcenter_update_vnic_body(struct gc_vcenter_soap *s, const char *network_system,
+				 const char *device, const struct gc_vcenter_vnic_spec *spec)
+{
+	gc_vcenter_soap_begin(s, "UpdateVirtualNic", "HostNetworkSystem", network_system);
+	gc_vcenter_soap_elem(s, "device", device);
+	nic_spec(s, spec);
+}
+
 int gc_vcenter_add_vnic(char *out, size_t n, struct gc_vcenter_conn *vc, const char *network_system,
 			const struct gc_vcenter_vnic_spec *spec, struct gc_error *err)
 {
@@ -129,9 +145,7 @@ int gc_vcenter_add_vnic(char *out, size_t n, struct gc_vcenter_conn *vc, const c
 
 	if (rc < 0)
 		return rc;
-	gc_vcenter_soap_begin(&s, "AddVirtualNic", "HostNetworkSystem", network_system);
-	gc_vcenter_soap_elem(&s, "portgroup", "");
-	nic_spec(&s, spec);
+	gc_vcenter_add_vnic_body(&s, network_system, spec);
 	rc = gc_vcenter_soap_end(&s, vc, err);
 	if (rc == 0)
 		rc = gc_vcenter_soap_call(vc, &s, &doc, &ret, err);
@@ -158,9 +172,7 @@ int gc_vcenter_update_vnic(struct gc_vcenter_conn *vc, const char *network_syste
 	if (!vmk_ok(device))
 		return gc_error_set(err, GC_EINVAL, "%s: UpdateVirtualNic: '%s' is not a VMkernel "
 				    "adapter name", vc->target, device ? device : "");
-	gc_vcenter_soap_begin(&s, "UpdateVirtualNic", "HostNetworkSystem", network_system);
-	gc_vcenter_soap_elem(&s, "device", device);
-	nic_spec(&s, spec);
+	gc_vcenter_update_vnic_body(&s, network_system, device, spec);
 	return gc_vcenter_soap_run(vc, &s, err);
 }
 
