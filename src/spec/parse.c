@@ -236,8 +236,8 @@ static bool pat_ok(enum spec_pat p, const char *s)
 	case P_NICDEV: return gc_valid_ifname(s) || pat_ok(P_NETDEV, s);
 	/* vCenter names VMkernel adapters vmk0, vmk1, ... (HostVirtualNic.device) */
 	case P_VMKNIC:
-		return strncmp(s, "vmk", 3) == 0 && s[3] != '\0' && strspn(s + 3, "0123456789") == strlen(s + 3) &&
-		       strlen(s) <= 7;
+		return strncmp(s, "vmk", 3) == 0 && s[3] != '\0' && strlen(s) <= 7 &&
+		       strspn(s + 3, "0123456789") == strlen(s + 3);
 	}
 	return false;
 }

@@ -692,8 +692,8 @@ static int portgroup_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const stru
 
 /* The desired adapter's spec: the switch's uuid and the port group's key. */
 static int vmknic_want(struct gc_vcenter_vnic_spec *out, char *ip, size_t nip,
-		     const struct gc_vcenter_inventory *inv, const struct gc_resource *r,
-		     const char *target, struct gc_error *err)
+		       const struct gc_vcenter_inventory *inv, const struct gc_resource *r,
+		       const char *target, struct gc_error *err)
 {
 	const char *dvs = gc_resource_prop(r, "dvswitch"), *pg = gc_resource_prop(r, "portgroup");
 	const char *addr = gc_resource_prop(r, "address"), *slash;
@@ -721,7 +721,8 @@ static int vmknic_want(struct gc_vcenter_vnic_spec *out, char *ip, size_t nip,
 /* Another adapter of the host on the port group: created by hand or by a
  * run whose reply was lost; a second one would not be the spec's. */
 static const struct gc_vcenter_vnic *vmknic_other_on(const struct gc_vcenter_host *vh,
-					      const struct gc_vcenter_vnic_spec *w, const char *device)
+						     const struct gc_vcenter_vnic_spec *w,
+						     const char *device)
 {
 	for (size_t i = 0; i < vh->nvnics; i++) {
 		const struct gc_vcenter_vnic *v = &vh->vnics[i];
@@ -733,8 +734,9 @@ static const struct gc_vcenter_vnic *vmknic_other_on(const struct gc_vcenter_hos
 	return NULL;
 }
 
-static int vmknic_create(struct vc_conn *c, const struct gc_vcenter_host *vh, const struct gc_resource *r,
-		  const struct gc_vcenter_vnic_spec *w, const char *device, struct gc_error *err)
+static int vmknic_create(struct vc_conn *c, const struct gc_vcenter_host *vh,
+			 const struct gc_resource *r, const struct gc_vcenter_vnic_spec *w,
+			 const char *device, struct gc_error *err)
 {
 	const char *target = gc_vcenter_target(c->vc);
 	const struct gc_vcenter_vnic *o = vmknic_other_on(vh, w, device);
@@ -757,8 +759,9 @@ static int vmknic_create(struct vc_conn *c, const struct gc_vcenter_host *vh, co
 	return 0;
 }
 
+/* Read vCenter again first: a lost reply's adapter must not get a twin. */
 static int vmknic_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_action *a,
-			  struct gc_error *err)
+			struct gc_error *err)
 {
 	const struct gc_resource *r = a->resource;
 	const char *target = gc_vcenter_target(c->vc), *device = gc_resource_prop(r, "device");

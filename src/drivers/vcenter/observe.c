@@ -7,9 +7,10 @@
  * VMs.  It asks, per type, for what the planner and the executor compare or
  * need as arguments: VMs (devices, extraConfig, firmware, sizing, template,
  * pool, power state, host), hosts (PCI devices and passthrough state, vGPU
- * types, parent, maintenance, VMkernel adapters and the network system), datacenters (their four folders), compute
- * resources (root pool, environment browser), datastores, networks and DV
- * port groups, and distributed switches.  No view objects are created, so
+ * types, parent, maintenance, VMkernel adapters and the network system),
+ * datacenters (their four folders), compute resources (root pool,
+ * environment browser), datastores, networks and DV port groups, and
+ * distributed switches.  No view objects are created, so
  * nothing needs destroying and the cost is one round trip however large
  * the inventory.  When vCenter pages a large result it returns a token, and
  * ContinueRetrievePropertiesEx fetches the rest.

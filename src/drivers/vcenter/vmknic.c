@@ -178,7 +178,8 @@ int gc_vcenter_update_vnic(struct gc_vcenter_conn *vc, const char *network_syste
 
 /* ---------------------------------------------------------------- record */
 
-const struct gc_vcenter_vnic *gc_vcdrv_find_vnic(const struct gc_vcenter_host *vh, const char *device)
+const struct gc_vcenter_vnic *gc_vcdrv_find_vnic(const struct gc_vcenter_host *vh,
+					       const char *device)
 {
 	for (size_t i = 0; vh != NULL && device != NULL && i < vh->nvnics; i++)
 		if (strcmp(vh->vnics[i].device, device) == 0)
