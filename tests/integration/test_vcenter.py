@@ -421,6 +421,20 @@ class ApplyPvrdmaVmknic(VcenterLab):
         steps = self.vcenter_steps(r.stdout)
         for i in range(1, 5):
             self.assertIn("+ dvs/dvs-rdma/vmknic/esx%02d/vmk1" % i, steps, r.stdout)
+        # each host's tag waits for its adapter
+        plan = json.loads(self.gc("plan", "--only", self.only, "--json", spec=spec, check=2).stdout)
+        acts = {a["resource"]: a for w in plan["waves"] for t in w["targets"] for a in t["actions"]
+                if a["resource"]}
+        for i in range(1, 5):
+            tag = acts["esx%02d/esxi.advanced/Net.PVRDMAVmknic" % i]
+            vmk = acts["dvs/dvs-rdma/vmknic/esx%02d/vmk1" % i]
+            self.assertEqual((vmk["op"], vmk["changes"]), ("create", [
+                {"key": "host", "old": None, "new": "esx%02d" % i},
+                {"key": "dvswitch", "old": None, "new": "dvs-rdma"},
+                {"key": "portgroup", "old": None, "new": "pvrdma-pg"},
+                {"key": "device", "old": None, "new": "vmk1"},
+                {"key": "address", "old": None, "new": "192.168.10.%d/24" % (20 + i)}]))
+            self.assertIn(vmk["seq"], tag["after"])
         r = self.gc("apply", "--only", self.only, "-v", spec=spec, check=0)
         out = r.stderr
         for i in range(1, 5):
@@ -433,8 +447,9 @@ class ApplyPvrdmaVmknic(VcenterLab):
             self.assertEqual(self.vnic(host, "vmk0")["portgroup"], "Management Network")
             tag = "esxcli system settings advanced set -o /Net/PVRDMAVmknic -s 'vmk1'"
             self.assertIn(tag, self.changes(host), host)
-            # created (and its reply read) before the host's tag goes out
-            self.assertLess(out.index("vcenter: + dvs/dvs-rdma/vmknic/%s/vmk1 done" % host),
+            # started before the host's tag (the "done" line may print after
+            # the tag starts: the executor releases dependents first)
+            self.assertLess(out.index("vcenter: + dvs/dvs-rdma/vmknic/%s/vmk1 ..." % host),
                             out.index("%s: ~ %s/esxi.advanced/Net.PVRDMAVmknic ..." % (host, host)),
                             out)
         self.reapply_changes_nothing(spec=spec)
