@@ -47,6 +47,12 @@ void gc_esxcli_result_free(struct gc_esxcli_result *r);
  * NULL when absent. */
 const char *gc_esxcli_get(const struct gc_esxcli_struct *s, const char *field);
 
+/* sriov.c: every SR-IOV NIC of h is in this `esxcli --formatter=xml network
+ * sriovnic list` output, else GC_EREMOTE with the firmware hint (SRIOV_EN,
+ * NUM_OF_VFS) for the first one that is not. */
+struct gc_host;
+int gc_esxi_check_vfs(const struct gc_host *h, const char *xml, size_t len, struct gc_error *err);
+
 /* ---------------------------------------------------------------- observed facts */
 
 struct gc_esxi_vib {

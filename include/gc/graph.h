@@ -89,6 +89,7 @@ enum gc_res_kind {
 	GC_RES_VM_NIC_VIRTIO,     /* network */
 	GC_RES_VM_SEED,           /* datasource, digest (KVM: the NoCloud seed disk) */
 	GC_RES_VCENTER_SETTING,   /* key, value (a vCenter advanced setting) */
+	GC_RES_DVS_VMKNIC,        /* host, dvswitch, portgroup, device, address (PVRDMA's vmknic) */
 	GC_RES__COUNT
 };
 

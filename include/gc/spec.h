@@ -172,6 +172,16 @@ struct gc_host_gpu {
 
 enum gc_nic_mode { GC_NIC_MODE_NONE, GC_NIC_MODE_SRIOV, GC_NIC_MODE_PVRDMA, GC_NIC_MODE_PASSTHROUGH };
 
+/* The map form of a pvrdma NIC's `vmknic:`: the VMkernel adapter that
+ * vCenter creates on a port group of the NIC's distributed switch. */
+struct gc_vmknic {
+	struct gc_mark mark;
+	char *name;      /* the device vCenter is expected to give it, "vmk1" */
+	char *portgroup; /* a port group of the NIC's dvswitch */
+	char *address;   /* IPv4 with its prefix length, "192.168.10.21/24" */
+	struct gc_portgroup *pg; /* resolved by the checks */
+};
+
 struct gc_host_nic {
 	struct gc_mark mark;
 	char *pci;
@@ -182,7 +192,8 @@ struct gc_host_nic {
 	char *device;      /* vmnic name, e.g. "vmnic4" (required for pvrdma uplinks) */
 	enum gc_nic_mode mode;
 	unsigned vfs;      /* sriov: VFs per port */
-	char *vmknic;      /* pvrdma: tagged vmknic, e.g. "vmk1" */
+	char *vmknic;      /* pvrdma: tagged vmknic, e.g. "vmk1" (both forms) */
+	struct gc_vmknic *vmknic_create; /* the map form: created through vCenter; else NULL */
 	char *dvswitch_name; /* pvrdma: the distributed switch it uplinks */
 	struct gc_dvswitch *dvswitch;
 	struct gc_host *host;

@@ -149,9 +149,22 @@ struct gc_vcenter_passthru {
 	bool active;    /* enabled and in effect (no reboot owed) */
 };
 
+/* One entry of HostSystem config.network.vnic (a VMkernel adapter). */
+struct gc_vcenter_vnic {
+	const char *device;        /* "vmk1" */
+	const char *portgroup;     /* a standard port group's name ("" on a distributed port) */
+	const char *switch_uuid;   /* spec.distributedVirtualPort.switchUuid, or NULL */
+	const char *portgroup_key; /* spec.distributedVirtualPort.portgroupKey, or NULL */
+	bool dhcp;                 /* spec.ip.dhcp */
+	const char *ip, *mask;     /* spec.ip.ipAddress, subnetMask (NULL when absent) */
+};
+
 struct gc_vcenter_host {
 	const char *moref; /* "host-21" */
 	const char *name;
+	const char *network_system;  /* configManager.networkSystem moref */
+	struct gc_vcenter_vnic *vnics; /* config.network.vnic */
+	size_t nvnics;
 	struct gc_vcenter_passthru *passthru; /* config.pciPassthruInfo */
 	size_t npassthru;
 	const char **vgpu_types;              /* config.sharedPassthruGpuTypes */
@@ -495,6 +508,25 @@ int gc_vcenter_add_portgroup(struct gc_vcenter_conn *vc, const char *dvs, const 
 int gc_vcenter_portgroup_vlan(struct gc_vcenter_conn *vc, const char *portgroup,
 			      const char *config_version, int vlan, unsigned timeout_ms,
 			      struct gc_error *err);
+
+/* ---------------------------------------------------------------- VMkernel adapters (vmknic.c) */
+
+/* A VMkernel adapter on a distributed port, with a static IPv4 address. */
+struct gc_vcenter_vnic_spec {
+	const char *switch_uuid;   /* the switch's uuid as vCenter holds it */
+	const char *portgroup_key; /* "dvportgroup-12" */
+	const char *ip;            /* "192.168.10.21" */
+	unsigned prefix;           /* 1-32: sent as subnetMask 255.255.255.0 */
+};
+
+/* HostNetworkSystem.AddVirtualNic(portgroup "", nic): the device vCenter
+ * gave the adapter ("vmk1") into out[0..n). */
+int gc_vcenter_add_vnic(char *out, size_t n, struct gc_vcenter_conn *vc, const char *network_system,
+			const struct gc_vcenter_vnic_spec *spec, struct gc_error *err);
+/* HostNetworkSystem.UpdateVirtualNic(device, nic): address and port. */
+int gc_vcenter_update_vnic(struct gc_vcenter_conn *vc, const char *network_system,
+			   const char *device, const struct gc_vcenter_vnic_spec *spec,
+			   struct gc_error *err);
 
 /* ---------------------------------------------------------------- REST session */
 

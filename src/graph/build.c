@@ -16,6 +16,8 @@
  *     (passthrough enabled, VIB, VFs, PVRDMA vmknic + firewall) first;
  *   - a distributed switch comes before its port groups, a port group
  *     before the NICs on it, and before the PVRDMA vmknic tag of its hosts;
+ *     a vmknic vCenter creates (the map form) comes after its switch and
+ *     port group and before that tag;
  *   - every guest resource needs its VM powered on; the NVIDIA driver and
  *     RDMA packages come before the rest of the guest;
  *   - Onyx switch settings depend on nothing (the driver keeps their order);
@@ -216,6 +218,35 @@ static void build_host(struct ctx *c, const struct gc_host *h)
 
 /* ---------------------------------------------------------------- distributed switches */
 
+/*
+ * The map form of a pvrdma NIC's vmknic: vCenter creates the adapter on the
+ * port group (after the switch has the host as a member and the group
+ * exists), and only then does the host's /Net/PVRDMAVmknic tag name it.
+ */
+static void build_vmknics(struct ctx *c, const struct gc_dvswitch *d, const struct gc_host *h)
+{
+	struct gc_resource *r;
+
+	for (size_t i = 0; i < h->nnics; i++) {
+		const struct gc_host_nic *n = &h->nics[i];
+		const struct gc_vmknic *k = n->vmknic_create;
+
+		if (n->mode != GC_NIC_MODE_PVRDMA || n->dvswitch != d || k == NULL || k->pg == NULL)
+			continue;
+		r = add(c, GC_RES_DVS_VMKNIC, c->vcenter, h->name, NULL, 0, &k->mark,
+			"dvs/%s/vmknic/%s/%s", d->name, h->name, k->name);
+		set(c, r, "host", h->name);
+		set(c, r, "dvswitch", d->name);
+		set(c, r, "portgroup", k->portgroup);
+		set(c, r, "device", k->name);
+		set(c, r, "address", k->address);
+		summary(c, r, "PVRDMA vmknic on", k->portgroup);
+		edge(c, find(c, "dvs/%s", d->name), r);
+		edge(c, find(c, "dvs/%s/portgroup/%s", d->name, k->portgroup), r);
+		edge(c, r, find(c, "%s/esxi.advanced/Net.PVRDMAVmknic", h->name));
+	}
+}
+
 static void build_dvs(struct ctx *c, const struct gc_dvswitch *d)
 {
 	struct gc_resource *r, *pg;
@@ -240,6 +271,9 @@ static void build_dvs(struct ctx *c, const struct gc_dvswitch *d)
 		summary0(c, pg, "port group");
 		edge(c, r, pg);
 	}
+	for (size_t i = 0; i < d->nuplinks; i++)
+		if (d->uplinks[i].host != NULL)
+			build_vmknics(c, d, d->uplinks[i].host);
 }
 
 /* ---------------------------------------------------------------- VMs */

@@ -61,6 +61,7 @@ static const char *const kind_names[GC_RES__COUNT] = {
 	[GC_RES_VM_NIC_VIRTIO] = "vm.nic.virtio",
 	[GC_RES_VM_SEED] = "vm.seed",
 	[GC_RES_VCENTER_SETTING] = "vcenter.setting",
+	[GC_RES_DVS_VMKNIC] = "dvs.vmknic",
 };
 
 const char *gc_res_kind_name(enum gc_res_kind kind)

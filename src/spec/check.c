@@ -390,6 +390,31 @@ static void check_kvm_host(struct check *k, struct gc_host *h)
 	gc_buf_free(&b);
 }
 
+/* The map form's port group must be one of the NIC's own switch: that is
+ * where vCenter creates the vmknic. */
+static void resolve_vmknic_portgroup(struct check *k, struct gc_host_nic *n)
+{
+	struct gc_vmknic *v = n->vmknic_create;
+	struct gc_dvswitch *d = n->dvswitch;
+	struct gc_buf names = GC_BUF_INIT;
+
+	if (v->portgroup == NULL)
+		return;
+	for (size_t i = 0; i < d->nportgroups; i++) {
+		if (d->portgroups[i].name != NULL && strcmp(d->portgroups[i].name, v->portgroup) == 0) {
+			v->pg = &d->portgroups[i];
+			return;
+		}
+		gc_buf_printf(&names, "%s'%s'", names.len ? ", " : "", d->portgroups[i].name);
+	}
+	spec_diag(k->x, GC_SEV_ERROR, fmark(k, &v->portgroup, v->mark),
+		  names.len ? gc_arena_printf(k->x->arena, "its port groups: %s", gc_buf_str(&names))
+			    : "add it under the switch's port_groups:",
+		  "no port group '%s' on distributed switch '%s'", spec_esc(k->x, v->portgroup),
+		  d->name);
+	gc_buf_free(&names);
+}
+
 static void check_host(struct check *k, struct gc_host *h)
 {
 	size_t i;
@@ -442,6 +467,15 @@ static void check_host(struct check *k, struct gc_host *h)
 				 "distributed_switches:");
 			continue;
 		}
+		if (n->vmknic_create != NULL && k->c->vcenter == NULL)
+			spec_diag(k->x, GC_SEV_ERROR, n->vmknic_create->mark,
+				  "add vcenter: {url: https://..., datacenter: ..., credentials: ...}, "
+				  "or name an existing vmknic: vmknic: vmkN",
+				  "creating vmknic '%s' of host '%s' needs a 'vcenter' section",
+				  n->vmknic_create->name ? n->vmknic_create->name : "?",
+				  h->name ? h->name : "?");
+		else if (n->vmknic_create != NULL)
+			resolve_vmknic_portgroup(k, n);
 		if (h->name == NULL)
 			continue;
 		di = (size_t)(n->dvswitch - k->c->dvswitches);

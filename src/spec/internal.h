@@ -147,6 +147,7 @@ enum spec_pat {
 	P_PACKAGE,
 	P_LIBVIRT_URI,
 	P_NICDEV, /* a host NIC's device: ESXi vmnicN or a KVM host's Linux name */
+	P_VMKNIC, /* a VMkernel adapter's device: vmkN */
 };
 
 struct spec_field {

@@ -234,6 +234,10 @@ static bool pat_ok(enum spec_pat p, const char *s)
 	case P_PACKAGE: return gc_valid_package(s);
 	case P_LIBVIRT_URI: return gc_valid_libvirt_uri(s);
 	case P_NICDEV: return gc_valid_ifname(s) || pat_ok(P_NETDEV, s);
+	/* vCenter names VMkernel adapters vmk0, vmk1, ... (HostVirtualNic.device) */
+	case P_VMKNIC:
+		return strncmp(s, "vmk", 3) == 0 && s[3] != '\0' && strlen(s) <= 7 &&
+		       strspn(s + 3, "0123456789") == strlen(s + 3);
 	}
 	return false;
 }
@@ -261,6 +265,7 @@ static const char *pat_noun(enum spec_pat p)
 	case P_PACKAGE: return "package name";
 	case P_LIBVIRT_URI: return "libvirt URI";
 	case P_NICDEV: return "device name";
+	case P_VMKNIC: return "VMkernel adapter name";
 	case P_ANY:
 	case P_VCNAME:
 	case P_LABEL:
@@ -304,6 +309,7 @@ const char *spec_pat_hint(enum spec_pat p)
 	case P_NICDEV:
 		return "expected an ESXi device name like vmnic4, or on a KVM host the Linux "
 		       "interface name like ens1f0";
+	case P_VMKNIC: return "expected a VMkernel adapter name like vmk1";
 	case P_LIBVIRT_URI:
 		return "expected qemu:///system or qemu+ssh://[USER@]HOST[:PORT]/system[?keyfile=PATH]";
 	}

@@ -293,6 +293,39 @@ static void nic_driver(struct spec_ctx *x, yaml_node_t *v, void *obj)
 		nic->driver = gc_arena_strdup(x->arena, s);
 }
 
+static const struct spec_field vmknic_fields[] = {
+	FSTR(struct gc_vmknic, "name", name, P_VMKNIC, true),
+	FSTR(struct gc_vmknic, "portgroup", portgroup, P_VCNAME, true),
+	/* static only: the PVRDMA guides give the vmknic a fixed address */
+	FSTR(struct gc_vmknic, "address", address, P_CIDR, true),
+	FEND(struct gc_vmknic),
+};
+
+/* `vmknic: vmk1` tags an adapter that exists; `vmknic: {name, portgroup,
+ * address}` has vCenter create it on the distributed switch first. */
+static void nic_vmknic(struct spec_ctx *x, yaml_node_t *v, void *obj)
+{
+	struct gc_host_nic *nic = obj;
+	struct gc_vmknic *k;
+	const char *s;
+
+	if (v->type == YAML_SEQUENCE_NODE) {
+		spec_type_error(x, v, "vmknic", "a string or a map");
+		return;
+	}
+	if (v->type != YAML_MAPPING_NODE) {
+		s = spec_string(x, v, "vmknic", P_IFNAME, NULL);
+		if (s != NULL)
+			nic->vmknic = gc_arena_strdup(x->arena, s);
+		return;
+	}
+	k = gc_arena_alloc(x->arena, sizeof(*k));
+	k->mark = spec_mark(x, v);
+	spec_parse_map(x, v, vmknic_fields, k, "vmknic");
+	nic->vmknic_create = k;
+	nic->vmknic = k->name;
+}
+
 static const struct spec_field host_nic_fields[] = {
 	FSTR(struct gc_host_nic, "pci", pci, P_PCI, true),
 	FSTR(struct gc_host_nic, "model", model_name, P_MODEL, true),
@@ -302,7 +335,7 @@ static const struct spec_field host_nic_fields[] = {
 	FSTR(struct gc_host_nic, "device", device, P_NICDEV, false),
 	FSUBO("mode", nic_mode, struct gc_host_nic, mode, false),
 	FUINT(struct gc_host_nic, "vfs", vfs, 1, 1024, false),
-	FSTR(struct gc_host_nic, "vmknic", vmknic, P_IFNAME, false),
+	FSUBO("vmknic", nic_vmknic, struct gc_host_nic, vmknic, false),
 	FSTR(struct gc_host_nic, "dvswitch", dvswitch_name, P_NAME, false),
 	FEND(struct gc_host_nic),
 };
@@ -378,7 +411,8 @@ static void host_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 				  "NIC '%s' in pvrdma mode needs 'device'", pci);
 		if (nic->vmknic == NULL && !spec_field_given(x, &nic->vmknic))
 			spec_diag(x, GC_SEV_ERROR, nic->mark,
-				  "add vmknic: vmkN (the vmknic tagged for PVRDMA)",
+				  "add vmknic: vmkN (the vmknic tagged for PVRDMA), or vmknic: {name: "
+				  "vmkN, portgroup: PG, address: A.B.C.D/N} to have vCenter create it",
 				  "NIC '%s' in pvrdma mode needs 'vmknic'", pci);
 		if (nic->dvswitch_name == NULL && !spec_field_given(x, &nic->dvswitch_name))
 			spec_diag(x, GC_SEV_ERROR, nic->mark,

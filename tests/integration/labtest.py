@@ -27,7 +27,8 @@ LEASE_OPTION = "/UserVars/GpuclusterctlLease"
 def observation(line):
     """True for commands that change no configuration: observation batches,
     reboot polls, and the cluster lease's bookkeeping."""
-    return (OBSERVE_MARK in line or line in ("vmware -v", "esxcli system stats uptime get")
+    return (OBSERVE_MARK in line or line in ("vmware -v", "esxcli system stats uptime get",
+                                             "esxcli --formatter=xml network sriovnic list")
             or LEASE_OPTION in line or "advanced add -o GpuclusterctlLease " in line)
 
 

@@ -365,6 +365,30 @@ class ApplyRoce(LabCase):
                       "which lossless RoCE needs (install a newer NVIDIA nmlx5 driver)", r.stderr)
         self.assertEqual(self.changes("esx03"), [])
 
+    def test_vfs_missing_after_the_reboot_fail_with_the_firmware_hint(self):
+        # issue 14, item 14: the adapter's firmware has SR-IOV off (no MFT on
+        # the lab's hosts to read it): after the reboot that loads max_vfs,
+        # `esxcli network sriovnic list` lacks the NIC and the host fails
+        self.control("esx03", {"reboot_seconds": self.reboot_seconds,
+                               "sriov_firmware": {"0000:5e:00.0": {"SRIOV_EN": 0, "NUM_OF_VFS": 0}}})
+        r = self.apply("--target", "esx03", check=1)
+        self.assertIn("host 'esx03': NIC 0000:5e:00.0 (vmnic4) has no SR-IOV VFs after the reboot "
+                      "(not in `esxcli network sriovnic list`): its firmware needs SRIOV_EN=1 and "
+                      "NUM_OF_VFS>=4; set them with Mellanox MFT on the host "
+                      "(/opt/mellanox/bin/mlxconfig -d DEVICE set SRIOV_EN=1 NUM_OF_VFS=4) and "
+                      "apply again", r.stdout)
+        cmds = [c for _, c in self.log("esx03")]
+        reboot = cmds.index("esxcli system shutdown reboot -r gpuclusterctl")
+        self.assertIn("esxcli --formatter=xml network sriovnic list", cmds[reboot:])
+        st = self.state("esx03")
+        self.assertEqual(st["modules_active"]["nmlx5_core"], NMLX5_PARAMS)
+        self.assertFalse(st["maintenance"])  # taken out again after the failure
+        # firmware with VFs (as after mlxconfig and a reboot): the same check passes
+        self.control("esx03", {"reboot_seconds": self.reboot_seconds})
+        self.remote("esx03", "esxcli system module parameters set -m nmlx5_core -p max_vfs=2,2")
+        self.apply("--target", "esx03")
+        self.assert_host_converged("esx03", boots=2)
+
     def test_target_touches_only_the_named_hosts(self):
         r = self.gc("plan", "--only", "esxi,switch", "--target", "esx03", check=2)
         self.assertTrue(r.stdout.startswith("Wave 1 of 1 (maintenance: esx03)\n\n  esxi esx03\n"), r.stdout)

@@ -35,9 +35,11 @@ hosts:
       default_type: SharedPassthru
     nics:
       - {pci: "0000:5e:00.0", model: ConnectX-5, device: @DEVICE@, mode: pvrdma, vmknic: @VMKNIC@, dvswitch: dvs1}
+      - {pci: "0000:5e:00.1", model: ConnectX-5, device: vmnic5, mode: pvrdma, dvswitch: dvs1,
+         vmknic: {name: @VMKNIC_NAME@, portgroup: @VMKNIC_PG@, address: @VMKNIC_ADDRESS@}}
 distributed_switches:
   - name: dvs1
-    uplinks: [{host: esx01, nic: vmnic4}]
+    uplinks: [{host: esx01, nic: vmnic4}, {host: esx01, nic: vmnic5}]
     port_groups: [{name: pg1}]
 switches:
   - name: sn2700
@@ -87,6 +89,10 @@ FIELDS = {
     "VIB_NAME": "NVD-AIE_ESXi_8.0.0_Driver",
     "DEVICE": "vmnic4",
     "VMKNIC": "vmk1",
+    # the vmknic vCenter creates (AddVirtualNic's SOAP body)
+    "VMKNIC_NAME": "vmk2",
+    "VMKNIC_PG": "pg1",
+    "VMKNIC_ADDRESS": "192.168.10.21/24",
     "PORTS": "1/1-1/32",
     # guest fields that reach a guest's shell (tests/integration/test_guest.py)
     "GUEST_ADDRESS": "127.0.0.51",

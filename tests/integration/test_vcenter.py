@@ -441,6 +441,96 @@ class ApplyVmsVgpu(VcenterLab):
         self.reapply_changes_nothing()
 
 
+class ApplyPvrdmaVmknic(VcenterLab):
+    """Issue 14, item 12: the PVRDMA vmknic created through vCenter on the
+    distributed port group (HostNetworkSystem.AddVirtualNic), then tagged
+    on the host.  Read back with vcsim_edit.py and the ESXi hosts' logs."""
+    spec = "examples/vgpu-pvrdma.yaml"
+    port = 2318
+    only = "esxi,vcenter"
+
+    def variant(self, names=None):
+        names = names or {}
+
+        def edit(doc):
+            for i, h in enumerate(doc["hosts"][:4], 1):
+                nic = h["nics"][0]
+                nic["vmknic"] = {"name": names.get(h["name"], "vmk1"), "portgroup": "pvrdma-pg",
+                                 "address": "192.168.10.%d/24" % (20 + i)}
+        return self.spec_variant(edit)
+
+    def vnic(self, host, device):
+        found = [v for v in json.loads(self.vc("vnics", host).stdout) if v["device"] == device]
+        return found[0] if found else None
+
+    def test_vmknic_is_created_on_its_port_group_before_the_tag_then_nothing_changes(self):
+        spec = self.variant()
+        r = self.gc("plan", "--only", self.only, spec=spec, check=2)
+        steps = self.vcenter_steps(r.stdout)
+        for i in range(1, 5):
+            self.assertIn("+ dvs/dvs-rdma/vmknic/esx%02d/vmk1" % i, steps, r.stdout)
+        # each host's tag waits for its adapter
+        plan = json.loads(self.gc("plan", "--only", self.only, "--json", spec=spec, check=2).stdout)
+        acts = {a["resource"]: a for w in plan["waves"] for t in w["targets"] for a in t["actions"]
+                if a["resource"]}
+        for i in range(1, 5):
+            tag = acts["esx%02d/esxi.advanced/Net.PVRDMAVmknic" % i]
+            vmk = acts["dvs/dvs-rdma/vmknic/esx%02d/vmk1" % i]
+            self.assertEqual((vmk["op"], vmk["changes"]), ("create", [
+                {"key": "host", "old": None, "new": "esx%02d" % i},
+                {"key": "dvswitch", "old": None, "new": "dvs-rdma"},
+                {"key": "portgroup", "old": None, "new": "pvrdma-pg"},
+                {"key": "device", "old": None, "new": "vmk1"},
+                {"key": "address", "old": None, "new": "192.168.10.%d/24" % (20 + i)}]))
+            self.assertIn(vmk["seq"], tag["after"])
+        r = self.gc("apply", "--only", self.only, "-v", spec=spec, check=0)
+        out = r.stderr
+        for i in range(1, 5):
+            host = "esx%02d" % i
+            self.assertEqual(self.vnic(host, "vmk1"),
+                             {"device": "vmk1", "dhcp": "false", "ip": "192.168.10.%d" % (20 + i),
+                              "mask": "255.255.255.0", "switch": "dvs-rdma",
+                              "portgroup": "pvrdma-pg"}, host)
+            # vmk0 (management) is untouched
+            self.assertEqual(self.vnic(host, "vmk0")["portgroup"], "Management Network")
+            tag = "esxcli system settings advanced set -o /Net/PVRDMAVmknic -s 'vmk1'"
+            self.assertIn(tag, self.changes(host), host)
+            # started before the host's tag (the "done" line may print after
+            # the tag starts: the executor releases dependents first)
+            self.assertLess(out.index("vcenter: + dvs/dvs-rdma/vmknic/%s/vmk1 ..." % host),
+                            out.index("%s: ~ %s/esxi.advanced/Net.PVRDMAVmknic ..." % (host, host)),
+                            out)
+        self.reapply_changes_nothing(spec=spec)
+
+    def test_an_address_changed_by_hand_is_updated_in_place(self):
+        spec = self.variant()
+        self.gc("apply", "--only", self.only, spec=spec, check=0)
+        self.vc("set-vnic-ip", "esx02", "vmk1", "192.168.99.9", "255.255.0.0")
+        r = self.gc("plan", "--only", self.only, spec=spec, check=2)
+        self.assertEqual(self.vcenter_steps(r.stdout), ["~ dvs/dvs-rdma/vmknic/esx02/vmk1"], r.stdout)
+        self.assertIn("address: 192.168.99.9/16 → 192.168.10.22/24", r.stdout)
+        self.gc("apply", "--only", self.only, spec=spec, check=0)
+        v = self.vnic("esx02", "vmk1")
+        self.assertEqual((v["ip"], v["mask"], v["portgroup"]), ("192.168.10.22", "255.255.255.0", "pvrdma-pg"))
+        self.assertIsNone(self.vnic("esx02", "vmk2"))
+        self.reapply_changes_nothing(spec=spec)
+
+    def test_another_name_from_vcenter_fails_and_tags_nothing(self):
+        # vCenter gives the lowest free vmkN (vmk1); the spec says vmk3
+        spec = self.variant({"esx03": "vmk3"})
+        r = self.gc("apply", "--only", self.only, spec=spec, check=1)
+        self.assertIn("vCenter created vmk1 on host 'esx03', not vmk3 as the spec says; "
+                      "/Net/PVRDMAVmknic is left alone: set vmknic: {name: vmk1, ...} in the spec "
+                      "and apply again", r.stderr)
+        self.assertNotIn("PVRDMAVmknic", "\n".join(self.changes("esx03")))
+        # the next run creates no second adapter: it names the one there
+        r = self.gc("apply", "--only", self.only, spec=spec, check=1)
+        self.assertIn("host 'esx03' already has vmk1 on port group 'pvrdma-pg', not vmk3: name it "
+                      "in the spec (vmknic: {name: vmk1, ...}) or remove it", r.stderr)
+        self.assertEqual([v["device"] for v in json.loads(self.vc("vnics", "esx03").stdout)],
+                         ["vmk0", "vmk1"])
+
+
 class ApplyVmsMultiGpu(VcenterLab):
     """One VM with a static passthrough GPU and a dynamic DirectPath one
     (vendor:device, ESXi picks a free GPU of that id at power-on)."""

@@ -183,6 +183,27 @@ class TestFormats(SimTest):
         self.assertIn("structure[2].ModuleParameter.Value.string=8,8\n", kv)
         self.assertIn("structure[3].ModuleParameter.Value.string=\n", kv)
 
+    def test_sriovnic_list_after_the_reboot_and_only_with_sriov_firmware(self):
+        none = self.ok("esxcli network sriovnic list")
+        self.assertEqual(none.splitlines()[0].split(), ["Name", "PCI", "Device", "Driver", "Link",
+                                                        "Speed", "Duplex", "MAC", "Address",
+                                                        "MTU", "Description"])
+        self.assertEqual(len(none.splitlines()), 2)  # titles and rule: no VFs yet
+        self.ok("esxcli system maintenanceMode set -e true")
+        self.ok("esxcli system module parameters set -m nmlx5_core -p max_vfs=8,8")
+        self.assertEqual(len(self.ok("esxcli network sriovnic list").splitlines()), 2)
+        # port 2's firmware allows 4 VFs only: it gets none
+        self.lab.control("esxi-1", {"reboot_seconds": 0,
+                                    "sriov_firmware": {"0000:3b:00.1": {"SRIOV_EN": 1,
+                                                                        "NUM_OF_VFS": 4}}})
+        self.assertEqual(self.lab.run("reboot"), (255, "", ""))
+        xml = self.ok("esxcli --formatter=xml network sriovnic list")
+        self.assertIn('<structure typeName="SriovNic">', xml)
+        self.assertIn('<field name="PCIDevice">\n            <string>0000:3b:00.0</string>', xml)
+        self.assertNotIn("0000:3b:00.1", xml)
+        rows = self.ok("esxcli network sriovnic list").splitlines()[2:]
+        self.assertEqual([r.split()[:3] for r in rows], [["vmnic4", "0000:3b:00.0", "nmlx5_core"]])
+
     def test_module_parameters_of_an_older_driver(self):
         # a driver release without ecn: not listed, and refused when set
         self.lab.control("esxi-1", {"nmlx5_without": ["ecn"]})

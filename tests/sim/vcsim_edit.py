@@ -25,6 +25,8 @@
     vcsim_edit.py ... add-custom-field NAME MOTYPE   AddCustomFieldDef, as another client would
     vcsim_edit.py ... events TYPE...      vCenter's events of those types (e.g. VmPoweredOffEvent),
                                           oldest first: key, type, vm, created (QueryEvents, <= 1000)
+    vcsim_edit.py ... vnics HOST          the host's VMkernel adapters: device, address, switch, port group
+    vcsim_edit.py ... set-vnic-ip HOST DEVICE IP MASK   UpdateVirtualNic: a static address
 
 URL is the vCenter's (https://127.0.0.1:8990 or .../sdk); `tests/sim/vcsim.sh
 env` prints what to pass.  Edits send ReconfigVM_Task, PowerOnVM_Task or
@@ -383,6 +385,37 @@ def show_host(c, name):
     }
 
 
+def show_vnics(c, host_name):
+    """The host's VMkernel adapters (config.network.vnic), each with the name
+    of the switch and port group of its distributed port."""
+    ref = c.find("HostSystem", host_name)
+    p = c.props("HostSystem", ref, ["config.network.vnic"])
+    switches = {}
+    for sref, v, t in c.all_typed("DistributedVirtualSwitch", ("name", "uuid")):
+        switches[v["uuid"].text] = v["name"].text
+    out = []
+    for n in kids(p, "config.network.vnic"):
+        v = to_py(n)
+        spec = v.get("spec") or {}
+        ip = spec.get("ip") or {}
+        port = spec.get("distributedVirtualPort") or {}
+        key = port.get("portgroupKey")
+        out.append({"device": v.get("device"), "dhcp": ip.get("dhcp"), "ip": ip.get("ipAddress"),
+                    "mask": ip.get("subnetMask"), "switch": switches.get(port.get("switchUuid")),
+                    "portgroup": c.name_of("DistributedVirtualPortgroup", key) if key
+                    else v.get("portgroup")})
+    return out
+
+
+def set_vnic_ip(c, host_name, device, ip, mask):
+    """UpdateVirtualNic: the adapter's static address, by hand."""
+    ns = c.props("HostSystem", c.find("HostSystem", host_name),
+                 ["configManager.networkSystem"])["configManager.networkSystem"].text
+    c.call("UpdateVirtualNic", "HostNetworkSystem", ns,
+           "<device>%s</device><nic><ip><dhcp>false</dhcp><ipAddress>%s</ipAddress>"
+           "<subnetMask>%s</subnetMask></ip></nic>" % (escape(device), escape(ip), escape(mask)))
+
+
 def config_target(c, host_name):
     href = c.find("HostSystem", host_name)
     parent = c.props("HostSystem", href, ["parent"])["parent"]
@@ -589,6 +622,11 @@ def main(argv):
             out = show_vm(c, w[1])
         elif w[0] == "host" and len(w) == 2:
             out = show_host(c, w[1])
+        elif w[0] == "vnics" and len(w) == 2:
+            out = show_vnics(c, w[1])
+        elif w[0] == "set-vnic-ip" and len(w) == 5:
+            set_vnic_ip(c, w[1], w[2], w[3], w[4])
+            out = None
         elif w[0] == "config-target" and len(w) == 2:
             out = config_target(c, w[1])
         elif w[0] == "dvs" and len(w) == 2:

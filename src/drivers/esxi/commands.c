@@ -237,6 +237,7 @@ int gc_esxi_command(char **out, const struct gc_resource *r, const struct gc_esx
 	case GC_RES_VM_NIC_VIRTIO:
 	case GC_RES_VM_SEED:
 	case GC_RES_VCENTER_SETTING:
+	case GC_RES_DVS_VMKNIC:
 	case GC_RES__COUNT:
 		return gc_error_set(err, GC_ENOTSUP, "resource '%s' (%s) is not applied over the ESXi shell",
 				    r->id, gc_res_kind_name(r->kind));

@@ -358,6 +358,33 @@ static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 			    c->target->name, timeout / 1000, last);
 }
 
+/* After the reboot that loads nmlx5_core's max_vfs: the VFs exist (sriov.c). */
+static int check_vfs(struct esxi_conn *c, struct gc_error *err)
+{
+	const struct gc_host *h = c->target->host;
+	struct gc_ssh_result res;
+	size_t i;
+	int rc;
+
+	for (i = 0; h != NULL && i < h->nnics; i++)
+		if (h->nics[i].mode == GC_NIC_MODE_SRIOV)
+			break;
+	if (h == NULL || i == h->nnics)
+		return 0;
+	rc = gc_ssh_exec(c->ssh, "esxcli --formatter=xml network sriovnic list", &res, err);
+	if (rc != 0) {
+		gc_error_prefix(err, "host '%s': ", c->target->name);
+		return rc;
+	}
+	if (res.exit_status != 0)
+		rc = gc_error_set(err, GC_EREMOTE, "host '%s': esxcli network sriovnic list failed "
+				  "(exit %d)", c->target->name, res.exit_status);
+	else
+		rc = gc_esxi_check_vfs(h, res.out, res.out_len, err);
+	gc_ssh_result_free(&res);
+	return rc;
+}
+
 static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
 {
 	const struct gc_drv_settings *set = gc_drv_settings(ctx);
@@ -380,7 +407,7 @@ static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *
 				bad = c->res[i];
 		}
 		if (!c->facts.reboot_pending && bad == NULL)
-			return 0;
+			return check_vfs(c, err);
 		if (gc_now_ns() >= deadline || gc_drv_interrupted(ctx)) {
 			char why[64];
 

@@ -266,6 +266,7 @@ static void record_one(struct gc_observed *obs, const char *host, const struct g
 	case GC_RES_VM_NIC_VIRTIO:
 	case GC_RES_VM_SEED:
 	case GC_RES_VCENTER_SETTING:
+	case GC_RES_DVS_VMKNIC:
 	case GC_RES__COUNT:
 		return; /* not an ESXi-shell resource */
 	}

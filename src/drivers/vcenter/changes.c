@@ -689,6 +689,113 @@ static int portgroup_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const stru
 	return rc;
 }
 
+/* ---------------------------------------------------------------- the PVRDMA vmknic (vmknic.c) */
+
+/* The desired adapter's spec: the switch's uuid and the port group's key. */
+static int vmknic_want(struct gc_vcenter_vnic_spec *out, char *ip, size_t nip,
+		       const struct gc_vcenter_inventory *inv, const struct gc_resource *r,
+		       const char *target, struct gc_error *err)
+{
+	const char *dvs = gc_resource_prop(r, "dvswitch"), *pg = gc_resource_prop(r, "portgroup");
+	const char *addr = gc_resource_prop(r, "address"), *slash;
+	const struct gc_vcenter_dvs *d = dvs ? gc_vcenter_inventory_dvs(inv, dvs) : NULL;
+	const struct gc_vcenter_network *n = NULL;
+
+	for (size_t i = 0; d != NULL && pg != NULL && i < inv->nnetworks; i++)
+		if (inv->networks[i].dvs != NULL && strcmp(inv->networks[i].dvs, d->moref) == 0 &&
+		    strcmp(inv->networks[i].name, pg) == 0)
+			n = &inv->networks[i];
+	if (n == NULL || d->uuid == NULL)
+		return gc_error_set(err, GC_EREMOTE, "%s: no port group '%s' on switch '%s' for %s",
+				    target, pg ? pg : "", dvs ? dvs : "", r->id);
+	if (addr == NULL || (slash = strchr(addr, '/')) == NULL || (size_t)(slash - addr) >= nip)
+		return gc_error_set(err, GC_EINVAL, "%s: %s has no address", target, r->id);
+	memcpy(ip, addr, (size_t)(slash - addr));
+	ip[slash - addr] = '\0';
+	out->switch_uuid = d->uuid;
+	out->portgroup_key = n->portgroup_key;
+	out->ip = ip;
+	out->prefix = (unsigned)atoi(slash + 1);
+	return 0;
+}
+
+/* Another adapter of the host on the port group: created by hand or by a
+ * run whose reply was lost; a second one would not be the spec's. */
+static const struct gc_vcenter_vnic *vmknic_other_on(const struct gc_vcenter_host *vh,
+						     const struct gc_vcenter_vnic_spec *w,
+						     const char *device)
+{
+	for (size_t i = 0; i < vh->nvnics; i++) {
+		const struct gc_vcenter_vnic *v = &vh->vnics[i];
+
+		if (v->portgroup_key != NULL && strcmp(v->portgroup_key, w->portgroup_key) == 0 &&
+		    strcmp(v->device, device) != 0)
+			return v;
+	}
+	return NULL;
+}
+
+static int vmknic_create(struct vc_conn *c, const struct gc_vcenter_host *vh,
+			 const struct gc_resource *r, const struct gc_vcenter_vnic_spec *w,
+			 const char *device, struct gc_error *err)
+{
+	const char *target = gc_vcenter_target(c->vc);
+	const struct gc_vcenter_vnic *o = vmknic_other_on(vh, w, device);
+	char got[32];
+	int rc;
+
+	if (o != NULL)
+		return gc_error_set(err, GC_EREMOTE, "%s: host '%s' already has %s on port group "
+				    "'%s', not %s: name it in the spec (vmknic: {name: %s, ...}) "
+				    "or remove it", target, r->host, o->device,
+				    gc_resource_prop(r, "portgroup"), device, o->device);
+	rc = gc_vcenter_add_vnic(got, sizeof(got), c->vc, vh->network_system, w, err);
+	if (rc != 0)
+		return rc;
+	if (strcmp(got, device) != 0)
+		return gc_error_set(err, GC_EREMOTE, "%s: vCenter created %s on host '%s', not %s as "
+				    "the spec says; /Net/PVRDMAVmknic is left alone: set vmknic: "
+				    "{name: %s, ...} in the spec and apply again", target, got,
+				    r->host, device, got);
+	return 0;
+}
+
+/* Read vCenter again first: a lost reply's adapter must not get a twin. */
+static int vmknic_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_action *a,
+			struct gc_error *err)
+{
+	const struct gc_resource *r = a->resource;
+	const char *target = gc_vcenter_target(c->vc), *device = gc_resource_prop(r, "device");
+	const struct gc_vcenter_inventory *inv = gc_vcdrv_refresh(c, ctx, err);
+	const struct gc_vcenter_host *vh;
+	const struct gc_vcenter_vnic *v;
+	struct gc_vcenter_vnic_spec w;
+	char ip[20];
+	int rc;
+
+	if (inv == NULL)
+		return GC_EREMOTE;
+	vh = gc_vcdrv_host(inv, gc_cluster_host(c->c, r->host));
+	if (vh == NULL || vh->network_system == NULL)
+		return gc_error_set(err, GC_EREMOTE, "%s: no host '%s' (or its network system) "
+				    "for %s", target, r->host, device);
+	rc = vmknic_want(&w, ip, sizeof(ip), inv, r, target, err);
+	if (rc != 0)
+		return rc;
+	v = gc_vcdrv_find_vnic(vh, device);
+	if (v != NULL && v->portgroup_key == NULL)
+		return gc_error_set(err, GC_EREMOTE, "%s: %s of host '%s' is on port group '%s', "
+				    "not on a distributed port: it is not moved; name another "
+				    "vmknic in the spec", target, device, r->host,
+				    v->portgroup ? v->portgroup : "");
+	gc_vcdrv_slot_get(c, r->host);
+	gc_drv_count_change(ctx);
+	rc = v == NULL ? vmknic_create(c, vh, r, &w, device, err)
+		       : gc_vcenter_update_vnic(c->vc, vh->network_system, device, &w, err);
+	gc_vcdrv_slot_put(c, r->host);
+	return rc;
+}
+
 /* ---------------------------------------------------------------- apply */
 
 /* An advanced setting: UpdateOptions with the type vCenter read it with
@@ -726,6 +833,8 @@ static int apply_resource(struct vc_conn *c, struct gc_drv_ctx *ctx, const struc
 		return dvs_apply(c, ctx, a, err);
 	if (r->kind == GC_RES_DVS_PORTGROUP)
 		return portgroup_apply(c, ctx, a, err);
+	if (r->kind == GC_RES_DVS_VMKNIC)
+		return vmknic_apply(c, ctx, a, err);
 	/* what this run made may already hold it (a clone brings the
 	 * template's vmxnet3 along): nothing to send */
 	if (a->op != GC_OP_CREATE || r->kind != GC_RES_VM) {

@@ -243,6 +243,34 @@ static void read_services(struct gc_arena *a, struct gc_vcenter_host *h, xmlNode
 	}
 }
 
+/* ArrayOfHostVirtualNic: device, portgroup, spec{ip, distributedVirtualPort} */
+static void read_vnics(struct gc_arena *a, struct gc_vcenter_host *h, xmlNodePtr val)
+{
+	size_t n = count_elements(val), i = 0;
+
+	h->vnics = gc_arena_alloc(a, (n ? n : 1) * sizeof(*h->vnics));
+	for (xmlNodePtr c = val->children; c != NULL; c = c->next) {
+		struct gc_vcenter_vnic *v = &h->vnics[i];
+		xmlNodePtr spec = gc_vcenter_xml_child(c, "spec");
+		xmlNodePtr ip = gc_vcenter_xml_child(spec, "ip");
+		xmlNodePtr port = gc_vcenter_xml_child(spec, "distributedVirtualPort");
+
+		if (c->type != XML_ELEMENT_NODE)
+			continue;
+		v->device = gc_vcenter_xml_text(a, c, "device");
+		if (v->device == NULL)
+			continue;
+		v->portgroup = gc_vcenter_xml_text(a, c, "portgroup");
+		v->switch_uuid = gc_vcenter_xml_text(a, port, "switchUuid");
+		v->portgroup_key = gc_vcenter_xml_text(a, port, "portgroupKey");
+		v->dhcp = is_true(ip, "dhcp");
+		v->ip = gc_vcenter_xml_text(a, ip, "ipAddress");
+		v->mask = gc_vcenter_xml_text(a, ip, "subnetMask");
+		i++;
+	}
+	h->nvnics = i;
+}
+
 static void read_host_prop(struct gc_arena *a, struct gc_vcenter_host *h, const char *name,
 			   xmlNodePtr val)
 {
@@ -268,6 +296,10 @@ static void read_host_prop(struct gc_arena *a, struct gc_vcenter_host *h, const 
 		read_datetime(a, h, val);
 	else if (strcmp(name, "config.service") == 0)
 		read_services(a, h, val);
+	else if (strcmp(name, "config.network.vnic") == 0)
+		read_vnics(a, h, val);
+	else if (strcmp(name, "configManager.networkSystem") == 0)
+		h->network_system = gc_vcenter_xml_text(a, val, NULL);
 }
 
 /* ---------------------------------------------------------------- the rest of the inventory */

@@ -7,12 +7,12 @@
  * VMs.  It asks, per type, for what the planner and the executor compare or
  * need as arguments: VMs (devices, extraConfig, firmware, sizing, template,
  * pool, power state, host), hosts (PCI devices and passthrough state, vGPU
- * types, parent, maintenance, NTP servers and the ntpd service, and the
- * host objects that change them), datacenters (their four folders), compute
- * resources (root pool, environment browser), datastores, networks and DV
- * port groups, and distributed switches.  No view objects are created, so
- * nothing needs destroying and the cost is one round trip however large
- * the inventory.  When vCenter pages a large result it returns a token, and
+ * types, parent, maintenance, NTP servers and the ntpd service, VMkernel
+ * adapters, and the host objects that change them), datacenters (their four
+ * folders), compute resources (root pool, environment browser), datastores,
+ * networks and DV port groups, and distributed switches.  No view objects
+ * are created, so nothing needs destroying and the cost is one round trip
+ * however large the inventory.  When vCenter pages a large result it returns a token, and
  * ContinueRetrievePropertiesEx fetches the rest.
  *
  * A switch is asked for its whole `config`: maxMtu is a property of the
@@ -62,6 +62,8 @@ static const char *const host_props[] = {
 	"configManager.serviceSystem",
 	"config.dateTimeInfo",
 	"config.service",
+	"config.network.vnic",         /* the PVRDMA vmknic */
+	"configManager.networkSystem", /* where AddVirtualNic goes */
 };
 
 static const char *const dc_props[] = {

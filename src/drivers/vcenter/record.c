@@ -401,6 +401,7 @@ static void record_vm_part(struct rec *x, const struct gc_resource *r, const str
 	case GC_RES_VM_NIC_VIRTIO:
 	case GC_RES_VM_SEED:
 	case GC_RES_VCENTER_SETTING:
+	case GC_RES_DVS_VMKNIC:
 	case GC_RES__COUNT:
 		break;
 	}
@@ -764,6 +765,8 @@ void gc_vcdrv_record(struct gc_observed *obs, const struct gc_vcenter_inventory 
 			record_portgroup(&x, r);
 		else if (r->kind == GC_RES_ESXI_PCI_PASSTHRU || r->kind == GC_RES_ESXI_NTP)
 			gc_vcdrv_record_hostconfig(obs, inv, c, r, problems);
+		else if (r->kind == GC_RES_DVS_VMKNIC)
+			gc_vcdrv_record_vmknic(obs, inv, c, r);
 		else if (r->vm != NULL)
 			record_vm(&x, r);
 	}

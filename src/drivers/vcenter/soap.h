@@ -112,6 +112,12 @@ void gc_vcenter_update_datetime_body(struct gc_vcenter_soap *s, const char *syst
 /* StartService / RestartService (policy NULL) or UpdateServicePolicy of service id. */
 void gc_vcenter_service_body(struct gc_vcenter_soap *s, const char *method, const char *system,
 			     const char *id, const char *policy);
+/* vmknic.c: HostNetworkSystem.AddVirtualNic (portgroup "") and
+ * UpdateVirtualNic bodies of an adapter on a distributed port. */
+void gc_vcenter_add_vnic_body(struct gc_vcenter_soap *s, const char *network_system,
+			      const struct gc_vcenter_vnic_spec *spec);
+void gc_vcenter_update_vnic_body(struct gc_vcenter_soap *s, const char *network_system,
+				 const char *device, const struct gc_vcenter_vnic_spec *spec);
 /* GC_EINVAL naming the vCenter, the VM and the field of the first bad value. */
 int gc_vcenter_check_change(const struct gc_vcenter_conn *vc, const char *vm_moref,
 			    const struct gc_vcenter_vm_change *change, struct gc_error *err);

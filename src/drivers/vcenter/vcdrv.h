@@ -51,6 +51,12 @@ bool gc_vcdrv_pci_id(const char *s, unsigned *vendor, unsigned *device);
  * after "dvs/<dvswitch>/portgroup/" (a name may hold '/': never cut at the
  * last one). */
 const char *gc_vcdrv_portgroup_name(const struct gc_resource *r);
+/* vmknic.c: the host's VMkernel adapter of that device name, or NULL; record
+ * a dvs.vmknic resource (the adapter of its device name, when there is one). */
+const struct gc_vcenter_vnic *gc_vcdrv_find_vnic(const struct gc_vcenter_host *vh,
+					       const char *device);
+void gc_vcdrv_record_vmknic(struct gc_observed *obs, const struct gc_vcenter_inventory *inv,
+			    const struct gc_cluster *c, const struct gc_resource *r);
 /* Is the device an adapter of this NIC kind / a vGPU / a static PCI passthrough? */
 bool gc_vcdrv_is_nic(const struct gc_vcenter_device *d, enum gc_res_kind kind);
 

@@ -170,6 +170,7 @@ func main() {
 	}
 	wrapEnvironmentBrowsers()
 	wireHostConfig()
+	wrapNetworkSystems()
 	if *gpus != "" {
 		loadHostGPUs(*gpus)
 	}

@@ -496,6 +496,37 @@ class VgpuPvrdma(unittest.TestCase):
                 '<deviceProtocol>rocev2</deviceProtocol></device></deviceChange>') % (uuid, pg))
         self.assertEqual(e.exception.kind, "InvalidArgument")
 
+        # the PVRDMA vmknic (vnic.go): AddVirtualNic on a distributed port of a member host
+        def add_vnic(host, portgroup="", key=pg, ip="192.168.10.22"):
+            ns = ve.to_py(c.props("HostSystem", c.find("HostSystem", host),
+                                  ["configManager.networkSystem"])["configManager.networkSystem"])
+            r = c.call("AddVirtualNic", "HostNetworkSystem", ns,
+                       '<portgroup>%s</portgroup><nic><ip><dhcp>false</dhcp><ipAddress>%s</ipAddress>'
+                       '<subnetMask>255.255.255.0</subnetMask></ip><distributedVirtualPort>'
+                       '<switchUuid>%s</switchUuid><portgroupKey>%s</portgroupKey>'
+                       '</distributedVirtualPort></nic>' % (portgroup, ip, uuid, key))
+            return r[0].text
+        self.assertEqual(add_vnic("esx02"), "vmk1")
+        self.assertEqual(add_vnic("esx02", ip="192.168.10.32"), "vmk2")  # the lowest free vmkN
+        self.assertEqual(self.v.show("vnics", "esx02")[1:], [
+            {"device": "vmk1", "dhcp": "false", "ip": "192.168.10.22", "mask": "255.255.255.0",
+             "switch": "dvs-rdma", "portgroup": "pvrdma-pg"},
+            {"device": "vmk2", "dhcp": "false", "ip": "192.168.10.32", "mask": "255.255.255.0",
+             "switch": "dvs-rdma", "portgroup": "pvrdma-pg"}])
+        self.assertEqual([v["device"] for v in self.v.show("vnics", "esx03")], ["vmk0"])
+        for host, portgroup, key, kind in (("esx05", "", pg, "InvalidArgument"),       # not a member
+                                           ("esx02", "", "dvportgroup-999", "InvalidArgument"),
+                                           ("esx02", "VM Network", pg, "NotSupported")):
+            with self.assertRaises(ve.Fault) as e:
+                add_vnic(host, portgroup, key)
+            self.assertEqual(e.exception.kind, kind, (host, portgroup, key))
+        r = self.v.edit("set-vnic-ip", "esx02", "vmk1", "10.0.0.5", "255.255.0.0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual([(v["ip"], v["mask"]) for v in self.v.show("vnics", "esx02")[1:]],
+                         [("10.0.0.5", "255.255.0.0"), ("192.168.10.32", "255.255.255.0")])
+        r = self.v.edit("set-vnic-ip", "esx02", "vmk9", "10.0.0.5", "255.255.0.0")
+        self.assertEqual((r.returncode, r.stderr.split(":")[1].strip()), (1, "NotFound"))
+
 
 class DefaultModel(unittest.TestCase):
     """Without -inventory: vcsim's default model, -host-gpus as before."""

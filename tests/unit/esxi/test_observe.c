@@ -15,6 +15,7 @@
 #include "gc/esxi.h"
 #include "gc/graph.h"
 #include "gc/observed.h"
+#include "gc/spec.h"
 
 static char *fixture(size_t *len)
 {
@@ -474,6 +475,41 @@ static void test_record_namespace_of_release(void **state)
 	(void)state;
 }
 
+/* After the reboot: a NIC is found by PCIDevice or by Name, whatever else
+ * the structure holds; the first SR-IOV NIC not listed gets the hint. */
+static void test_vfs_after_the_reboot(void **state)
+{
+	static const char xml[] =
+		XML_HEAD "<list type=\"structure\"><structure typeName=\"SriovNic\">"
+		"<field name=\"Link\"><string>Up</string></field>"
+		"<field name=\"Name\"><string>vmnic9</string></field>"
+		"<field name=\"PCIDevice\"><string>0000:5e:00.0</string></field>"
+		"</structure><structure typeName=\"SriovNic\">"
+		"<field name=\"Name\"><string>vmnic5</string></field>"
+		"</structure></list></root></output>";
+	struct gc_host_nic nics[3] = {
+		{.pci = "0000:5e:00.0", .mode = GC_NIC_MODE_SRIOV, .vfs = 4},
+		{.pci = "0000:5e:00.1", .device = "vmnic5", .mode = GC_NIC_MODE_SRIOV, .vfs = 4},
+		{.pci = "0000:af:00.0", .mode = GC_NIC_MODE_PASSTHROUGH},
+	};
+	struct gc_host h = {.name = "esx01", .nics = nics, .nnics = 3};
+	struct gc_error err = GC_ERROR_INIT;
+
+	assert_int_equal(gc_esxi_check_vfs(&h, xml, strlen(xml), &err), 0);
+	nics[1].device = "vmnic6";
+	nics[1].vfs = 16;
+	assert_int_equal(gc_esxi_check_vfs(&h, xml, strlen(xml), &err), GC_EREMOTE);
+	assert_string_equal(err.msg,
+			    "host 'esx01': NIC 0000:5e:00.1 (vmnic6) has no SR-IOV VFs after the "
+			    "reboot (not in `esxcli network sriovnic list`): its firmware needs "
+			    "SRIOV_EN=1 and NUM_OF_VFS>=16; set them with Mellanox MFT on the host "
+			    "(/opt/mellanox/bin/mlxconfig -d DEVICE set SRIOV_EN=1 NUM_OF_VFS=16) and "
+			    "apply again");
+	err = (struct gc_error)GC_ERROR_INIT;
+	assert_int_equal(gc_esxi_check_vfs(&h, "<output>", 8, &err), GC_EREMOTE);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -493,6 +529,7 @@ int main(void)
 		cmocka_unit_test(test_source_section),
 		cmocka_unit_test(test_record_nmlx5_roce),
 		cmocka_unit_test(test_record_namespace_of_release),
+		cmocka_unit_test(test_vfs_after_the_reboot),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

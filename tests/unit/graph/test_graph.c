@@ -227,6 +227,37 @@ static void test_nmlx5_roce_params(void **state)
 	(void)state;
 }
 
+/* The map form of vmknic: vCenter's adapter after the switch and port
+ * group, before the host's tag; the string form has none. */
+static void test_pvrdma_vmknic_created_before_its_tag(void **state)
+{
+	struct gc_cluster *c = fx_cluster(2, 1, FX_VGPU);
+	struct gc_vmknic k = {.name = "vmk1", .portgroup = "rdma-pg", .address = "192.168.10.21/24"};
+	struct gc_graph *g;
+	const struct gc_resource *r;
+
+	k.pg = &c->dvswitches[0].portgroups[0];
+	c->hosts[0].nics[0].vmknic_create = &k;
+	g = build(c);
+	r = get(g, "dvs/rdma-dvs/vmknic/esx01/vmk1");
+	assert_int_equal(r->kind, GC_RES_DVS_VMKNIC);
+	assert_string_equal(r->target->name, "vcenter");
+	assert_string_equal(gc_resource_prop(r, "host"), "esx01");
+	assert_string_equal(gc_resource_prop(r, "dvswitch"), "rdma-dvs");
+	assert_string_equal(gc_resource_prop(r, "portgroup"), "rdma-pg");
+	assert_string_equal(gc_resource_prop(r, "device"), "vmk1");
+	assert_string_equal(gc_resource_prop(r, "address"), "192.168.10.21/24");
+	assert_int_equal(r->flags, 0);
+	assert_true(has_dep(r, "dvs/rdma-dvs"));
+	assert_true(has_dep(r, "dvs/rdma-dvs/portgroup/rdma-pg"));
+	assert_true(has_dep(get(g, "esx01/esxi.advanced/Net.PVRDMAVmknic"),
+			    "dvs/rdma-dvs/vmknic/esx01/vmk1"));
+	assert_null(gc_graph_find(g, "dvs/rdma-dvs/vmknic/esx02/vmk1"));
+	(void)state;
+	gc_graph_free(g);
+	fx_free(c);
+}
+
 static void test_vgpu_edges(void **state)
 {
 	struct gc_cluster *c = fx_cluster(2, 1, FX_VGPU);
@@ -410,6 +441,7 @@ int main(void)
 		cmocka_unit_test(test_esxi67_host_side_via_vcenter),
 		cmocka_unit_test(test_nmlx5_roce_params),
 		cmocka_unit_test(test_vgpu_edges),
+		cmocka_unit_test(test_pvrdma_vmknic_created_before_its_tag),
 		cmocka_unit_test(test_duplicate_id),
 		cmocka_unit_test(test_cycle_names_ids),
 		cmocka_unit_test(test_toposort_order),

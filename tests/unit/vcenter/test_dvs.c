@@ -5,7 +5,8 @@
  * created with an MTU, a host member added with its uplink pnic, a port
  * group with VLAN 100 (then 200), and a VM NIC on that port group, each
  * read back by an observation; bad values are refused before sending; a
- * refused task carries vCenter's message.
+ * refused task carries vCenter's message.  A VMkernel adapter on that port
+ * group (AddVirtualNic, UpdateVirtualNic: exact bodies, then read back).
  *
  * The tests run in order and build on each other (one switch).
  */
@@ -270,6 +271,93 @@ static void test_nic_on_the_portgroup(void **state)
 	gc_vcenter_free(vc);
 }
 
+/* The PVRDMA vmknic's exact bodies; bad values never reach vCenter. */
+static void test_vnic_bodies_and_bad_values(void **state)
+{
+	const struct gc_vcenter_vnic_spec w = {"50 2a 8e", "dvportgroup-12", "192.168.10.21", 24};
+	struct gc_vcenter_vnic_spec bad = w;
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_vcenter_soap s;
+	char dev[16];
+
+	gc_vcenter_add_vnic_body(&s, "hostNetworkSystem-7", &w);
+	assert_string_equal(strstr(s.b.ptr, "<AddVirtualNic"),
+			    "<AddVirtualNic xmlns=\"urn:vim25\">"
+			    "<_this type=\"HostNetworkSystem\">hostNetworkSystem-7</_this>"
+			    "<portgroup></portgroup><nic><ip><dhcp>false</dhcp>"
+			    "<ipAddress>192.168.10.21</ipAddress><subnetMask>255.255.255.0"
+			    "</subnetMask></ip><distributedVirtualPort><switchUuid>50 2a 8e"
+			    "</switchUuid><portgroupKey>dvportgroup-12</portgroupKey>"
+			    "</distributedVirtualPort></nic>");
+	gc_vcenter_soap_free(&s);
+	bad.prefix = 17;
+	gc_vcenter_update_vnic_body(&s, "hostNetworkSystem-7", "vmk1", &bad);
+	assert_string_equal(strstr(s.b.ptr, "<UpdateVirtualNic"),
+			    "<UpdateVirtualNic xmlns=\"urn:vim25\">"
+			    "<_this type=\"HostNetworkSystem\">hostNetworkSystem-7</_this>"
+			    "<device>vmk1</device><nic><ip><dhcp>false</dhcp>"
+			    "<ipAddress>192.168.10.21</ipAddress><subnetMask>255.255.128.0"
+			    "</subnetMask></ip><distributedVirtualPort><switchUuid>50 2a 8e"
+			    "</switchUuid><portgroupKey>dvportgroup-12</portgroupKey>"
+			    "</distributedVirtualPort></nic>");
+	gc_vcenter_soap_free(&s);
+
+	bad.ip = "192.168.10.21; reboot";
+	assert_int_equal(gc_vcenter_add_vnic(dev, sizeof(dev), vc, "hostNetworkSystem-7", &bad,
+					     &err),
+			 GC_EINVAL);
+	assert_string_equal(err.msg, "vCenter (https://127.0.0.1:8981): AddVirtualNic: "
+				     "'192.168.10.21; reboot/17' is not an IPv4 address with a "
+				     "prefix length");
+	err = (struct gc_error)GC_ERROR_INIT;
+	assert_int_equal(gc_vcenter_update_vnic(vc, "hostNetworkSystem-7", "vmk1;x", &w, &err),
+			 GC_EINVAL);
+	assert_string_equal(err.msg, "vCenter (https://127.0.0.1:8981): UpdateVirtualNic: "
+				     "'vmk1;x' is not a VMkernel adapter name");
+	assert_int_equal(gc_vcenter_calls(vc, "AddVirtualNic"), 0);
+	assert_int_equal(gc_vcenter_calls(vc, "UpdateVirtualNic"), 0);
+	gc_vcenter_free(vc);
+}
+
+/* A member host gets vmk1 on the new port group; its address changes; the
+ * observation reads both back. */
+static void test_vnic_on_the_portgroup(void **state)
+{
+	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
+	struct gc_vcenter_inventory *inv = vcsim_observe(vc);
+	struct gc_error err = GC_ERROR_INIT;
+	const struct gc_vcenter_dvs *d = gc_vcenter_inventory_dvs(inv, "gc-rdma");
+	const struct gc_vcenter_network *pg = gc_vcenter_inventory_network(inv, "gc-rdma-pg");
+	const struct gc_vcenter_host *h = gc_vcenter_inventory_host(inv, "DC0_H0");
+	struct gc_vcenter_vnic_spec w = {d->uuid, pg->portgroup_key, "192.168.10.21", 24};
+	struct gc_vcenter_inventory *after;
+	const struct gc_vcenter_vnic *v;
+	char dev[16];
+
+	assert_int_equal(h->nvnics, 1);
+	assert_string_equal(h->vnics[0].device, "vmk0");
+	assert_null(h->vnics[0].portgroup_key);
+	assert_int_equal(gc_vcenter_add_vnic(dev, sizeof(dev), vc, h->network_system, &w, &err), 0);
+	assert_string_equal(dev, "vmk1");
+	w.ip = "192.168.10.31";
+	w.prefix = 16;
+	assert_int_equal(gc_vcenter_update_vnic(vc, h->network_system, "vmk1", &w, &err), 0);
+	after = vcsim_observe(vc);
+	h = gc_vcenter_inventory_host(after, "DC0_H0");
+	assert_int_equal(h->nvnics, 2);
+	v = &h->vnics[1];
+	assert_string_equal(v->device, "vmk1");
+	assert_string_equal(v->switch_uuid, d->uuid);
+	assert_string_equal(v->portgroup_key, pg->portgroup_key);
+	assert_false(v->dhcp);
+	assert_string_equal(v->ip, "192.168.10.31");
+	assert_string_equal(v->mask, "255.255.0.0");
+	gc_vcenter_inventory_free(after);
+	gc_vcenter_inventory_free(inv);
+	gc_vcenter_free(vc);
+}
+
 /* A host that is a member already: the task fails with vCenter's message. */
 static void test_refused_task(void **state)
 {
@@ -301,6 +389,8 @@ int main(void)
 		cmocka_unit_test(test_default_network_inventory),
 		cmocka_unit_test(test_create_switch_member_portgroup),
 		cmocka_unit_test(test_nic_on_the_portgroup),
+		cmocka_unit_test(test_vnic_bodies_and_bad_values),
+		cmocka_unit_test(test_vnic_on_the_portgroup),
 		cmocka_unit_test(test_refused_task),
 	};
 

@@ -487,6 +487,59 @@ static void test_dynamic_ids_parse_strictly(void **state)
 	assert_false(gc_vcdrv_pci_id("", &v, &d));
 }
 
+/* The PVRDMA vmknic: the host's adapter of the spec's device name, its
+ * switch and port group by uuid and key, the address as IPv4/prefix. */
+static void test_vmknic_recorded_from_the_hosts_adapters(void **state)
+{
+	struct fix *f = *state;
+	struct gc_vcenter_vnic vnics[3] = {
+		{.device = "vmk0", .portgroup = "Management Network", .dhcp = true,
+		 .ip = "127.0.0.1", .mask = "255.0.0.0"},
+		{.device = "vmk1", .portgroup = "", .switch_uuid = "50 2a 8e", .portgroup_key =
+		 "dvportgroup-12", .ip = "192.168.10.21", .mask = "255.255.254.0"},
+		{.device = "vmk2", .portgroup = "", .switch_uuid = "50 2a 8e", .portgroup_key =
+		 "dvportgroup-12", .dhcp = true},
+	};
+	struct gc_vcenter_dvs dvs = {.moref = "dvs-9", .name = "dvs-rdma", .uuid = "50 2a 8e"};
+	struct gc_vcenter_network net = {.moref = "dvportgroup-12", .name = "pvrdma-pg",
+					 .type = "DistributedVirtualPortgroup",
+					 .portgroup_key = "dvportgroup-12", .dvs = "dvs-9"};
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_resource *r[4];
+	struct gc_graph *g;
+	struct gc_target *t;
+	const char *dev[4] = {"vmk1", "vmk2", "vmk0", "vmk7"};
+
+	f->hosts[0].vnics = vnics;
+	f->hosts[0].nvnics = 3;
+	f->inv.dvs = &dvs;
+	f->inv.ndvs = 1;
+	f->inv.networks = &net;
+	f->inv.nnetworks = 1;
+	gc_graph_new(&g);
+	t = gc_graph_add_target(g, GC_TARGET_VCENTER, GC_VCENTER_TARGET);
+	for (int i = 0; i < 4; i++) {
+		char id[64];
+
+		snprintf(id, sizeof(id), "dvs/dvs-rdma/vmknic/esx01/%s", dev[i]);
+		assert_int_equal(gc_graph_add(&r[i], g, GC_RES_DVS_VMKNIC, t, id, "esx01", NULL, 0,
+					      &err),
+				 0);
+		gc_resource_set(g, r[i], "device", dev[i]);
+		gc_vcdrv_record_vmknic(f->obs, &f->inv, f->c, r[i]);
+	}
+	assert_string_equal(gc_observed_get(f->obs, r[0]->id, "address"), "192.168.10.21/23");
+	assert_string_equal(gc_observed_get(f->obs, r[0]->id, "dvswitch"), "dvs-rdma");
+	assert_string_equal(gc_observed_get(f->obs, r[0]->id, "portgroup"), "pvrdma-pg");
+	assert_string_equal(gc_observed_get(f->obs, r[0]->id, "host"), "esx01");
+	assert_string_equal(gc_observed_get(f->obs, r[1]->id, "address"), "dhcp");
+	/* vmk0: on a standard port group, no switch: an update the driver refuses */
+	assert_string_equal(gc_observed_get(f->obs, r[2]->id, "portgroup"), "Management Network");
+	assert_string_equal(gc_observed_get(f->obs, r[2]->id, "dvswitch"), "");
+	assert_null(gc_observed_resource(f->obs, r[3]->id)); /* no vmk7: created */
+	gc_graph_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -503,6 +556,8 @@ int main(void)
 		cmocka_unit_test(test_sorted_lookups_find_what_a_scan_finds),
 		cmocka_unit_test(test_portgroup_names_with_a_slash),
 		cmocka_unit_test(test_dynamic_ids_parse_strictly),
+		cmocka_unit_test_setup_teardown(test_vmknic_recorded_from_the_hosts_adapters, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
