@@ -448,7 +448,7 @@ def main(argv):
         finally:
             ex.lab.stop()
         results.append(ex)
-        print("soak: %s done in %.0f s" % (name, ex.fig["wall_s"]), flush=True)
+        print("soak: %s done in %.0f s\n%s" % (name, ex.fig["wall_s"], table([ex])), flush=True)
     print(table(results))
     bad = [v for ex in results for v in ex.violations]
     for v in bad:
