@@ -23,9 +23,10 @@ For each example (its lab-rewritten spec, scripts/lab.sh start --spec):
    "drop": "before" or "after"); that one apply must exit 0.
 
 After every episode, read from outside the tool: a plan shows no changes;
-no host is in maintenance mode (the simulators' state files); every VM of
-the clean run exists exactly once and holds the same devices, read with
-tests/sim/vcsim_edit.py (SOAP, python's standard library); each host booted
+no host is in maintenance mode (the simulators' state files); vCenter's
+inventory has no name twice and equals the clean run's, and every VM holds
+the same devices, read with tests/sim/vcsim_edit.py (SOAP, python's
+standard library); each host booted
 at most once more than in the clean run and the reboots it received (its
 commands.log) are at most needed + 1; no VIB install went out twice; the
 host state equals the clean run's but for boot times and the lease.
@@ -196,6 +197,12 @@ def device_view(d):
     labels, MAC addresses, the datastore's path (vcsim's temporary dir)."""
     out = {k: v for k, v in d.items() if k not in ("key", "label", "unitNumber", "deviceInfo",
                                                       "macAddress", "summary")}
+    port = out.get("backing", {}).get("port") if isinstance(out.get("backing"), dict) else None
+    if isinstance(port, dict):
+        # the port group by name ("network", "portgroup"): its key is vCenter's
+        # numbering, which follows the order things were created in
+        out["backing"] = dict(out["backing"], port={k: v for k, v in port.items()
+                                                    if k not in ("portgroupKey", "switchUuid", "portKey")})
     if isinstance(out.get("backing"), dict):
         # vcsim gives every clone of a template the disk file name of the
         # latest clone (seen here: after the clean run every VM's disk read
@@ -268,10 +275,15 @@ class Example:
 
     def vm_views(self):
         inv = self.lab.vc("inventory")
+        for kind, names in sorted(inv.items()):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                self.violation("two or more of %s %s in vCenter" % (kind, ", ".join(dup)))
+        if self.episode != "clean" and inv != self.ref_inventory:
+            self.violation("vCenter's inventory differs from the clean run's: %s"
+                           % {k: v for k, v in inv.items() if v != self.ref_inventory.get(k)})
+        self.ref_inventory = inv if self.episode == "clean" else self.ref_inventory
         names = inv["VirtualMachine"]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            self.violation("duplicate VMs in vCenter: %s" % ", ".join(dup))
         return {n: vm_fingerprint(self.lab.vc("show", n)) for n in sorted(set(names))}
 
     # ------------------------------------------------------------ checks
