@@ -274,7 +274,10 @@ class Example:
         return view
 
     def vm_views(self):
-        inv = self.lab.vc("inventory")
+        # vCenter names a distributed switch's uplink port group after the
+        # switch's object id ("dvs-rdma-DVUplinks-58"): numbering, not ours
+        inv = {k: [re.sub(r"-DVUplinks-\d+$", "-DVUplinks", n) for n in v]
+               for k, v in self.lab.vc("inventory").items()}
         for kind, names in sorted(inv.items()):
             dup = sorted({n for n in names if names.count(n) > 1})
             if dup:
