@@ -898,6 +898,8 @@ int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 	}
 	if (opts->plan_only)
 		goto done;
+	if (gc_plan_empty(out->plan))
+		gc_exec_clear_left_leases(&r);
 	/* the cluster lease, before anything changes (a converged cluster is
 	 * only read: nothing to lease) */
 	if (!gc_plan_empty(out->plan) && gc_exec_take_leases(&r, cluster, err) != 0) {

@@ -36,6 +36,7 @@ struct tslot {
 	bool in_reboot;        /* REBOOT sent, VERIFY not yet passed */
 	double reboot_sent_ts; /* journal: when the reboot of the owed change went out; 0 none */
 	bool leased;           /* carries our cluster lease (lease.c) */
+	bool lease_left;       /* journal: a run of ours wrote the lease, never cleared it */
 	bool save_owed;        /* journal: switch commands sent, their save not confirmed */
 	bool save_owed_logged;
 	bool lanes;            /* drv->shared_conn: actions of different VMs run at once */
@@ -100,6 +101,7 @@ int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err
 void gc_exec_renew_leases(struct run *r, const char *cluster);
 void gc_exec_release_leases(struct run *r);
 void gc_exec_break_leases(struct run *r);
+void gc_exec_clear_left_leases(struct run *r);
 
 /* recover.c */
 void gc_exec_recall_journal(struct run *r, const char *cluster);

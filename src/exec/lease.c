@@ -15,7 +15,10 @@
  * apply before anything changes, naming the holder; `unlock --force` clears
  * a dead holder's leases.  The lease is written once the plan has changes
  * (before it is approved or run; a converged cluster is only read), renewed
- * before a wave once half of it has passed, and cleared at the end.
+ * before a wave once half of it has passed, and cleared at the end.  The
+ * journal records each write ("lease" start) and clear ("lease" done): a run
+ * killed after its last change leaves a converged cluster, whose re-run
+ * takes no lease; it clears the one of ours the journal says is left.
  *
  * On an ESXi host reading and writing are two commands, not a
  * compare-and-set.  A vCenter's lease is one (its driver's lease_atomic):
@@ -150,6 +153,14 @@ static int foreign(const struct tslot *s, const char *cluster, const char *lease
 			    holder[0] ? holder : "?", pid[0] ? pid : "?", t0, t1);
 }
 
+/* The journal forgets the lease of s: cleared, or never ours. */
+static void lease_cleared(struct run *r, struct tslot *s)
+{
+	if (s->lease_left)
+		gc_exec_journal(r, s->target, "lease", "lease", GC_J_DONE, NULL);
+	s->lease_left = false;
+}
+
 int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err)
 {
 	size_t i;
@@ -183,6 +194,9 @@ int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err
 
 			if (!lease_capable(r, s) || s->drv->lease_atomic != (atomic == 1))
 				continue;
+			/* journalled first: a run killed after the write clears it later */
+			gc_exec_journal(r, s->target, "lease", "lease", GC_J_START, NULL);
+			s->lease_left = true;
 			if (s->drv->lease_set(s->conn, &r->ctx, r->lease, err) != 0)
 				return err->code;
 			s->leased = true;
@@ -230,10 +244,40 @@ void gc_exec_release_leases(struct run *r)
 		if (strcmp(field(held, "lock", lock, sizeof(lock)), r->lease_lock) == 0 &&
 		    s->drv->lease_set(s->conn, &r->ctx, "", &err) != 0)
 			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
+		else
+			lease_cleared(r, s);
 		free(held);
 	}
 	free(r->lease);
 	r->lease = NULL;
+}
+
+/* A converged cluster takes no lease, so it clears the one a run of ours
+ * left when it died after its last change (the journal says where): else
+ * every other operator would be refused until it expires. */
+void gc_exec_clear_left_leases(struct run *r)
+{
+	size_t i;
+
+	our_lock(r->lease_lock, r->ctx.opts->state_dir);
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+		struct gc_error err = GC_ERROR_INIT;
+		char *held = NULL, lock[64];
+
+		if (!s->lease_left || !lease_capable(r, s))
+			continue;
+		if (s->drv->lease_get(s->conn, &r->ctx, &held, &err) == 0 &&
+		    strcmp(field(held, "lock", lock, sizeof(lock)), r->lease_lock) == 0 &&
+		    s->drv->lease_set(s->conn, &r->ctx, "", &err) == 0)
+			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL,
+				     "cleared the cluster lease an earlier apply of ours left", 0);
+		if (err.code != 0)
+			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
+		else
+			lease_cleared(r, s);
+		free(held);
+	}
 }
 
 /* `unlock --force`: clear every lease, whoever holds it, saying whose. */
@@ -256,6 +300,7 @@ void gc_exec_break_leases(struct run *r)
 			msg = gc_xasprintf("cleared the cluster lease: %s", held);
 			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, msg, 0);
 			free(msg);
+			lease_cleared(r, s);
 			s->rep->done++;
 			r->rep->done++;
 		} else {

@@ -51,6 +51,7 @@ void gc_exec_recall_journal(struct run *r, const char *cluster)
 	for (i = 0; i < r->nslots; i++) {
 		struct tslot *s = &r->slots[i];
 
+		s->lease_left = gc_jhistory_last(&h, s->target->name, "lease") == GC_J_START;
 		if (s->target->kind == GC_TARGET_SWITCH) {
 			s->save_owed = s->save_owed_logged =
 				gc_jhistory_last(&h, s->target->name, "save_owed") == GC_J_START;

@@ -1,0 +1,477 @@
+#!/usr/bin/env python3
+"""soak - the fault soak (issue 18, item 4): SIGKILLs at random points of
+`gpuclusterctl apply` on the local lab, and dropped connections at random
+points of the vCenter and SSH drivers; after each, the re-runs must
+converge to the state a clean apply leaves.
+
+    scripts/soak.py [--examples roce-pair,...] [--kills 50] [--per-episode 5]
+                    [--drops 4] [--seed S] [--port P] [--vcsim-port P]
+
+For each example (its lab-rewritten spec, scripts/lab.sh start --spec):
+
+1. clean: a reset lab, one apply without faults; its wall time T, each
+   host's reboots (the "needed" reboots), each host's changing commands and
+   the converged state (host state files, every VM read from vcsim) become
+   the reference.
+2. kills: episodes of up to --per-episode runs, each SIGKILLed after a
+   random delay in (0, T), then re-runs until one exits 0 (a run that ends
+   before its kill must exit 0 too), until --kills kills have landed.
+3. drops: episodes of one apply in which one SSH target (host or switch)
+   drops its connection after a random number of commands (simlab's
+   drop_after) and, with a vCenter, vcsim closes the connection of one call
+   of a random SOAP method at a random moment (tests/sim/vcsim/faults.go,
+   "drop": "before" or "after"); that one apply must exit 0.
+
+After every episode, read from outside the tool: a plan shows no changes;
+no host is in maintenance mode (the simulators' state files); vCenter's
+inventory has no name twice and equals the clean run's, and every VM holds
+the same devices, read with tests/sim/vcsim_edit.py (SOAP, python's
+standard library); each host booted
+at most once more than in the clean run and the reboots it received (its
+commands.log) are at most needed + 1; no VIB install went out twice; the
+host state equals the clean run's but for boot times (the cluster lease
+included: that is how the soak found a lease left behind).
+
+It prints the seed first (replay: --seed S), a table of figures at the
+end, and exits 1 on any violation, each printed with its example, episode
+and seed.  Guests are left out (--only esxi,switch,vcenter): docs/fuzzing.md
+"Fault soak" says why; kvm-pair too (a libvirtd, not these simulators).
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.environ.get("GC_BIN", os.path.join(ROOT, "build", "src", "cli", "gpuclusterctl"))
+LAB = os.path.join(ROOT, "scripts", "lab.sh")
+EDIT = os.path.join(ROOT, "tests", "sim", "vcsim_edit.py")
+EXAMPLES = ["roce-pair", "roce-passthrough", "vgpu-pvrdma", "gpudirect-pair", "multi-gpu-vm"]
+ONLY = "esxi,switch,vcenter"
+REBOOT = "esxcli system shutdown reboot"
+VIB_INSTALL = "esxcli software vib install"
+# what the vCenter driver sends (src/drivers/vcenter/); a drop of one call
+# of one of these, picked at random, at a random moment of the apply
+VC_METHODS = ["RetrievePropertiesEx", "CloneVM_Task", "ReconfigVM_Task", "PowerOnVM_Task",
+              "PowerOffVM_Task", "RelocateVM_Task", "QueryConfigTarget", "CreateDVS_Task",
+              "AddDVPortgroup_Task", "ReconfigureDvs_Task", "ReconfigureDVPortgroup_Task"]
+# host state that changes with time, not with the spec (the cluster lease, an
+# advanced option, is compared: a lease left behind refuses other operators)
+VOLATILE = {"boot_count", "boot_time", "down_until", "uptime"}
+# simlab's observation commands (tests/integration/labtest.py keeps the same list)
+LEASE_OPTION = "/UserVars/GpuclusterctlLease"
+
+
+def observation(cmd):
+    return ("@@gc:" in cmd or cmd in ("vmware -v", "esxcli system stats uptime get")
+            or LEASE_OPTION in cmd or "advanced add -o GpuclusterctlLease " in cmd)
+
+
+class Lab:
+    """One private lab (scripts/lab.sh) for one example spec."""
+
+    def __init__(self, example, port, vcsim_port, reboot_seconds):
+        self.dir = tempfile.mkdtemp(prefix="gc-soak-")
+        os.chmod(self.dir, 0o755)
+        self.env = dict(os.environ, GC_LAB_DIR=self.dir, GC_REBOOT_POLL_MS="100")
+        self.vcsim_port = vcsim_port
+        self.reboot_seconds = reboot_seconds
+        spec = os.path.join(ROOT, "examples", example + ".yaml")
+        self.lab("start", "--spec", spec, "--port", str(port), "--guests", "0",
+                 "--vcsim-port", str(vcsim_port))
+        self.spec = os.path.join(self.dir, example + ".yaml")
+        self.short_command_timeout()
+        with open(os.path.join(self.dir, "inventory"), encoding="utf-8") as f:
+            rows = [l.split() for l in f if not l.startswith("#") and len(l.split()) > 2]
+        self.hosts = [r[2] for r in rows if r[1] == "esxi"]
+        self.targets = [r[2] for r in rows if r[1] in ("esxi", "onyx")]
+        self.vcenter = os.path.exists(os.path.join(self.dir, "vcsim-inventory.json"))
+
+    def short_command_timeout(self):
+        # a dropped session may leave its TCP connection open and silent (the
+        # simulator cannot kill sshd's root-owned monitor); test_apply's
+        # test_dropped_connection does the same: 15 s, then GC_ETIMEOUT, retried
+        with open(self.spec, encoding="utf-8") as f:
+            text = f.read()
+        text = re.sub(r"command_timeout_s: \d+", "command_timeout_s: 15", text)
+        with open(self.spec, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def lab(self, *args):
+        r = subprocess.run([LAB, *args], env=self.env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("lab.sh %s failed: %s%s" % (" ".join(args), r.stdout, r.stderr))
+
+    def stop(self):
+        self.lab("stop")
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def reset(self):
+        self.lab("reset")
+        for h in self.hosts:
+            self.control(h, {"reboot_seconds": self.reboot_seconds})
+
+    def path(self, name, leaf):
+        return os.path.join(self.dir, "hosts", name, leaf)
+
+    def state(self, name):
+        with open(self.path(name, "state.json"), encoding="utf-8") as f:
+            return json.load(f)
+
+    def commands(self, name):
+        """Every command a host or switch received, in order (its commands.log)."""
+        if not os.path.exists(self.path(name, "commands.log")):
+            return []
+        with open(self.path(name, "commands.log"), encoding="utf-8") as f:
+            return [l.rstrip("\n").partition(" ")[2] for l in f]
+
+    def changes(self, name):
+        """The changing commands a host or switch received, in order."""
+        return [c for c in self.commands(name) if not observation(c)]
+
+    def read_control(self, name):
+        try:
+            with open(self.path(name, "control.json"), encoding="utf-8") as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return {}
+
+    def control(self, name, control):
+        path = self.path(name, "control.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(control, f)
+        with open(os.path.join(self.dir, "user"), encoding="utf-8") as f:
+            shutil.chown(path, user=f.read().strip())
+
+    def faults(self, faults):
+        with open(os.path.join(self.dir, "vcsim", "faults.json"), "w", encoding="utf-8") as f:
+            json.dump(faults, f)
+
+    def vc(self, *args):
+        d = os.path.join(self.dir, "vcsim")
+        r = subprocess.run([EDIT, "--url", "https://127.0.0.1:%d/sdk" % self.vcsim_port,
+                            "--ca", os.path.join(d, "ca.crt"), "--user", "gcadmin",
+                            "--password-file", os.path.join(d, "password"), *args],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError("vcsim_edit %s: %s%s" % (" ".join(args), r.stdout, r.stderr))
+        return json.loads(r.stdout)
+
+
+class Run:
+    """One `gpuclusterctl apply` in the background."""
+
+    def __init__(self, lab, state_dir, only):
+        self.err = tempfile.TemporaryFile(mode="w+")
+        self.p = subprocess.Popen([BIN, "apply", "--yes", "--only", only, "--state-dir", state_dir,
+                                   lab.spec], env=lab.env, stdout=subprocess.DEVNULL,
+                                  stderr=self.err)
+
+    def kill_after(self, delay):
+        """SIGKILL after delay s; True if it landed, False if the run had ended."""
+        try:
+            self.p.wait(timeout=delay)
+            return False
+        except subprocess.TimeoutExpired:
+            self.p.send_signal(signal.SIGKILL)
+            self.p.wait()
+            self.err.close()
+            return True
+
+    def wait(self, timeout=900):
+        rc = self.p.wait(timeout=timeout)
+        self.err.seek(0)
+        err = self.err.read()
+        self.err.close()
+        return rc, err
+
+
+def device_view(d):
+    """A device without what vCenter numbers or names by itself: keys,
+    labels, MAC addresses, the datastore's path (vcsim's temporary dir)."""
+    out = {k: v for k, v in d.items() if k not in ("key", "label", "unitNumber", "deviceInfo",
+                                                      "macAddress", "summary")}
+    port = out.get("backing", {}).get("port") if isinstance(out.get("backing"), dict) else None
+    if isinstance(port, dict):
+        # the port group by name ("network", "portgroup"): its key is vCenter's
+        # numbering, which follows the order things were created in
+        out["backing"] = dict(out["backing"], port={k: v for k, v in port.items()
+                                                    if k not in ("portgroupKey", "switchUuid", "portKey")})
+    if isinstance(out.get("backing"), dict):
+        # vcsim gives every clone of a template the disk file name of the
+        # latest clone (seen here: after the clean run every VM's disk read
+        # "[LocalDS_0] worker-08/worker-08.vmdk"); the datastore is compared
+        # through the name's "[LocalDS_0]" only
+        out["backing"] = {k: (v.split("]")[0] + "]" if k == "fileName" and d.get("type") == "VirtualDisk" else v)
+                          for k, v in out["backing"].items() if k != "datastore"}
+    return json.dumps(out, sort_keys=True)
+
+
+def vm_fingerprint(vm):
+    """What must be the same after any episode: power, host, CPUs, memory,
+    extraConfig and the devices with their backings."""
+    devs = sorted(device_view(d) for d in vm["devices"])
+    return {"power": vm["power"], "host": vm["host"], "devices": devs,
+            "extra_config": vm["extra_config"], "cpus": vm["cpus"], "memory_mb": vm["memory_mb"]}
+
+
+def vm_diff(mine, ref):
+    """The first difference of two VM fingerprints, as text."""
+    if mine is None or ref is None:
+        return "missing" if mine is None else "not in the clean run"
+    for k in sorted(ref):
+        if mine[k] != ref[k]:
+            if k == "devices":
+                return "devices: %s, clean run's not here: %s" % (
+                    sorted(set(mine[k]) - set(ref[k]))[:3], sorted(set(ref[k]) - set(mine[k]))[:3])
+            return "%s: %r, clean run %r" % (k, mine[k], ref[k])
+    return "same"
+
+
+class Example:
+    """The soak of one example: its lab, the clean reference, the episodes."""
+
+    def __init__(self, name, args, rng):
+        self.name = name
+        self.args = args
+        self.rng = rng
+        self.lab = Lab(name, args.port, args.vcsim_port, args.reboot_seconds)
+        self.vcenter = self.lab.vcenter and "vcenter" in args.only.split(",")
+        self.violations = []
+        self.fig = {"kills": 0, "runs": 0, "episodes": 0, "drops_ssh": 0, "drops_vc": 0, "dropped_ssh": 0,
+                    "retries_ssh": 0, "retries_vc": 0, "extra_reboots": 0, "worst_extra": ""}
+        self.episode = "clean"
+        self.state_dir = os.path.join(self.lab.dir, "state")
+        self.t0 = time.time()
+
+    # ------------------------------------------------------------ reference
+
+    def fresh(self):
+        self.lab.reset()
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def clean(self):
+        self.fresh()
+        t0 = time.time()
+        rc, err = Run(self.lab, self.state_dir, self.args.only).wait()
+        self.clean_s = time.time() - t0
+        if rc != 0:
+            raise RuntimeError("%s: the clean apply failed (%d): %s" % (self.name, rc, err[-3000:]))
+        self.needed = {h: self.lab.state(h)["boot_count"] for h in self.lab.hosts}
+        self.commands = {t: len(self.lab.commands(t)) for t in self.lab.targets}
+        self.ref_hosts = {h: self.host_view(h) for h in self.lab.hosts}
+        self.ref_vms = self.vm_views() if self.vcenter else {}
+        self.check()
+
+    def host_view(self, h):
+        return {k: v for k, v in self.lab.state(h).items() if k not in VOLATILE}
+
+    def vm_views(self):
+        # vCenter names a distributed switch's uplink port group after the
+        # switch's object id ("dvs-rdma-DVUplinks-58"): numbering, not ours
+        inv = {k: [re.sub(r"-DVUplinks-\d+$", "-DVUplinks", n) for n in v]
+               for k, v in self.lab.vc("inventory").items()}
+        for kind, names in sorted(inv.items()):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                self.violation("two or more of %s %s in vCenter" % (kind, ", ".join(dup)))
+        if self.episode != "clean" and inv != self.ref_inventory:
+            self.violation("vCenter's inventory differs from the clean run's: %s"
+                           % {k: v for k, v in inv.items() if v != self.ref_inventory.get(k)})
+        self.ref_inventory = inv if self.episode == "clean" else self.ref_inventory
+        names = inv["VirtualMachine"]
+        return {n: vm_fingerprint(self.lab.vc("show", n)) for n in sorted(set(names))}
+
+    # ------------------------------------------------------------ checks
+
+    def violation(self, what):
+        line = "%s %s (seed %d): %s" % (self.name, self.episode, self.args.seed, what)
+        print("VIOLATION " + line, flush=True)
+        self.violations.append(line)
+
+    def check(self):
+        r = subprocess.run([BIN, "plan", "--only", self.args.only, "--state-dir", self.state_dir, self.lab.spec],
+                           env=self.lab.env, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            self.violation("plan after converging exits %d: %s" % (r.returncode, r.stdout[-1500:]))
+        for h in self.lab.hosts:
+            self.check_host(h)
+        if self.vcenter and self.episode != "clean":
+            views = self.vm_views()
+            if views != self.ref_vms:
+                diff = sorted(n for n in set(views) | set(self.ref_vms) if views.get(n) != self.ref_vms.get(n))
+                self.violation("VMs differ from the clean run: %s; %s" % (", ".join(diff), vm_diff(
+                    views.get(diff[0]), self.ref_vms.get(diff[0]))))
+
+    def check_host(self, h):
+        st = self.lab.state(h)
+        if st["maintenance"]:
+            self.violation("%s left in maintenance mode" % h)
+        cmds = self.lab.changes(h)
+        sent = sum(1 for c in cmds if c.startswith(REBOOT))
+        extra = max(st["boot_count"], sent) - self.needed.get(h, st["boot_count"])
+        if extra > 0:
+            self.fig["extra_reboots"] += extra
+            self.fig["worst_extra"] = "%s +%d" % (h, extra)
+        if extra > 1:
+            self.violation("%s rebooted %d times, needed %d" % (h, max(st["boot_count"], sent), self.needed[h]))
+        if len([c for c in cmds if c.startswith(VIB_INSTALL)]) > 1:
+            self.violation("%s: a VIB installed twice" % h)
+        if self.episode != "clean" and self.host_view(h) != self.ref_hosts[h]:
+            mine, ref = self.host_view(h), self.ref_hosts[h]
+            keys = sorted(k for k in set(mine) | set(ref) if mine.get(k) != ref.get(k))
+            self.violation("%s: state differs from the clean run in %s; %s: %s, clean run %s"
+                           % (h, ", ".join(keys), keys[0], json.dumps(mine.get(keys[0]))[:300],
+                              json.dumps(ref.get(keys[0]))[:300]))
+
+    # ------------------------------------------------------------ episodes
+
+    def converge(self, first_kill):
+        """Re-runs after a kill until one exits 0; each is killed at a random
+        point while this episode has kills left."""
+        left = self.args.per_episode - first_kill
+        while True:
+            self.fig["runs"] += 1
+            run = Run(self.lab, self.state_dir, self.args.only)
+            if left > 0 and self.fig["kills"] < self.args.kills:
+                if run.kill_after(self.rng.uniform(0.02, self.clean_s)):
+                    self.fig["kills"] += 1
+                    left -= 1
+                    continue
+            rc, err = run.wait()
+            if rc == 0:
+                return
+            self.violation("a re-run exited %d: %s" % (rc, err[-2000:]))
+            return
+
+    def kill_episode(self):
+        self.fresh()
+        self.fig["episodes"] += 1
+        self.converge(0)
+        self.check()
+
+    def drop_episode(self):
+        self.fresh()
+        target = self.rng.choice(self.lab.targets)
+        # simlab counts every command, observations too: the drop lands
+        # somewhere in what the clean run sent that target
+        after = self.rng.randrange(max(1, self.commands[target]))
+        control = {"drop_after": after}
+        if target in self.lab.hosts:
+            control["reboot_seconds"] = self.args.reboot_seconds
+        self.lab.control(target, control)
+        self.fig["drops_ssh"] += 1
+        timer = self.vc_drop_later() if self.vcenter else None
+        t0 = time.time()
+        rc, err = Run(self.lab, self.state_dir, self.args.only).wait()
+        if timer:
+            timer.cancel()
+        self.fig["runs"] += 1
+        if "drop_after" not in self.lab.read_control(target):
+            self.fig["dropped_ssh"] += 1
+        self.fig["retries_ssh"] += len(re.findall(r"^(?!vcenter:).*retrying after:", err, re.M))
+        self.fig["retries_vc"] += len(re.findall(r"^vcenter: retrying after:", err, re.M))
+        if rc != 0:
+            self.violation("an apply with %s dropping after %d commands exited %d in %.1f s: %s"
+                           % (target, after, rc, time.time() - t0, err[-2000:]))
+            return
+        self.check()
+
+    def vc_drop_later(self):
+        method = self.rng.choice(VC_METHODS)
+        how = self.rng.choice(["before", "after"])
+        delay = self.rng.uniform(0.0, self.clean_s)
+        self.fig["drops_vc"] += 1
+        timer = threading.Timer(delay, self.lab.faults, [{method: {"*": {"drop": how, "times": 1}}}])
+        timer.start()
+        return timer
+
+    def soak(self):
+        try:
+            self.episodes()
+        finally:
+            self.fig["wall_s"] = time.time() - self.t0
+
+    def episodes(self):
+        self.clean()
+        while self.fig["kills"] < self.args.kills and not self.violations:
+            self.episode = "kill episode %d" % (self.fig["episodes"] + 1)
+            self.kill_episode()
+        for i in range(self.args.drops):
+            if self.violations:
+                break
+            self.episode = "drop episode %d" % (i + 1)
+            self.drop_episode()
+
+
+def table(results):
+    head = ("example", "hosts", "clean s", "reboots/host", "kills", "episodes", "runs",
+            "extra reboots", "ssh drops landed/retried", "vc drops/retried", "wall s", "result")
+    rows = [head]
+    for ex in results:
+        f = ex.fig
+        needed = sorted(set(ex.needed.values())) if hasattr(ex, "needed") else []
+        rows.append((ex.name, str(len(ex.lab.hosts)), "%.1f" % getattr(ex, "clean_s", 0),
+                     "/".join(str(n) for n in needed), str(f["kills"]), str(f["episodes"]),
+                     str(f["runs"]), "%d%s" % (f["extra_reboots"], " (%s)" % f["worst_extra"] if f["worst_extra"] else ""),
+                     "%d: %d/%d" % (f["drops_ssh"], f["dropped_ssh"], f["retries_ssh"]),
+                     "%d/%d" % (f["drops_vc"], f["retries_vc"]), "%.0f" % f.get("wall_s", 0),
+                     "FAIL" if ex.violations else "ok"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def parse_args(argv):
+    offset = int(os.environ.get("GC_IT_PORT_OFFSET", "0"))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--examples", default=",".join(EXAMPLES))
+    ap.add_argument("--kills", type=int, default=50, help="SIGKILLs per example")
+    ap.add_argument("--per-episode", type=int, default=5, help="kills before a run may finish")
+    ap.add_argument("--drops", type=int, default=4, help="drop episodes per example")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--only", default=ONLY, help="apply's --only (target kinds)")
+    ap.add_argument("--reboot-seconds", type=float, default=0.5)
+    ap.add_argument("--port", type=int, default=2350 + offset)
+    ap.add_argument("--vcsim-port", type=int, default=9020 + offset)
+    args = ap.parse_args(argv)
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1, 1 << 31)
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    print("soak: seed %d (replay: scripts/soak.py --seed %d --examples %s --only %s --kills %d "
+          "--per-episode %d --drops %d)" % (args.seed, args.seed, args.examples, args.only, args.kills,
+                                            args.per_episode, args.drops), flush=True)
+    results = []
+    for name in args.examples.split(","):
+        # one generator per example: --examples NAME --seed S draws the same
+        # delays and drops for NAME (the kills still land on a machine's timing)
+        ex = Example(name, args, random.Random("%d/%s" % (args.seed, name)))
+        try:
+            ex.soak()
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            ex.violation(str(e))
+        finally:
+            ex.lab.stop()
+        results.append(ex)
+        print("soak: %s done in %.0f s\n%s" % (name, ex.fig["wall_s"], table([ex])), flush=True)
+    print(table(results))
+    bad = [v for ex in results for v in ex.violations]
+    for v in bad:
+        print("VIOLATION " + v)
+    print("soak: seed %d: %s" % (args.seed, "%d violations" % len(bad) if bad else "no violations"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
