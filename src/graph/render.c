@@ -56,7 +56,8 @@ static void put_flags(struct gc_buf *b, unsigned flags)
 
 /* Whose the resource is, by name: the ESXi or KVM host, switch or guest;
  * for what holds VMs (the vCenter, a KVM host's libvirt) the VM, else the
- * last part of the id: the distributed switch or port group of
+ * host it is a part of (an ESXi 6.x host's NTP, a vmknic), else the last
+ * part of the id: the distributed switch or port group of
  * "dvs/<dvs>[/portgroup/<pg>]", a libvirt network. */
 static const char *own_name(const struct gc_resource *r)
 {
@@ -75,6 +76,8 @@ static const char *own_name(const struct gc_resource *r)
 	}
 	if (r->vm != NULL)
 		return r->vm;
+	if (r->host != NULL) /* a host's part on vCenter: 6.x NTP, passthrough, a vmknic */
+		return r->host;
 	slash = strrchr(r->id, '/');
 	return slash != NULL ? slash + 1 : r->id;
 }

@@ -108,7 +108,7 @@ class DiscoverCase(LabCase):
 
 
 class Discover(DiscoverCase):
-    port = 2318
+    port = 2352  # vcsim on 9012, clear of the unit tests' fixed vcsim ports (8980-8997)
 
     @classmethod
     def setUpClass(cls):
@@ -299,7 +299,7 @@ class DiscoverVcenter(DiscoverCase):
     """The vCenter half: examples/vgpu-pvrdma.yaml's VMs and distributed
     switch made by apply in vcsim, then read back by discover."""
     spec = "examples/vgpu-pvrdma.yaml"
-    port = 2319
+    port = 2353
 
     def test_dvswitch_vgpu_types_and_vms(self):
         self.gc("apply", "--only", "vcenter", check=0)

@@ -24,7 +24,7 @@ GPU = "0000:3b:00.0"
 
 class Esxi67Mixed(VcenterLab):
     spec = "tests/data/spec/ok/esxi67-mixed.yaml"
-    port = 2318
+    port = 2354  # vcsim on 9014
     only = "esxi,vcenter"
 
     def host_calls(self):
@@ -136,3 +136,40 @@ class Esxi67Mixed(VcenterLab):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Vgpu67K8s(VcenterLab):
+    """examples/vgpu67-k8s.yaml (issue 14's 6.7 example): three ESXi 6.7
+    hosts, vGPU release 9.0 on two T4s from NVIDIA's 6.7 offline bundle,
+    PVRDMA vmknics with their addresses made through vCenter, NTP through
+    vCenter, a Kubernetes master and two vGPU workers."""
+    spec = "examples/vgpu67-k8s.yaml"
+    port = 2355  # vcsim on 9015
+    only = "esxi,vcenter"
+    VIB = "NVIDIA-VMware_ESXi_6.7_Host_Driver"
+
+    def test_applies_on_the_lab_then_reapplies_clean(self):
+        self.apply()
+        for i, host in ((1, "esx01"), (2, "esx02")):
+            st = self.state(host)
+            vib = [v for v in st["vibs"] if v["name"] == self.VIB]
+            self.assertEqual([v["version"] for v in vib], ["430.27-1OEM.670.0.0.8169922"], host)
+            self.assertEqual(st["boot_count"], 1, host)
+            self.assertFalse(st["maintenance"], host)
+            self.assertEqual(st["advanced"].get("/Net/PVRDMAVmknic"), "vmk1", host)
+            vnic = [v for v in json.loads(self.vc("vnics", host).stdout) if v["device"] == "vmk1"]
+            self.assertEqual([(v["ip"], v["mask"], v["switch"], v["portgroup"]) for v in vnic],
+                             [("192.168.10.2%d" % i, "255.255.255.0", "dvs-rdma", "pvrdma-pg")], host)
+            vm = self.show("worker-%02d" % i)
+            self.assertEqual([d["backing"]["vgpu"] for d in self.devices(vm, "VirtualPCIPassthrough")],
+                             ["grid_t4-16c"])
+            self.assertEqual((vm["host"], vm["power"]), (host, "poweredOn"))
+        for host in ("esx01", "esx02", "esx03"):
+            # 6.7: no esxcli system ntp; vCenter's HostDateTimeSystem has it
+            self.assertEqual(self.vc_host(host)["ntp_servers"], ["ntp1.lab.example"], host)
+            self.assertFalse([c for c in self.changes(host) if "system ntp" in c], host)
+        self.assertEqual(self.state("esx03")["boot_count"], 0)
+        self.reapply_changes_nothing()
+
+    def vc_host(self, name):
+        return json.loads(self.vc("host", name).stdout)

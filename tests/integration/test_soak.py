@@ -24,14 +24,14 @@ import soak  # noqa: E402  (scripts/soak.py)
 
 
 class ShortSoak(unittest.TestCase):
-    port = 2318
+    port = 2356  # its vcsim on 9016 (8978 + 38), clear of the unit tests' 8980-8997
 
     def args(self, only, kills, per_episode, drops):
         offset = int(os.environ.get("GC_IT_PORT_OFFSET", "0"))
         return argparse.Namespace(only=only, kills=kills, per_episode=per_episode, drops=drops,
                                   seed=int(os.environ.get("GC_SOAK_SEED", "18")),
                                   reboot_seconds=0.5, port=self.port + offset,
-                                  vcsim_port=8978 + offset)
+                                  vcsim_port=9016 + offset)
 
     def soak(self, name, args):
         ex = soak.Example(name, args, soak.random.Random("%d/%s" % (args.seed, name)))

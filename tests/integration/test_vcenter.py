@@ -446,7 +446,7 @@ class ApplyPvrdmaVmknic(VcenterLab):
     distributed port group (HostNetworkSystem.AddVirtualNic), then tagged
     on the host.  Read back with vcsim_edit.py and the ESXi hosts' logs."""
     spec = "examples/vgpu-pvrdma.yaml"
-    port = 2318
+    port = 2350  # each class its own port (ctest runs two suites at once); vcsim 9010
     only = "esxi,vcenter"
 
     def variant(self, names=None):

@@ -17,6 +17,7 @@ nvidia-smi ECC Current and software vib list show).  `software vib list
 """
 
 import os
+import re
 import shlex
 import sys
 import time
@@ -463,6 +464,13 @@ def vib_from_path(path, is_depot):
             name = "%s_ESXi_%s.%s.%s_Driver" % (fam, major[0], major[1], major[2])
             return {"name": name, "version": parts[1], "vendor": "NVIDIA",
                     "acceptance": "VMwareAccepted"}
+        # NVIDIA-VMware-430.27-1OEM.670.0.0.8169922-offline_bundle.zip: the
+        # vGPU manager bundles for ESXi 6.x (NVIDIA vGPU 9.x/10.x for vSphere
+        # 6.7), one VIB NVIDIA-VMware_ESXi_6.7_Host_Driver of that version
+        m = re.match(r"NVIDIA-VMware-(\d[\w.]*-1OEM\.(\d)(\d)0\.[\d.]+)-offline_bundle$", stem)
+        if m:
+            return {"name": "NVIDIA-VMware_ESXi_%s.%s_Host_Driver" % (m.group(2), m.group(3)),
+                    "version": m.group(1), "vendor": "NVIDIA", "acceptance": "VMwareAccepted"}
         name = parts[0].replace("-", "").lower() if parts[0].startswith("nvd") else parts[0]
         version = parts[1] if len(parts) > 1 else "1.0.0-1"
         return {"name": name, "version": version, "vendor": "NVD" if name.startswith("nvd") else "VMW",

@@ -20,7 +20,7 @@ import tempfile
 
 BIN, SRC = sys.argv[1], sys.argv[2]
 UPDATE = os.environ.get("GC_UPDATE_GOLDEN") == "1"
-EXAMPLES = ["roce-passthrough", "vgpu-pvrdma", "gpudirect-pair", "multi-gpu-vm", "kvm-pair"]
+EXAMPLES = ["roce-passthrough", "vgpu-pvrdma", "gpudirect-pair", "multi-gpu-vm", "kvm-pair", "vgpu67-k8s"]
 failures = []
 
 
@@ -276,7 +276,7 @@ def owner(r):
         return r["host"]
     if r["target_kind"] in ("switch", "guest"):
         return r["target"]
-    return r.get("vm") or r["id"].rsplit("/", 1)[1]
+    return r.get("vm") or r.get("host") or r["id"].rsplit("/", 1)[1]
 
 
 check("graphviz's dot is installed (scripts/setup.sh)", shutil.which("dot") is not None)
