@@ -1,6 +1,7 @@
 /*
  * schema_int.h - the field-table macros of the spec language, shared by
- * schema.c (the root map down to VMs) and schema_guest.c (a VM's guest).
+ * schema.c (the root map, hosts, switches, policies), schema_vm.c (VMs)
+ * and schema_guest.c (a VM's guest).
  */
 #ifndef GC_SPEC_SCHEMA_INT_H
 #define GC_SPEC_SCHEMA_INT_H
@@ -22,6 +23,18 @@
 #define FSKIP(k) {.key = k, .type = T_SKIP}
 #define FEND(S) {.key = NULL, .off = sizeof(S)} /* the off of the end marker: the struct's size */
 
+/* schema.c: lists of objects (the array sized from the sequence, each
+ * element's first member its struct gc_mark; at most max, the rest an
+ * error), and a value given for a key that does not apply (an error at it) */
+typedef void (*spec_item_fn)(struct spec_ctx *x, yaml_node_t *n, void *elem);
+void *spec_parse_list_max(struct spec_ctx *x, yaml_node_t *v, const char *key, size_t elem,
+			  size_t *count, spec_item_fn item, size_t max);
+void *spec_parse_list(struct spec_ctx *x, yaml_node_t *v, const char *key, size_t elem,
+		      size_t *count, spec_item_fn item);
+void spec_not_applicable(struct spec_ctx *x, const void *field, bool given, const char *key,
+			 const char *what);
+/* schema_vm.c: the root's `vms:` list */
+void spec_root_vms(struct spec_ctx *x, yaml_node_t *v, void *obj);
 /* schema.c: a guest's `ssh:` map; schema_guest.c: a VM's `guest:` map */
 void spec_guest_ssh(struct spec_ctx *x, yaml_node_t *v, void *obj);
 void spec_vm_guest(struct spec_ctx *x, yaml_node_t *v, void *obj);
