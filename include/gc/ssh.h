@@ -190,6 +190,9 @@ struct gc_ssh_stats {
 	uint64_t connections; /* TCP connections opened (handshake attempted) */
 	uint64_t commands;    /* exec requests sent */
 	uint64_t shells;      /* PTY shells opened */
+	/* libssh2 blocks still allocated after a session was freed, which we
+	 * freed ourselves (src/net/ssh_alloc.c says when libssh2 leaves some) */
+	uint64_t leftover_blocks;
 };
 void gc_ssh_stats_get(struct gc_ssh_stats *out);
 void gc_ssh_stats_reset(void);

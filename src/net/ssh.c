@@ -501,7 +501,9 @@ int gc_ssh_connect(struct gc_ssh_conn **out, const struct gc_ssh_opts *o, struct
 	atomic_fetch_add(&stat_connections, 1);
 	if ((rc = tcp_connect(c, deadline, ms, err)) < 0)
 		goto fail;
-	c->session = libssh2_session_init();
+	c->arena = gc_ssh_arena_new();
+	c->session = libssh2_session_init_ex(gc_ssh_arena_alloc, gc_ssh_arena_release,
+					     gc_ssh_arena_realloc, c->arena);
 	if (c->session == NULL) {
 		rc = gc_error_set(err, GC_ERROR, "ssh %s: cannot create a session", c->target);
 		goto fail;
@@ -558,7 +560,10 @@ void gc_ssh_free(struct gc_ssh_conn *c)
 		for (i = 0; i < 1000; i++)
 			if (libssh2_session_free(c->session) != LIBSSH2_ERROR_EAGAIN)
 				break;
+		if (i == 1000)
+			c->arena = NULL; /* the session still holds it: never reached in practice */
 	}
+	gc_ssh_arena_free(c->arena);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->host);
@@ -933,6 +938,7 @@ void gc_ssh_stats_get(struct gc_ssh_stats *out)
 	out->connections = atomic_load(&stat_connections);
 	out->commands = atomic_load(&stat_commands);
 	out->shells = atomic_load(&stat_shells);
+	out->leftover_blocks = gc_ssh_arena_leftovers(false);
 }
 
 void gc_ssh_stats_reset(void)
@@ -940,4 +946,5 @@ void gc_ssh_stats_reset(void)
 	atomic_store(&stat_connections, 0);
 	atomic_store(&stat_commands, 0);
 	atomic_store(&stat_shells, 0);
+	gc_ssh_arena_leftovers(true);
 }

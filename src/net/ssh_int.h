@@ -26,12 +26,25 @@ struct gc_ssh_conn {
 	unsigned command_ms;
 	unsigned keepalive_s;
 	size_t max_output;
+	struct gc_ssh_arena *arena; /* the session's memory (ssh_alloc.c) */
 };
 
 struct gc_ssh_shell {
 	struct gc_ssh_conn *conn;
 	LIBSSH2_CHANNEL *channel;
 };
+
+/* The memory of one session (ssh_alloc.c): libssh2's allocators take the
+ * arena as their `abstract`; gc_ssh_arena_free() frees what libssh2 left
+ * after libssh2_session_free() and returns how many blocks that was. */
+struct gc_ssh_arena;
+struct gc_ssh_arena *gc_ssh_arena_new(void);
+void *gc_ssh_arena_alloc(size_t count, void **abstract);
+void gc_ssh_arena_release(void *ptr, void **abstract);
+void *gc_ssh_arena_realloc(void *ptr, size_t count, void **abstract);
+size_t gc_ssh_arena_free(struct gc_ssh_arena *a);
+/* Blocks reclaimed so far by gc_ssh_arena_free() (reset: and start again at 0). */
+uint64_t gc_ssh_arena_leftovers(bool reset);
 
 /* Convert libssh2's last error into err (ssh.c); marks the connection dead
  * when the failure is a transport one. */
