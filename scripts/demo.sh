@@ -50,7 +50,7 @@ grep -v -e '@@gc:' "$GC_LAB_DIR/hosts/esx01/commands.log" | cut -d' ' -f2- || tr
 step "worker-01 as the lab's vCenter holds it (tests/sim/vcsim_edit.py, a SOAP client of its own)"
 vc=$GC_LAB_DIR/vcsim
 tests/sim/vcsim_edit.py --url "https://127.0.0.1:$(cat "$vc/port")/sdk" --ca "$vc/ca.crt" --user gcadmin \
-	--password-file "$vc/password" show worker-01 | python3 -c '
+	--password-file "$vc/password" show worker-01 | /usr/bin/python3 -c '
 import json, sys
 vm = json.load(sys.stdin)
 print("  %s on %s: %s, %s firmware, %d vCPU, %d GB, memory reservation locked: %s" % (

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Compare gpuclusterctl-probe --json bandwidth with device-probe-ref.py runs.
 
 usage: device-probe-compare.py probe1.json [probe2.json ...] -- ref1.json [ref2.json ...]

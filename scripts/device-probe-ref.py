@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Reference copy bandwidth for the node probe (docs/benchmarks.md).
 
 Same sizes and method as gpuclusterctl-probe: pinned host memory, one

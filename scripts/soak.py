@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """soak - the fault soak (issue 18, item 4): SIGKILLs at random points of
 `gpuclusterctl apply` on the local lab, and dropped connections at random
 points of the vCenter and SSH drivers; after each, the re-runs must

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """test_install.py - what `cmake --install` lays out, used as a user would.
 
     test_install.py CMAKE BUILD_DIR PORTABLE(0|1)      (ctest -R install)

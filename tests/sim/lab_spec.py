@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """lab_spec - make the local lab stand in for the targets of a spec.
 
     lab_spec.py inventory SPEC            print lab inventory lines for its hosts/switches

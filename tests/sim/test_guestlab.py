@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """test_guestlab - the lab's real Linux guests, checked from outside.
 
 Starts a lab for tests/data/spec/guestlab.yaml (2 simulated ESXi hosts, 2

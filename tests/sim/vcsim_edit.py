@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """vcsim_edit - change or read a VM on the lab's vCenter by hand, over SOAP.
 
     vcsim_edit.py --url URL --ca FILE --user U --password-file F VM VERB [ARGS]

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """hub.py - the lab guests' RDMA segment: a tiny Ethernet hub on unix-domain
 datagram sockets.
 

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """test_vcsim_inventory BUILDDIR - the lab's vCenter as the vCenter driver
 meets it: vcsim started with each example spec's inventory
 (tests/sim/lab_spec.py vcsim-inventory), read back over SOAP with

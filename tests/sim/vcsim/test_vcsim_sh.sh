@@ -25,7 +25,7 @@ GC_VCSIM_PASSWORD_FILE=$GC_VCSIM_DIR/password"
 [ "$(stat -c %a "$GC_VCSIM_DIR/password")" = 600 ] || fail "password file mode"
 [ "$(stat -c %a "$GC_VCSIM_DIR/server.key")" = 600 ] || fail "server key mode"
 
-python3 - "$port" "$GC_VCSIM_DIR/ca.crt" <<'PY' || fail "https"
+/usr/bin/python3 - "$port" "$GC_VCSIM_DIR/ca.crt" <<'PY' || fail "https"
 import ssl, sys, urllib.request
 port, ca = sys.argv[1], sys.argv[2]
 url = "https://127.0.0.1:%s/about" % port

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """mk_observed.py - write a converged observed-state snapshot for a spec.
 
     gpuclusterctl graph --json SPEC | tests/unit/cli/mk_observed.py > snapshot.json

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """run_cli_tests.py - gpuclusterctl as a user runs it: exact output, exit codes.
 
     run_cli_tests.py GPUCLUSTERCTL SOURCE_DIR

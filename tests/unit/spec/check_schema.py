@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """check_schema.py - the JSON Schema agrees with the loader on the easy cases.
 
 Every example and every tests/data/spec/ok/ spec must validate against
