@@ -397,7 +397,7 @@ class ApplyRoce(LabCase):
         self.assertNotIn("sn2700", r.stdout)
         r = self.apply("--target", "esx03")
         self.assertIn("Apply complete: 8 actions done, 0 failed, 0 skipped.\n"
-                      "(--only/--target: 139 resources on other targets were left out.)\n", r.stdout)
+                      "(--only/--target: 146 resources on other targets were left out.)\n", r.stdout)
         self.assert_host_converged("esx03")
         self.assertEqual(self.changes("esx03"), ROCE_SEQUENCE)
         for h in self.hosts + self.switches:
