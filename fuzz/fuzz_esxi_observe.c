@@ -1,5 +1,6 @@
 /*
  * fuzz_esxi_observe.c - the ESXi observation batch parser: marker framing,
+ * the MFT section (mst status -vv, mlxconfig q: mft.c),
  * esxcli XML through libxml2, `vmware -v`, `nvidia-smi -q -d ECC`.  The
  * token is fixed ("T0K3N", as in tests/data/esxi/observe-ok.txt).
  */

@@ -80,6 +80,16 @@ struct gc_esxi_ruleset {
 	char *name;
 	bool enabled;
 };
+/* One MST device of a PCI function (Mellanox MFT, mft.c) and its
+ * firmware's SR-IOV settings as `mlxconfig q` shows them: the value for
+ * the next boot ("Next Boot"; "Current" in older MFT). */
+struct gc_esxi_mft_dev {
+	char dev[40];    /* "mt4115_pciconf0.1" (gc_esxi_valid_mst_dev) */
+	char pci[16];    /* "0000:03:00.1": mst's bus:dev.fn with the domain added */
+	int sriov_en;    /* 1, 0, -1 unknown */
+	long num_of_vfs; /* -1 unknown */
+};
+#define GC_ESXI_MAX_MFT_DEVS 64
 
 struct gc_esxi_facts {
 	char *version;       /* "8.0.2" from `vmware -v`, NULL if unknown */
@@ -114,6 +124,13 @@ struct gc_esxi_facts {
 	bool source_listed;
 	struct gc_esxi_vib *source_vibs;
 	size_t nsource_vibs;
+	/* Mellanox MFT (`/opt/mellanox/bin/mlxconfig`), read by the batch's
+	 * fixed snippet GC_ESXI_MFT_SCRIPT: mft_present false when the host has
+	 * no MFT (the firmware is then checked by its effect after the reboot,
+	 * sriov.c); mft the devices `mst status -vv` lists with a PCI address. */
+	bool mft_present;
+	struct gc_esxi_mft_dev *mft;
+	size_t nmft;
 	char **failed;           /* sections whose command failed: "graphics host get: <why>" */
 	size_t nfailed;
 	/* derived: configured state that only a reboot makes current */
@@ -134,6 +151,30 @@ char *gc_esxi_observe_script(const char *token, const char *learn_from);
 #define GC_ESXI_MAX_SOURCE_VIBS 64
 int gc_esxi_parse_source_vibs(struct gc_esxi_vib **out, size_t *n, const char *text, size_t len,
 			      struct gc_error *err);
+/*
+ * The batch's MFT section: a fixed snippet (no value of the spec in it) run
+ * as `sh -c GC_ESXI_MFT_SCRIPT mft TOKEN`, so $1 is the batch's token.
+ * Without mlxconfig it prints `@@mft:TOKEN:none`; else `mst status -vv`,
+ * then for each MST device of a PCI function `@@mft:TOKEN:dev:DEV` and
+ * `mlxconfig -d DEV q SRIOV_EN NUM_OF_VFS` (`@@mft:TOKEN:failed` when that
+ * fails).  busybox sh and grep (-o -w -E) on ESXi.
+ */
+#define GC_ESXI_MFT_BIN "/opt/mellanox/bin"
+#define GC_ESXI_MFT_SCRIPT                                                                       \
+	"M=" GC_ESXI_MFT_BIN "; if [ ! -x $M/mlxconfig ]; then echo @@mft:$1:none; exit 0; fi; "   \
+	"s=$($M/mst status -vv) || exit 1; echo \"$s\"; "                                           \
+	"for d in $(echo \"$s\" | grep -owE \"mt[0-9]+_pciconf[0-9]+(\\.[0-9]+)?\"); do "            \
+	"echo @@mft:$1:dev:$d; $M/mlxconfig -d $d q SRIOV_EN NUM_OF_VFS || echo @@mft:$1:failed; done"
+/* "mt4115_pciconf0", "mt4115_pciconf0.1": what may go on a command line. */
+bool gc_esxi_valid_mst_dev(const char *s);
+/* Read the MFT section (its text between the batch's markers) into f:
+ * tolerant of column layout (see mft.c); GC_EREMOTE only for more than
+ * GC_ESXI_MAX_MFT_DEVS devices. */
+int gc_esxi_parse_mft(struct gc_esxi_facts *f, const char *token, const char *text, size_t len,
+		      struct gc_error *err);
+/* The MST device at a PCI address ("0000:03:00.0"), NULL when none. */
+const struct gc_esxi_mft_dev *gc_esxi_facts_mft(const struct gc_esxi_facts *f, const char *pci);
+
 /* Parse the batch's stdout into facts. */
 int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, const char *stdout_text,
 			      size_t len, struct gc_error *err);

@@ -90,6 +90,8 @@ enum gc_res_kind {
 	GC_RES_VM_SEED,           /* datasource, digest (KVM: the NoCloud seed disk) */
 	GC_RES_VCENTER_SETTING,   /* key, value (a vCenter advanced setting) */
 	GC_RES_DVS_VMKNIC,        /* host, dvswitch, portgroup, device, address (PVRDMA's vmknic) */
+	GC_RES_ESXI_NIC_FIRMWARE, /* sriov_en, num_of_vfs (per SR-IOV PF, via Mellanox MFT's mlxconfig;
+				     num_of_vfs is a minimum, see gc_plan_value_same) */
 	GC_RES__COUNT
 };
 

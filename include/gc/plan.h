@@ -173,7 +173,9 @@ bool gc_plan_empty(const struct gc_plan *p);
  * Does an observed value hold the desired one of resource r?  Exact
  * strings, except VMX booleans (r a vm.extra_config): vSphere reads
  * `TRUE`, `true` and `True` alike, so a VM set `TRUE` by hand, as the
- * reference guides write it, is not drift.  observed may be NULL (absent).
+ * reference guides write it, is not drift; and an esxi.nic_firmware's
+ * number (num_of_vfs), which is a minimum: the firmware offering more VFs
+ * than the port's max_vfs is no change.  observed may be NULL (absent).
  */
 bool gc_plan_value_same(const struct gc_resource *r, const char *observed, const char *desired);
 /* The desired value of r's property i: the graph's, or, where that is

@@ -137,6 +137,8 @@ int gc_exec_scope_select(struct gc_graph **out, const struct gc_graph *g, unsign
 		for (k = 0; k < r->nprops; k++)
 			gc_resource_set(sub, nr, r->props[k].key, r->props[k].value);
 		nr->summary = r->summary ? gc_arena_strdup(&sub->arena, r->summary) : NULL;
+		/* and its detail: the PCI address in "passthrough for GPU <pci>" */
+		nr->detail = r->detail ? gc_arena_strdup(&sub->arena, r->detail) : NULL;
 		nr->mark = r->mark;
 		map[i] = nr;
 	}

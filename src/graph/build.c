@@ -7,9 +7,9 @@
  * reference guides lives here as flags and edges:
  *
  *   - host preparation that loads drivers or rebinds devices (passthrough,
- *     nmlx5_core parameters: max_vfs, DSCP trust, PFC, ECN; the vGPU
- *     manager VIB, the default graphics type, GPU ECC) needs maintenance
- *     mode and a reboot;
+ *     nmlx5_core parameters: max_vfs, DSCP trust, PFC, ECN; an SR-IOV NIC's
+ *     firmware, before those parameters; the vGPU manager VIB, the default
+ *     graphics type, GPU ECC) needs maintenance mode and a reboot;
  *   - the VIB comes before the graphics type and ECC (nvidia-smi ships in it);
  *   - a VM exists before its hardware, extra config, devices and NICs, and
  *     all of those before it is powered on; a device needs its host side
@@ -138,6 +138,34 @@ static void build_nmlx5(struct ctx *c, struct gc_target *t, const struct gc_host
 					 : "lossless RoCE (nmlx5_core)");
 }
 
+/*
+ * The adapter firmware of each SR-IOV PF: nmlx5_core makes a port's VFs at
+ * load only when its NVCONFIG has SRIOV_EN and NUM_OF_VFS >= max_vfs.  Set
+ * through Mellanox MFT's mlxconfig when the host has it, as a "next boot"
+ * value: the same maintenance window and the one reboot that loads
+ * max_vfs, so the firmware comes first (an edge to the module parameters).
+ * num_of_vfs is a minimum: more VFs in the firmware is no change
+ * (gc_plan_value_same).  Without MFT on the host the ESXi driver records
+ * it as nothing to do and the VFs are checked after the reboot.
+ */
+static void build_nic_firmware(struct ctx *c, const struct gc_target *t, const struct gc_host *h)
+{
+	for (size_t i = 0; i < h->nnics; i++) {
+		const struct gc_host_nic *n = &h->nics[i];
+		struct gc_resource *r;
+
+		if (n->mode != GC_NIC_MODE_SRIOV)
+			continue;
+		r = add(c, GC_RES_ESXI_NIC_FIRMWARE, t, h->name, NULL,
+			GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT, &n->mark,
+			"%s/esxi.nic_firmware/%s", h->name, n->pci);
+		set(c, r, "sriov_en", "true");
+		setu(c, r, "num_of_vfs", n->vfs);
+		summary(c, r, "SR-IOV in the adapter firmware of", n->pci);
+		edge(c, r, find(c, "%s/esxi.module_param/nmlx5_core", h->name));
+	}
+}
+
 static void build_ntp(struct ctx *c, const struct gc_target *t, const struct gc_host *h)
 {
 	struct gc_buf b = GC_BUF_INIT;
@@ -200,6 +228,7 @@ static void build_host(struct ctx *c, const struct gc_host *h)
 	}
 	if (h->nmlx5_max_vfs != NULL || h->roce_switch != NULL)
 		build_nmlx5(c, t, h, sriov);
+	build_nic_firmware(c, t, h);
 	if (h->vgpu != NULL)
 		build_vgpu_host(c, t, h);
 	if (pvrdma != NULL) {

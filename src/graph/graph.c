@@ -62,6 +62,7 @@ static const char *const kind_names[GC_RES__COUNT] = {
 	[GC_RES_VM_SEED] = "vm.seed",
 	[GC_RES_VCENTER_SETTING] = "vcenter.setting",
 	[GC_RES_DVS_VMKNIC] = "dvs.vmknic",
+	[GC_RES_ESXI_NIC_FIRMWARE] = "esxi.nic_firmware",
 };
 
 const char *gc_res_kind_name(enum gc_res_kind kind)

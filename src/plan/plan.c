@@ -154,12 +154,24 @@ static bool vmx_bool(const char *v)
 	return strcasecmp(v, "true") == 0 || strcasecmp(v, "false") == 0;
 }
 
+static bool digits(const char *v)
+{
+	size_t n = strspn(v, "0123456789");
+
+	return n > 0 && n <= 9 && v[n] == '\0';
+}
+
 bool gc_plan_value_same(const struct gc_resource *r, const char *observed, const char *desired)
 {
 	if (observed == NULL || desired == NULL)
 		return observed == desired;
 	if (strcmp(observed, desired) == 0)
 		return true;
+	/* The one "at least" comparison: an adapter firmware's NUM_OF_VFS (its
+	 * only number) offers that many VFs; a port needs no more than its
+	 * max_vfs, so a larger firmware value is no change (issue 14, item 14) */
+	if (r->kind == GC_RES_ESXI_NIC_FIRMWARE && digits(observed) && digits(desired))
+		return strtoul(observed, NULL, 10) >= strtoul(desired, NULL, 10);
 	return r->kind == GC_RES_VM_EXTRA_CONFIG && vmx_bool(desired) &&
 	       strcasecmp(observed, desired) == 0;
 }

@@ -397,7 +397,7 @@ class ApplyRoce(LabCase):
         self.assertNotIn("sn2700", r.stdout)
         r = self.apply("--target", "esx03")
         self.assertIn("Apply complete: 8 actions done, 0 failed, 0 skipped.\n"
-                      "(--only/--target: 139 resources on other targets were left out.)\n", r.stdout)
+                      "(--only/--target: 146 resources on other targets were left out.)\n", r.stdout)
         self.assert_host_converged("esx03")
         self.assertEqual(self.changes("esx03"), ROCE_SEQUENCE)
         for h in self.hosts + self.switches:
@@ -885,6 +885,105 @@ class ApplyVgpuBundle(LabCase):
             new = [c for _, c in self.log(h)[before[h]:]]
             self.assertEqual([c for c in new if not observation(c)], [], h)
         self.gc("plan", "--only", "esxi", check=0)
+
+
+MFT_SPEC = """apiVersion: gpuclusterctl/v1
+kind: Cluster
+metadata:
+  name: mft-lab
+credentials:
+  - {name: esxi-root, username: root, password_env: GC_ESXI_PASSWORD}
+hosts:
+  - name: esx01
+    address: 127.0.0.11
+    credentials: esxi-root
+    version: "8.0.2"
+    nics:
+      - {pci: "0000:5e:00.0", model: ConnectX-5, device: vmnic4, mode: sriov, vfs: 4}
+  - name: esx02
+    address: 127.0.0.12
+    credentials: esxi-root
+    version: "8.0.2"
+    nics:
+      - {pci: "0000:5e:00.0", model: ConnectX-5, device: vmnic4, mode: sriov, vfs: 4}
+"""
+FIRMWARE_OFF = {"0000:5e:00.0": {"SRIOV_EN": 0, "NUM_OF_VFS": 0}}
+
+
+class ApplyMftFirmware(LabCase):
+    """Issue 14, item 14: an SR-IOV PF's firmware.  With Mellanox MFT on the
+    host (the lab's stand-in) the batch reads SRIOV_EN/NUM_OF_VFS and apply
+    sets them with mlxconfig inside the host's one maintenance window and
+    reboot; without MFT the VFs are checked after the reboot.  Two hosts, no
+    vCenter, no switch."""
+    port = 2358
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="gc-it-mft-")
+        cls.spec = os.path.join(cls.tmp, "mft.yaml")
+        with open(cls.spec, "w", encoding="utf-8") as f:
+            f.write(MFT_SPEC)
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls):
+        super().tearDownClass()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_firmware_and_module_params_with_one_reboot(self):
+        self.control("esx01", {"reboot_seconds": self.reboot_seconds, "mft": True,
+                               "sriov_firmware": FIRMWARE_OFF})
+        r = self.gc("plan", "--only", "esxi", "--target", "esx01", check=2)
+        # (--target scopes the graph: the "why" keeps each resource's detail)
+        self.assertIn("        why: SR-IOV virtual functions (nmlx5_core max_vfs), SR-IOV in the "
+                      "adapter firmware of 0000:5e:00.0 need maintenance mode\n"
+                      "    ~ esx01/esxi.nic_firmware/0000:5e:00.0  [maintenance, reboot]\n"
+                      "        sriov_en: false → true\n"
+                      "        num_of_vfs: 0 → 4\n"
+                      "    ~ esx01/esxi.module_param/nmlx5_core  [maintenance, reboot]\n", r.stdout)
+        self.assertIn("(1 hosts need maintenance, 1 reboots).", r.stdout)
+        self.gc("apply", "--only", "esxi", "--target", "esx01", check=0)
+        self.assertEqual(self.changes("esx01"), [
+            "esxcli system maintenanceMode set -e true",
+            "/opt/mellanox/bin/mlxconfig -y -d mt4119_pciconf0 set SRIOV_EN=1 NUM_OF_VFS=4",
+            "esxcli system module parameters set -m nmlx5_core -p 'max_vfs=4'",
+            "esxcli system shutdown reboot -r gpuclusterctl",
+            "esxcli system maintenanceMode set -e false"])
+        st = self.state("esx01")
+        self.assertEqual(st["boot_count"], 1)
+        self.assertEqual(st["mft_fw"]["0000:5e:00.0"]["active"], {"SRIOV_EN": 1, "NUM_OF_VFS": 4})
+        # the VFs are there (the verify read the same list after the reboot)
+        cmds = [c for _, c in self.log("esx01")]
+        reboot = cmds.index("esxcli system shutdown reboot -r gpuclusterctl")
+        self.assertIn("esxcli --formatter=xml network sriovnic list", cmds[reboot:])
+        rows = self.remote("esx01", "esxcli network sriovnic list").splitlines()[2:]
+        self.assertEqual([row.split()[:2] for row in rows], [["vmnic4", "0000:5e:00.0"]])
+        # converged: a re-apply changes nothing
+        before = self.changes("esx01")
+        r = self.gc("apply", "-v", "--only", "esxi", "--target", "esx01", check=0)
+        self.assertIn("No changes on the selected targets", r.stdout)
+        self.assertIn("gpuclusterctl: 0 changing commands;", r.stderr)
+        self.assertEqual(self.changes("esx01"), before)
+        # more VFs in the firmware than the spec's count is no change
+        self.remote("esx01", "/opt/mellanox/bin/mlxconfig -y -d mt4119_pciconf0 set NUM_OF_VFS=16")
+        self.gc("plan", "--only", "esxi", "--target", "esx01", check=0)
+
+    def test_without_mft_the_vfs_are_checked_after_the_reboot(self):
+        self.control("esx02", {"reboot_seconds": self.reboot_seconds,
+                               "sriov_firmware": FIRMWARE_OFF})
+        r = self.gc("plan", "-v", "--only", "esxi", "--target", "esx02", check=2)
+        self.assertIn("esx02: MFT not installed on esx02: the VFs are checked after the reboot\n",
+                      r.stderr)
+        self.assertNotIn("nic_firmware", r.stdout)
+        r = self.gc("apply", "--only", "esxi", "--target", "esx02", check=1)
+        self.assertIn("host 'esx02': NIC 0000:5e:00.0 (vmnic4) has no SR-IOV VFs after the reboot "
+                      "(not in `esxcli network sriovnic list`): its firmware needs SRIOV_EN=1 and "
+                      "NUM_OF_VFS>=4; set them with Mellanox MFT on the host "
+                      "(/opt/mellanox/bin/mlxconfig -d DEVICE set SRIOV_EN=1 NUM_OF_VFS=4) and "
+                      "apply again", r.stdout)
+        self.assertFalse(any("mlxconfig" in c for c in self.changes("esx02")))
+        self.assertEqual(self.state("esx02")["boot_count"], 1)
 
 
 if __name__ == "__main__":

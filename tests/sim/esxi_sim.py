@@ -135,6 +135,9 @@ def apply_reboot(state, host):
             d["passthru_active"] = d["passthru"]
     state["ecc"]["current"] = state["ecc"]["pending"]
     state["modules_active"] = dict(state["modules"])
+    # mlxconfig's values are the next boot's (NVCONFIG): loaded now
+    for entry in state.get("mft_fw", {}).values():
+        entry["active"] = dict(entry["next"])
 
 
 # ------------------------------------------------------------------ typed results
@@ -718,7 +721,12 @@ def c_firewall_list(st, args):
 # firmware has SRIOV_EN and NUM_OF_VFS >= that port's max_vfs (NVIDIA's
 # ESXi SR-IOV how-to: set both with mlxconfig first).  Whether a real
 # driver then makes NUM_OF_VFS VFs instead of none is not known: none here.
-def sriov_firmware(addr):
+def sriov_firmware(st, addr):
+    """The firmware the last boot loaded: MFT's record once mlxconfig touched
+    the port (state "mft_fw"), else the control file's, else SR-IOV on, 8 VFs."""
+    entry = st.get("mft_fw", {}).get(addr)
+    if entry is not None:
+        return entry["active"]
     fw = (CONTROL.get("sriov_firmware") or {}).get(addr)
     return fw if fw is not None else {"SRIOV_EN": 1, "NUM_OF_VFS": 8}
 
@@ -743,7 +751,7 @@ def c_sriovnic_list(st, args):
     for d in st["pci"]:
         if d.get("module") != "nmlx5_core" or not d.get("vmkname"):
             continue
-        n, fw = running_max_vfs(st, d["addr"]), sriov_firmware(d["addr"])
+        n, fw = running_max_vfs(st, d["addr"]), sriov_firmware(st, d["addr"])
         if n <= 0 or not fw.get("SRIOV_EN") or fw.get("NUM_OF_VFS", 0) < n:
             continue
         items.append([("Name", "string", d["vmkname"]), ("PCI Device", "string", d["addr"]),
@@ -1135,8 +1143,168 @@ def exit_cmd(ctx, argv):
     raise Exit()
 
 
+# ------------------------------------------------------------------ Mellanox MFT (stand-in)
+#
+# For a host whose control file says "mft": true: /opt/mellanox/bin/mst
+# status -vv and mlxconfig -d DEV q|set, in the layouts of NVIDIA's MFT docs
+# (the "VMware ESXi" mst page, the "SR-IOV Configuration" page; the column
+# widths are not verified, and the driver reads them tolerantly), and the
+# driver's fixed observation snippet `sh -c GC_ESXI_MFT_SCRIPT mft TOKEN`
+# (include/gc/esxi.h), which this shell cannot interpret (if, for, $(), |):
+# it runs the snippet's Python equivalent, for that exact text only.  A
+# port's firmware starts as the control file's sriov_firmware (or SR-IOV
+# on, 8 VFs); `set` changes the next boot's values (what `q` shows) and a
+# reboot loads them (what `network sriovnic list` goes by).
+
+MFT_BIN = "/opt/mellanox/bin"
+MFT_SCRIPT = (
+    'M=/opt/mellanox/bin; if [ ! -x $M/mlxconfig ]; then echo @@mft:$1:none; exit 0; fi; '
+    's=$($M/mst status -vv) || exit 1; echo "$s"; '
+    'for d in $(echo "$s" | grep -owE "mt[0-9]+_pciconf[0-9]+(\\.[0-9]+)?"); do '
+    'echo @@mft:$1:dev:$d; $M/mlxconfig -d $d q SRIOV_EN NUM_OF_VFS || echo @@mft:$1:failed; done')
+
+
+def mft_devices(st):
+    """[(mst name, device, adapter type)] of the Mellanox PCI functions, by address."""
+    out, adapters = [], []
+    for d in sorted(st["pci"], key=lambda d: d["addr"]):
+        if d.get("vendor_id") != "0x15b3":
+            continue
+        slot = d["addr"][:-2]
+        if slot not in adapters:
+            adapters.append(slot)
+        fn = int(d["addr"].rsplit(".", 1)[1], 16)
+        name = "mt%d_pciconf%d%s" % (int(d["device_id"], 16), adapters.index(slot),
+                                     "" if fn == 0 else ".%d" % fn)
+        m = re.search(r"\[(.*)\]", d["device"])
+        kind = (m.group(1) if m else "ConnectX").replace("-", "").replace(" ", "")
+        out.append((name, d, kind))
+    return out
+
+
+def mft_fw(st, addr):
+    entry = st.setdefault("mft_fw", {}).get(addr)
+    if entry is None:
+        fw = (CONTROL.get("sriov_firmware") or {}).get(addr) or {"SRIOV_EN": 1, "NUM_OF_VFS": 8}
+        entry = st["mft_fw"][addr] = {"next": dict(fw), "active": dict(fw)}
+    return entry
+
+
+def mst_status(st):
+    text = "PCI devices:\n------------\n"
+    text += "%-24s%-30s%-10s%-16s%-26s%s\n" % ("DEVICE_TYPE", "MST", "PCI", "RDMA", "NET", "NUMA")
+    for name, d, kind in mft_devices(st):
+        text += ("%-24s%-30s%-10s%-16s%-26s\n" % ("%s(rev:0)" % kind, name, d["addr"][5:], "",
+                                                 "net-" + d["vmkname"] if d["vmkname"] else "")).rstrip() + "\n"
+    return text
+
+
+def mlxconfig_q(st, name, keys):
+    dev = [(n, d, k) for n, d, k in mft_devices(st) if n == name]
+    if not dev:
+        return None   # the error wording of a real mlxconfig is not known
+    fw = mft_fw(st, dev[0][1]["addr"])["next"]
+    text = ("\nDevice #1:\n----------\n\nDevice type:    %s\nPCI device:     %s\n\n"
+            "Configurations:                              Next Boot\n" % (dev[0][2], name))
+    for key in keys or ["SRIOV_EN", "NUM_OF_VFS"]:
+        if key == "SRIOV_EN":
+            value = "True(1)" if fw["SRIOV_EN"] else "False(0)"
+        elif key == "NUM_OF_VFS":
+            value = str(fw["NUM_OF_VFS"])
+        else:
+            continue
+        text += "         %-36s%s\n" % (key, value)
+    return text
+
+
+def mlxconfig_set(st, name, pairs):
+    dev = [d for n, d, k in mft_devices(st) if n == name]
+    if not dev:
+        return None
+    fw = mft_fw(st, dev[0]["addr"])["next"]
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        if key == "SRIOV_EN" and value in ("0", "1", "True", "False"):
+            fw[key] = 1 if value in ("1", "True") else 0
+        elif key == "NUM_OF_VFS" and value.isdigit():
+            fw[key] = int(value)
+        else:
+            return "-E- The Device doesn't support %s parameter\n" % key  # wording assumed
+    return ""
+
+
+def mft_installed(ctx):
+    global CONTROL
+    CONTROL = simlab.read_control(ctx.host)
+    return bool(CONTROL.get("mft"))
+
+
+def mst(ctx, argv):
+    with simlab.Lock(ctx.host):
+        if not mft_installed(ctx):
+            ctx.io.err("sh: %s: not found\n" % argv[0])
+            return 127
+        if argv[1:2] != ["status"]:
+            ctx.io.err("-E- Unsupported by the simulator: %s\n" % " ".join(argv[1:]))
+            return 1
+        ctx.io.out(mst_status(load_state(ctx.host)))
+    return 0
+
+
+def mlxconfig(ctx, argv):
+    args, yes = argv[1:], False
+    if args[:1] == ["-y"]:
+        yes, args = True, args[1:]
+    if len(args) < 3 or args[0] != "-d" or args[2] not in ("q", "query", "set"):
+        ctx.io.err("-E- Unsupported by the simulator: %s\n" % " ".join(argv[1:]))
+        return 1
+    with simlab.Lock(ctx.host):
+        if not mft_installed(ctx):
+            ctx.io.err("sh: %s: not found\n" % argv[0])
+            return 127
+        st = load_state(ctx.host)
+        if args[2] == "set":
+            if not yes:
+                ctx.io.out("Apply new Configuration? (y/n) [n] : \nAborted by user\n")
+                return 1
+            err = mlxconfig_set(st, args[1], args[3:])
+            text = None if err is None else ("Applying... Done!\n-I- Please reboot machine to "
+                                             "load new configurations.\n" if not err else err)
+            if err:
+                ctx.io.err(err)
+                return 1
+        else:
+            text = mlxconfig_q(st, args[1], args[3:])
+        if text is None:
+            ctx.io.err("-E- Failed to open device: %s\n" % args[1])  # wording assumed
+            return 1
+        save_state(ctx.host, st)
+    ctx.io.out(text)
+    return 0
+
+
+def sh(ctx, argv):
+    """Only `sh -c MFT_SCRIPT NAME TOKEN`, run as its Python equivalent."""
+    if len(argv) != 5 or argv[1] != "-c" or argv[2] != MFT_SCRIPT:
+        ctx.io.err("sh: the simulator runs only gpuclusterctl's MFT snippet under sh -c\n")
+        return 2
+    token = argv[4]
+    with simlab.Lock(ctx.host):
+        if not mft_installed(ctx):
+            ctx.io.out("@@mft:%s:none\n" % token)
+            return 0
+        st = load_state(ctx.host)
+        text = mst_status(st)
+        for name, _, _ in mft_devices(st):
+            text += "@@mft:%s:dev:%s\n" % (token, name) + mlxconfig_q(st, name, ["SRIOV_EN", "NUM_OF_VFS"])
+        save_state(ctx.host, st)
+    ctx.io.out(text)
+    return 0
+
+
 COMMANDS = {
-    "esxcli": esxcli, "nvidia-smi": nvidia_smi, "vmware": vmware, "reboot": reboot,
+    "esxcli": esxcli,
+    "sh": sh, MFT_BIN + "/mst": mst, MFT_BIN + "/mlxconfig": mlxconfig, "nvidia-smi": nvidia_smi, "vmware": vmware, "reboot": reboot,
     "echo": echo, "sleep": sleep, "hostname": hostname, "exit": exit_cmd,
     "gclab-bytes": lab_bytes,
     "true": lambda ctx, argv: 0, "false": lambda ctx, argv: 1,

@@ -26,6 +26,12 @@ XML_HEAD = ('<?xml version="1.0" encoding="utf-8"?>\n'
 XML_TAIL = "</root>\n</output>\n"
 
 
+def esxi_sim_script():
+    sys.path.insert(0, HERE)
+    import esxi_sim
+    return esxi_sim.MFT_SCRIPT
+
+
 class Lab:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="gc-simtest-")
@@ -203,6 +209,58 @@ class TestFormats(SimTest):
         self.assertNotIn("0000:3b:00.1", xml)
         rows = self.ok("esxcli network sriovnic list").splitlines()[2:]
         self.assertEqual([r.split()[:3] for r in rows], [["vmnic4", "0000:3b:00.0", "nmlx5_core"]])
+
+    def test_mft_stand_in(self):
+        # no MFT: not found, and the driver's snippet says none
+        self.assertEqual(self.lab.run("/opt/mellanox/bin/mst status -vv")[0], 127)
+        self.assertEqual(self.ok("sh -c '%s' mft T0K" % esxi_sim_script()), "@@mft:T0K:none\n")
+        self.lab.control("esxi-1", {"reboot_seconds": 0, "mft": True,
+                                    "sriov_firmware": {"0000:3b:00.0": {"SRIOV_EN": 0,
+                                                                        "NUM_OF_VFS": 0}}})
+        mst = self.ok("/opt/mellanox/bin/mst status -vv").splitlines()
+        self.assertEqual(mst[:2], ["PCI devices:", "------------"])
+        self.assertEqual(mst[2].split(), ["DEVICE_TYPE", "MST", "PCI", "RDMA", "NET", "NUMA"])
+        self.assertEqual([l.split() for l in mst[3:]],
+                         [["ConnectX6(rev:0)", "mt4123_pciconf0", "3b:00.0", "net-vmnic4"],
+                          ["ConnectX6(rev:0)", "mt4123_pciconf0.1", "3b:00.1", "net-vmnic5"]])
+        q = "/opt/mellanox/bin/mlxconfig -d mt4123_pciconf0 q SRIOV_EN NUM_OF_VFS"
+        self.assertEqual([l.split() for l in self.ok(q).splitlines()[-2:]],
+                         [["SRIOV_EN", "False(0)"], ["NUM_OF_VFS", "0"]])
+        self.assertEqual(self.ok("/opt/mellanox/bin/mlxconfig -y -d mt4123_pciconf0 set SRIOV_EN=1 "
+                                 "NUM_OF_VFS=4"),
+                         "Applying... Done!\n-I- Please reboot machine to load new configurations.\n")
+        # the next boot's values: q shows them at once, sriovnic list after a reboot
+        self.assertEqual([l.split() for l in self.ok(q).splitlines()[-2:]],
+                         [["SRIOV_EN", "True(1)"], ["NUM_OF_VFS", "4"]])
+        self.ok("esxcli system maintenanceMode set -e true")
+        self.ok("esxcli system module parameters set -m nmlx5_core -p max_vfs=4,4")
+        self.assertEqual(self.lab.run("reboot"), (255, "", ""))
+        rows = self.ok("esxcli network sriovnic list").splitlines()[2:]
+        self.assertEqual([r.split()[1] for r in rows], ["0000:3b:00.0", "0000:3b:00.1"])
+
+    def test_mft_snippet_equals_a_real_shell(self):
+        # the simulator runs the driver's snippet as Python; a real sh
+        # (dash here, busybox on ESXi) with mst and mlxconfig answering as the
+        # simulator does must print the same
+        self.lab.control("esxi-1", {"mft": True})
+        simulated = self.ok("sh -c '%s' mft T0K" % esxi_sim_script())
+        bindir = tempfile.mkdtemp(prefix="gc-mft-")
+        try:
+            for tool in ("mst", "mlxconfig"):
+                path = os.path.join(bindir, tool)
+                with open(path, "w") as f:
+                    f.write('#!/bin/sh\nexec env SSH_ORIGINAL_COMMAND="/opt/mellanox/bin/%s $*" '
+                            'GC_LAB_DIR=%s SSH_CONNECTION="127.0.0.1 40000 127.0.0.11 2222" %s\n'
+                            % (tool, self.lab.dir, DISPATCH))
+                os.chmod(path, 0o755)
+            script = esxi_sim_script().replace("M=/opt/mellanox/bin", "M=" + bindir)
+            real = subprocess.run(["/bin/sh", "-c", script, "mft", "T0K"], capture_output=True,
+                                  text=True, timeout=60)
+        finally:
+            shutil.rmtree(bindir)
+        self.assertEqual((real.returncode, real.stderr), (0, ""))
+        self.assertIn("@@mft:T0K:dev:mt4123_pciconf0.1\n", real.stdout)
+        self.assertEqual(real.stdout, simulated)
 
     def test_module_parameters_of_an_older_driver(self):
         # a driver release without ecn: not listed, and refused when set

@@ -1,6 +1,7 @@
 /*
  * commands.c - from a resource's desired properties to the esxcli command
- * that sets them (REAL-FORMATS A.3-A.10).
+ * that sets them (REAL-FORMATS A.3-A.10; an adapter's firmware: MFT's
+ * mlxconfig).
  *
  * Defence in depth: the spec loader already rejected hostile values, but
  * every value is checked again here against the narrowest pattern that
@@ -95,6 +96,33 @@ static void nmlx5_params(struct gc_buf *out, const struct gc_resource *r,
 		if (p->value[0] != '\0' && gc_resource_prop(r, p->name) == NULL)
 			gc_buf_printf(out, "%s%s=%s", out->len ? " " : "", p->name, p->value);
 	}
+}
+
+/*
+ * An SR-IOV PF's firmware through MFT (REAL-FORMATS A.8, NVIDIA's
+ * "SR-IOV Configuration" page): `mlxconfig -y -d DEV set SRIOV_EN=1
+ * NUM_OF_VFS=N`; -y answers its "Apply new Configuration?" prompt.  DEV is
+ * the MST device that the observation saw at the PF's PCI address (never a
+ * spec value); the new values load at the host's next boot.
+ */
+static int firmware_command(char **out, const struct gc_resource *r,
+			    const struct gc_esxi_facts *facts, struct gc_error *err)
+{
+	const struct gc_esxi_mft_dev *d = facts ? gc_esxi_facts_mft(facts, id_key(r)) : NULL;
+	struct gc_buf b = GC_BUF_INIT;
+	const char *en, *n;
+
+	if ((en = need(r, "sriov_en", err)) == NULL || (n = need(r, "num_of_vfs", err)) == NULL)
+		return err->code;
+	if (strcmp(en, "true") != 0 || strspn(n, "0123456789") != strlen(n) || strlen(n) > 4 ||
+	    *n == '\0' || !gc_valid_pci(id_key(r)))
+		return bad(&b, r, "firmware setting", err);
+	if (d == NULL || !gc_esxi_valid_mst_dev(d->dev))
+		return gc_error_set(err, GC_ENOTFOUND, "resource '%s': MFT shows no device at %s",
+				    r->id, id_key(r));
+	gc_buf_printf(&b, GC_ESXI_MFT_BIN "/mlxconfig -y -d %s set SRIOV_EN=1 NUM_OF_VFS=%s", d->dev, n);
+	*out = gc_buf_take(&b);
+	return 0;
 }
 
 int gc_esxi_command(char **out, const struct gc_resource *r, const struct gc_esxi_facts *facts,
@@ -203,6 +231,8 @@ int gc_esxi_command(char **out, const struct gc_resource *r, const struct gc_esx
 			return bad(&b, r, "GPU ECC setting", err);
 		gc_buf_printf(&b, "nvidia-smi -i %s -e %d", id_key(r), strcmp(v, "enabled") == 0);
 		break;
+	case GC_RES_ESXI_NIC_FIRMWARE:
+		return firmware_command(out, r, facts, err);
 	case GC_RES_DVS:
 	case GC_RES_DVS_PORTGROUP:
 	case GC_RES_VM:

@@ -167,15 +167,40 @@ static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 	return 0;
 }
 
+/* An SR-IOV PF's firmware that nothing here can read (no MFT, or MFT shows
+ * no device at its address) is not applicable (record.c): say why, once per
+ * observation.  The VFs are then checked after the reboot (check_vfs). */
+static void note_firmware(struct esxi_conn *c, struct gc_drv_ctx *ctx)
+{
+	for (size_t i = 0; i < c->nres; i++) {
+		const char *pci = strrchr(c->res[i]->id, '/');
+
+		if (c->res[i]->kind != GC_RES_ESXI_NIC_FIRMWARE || pci == NULL)
+			continue;
+		if (!c->facts.mft_present) {
+			gc_drv_note(ctx, c->target, "MFT not installed on %s: the VFs are checked after "
+				    "the reboot", c->target->name);
+			return;
+		}
+		if (gc_esxi_facts_mft(&c->facts, pci + 1) == NULL)
+			gc_drv_note(ctx, c->target, "MFT on %s shows no device at %s: its VFs are "
+				    "checked after the reboot", c->target->name, pci + 1);
+	}
+}
+
 static int esxi_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
 			const struct gc_resource *const *res, size_t nres, struct gc_buf *problems,
 			struct gc_error *err)
 {
 	struct esxi_conn *c = conn;
+	int rc;
 
 	c->res = res;
 	c->nres = nres;
-	return observe_now(c, ctx, problems, err);
+	rc = observe_now(c, ctx, problems, err);
+	if (rc == 0)
+		note_firmware(c, ctx);
+	return rc;
 }
 
 /* The device's own message: first non-empty line of stderr, else of stdout. */

@@ -34,6 +34,7 @@ enum section {
 	S_VIBS_REBOOT,
 	S_PCI,
 	S_SOURCE_VIBS, /* only when the script was given a bundle to learn from */
+	S_MFT,         /* the fixed MFT snippet (mft.c): always, last */
 	S_COUNT
 };
 
@@ -51,6 +52,7 @@ static const char *const commands[S_COUNT] = {
 	[S_VIBS_REBOOT] = "esxcli --formatter=xml software vib list --rebooting-image",
 	[S_PCI] = "esxcli --formatter=xml hardware pci list",
 	[S_SOURCE_VIBS] = "esxcli --formatter=xml software sources vib list",
+	[S_MFT] = "sh -c (MFT: mst status, mlxconfig q)",
 };
 
 char *gc_esxi_observe_script(const char *token, const char *learn_from)
@@ -71,6 +73,10 @@ char *gc_esxi_observe_script(const char *token, const char *learn_from)
 		gc_shell_quote(&b, learn_from);
 		gc_buf_printf(&b, " || echo @@gc:%s:failed; ", token);
 	}
+	/* a fixed snippet, the token its only argument: nothing of the spec */
+	gc_buf_printf(&b, "echo @@gc:%s:%d; sh -c ", token, S_MFT);
+	gc_shell_quote(&b, GC_ESXI_MFT_SCRIPT);
+	gc_buf_printf(&b, " mft %s || echo @@gc:%s:failed; ", token, token);
 	gc_buf_printf(&b, "echo @@gc:%s:end", token);
 	return gc_buf_take(&b);
 }
@@ -264,11 +270,14 @@ static void derive_pending(struct gc_esxi_facts *f)
 	}
 }
 
-static int read_section(struct gc_esxi_facts *f, int sec, const char *text, size_t len,
-			struct gc_error *err)
+static int read_section(struct gc_esxi_facts *f, int sec, const char *token, const char *text,
+			size_t len, struct gc_error *err)
 {
 	struct gc_esxcli_result r = {NULL, 0, NULL};
 	size_t i;
+
+	if (sec == S_MFT)
+		return gc_esxi_parse_mft(f, token, text, len, err);
 
 	if (sec == S_VERSION) {
 		char *copy = gc_xstrndup(text, len);
@@ -402,6 +411,7 @@ static int read_section(struct gc_esxi_facts *f, int sec, const char *text, size
 	case S_VERSION:
 	case S_ECC:
 	case S_SOURCE_VIBS:
+	case S_MFT:
 	case S_COUNT:
 		break;
 	}
@@ -467,7 +477,7 @@ int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, cons
 				if (failed) {
 					if (sec != S_ECC && sec != S_NMLX5 && sec != S_SOURCE_VIBS)
 						note_failure(&f, sec, "command failed");
-				} else if (read_section(&f, sec, sec_start, slen, err) != 0) {
+				} else if (read_section(&f, sec, token, sec_start, slen, err) != 0) {
 					gc_esxi_facts_free(&f);
 					return err->code;
 				}
@@ -539,6 +549,7 @@ void gc_esxi_facts_free(struct gc_esxi_facts *f)
 	free(f->rulesets);
 	free(f->pvrdma_vmknic);
 	free(f->ntp_servers);
+	free(f->mft);
 	for (i = 0; i < f->nfailed; i++)
 		free(f->failed[i]);
 	free(f->failed);

@@ -9,6 +9,7 @@
  * values are recorded as configured (so nothing is sent twice); the facts'
  * reboot_pending says a reboot is still owed.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +130,33 @@ static void record_nmlx5(struct gc_observed *obs, const char *host, const struct
 		}
 		put(obs, r, roce[i], same_number(have, want) ? want : have);
 	}
+}
+
+/*
+ * An SR-IOV PF's firmware (mft.c): SRIOV_EN and NUM_OF_VFS as the next boot
+ * loads them, spelled as the graph does ("true", "8"; the planner takes
+ * num_of_vfs as a minimum).  Not applicable without MFT on the host, or
+ * when MFT lists no device at that PCI address: recorded as desired, so
+ * nothing is planned (nothing could read or set it); the driver says so in
+ * a note and the VFs are checked after the reboot (sriov.c).  A device
+ * whose query gave no values is left absent: the planner sets it.
+ */
+static void record_firmware(struct gc_observed *obs, const struct gc_resource *r,
+			    const struct gc_esxi_facts *f)
+{
+	const struct gc_esxi_mft_dev *d = f->mft_present ? gc_esxi_facts_mft(f, id_key(r)) : NULL;
+	char vfs[24];
+
+	if (d == NULL) {
+		put(obs, r, "sriov_en", gc_resource_prop(r, "sriov_en"));
+		put(obs, r, "num_of_vfs", gc_resource_prop(r, "num_of_vfs"));
+		return;
+	}
+	if (d->sriov_en < 0 || d->num_of_vfs < 0)
+		return;
+	snprintf(vfs, sizeof(vfs), "%ld", d->num_of_vfs);
+	put(obs, r, "sriov_en", d->sriov_en ? "true" : "false");
+	put(obs, r, "num_of_vfs", vfs);
 }
 
 /*
@@ -266,6 +294,9 @@ static void record_one(struct gc_observed *obs, const char *host, const struct g
 	case GC_RES_VM_NIC_VIRTIO:
 	case GC_RES_VM_SEED:
 	case GC_RES_VCENTER_SETTING:
+	case GC_RES_ESXI_NIC_FIRMWARE:
+		record_firmware(obs, r, f);
+		return;
 	case GC_RES_DVS_VMKNIC:
 	case GC_RES__COUNT:
 		return; /* not an ESXi-shell resource */

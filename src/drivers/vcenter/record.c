@@ -376,6 +376,7 @@ static void record_vm_part(struct rec *x, const struct gc_resource *r, const str
 	case GC_RES_ESXI_GPU_ECC:
 	case GC_RES_ESXI_ADVANCED:
 	case GC_RES_ESXI_FIREWALL:
+	case GC_RES_ESXI_NIC_FIRMWARE:
 	case GC_RES_DVS:
 	case GC_RES_DVS_PORTGROUP:
 	case GC_RES_SWITCH_ROCE:

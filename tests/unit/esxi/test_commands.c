@@ -206,10 +206,56 @@ static void test_missing_prop_and_wrong_kind(void **state)
 	assert_string_equal(err.msg, "resource 'vm/w1/power' (vm.power) is not applied over the ESXi shell");
 }
 
+/* An SR-IOV PF's firmware through MFT: the MST device the observation saw
+ * at the PF's address, -y for mlxconfig's prompt (issue 14, item 14); no
+ * device seen, or a value outside its pattern: nothing composed. */
+static void test_nic_firmware_command(void **state)
+{
+	struct fixture *f = *state;
+	struct gc_esxi_mft_dev devs[2] = {{"mt4119_pciconf0", "0000:5e:00.0", 0, 0},
+					  {"mt4119_pciconf0.1", "0000:5e:00.1", 1, 8}};
+	struct gc_esxi_facts facts;
+	struct gc_error err = GC_ERROR_INIT;
+	char *cmd = NULL;
+
+	memset(&facts, 0, sizeof(facts));
+	facts.mft_present = true;
+	facts.mft = devs;
+	facts.nmft = 2;
+	expect_cmd(res(f, GC_RES_ESXI_NIC_FIRMWARE, "esx01/esxi.nic_firmware/0000:5e:00.0", "sriov_en",
+		       "true", "num_of_vfs", "4", NULL),
+		   &facts, "/opt/mellanox/bin/mlxconfig -y -d mt4119_pciconf0 set SRIOV_EN=1 NUM_OF_VFS=4");
+	expect_cmd(res(f, GC_RES_ESXI_NIC_FIRMWARE, "esx01/esxi.nic_firmware/0000:5e:00.1", "sriov_en",
+		       "true", "num_of_vfs", "16", NULL),
+		   &facts, "/opt/mellanox/bin/mlxconfig -y -d mt4119_pciconf0.1 set SRIOV_EN=1 NUM_OF_VFS=16");
+	assert_int_equal(gc_esxi_command(&cmd, res(f, GC_RES_ESXI_NIC_FIRMWARE,
+						   "esx01/esxi.nic_firmware/0000:af:00.0", "sriov_en",
+						   "true", "num_of_vfs", "4", NULL),
+					 &facts, &err),
+			 GC_ENOTFOUND);
+	assert_null(cmd);
+	assert_string_equal(err.msg, "resource 'esx01/esxi.nic_firmware/0000:af:00.0': MFT shows no "
+				     "device at 0000:af:00.0");
+	expect_refused(res(f, GC_RES_ESXI_NIC_FIRMWARE, "esx01/esxi.nic_firmware/0000:5e:00.3", "sriov_en",
+			   "true", "num_of_vfs", "4;reboot", NULL),
+		       "resource 'esx01/esxi.nic_firmware/0000:5e:00.3': refusing unsafe firmware setting");
+	strcpy(devs[0].dev, "mt4119_pciconf0;id");
+	gc_error_clear(&err);
+	assert_int_equal(gc_esxi_command(&cmd, gc_graph_find(f->g, "esx01/esxi.nic_firmware/0000:5e:00.0"),
+					 &facts, &err),
+			 GC_ENOTFOUND);
+	assert_null(cmd);
+	assert_false(gc_esxi_valid_mst_dev("mt4119_pciconf0_cable_0"));
+	assert_false(gc_esxi_valid_mst_dev("mt_pciconf0"));
+	assert_false(gc_esxi_valid_mst_dev("mt4119_pciconf0."));
+	assert_true(gc_esxi_valid_mst_dev("mt4123_pciconf12.3"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_exact_commands, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nic_firmware_command, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_module_params_keep_unmanaged, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_module_params_roce, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_values_refused, setup, teardown),

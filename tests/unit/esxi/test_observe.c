@@ -15,6 +15,7 @@
 #include "gc/esxi.h"
 #include "gc/graph.h"
 #include "gc/observed.h"
+#include "gc/plan.h"
 #include "gc/spec.h"
 
 static char *fixture(size_t *len)
@@ -37,7 +38,15 @@ static void test_script_exact(void **state)
 				  "echo @@gc:T0K3N:11; esxcli --formatter=xml software vib list "
 				  "--rebooting-image || echo @@gc:T0K3N:failed; "
 				  "echo @@gc:T0K3N:12; esxcli --formatter=xml hardware pci list || "
-				  "echo @@gc:T0K3N:failed; echo @@gc:T0K3N:end"));
+				  "echo @@gc:T0K3N:failed; echo @@gc:T0K3N:14; sh -c "));
+	/* the MFT section: a fixed snippet, the token its only argument */
+	assert_non_null(strstr(s, "echo @@gc:T0K3N:14; sh -c 'M=/opt/mellanox/bin; if [ ! -x "
+				  "$M/mlxconfig ]; then echo @@mft:$1:none; exit 0; fi; s=$($M/mst "
+				  "status -vv) || exit 1; echo \"$s\"; for d in $(echo \"$s\" | grep "
+				  "-owE \"mt[0-9]+_pciconf[0-9]+(\\.[0-9]+)?\"); do echo "
+				  "@@mft:$1:dev:$d; $M/mlxconfig -d $d q SRIOV_EN NUM_OF_VFS || echo "
+				  "@@mft:$1:failed; done' mft T0K3N || echo @@gc:T0K3N:failed; "
+				  "echo @@gc:T0K3N:end"));
 	assert_int_equal(strncmp(s + strlen(s) - strlen("echo @@gc:T0K3N:end"), "echo @@gc:T0K3N:end", 19), 0);
 	free(s);
 }
@@ -214,7 +223,7 @@ static void test_script_learns_from_the_bundle(void **state)
 				  "echo @@gc:T0K3N:failed; echo @@gc:T0K3N:13; esxcli --formatter=xml "
 				  "software sources vib list -d '/vmfs/volumes/datastore1/NVD-AIE-800_525."
 				  "105.14-1OEM.800.1.0.20613240_21506612.zip' || echo @@gc:T0K3N:failed; "
-				  "echo @@gc:T0K3N:end"));
+				  "echo @@gc:T0K3N:14; sh -c "));
 	free(s);
 	s = gc_esxi_observe_script("T0K3N", "/vmfs/volumes/ds1/NVD_bootbank_nvdgpumgmtdaemon_1.vib");
 	assert_non_null(strstr(s, "; esxcli --formatter=xml software sources vib list -v "
@@ -510,6 +519,170 @@ static void test_vfs_after_the_reboot(void **state)
 	(void)state;
 }
 
+/* NVIDIA's samples (MFT "VMware ESXi" mst page; "SR-IOV Configuration"
+ * page), as the batch's MFT section frames them (esxi.h). */
+#define MST_STATUS                                                                                                         \
+	"PCI devices:\n"                                                                                                   \
+	"------------\n"                                                                                                   \
+	"DEVICE_TYPE             MST                           PCI       RDMA            NET                       NUMA\n" \
+	"ConnectX4(rev:0)        mt4115_pciconf0               03:00.0                   net-vmnic4\n"                     \
+	"ConnectX4(rev:0)        mt4115_pciconf0.1             03:00.1                   net-vmnic5\n"
+#define MLXCONFIG_Q(dev, en, n)                                                                    \
+	"Device #1:\n----------\n\nDevice type:    ConnectX4\nPCI device:     " dev "\n\n"           \
+	"Configurations:                              Next Boot\n"                                 \
+	"         SRIOV_EN                            " en "\n"                                     \
+	"         NUM_OF_VFS                          " n "\n"
+
+static void test_mft_samples(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_facts f;
+	const char *text = "@@gc:K:14\n" MST_STATUS "@@mft:K:dev:mt4115_pciconf0\n"
+			   MLXCONFIG_Q("mt4115_pciconf0", "True(1)", "8")
+			   "@@mft:K:dev:mt4115_pciconf0.1\n"
+			   MLXCONFIG_Q("mt4115_pciconf0.1", "False(0)", "0") "@@gc:K:end\n";
+	const struct gc_esxi_mft_dev *d;
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", text, strlen(text), &err), 0);
+	assert_true(f.mft_present);
+	assert_int_equal(f.nmft, 2);
+	d = gc_esxi_facts_mft(&f, "0000:03:00.0");
+	assert_non_null(d);
+	assert_string_equal(d->dev, "mt4115_pciconf0");
+	assert_int_equal(d->sriov_en, 1);
+	assert_int_equal(d->num_of_vfs, 8);
+	d = gc_esxi_facts_mft(&f, "0000:03:00.1");
+	assert_string_equal(d->dev, "mt4115_pciconf0.1");
+	assert_int_equal(d->sriov_en, 0);
+	assert_int_equal(d->num_of_vfs, 0);
+	assert_null(gc_esxi_facts_mft(&f, "0000:04:00.0"));
+	gc_esxi_facts_free(&f);
+	(void)state;
+}
+
+/* The layouts are not verified: other columns and widths, tabs, a PCI
+ * domain, older MFT's "Current", `-e`'s three value columns (the last is
+ * the next boot's), plain 1/0 and True/False; a failed query knows nothing;
+ * a forged marker of another token is a row like any other. */
+static void test_mft_tolerant(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_facts f;
+	const char *text =
+		"@@gc:K:14\n"
+		"MST modules:\n  MST PCI module loaded\n"
+		"PCI devices:\n"
+		"DEVICE_TYPE\tMST\tPCI\tRDMA\tNET\tNUMA\n"
+		"ConnectX5(rev:0)\tmt4119_pciconf0\t0000:5E:00.0\tmlx5_0\tnet-vmnic4\t0\n"
+		"ConnectX5(rev:0) mt4119_pciconf0.1 0000:5e:00.1\n"
+		"ConnectX6(rev:0) mt4123_pciconf1 af:00.0\n"
+		"Cable devices:\nmt4119_pciconf0_cable_0\n"
+		"@@mft:K:dev:mt4119_pciconf0\n"
+		"Configurations:    Default     Current     Next Boot\n"
+		"  SRIOV_EN         False(0)    False(0)    True(1)\n"
+		"  NUM_OF_VFS       0           0           16\n"
+		"@@mft:K:dev:mt4119_pciconf0.1\n"
+		"Configurations:                              Current\n"
+		"\tSRIOV_EN\t1\n\tNUM_OF_VFS\t4\n"
+		"@@mft:X:dev:mt4123_pciconf1\n"
+		"@@mft:K:dev:mt4123_pciconf1\n"
+		"  SRIOV_EN   True\n"
+		"-E- Failed to query device\n"
+		"@@mft:K:failed\n"
+		"@@gc:K:end\n";
+	const struct gc_esxi_mft_dev *d;
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", text, strlen(text), &err), 0);
+	assert_int_equal(f.nmft, 3);
+	d = gc_esxi_facts_mft(&f, "0000:5e:00.0");
+	assert_string_equal(d->dev, "mt4119_pciconf0");
+	assert_int_equal(d->sriov_en, 1);
+	assert_int_equal(d->num_of_vfs, 16);
+	d = gc_esxi_facts_mft(&f, "0000:5e:00.1");
+	assert_int_equal(d->sriov_en, 1);
+	assert_int_equal(d->num_of_vfs, 4);
+	d = gc_esxi_facts_mft(&f, "0000:af:00.0");
+	assert_string_equal(d->dev, "mt4123_pciconf1");
+	assert_int_equal(d->sriov_en, -1);
+	assert_int_equal(d->num_of_vfs, -1);
+	gc_esxi_facts_free(&f);
+	(void)state;
+}
+
+/* No mlxconfig on the host: MFT absent, no device. */
+static void test_mft_not_installed(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_facts f;
+	const char *text = "@@gc:K:14\n@@mft:K:none\n@@gc:K:end\n";
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", text, strlen(text), &err), 0);
+	assert_false(f.mft_present);
+	assert_int_equal(f.nmft, 0);
+	gc_esxi_facts_free(&f);
+	(void)state;
+}
+
+/* What the record makes of a PF's firmware: the next boot's values; more
+ * VFs than the spec's is no change (the planner's "at least"); without MFT
+ * the desired values (nothing to do). */
+static void test_record_nic_firmware(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_buf problems = GC_BUF_INIT;
+	struct gc_observed *obs;
+	struct gc_esxi_facts f;
+	struct gc_graph *g;
+	struct gc_target *t;
+	struct gc_resource *r = NULL, *r2 = NULL;
+	const struct gc_resource *rs[2];
+	const char *mft = "@@gc:K:14\n" MST_STATUS "@@mft:K:dev:mt4115_pciconf0\n"
+			  MLXCONFIG_Q("mt4115_pciconf0", "True(1)", "16")
+			  "@@mft:K:dev:mt4115_pciconf0.1\n"
+			  MLXCONFIG_Q("mt4115_pciconf0.1", "False(0)", "0") "@@gc:K:end\n";
+	const char *none = "@@gc:K:14\n@@mft:K:none\n@@gc:K:end\n";
+
+	gc_graph_new(&g);
+	t = gc_graph_add_target(g, GC_TARGET_ESXI, "esx01");
+	assert_int_equal(gc_graph_add(&r, g, GC_RES_ESXI_NIC_FIRMWARE, t,
+				      "esx01/esxi.nic_firmware/0000:03:00.0", "esx01", NULL, 0, &err), 0);
+	assert_int_equal(gc_graph_add(&r2, g, GC_RES_ESXI_NIC_FIRMWARE, t,
+				      "esx01/esxi.nic_firmware/0000:03:00.1", "esx01", NULL, 0, &err), 0);
+	gc_resource_set(g, r, "sriov_en", "true");
+	gc_resource_set(g, r, "num_of_vfs", "8");
+	gc_resource_set(g, r2, "sriov_en", "true");
+	gc_resource_set(g, r2, "num_of_vfs", "4");
+	rs[0] = r;
+	rs[1] = r2;
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", mft, strlen(mft), &err), 0);
+	gc_observed_new(&obs);
+	gc_esxi_record(obs, "esx01", rs, 2, &f, &problems);
+	assert_int_equal(problems.len, 0);
+	assert_string_equal(gc_observed_get(obs, r->id, "sriov_en"), "true");
+	assert_string_equal(gc_observed_get(obs, r->id, "num_of_vfs"), "16");
+	assert_true(gc_plan_value_same(r, "16", "8"));   /* at least 8: converged */
+	assert_true(gc_plan_value_same(r, "8", "8"));
+	assert_false(gc_plan_value_same(r, "4", "8"));
+	assert_false(gc_plan_value_same(r, "false", "true"));
+	assert_false(gc_plan_value_same(r, NULL, "8"));
+	assert_string_equal(gc_observed_get(obs, r2->id, "sriov_en"), "false");
+	assert_string_equal(gc_observed_get(obs, r2->id, "num_of_vfs"), "0");
+	gc_observed_free(obs);
+	gc_esxi_facts_free(&f);
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", none, strlen(none), &err), 0);
+	gc_observed_new(&obs);
+	gc_esxi_record(obs, "esx01", rs, 2, &f, &problems);
+	assert_int_equal(problems.len, 0);
+	assert_string_equal(gc_observed_get(obs, r2->id, "sriov_en"), "true");
+	assert_string_equal(gc_observed_get(obs, r2->id, "num_of_vfs"), "4");
+	gc_observed_free(obs);
+	gc_esxi_facts_free(&f);
+	gc_graph_free(g);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -530,6 +703,10 @@ int main(void)
 		cmocka_unit_test(test_record_nmlx5_roce),
 		cmocka_unit_test(test_record_namespace_of_release),
 		cmocka_unit_test(test_vfs_after_the_reboot),
+		cmocka_unit_test(test_mft_samples),
+		cmocka_unit_test(test_mft_tolerant),
+		cmocka_unit_test(test_mft_not_installed),
+		cmocka_unit_test(test_record_nic_firmware),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

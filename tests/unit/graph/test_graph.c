@@ -50,6 +50,7 @@ static void test_passthrough_resources(void **state)
 		"esx01/esxi.ntp",
 		"esx01/esxi.pci_passthru/0000:3b:00.0",
 		"esx01/esxi.module_param/nmlx5_core",
+		"esx01/esxi.nic_firmware/0000:5e:00.0",
 		"dvs/rdma-dvs",
 		"dvs/rdma-dvs/portgroup/rdma-pg",
 		"vm/worker-01",
@@ -99,6 +100,15 @@ static void test_passthrough_props_flags_edges(void **state)
 
 	r = get(g, "esx01/esxi.module_param/nmlx5_core");
 	assert_string_equal(gc_resource_prop(r, "max_vfs"), "8,8");
+	/* the PF's firmware: in the same window, before the parameters that
+	 * make its VFs (issue 14, item 14) */
+	assert_true(has_dep(r, "esx01/esxi.nic_firmware/0000:5e:00.0"));
+	r = get(g, "esx01/esxi.nic_firmware/0000:5e:00.0");
+	assert_int_equal(r->kind, GC_RES_ESXI_NIC_FIRMWARE);
+	assert_int_equal(r->flags, GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT);
+	assert_int_equal(r->nprops, 2);
+	assert_string_equal(gc_resource_prop(r, "sriov_en"), "true");
+	assert_string_equal(gc_resource_prop(r, "num_of_vfs"), "8");
 
 	r = get(g, "vm/worker-01/extra_config");
 	assert_int_equal(r->nprops, 3);
@@ -427,7 +437,7 @@ static void test_scale(void **state)
 
 	printf("# graph of 2000 hosts: %zu resources, %zu edges in %.3f s\n", g->nresources,
 	       g->nedges, (double)(gc_now_ns() - t0) / 1e9);
-	assert_int_equal(g->nresources, 2000 * 27 + 8);
+	assert_int_equal(g->nresources, 2000 * 28 + 8);
 	(void)state;
 	gc_graph_free(g);
 	fx_free(c);

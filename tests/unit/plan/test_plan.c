@@ -141,8 +141,8 @@ static void test_offline_passthrough_order(void **state)
 	fx_plan_ok(&f, NULL);
 	assert_steps(f.p, "esx01",
 		     "+ esx01/esxi.ntp; enter maintenance mode on esx01; "
-		     "+ esx01/esxi.pci_passthru/0000:3b:00.0; + esx01/esxi.module_param/nmlx5_core; "
-		     "reboot esx01; wait for esx01; verify esx01; exit maintenance mode on esx01");
+		     "+ esx01/esxi.pci_passthru/0000:3b:00.0; + esx01/esxi.nic_firmware/0000:5e:00.0; "
+		     "+ esx01/esxi.module_param/nmlx5_core; reboot esx01; wait for esx01; verify esx01; exit maintenance mode on esx01");
 	assert_steps(f.p, "vcenter",
 		     "+ dvs/rdma-dvs; + dvs/rdma-dvs/portgroup/rdma-pg; + vm/worker-01; "
 		     "+ vm/worker-01/hw; + vm/worker-01/extra_config; "
@@ -174,14 +174,15 @@ static void test_offline_passthrough_order(void **state)
 	for (size_t i = 0; i < f.p->nactions; i++)
 		assert_int_not_equal(f.p->actions[i]->kind, GC_ACT_POWER_OFF);
 	s = summary(f.p);
-	assert_string_equal(s, "Plan: 21 to add, 0 to change, 0 to destroy, 8 synthesized steps "
+	assert_string_equal(s, "Plan: 22 to add, 0 to change, 0 to destroy, 8 synthesized steps "
 			       "(1 hosts need maintenance, 2 reboots).");
 	free(s);
 	assert_string_equal(find_action(f.p, "reboot esx01")->why,
-			    "one reboot for 2 changes that take effect after a reboot");
+			    "one reboot for 3 changes that take effect after a reboot");
 	assert_string_equal(find_action(f.p, "enter maintenance mode on esx01")->why,
 			    "passthrough for GPU 0000:3b:00.0, SR-IOV virtual functions "
-			    "(nmlx5_core max_vfs) need maintenance mode");
+			    "(nmlx5_core max_vfs), SR-IOV in the adapter firmware of 0000:5e:00.0 "
+			    "need maintenance mode");
 	(void)state;
 	fx_done(&f);
 }
@@ -200,8 +201,8 @@ static void test_offline_esxi67_via_vcenter(void **state)
 	assert_int_equal(gc_graph_build(&f.g, f.c, &err), 0);
 	fx_plan_ok(&f, NULL);
 	assert_steps(f.p, "esx01",
-		     "enter maintenance mode on esx01; + esx01/esxi.module_param/nmlx5_core; "
-		     "reboot esx01; wait for esx01; verify esx01; exit maintenance mode on esx01");
+		     "enter maintenance mode on esx01; + esx01/esxi.nic_firmware/0000:5e:00.0; "
+		     "+ esx01/esxi.module_param/nmlx5_core; reboot esx01; wait for esx01; verify esx01; exit maintenance mode on esx01");
 	assert_steps(f.p, "vcenter",
 		     "+ esx01/esxi.ntp; + dvs/rdma-dvs; + dvs/rdma-dvs/portgroup/rdma-pg; "
 		     "+ esx01/esxi.pci_passthru/0000:3b:00.0; + vm/worker-01; + vm/worker-01/hw; "
@@ -214,10 +215,11 @@ static void test_offline_esxi67_via_vcenter(void **state)
 	assert_true(depends(find_action(f.p, "+ vm/worker-01/device.pci/0000:3b:00.0"),
 			    find_action(f.p, "exit maintenance mode on esx01")));
 	assert_string_equal(find_action(f.p, "enter maintenance mode on esx01")->why,
-			    "SR-IOV virtual functions (nmlx5_core max_vfs), passthrough for GPU "
-			    "0000:3b:00.0 need maintenance mode");
+			    "SR-IOV virtual functions (nmlx5_core max_vfs), SR-IOV in the adapter "
+			    "firmware of 0000:5e:00.0, passthrough for GPU 0000:3b:00.0 need "
+			    "maintenance mode");
 	assert_string_equal(find_action(f.p, "reboot esx01")->why,
-			    "one reboot for 2 changes that take effect after a reboot");
+			    "one reboot for 3 changes that take effect after a reboot");
 	(void)state;
 	fx_done(&f);
 }
@@ -352,7 +354,7 @@ static void test_unknown_target_is_left_out_and_named(void **state)
 	assert_string_equal(strstr(gc_buf_str(&b), "\nUnknown:") + 1,
 			    "Unknown: not observed, nothing planned for them\n\n"
 			    "  esxi esx02: unknown: host 'esx02': cannot connect: Connection refused\\u001b[2J\n\n"
-			    "Plan: 44 to add, 0 to change, 0 to destroy, 19 synthesized steps (2 hosts need "
+			    "Plan: 46 to add, 0 to change, 0 to destroy, 19 synthesized steps (2 hosts need "
 			    "maintenance, 5 reboots). 1 target unknown.\n");
 	gc_buf_reset(&b);
 	gc_plan_render_json(&b, f.p);
