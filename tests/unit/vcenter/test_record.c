@@ -28,7 +28,7 @@ struct fix {
 	size_t nres;
 	struct gc_vcenter_inventory inv;
 	struct gc_vcenter_host hosts[8];
-	char host_names[8][8], host_morefs[8][16];
+	char host_names[8][16], host_morefs[8][24]; /* room for any int: gcc -O1 -Wformat-truncation */
 	struct gc_vcenter_datacenter dc;
 	struct gc_vcenter_vm vm[2]; /* worker-01, the template */
 	struct gc_vcenter_device dev[11];
