@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Apply benchmark: gpuclusterctl vs Ansible on the same simulated hosts.
 
     bench/apply_bench.py [--hosts 64] [--latency-ms 50] [--bin build/src/cli/gpuclusterctl]

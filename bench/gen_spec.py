@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Generate an N-host gpuclusterctl spec for the planning benchmark.
 
 Each host has 8 passthrough GPUs (A100-80GB) and 2 NICs (a ConnectX-6 in

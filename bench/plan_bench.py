@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Planning benchmark: load and plan time and peak memory for N-host specs.
 
 For each size it generates a spec (bench/gen_spec.py), then times
@@ -6,7 +6,9 @@ For each size it generates a spec (bench/gen_spec.py), then times
 --json` (load + graph + plan + render) over several runs, and reports the
 median wall time and the peak RSS of the child (wait4 rusage).  plan - check
 is the graph+plan+render share.  Prints a Markdown table for
-docs/benchmarks.md.
+docs/benchmarks.md, then the start-up table: the shared objects each
+program maps (`ldd`) and the median wall of `check` on a one-host spec,
+for the front binary and for gpuclusterctl-online beside it (src/cli/front.c).
 
     bench/plan_bench.py [--bin build/src/cli/gpuclusterctl] [--sizes 100,1000,10000]
 """
@@ -69,7 +71,31 @@ def main() -> int:
     if len(rows) >= 2:
         for (n1, _, _, p1, _), (n2, _, _, p2, _) in zip(rows, rows[1:]):
             print(f"\nscaling {n1:,} → {n2:,} hosts: plan time × {p2 / p1:.2f}")
+    startup(binary, max(20, args.runs))
     return 0
+
+
+NET_LIBS = ("libssh2", "libcurl", "libgnutls", "libvirt", "libkrb5", "libibverbs")
+
+
+def startup(front, runs):
+    """What an offline command costs before it does anything."""
+    online = os.path.join(os.path.dirname(front), "gpuclusterctl-online")
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = os.path.join(tmp, "spec-1.yaml")
+        with open(spec, "w") as f:
+            subprocess.run([sys.executable, os.path.join(HERE, "gen_spec.py"), "1"],
+                           stdout=f, check=True)
+        print("\n| program | shared objects mapped | network ones | check, 1 host (median of %d) |" % runs)
+        print("|---|---:|---:|---:|")
+        for name, path in (("gpuclusterctl (front)", front), ("gpuclusterctl-online", online)):
+            if not os.path.exists(path):
+                continue
+            libs = [l.split()[0] for l in subprocess.run(["ldd", path], capture_output=True,
+                                                          text=True, check=True).stdout.splitlines()]
+            net = [l for l in libs if l.startswith(NET_LIBS)]
+            wall, _ = measure([path, "check", spec], runs, {0})
+            print(f"| {name} | {len(libs)} | {len(net)} | {wall * 1e3:.1f} ms |")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """rdma_pair_bench - validate's RDMA pair test beside perftest on the same pair.
 
 Runs on a lab whose guests are applied (scripts/lab.sh start --spec ...,

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """vCenter observation benchmark: one property-collector round trip for N VMs.
 
 For each size it starts a private vcsim (tests/sim/vcsim.sh, its own lab dir

@@ -14,7 +14,7 @@ out=.device/bundle
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
 cmake --build build -j2 --target gpuclusterctl gpuclusterctl-probe-portable >/dev/null
-cp build/src/cli/gpuclusterctl build/src/probe/gpuclusterctl-probe-portable "$out/bin/"
+cp build/src/cli/gpuclusterctl build/src/cli/gpuclusterctl-online build/src/probe/gpuclusterctl-probe-portable "$out/bin/"
 cp /usr/sbin/sshd /usr/bin/ssh-keygen "$out/bin/"
 scripts/bundle-libs.sh "$out/lib" "$out"/bin/*
 /usr/bin/ldd --version 2>&1 | sed -n 1p > "$out/glibc.txt"

@@ -31,6 +31,13 @@ struct cli_command {
 	const char *usage;   /* full --help text */
 };
 
+/* The arguments main() was given, untouched (main.c): what the front binary
+ * passes on to gpuclusterctl-online. */
+char **cli_argv(void);
+/* In the front binary (front.c): become gpuclusterctl-online with the same
+ * arguments; returns only when that fails (reported, GC_EXIT_ERROR). */
+int cli_online(void);
+
 /* The command table (main.c). */
 const struct cli_command *cli_commands(size_t *n);
 const struct cli_command *cli_command_find(const char *name);

@@ -30,51 +30,6 @@
 
 static volatile sig_atomic_t interrupted;
 
-const char cmd_apply_usage[] =
-	"usage: gpuclusterctl apply [options] SPEC\n"
-	"       gpuclusterctl apply [options] PLANFILE   (written by plan --out)\n"
-	"\n"
-	"Observe every target of SPEC, plan, and carry the plan out: hosts in\n"
-	"parallel, rolling (rolling.max_unavailable hosts in maintenance at once),\n"
-	"one connection per target, every step journalled so a killed apply can\n"
-	"simply be run again.  A wave with a failed host finishes its hosts and\n"
-	"takes them out of maintenance mode; the next waves are not started.\n"
-	"Every ESXi host carries a lease naming the apply that changes it: another\n"
-	"apply, from any copy of the spec, is refused while it holds (see unlock).\n"
-	"On a terminal apply shows the plan and asks for 'yes' first.  A PLANFILE is\n"
-	"carried out exactly, without asking, and refused (nothing changed) when the\n"
-	"spec or any target changed since it was saved.\n"
-	"\n"
-	"Options:\n"
-	"  --yes, --auto-approve  apply without asking (without a terminal on standard\n"
-	"                         input, apply refuses unless given this or a saved plan)\n"
-	"  --only KINDS           act only on these target kinds (comma list of esxi,\n"
-	"                         switch, vcenter, guest, kvm, libvirt); others are left\n"
-	"                         untouched\n"
-	"  --target NAME|GLOB     act only on this host, switch, vCenter or VM (fnmatch\n"
-	"                         pattern; repeatable); others are left untouched\n"
-	"  --parallelism N        targets worked on at once (default 64)\n"
-	"  --fail-fast            start no new action anywhere after the first failure\n"
-	"  --continue-on-error    start the next waves even after failures (by default\n"
-	"                         the rollout halts once more targets failed than\n"
-	"                         rolling.max_failures, default 0)\n"
-	"  --trust-new-host-keys  add unknown SSH host keys to known_hosts (a changed\n"
-	"                         key is always refused)\n"
-	"  --known-hosts FILE     use this known_hosts file instead of the spec's\n"
-	"  --state-dir DIR        journal and lock (default: .gpuclusterctl/ beside SPEC)\n"
-	"  --reboot-timeout SECS  how long a rebooting host may take (default 1200)\n"
-	"  --verify-timeout SECS  how long the read-back after a reboot may take\n"
-	"                         (default 300)\n"
-	"  --json                 print the run report as JSON on stdout\n"
-	"  -v, --verbose          print every step, and the connection counters\n"
-	"  -h, --help             show this help\n"
-	"\n"
-	"Ctrl-C finishes the steps in flight and starts no new one; a second Ctrl-C\n"
-	"stops at once, after naming the hosts left in maintenance mode.\n"
-	"\n"
-	"Exit status: 0 done (or nothing to do), 1 a target failed or an error,\n"
-	"64 usage, 130 interrupted.\n";
-
 /* What the events told us of one target: enough for a summary when a
  * second Ctrl-C does not wait for the executor's report. */
 struct tally {

@@ -130,7 +130,13 @@ int cmd_complete(int argc, char **argv)
 		gc_buf_puts(&out, "-h\n--help\n--version\n");
 	} else if (argc == 3 && strcmp(argv[1], "flags") == 0 &&
 	           (c = cli_command_find(argv[2])) != NULL) {
+#ifdef GC_CLI_FRONT
+		if (strcmp(c->name, "probe") == 0)
+			return cli_online(); /* the probe's own text is in the online binary */
+		usage_flags(&out, c->usage);
+#else
 		usage_flags(&out, strcmp(c->name, "probe") == 0 ? gc_probe_usage : c->usage);
+#endif
 	} else if (argc == 3 && strcmp(argv[1], "targets") == 0) {
 		return targets(argv[2]);
 	} else {

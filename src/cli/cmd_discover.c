@@ -17,27 +17,6 @@
 #include "gc/discover.h"
 #include "gc/json.h"
 
-const char cmd_discover_usage[] =
-	"usage: gpuclusterctl discover [options] SPEC\n"
-	"\n"
-	"Connect to the ESXi hosts, Onyx switches and vCenter that SPEC names, run\n"
-	"only read-only commands, and print what they are as a spec: ESXi version,\n"
-	"NTP, GPUs and Mellanox NICs by PCI address with their model, passthrough\n"
-	"and SR-IOV, distributed switches and port groups, the switch's Onyx release;\n"
-	"VMs, VIBs and vGPU types as comments.  SPEC needs only the connection\n"
-	"sections (credentials, ssh, vcenter, and hosts and switches by name, address\n"
-	"and credentials); the output keeps them and passes 'check'.\n"
-	"\n"
-	"Options:\n"
-	"  --json                 everything read as JSON (format_version 1,\n"
-	"                         specs/discover-v1.schema.json)\n"
-	"  --out FILE             write to FILE (whole, or not at all) instead of standard output\n"
-	"  --known-hosts FILE, --trust-new-host-keys   as for apply\n"
-	"  -h, --help             show this help\n"
-	"\n"
-	"Exit status: 0 every target read, 1 a target could not be read (the others\n"
-	"are still printed) or SPEC is invalid, 64 usage, 130 interrupted.\n";
-
 /* Each target that could not be read, on stderr. */
 static void report_failures(json_object *doc)
 {

@@ -68,6 +68,7 @@ enum source { SRC_NONE, SRC_OFFLINE, SRC_FILE };
 
 /* Live plan: warnings and failures of the observation go to stderr, and
  * with --verbose (arg points at true) the drivers' notes too. */
+#ifndef GC_CLI_FRONT /* the front binary does not observe */
 static void plan_event(void *arg, const struct gc_exec_event *ev)
 {
 	const char *who = ev->target ? ev->target->name : "gpuclusterctl";
@@ -88,6 +89,7 @@ static void plan_event(void *arg, const struct gc_exec_event *ev)
 	cli_put_shown(stderr, ev->message, true);
 	fputc('\n', stderr);
 }
+#endif
 
 /* --only: "esxi,switch" -> bitmask of target kinds; -1 on an unknown word. */
 int cli_parse_kinds(unsigned *kinds, const char *list)
@@ -235,6 +237,11 @@ int cmd_plan(int argc, char **argv)
 	if (optind + 1 < argc)
 		return cli_usage_error("plan", "too many arguments (one SPEC)");
 
+#ifdef GC_CLI_FRONT
+	if (src == SRC_NONE)
+		return cli_online(); /* live observation: the online binary (front.c) */
+	(void)verbose;       /* -v is for live plans only */
+#endif
 	t[0] = gc_now_ns();
 	if (cli_load_spec(&cluster, argv[optind]) != 0)
 		goto out;
@@ -262,6 +269,7 @@ int cmd_plan(int argc, char **argv)
 	case SRC_OFFLINE:
 		break;
 	case SRC_NONE:
+#ifndef GC_CLI_FRONT
 		/* live: the executor observes every target once and plans, changing nothing */
 		if (xo.state_dir == NULL)
 			xo.state_dir = state_dir = cli_default_state_dir(argv[optind]);
@@ -279,6 +287,7 @@ int cmd_plan(int argc, char **argv)
 		}
 		plan = rep.plan; /* now owned by plan */
 		rep.plan = NULL;
+#endif
 		break;
 	}
 	t[2] = gc_now_ns();
@@ -321,7 +330,9 @@ int cmd_plan(int argc, char **argv)
 	}
 	rc = gc_plan_empty(plan) ? GC_EXIT_OK : GC_EXIT_CHANGES;
 out:
+#ifndef GC_CLI_FRONT
 	gc_exec_report_free(&rep);
+#endif
 	free(state_dir);
 	gc_buf_free(&out);
 	gc_plan_free(plan);

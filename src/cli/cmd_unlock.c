@@ -15,22 +15,6 @@
 #include "gc/exec.h"
 #include "gc/graph.h"
 
-const char cmd_unlock_usage[] =
-	"usage: gpuclusterctl unlock --force [options] SPEC\n"
-	"\n"
-	"Clear the cluster lease on every ESXi host of SPEC, whoever holds it, and\n"
-	"say whose it was.  apply writes that lease so that an apply from another\n"
-	"copy of the spec is refused; a killed apply leaves it until it expires.\n"
-	"Use this only when its holder is dead.\n"
-	"\n"
-	"Options:\n"
-	"  --force                required: you checked that the holder is dead\n"
-	"  --only KINDS, --target NAME|GLOB   as for apply\n"
-	"  --known-hosts FILE, --trust-new-host-keys, --state-dir DIR   as for apply\n"
-	"  -h, --help             show this help\n"
-	"\n"
-	"Exit status: 0 done (or no lease), 1 a target failed, 64 usage, 130 interrupted.\n";
-
 static void unlock_event(void *arg, const struct gc_exec_event *ev)
 {
 	const char *who = ev->target ? ev->target->name : "gpuclusterctl";

@@ -24,48 +24,6 @@
 #include "gc/graph.h"
 #include "gc/validate.h"
 
-const char cmd_validate_usage[] =
-	"usage: gpuclusterctl validate [--json] [--junit FILE] [--target NAME]... [--skip GROUPS]\n"
-	"                              [--mpirun[=CMD]] [--emit-mpijob FILE --image IMAGE]\n"
-	"                              [--emit-slurm FILE] [--probe FILE] [options] SPEC\n"
-	"\n"
-	"Prove the cluster works, changing nothing: every host, switch, VM and guest\n"
-	"read back against the spec (as plan observes them); in every guest nvidia-smi,\n"
-	"the RDMA interface and the node probe (GPUs, licence, peer memory, RDMA\n"
-	"device, RoCE v2 GID, MTU, ToS/trust/PFC, CUDA and copy bandwidth against\n"
-	"'validation:'); then an RDMA write test between guests over their RDMA\n"
-	"interfaces, in two rounds so no guest is in two tests at once.  The probe is\n"
-	"uploaded to ~/.cache/gpuclusterctl/ of the guest user when our build is not\n"
-	"there yet; nothing else is written.  docs/validate.md lists every check.\n"
-	"\n"
-	"Options:\n"
-	"  --json             the report as JSON (docs/validate.md)\n"
-	"  --junit FILE       also write the report as JUnit XML (one testsuite per target)\n"
-	"  --target NAME|GLOB validate only this host, switch, vCenter or VM (repeatable)\n"
-	"  --skip GROUPS      leave out check groups (comma list): config, node, pairs, cuda\n"
-	"                     (cuda: nodes without CUDA, e.g. the lab's stand-in GPUs)\n"
-	"  --probe FILE       the gpuclusterctl-probe executable to upload (default: the\n"
-	"                     portable build installed beside gpuclusterctl)\n"
-	"  --rdma-msg-kib N   RDMA write size of the pair test (default 1024)\n"
-	"  --rdma-iters N     RDMA writes for its bandwidth (default 2000)\n"
-	"  --rdma-timeout S   seconds a pair waits for its peer (default 60)\n"
-	"  --mpirun[=CMD]     then run a job across the guests with Open MPI's mpirun on the\n"
-	"                     first guest: CMD, else nccl-tests' all_reduce_perf when there,\n"
-	"                     else the probe's MPI bandwidth test; fails on NCCL's silent\n"
-	"                     fallback to TCP sockets (needs passwordless SSH between guests)\n"
-	"  --mpi-timeout S    limit of the mpirun job (default 600)\n"
-	"  --emit-mpijob FILE also write the job as a Kubeflow MPIJob (needs --image)\n"
-	"  --image IMAGE      the MPIJob's container image (the program and Open MPI)\n"
-	"  --emit-slurm FILE  also write the job as a Slurm sbatch script\n"
-	"  --parallelism N    targets read back at once (default 64)\n"
-	"  --known-hosts FILE known_hosts file instead of the spec's\n"
-	"  --trust-new-host-keys  record unknown host keys (changed ones are refused)\n"
-	"  --state-dir DIR    where the journal is (default .gpuclusterctl/ beside SPEC)\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Exit status: 0 every check passed, 1 a check failed (or an error), 5 nothing\n"
-	"to check (every check skipped or left out), 64 usage, 130 interrupted.\n";
-
 static int parse_num(unsigned *out, const char *s, unsigned lo, unsigned hi)
 {
 	char *end;
@@ -106,10 +64,13 @@ static int parse_skip(unsigned *skip, const char *list)
 	return 0;
 }
 
-/* The probe beside us: installed, or in the build tree.  Caller frees. */
+/* The probe beside us: installed (we are gpuclusterctl-online in
+ * libexec/gpuclusterctl/, the portable probe beside us; or a bin/ copy of
+ * the tool), or in the build tree.  Caller frees. */
 static char *default_probe(void)
 {
 	static const char *const rel[] = {
+		"gpuclusterctl-probe",
 		"../libexec/gpuclusterctl/gpuclusterctl-probe",
 		"../probe/gpuclusterctl-probe-portable",
 		"../probe/gpuclusterctl-probe",

@@ -255,6 +255,13 @@ const char cmd_help_usage[] = "usage: gpuclusterctl help [<command>]\n\n"
 			      "Options:\n"
 			      "  -h, --help   show this help\n";
 
+static char **saved_argv;
+
+char **cli_argv(void)
+{
+	return saved_argv;
+}
+
 static void on_sigint(int sig)
 {
 	(void)sig;
@@ -267,6 +274,7 @@ int main(int argc, char **argv)
 	size_t n;
 	const char *const *names;
 
+	saved_argv = argv;
 	signal(SIGINT, on_sigint);
 
 	if (argc < 2) {

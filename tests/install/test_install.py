@@ -44,6 +44,7 @@ class Installed(unittest.TestCase):
 
     def test_every_file_and_nothing_else(self):
         want = ["bin/gpuclusterctl", "bin/gpuclusterctl-probe",
+                "libexec/gpuclusterctl/gpuclusterctl-online",
                 "share/bash-completion/completions/gpuclusterctl",
                 "share/man/man1/gpuclusterctl.1",
                 "share/zsh/site-functions/_gpuclusterctl"]
@@ -74,6 +75,27 @@ class Installed(unittest.TestCase):
         return os.path.join(SRC, {"gpuclusterctl.1": "docs/gpuclusterctl.1",
                                   "gpuclusterctl": "completions/gpuclusterctl.bash",
                                   "_gpuclusterctl": "completions/_gpuclusterctl"}[base])
+
+    def test_front_maps_no_network_library_and_hands_over(self):
+        ldd = subprocess.run(["ldd", os.path.join(self.prefix, "bin/gpuclusterctl")],
+                             capture_output=True, text=True, check=True).stdout
+        for lib in ("libssh2", "libcurl", "libgnutls", "libvirt"):
+            self.assertNotIn(lib, ldd)
+        # apply is the online binary's: the front becomes it (same pid, same argv)
+        r = self.run_in("gpuclusterctl", "apply", "--help")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith("usage: gpuclusterctl apply [options] SPEC"))
+        # without it, only the offline commands work, and the error says so
+        online = os.path.join(self.prefix, "libexec/gpuclusterctl/gpuclusterctl-online")
+        os.rename(online, online + ".away")
+        try:
+            r = self.run_in("gpuclusterctl", "apply", "--help")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("gpuclusterctl-online is not installed beside this gpuclusterctl", r.stderr)
+            r = self.run_in("gpuclusterctl", "plan", "--offline", "examples/roce-passthrough.yaml")
+            self.assertEqual(r.returncode, 2, r.stderr)
+        finally:
+            os.rename(online + ".away", online)
 
     def test_programs_run_from_the_prefix(self):
         r = self.run_in("gpuclusterctl", "version")
