@@ -802,151 +802,192 @@ static double since(uint64_t t0)
 	return (double)(gc_now_ns() - t0) / 1e9;
 }
 
+/* A selected target kind without a driver: refused before anything is touched. */
+static int check_drivers(const struct gc_graph *g, const struct gc_exec_opts *opts,
+			 struct gc_error *err)
+{
+	for (size_t i = 0; i < g->ntargets; i++) {
+		enum gc_target_kind k = g->targets[i]->kind;
+
+		if (gc_exec_selected(opts, k) && gc_exec_driver(k) == NULL)
+			return gc_error_set(err, GC_ENOTSUP,
+					    "this build has no %s driver yet (target '%s'): nothing was "
+					    "touched; use --only to act on the other target kinds",
+					    gc_target_kind_name(k), g->targets[i]->name);
+	}
+	return 0;
+}
+
+static void init_run(struct run *r, struct gc_exec_report *out, const struct gc_graph *g,
+		     const struct gc_exec_opts *opts)
+{
+	memset(out, 0, sizeof(*out));
+	memset(r, 0, sizeof(*r));
+	r->ctx.graph = g;
+	r->ctx.opts = opts;
+	r->rep = out;
+	r->parallelism = opts->parallelism ? opts->parallelism : 64;
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	pthread_mutex_init(&r->ctx.obs_mu, NULL);
+	pthread_mutex_init(&r->ctx.ev_mu, NULL);
+}
+
+/* One slot (and one report entry) per target, and the resource index. */
+static void init_slots(struct run *r, const struct gc_graph *g)
+{
+	struct gc_exec_report *out = r->rep;
+
+	gc_observed_new(&r->ctx.obs);
+	out->observed = r->ctx.obs;
+	out->ntargets = g->ntargets;
+	out->targets = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*out->targets));
+	r->nslots = g->ntargets;
+	r->slots = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*r->slots));
+	for (size_t i = 0; i < g->ntargets; i++) {
+		r->slots[i].target = g->targets[i];
+		r->slots[i].drv = gc_exec_driver(g->targets[i]->kind);
+		r->slots[i].lanes = r->slots[i].drv != NULL && r->slots[i].drv->shared_conn;
+		r->slots[i].rep = &out->targets[i];
+		out->targets[i].target = g->targets[i];
+	}
+	index_resources(r, g);
+}
+
+/* Every target observed once, in parallel, with what the journal says. */
+static int observe_phase(struct run *r, const char *cluster, struct gc_error *err)
+{
+	uint64_t t0;
+
+	gc_exec_recall_journal(r, cluster);
+	t0 = gc_now_ns();
+	observe_all(r);
+	gc_exec_check_reboots(r);
+	gc_exec_feed_journal(r);
+	gc_exec_fingerprint(r);
+	r->rep->observe_s = since(t0);
+	if (gc_drv_interrupted(&r->ctx)) {
+		r->rep->interrupted = true;
+		return gc_error_set(err, GC_EINTR, "interrupted while observing");
+	}
+	return 0;
+}
+
+static void note_reboots_owed(struct run *r)
+{
+	for (size_t i = 0; i < r->nslots; i++)
+		r->slots[i].rep->reboot_owed = r->slots[i].reboot_owed;
+}
+
+/* The plan from what was observed (a saved plan's targets must not have changed). */
+static int plan_phase(struct run *r, const struct gc_graph *g, struct gc_error *err)
+{
+	const struct gc_exec_opts *opts = r->ctx.opts;
+	struct gc_plan_opts po = opts->plan;
+	const char **unknown;
+	int rc;
+
+	if (gc_exec_check_fingerprints(r, err) != 0)
+		return err->code;
+	unknown = gc_exec_unknown_targets(r);
+	po.unknown = unknown;
+	rc = gc_plan_build(&r->rep->plan, g, r->ctx.obs, &po, err);
+	free(unknown);
+	if (rc != 0)
+		return rc;
+	note_reboots_owed(r);
+	if (opts->event != NULL) {
+		struct gc_exec_event ev = {GC_EV_PLANNED, NULL, NULL, NULL, 0, r->rep->plan};
+
+		opts->event(opts->event_arg, &ev);
+	}
+	return 0;
+}
+
+/*
+ * The plan carried out: leases first (a converged cluster is only read:
+ * nothing to lease, and a lease a killed run left is cleared), then the
+ * operator's yes, then wave after wave.  Targets that failed to observe
+ * fail all their actions' dependents; a wave's failed hosts leave
+ * maintenance before the next wave starts.
+ */
+static int apply_phase(struct run *r, const struct gc_graph *g, const char *cluster,
+		       struct gc_error *err)
+{
+	const struct gc_exec_opts *opts = r->ctx.opts;
+	struct gc_plan *plan = r->rep->plan;
+	uint64_t t0;
+
+	if (gc_plan_empty(plan))
+		gc_exec_clear_left_leases(r);
+	if (!gc_plan_empty(plan) && gc_exec_take_leases(r, cluster, err) != 0)
+		return err->code;
+	if (opts->approve != NULL && !gc_plan_empty(plan) && !opts->approve(opts->approve_arg, plan))
+		return gc_error_set(err, GC_ERROR, "apply cancelled: nothing was changed");
+	r->st = gc_xcalloc(plan->nactions ? plan->nactions : 1, sizeof(*r->st));
+	t0 = gc_now_ns();
+	for (size_t i = 0; i < plan->nwaves; i++) {
+		gc_exec_renew_leases(r, cluster);
+		if (gc_exec_halted(r, g, i)) {
+			gc_exec_not_started(r, i);
+			continue;
+		}
+		run_wave(r, i);
+		gc_exec_recover_hosts(r, &plan->waves[i]);
+	}
+	gc_exec_recover_hosts(r, NULL);
+	gc_exec_settle_saves(r);
+	r->rep->apply_s = since(t0);
+	r->rep->changing_commands = r->ctx.changes;
+	note_reboots_owed(r);
+	return 0;
+}
+
+/* The run's result: the first failed target, or the interruption. */
+static int run_result(struct run *r, struct gc_error *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < r->nslots; i++) {
+		if ((r->slots[i].failed || r->slots[i].lane_failed) && rc == 0)
+			rc = gc_error_set(err, GC_EREMOTE, "%s '%s' failed: %s",
+					  gc_target_kind_name(r->slots[i].target->kind),
+					  r->slots[i].target->name,
+					  r->slots[i].rep->error ? r->slots[i].rep->error : "unknown error");
+	}
+	if (r->rep->interrupted && (rc == 0 || rc == GC_EREMOTE)) {
+		gc_error_clear(err);
+		rc = gc_error_set(err, GC_EINTR, "interrupted");
+	}
+	return rc;
+}
+
 int gc_exec_run(struct gc_exec_report *out, const struct gc_graph *g,
 		const struct gc_exec_opts *opts, struct gc_error *err)
 {
 	const char *cluster = g->cluster && g->cluster->name ? g->cluster->name : "cluster";
 	struct gc_lock *lock = NULL;
 	struct run r;
-	uint64_t t0;
-	size_t i;
-	int rc = 0;
+	int rc;
 
-	memset(out, 0, sizeof(*out));
-	memset(&r, 0, sizeof(r));
-	r.ctx.graph = g;
-	r.ctx.opts = opts;
-	r.rep = out;
-	r.parallelism = opts->parallelism ? opts->parallelism : 64;
-	pthread_mutex_init(&r.mu, NULL);
-	pthread_cond_init(&r.cv, NULL);
-	pthread_mutex_init(&r.ctx.obs_mu, NULL);
-	pthread_mutex_init(&r.ctx.ev_mu, NULL);
-
-	/* a selected target kind without a driver: refuse before touching anything */
-	for (i = 0; i < g->ntargets; i++) {
-		enum gc_target_kind k = g->targets[i]->kind;
-
-		if (gc_exec_selected(opts, k) && gc_exec_driver(k) == NULL) {
-			rc = gc_error_set(err, GC_ENOTSUP,
-					  "this build has no %s driver yet (target '%s'): nothing was "
-					  "touched; use --only to act on the other target kinds",
-					  gc_target_kind_name(k), g->targets[i]->name);
-			goto fail;
-		}
-	}
-	if (gc_lock_acquire(&lock, opts->state_dir, cluster, err) != 0) {
+	init_run(&r, out, g, opts);
+	if ((rc = check_drivers(g, opts, err)) != 0)
+		goto out;
+	if (gc_lock_acquire(&lock, opts->state_dir, cluster, err) != 0 ||
+	    (!opts->plan_only && gc_journal_open(&r.journal, opts->state_dir, cluster, err) != 0)) {
 		rc = err->code;
-		goto fail;
+		goto out;
 	}
-	if (!opts->plan_only && gc_journal_open(&r.journal, opts->state_dir, cluster, err) != 0) {
-		rc = err->code;
-		goto fail;
-	}
-	gc_observed_new(&r.ctx.obs);
-	out->observed = r.ctx.obs;
-	out->ntargets = g->ntargets;
-	out->targets = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*out->targets));
-	r.nslots = g->ntargets;
-	r.slots = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*r.slots));
-	for (i = 0; i < g->ntargets; i++) {
-		r.slots[i].target = g->targets[i];
-		r.slots[i].drv = gc_exec_driver(g->targets[i]->kind);
-		r.slots[i].lanes = r.slots[i].drv != NULL && r.slots[i].drv->shared_conn;
-		r.slots[i].rep = &out->targets[i];
-		out->targets[i].target = g->targets[i];
-	}
-	index_resources(&r, g);
-	gc_exec_recall_journal(&r, cluster);
-
-	t0 = gc_now_ns();
-	observe_all(&r);
-	gc_exec_check_reboots(&r);
-	gc_exec_feed_journal(&r);
-	gc_exec_fingerprint(&r);
-	out->observe_s = since(t0);
-	if (gc_drv_interrupted(&r.ctx)) {
-		out->interrupted = true;
-		rc = gc_error_set(err, GC_EINTR, "interrupted while observing");
-		goto fail;
-	}
-
-	if (opts->unlock) {
+	init_slots(&r, g);
+	if ((rc = observe_phase(&r, cluster, err)) != 0)
+		goto out;
+	if (opts->unlock)
 		gc_exec_break_leases(&r);
-		goto done;
-	}
-	if (gc_exec_check_fingerprints(&r, err) != 0) {
-		rc = err->code;
-		goto fail;
-	}
-	{
-		struct gc_plan_opts po = opts->plan;
-		const char **unknown = gc_exec_unknown_targets(&r);
-
-		po.unknown = unknown;
-		rc = gc_plan_build(&out->plan, g, r.ctx.obs, &po, err);
-		free(unknown);
-		if (rc != 0)
-			goto fail;
-	}
-	for (i = 0; i < r.nslots; i++)
-		r.slots[i].rep->reboot_owed = r.slots[i].reboot_owed;
-	if (opts->event != NULL) {
-		struct gc_exec_event ev = {GC_EV_PLANNED, NULL, NULL, NULL, 0, out->plan};
-
-		opts->event(opts->event_arg, &ev);
-	}
-	if (opts->plan_only)
-		goto done;
-	if (gc_plan_empty(out->plan))
-		gc_exec_clear_left_leases(&r);
-	/* the cluster lease, before anything changes (a converged cluster is
-	 * only read: nothing to lease) */
-	if (!gc_plan_empty(out->plan) && gc_exec_take_leases(&r, cluster, err) != 0) {
-		rc = err->code;
-		goto fail;
-	}
-	if (opts->approve != NULL && !gc_plan_empty(out->plan) &&
-	    !opts->approve(opts->approve_arg, out->plan)) {
-		rc = gc_error_set(err, GC_ERROR, "apply cancelled: nothing was changed");
-		goto fail;
-	}
-
-	r.st = gc_xcalloc(out->plan->nactions ? out->plan->nactions : 1, sizeof(*r.st));
-	t0 = gc_now_ns();
-	/* targets that failed to observe fail all their actions' dependents; a
-	 * wave's failed hosts leave maintenance before the next wave starts */
-	for (i = 0; i < out->plan->nwaves; i++) {
-		gc_exec_renew_leases(&r, cluster);
-		if (gc_exec_halted(&r, g, i)) {
-			gc_exec_not_started(&r, i);
-			continue;
-		}
-		run_wave(&r, i);
-		gc_exec_recover_hosts(&r, &out->plan->waves[i]);
-	}
-	gc_exec_recover_hosts(&r, NULL);
-	gc_exec_settle_saves(&r);
-	out->apply_s = since(t0);
-	out->changing_commands = r.ctx.changes;
-	for (i = 0; i < r.nslots; i++)
-		r.slots[i].rep->reboot_owed = r.slots[i].reboot_owed;
-done:
-	for (i = 0; i < r.nslots; i++) {
-		if ((r.slots[i].failed || r.slots[i].lane_failed) && rc == 0)
-			rc = gc_error_set(err, GC_EREMOTE, "%s '%s' failed: %s",
-					  gc_target_kind_name(r.slots[i].target->kind),
-					  r.slots[i].target->name,
-					  r.slots[i].rep->error ? r.slots[i].rep->error : "unknown error");
-	}
-	if (out->interrupted && (rc == 0 || rc == GC_EREMOTE)) {
-		gc_error_clear(err);
-		rc = gc_error_set(err, GC_EINTR, "interrupted");
-	}
-	free_run(&r, g);
-	gc_lock_release(lock);
-	return rc;
-fail:
+	else if ((rc = plan_phase(&r, g, err)) != 0 ||
+		 (!opts->plan_only && (rc = apply_phase(&r, g, cluster, err)) != 0))
+		goto out;
+	rc = run_result(&r, err);
+out:
 	free_run(&r, g);
 	gc_lock_release(lock);
 	return rc;

@@ -99,178 +99,211 @@ static void nmlx5_params(struct gc_buf *out, const struct gc_resource *r,
 }
 
 /*
+ * One builder per resource kind: each checks the values it needs against
+ * the narrowest pattern and appends its command to b (bad() frees b).
+ */
+typedef int (*builder_fn)(struct gc_buf *b, const struct gc_resource *r,
+			  const struct gc_esxi_facts *facts, struct gc_error *err);
+
+static int passthru_command(struct gc_buf *b, const struct gc_resource *r,
+			    const struct gc_esxi_facts *facts, struct gc_error *err)
+{
+	const char *v = need(r, "enabled", err);
+
+	(void)facts;
+	if (v == NULL)
+		return err->code;
+	if (!gc_valid_pci(id_key(r)) || !is_bool(v))
+		return bad(b, r, "PCI address or flag", err);
+	gc_buf_printf(b, "esxcli hardware pci pcipassthru set -d %s -e %s", id_key(r), v);
+	return 0;
+}
+
+static int graphics_command(struct gc_buf *b, const struct gc_resource *r,
+			    const struct gc_esxi_facts *facts, struct gc_error *err)
+{
+	static const char *const types[] = {"Shared", "SharedPassthru", NULL};
+	static const char *const policies[] = {"Performance", "Consolidation", NULL};
+	const char *v = need(r, "default_type", err), *w;
+
+	(void)facts;
+	if (v == NULL)
+		return err->code;
+	if (!one_of(v, types))
+		return bad(b, r, "graphics type", err);
+	gc_buf_printf(b, "esxcli graphics host set --default-type %s", v);
+	w = gc_resource_prop(r, "assignment_policy");
+	if (w != NULL) {
+		if (!one_of(w, policies))
+			return bad(b, r, "assignment policy", err);
+		gc_buf_printf(b, " --shared-passthru-assignment-policy %s", w);
+	}
+	return 0;
+}
+
+static int vib_command(struct gc_buf *b, const struct gc_resource *r,
+		       const struct gc_esxi_facts *facts, struct gc_error *err)
+{
+	const char *v = need(r, "source", err), *w;
+
+	(void)facts;
+	if (v == NULL)
+		return err->code;
+	if (!gc_valid_abs_path(v))
+		return bad(b, r, "VIB source path", err);
+	w = strrchr(v, '.');
+	gc_buf_printf(b, "esxcli software vib install %s %s", w && strcmp(w, ".zip") == 0 ? "-d" : "-v",
+		      v);
+	return 0;
+}
+
+static int module_param_command(struct gc_buf *b, const struct gc_resource *r,
+				const struct gc_esxi_facts *facts, struct gc_error *err)
+{
+	struct gc_buf params = GC_BUF_INIT;
+	const char *v = need(r, "module", err);
+
+	if (v == NULL)
+		return err->code;
+	nmlx5_params(&params, r, facts);
+	if (strcmp(v, "nmlx5_core") != 0 || params.len == 0 ||
+	    !valid_module_params(gc_buf_str(&params))) {
+		gc_buf_free(&params);
+		return bad(b, r, "module parameters", err);
+	}
+	gc_buf_printf(b, "esxcli system module parameters set -m %s -p ", v);
+	gc_shell_quote(b, gc_buf_str(&params));
+	gc_buf_free(&params);
+	return 0;
+}
+
+static int firewall_command(struct gc_buf *b, const struct gc_resource *r,
+			    const struct gc_esxi_facts *facts, struct gc_error *err)
+{
+	const char *v, *w;
+
+	(void)facts;
+	if ((v = need(r, "ruleset", err)) == NULL || (w = need(r, "enabled", err)) == NULL)
+		return err->code;
+	if (!gc_valid_name(v) || !is_bool(w))
+		return bad(b, r, "firewall ruleset", err);
+	gc_buf_printf(b, "esxcli network firewall ruleset set -r %s -e %s", v, w);
+	return 0;
+}
+
+static int advanced_command(struct gc_buf *b, const struct gc_resource *r,
+			    const struct gc_esxi_facts *facts, struct gc_error *err)
+{
+	const char *v, *w;
+
+	(void)facts;
+	if ((v = need(r, "option", err)) == NULL || (w = need(r, "value", err)) == NULL)
+		return err->code;
+	if (!gc_valid_abs_path(v) || (*w != '\0' && !gc_valid_ifname(w)))
+		return bad(b, r, "advanced option", err);
+	gc_buf_printf(b, "esxcli system settings advanced set -o %s -s ", v);
+	gc_shell_quote(b, w);
+	return 0;
+}
+
+/*
+ * `esxcli system ntp set` (ESXi 7.0 U1+): -e/--enabled, -s/--server
+ * repeated per server.  The flag spelling is inferred from esxcli's
+ * conventions; REAL-FORMATS has no capture of it.
+ */
+static int ntp_command(struct gc_buf *b, const struct gc_resource *r,
+		       const struct gc_esxi_facts *facts, struct gc_error *err)
+{
+	const char *v = need(r, "servers", err), *w, *p;
+
+	(void)facts;
+	if (v == NULL)
+		return err->code;
+	w = gc_resource_prop(r, "enabled");
+	if (w != NULL && !is_bool(w))
+		return bad(b, r, "NTP flag", err);
+	gc_buf_printf(b, "esxcli system ntp set -e %s", w ? w : "true");
+	for (p = v; *p;) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma ? (size_t)(comma - p) : strlen(p);
+		char host[256];
+
+		if (n == 0 || n >= sizeof(host))
+			return bad(b, r, "NTP server", err);
+		memcpy(host, p, n);
+		host[n] = '\0';
+		if (!gc_valid_host(host))
+			return bad(b, r, "NTP server", err);
+		gc_buf_printf(b, " -s %s", host);
+		p += n + (comma ? 1 : 0);
+	}
+	return 0;
+}
+
+static int gpu_ecc_command(struct gc_buf *b, const struct gc_resource *r,
+			   const struct gc_esxi_facts *facts, struct gc_error *err)
+{
+	const char *v = need(r, "ecc", err);
+
+	(void)facts;
+	if (v == NULL)
+		return err->code;
+	if (!gc_valid_pci(id_key(r)) || (strcmp(v, "enabled") != 0 && strcmp(v, "disabled") != 0))
+		return bad(b, r, "GPU ECC setting", err);
+	gc_buf_printf(b, "nvidia-smi -i %s -e %d", id_key(r), strcmp(v, "enabled") == 0);
+	return 0;
+}
+
+/*
  * An SR-IOV PF's firmware through MFT (REAL-FORMATS A.8, NVIDIA's
  * "SR-IOV Configuration" page): `mlxconfig -y -d DEV set SRIOV_EN=1
  * NUM_OF_VFS=N`; -y answers its "Apply new Configuration?" prompt.  DEV is
  * the MST device that the observation saw at the PF's PCI address (never a
  * spec value); the new values load at the host's next boot.
  */
-static int firmware_command(char **out, const struct gc_resource *r,
+static int firmware_command(struct gc_buf *b, const struct gc_resource *r,
 			    const struct gc_esxi_facts *facts, struct gc_error *err)
 {
 	const struct gc_esxi_mft_dev *d = facts ? gc_esxi_facts_mft(facts, id_key(r)) : NULL;
-	struct gc_buf b = GC_BUF_INIT;
 	const char *en, *n;
 
 	if ((en = need(r, "sriov_en", err)) == NULL || (n = need(r, "num_of_vfs", err)) == NULL)
 		return err->code;
 	if (strcmp(en, "true") != 0 || strspn(n, "0123456789") != strlen(n) || strlen(n) > 4 ||
 	    *n == '\0' || !gc_valid_pci(id_key(r)))
-		return bad(&b, r, "firmware setting", err);
+		return bad(b, r, "firmware setting", err);
 	if (d == NULL || !gc_esxi_valid_mst_dev(d->dev))
 		return gc_error_set(err, GC_ENOTFOUND, "resource '%s': MFT shows no device at %s",
 				    r->id, id_key(r));
-	gc_buf_printf(&b, GC_ESXI_MFT_BIN "/mlxconfig -y -d %s set SRIOV_EN=1 NUM_OF_VFS=%s", d->dev, n);
-	*out = gc_buf_take(&b);
+	gc_buf_printf(b, GC_ESXI_MFT_BIN "/mlxconfig -y -d %s set SRIOV_EN=1 NUM_OF_VFS=%s", d->dev, n);
 	return 0;
 }
+
+/* The kinds the ESXi shell applies; every other kind is another driver's. */
+static const builder_fn builders[GC_RES__COUNT] = {
+	[GC_RES_ESXI_PCI_PASSTHRU] = passthru_command,
+	[GC_RES_ESXI_GRAPHICS] = graphics_command,
+	[GC_RES_ESXI_VIB] = vib_command,
+	[GC_RES_ESXI_MODULE_PARAM] = module_param_command,
+	[GC_RES_ESXI_FIREWALL] = firewall_command,
+	[GC_RES_ESXI_ADVANCED] = advanced_command,
+	[GC_RES_ESXI_NTP] = ntp_command,
+	[GC_RES_ESXI_GPU_ECC] = gpu_ecc_command,
+	[GC_RES_ESXI_NIC_FIRMWARE] = firmware_command,
+};
 
 int gc_esxi_command(char **out, const struct gc_resource *r, const struct gc_esxi_facts *facts,
 		    struct gc_error *err)
 {
-	static const char *const types[] = {"Shared", "SharedPassthru", NULL};
-	static const char *const policies[] = {"Performance", "Consolidation", NULL};
 	struct gc_buf b = GC_BUF_INIT;
-	const char *v, *w;
+	int rc;
 
-	switch (r->kind) {
-	case GC_RES_ESXI_PCI_PASSTHRU:
-		if ((v = need(r, "enabled", err)) == NULL)
-			return err->code;
-		if (!gc_valid_pci(id_key(r)) || !is_bool(v))
-			return bad(&b, r, "PCI address or flag", err);
-		gc_buf_printf(&b, "esxcli hardware pci pcipassthru set -d %s -e %s", id_key(r), v);
-		break;
-	case GC_RES_ESXI_GRAPHICS:
-		if ((v = need(r, "default_type", err)) == NULL)
-			return err->code;
-		if (!one_of(v, types))
-			return bad(&b, r, "graphics type", err);
-		gc_buf_printf(&b, "esxcli graphics host set --default-type %s", v);
-		w = gc_resource_prop(r, "assignment_policy");
-		if (w != NULL) {
-			if (!one_of(w, policies))
-				return bad(&b, r, "assignment policy", err);
-			gc_buf_printf(&b, " --shared-passthru-assignment-policy %s", w);
-		}
-		break;
-	case GC_RES_ESXI_VIB:
-		if ((v = need(r, "source", err)) == NULL)
-			return err->code;
-		if (!gc_valid_abs_path(v))
-			return bad(&b, r, "VIB source path", err);
-		w = strrchr(v, '.');
-		gc_buf_printf(&b, "esxcli software vib install %s %s",
-			      w && strcmp(w, ".zip") == 0 ? "-d" : "-v", v);
-		break;
-	case GC_RES_ESXI_MODULE_PARAM: {
-		struct gc_buf params = GC_BUF_INIT;
-
-		if ((v = need(r, "module", err)) == NULL)
-			return err->code;
-		nmlx5_params(&params, r, facts);
-		if (strcmp(v, "nmlx5_core") != 0 || params.len == 0 ||
-		    !valid_module_params(gc_buf_str(&params))) {
-			gc_buf_free(&params);
-			return bad(&b, r, "module parameters", err);
-		}
-		gc_buf_printf(&b, "esxcli system module parameters set -m %s -p ", v);
-		gc_shell_quote(&b, gc_buf_str(&params));
-		gc_buf_free(&params);
-		break;
-	}
-	case GC_RES_ESXI_FIREWALL:
-		if ((v = need(r, "ruleset", err)) == NULL || (w = need(r, "enabled", err)) == NULL)
-			return err->code;
-		if (!gc_valid_name(v) || !is_bool(w))
-			return bad(&b, r, "firewall ruleset", err);
-		gc_buf_printf(&b, "esxcli network firewall ruleset set -r %s -e %s", v, w);
-		break;
-	case GC_RES_ESXI_ADVANCED:
-		if ((v = need(r, "option", err)) == NULL || (w = need(r, "value", err)) == NULL)
-			return err->code;
-		if (!gc_valid_abs_path(v) || (*w != '\0' && !gc_valid_ifname(w)))
-			return bad(&b, r, "advanced option", err);
-		gc_buf_printf(&b, "esxcli system settings advanced set -o %s -s ", v);
-		gc_shell_quote(&b, w);
-		break;
-	case GC_RES_ESXI_NTP:
-		/* `esxcli system ntp set` (ESXi 7.0 U1+): -e/--enabled, -s/--server
-		 * repeated per server.  The flag spelling is inferred from esxcli's
-		 * conventions; REAL-FORMATS has no capture of it. */
-		if ((v = need(r, "servers", err)) == NULL)
-			return err->code;
-		w = gc_resource_prop(r, "enabled");
-		if (w != NULL && !is_bool(w))
-			return bad(&b, r, "NTP flag", err);
-		gc_buf_printf(&b, "esxcli system ntp set -e %s", w ? w : "true");
-		{
-			const char *p = v;
-
-			while (*p) {
-				const char *comma = strchr(p, ',');
-				size_t n = comma ? (size_t)(comma - p) : strlen(p);
-				char host[256];
-
-				if (n == 0 || n >= sizeof(host))
-					return bad(&b, r, "NTP server", err);
-				memcpy(host, p, n);
-				host[n] = '\0';
-				if (!gc_valid_host(host))
-					return bad(&b, r, "NTP server", err);
-				gc_buf_printf(&b, " -s %s", host);
-				p += n + (comma ? 1 : 0);
-			}
-		}
-		break;
-	case GC_RES_ESXI_GPU_ECC:
-		if ((v = need(r, "ecc", err)) == NULL)
-			return err->code;
-		if (!gc_valid_pci(id_key(r)) ||
-		    (strcmp(v, "enabled") != 0 && strcmp(v, "disabled") != 0))
-			return bad(&b, r, "GPU ECC setting", err);
-		gc_buf_printf(&b, "nvidia-smi -i %s -e %d", id_key(r), strcmp(v, "enabled") == 0);
-		break;
-	case GC_RES_ESXI_NIC_FIRMWARE:
-		return firmware_command(out, r, facts, err);
-	case GC_RES_DVS:
-	case GC_RES_DVS_PORTGROUP:
-	case GC_RES_VM:
-	case GC_RES_VM_HW:
-	case GC_RES_VM_EXTRA_CONFIG:
-	case GC_RES_VM_DEVICE_PCI:
-	case GC_RES_VM_DEVICE_VGPU:
-	case GC_RES_VM_NIC_SRIOV:
-	case GC_RES_VM_NIC_PVRDMA:
-	case GC_RES_VM_NIC_VMXNET3:
-	case GC_RES_VM_POWER:
-	case GC_RES_SWITCH_ROCE:
-	case GC_RES_SWITCH_POOL:
-	case GC_RES_SWITCH_QOS_TRUST:
-	case GC_RES_SWITCH_ECN:
-	case GC_RES_SWITCH_ETS:
-	case GC_RES_SWITCH_PFC:
-	case GC_RES_SWITCH_LLDP:
-	case GC_RES_GUEST_DRIVER:
-	case GC_RES_GUEST_RDMA_STACK:
-	case GC_RES_GUEST_RDMA_IF:
-	case GC_RES_GUEST_LICENSE:
-	case GC_RES_GUEST_PEERMEM:
-	case GC_RES_GUEST_ROCE_QOS:
-	case GC_RES_GUEST_CONTAINER_TOOLKIT:
-	case GC_RES_GUEST_NTP:
-	case GC_RES_KVM_IOMMU:
-	case GC_RES_KVM_VFIO:
-	case GC_RES_KVM_SRIOV:
-	case GC_RES_KVM_VGPU:
-	case GC_RES_LIBVIRT_NETWORK:
-	case GC_RES_VM_NIC_VIRTIO:
-	case GC_RES_VM_SEED:
-	case GC_RES_VCENTER_SETTING:
-	case GC_RES_DVS_VMKNIC:
-	case GC_RES__COUNT:
+	if ((unsigned)r->kind >= GC_RES__COUNT || builders[r->kind] == NULL)
 		return gc_error_set(err, GC_ENOTSUP, "resource '%s' (%s) is not applied over the ESXi shell",
 				    r->id, gc_res_kind_name(r->kind));
+	if ((rc = builders[r->kind](&b, r, facts, err)) != 0) {
+		gc_buf_free(&b); /* bad() freed it already; freeing twice is safe */
+		return rc;
 	}
 	*out = gc_buf_take(&b);
 	return 0;

@@ -270,151 +270,163 @@ static void derive_pending(struct gc_esxi_facts *f)
 	}
 }
 
-static int read_section(struct gc_esxi_facts *f, int sec, const char *token, const char *text,
-			size_t len, struct gc_error *err)
+static void read_pci(struct gc_esxi_facts *f, const struct gc_esxcli_result *r)
 {
-	struct gc_esxcli_result r = {NULL, 0, NULL};
-	size_t i;
+	f->pci = gc_xcalloc(r->nitems, sizeof(*f->pci));
+	for (size_t i = 0; i < r->nitems; i++) {
+		const struct gc_esxcli_struct *it = &r->items[i];
+		const char *addr = gc_esxcli_get(it, "Address");
+		const char *conf = gc_esxcli_get(it, "ConfiguredOwner");
+		const char *cur = gc_esxcli_get(it, "CurrentOwner");
+		struct gc_esxi_pci *d = &f->pci[f->npci];
 
-	if (sec == S_MFT)
+		if (addr == NULL || strlen(addr) >= sizeof(d->pci))
+			continue;
+		strcpy(d->pci, addr);
+		d->configured_passthru = conf && strcmp(conf, "VM Passthru") == 0;
+		d->current_passthru = cur && strcmp(cur, "VM Passthru") == 0;
+		d->vendor_id = gc_xstrdup(field_or_empty(it, "VendorID"));
+		d->device_id = gc_xstrdup(field_or_empty(it, "DeviceID"));
+		d->device_name = gc_xstrdup(field_or_empty(it, "DeviceName"));
+		d->vmkernel_name = gc_xstrdup(field_or_empty(it, "VMkernelName"));
+		d->module_name = gc_xstrdup(field_or_empty(it, "ModuleName"));
+		d->class_id = gc_xstrdup(field_or_empty(it, "DeviceClass"));
+		f->npci++;
+	}
+}
+
+static void read_passthru(struct gc_esxi_facts *f, const struct gc_esxcli_result *r)
+{
+	f->passthru = gc_xcalloc(r->nitems, sizeof(*f->passthru));
+	for (size_t i = 0; i < r->nitems; i++) {
+		const char *id = gc_esxcli_get(&r->items[i], "DeviceID");
+
+		if (id == NULL || strlen(id) >= sizeof(f->passthru[0].pci))
+			continue;
+		strcpy(f->passthru[f->npassthru].pci, id);
+		f->passthru[f->npassthru].enabled = truthy(gc_esxcli_get(&r->items[i], "Enabled"));
+		f->npassthru++;
+	}
+}
+
+static void read_nmlx5(struct gc_esxi_facts *f, const struct gc_esxcli_result *r)
+{
+	f->nmlx5_core_present = true;
+	f->nmlx5_params = gc_xcalloc(r->nitems, sizeof(*f->nmlx5_params));
+	for (size_t i = 0; i < r->nitems; i++) {
+		const char *name = gc_esxcli_get(&r->items[i], "Name");
+		const char *val = gc_esxcli_get(&r->items[i], "Value");
+
+		/* kept without a value too: the list names every parameter
+		 * the loaded driver accepts */
+		if (name == NULL)
+			continue;
+		f->nmlx5_params[f->nnmlx5_params].name = gc_xstrdup(name);
+		f->nmlx5_params[f->nnmlx5_params].value = gc_xstrdup(val ? val : "");
+		f->nnmlx5_params++;
+	}
+}
+
+static void read_firewall(struct gc_esxi_facts *f, const struct gc_esxcli_result *r)
+{
+	f->rulesets = gc_xcalloc(r->nitems, sizeof(*f->rulesets));
+	for (size_t i = 0; i < r->nitems; i++) {
+		const char *name = gc_esxcli_get(&r->items[i], "Name");
+
+		if (name == NULL)
+			continue;
+		f->rulesets[f->nrulesets].name = gc_xstrdup(name);
+		f->rulesets[f->nrulesets].enabled = truthy(gc_esxcli_get(&r->items[i], "Enabled"));
+		f->nrulesets++;
+	}
+}
+
+/* The sections of one record: maintenance, graphics, the PVRDMA tag, NTP. */
+static void read_one(struct gc_esxi_facts *f, int sec, const struct gc_esxcli_result *r)
+{
+	const struct gc_esxcli_struct *it = r->nitems > 0 ? &r->items[0] : NULL;
+	const char *v;
+
+	if (sec == S_MAINT) {
+		f->maintenance = r->scalar && strcmp(r->scalar, "Enabled") == 0;
+	} else if (sec == S_GRAPHICS && it != NULL) {
+		v = gc_esxcli_get(it, "DefaultGraphicsType");
+		f->graphics_default_type = v ? gc_xstrdup(v) : NULL;
+		v = gc_esxcli_get(it, "SharedPassthruAssignmentPolicy");
+		f->graphics_policy = v ? gc_xstrdup(v) : NULL;
+	} else if (sec == S_PVRDMA && it != NULL) {
+		f->pvrdma_vmknic = gc_xstrdup(field_or_empty(it, "StringValue"));
+	} else if (sec == S_NTP && it != NULL) {
+		/* ESXi 7.0U1+ `system ntp get`: Enabled and Server(s); the XML
+		 * field name of the server list is not captured in
+		 * REAL-FORMATS, so accept both spellings. */
+		if ((v = gc_esxcli_get(it, "Server")) == NULL)
+			v = gc_esxcli_get(it, "Servers");
+		f->ntp_enabled = truthy(gc_esxcli_get(it, "Enabled"));
+		f->ntp_servers = gc_xstrdup(v ? v : "");
+	}
+}
+
+/* The sections that are not esxcli XML: vmware -v, nvidia-smi, the
+ * bundle's VIB list, MFT.  1: sec is not one of them. */
+static int read_text_section(struct gc_esxi_facts *f, int sec, const char *token, const char *text,
+			     size_t len, struct gc_error *err)
+{
+	char *copy;
+	int rc = 0;
+
+	switch (sec) {
+	case S_MFT:
 		return gc_esxi_parse_mft(f, token, text, len, err);
-
-	if (sec == S_VERSION) {
-		char *copy = gc_xstrndup(text, len);
-		int rc = gc_esxi_parse_version(&f->version, &f->build, copy, err);
-
+	case S_VERSION:
+		copy = gc_xstrndup(text, len);
+		rc = gc_esxi_parse_version(&f->version, &f->build, copy, err);
 		free(copy);
 		return rc;
-	}
-	if (sec == S_ECC) {
-		char *copy = gc_xstrndup(text, len);
-
+	case S_ECC:
+		copy = gc_xstrndup(text, len);
 		f->have_nvidia_smi = true;
 		parse_ecc(f, copy);
 		free(copy);
 		return 0;
-	}
-	if (sec == S_SOURCE_VIBS) {
+	case S_SOURCE_VIBS:
 		if (gc_esxi_parse_source_vibs(&f->source_vibs, &f->nsource_vibs, text, len, err) != 0) {
 			gc_error_prefix(err, "'%s': ", commands[sec]);
 			return err->code;
 		}
 		f->source_listed = true;
 		return 0;
+	default:
+		return 1;
 	}
+}
+
+static int read_section(struct gc_esxi_facts *f, int sec, const char *token, const char *text,
+			size_t len, struct gc_error *err)
+{
+	struct gc_esxcli_result r = {NULL, 0, NULL};
+	int rc = read_text_section(f, sec, token, text, len, err);
+
+	if (rc <= 0)
+		return rc;
 	if (gc_esxcli_parse_xml(&r, text, len, err) != 0) {
 		gc_error_prefix(err, "'%s': ", commands[sec]);
 		return err->code;
 	}
-	switch ((enum section)sec) {
-	case S_MAINT:
-		f->maintenance = r.scalar && strcmp(r.scalar, "Enabled") == 0;
-		break;
-	case S_GRAPHICS:
-		if (r.nitems > 0) {
-			const char *t = gc_esxcli_get(&r.items[0], "DefaultGraphicsType");
-			const char *p = gc_esxcli_get(&r.items[0], "SharedPassthruAssignmentPolicy");
-
-			f->graphics_default_type = t ? gc_xstrdup(t) : NULL;
-			f->graphics_policy = p ? gc_xstrdup(p) : NULL;
-		}
-		break;
-	case S_VIBS:
+	if (sec == S_VIBS)
 		read_vibs(&f->vibs, &f->nvibs, &r);
-		break;
-	case S_VIBS_REBOOT:
+	else if (sec == S_VIBS_REBOOT)
 		read_vibs(&f->rebooting_vibs, &f->nrebooting_vibs, &r);
-		break;
-	case S_PCI:
-		f->pci = gc_xcalloc(r.nitems, sizeof(*f->pci));
-		for (i = 0; i < r.nitems; i++) {
-			const struct gc_esxcli_struct *it = &r.items[i];
-			const char *addr = gc_esxcli_get(it, "Address");
-			const char *conf = gc_esxcli_get(it, "ConfiguredOwner");
-			const char *cur = gc_esxcli_get(it, "CurrentOwner");
-			struct gc_esxi_pci *d = &f->pci[f->npci];
-
-			if (addr == NULL || strlen(addr) >= sizeof(d->pci))
-				continue;
-			strcpy(d->pci, addr);
-			d->configured_passthru = conf && strcmp(conf, "VM Passthru") == 0;
-			d->current_passthru = cur && strcmp(cur, "VM Passthru") == 0;
-			d->vendor_id = gc_xstrdup(gc_esxcli_get(it, "VendorID") ? gc_esxcli_get(it, "VendorID") : "");
-			d->device_id = gc_xstrdup(gc_esxcli_get(it, "DeviceID") ? gc_esxcli_get(it, "DeviceID") : "");
-			d->device_name = gc_xstrdup(field_or_empty(it, "DeviceName"));
-			d->vmkernel_name = gc_xstrdup(field_or_empty(it, "VMkernelName"));
-			d->module_name = gc_xstrdup(field_or_empty(it, "ModuleName"));
-			d->class_id = gc_xstrdup(field_or_empty(it, "DeviceClass"));
-			f->npci++;
-		}
-		break;
-	case S_PASSTHRU:
-		f->passthru = gc_xcalloc(r.nitems, sizeof(*f->passthru));
-		for (i = 0; i < r.nitems; i++) {
-			const char *id = gc_esxcli_get(&r.items[i], "DeviceID");
-
-			if (id == NULL || strlen(id) >= sizeof(f->passthru[0].pci))
-				continue;
-			strcpy(f->passthru[f->npassthru].pci, id);
-			f->passthru[f->npassthru].enabled = truthy(gc_esxcli_get(&r.items[i], "Enabled"));
-			f->npassthru++;
-		}
-		break;
-	case S_NMLX5:
-		f->nmlx5_core_present = true;
-		f->nmlx5_params = gc_xcalloc(r.nitems, sizeof(*f->nmlx5_params));
-		for (i = 0; i < r.nitems; i++) {
-			const char *name = gc_esxcli_get(&r.items[i], "Name");
-			const char *val = gc_esxcli_get(&r.items[i], "Value");
-
-			/* kept without a value too: the list names every
-			 * parameter the loaded driver accepts */
-			if (name == NULL)
-				continue;
-			f->nmlx5_params[f->nnmlx5_params].name = gc_xstrdup(name);
-			f->nmlx5_params[f->nnmlx5_params].value = gc_xstrdup(val ? val : "");
-			f->nnmlx5_params++;
-		}
-		break;
-	case S_FIREWALL:
-		f->rulesets = gc_xcalloc(r.nitems, sizeof(*f->rulesets));
-		for (i = 0; i < r.nitems; i++) {
-			const char *name = gc_esxcli_get(&r.items[i], "Name");
-
-			if (name == NULL)
-				continue;
-			f->rulesets[f->nrulesets].name = gc_xstrdup(name);
-			f->rulesets[f->nrulesets].enabled = truthy(gc_esxcli_get(&r.items[i], "Enabled"));
-			f->nrulesets++;
-		}
-		break;
-	case S_PVRDMA:
-		if (r.nitems > 0) {
-			const char *v = gc_esxcli_get(&r.items[0], "StringValue");
-
-			f->pvrdma_vmknic = gc_xstrdup(v ? v : "");
-		}
-		break;
-	case S_NTP:
-		if (r.nitems > 0) {
-			/* ESXi 7.0U1+ `system ntp get`: Enabled and Server(s); the XML
-			 * field name of the server list is not captured in
-			 * REAL-FORMATS, so accept both spellings. */
-			const char *srv = gc_esxcli_get(&r.items[0], "Server");
-
-			if (srv == NULL)
-				srv = gc_esxcli_get(&r.items[0], "Servers");
-			f->ntp_enabled = truthy(gc_esxcli_get(&r.items[0], "Enabled"));
-			f->ntp_servers = gc_xstrdup(srv ? srv : "");
-		}
-		break;
-	case S_VERSION:
-	case S_ECC:
-	case S_SOURCE_VIBS:
-	case S_MFT:
-	case S_COUNT:
-		break;
-	}
+	else if (sec == S_PCI)
+		read_pci(f, &r);
+	else if (sec == S_PASSTHRU)
+		read_passthru(f, &r);
+	else if (sec == S_NMLX5)
+		read_nmlx5(f, &r);
+	else if (sec == S_FIREWALL)
+		read_firewall(f, &r);
+	else
+		read_one(f, sec, &r);
 	gc_esxcli_result_free(&r);
 	return 0;
 }
