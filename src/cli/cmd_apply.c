@@ -477,7 +477,18 @@ static bool approve(void *arg, const struct gc_plan *p)
 	return !ap->declined;
 }
 
-int cmd_apply(int argc, char **argv)
+struct apply_args {
+	struct gc_exec_opts *o;
+	struct ui *u;
+	bool *yes;
+	char *targets[64];
+	size_t ntargets;
+	const char *state_dir, *spec;
+	unsigned reboot_s, verify_s;
+};
+
+/* Apply's options: -1 when the apply goes on, else the exit code (usage, --help). */
+static int parse_args(struct apply_args *a, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{"only", required_argument, NULL, 'o'},
@@ -497,13 +508,115 @@ int cmd_apply(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+hv", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (cli_parse_kinds(&a->o->kinds, optarg) != 0)
+				return cli_usage_error("apply", "--only takes a comma list of esxi, switch, vcenter, guest, kvm, libvirt; got '%s'", optarg);
+			break;
+		case 'y':
+			*a->yes = true;
+			break;
+		case 't':
+			if (a->ntargets == GC_ARRAY_LEN(a->targets))
+				return cli_usage_error("apply", "at most %zu --target options", GC_ARRAY_LEN(a->targets));
+			a->targets[a->ntargets++] = optarg;
+			break;
+		case 'p':
+			if (!parse_uint(&a->o->parallelism, optarg, 1, 4096))
+				return cli_usage_error("apply", "--parallelism takes a number from 1 to 4096; got '%s'", optarg);
+			break;
+		case 'F':
+			a->o->fail_fast = true;
+			break;
+		case 'C':
+			a->o->continue_on_error = true;
+			break;
+		case 'V':
+			if (!parse_uint(&a->verify_s, optarg, 1, 86400))
+				return cli_usage_error("apply", "--verify-timeout takes seconds from 1 to 86400; got '%s'", optarg);
+			break;
+		case 'T':
+			a->o->drv.trust_new_host_keys = true;
+			break;
+		case 'k':
+			a->o->drv.known_hosts = optarg;
+			break;
+		case 's':
+			a->state_dir = optarg;
+			break;
+		case 'r':
+			if (!parse_uint(&a->reboot_s, optarg, 1, 86400))
+				return cli_usage_error("apply", "--reboot-timeout takes seconds from 1 to 86400; got '%s'", optarg);
+			break;
+		case 'j':
+			a->u->json = true;
+			break;
+		case 'v':
+			a->u->verbose = true;
+			break;
+		case 'h':
+			return cli_print_usage("apply");
+		default:
+			return cli_usage_error("apply", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind != argc - 1)
+		return cli_usage_error("apply", optind >= argc ? "missing SPEC" : "too many arguments");
+	a->spec = argv[optind];
+	return -1;
+}
+
+/* The outcome in words (without --json): the summary table, the totals, what
+ * the scope left out, the error, and with -v the counters. */
+static void print_text_result(const struct apply_args *a, const struct gc_exec_report *rep,
+			      const struct gc_graph *g, int rc, const struct gc_error *err,
+			      size_t left_out, const struct gc_ssh_stats *st)
+{
+	if (rep->plan != NULL && rep->done + rep->failed + rep->skipped == 0 && rc == 0) {
+		if (left_out > 0 && a->ntargets > 0)
+			printf("No changes on the selected targets (%s; %zu resources on other "
+			       "targets were left out).\n", cli_scope_flags(a->o->kinds, a->ntargets), left_out);
+		else if (left_out > 0)
+			printf("No changes on the selected targets (--only; %zu resources on other "
+			       "target kinds were left out).\n", left_out);
+		else
+			fputs("No changes: the cluster matches the spec.\n", stdout);
+	} else if (rep->plan != NULL && rep->done + rep->failed + rep->skipped > 0) {
+		print_summary(stdout, rep, g);
+		printf("\n%s: %zu actions done, %zu failed, %zu skipped.\n",
+		       rc == 0 ? "Apply complete" : rc == GC_EINTR ? "Apply interrupted" : "Apply FAILED",
+		       rep->done, rep->failed, rep->skipped);
+		if (left_out > 0 && a->ntargets > 0)
+			printf("(%s: %zu resources on other targets were left out.)\n",
+			       cli_scope_flags(a->o->kinds, a->ntargets), left_out);
+		else if (left_out > 0)
+			printf("(--only: %zu resources on other target kinds were left out.)\n",
+			       left_out);
+	}
+	if (rc != 0)
+		cli_error("%s", err->msg);
+	if (a->u->verbose)
+		fprintf(stderr,
+			"gpuclusterctl: %llu changing commands; SSH: %llu connections, %llu commands, "
+			"%llu shells; observe %.2f s, apply %.2f s\n",
+			(unsigned long long)rep->changing_commands, (unsigned long long)st->connections,
+			(unsigned long long)st->commands, (unsigned long long)st->shells, rep->observe_s,
+			rep->apply_s);
+}
+
+int cmd_apply(int argc, char **argv)
+{
 	struct gc_exec_opts o;
 	struct gc_exec_report rep;
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_cluster *cluster = NULL;
 	struct gc_graph *g = NULL, *full = NULL;
-	size_t left_out = 0, ntargets = 0;
-	char *targets[64];
+	size_t left_out = 0;
 	struct gc_ssh_stats st;
 	struct ui u;
 	struct evctx ec;
@@ -516,78 +629,24 @@ int cmd_apply(int argc, char **argv)
 	pthread_t sigth;
 	bool have_sigthread;
 	char *state_dir = NULL;
-	unsigned reboot_s = 1200, verify_s = 300;
-	int c, rc, status;
+	struct apply_args args = {0};
+	int rc, status;
 
 	memset(&o, 0, sizeof(o));
 	memset(&u, 0, sizeof(u));
 	o.plan = (struct gc_plan_opts)GC_PLAN_OPTS_INIT;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+hv", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			if (cli_parse_kinds(&o.kinds, optarg) != 0)
-				return cli_usage_error("apply", "--only takes a comma list of esxi, switch, vcenter, guest, kvm, libvirt; got '%s'", optarg);
-			break;
-		case 'y':
-			ap.yes = true;
-			break;
-		case 't':
-			if (ntargets == GC_ARRAY_LEN(targets))
-				return cli_usage_error("apply", "at most %zu --target options", GC_ARRAY_LEN(targets));
-			targets[ntargets++] = optarg;
-			break;
-		case 'p':
-			if (!parse_uint(&o.parallelism, optarg, 1, 4096))
-				return cli_usage_error("apply", "--parallelism takes a number from 1 to 4096; got '%s'", optarg);
-			break;
-		case 'F':
-			o.fail_fast = true;
-			break;
-		case 'C':
-			o.continue_on_error = true;
-			break;
-		case 'V':
-			if (!parse_uint(&verify_s, optarg, 1, 86400))
-				return cli_usage_error("apply", "--verify-timeout takes seconds from 1 to 86400; got '%s'", optarg);
-			break;
-		case 'T':
-			o.drv.trust_new_host_keys = true;
-			break;
-		case 'k':
-			o.drv.known_hosts = optarg;
-			break;
-		case 's':
-			free(state_dir);
-			state_dir = gc_xstrdup(optarg);
-			break;
-		case 'r':
-			if (!parse_uint(&reboot_s, optarg, 1, 86400))
-				return cli_usage_error("apply", "--reboot-timeout takes seconds from 1 to 86400; got '%s'", optarg);
-			break;
-		case 'j':
-			u.json = true;
-			break;
-		case 'v':
-			u.verbose = true;
-			break;
-		case 'h':
-			free(state_dir);
-			return cli_print_usage("apply");
-		default:
-			free(state_dir);
-			return cli_usage_error("apply", "unknown option '%s'", argv[optind - 1]);
-		}
-	}
-	if (optind != argc - 1) {
-		free(state_dir);
-		return cli_usage_error("apply", optind >= argc ? "missing SPEC" : "too many arguments");
-	}
-	spec = argv[optind];
+	args.o = &o;
+	args.u = &u;
+	args.yes = &ap.yes;
+	args.reboot_s = 1200;
+	args.verify_s = 300;
+	if ((rc = parse_args(&args, argc, argv)) >= 0)
+		return rc;
+	spec = args.spec;
+	state_dir = args.state_dir ? gc_xstrdup(args.state_dir) : NULL;
 	if (cli_is_plan_file(spec)) {
 		/* a saved plan: its spec, scope and fingerprints; no question asked */
-		if (o.kinds != 0 || ntargets > 0) {
+		if (o.kinds != 0 || args.ntargets > 0) {
 			free(state_dir);
 			return cli_usage_error("apply", "a saved plan carries its own --only and --target");
 		}
@@ -598,9 +657,9 @@ int cmd_apply(int argc, char **argv)
 		ap.saved = &saved;
 		spec = saved.spec;
 		o.kinds = saved.kinds;
-		ntargets = saved.ntargets < GC_ARRAY_LEN(targets) ? saved.ntargets : GC_ARRAY_LEN(targets);
-		for (size_t i = 0; i < ntargets; i++)
-			targets[i] = (char *)saved.targets[i];
+		args.ntargets = saved.ntargets < GC_ARRAY_LEN(args.targets) ? saved.ntargets : GC_ARRAY_LEN(args.targets);
+		for (size_t i = 0; i < args.ntargets; i++)
+			args.targets[i] = (char *)saved.targets[i];
 		if (cli_spec_hash(&hash, spec) != 0 || strcmp(hash, saved.spec_hash) != 0) {
 			if (hash != NULL)
 				cli_error("the spec '%s' changed since the plan was saved: nothing was "
@@ -623,8 +682,8 @@ int cmd_apply(int argc, char **argv)
 		rc = cli_error("%s", err.msg);
 		goto out;
 	}
-	if (o.kinds != 0 || ntargets > 0) {
-		if ((rc = cli_scope(&g, full, o.kinds, (const char *const *)targets, ntargets,
+	if (o.kinds != 0 || args.ntargets > 0) {
+		if ((rc = cli_scope(&g, full, o.kinds, (const char *const *)args.targets, args.ntargets,
 				    &left_out)) != 0)
 			goto out;
 	} else {
@@ -638,8 +697,8 @@ int cmd_apply(int argc, char **argv)
 		o.expect_fingerprints = fps = cli_plan_fingerprints(&saved, g);
 	o.approve = approve;
 	o.approve_arg = &ap;
-	o.drv.reboot_timeout_ms = reboot_s * 1000u;
-	o.drv.verify_timeout_ms = verify_s * 1000u;
+	o.drv.reboot_timeout_ms = args.reboot_s * 1000u;
+	o.drv.verify_timeout_ms = args.verify_s * 1000u;
 	if (getenv("GC_REBOOT_POLL_MS") != NULL) /* test hook: faster polling in the lab */
 		parse_uint(&o.drv.reboot_poll_ms, getenv("GC_REBOOT_POLL_MS"), 10, 60000);
 	o.interrupted = &interrupted;
@@ -688,40 +747,7 @@ int cmd_apply(int argc, char **argv)
 		else
 			cli_error("%s", err.msg);
 	} else {
-		if (rep.plan != NULL && rep.done + rep.failed + rep.skipped == 0 && rc == 0) {
-			if (left_out > 0 && ntargets > 0)
-				printf("No changes on the selected targets (%s; %zu resources on other "
-				       "targets were left out).\n", cli_scope_flags(o.kinds, ntargets), left_out);
-			else if (left_out > 0)
-				printf("No changes on the selected targets (--only; %zu resources on other "
-				       "target kinds were left out).\n", left_out);
-			else
-				fputs("No changes: the cluster matches the spec.\n", stdout);
-		} else if (rep.plan != NULL && rep.done + rep.failed + rep.skipped > 0) {
-			struct gc_buf b = GC_BUF_INIT;
-
-			print_summary(stdout, &rep, g);
-			gc_plan_render_summary(&b, rep.plan);
-			printf("\n%s: %zu actions done, %zu failed, %zu skipped.\n",
-			       rc == 0 ? "Apply complete" : rc == GC_EINTR ? "Apply interrupted" : "Apply FAILED",
-			       rep.done, rep.failed, rep.skipped);
-			if (left_out > 0 && ntargets > 0)
-				printf("(%s: %zu resources on other targets were left out.)\n",
-				       cli_scope_flags(o.kinds, ntargets), left_out);
-			else if (left_out > 0)
-				printf("(--only: %zu resources on other target kinds were left out.)\n",
-				       left_out);
-			gc_buf_free(&b);
-		}
-		if (rc != 0)
-			cli_error("%s", err.msg);
-		if (u.verbose)
-			fprintf(stderr,
-				"gpuclusterctl: %llu changing commands; SSH: %llu connections, %llu commands, "
-				"%llu shells; observe %.2f s, apply %.2f s\n",
-				(unsigned long long)rep.changing_commands, (unsigned long long)st.connections,
-				(unsigned long long)st.commands, (unsigned long long)st.shells, rep.observe_s,
-				rep.apply_s);
+		print_text_result(&args, &rep, g, rc, &err, left_out, &st);
 	}
 	gc_exec_report_free(&rep);
 	rc = status;

@@ -137,7 +137,18 @@ static int parse_uint(unsigned *out, const char *s)
 	return 0;
 }
 
-int cmd_plan(int argc, char **argv)
+struct plan_args {
+	enum source src;
+	const char *observed_path, *out_path, *spec;
+	bool json, verbose;
+	struct gc_plan_opts popts;
+	struct gc_exec_opts xo; /* --only, --known-hosts, --state-dir, ... */
+	char *targets[64];
+	size_t ntargets;
+};
+
+/* Plan's options into a: -1 when the plan goes on, else the exit code (usage, --help). */
+static int parse_args(struct plan_args *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"offline", no_argument, NULL, 'o'},   {"observed", required_argument, NULL, 'O'},
@@ -150,76 +161,53 @@ int cmd_plan(int argc, char **argv)
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},      {NULL, 0, NULL, 0},
 	};
-	enum source src = SRC_NONE;
-	const char *observed_path = NULL, *out_path = NULL;
-	bool json = false, verbose = false, partial = false;
-	struct gc_plan_opts popts = GC_PLAN_OPTS_INIT;
-	struct gc_cluster *cluster = NULL;
-	struct gc_graph *graph = NULL;
-	struct gc_observed *obs = NULL;
-	struct gc_plan *plan = NULL;
-	struct gc_error err = GC_ERROR_INIT;
-	struct gc_buf out = GC_BUF_INIT;
-	struct gc_exec_opts xo;
-	struct gc_exec_report rep;
-	struct gc_graph *scoped = NULL;
-	char *state_dir = NULL;
-	size_t left_out = 0, ntargets = 0;
-	char *targets[64];
-	int c, rc = GC_EXIT_ERROR;
-
-	memset(&xo, 0, sizeof(xo));
-	memset(&rep, 0, sizeof(rep));
-	uint64_t t[5] = {0};
-	bool timing = getenv("GC_PLAN_TIMING") != NULL && getenv("GC_PLAN_TIMING")[0] != '\0';
+	int c;
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":hv", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			if (src == SRC_FILE)
-				return cli_usage_error("plan", "--offline and --observed exclude each other");
-			src = SRC_OFFLINE;
-			break;
 		case 'O':
-			if (src == SRC_OFFLINE)
+			if (a->src == (c == 'o' ? SRC_FILE : SRC_OFFLINE))
 				return cli_usage_error("plan", "--offline and --observed exclude each other");
-			src = SRC_FILE;
-			observed_path = optarg;
+			a->src = c == 'o' ? SRC_OFFLINE : SRC_FILE;
+			if (c == 'O')
+				a->observed_path = optarg;
 			break;
 		case 'j':
-			json = true;
+			a->json = true;
 			break;
 		case 'p':
-			if (parse_uint(&popts.parallelism, optarg) != 0)
+			if (parse_uint(&a->popts.parallelism, optarg) != 0)
 				return cli_usage_error("plan", "--parallelism needs a number from 1 to 4096, not '%s'",
 						       optarg);
 			break;
 		case 'k':
-			if (cli_parse_kinds(&xo.kinds, optarg) != 0)
+			if (cli_parse_kinds(&a->xo.kinds, optarg) != 0)
 				return cli_usage_error("plan", "--only takes a comma list of esxi, switch, "
 							       "vcenter, guest, kvm, libvirt; got '%s'", optarg);
 			break;
 		case 'w':
-			out_path = optarg;
+			a->out_path = optarg;
 			break;
 		case 't':
-			if (ntargets == GC_ARRAY_LEN(targets))
-				return cli_usage_error("plan", "at most %zu --target options", GC_ARRAY_LEN(targets));
-			targets[ntargets++] = optarg;
+			if (a->ntargets == GC_ARRAY_LEN(a->targets))
+				return cli_usage_error("plan", "at most %zu --target options",
+						       GC_ARRAY_LEN(a->targets));
+			a->targets[a->ntargets++] = optarg;
 			break;
 		case 'K':
-			xo.drv.known_hosts = optarg;
+			a->xo.drv.known_hosts = optarg;
 			break;
 		case 'T':
-			xo.drv.trust_new_host_keys = true;
+			a->xo.drv.trust_new_host_keys = true;
 			break;
 		case 's':
-			xo.state_dir = optarg;
+			a->xo.state_dir = optarg;
 			break;
 		case 'v':
-			verbose = true;
+			a->verbose = true;
 			break;
 		case 'h':
 			return cli_print_usage("plan");
@@ -229,101 +217,135 @@ int cmd_plan(int argc, char **argv)
 			return cli_usage_error("plan", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (out_path != NULL && src != SRC_NONE)
+	if (a->out_path != NULL && a->src != SRC_NONE)
 		return cli_usage_error("plan", "--out saves a live plan (what the targets hold now); "
 					       "not with --offline or --observed");
 	if (optind >= argc)
 		return cli_usage_error("plan", "missing SPEC");
 	if (optind + 1 < argc)
 		return cli_usage_error("plan", "too many arguments (one SPEC)");
+	a->spec = argv[optind];
+	return -1;
+}
 
-#ifdef GC_CLI_FRONT
-	if (src == SRC_NONE)
-		return cli_online(); /* live observation: the online binary (front.c) */
-	(void)verbose;       /* -v is for live plans only */
-#endif
-	t[0] = gc_now_ns();
-	if (cli_load_spec(&cluster, argv[optind]) != 0)
-		goto out;
-	t[1] = gc_now_ns();
-	if (gc_graph_build(&graph, cluster, &err) != 0) {
-		cli_error("%s", err.msg);
-		goto out;
-	}
-	if (xo.kinds != 0 || ntargets > 0) {
-		if ((rc = cli_scope(&scoped, graph, xo.kinds, (const char *const *)targets, ntargets,
-				    &left_out)) != 0)
-			goto out;
-		rc = GC_EXIT_ERROR;
-		gc_graph_free(graph);
-		graph = scoped; /* now owned through graph */
-		scoped = NULL;
-	}
-	switch (src) {
-	case SRC_FILE:
-		if (gc_observed_load_json(&obs, observed_path, &err) != 0) {
-			cli_error("%s", err.msg);
-			goto out;
-		}
-		break;
-	case SRC_OFFLINE:
-		break;
-	case SRC_NONE:
 #ifndef GC_CLI_FRONT
-		/* live: the executor observes every target once and plans, changing nothing */
-		if (xo.state_dir == NULL)
-			xo.state_dir = state_dir = cli_default_state_dir(argv[optind]);
-		xo.plan_only = true;
-		xo.event = plan_event;
-		xo.event_arg = &verbose;
-		xo.parallelism = popts.parallelism;
-		xo.plan = popts;
-		if (gc_exec_run(&rep, graph, &xo, &err) != 0) {
-			if (rep.plan == NULL || rep.plan->nunknown == 0) {
-				cli_error("%s", err.msg);
-				goto out;
-			}
-			partial = true; /* the plan of the others, then the error */
-		}
-		plan = rep.plan; /* now owned by plan */
-		rep.plan = NULL;
+/*
+ * Live: the executor observes every target once and plans, changing
+ * nothing.  *partial: some targets could not be observed, and the plan of
+ * the others is shown before the error.  Exit code, or -1 to go on.
+ */
+static int observe_live(struct plan_args *a, const struct gc_graph *graph,
+			struct gc_exec_report *rep, char **state_dir, bool *partial,
+			struct gc_error *err)
+{
+	if (a->xo.state_dir == NULL)
+		a->xo.state_dir = *state_dir = cli_default_state_dir(a->spec);
+	a->xo.plan_only = true;
+	a->xo.event = plan_event;
+	a->xo.event_arg = &a->verbose;
+	a->xo.parallelism = a->popts.parallelism;
+	a->xo.plan = a->popts;
+	if (gc_exec_run(rep, graph, &a->xo, err) != 0) {
+		if (rep->plan == NULL || rep->plan->nunknown == 0)
+			return cli_error("%s", err->msg);
+		*partial = true;
+	}
+	return -1;
+}
 #endif
-		break;
-	}
-	t[2] = gc_now_ns();
-	if (plan == NULL && gc_plan_build(&plan, graph, obs, &popts, &err) != 0) {
-		cli_error("%s", err.msg);
-		goto out;
-	}
-	t[3] = gc_now_ns();
-	if (json)
-		gc_plan_render_json(&out, plan);
-	else
-		gc_plan_render_text(&out, plan, cli_color(stdout) ? GC_RENDER_COLOR : 0);
-	t[4] = gc_now_ns();
-	if (!cli_write(&out))
-		goto out;
-	if (out_path != NULL && !partial) {
-		if (cli_plan_write(out_path, argv[optind], xo.kinds, (const char *const *)targets, ntargets,
-				   &rep, plan) != 0)
-			goto out;
-		if (!json)
-			printf("\nSaved the plan to %s: 'gpuclusterctl apply %s' carries out exactly this "
-			       "plan, or refuses if a target changed.\n", out_path, out_path);
-	}
-	if (left_out > 0 && ntargets > 0)
+
+/* On stderr after the plan: what the scope left out, and GC_PLAN_TIMING's phases. */
+static void print_footer(const struct plan_args *a, size_t left_out, const uint64_t t[5],
+			 const struct gc_graph *graph, const struct gc_plan *plan)
+{
+	if (left_out > 0 && a->ntargets > 0)
 		fprintf(stderr, "gpuclusterctl: %s: %zu resources on other targets left out\n",
-			cli_scope_flags(xo.kinds, ntargets), left_out);
+			cli_scope_flags(a->xo.kinds, a->ntargets), left_out);
 	else if (left_out > 0)
 		fprintf(stderr, "gpuclusterctl: --only: %zu resources on other target kinds left out\n",
 			left_out);
-	if (timing)
+	if (getenv("GC_PLAN_TIMING") != NULL && getenv("GC_PLAN_TIMING")[0] != '\0')
 		fprintf(stderr,
 			"gpuclusterctl: timing: load %.3f s, graph %.3f s (observe included), plan %.3f s, "
 			"render %.3f s; %zu resources, %zu actions, critical path %zu\n",
 			(double)(t[1] - t[0]) / 1e9, (double)(t[2] - t[1]) / 1e9,
 			(double)(t[3] - t[2]) / 1e9, (double)(t[4] - t[3]) / 1e9, graph->nresources,
 			plan->nactions, plan->stats.critical_path);
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	struct plan_args a = {.src = SRC_NONE, .popts = GC_PLAN_OPTS_INIT};
+	struct gc_cluster *cluster = NULL;
+	struct gc_graph *graph = NULL, *scoped = NULL;
+	struct gc_observed *obs = NULL;
+	struct gc_plan *plan = NULL;
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_buf out = GC_BUF_INIT;
+	struct gc_exec_report rep = {0};
+	char *state_dir = NULL;
+	size_t left_out = 0;
+	bool partial = false;
+	uint64_t t[5] = {0};
+	int rc = parse_args(&a, argc, argv);
+
+	if (rc >= 0)
+		return rc;
+	rc = GC_EXIT_ERROR;
+#ifdef GC_CLI_FRONT
+	if (a.src == SRC_NONE)
+		return cli_online(); /* live observation: the online binary (front.c) */
+#endif
+	t[0] = gc_now_ns();
+	if (cli_load_spec(&cluster, a.spec) != 0)
+		goto out;
+	t[1] = gc_now_ns();
+	if (gc_graph_build(&graph, cluster, &err) != 0) {
+		cli_error("%s", err.msg);
+		goto out;
+	}
+	if (a.xo.kinds != 0 || a.ntargets > 0) {
+		if ((rc = cli_scope(&scoped, graph, a.xo.kinds, (const char *const *)a.targets,
+				    a.ntargets, &left_out)) != 0)
+			goto out;
+		rc = GC_EXIT_ERROR;
+		gc_graph_free(graph);
+		graph = scoped; /* now owned through graph */
+	}
+	if (a.src == SRC_FILE && gc_observed_load_json(&obs, a.observed_path, &err) != 0) {
+		cli_error("%s", err.msg);
+		goto out;
+	}
+#ifndef GC_CLI_FRONT
+	if (a.src == SRC_NONE) {
+		if (observe_live(&a, graph, &rep, &state_dir, &partial, &err) >= 0)
+			goto out;
+		plan = rep.plan; /* now owned by plan */
+		rep.plan = NULL;
+	}
+#endif
+	t[2] = gc_now_ns();
+	if (plan == NULL && gc_plan_build(&plan, graph, obs, &a.popts, &err) != 0) {
+		cli_error("%s", err.msg);
+		goto out;
+	}
+	t[3] = gc_now_ns();
+	if (a.json)
+		gc_plan_render_json(&out, plan);
+	else
+		gc_plan_render_text(&out, plan, cli_color(stdout) ? GC_RENDER_COLOR : 0);
+	t[4] = gc_now_ns();
+	if (!cli_write(&out))
+		goto out;
+	if (a.out_path != NULL && !partial) {
+		if (cli_plan_write(a.out_path, a.spec, a.xo.kinds, (const char *const *)a.targets,
+				   a.ntargets, &rep, plan) != 0)
+			goto out;
+		if (!a.json)
+			printf("\nSaved the plan to %s: 'gpuclusterctl apply %s' carries out exactly this "
+			       "plan, or refuses if a target changed.\n", a.out_path, a.out_path);
+	}
+	print_footer(&a, left_out, t, graph, plan);
 	if (partial) {
 		cli_error("%s", err.msg);
 		goto out; /* exit 1: part of the plan is unknown */

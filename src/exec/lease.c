@@ -161,6 +161,16 @@ static void lease_cleared(struct run *r, struct tslot *s)
 	s->lease_left = false;
 }
 
+static int get_lease(struct tslot *s, struct run *r, void *arg, struct gc_error *err)
+{
+	return s->drv->lease_get(s->conn, &r->ctx, arg, err);
+}
+
+static int set_lease(struct tslot *s, struct run *r, void *arg, struct gc_error *err)
+{
+	return s->drv->lease_set(s->conn, &r->ctx, arg, err);
+}
+
 int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err)
 {
 	size_t i;
@@ -173,7 +183,7 @@ int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err
 
 		if (!lease_capable(r, s))
 			continue;
-		rc = s->drv->lease_get(s->conn, &r->ctx, &held, err);
+		rc = gc_exec_lease_call(r, s, get_lease, &held, err);
 		if (rc == 0)
 			rc = foreign(s, cluster, held, r->lease_lock, err);
 		free(held);
@@ -197,7 +207,7 @@ int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err
 			/* journalled first: a run killed after the write clears it later */
 			gc_exec_journal(r, s->target, "lease", "lease", GC_J_START, NULL);
 			s->lease_left = true;
-			if (s->drv->lease_set(s->conn, &r->ctx, r->lease, err) != 0)
+			if (gc_exec_lease_call(r, s, set_lease, r->lease, err) != 0)
 				return err->code;
 			s->leased = true;
 		}

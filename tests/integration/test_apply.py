@@ -243,11 +243,31 @@ class ApplyRoce(LabCase):
         plan = json.loads(r.stdout)
         self.assertEqual(plan["unknown"], [{"kind": "esxi", "target": "esx03", "error": refused}])
 
+    def test_dropped_connection_while_taking_the_lease_is_retried(self):
+        # the simulator counts each command of the observation batch: the
+        # 31st command esx03 runs is the lease's `advanced add`, and the
+        # connection drops instead.  The lease write is repeated on a new
+        # connection (set, then add: the option was never created).
+        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "drop_after": 30})
+        r = self.apply()
+        self.assertIn("esx03: retrying after: ", r.stderr)
+        self.assertNotIn("Apply FAILED", r.stdout)
+        lease = [c for _, c in self.log("esx03") if "GpuclusterctlLease" in c]
+        self.assertEqual([c.split(" -s ")[0].split(" -t ")[0] for c in lease[:5]],
+                         ["esxcli --formatter=xml system settings advanced list -o /UserVars/GpuclusterctlLease",
+                          "esxcli system settings advanced set -o /UserVars/GpuclusterctlLease",
+                          "esxcli system settings advanced add -o GpuclusterctlLease",
+                          "esxcli system settings advanced set -o /UserVars/GpuclusterctlLease",
+                          "esxcli system settings advanced add -o GpuclusterctlLease"])
+        for h in self.hosts:
+            self.assert_host_converged(h)
+
     def test_dropped_connection_is_retried_and_converges(self):
         # esx03 drops the connection in the middle of the apply (after its
-        # observation batch and a few changes): the executor reconnects,
-        # re-observes and sends only what is still needed.
-        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "drop_after": 30})
+        # observation batch, its lease and two changes: the 34th command,
+        # `pcipassthru set`): the executor reconnects, re-observes and
+        # sends only what is still needed.
+        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "drop_after": 33})
         # a dropped session may leave the TCP connection open and silent (the
         # simulator cannot kill sshd's root-owned monitor): a short command
         # timeout makes that a quick GC_ETIMEOUT, retried like a clean drop
