@@ -34,6 +34,9 @@ struct cli_command {
 /* The arguments main() was given, untouched (main.c): what the front binary
  * passes on to gpuclusterctl-online. */
 char **cli_argv(void);
+/* The first of the paths rel[0..n), relative to the directory of the
+ * running program, that is an executable file (caller frees), or NULL. */
+char *cli_find_beside(const char *const *rel, size_t n);
 /* In the front binary (front.c): become gpuclusterctl-online with the same
  * arguments; returns only when that fails (reported, GC_EXIT_ERROR). */
 int cli_online(void);

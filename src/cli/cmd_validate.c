@@ -75,23 +75,10 @@ static char *default_probe(void)
 		"../probe/gpuclusterctl-probe-portable",
 		"../probe/gpuclusterctl-probe",
 	};
-	char self[PATH_MAX], *dir;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
 	if (getenv("GC_PROBE") != NULL && getenv("GC_PROBE")[0] != '\0')
 		return gc_xstrdup(getenv("GC_PROBE"));
-	if (n <= 0)
-		return NULL;
-	self[n] = '\0';
-	dir = dirname(self);
-	for (size_t i = 0; i < GC_ARRAY_LEN(rel); i++) {
-		char *p = gc_xasprintf("%s/%s", dir, rel[i]);
-
-		if (access(p, X_OK) == 0)
-			return p;
-		free(p);
-	}
-	return NULL;
+	return cli_find_beside(rel, GC_ARRAY_LEN(rel));
 }
 
 static void on_progress(void *arg, const char *target, const char *what)

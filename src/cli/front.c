@@ -27,21 +27,8 @@ static char *online_path(void)
 		"../libexec/gpuclusterctl/gpuclusterctl-online",
 		"gpuclusterctl-online",
 	};
-	char self[PATH_MAX], *dir;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
-	if (n <= 0)
-		return NULL;
-	self[n] = '\0';
-	dir = dirname(self);
-	for (size_t i = 0; i < GC_ARRAY_LEN(rel); i++) {
-		char *p = gc_xasprintf("%s/%s", dir, rel[i]);
-
-		if (access(p, X_OK) == 0)
-			return p;
-		free(p);
-	}
-	return NULL;
+	return cli_find_beside(rel, GC_ARRAY_LEN(rel));
 }
 
 int cli_online(void)

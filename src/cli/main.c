@@ -6,6 +6,8 @@
  * dispatches.  Ctrl-C exits 130 from every command (apply takes SIGINT
  * itself to finish the steps in flight first).
  */
+#include <libgen.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -254,6 +256,25 @@ const char cmd_help_usage[] = "usage: gpuclusterctl help [<command>]\n\n"
 			      "Show the list of commands, or the help of one command.\n\n"
 			      "Options:\n"
 			      "  -h, --help   show this help\n";
+
+char *cli_find_beside(const char *const *rel, size_t n)
+{
+	char self[PATH_MAX], *dir;
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (len <= 0)
+		return NULL;
+	self[len] = '\0';
+	dir = dirname(self);
+	for (size_t i = 0; i < n; i++) {
+		char *p = gc_xasprintf("%s/%s", dir, rel[i]);
+
+		if (access(p, X_OK) == 0)
+			return p;
+		free(p);
+	}
+	return NULL;
+}
 
 static char **saved_argv;
 
