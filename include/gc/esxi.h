@@ -234,6 +234,14 @@ void gc_esxi_record(struct gc_observed *obs, const char *host,
 		    const struct gc_resource *const *res, size_t nres,
 		    const struct gc_esxi_facts *facts, struct gc_buf *problems);
 
+/* The spec's ESXi `version` against the host's (`vmware -v`): each number the
+ * spec gives must be the host's ("8.0" matches 8.0.2); NULL on either side
+ * matches.  gc_esxi_check_version() adds a problem line naming both when
+ * they differ and returns false. */
+bool gc_esxi_version_matches(const char *want, const char *have);
+bool gc_esxi_check_version(const char *host, const char *want, const struct gc_esxi_facts *f,
+			   struct gc_buf *problems);
+
 /* Parse `vmware -v` ("VMware ESXi 8.0.0 build-20513097"); 0 or GC_EREMOTE. */
 int gc_esxi_parse_version(char **version, char **build, const char *line, struct gc_error *err);
 

@@ -133,6 +133,25 @@ class Esxi67Mixed(VcenterLab):
         self.assertEqual(self.changes("esx67"), [])
         self.assertEqual(self.host_calls(), calls)
 
+    def test_a_host_on_another_release_than_the_spec_says_is_refused(self):
+        """Issue 12: the spec's ESXi version is compared with `vmware -v`.
+        Saying 8.0.2 for the 6.7 host would send it down the esxcli path it
+        does not have: plan and apply stop at that host, sending it nothing."""
+        def says_80(d):
+            d["hosts"][0]["version"] = "8.0.2"
+        spec = self.spec_variant(says_80)
+        calls = self.host_calls()
+        want = ("host 'esx67' runs ESXi 6.7.0 (vmware -v), but the spec says version: \"8.0.2\": "
+                "correct the spec's version, or bring the host to that release first "
+                "(gpuclusterctl does not upgrade ESXi)\n")
+        r = self.plan(spec=spec, check=1)
+        self.assertIn(want, r.stderr)
+        self.assertNotIn("which has no 'esxcli", r.stderr)  # one reason, not two
+        r = self.apply(spec=spec, check=1)
+        self.assertIn(want, r.stderr)
+        self.assertEqual(self.changes("esx67"), [])
+        self.assertEqual(self.host_calls(), calls)
+
 
 if __name__ == "__main__":
     unittest.main()

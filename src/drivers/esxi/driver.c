@@ -159,7 +159,11 @@ static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 	c->have_facts = true;
 	ra.c = c;
 	ra.problems = problems;
-	gc_drv_record(ctx, record_cb, &ra);
+	/* a host on another release than the spec says: nothing is recorded,
+	 * so nothing of it is planned (the problem line says which) */
+	if (gc_esxi_check_version(c->target->name, c->target->host ? c->target->host->version : NULL,
+				  &c->facts, problems))
+		gc_drv_record(ctx, record_cb, &ra);
 	hs.maintenance = f.maintenance;
 	hs.reboot_pending = f.reboot_pending;
 	hs.reboot_pending_why = f.reboot_pending_why;

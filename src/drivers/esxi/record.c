@@ -187,6 +187,49 @@ static bool missing_namespace(const char *host, const struct gc_resource *r,
 	return true;
 }
 
+/*
+ * The spec's `version` against `vmware -v` (issue 12: "compared like
+ * Onyx's").  The spec says as much of the version as it cares about: each
+ * number it gives must be the host's ("8.0" is any 8.0.x, "8.0.2" only
+ * 8.0.2; the build is never compared).  Onyx's `version` is a minimum; an
+ * ESXi version is not, because it picks how the host is prepared
+ * (src/spec/releases.c): a host on another release than the spec says
+ * would be driven down the wrong path.
+ */
+bool gc_esxi_version_matches(const char *want, const char *have)
+{
+	const char *w = want, *h = have;
+
+	if (want == NULL || have == NULL)
+		return true;
+	for (;;) {
+		char *we, *he;
+		long wn = strtol(w, &we, 10), hn = strtol(h, &he, 10);
+
+		if (we == w || he == h || wn != hn)
+			return strcmp(want, have) == 0;
+		if (*we != '.')
+			return *we == '\0' || strcmp(we, he) == 0;
+		if (*he != '.')
+			return false;
+		w = we + 1;
+		h = he + 1;
+	}
+}
+
+bool gc_esxi_check_version(const char *host, const char *want, const struct gc_esxi_facts *f,
+			   struct gc_buf *problems)
+{
+	if (gc_esxi_version_matches(want, f->version))
+		return true;
+	gc_buf_printf(problems,
+		      "host '%s' runs ESXi %s (vmware -v), but the spec says version: \"%s\": "
+		      "correct the spec's version, or bring the host to that release first "
+		      "(gpuclusterctl does not upgrade ESXi)\n",
+		      host, f->version, want);
+	return false;
+}
+
 static void record_one(struct gc_observed *obs, const char *host, const struct gc_resource *r,
 		       const struct gc_esxi_facts *f, struct gc_buf *problems)
 {

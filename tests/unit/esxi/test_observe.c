@@ -683,6 +683,41 @@ static void test_record_nic_firmware(void **state)
 	(void)state;
 }
 
+/* issue 12: the spec's ESXi version is compared with vmware -v, by the
+ * numbers the spec gives */
+static void test_version_against_the_spec(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_buf problems = GC_BUF_INIT;
+	struct gc_esxi_facts f;
+	const char *v67 = "@@gc:K:1\nVMware ESXi 6.7.0 build-8169922\n@@gc:K:end\n";
+
+	(void)state;
+	assert_true(gc_esxi_version_matches("8.0", "8.0.2"));
+	assert_true(gc_esxi_version_matches("8.0.2", "8.0.2"));
+	assert_true(gc_esxi_version_matches("8", "8.0.3"));
+	assert_true(gc_esxi_version_matches(NULL, "8.0.2"));
+	assert_true(gc_esxi_version_matches("8.0.2", NULL));
+	assert_false(gc_esxi_version_matches("8.0.2", "8.0.3"));
+	assert_false(gc_esxi_version_matches("8.0.2", "8.0"));
+	assert_false(gc_esxi_version_matches("8.0", "8.01"));
+	assert_false(gc_esxi_version_matches("7.0", "70.0"));
+	assert_false(gc_esxi_version_matches("8.0.2", "6.7.0"));
+	assert_true(gc_esxi_version_matches("8.0.2a", "8.0.2a"));
+	assert_false(gc_esxi_version_matches("8.0.2a", "8.0.2"));
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", v67, strlen(v67), &err), 0);
+	assert_true(gc_esxi_check_version("esx01", "6.7", &f, &problems));
+	assert_string_equal(gc_buf_str(&problems), "");
+	assert_false(gc_esxi_check_version("esx01", "8.0.2", &f, &problems));
+	assert_string_equal(gc_buf_str(&problems),
+			    "host 'esx01' runs ESXi 6.7.0 (vmware -v), but the spec says version: "
+			    "\"8.0.2\": correct the spec's version, or bring the host to that release "
+			    "first (gpuclusterctl does not upgrade ESXi)\n");
+	gc_esxi_facts_free(&f);
+	gc_buf_free(&problems);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -707,6 +742,7 @@ int main(void)
 		cmocka_unit_test(test_mft_tolerant),
 		cmocka_unit_test(test_mft_not_installed),
 		cmocka_unit_test(test_record_nic_firmware),
+		cmocka_unit_test(test_version_against_the_spec),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
