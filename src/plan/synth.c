@@ -360,14 +360,37 @@ static struct gc_action *migrate_pair(struct builder *b, const char *vm, const c
 	return a;
 }
 
+/* Record an evacuation for budget.c. */
+static void record_evac(struct builder *b, struct gc_action *off, struct gc_action *on,
+			const struct window *w, size_t order, enum evac_why why, const char *detail)
+{
+	struct evac *e;
+
+	if (b->nevac == b->capevac) {
+		b->capevac = b->capevac ? b->capevac * 2 : 16;
+		b->evac = gc_xrealloc(b->evac, b->capevac * sizeof(*b->evac));
+	}
+	e = &b->evac[b->nevac++];
+	e->off = off;
+	e->on = on;
+	e->w = w;
+	e->vm = off->vm;
+	e->order = order;
+	e->why = why;
+	e->detail = detail;
+}
+
+/* The VM leaves host for its maintenance window: a migration pair, or a
+ * power-off and power-on; order is the VM's place for budget.c. */
 static struct gc_action *evacuate(struct builder *b, const char *vm, const char *host,
-				  bool migratable, const char *pinned, bool managed,
+				  bool migratable, const char *pinned, bool managed, size_t order,
 				  struct gc_action **back)
 {
 	struct window *w = window_of(b, host);
 	struct gc_action *a;
 	const char *who = managed ? "" : "unmanaged ", *dest = NULL;
 	struct gc_buf none = GC_BUF_INIT;
+	enum evac_why why = EVAC_PINNED;
 	/* a managed VM of a spec gets a destination the plan names; an
 	 * unmanaged one (its devices unknown) goes where vCenter puts it */
 	bool choose = managed && b->g->cluster != NULL && b->p->allow_vmotion && migratable;
@@ -387,6 +410,7 @@ static struct gc_action *evacuate(struct builder *b, const char *vm, const char 
 		else
 			whyf(b, a, "%s enters maintenance mode and rolling.allow_vmotion is false",
 			     host);
+		why = !migratable ? EVAC_PINNED : choose ? EVAC_NO_DEST : EVAC_NO_VMOTION;
 		*back = plan_action(b, GC_ACT_POWER_ON, GC_OP_NONE, b->vcenter, NULL);
 		whyf(b, *back, "power %s back on after maintenance of %s", vm, host);
 	}
@@ -398,6 +422,7 @@ static struct gc_action *evacuate(struct builder *b, const char *vm, const char 
 	if (dest != NULL)
 		plan_vmotion_order(b, dest, host, a, *back);
 	b->minwave[a->seq] = w->batch;
+	record_evac(b, a, *back, w, order, why, pinned);
 	return a;
 }
 
@@ -460,7 +485,8 @@ void plan_synthesize_vm(struct builder *b, size_t i)
 			     vs->n > 1 ? "s" : "");
 		}
 	} else if (running && w != NULL) {
-		off = evacuate(b, v->name, cur_host, v->live_migratable, v->pinned_by, true, &on);
+		off = evacuate(b, v->name, cur_host, v->live_migratable, v->pinned_by, true, i,
+			       &on);
 		if (on->kind == GC_ACT_POWER_ON && !v->power_on)
 			on = NULL;
 	}
@@ -468,6 +494,11 @@ void plan_synthesize_vm(struct builder *b, size_t i)
 		/* a window of the VM's own: rolled (plan_budget_vms) */
 		b->vm_off[i] = off;
 		b->vm_on[i] = on;
+	}
+	if (off != NULL && on != NULL && offch != NULL && w != NULL && off != power) {
+		/* off for its own changes across its host's window: an evacuation */
+		off->vm = v->name;
+		record_evac(b, off, on, w, i, EVAC_OWN, NULL);
 	}
 	if (off != NULL) {
 		off->vm = v->name;
@@ -539,6 +570,7 @@ void plan_synthesize_unmanaged(struct builder *b)
 		if (ov->power != GC_POWER_ON || plan_vm(b, ov->name) != NULL ||
 		    window_of(b, ov->host) == NULL)
 			continue;
-		evacuate(b, ov->name, ov->host, ov->live_migratable, NULL, false, &back);
+		evacuate(b, ov->name, ov->host, ov->live_migratable, NULL, false, b->g->nvms + i,
+			 &back);
 	}
 }
