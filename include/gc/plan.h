@@ -141,6 +141,11 @@ struct gc_plan {
 	 * them.  unknown is NULL when every target was observed. */
 	const char **unknown;
 	size_t nunknown;
+	/* what the plan cannot honour, one sentence each ("esx01's maintenance
+	 * powers off 2 VMs at once (...), over rolling.max_unavailable_vms: 1:
+	 * ..."); rendered before the summary and as --json's "warnings" */
+	const char **warnings;
+	size_t nwarnings;
 	struct gc_action **by_wave; /* internal: storage the waves point into */
 };
 

@@ -454,8 +454,10 @@ struct gc_rolling {
 	unsigned max_unavailable; /* hosts down at once, default 1 */
 	bool allow_vmotion;       /* migrate vGPU/PVRDMA VMs instead of powering off; default false */
 	unsigned max_failures;    /* failed targets tolerated before the next wave is not started; default 0 */
-	/* VMs powered off for their own changes at once, per role; default 1;
-	 * with max_unavailable_vms_pct, a percentage (1-100) of the role's VMs */
+	/* VMs out of service at once, per role (powered off for their own
+	 * changes or their host's maintenance, guests rebooting), and
+	 * evacuation vMotions in flight; default 1; with
+	 * max_unavailable_vms_pct, a percentage (1-100) of the role's VMs */
 	unsigned max_unavailable_vms;
 	bool max_unavailable_vms_pct;
 };

@@ -124,6 +124,20 @@ void plan_dep(struct builder *b, struct gc_action *before, struct gc_action *aft
 	before->out = l;
 }
 
+void plan_warn(struct builder *b, const char *fmt, ...)
+{
+	struct gc_buf s = GC_BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	gc_buf_vprintf(&s, fmt, ap);
+	va_end(ap);
+	b->p->warnings =
+		gc_xrealloc(b->p->warnings, (b->p->nwarnings + 1) * sizeof(*b->p->warnings));
+	b->p->warnings[b->p->nwarnings++] = gc_arena_strndup(&b->p->arena, gc_buf_str(&s), s.len);
+	gc_buf_free(&s);
+}
+
 /* ---------------------------------------------------------------- 1. diff */
 
 static void add_change(struct builder *b, struct gc_action *a, const char *key, const char *old,
@@ -391,6 +405,7 @@ static void builder_free(struct builder *b)
 	free(b->vms);
 	free(b->vm_off);
 	free(b->vm_on);
+	free(b->evac);
 	free(b->ract);
 	free(b->list);
 	free(b->minwave);
@@ -466,8 +481,8 @@ int gc_plan_build(struct gc_plan **out, const struct gc_graph *g,
 	for (size_t i = 0; i < g->nvms; i++)
 		plan_synthesize_vm(&b, i);
 	plan_kvm_reboots(&b);
-	plan_budget_vms(&b);
 	plan_synthesize_unmanaged(&b);
+	plan_budget_vms(&b);
 	plan_guest_reboots(&b);
 	resource_edges(&b, order);
 	plan_vm_after_window(&b);
@@ -489,6 +504,7 @@ void gc_plan_free(struct gc_plan *p)
 		return;
 	free(p->actions);
 	free(p->by_wave);
+	free(p->warnings);
 	gc_arena_free(&p->arena);
 	free(p);
 }

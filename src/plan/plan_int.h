@@ -24,6 +24,25 @@ struct window {
 	struct gc_action *enter, *reboot, *wait, *verify, *exit;
 };
 
+/* Why a maintenance window powers a VM off instead of moving it. */
+enum evac_why {
+	EVAC_PINNED,     /* it cannot be live-migrated (detail: pinned_by, or NULL) */
+	EVAC_NO_DEST,    /* no host of the spec can take it by vMotion */
+	EVAC_NO_VMOTION, /* rolling.allow_vmotion is false */
+	EVAC_OWN,        /* its own changes need it off (and span the window) */
+};
+
+/* A VM out of service (power-off) or on the move (MIGRATE) while its host
+ * is in maintenance mode: synth.c records them, budget.c rolls them. */
+struct evac {
+	struct gc_action *off, *on; /* POWER_OFF and POWER_ON, or MIGRATE off and back */
+	const struct window *w;     /* its host's */
+	const char *vm;
+	size_t order; /* its gc_graph.vms index; an unmanaged VM's: nvms + its observed index */
+	enum evac_why why;  /* power-offs only */
+	const char *detail; /* EVAC_PINNED: "passthrough GPU 0000:3b:00.0", or NULL */
+};
+
 /* The actions of one managed VM (indexed like gc_graph.vms). */
 struct vmstate {
 	struct gc_action **actions;
@@ -43,6 +62,8 @@ struct builder {
 	struct window *win;
 	struct vmstate *vms;
 	struct gc_action **vm_off, **vm_on; /* per VM: a window of its own changes (rolled) */
+	struct evac *evac;                  /* VMs leaving hosts for maintenance (rolled) */
+	size_t nevac, capevac;
 	struct gc_strmap *vmindex; /* name -> vmstate */
 	const struct gc_target *vcenter;
 	struct gc_buf scratch; /* for "why" texts */
@@ -52,6 +73,8 @@ struct builder {
 struct gc_action *plan_action(struct builder *b, enum gc_action_kind kind, enum gc_op op,
 			      const struct gc_target *t, const char *why);
 void plan_dep(struct builder *b, struct gc_action *before, struct gc_action *after);
+/* Add a sentence to the plan's warnings (gc_plan.warnings). */
+void plan_warn(struct builder *b, const char *fmt, ...) GC_PRINTF(2, 3);
 struct vmstate *plan_vmstate(struct builder *b, const char *vm);
 const struct gc_graph_vm *plan_vm(struct builder *b, const char *vm);
 /* The observed power of a VM; *exists false when nobody saw it (synth.c). */
@@ -69,6 +92,8 @@ void plan_collect_vm_actions(struct builder *b);
 void plan_synthesize_vm(struct builder *b, size_t i);
 void plan_synthesize_unmanaged(struct builder *b);
 void plan_vm_after_window(struct builder *b);
+/* budget.c: rolling.max_unavailable_vms over the evacuations and the VMs'
+ * own windows (after synthesis: VMs, KVM hosts, unmanaged VMs) */
 void plan_budget_vms(struct builder *b);
 /* vmotion.c: the host a live-migrated VM goes to while from_host is in
  * maintenance (NULL: none can take it; why says so, host by host), and the

@@ -11,6 +11,8 @@
  *       + esx01/esxi.pci_passthru/0000:3b:00.0  [maintenance, reboot]
  *           enabled: (none) → true
  *
+ *   Warning: esx01's maintenance powers off 2 VMs at once (...), over ...
+ *
  *   Plan: 1 to add, 0 to change, 0 to destroy, 5 synthesized steps (1 hosts need maintenance, 1 reboots).
  *
  * "+ ~ -" mark resource actions, ">" synthesized steps.  Colour (ANSI) only
@@ -209,6 +211,14 @@ void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned f
 		}
 		gc_buf_puts(out, "\n");
 	}
+	for (size_t i = 0; i < p->nwarnings; i++) {
+		/* unmanaged VMs' names are vCenter's words: shown, never obeyed */
+		gc_buf_puts(out, color ? C_YELLOW "Warning:" C_RESET " " : "Warning: ");
+		gc_buf_put_shown(out, p->warnings[i], false);
+		gc_buf_putc(out, '\n');
+	}
+	if (p->nwarnings > 0)
+		gc_buf_puts(out, "\n");
 	if (p->nunknown > 0) {
 		gc_buf_puts(out, "Unknown: not observed, nothing planned for them\n\n");
 		for (size_t t = 0; t < p->graph->ntargets; t++) {
@@ -352,6 +362,15 @@ void gc_plan_render_json(struct gc_buf *out, const struct gc_plan *p)
 		gc_buf_puts(out, w + 1 < p->nwaves ? ",\n" : "\n");
 	}
 	gc_buf_puts(out, "  ]");
+	if (p->nwarnings > 0) {
+		json_object *warn = json_object_new_array();
+
+		for (size_t i = 0; i < p->nwarnings; i++)
+			json_object_array_add(warn, json_object_new_string(p->warnings[i]));
+		gc_buf_puts(out, ",\n");
+		gc_json_put_key(out, 2, "warnings");
+		gc_json_put(out, warn, 2);
+	}
 	if (p->nunknown > 0) {
 		json_object *unk = json_object_new_array();
 

@@ -360,14 +360,37 @@ static struct gc_action *migrate_pair(struct builder *b, const char *vm, const c
 	return a;
 }
 
+/* Record an evacuation for budget.c. */
+static void record_evac(struct builder *b, struct gc_action *off, struct gc_action *on,
+			const struct window *w, size_t order, enum evac_why why, const char *detail)
+{
+	struct evac *e;
+
+	if (b->nevac == b->capevac) {
+		b->capevac = b->capevac ? b->capevac * 2 : 16;
+		b->evac = gc_xrealloc(b->evac, b->capevac * sizeof(*b->evac));
+	}
+	e = &b->evac[b->nevac++];
+	e->off = off;
+	e->on = on;
+	e->w = w;
+	e->vm = off->vm;
+	e->order = order;
+	e->why = why;
+	e->detail = detail;
+}
+
+/* The VM leaves host for its maintenance window: a migration pair, or a
+ * power-off and power-on; order is the VM's place for budget.c. */
 static struct gc_action *evacuate(struct builder *b, const char *vm, const char *host,
-				  bool migratable, const char *pinned, bool managed,
+				  bool migratable, const char *pinned, bool managed, size_t order,
 				  struct gc_action **back)
 {
 	struct window *w = window_of(b, host);
 	struct gc_action *a;
 	const char *who = managed ? "" : "unmanaged ", *dest = NULL;
 	struct gc_buf none = GC_BUF_INIT;
+	enum evac_why why = EVAC_PINNED;
 	/* a managed VM of a spec gets a destination the plan names; an
 	 * unmanaged one (its devices unknown) goes where vCenter puts it */
 	bool choose = managed && b->g->cluster != NULL && b->p->allow_vmotion && migratable;
@@ -387,6 +410,7 @@ static struct gc_action *evacuate(struct builder *b, const char *vm, const char 
 		else
 			whyf(b, a, "%s enters maintenance mode and rolling.allow_vmotion is false",
 			     host);
+		why = !migratable ? EVAC_PINNED : choose ? EVAC_NO_DEST : EVAC_NO_VMOTION;
 		*back = plan_action(b, GC_ACT_POWER_ON, GC_OP_NONE, b->vcenter, NULL);
 		whyf(b, *back, "power %s back on after maintenance of %s", vm, host);
 	}
@@ -398,6 +422,7 @@ static struct gc_action *evacuate(struct builder *b, const char *vm, const char 
 	if (dest != NULL)
 		plan_vmotion_order(b, dest, host, a, *back);
 	b->minwave[a->seq] = w->batch;
+	record_evac(b, a, *back, w, order, why, pinned);
 	return a;
 }
 
@@ -460,7 +485,8 @@ void plan_synthesize_vm(struct builder *b, size_t i)
 			     vs->n > 1 ? "s" : "");
 		}
 	} else if (running && w != NULL) {
-		off = evacuate(b, v->name, cur_host, v->live_migratable, v->pinned_by, true, &on);
+		off = evacuate(b, v->name, cur_host, v->live_migratable, v->pinned_by, true, i,
+			       &on);
 		if (on->kind == GC_ACT_POWER_ON && !v->power_on)
 			on = NULL;
 	}
@@ -468,6 +494,11 @@ void plan_synthesize_vm(struct builder *b, size_t i)
 		/* a window of the VM's own: rolled (plan_budget_vms) */
 		b->vm_off[i] = off;
 		b->vm_on[i] = on;
+	}
+	if (off != NULL && on != NULL && offch != NULL && w != NULL && off != power) {
+		/* off for its own changes across its host's window: an evacuation */
+		off->vm = v->name;
+		record_evac(b, off, on, w, i, EVAC_OWN, NULL);
 	}
 	if (off != NULL) {
 		off->vm = v->name;
@@ -539,85 +570,7 @@ void plan_synthesize_unmanaged(struct builder *b)
 		if (ov->power != GC_POWER_ON || plan_vm(b, ov->name) != NULL ||
 		    window_of(b, ov->host) == NULL)
 			continue;
-		evacuate(b, ov->name, ov->host, ov->live_migratable, NULL, false, &back);
+		evacuate(b, ov->name, ov->host, ov->live_migratable, NULL, false, b->g->nvms + i,
+			 &back);
 	}
-}
-
-/* The role of each managed VM (by gc_graph.vms index), from the spec. */
-static const char **vm_roles(struct builder *b)
-{
-	const struct gc_cluster *c = b->g->cluster;
-	const char **role = gc_xcalloc(b->g->nvms + 1, sizeof(*role));
-
-	for (size_t i = 0; c != NULL && i < c->nvms; i++) {
-		struct vmstate *vs = plan_vmstate(b, c->vms[i].name);
-
-		if (vs != NULL)
-			role[vs - b->vms] = c->vms[i].role;
-	}
-	return role;
-}
-
-static bool same_role(const char *a, const char *b)
-{
-	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
-}
-
-/*
- * rolling.max_unavailable_vms: VMs powered off for their own changes (on
- * hosts without a maintenance window; those roll with their hosts) are
- * rolled in groups of their role, in spec order: within a role, VM k is
- * powered off only after VM k-N is back on (N the budget, a percentage of
- * the role's windows rounded down, at least 1), so at most N are off at
- * once; a role starts only after the role before it is back on, so a
- * master is never down with its workers.
- */
-void plan_budget_vms(struct builder *b)
-{
-	size_t n = b->g->nvms, norder = 0, prev = 0, nprev = 0;
-	unsigned want = b->g->rolling.max_unavailable_vms ? b->g->rolling.max_unavailable_vms : 1;
-	bool pct = b->g->rolling.max_unavailable_vms_pct;
-	const char **role = vm_roles(b);
-	size_t *order = gc_xcalloc(n + 1, sizeof(*order));
-	bool *taken = gc_xcalloc(n + 1, sizeof(*taken));
-
-	for (size_t i = 0; i < n; i++) {
-		size_t start = norder, size, budget;
-
-		if (taken[i] || b->vm_off[i] == NULL)
-			continue;
-		for (size_t j = i; j < n; j++) {
-			if (!taken[j] && b->vm_off[j] != NULL && same_role(role[i], role[j])) {
-				order[norder++] = j;
-				taken[j] = true;
-			}
-		}
-		size = norder - start;
-		budget = pct ? size * want / 100 : want;
-		if (budget < 1)
-			budget = 1;
-		for (size_t k = 0; k < size; k++) {
-			struct gc_action *off = b->vm_off[order[start + k]];
-
-			if (k >= budget) {
-				size_t before = order[start + k - budget];
-
-				plan_dep(b, b->vm_on[before], off);
-				whyf(b, off, "%s; after %s is back on (rolling.max_unavailable_vms: %u%s)",
-				     off->why, b->g->vms[before].name, want, pct ? "%" : "");
-			} else if (nprev > 0) {
-				for (size_t p = prev; p < prev + nprev; p++)
-					plan_dep(b, b->vm_on[order[p]], off);
-				whyf(b, off, "%s; after the VMs of role '%s' are back on", off->why,
-				     role[order[prev]] ? role[order[prev]] : "(none)");
-			}
-		}
-		/* the next role waits for this one's last windows: the earlier ones
-		 * came back before those started */
-		nprev = size < budget ? size : budget;
-		prev = norder - nprev;
-	}
-	free(order);
-	free(taken);
-	free(role);
 }

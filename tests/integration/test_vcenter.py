@@ -164,6 +164,34 @@ class ApplyVmsRoce(VcenterLab):
         self.assertEqual(most, 1)
         self.assertEqual(down, set())
 
+    def test_two_hosts_in_maintenance_together_power_their_vms_off_one_at_a_time(self):
+        # issue 12: rolling.max_unavailable: 2 puts esx01 and esx02 in
+        # maintenance mode in one wave; their passthrough VMs cannot move and
+        # count against rolling.max_unavailable_vms (1): worker-02 goes down
+        # only once worker-01 is back
+        self.apply()
+        for host in ("esx01", "esx02"):
+            self.remote(host, "esxcli hardware pci pcipassthru set -d 0000:3b:00.0 -e false")
+        r = self.plan(check=2)
+        self.assertIn("Wave 1 of 1 (maintenance: esx01, esx02)", r.stdout)
+        self.assertIn("why: esx02 enters maintenance mode and VM worker-02 cannot be live-migrated "
+                      "(passthrough GPU 0000:3b:00.0); after worker-01 is back on "
+                      "(rolling.max_unavailable_vms: 1)", r.stdout)
+        self.assertNotIn("Warning:", r.stdout)
+        seen = json.loads(self.vc("events", "VmPoweredOffEvent", "VmPoweredOnEvent").stdout)
+        before = max([ev["key"] for ev in seen] or [0])
+        self.apply()
+        # vCenter's own record of the power changes, in the order it logged them
+        events = [(ev["type"], ev["vm"]) for ev in json.loads(
+            self.vc("events", "VmPoweredOffEvent", "VmPoweredOnEvent").stdout) if ev["key"] > before]
+        self.assertEqual(events, [("VmPoweredOffEvent", "worker-01"), ("VmPoweredOnEvent", "worker-01"),
+                                  ("VmPoweredOffEvent", "worker-02"), ("VmPoweredOnEvent", "worker-02")])
+        for i in (1, 2):
+            self.assert_worker(i)
+        for host in ("esx01", "esx02"):
+            self.assertFalse(self.state(host)["maintenance"])
+        self.reapply_changes_nothing()
+
     def test_vm_part_converges_then_reapply_changes_nothing(self):
         r = self.apply("-v")
         self.assertIn("1 property-collector round trip", r.stdout + r.stderr)

@@ -423,6 +423,271 @@ static void test_vm_windows_roll_by_budget_and_role(void **state)
 	fx_done(&f);
 }
 
+/* Passthrough drifted off on the first n hosts: each needs a maintenance
+ * window, and its running passthrough VMs are powered off around it. */
+static void fx_drift_passthru(struct fx *f, size_t nhosts)
+{
+	for (size_t h = 1; h <= nhosts; h++) {
+		char id[64];
+
+		snprintf(id, sizeof(id), "esx%02zu/esxi.pci_passthru/0000:3b:00.0", h);
+		gc_observed_set(f->o, id, "enabled", "false");
+	}
+}
+
+static bool has_dep(const struct gc_action *a, const struct gc_action *d)
+{
+	for (size_t i = 0; i < a->ndeps; i++)
+		if (a->deps[i] == d)
+			return true;
+	return false;
+}
+
+/* issue 12: VMs powered off because their host enters maintenance mode
+ * count against rolling.max_unavailable_vms too - across the hosts of one
+ * wave (rolling.max_unavailable: 2 puts two hosts in maintenance at once) */
+static void test_evacuations_roll_by_budget(void **state)
+{
+	struct fx f;
+	struct gc_plan_opts opts = GC_PLAN_OPTS_INIT;
+	const struct gc_action *off2, *off3;
+
+	fx_build(&f, 3, 1, FX_PASSTHROUGH);
+	fx_converge(&f);
+	fx_drift_passthru(&f, 2);
+	gc_observed_set(f.o, "vm/worker-03/hw", "memory_reservation", "none");
+	opts.max_unavailable = 2;
+	fx_plan_ok(&f, &opts); /* no cycle */
+	assert_int_equal(f.p->nwaves, 1);
+	assert_int_equal(f.p->nwarnings, 0);
+	off2 = find_action(f.p, "power off worker-02");
+	assert_true(has_dep(off2, find_action(f.p, "power on worker-01")));
+	assert_false(depends(find_action(f.p, "power off worker-01"), find_action(f.p, "power on worker-02")));
+	assert_string_equal(off2->why, "esx02 enters maintenance mode and VM worker-02 cannot be "
+				       "live-migrated (passthrough GPU 0000:3b:00.0); after worker-01 is "
+				       "back on (rolling.max_unavailable_vms: 1)");
+	/* a VM off for its own changes on a host without a window comes after
+	 * the evacuated ones, under the same budget */
+	off3 = find_action(f.p, "power off worker-03");
+	assert_true(has_dep(off3, find_action(f.p, "power on worker-02")));
+	assert_string_equal(off3->why, "firmware and memory reservation needs the VM powered off; "
+				       "after worker-02 is back on (rolling.max_unavailable_vms: 1)");
+	assert_int_equal(off3->wave, 0);
+	gc_plan_free(f.p);
+	f.p = NULL;
+
+	/* a budget of 2: both hosts' VMs go together */
+	f.g->rolling.max_unavailable_vms = 2;
+	fx_plan_ok(&f, &opts);
+	off2 = find_action(f.p, "power off worker-02");
+	assert_false(depends(off2, find_action(f.p, "power on worker-01")));
+	assert_false(depends(find_action(f.p, "power off worker-01"), find_action(f.p, "power on worker-02")));
+	assert_string_equal(off2->why, "esx02 enters maintenance mode and VM worker-02 cannot be "
+				       "live-migrated (passthrough GPU 0000:3b:00.0)");
+	gc_plan_free(f.p);
+	f.p = NULL;
+
+	/* one host a wave (the default): the waves keep them apart, no edge */
+	f.g->rolling.max_unavailable_vms = 1;
+	fx_plan_ok(&f, NULL);
+	assert_int_equal(f.p->nwaves, 2);
+	off2 = find_action(f.p, "power off worker-02");
+	assert_int_equal(off2->wave, 1);
+	assert_false(has_dep(off2, find_action(f.p, "power on worker-01")));
+	gc_plan_free(f.p);
+	f.p = NULL;
+
+	/* a VM off for its own changes across its host's window counts too */
+	gc_observed_set(f.o, "vm/worker-02/hw", "memory_reservation", "none");
+	fx_plan_ok(&f, &opts);
+	off2 = find_action(f.p, "power off worker-02");
+	assert_true(has_dep(off2, find_action(f.p, "power on worker-01")));
+	assert_string_equal(off2->why, "firmware and memory reservation needs the VM powered off; "
+				       "after worker-01 is back on (rolling.max_unavailable_vms: 1)");
+	(void)state;
+	fx_done(&f);
+}
+
+/* A percentage: 50% of the 4 workers evacuated in one wave, two at a time */
+static void test_evacuations_roll_by_percentage(void **state)
+{
+	struct fx f;
+	struct gc_plan_opts opts = GC_PLAN_OPTS_INIT;
+	const struct gc_action *off4;
+
+	fx_build(&f, 4, 1, FX_PASSTHROUGH);
+	f.g->rolling.max_unavailable_vms = 50;
+	f.g->rolling.max_unavailable_vms_pct = true;
+	fx_converge(&f);
+	fx_drift_passthru(&f, 4);
+	opts.max_unavailable = 4;
+	fx_plan_ok(&f, &opts);
+	assert_int_equal(f.p->nwaves, 1);
+	assert_false(depends(find_action(f.p, "power off worker-02"), find_action(f.p, "power on worker-01")));
+	assert_true(has_dep(find_action(f.p, "power off worker-03"), find_action(f.p, "power on worker-01")));
+	off4 = find_action(f.p, "power off worker-04");
+	assert_true(has_dep(off4, find_action(f.p, "power on worker-02")));
+	assert_false(depends(off4, find_action(f.p, "power on worker-03")));
+	assert_string_equal(off4->why, "esx04 enters maintenance mode and VM worker-04 cannot be "
+				       "live-migrated (passthrough GPU 0000:3b:00.0); after worker-02 is "
+				       "back on (rolling.max_unavailable_vms: 50%)");
+	(void)state;
+	fx_done(&f);
+}
+
+/* Roles: the workers' power-offs wait for the master to be back on, even
+ * on other hosts of the same wave and with room in the budget */
+static void test_evacuations_roll_by_role(void **state)
+{
+	struct fx f;
+	struct gc_plan_opts opts = GC_PLAN_OPTS_INIT;
+	const struct gc_action *off2;
+
+	fx_build(&f, 3, 1, FX_PASSTHROUGH);
+	f.c->vms[0].role = "master";
+	f.c->vms[1].role = f.c->vms[2].role = "worker";
+	f.g->rolling.max_unavailable_vms = 2;
+	fx_converge(&f);
+	fx_drift_passthru(&f, 3);
+	opts.max_unavailable = 3;
+	fx_plan_ok(&f, &opts);
+	assert_int_equal(f.p->nwaves, 1);
+	off2 = find_action(f.p, "power off worker-02");
+	assert_true(has_dep(off2, find_action(f.p, "power on worker-01")));
+	assert_string_equal(off2->why, "esx02 enters maintenance mode and VM worker-02 cannot be "
+				       "live-migrated (passthrough GPU 0000:3b:00.0); after the VMs of "
+				       "role 'master' are back on");
+	assert_true(has_dep(find_action(f.p, "power off worker-03"), find_action(f.p, "power on worker-01")));
+	/* two workers at once */
+	assert_false(depends(find_action(f.p, "power off worker-03"), find_action(f.p, "power on worker-02")));
+	(void)state;
+	fx_done(&f);
+}
+
+/* VM k of the fixture moves onto host h with the host's GPU gpu and its VF */
+static void fx_move_vm(struct gc_cluster *c, size_t k, size_t h, size_t gpu)
+{
+	struct gc_vm *v = &c->vms[k];
+	struct gc_host *host = &c->hosts[h];
+
+	v->host = host;
+	v->host_name = host->name;
+	v->ngpus = 1;
+	v->gpus[0].gpu = &host->gpus[gpu];
+	v->gpus[0].host_pci = host->gpus[gpu].pci;
+	v->passthrough_gb = 32;
+	v->nics[0].nic = &host->nics[0];
+	v->nics[0].pf = host->nics[0].pci;
+}
+
+/* Windows of one host cannot wait for each other (its exit needs them all
+ * off): over the budget, the host takes the whole budget and the plan warns */
+static void test_evacuations_over_budget_on_one_host_warn(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_plan_opts opts = GC_PLAN_OPTS_INIT;
+	struct gc_buf b = GC_BUF_INIT;
+	struct fx f;
+	const struct gc_action *off2, *off3;
+	const char *warning = "esx02's maintenance powers off 2 VMs at once (worker-02, worker-03), "
+			      "over rolling.max_unavailable_vms: 1: they cannot be live-migrated "
+			      "(passthrough GPU 0000:3b:00.0, passthrough GPU 0000:3c:00.0)";
+
+	memset(&f, 0, sizeof(f));
+	f.c = fx_cluster(3, 2, FX_PASSTHROUGH);
+	for (size_t k = 0; k < 3; k++)
+		fx_move_vm(f.c, k, k == 0 ? 0 : 1, k == 2 ? 1 : 0);
+	assert_int_equal(gc_graph_build(&f.g, f.c, &err), 0);
+	fx_converge(&f);
+	fx_drift_passthru(&f, 2);
+	opts.max_unavailable = 2;
+	fx_plan_ok(&f, &opts); /* no cycle */
+	assert_int_equal(f.p->nwaves, 1);
+	assert_int_equal(f.p->nwarnings, 1);
+	assert_string_equal(f.p->warnings[0], warning);
+	off2 = find_action(f.p, "power off worker-02");
+	off3 = find_action(f.p, "power off worker-03");
+	assert_false(depends(off2, find_action(f.p, "power on worker-03")));
+	assert_false(depends(off3, find_action(f.p, "power on worker-02")));
+	/* the whole budget: nothing of another host is off while they are */
+	assert_true(has_dep(off2, find_action(f.p, "power on worker-01")));
+	assert_true(has_dep(off3, find_action(f.p, "power on worker-01")));
+	assert_string_equal(off3->why, "esx02 enters maintenance mode and VM worker-03 cannot be "
+				       "live-migrated (passthrough GPU 0000:3c:00.0); after worker-01 is "
+				       "back on (rolling.max_unavailable_vms: 1)");
+	gc_plan_render_text(&b, f.p, 0);
+	assert_non_null(strstr(gc_buf_str(&b), "\n\nWarning: esx02's maintenance powers off 2 VMs at "
+						"once (worker-02, worker-03), over "
+						"rolling.max_unavailable_vms: 1: they cannot be "
+						"live-migrated (passthrough GPU 0000:3b:00.0, "
+						"passthrough GPU 0000:3c:00.0)\n\nPlan: "));
+	gc_buf_reset(&b);
+	gc_plan_render_json(&b, f.p);
+	assert_non_null(strstr(gc_buf_str(&b), "\n  \"warnings\": [\n    \"esx02's maintenance powers "
+						"off 2 VMs at once (worker-02, worker-03), over "));
+	gc_buf_free(&b);
+	gc_plan_free(f.p);
+	f.p = NULL;
+
+	/* within the budget, but a master with a worker on one host: the same */
+	f.c->vms[1].role = "master";
+	f.c->vms[2].role = "worker";
+	f.g->rolling.max_unavailable_vms = 2;
+	fx_plan_ok(&f, &opts);
+	assert_int_equal(f.p->nwarnings, 1);
+	assert_string_equal(f.p->warnings[0],
+			    "esx02's maintenance powers off 2 VMs at once (worker-02, worker-03), of "
+			    "different roles (master, worker): they cannot be live-migrated "
+			    "(passthrough GPU 0000:3b:00.0, passthrough GPU 0000:3c:00.0)");
+	assert_true(has_dep(find_action(f.p, "power off worker-03"), find_action(f.p, "power on worker-01")));
+	assert_false(depends(find_action(f.p, "power off worker-03"), find_action(f.p, "power on worker-02")));
+	(void)state;
+	fx_done(&f);
+}
+
+/* vMotions leave their VMs in service but count as migrations in flight:
+ * with a budget of 1, one at a time (the migrations off, then back) */
+static void test_evacuation_vmotions_roll(void **state)
+{
+	struct fx f;
+	struct gc_plan_opts opts = GC_PLAN_OPTS_INIT;
+	const struct gc_action *m2;
+
+	fx_build(&f, 1, 1, FX_PASSTHROUGH);
+	fx_converge(&f);
+	fx_drift_passthru(&f, 1);
+	gc_observed_set_vm(f.o, "build-01", GC_POWER_ON, "esx01", true);
+	gc_observed_set_vm(f.o, "build-02", GC_POWER_ON, "esx01", true);
+	gc_observed_set_vm(f.o, "build-03", GC_POWER_ON, "esx01", true);
+	opts.allow_vmotion = 1;
+	fx_plan_ok(&f, &opts);
+	assert_int_equal(f.p->nwarnings, 0); /* one VM off: worker-01 */
+	m2 = find_action(f.p, "migrate build-02 off esx01");
+	assert_true(has_dep(m2, find_action(f.p, "migrate build-01 off esx01")));
+	assert_string_equal(m2->why, "esx01 enters maintenance mode; unmanaged VM build-02 can be "
+				     "live-migrated (rolling.allow_vmotion); after build-01's vMotion off "
+				     "esx01 (rolling.max_unavailable_vms: 1)");
+	assert_true(has_dep(find_action(f.p, "migrate build-03 off esx01"), m2));
+	assert_true(has_dep(find_action(f.p, "migrate build-02 back to esx01"),
+			    find_action(f.p, "migrate build-01 back to esx01")));
+	assert_string_equal(find_action(f.p, "migrate build-03 back to esx01")->why,
+			    "return build-03 to esx01 after maintenance; after build-02's vMotion back "
+			    "to esx01 (rolling.max_unavailable_vms: 1)");
+	gc_plan_free(f.p);
+	f.p = NULL;
+
+	f.g->rolling.max_unavailable_vms = 2;
+	fx_plan_ok(&f, &opts);
+	assert_false(depends(find_action(f.p, "migrate build-02 off esx01"),
+			     find_action(f.p, "migrate build-01 off esx01")));
+	assert_true(has_dep(find_action(f.p, "migrate build-03 off esx01"),
+			    find_action(f.p, "migrate build-01 off esx01")));
+	assert_false(depends(find_action(f.p, "migrate build-03 off esx01"),
+			     find_action(f.p, "migrate build-02 off esx01")));
+	(void)state;
+	fx_done(&f);
+}
+
 static void test_spec_rolling_default_one(void **state)
 {
 	struct fx f;
@@ -1292,6 +1557,11 @@ int main(void)
 		cmocka_unit_test(test_waves_respect_max_unavailable),
 		cmocka_unit_test(test_unknown_target_is_left_out_and_named),
 		cmocka_unit_test(test_vm_windows_roll_by_budget_and_role),
+		cmocka_unit_test(test_evacuations_roll_by_budget),
+		cmocka_unit_test(test_evacuations_roll_by_percentage),
+		cmocka_unit_test(test_evacuations_roll_by_role),
+		cmocka_unit_test(test_evacuations_over_budget_on_one_host_warn),
+		cmocka_unit_test(test_evacuation_vmotions_roll),
 		cmocka_unit_test(test_spec_rolling_default_one),
 		cmocka_unit_test(test_converged_no_changes),
 		cmocka_unit_test(test_one_drifted_property),
