@@ -2,15 +2,17 @@
 """Planning benchmark: load and plan time and peak memory for N-host specs.
 
 For each size it generates a spec (bench/gen_spec.py), then times
-`gpuclusterctl check` (load + every check) and `gpuclusterctl plan --offline
---json` (load + graph + plan + render) over several runs, and reports the
-median wall time and the peak RSS of the child (wait4 rusage).  plan - check
-is the graph+plan+render share.  Prints a Markdown table for
+`gpuclusterctl check` (load + every check), `gpuclusterctl plan --offline`
+(the text plan) and `gpuclusterctl plan --offline --json` (load + graph +
+plan + render, output to /dev/null) over several runs, and reports the
+median wall time, the median CPU time (user + sys) and the peak RSS of the
+child (wait4 rusage); --json / text is the ratio of the two plans' medians.
+On a shared machine the CPU times move less than the wall times.  Prints a Markdown table for
 docs/benchmarks.md, then the start-up table: the shared objects each
 program maps (`ldd`) and the median wall of `check` on a one-host spec,
 for the front binary and for gpuclusterctl-online beside it (src/cli/front.c).
 
-    bench/plan_bench.py [--bin build/src/cli/gpuclusterctl] [--sizes 100,1000,10000]
+    bench/plan_bench.py [--bin build/src/cli/gpuclusterctl] [--sizes 100,1000,10000] [--runs 5]
 """
 import argparse
 import os
@@ -30,17 +32,21 @@ def run_once(argv):
     _, status, ru = os.wait4(pid, 0)
     wall = time.perf_counter() - t0
     code = os.waitstatus_to_exitcode(status)
-    return wall, ru.ru_maxrss, code
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, code
 
 
-def measure(argv, runs, ok_codes):
-    walls, rss = [], 0
+def measure(argv, runs, ok_codes, cpu_too=False):
+    """Median wall (and, with cpu_too, median user+sys CPU) and the largest peak RSS."""
+    walls, cpus, rss = [], [], 0
     for _ in range(runs):
-        wall, maxrss, code = run_once(argv)
+        wall, cpu, maxrss, code = run_once(argv)
         if code not in ok_codes:
             sys.exit(f"bench: {' '.join(argv)} exited {code}")
         walls.append(wall)
+        cpus.append(cpu)
         rss = max(rss, maxrss)
+    if cpu_too:
+        return statistics.median(walls), statistics.median(cpus), rss
     return statistics.median(walls), rss
 
 
@@ -60,17 +66,21 @@ def main() -> int:
                                stdout=f, check=True)
             size_mb = os.path.getsize(spec) / 1e6
             runs = args.runs if n < 10000 else max(3, args.runs // 2)
-            load, load_rss = measure([binary, "check", spec], runs, {0})
-            plan, plan_rss = measure([binary, "plan", "--offline", "--json", spec], runs, {2})
-            rows.append((n, size_mb, load, plan, plan_rss))
-    print("| hosts | spec MB | check (load) ms | plan --offline --json ms | plan - check ms | peak RSS MiB |")
-    print("|---:|---:|---:|---:|---:|---:|")
-    for n, size_mb, load, plan, rss in rows:
-        print(f"| {n:,} | {size_mb:.1f} | {load * 1e3:.1f} | {plan * 1e3:.1f} | "
-              f"{(plan - load) * 1e3:.1f} | {rss / 1024:.1f} |")
+            load, _ = measure([binary, "check", spec], runs, {0})
+            text, text_cpu, text_rss = measure([binary, "plan", "--offline", spec], runs, {2}, True)
+            plan, plan_cpu, plan_rss = measure([binary, "plan", "--offline", "--json", spec], runs,
+                                               {2}, True)
+            rows.append((n, size_mb, load, text, text_cpu, text_rss, plan, plan_cpu, plan_rss))
+    print("| hosts | spec MB | check (load) ms | plan (text) ms | plan --json ms | --json / text "
+          "| CPU text ms | CPU --json ms | CPU --json / text | peak RSS text MiB | peak RSS --json MiB |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, size_mb, load, text, text_cpu, text_rss, plan, plan_cpu, rss in rows:
+        print(f"| {n:,} | {size_mb:.1f} | {load * 1e3:.1f} | {text * 1e3:.1f} | {plan * 1e3:.1f} | "
+              f"{plan / text:.2f} | {text_cpu * 1e3:.1f} | {plan_cpu * 1e3:.1f} | "
+              f"{plan_cpu / text_cpu:.2f} | {text_rss / 1024:.1f} | {rss / 1024:.1f} |")
     if len(rows) >= 2:
-        for (n1, _, _, p1, _), (n2, _, _, p2, _) in zip(rows, rows[1:]):
-            print(f"\nscaling {n1:,} → {n2:,} hosts: plan time × {p2 / p1:.2f}")
+        for r1, r2 in zip(rows, rows[1:]):
+            print(f"\nscaling {r1[0]:,} → {r2[0]:,} hosts: plan --json time × {r2[6] / r1[6]:.2f}")
     startup(binary, max(20, args.runs))
     return 0
 

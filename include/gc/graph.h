@@ -39,6 +39,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "gc/arena.h"
 #include "gc/error.h"
@@ -289,5 +290,7 @@ int gc_graph_toposort(const struct gc_resource ***order, const struct gc_graph *
 void gc_graph_render_dot(struct gc_buf *out, const struct gc_graph *g);
 /* {"format_version":1,"targets":[...],"resources":[...]} (see docs/graph.md). */
 void gc_graph_render_json(struct gc_buf *out, const struct gc_graph *g);
+/* The same bytes written to f as they are made (not flushed); 0 or GC_EIO. */
+int gc_graph_write_json(FILE *f, const struct gc_graph *g, struct gc_error *err);
 
 #endif

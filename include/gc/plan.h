@@ -42,6 +42,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "gc/graph.h"
 #include "gc/observed.h"
@@ -199,7 +200,11 @@ void gc_action_describe(struct gc_buf *out, const struct gc_action *a);
 void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned flags);
 /* "Plan: 3 to add, ... (1 hosts need maintenance, 1 reboots)." without newline. */
 void gc_plan_render_summary(struct gc_buf *out, const struct gc_plan *p);
-/* Stable JSON, docs/plan-json.md, specs/plan-v1.schema.json. */
+/* Stable JSON, docs/plan-json.md, specs/plan-v1.schema.json, into a buffer. */
 void gc_plan_render_json(struct gc_buf *out, const struct gc_plan *p);
+/* The same bytes written to f as they are made (in 64 KiB pieces, never the
+ * whole document in memory; f is not flushed).  0, or GC_EIO when a write
+ * failed. */
+int gc_plan_write_json(FILE *f, const struct gc_plan *p, struct gc_error *err);
 
 #endif

@@ -67,12 +67,17 @@ int cmd_graph(int argc, char **argv)
 		cli_error("%s", err.msg);
 		goto out;
 	}
-	if (format == 'j')
-		gc_graph_render_json(&out, graph);
-	else
-		gc_graph_render_dot(&out, graph);
-	if (cli_write(&out))
+	if (format == 'j') { /* streamed, resource by resource */
+		if (gc_graph_write_json(stdout, graph, &err) != 0 || fflush(stdout) != 0) {
+			cli_error("writing the output failed");
+			goto out;
+		}
 		rc = GC_EXIT_OK;
+	} else {
+		gc_graph_render_dot(&out, graph);
+		if (cli_write(&out))
+			rc = GC_EXIT_OK;
+	}
 out:
 	free((void *)order);
 	gc_buf_free(&out);

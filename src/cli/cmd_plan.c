@@ -330,12 +330,16 @@ int cmd_plan(int argc, char **argv)
 		goto out;
 	}
 	t[3] = gc_now_ns();
-	if (a.json)
-		gc_plan_render_json(&out, plan);
-	else
+	if (a.json) { /* streamed: 250 MB at 10,000 hosts, never held whole */
+		if (gc_plan_write_json(stdout, plan, &err) != 0 || fflush(stdout) != 0) {
+			cli_error("writing the output failed");
+			goto out;
+		}
+	} else {
 		gc_plan_render_text(&out, plan, cli_color(stdout) ? GC_RENDER_COLOR : 0);
+	}
 	t[4] = gc_now_ns();
-	if (!cli_write(&out))
+	if (!a.json && !cli_write(&out))
 		goto out;
 	if (a.out_path != NULL && !partial) {
 		if (cli_plan_write(a.out_path, a.spec, a.xo.kinds, (const char *const *)a.targets,

@@ -7,14 +7,16 @@
  * then what it is (with its own key: a GPU's PCI address, a vGPU profile),
  * then its kind and what changing it costs.  Ids are quoted with DOT's
  * escaping rules, so any id is a valid node name.
- * JSON goes through json-c (docs/graph.md describes it).
+ * JSON (docs/graph.md describes it) goes out through the streaming writer
+ * (gc/jsonw.h) one resource at a time, in the bytes json-c wrote when each
+ * resource was a json-c object (tests/unit/graph/test_graph_json.c).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
 #include "gc/graph.h"
+#include "gc/jsonw.h"
 
 /* A DOT double-quoted string: escape '"' and '\'; newlines become \n. */
 static void dot_quote(struct gc_buf *b, const char *s)
@@ -168,90 +170,128 @@ void gc_graph_render_dot(struct gc_buf *out, const struct gc_graph *g)
 	free(start);
 }
 
-static json_object *flags_json(unsigned flags)
-{
-	json_object *a = json_object_new_array();
+/* json-c's layout, which graph --json was written in before it streamed */
+#define JSON_FLAGS (GC_JSONW_PRETTY | GC_JSONW_SPACED | GC_JSONW_NOSLASHESCAPE)
 
+static void json_flags(struct gc_jsonw *w, unsigned flags)
+{
+	gc_jsonw_array_begin(w);
 	if (flags & GC_RES_NEEDS_MAINTENANCE)
-		json_object_array_add(a, json_object_new_string("needs_maintenance"));
+		gc_jsonw_string(w, "needs_maintenance");
 	if (flags & GC_RES_NEEDS_REBOOT)
-		json_object_array_add(a, json_object_new_string("needs_reboot"));
+		gc_jsonw_string(w, "needs_reboot");
 	if (flags & GC_RES_NEEDS_VM_OFF)
-		json_object_array_add(a, json_object_new_string("needs_vm_off"));
+		gc_jsonw_string(w, "needs_vm_off");
 	if (flags & GC_RES_AFTER_REBOOT)
-		json_object_array_add(a, json_object_new_string("after_reboot"));
-	return a;
+		gc_jsonw_string(w, "after_reboot");
+	gc_jsonw_array_end(w);
 }
 
-static json_object *resource_json(const struct gc_resource *r)
+/* The value property i stands for in "properties", or NULL when an earlier
+ * property has its key: one member per key, where the key came first, with
+ * its last value (what json_object_object_add() made of a repeated key). */
+static const char *prop_member(const struct gc_resource *r, size_t i)
 {
-	json_object *o = json_object_new_object();
-	json_object *props = json_object_new_object();
-	json_object *deps = json_object_new_array();
+	const char *value = r->props[i].value;
 
-	json_object_object_add(o, "id", json_object_new_string(r->id));
-	json_object_object_add(o, "kind", json_object_new_string(gc_res_kind_name(r->kind)));
-	json_object_object_add(o, "target", json_object_new_string(r->target->name));
-	json_object_object_add(o, "target_kind",
-			       json_object_new_string(gc_target_kind_name(r->target->kind)));
-	if (r->host != NULL)
-		json_object_object_add(o, "host", json_object_new_string(r->host));
-	if (r->vm != NULL)
-		json_object_object_add(o, "vm", json_object_new_string(r->vm));
-	for (size_t i = 0; i < r->nprops; i++)
-		json_object_object_add(props, r->props[i].key,
-				       json_object_new_string(r->props[i].value));
-	json_object_object_add(o, "properties", props);
-	json_object_object_add(o, "flags", flags_json(r->flags));
+	for (size_t k = 0; k < r->nprops; k++) {
+		if (k == i || strcmp(r->props[k].key, r->props[i].key) != 0)
+			continue;
+		if (k < i)
+			return NULL;
+		value = r->props[k].value;
+	}
+	return value;
+}
+
+static void put_resource(struct gc_jsonw *w, const struct gc_resource *r)
+{
+	gc_jsonw_object_begin(w);
+	gc_jsonw_key(w, "id");
+	gc_jsonw_string(w, r->id);
+	gc_jsonw_key(w, "kind");
+	gc_jsonw_string(w, gc_res_kind_name(r->kind));
+	gc_jsonw_key(w, "target");
+	gc_jsonw_string(w, r->target->name);
+	gc_jsonw_key(w, "target_kind");
+	gc_jsonw_string(w, gc_target_kind_name(r->target->kind));
+	if (r->host != NULL) {
+		gc_jsonw_key(w, "host");
+		gc_jsonw_string(w, r->host);
+	}
+	if (r->vm != NULL) {
+		gc_jsonw_key(w, "vm");
+		gc_jsonw_string(w, r->vm);
+	}
+	gc_jsonw_key(w, "properties");
+	gc_jsonw_object_begin(w);
+	for (size_t i = 0; i < r->nprops; i++) {
+		const char *value = prop_member(r, i);
+
+		if (value == NULL)
+			continue;
+		gc_jsonw_key(w, r->props[i].key);
+		gc_jsonw_string(w, value);
+	}
+	gc_jsonw_object_end(w);
+	gc_jsonw_key(w, "flags");
+	json_flags(w, r->flags);
+	gc_jsonw_key(w, "after");
+	gc_jsonw_array_begin(w);
 	for (size_t i = 0; i < r->ndeps; i++)
-		json_object_array_add(deps, json_object_new_string(r->deps[i]->id));
-	json_object_object_add(o, "after", deps);
+		gc_jsonw_string(w, r->deps[i]->id);
+	gc_jsonw_array_end(w);
 	if (r->mark.file != NULL && r->mark.line > 0) {
 		char *src = gc_xasprintf("%s:%d:%d", r->mark.file, r->mark.line, r->mark.col);
 
-		json_object_object_add(o, "source", json_object_new_string(src));
+		gc_jsonw_key(w, "source");
+		gc_jsonw_string(w, src);
 		free(src);
 	}
-	return o;
+	gc_jsonw_object_end(w);
 }
 
-#define JSON_FLAGS (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
-
-/* Serialize a json-c value at a nesting depth and release it (one resource
- * at a time: a whole-graph json-c tree of 10,000 hosts is gigabytes). */
-static void put_json(struct gc_buf *out, json_object *o, size_t indent)
+/* Resource by resource: a whole-graph json-c tree of 10,000 hosts is
+ * gigabytes, and the document itself hundreds of MB. */
+static void put_graph(struct gc_jsonw *w, const struct gc_graph *g)
 {
-	static const char spaces[] = "        ";
-	const char *s = json_object_to_json_string_ext(o, JSON_FLAGS), *nl;
-
-	while ((nl = strchr(s, '\n')) != NULL) {
-		gc_buf_put(out, s, (size_t)(nl - s) + 1);
-		gc_buf_put(out, spaces, indent < sizeof(spaces) ? indent : sizeof(spaces) - 1);
-		s = nl + 1;
+	gc_jsonw_object_begin(w);
+	gc_jsonw_key(w, "format_version");
+	gc_jsonw_int(w, 1);
+	gc_jsonw_key(w, "targets");
+	gc_jsonw_array_begin(w);
+	for (size_t i = 0; i < g->ntargets; i++) {
+		gc_jsonw_object_begin(w);
+		gc_jsonw_key(w, "kind");
+		gc_jsonw_string(w, gc_target_kind_name(g->targets[i]->kind));
+		gc_jsonw_key(w, "name");
+		gc_jsonw_string(w, g->targets[i]->name);
+		gc_jsonw_object_end(w);
 	}
-	gc_buf_puts(out, s);
-	json_object_put(o);
+	gc_jsonw_array_end(w);
+	gc_jsonw_key(w, "resources");
+	gc_jsonw_array_begin(w);
+	for (size_t i = 0; i < g->nresources; i++)
+		put_resource(w, g->resources[i]);
+	gc_jsonw_array_end(w);
+	gc_jsonw_object_end(w);
+	gc_jsonw_raw(w, "\n", 1);
 }
 
 void gc_graph_render_json(struct gc_buf *out, const struct gc_graph *g)
 {
-	json_object *targets = json_object_new_array();
+	struct gc_jsonw w;
 
-	gc_buf_puts(out, "{\n  \"format_version\": 1,\n  \"targets\": ");
-	for (size_t i = 0; i < g->ntargets; i++) {
-		json_object *t = json_object_new_object();
+	gc_jsonw_init_buf(&w, out, JSON_FLAGS);
+	put_graph(&w, g);
+	(void)gc_jsonw_finish(&w, NULL); /* a buffer has no write to fail */
+}
 
-		json_object_object_add(t, "kind",
-				       json_object_new_string(gc_target_kind_name(g->targets[i]->kind)));
-		json_object_object_add(t, "name", json_object_new_string(g->targets[i]->name));
-		json_object_array_add(targets, t);
-	}
-	put_json(out, targets, 2);
-	gc_buf_puts(out, ",\n  \"resources\": [\n");
-	for (size_t i = 0; i < g->nresources; i++) {
-		gc_buf_puts(out, "    ");
-		put_json(out, resource_json(g->resources[i]), 4);
-		gc_buf_puts(out, i + 1 < g->nresources ? ",\n" : "\n");
-	}
-	gc_buf_puts(out, "  ]\n}\n");
+int gc_graph_write_json(FILE *f, const struct gc_graph *g, struct gc_error *err)
+{
+	struct gc_jsonw w;
+
+	gc_jsonw_init_file(&w, f, JSON_FLAGS);
+	put_graph(&w, g);
+	return gc_jsonw_finish(&w, err);
 }

@@ -17,14 +17,17 @@
  *
  * "+ ~ -" mark resource actions, ">" synthesized steps.  Colour (ANSI) only
  * when the caller asks for it (the CLI decides: TTY and no NO_COLOR).
- * JSON is built with json-c; its shape is docs/plan-json.md.
+ * JSON (docs/plan-json.md) goes out through the streaming writer
+ * (gc/jsonw.h), one action at a time: to a FILE for plan --json, so no
+ * document of hundreds of MB is held, or into a buffer for a saved plan.
+ * Its bytes are those json-c wrote when the plan was a tree of json-c
+ * objects (tests/unit/plan/test_plan_json.c compares the two).
  */
 #include <assert.h>
+#include <stdio.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
-#include "gc/json.h"
+#include "gc/jsonw.h"
 #include "gc/plan.h"
 
 #define C_RESET "\033[0m"
@@ -240,155 +243,192 @@ void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned f
 
 /* ---------------------------------------------------------------- JSON */
 
-static json_object *action_json(const struct gc_action *a)
+/* json-c's layout, which the golden plans and saved plans were written in */
+#define JSON_FLAGS (GC_JSONW_PRETTY | GC_JSONW_SPACED | GC_JSONW_NOSLASHESCAPE)
+
+static void put_flags(struct gc_jsonw *w, unsigned flags)
 {
-	json_object *o = json_object_new_object();
-	json_object *flags = json_object_new_array();
-	json_object *changes = json_object_new_array();
-	json_object *deps = json_object_new_array();
-
-	json_object_object_add(o, "seq", json_object_new_int64((int64_t)a->seq));
-	json_object_object_add(o, "kind", json_object_new_string(gc_action_kind_name(a->kind)));
-	json_object_object_add(o, "op", json_object_new_string(gc_op_name(a->op)));
-	json_object_object_add(o, "synthesized", json_object_new_boolean(a->synthesized));
-	json_object_object_add(o, "resource", gc_json_text(a->resource_id));
-	json_object_object_add(o, "resource_kind",
-			       a->resource_id ? json_object_new_string(gc_res_kind_name(a->res_kind))
-					      : NULL);
-	json_object_object_add(o, "host", gc_json_text(a->host));
-	json_object_object_add(o, "vm", gc_json_text(a->vm));
-	json_object_object_add(o, "dest_host", gc_json_text(a->dest_host));
-	if (a->flags & GC_RES_NEEDS_MAINTENANCE)
-		json_object_array_add(flags, json_object_new_string("needs_maintenance"));
-	if (a->flags & GC_RES_NEEDS_REBOOT)
-		json_object_array_add(flags, json_object_new_string("needs_reboot"));
-	if (a->flags & GC_RES_NEEDS_VM_OFF)
-		json_object_array_add(flags, json_object_new_string("needs_vm_off"));
-	if (a->flags & GC_RES_AFTER_REBOOT)
-		json_object_array_add(flags, json_object_new_string("after_reboot"));
-	json_object_object_add(o, "flags", flags);
-	for (size_t i = 0; i < a->nchanges; i++) {
-		json_object *c = json_object_new_object();
-
-		json_object_object_add(c, "key", json_object_new_string(a->changes[i].key));
-		json_object_object_add(c, "old", gc_json_text(a->changes[i].old_value));
-		json_object_object_add(c, "new", gc_json_text(a->changes[i].new_value));
-		json_object_array_add(changes, c);
-	}
-	json_object_object_add(o, "changes", changes);
-	json_object_object_add(o, "why", gc_json_text(a->why));
-	for (size_t i = 0; i < a->ndeps; i++)
-		json_object_array_add(deps, json_object_new_int64((int64_t)a->deps[i]->seq));
-	json_object_object_add(o, "after", deps);
-	return o;
+	gc_jsonw_array_begin(w);
+	if (flags & GC_RES_NEEDS_MAINTENANCE)
+		gc_jsonw_string(w, "needs_maintenance");
+	if (flags & GC_RES_NEEDS_REBOOT)
+		gc_jsonw_string(w, "needs_reboot");
+	if (flags & GC_RES_NEEDS_VM_OFF)
+		gc_jsonw_string(w, "needs_vm_off");
+	if (flags & GC_RES_AFTER_REBOOT)
+		gc_jsonw_string(w, "after_reboot");
+	gc_jsonw_array_end(w);
 }
 
-static json_object *summary_json(const struct gc_plan *p)
+/* Names of our own (kinds, ids, target names) go out as they are; what a
+ * host or the user's file said goes through gc_jsonw_text (kept UTF-8). */
+static void put_action(struct gc_jsonw *w, const struct gc_action *a)
 {
-	json_object *o = json_object_new_object();
+	gc_jsonw_object_begin(w);
+	gc_jsonw_key(w, "seq");
+	gc_jsonw_int(w, (int64_t)a->seq);
+	gc_jsonw_key(w, "kind");
+	gc_jsonw_string(w, gc_action_kind_name(a->kind));
+	gc_jsonw_key(w, "op");
+	gc_jsonw_string(w, gc_op_name(a->op));
+	gc_jsonw_key(w, "synthesized");
+	gc_jsonw_bool(w, a->synthesized);
+	gc_jsonw_key(w, "resource");
+	gc_jsonw_text(w, a->resource_id);
+	gc_jsonw_key(w, "resource_kind");
+	gc_jsonw_string(w, a->resource_id ? gc_res_kind_name(a->res_kind) : NULL);
+	gc_jsonw_key(w, "host");
+	gc_jsonw_text(w, a->host);
+	gc_jsonw_key(w, "vm");
+	gc_jsonw_text(w, a->vm);
+	gc_jsonw_key(w, "dest_host");
+	gc_jsonw_text(w, a->dest_host);
+	gc_jsonw_key(w, "flags");
+	put_flags(w, a->flags);
+	gc_jsonw_key(w, "changes");
+	gc_jsonw_array_begin(w);
+	for (size_t i = 0; i < a->nchanges; i++) {
+		gc_jsonw_object_begin(w);
+		gc_jsonw_key(w, "key");
+		gc_jsonw_string(w, a->changes[i].key);
+		gc_jsonw_key(w, "old");
+		gc_jsonw_text(w, a->changes[i].old_value);
+		gc_jsonw_key(w, "new");
+		gc_jsonw_text(w, a->changes[i].new_value);
+		gc_jsonw_object_end(w);
+	}
+	gc_jsonw_array_end(w);
+	gc_jsonw_key(w, "why");
+	gc_jsonw_text(w, a->why);
+	gc_jsonw_key(w, "after");
+	gc_jsonw_array_begin(w);
+	for (size_t i = 0; i < a->ndeps; i++)
+		gc_jsonw_int(w, (int64_t)a->deps[i]->seq);
+	gc_jsonw_array_end(w);
+	gc_jsonw_object_end(w);
+}
+
+static void put_count(struct gc_jsonw *w, const char *key, size_t n)
+{
+	gc_jsonw_key(w, key);
+	gc_jsonw_int(w, (int64_t)n);
+}
+
+static void put_summary(struct gc_jsonw *w, const struct gc_plan *p)
+{
 	const struct gc_plan_stats *s = &p->stats;
 
-	json_object_object_add(o, "add", json_object_new_int64((int64_t)s->add));
-	json_object_object_add(o, "change", json_object_new_int64((int64_t)s->change));
-	json_object_object_add(o, "destroy", json_object_new_int64((int64_t)s->destroy));
-	json_object_object_add(o, "synthesized", json_object_new_int64((int64_t)s->synthesized));
-	json_object_object_add(o, "hosts_in_maintenance",
-			       json_object_new_int64((int64_t)s->hosts_in_maintenance));
-	json_object_object_add(o, "reboots", json_object_new_int64((int64_t)s->reboots));
-	json_object_object_add(o, "actions", json_object_new_int64((int64_t)p->nactions));
-	json_object_object_add(o, "waves", json_object_new_int64((int64_t)p->nwaves));
-	json_object_object_add(o, "critical_path", json_object_new_int64((int64_t)s->critical_path));
-	return o;
+	gc_jsonw_object_begin(w);
+	put_count(w, "add", s->add);
+	put_count(w, "change", s->change);
+	put_count(w, "destroy", s->destroy);
+	put_count(w, "synthesized", s->synthesized);
+	put_count(w, "hosts_in_maintenance", s->hosts_in_maintenance);
+	put_count(w, "reboots", s->reboots);
+	put_count(w, "actions", p->nactions);
+	put_count(w, "waves", p->nwaves);
+	put_count(w, "critical_path", s->critical_path);
+	gc_jsonw_object_end(w);
 }
 
-static void put_target(struct gc_buf *out, const struct gc_plan_target *pt)
+static void put_wave(struct gc_jsonw *w, const struct gc_plan_wave *pw, size_t index)
 {
-	gc_buf_puts(out, "        {\n");
-	gc_json_put_key(out, 10, "kind");
-	gc_json_put(out, json_object_new_string(gc_target_kind_name(pt->target->kind)), 0);
-	gc_buf_puts(out, ",\n");
-	gc_json_put_key(out, 10, "name");
-	gc_json_put(out, json_object_new_string(pt->target->name), 0);
-	gc_buf_puts(out, ",\n");
-	gc_json_put_key(out, 10, "actions");
-	gc_buf_puts(out, "[\n");
-	for (size_t i = 0; i < pt->nactions; i++) {
-		gc_buf_printf(out, "%*s", 12, "");
-		gc_json_put(out, action_json(pt->actions[i]), 12);
-		gc_buf_puts(out, i + 1 < pt->nactions ? ",\n" : "\n");
+	gc_jsonw_object_begin(w);
+	put_count(w, "index", index);
+	gc_jsonw_key(w, "maintenance_hosts");
+	gc_jsonw_array_begin(w);
+	for (size_t h = 0; h < pw->nmaintenance_hosts; h++)
+		gc_jsonw_string(w, pw->maintenance_hosts[h]);
+	gc_jsonw_array_end(w);
+	gc_jsonw_key(w, "targets");
+	gc_jsonw_array_begin(w);
+	for (size_t t = 0; t < pw->ntargets; t++) {
+		const struct gc_plan_target *pt = &pw->targets[t];
+
+		gc_jsonw_object_begin(w);
+		gc_jsonw_key(w, "kind");
+		gc_jsonw_string(w, gc_target_kind_name(pt->target->kind));
+		gc_jsonw_key(w, "name");
+		gc_jsonw_string(w, pt->target->name);
+		gc_jsonw_key(w, "actions");
+		gc_jsonw_array_begin(w);
+		for (size_t i = 0; i < pt->nactions; i++)
+			put_action(w, pt->actions[i]);
+		gc_jsonw_array_end(w);
+		gc_jsonw_object_end(w);
 	}
-	gc_buf_puts(out, "          ]\n        }");
+	gc_jsonw_array_end(w);
+	gc_jsonw_object_end(w);
+}
+
+static void put_unknown(struct gc_jsonw *w, const struct gc_plan *p)
+{
+	gc_jsonw_key(w, "unknown");
+	gc_jsonw_array_begin(w);
+	for (size_t t = 0; t < p->graph->ntargets; t++) {
+		if (p->unknown[t] == NULL)
+			continue;
+		gc_jsonw_object_begin(w);
+		gc_jsonw_key(w, "kind");
+		gc_jsonw_string(w, gc_target_kind_name(p->graph->targets[t]->kind));
+		gc_jsonw_key(w, "target");
+		gc_jsonw_string(w, p->graph->targets[t]->name);
+		gc_jsonw_key(w, "error");
+		gc_jsonw_text(w, p->unknown[t]);
+		gc_jsonw_object_end(w);
+	}
+	gc_jsonw_array_end(w);
+}
+
+/* The whole document, action by action: nothing of it is held but what
+ * the writer has not flushed yet. */
+static void put_plan(struct gc_jsonw *w, const struct gc_plan *p)
+{
+	gc_jsonw_object_begin(w);
+	gc_jsonw_key(w, "format_version");
+	gc_jsonw_int(w, 1);
+	gc_jsonw_key(w, "changes");
+	gc_jsonw_bool(w, !gc_plan_empty(p));
+	gc_jsonw_key(w, "summary");
+	put_summary(w, p);
+	gc_jsonw_key(w, "rolling");
+	gc_jsonw_object_begin(w);
+	put_count(w, "max_unavailable", p->max_unavailable);
+	gc_jsonw_key(w, "allow_vmotion");
+	gc_jsonw_bool(w, p->allow_vmotion);
+	gc_jsonw_object_end(w);
+	gc_jsonw_key(w, "waves");
+	gc_jsonw_array_begin(w);
+	for (size_t i = 0; i < p->nwaves; i++)
+		put_wave(w, &p->waves[i], i);
+	gc_jsonw_array_end(w);
+	if (p->nwarnings > 0) {
+		gc_jsonw_key(w, "warnings");
+		gc_jsonw_array_begin(w);
+		for (size_t i = 0; i < p->nwarnings; i++)
+			gc_jsonw_string(w, p->warnings[i]);
+		gc_jsonw_array_end(w);
+	}
+	if (p->nunknown > 0)
+		put_unknown(w, p);
+	gc_jsonw_object_end(w);
+	gc_jsonw_raw(w, "\n", 1);
 }
 
 void gc_plan_render_json(struct gc_buf *out, const struct gc_plan *p)
 {
-	json_object *rolling = json_object_new_object();
+	struct gc_jsonw w;
 
-	gc_buf_puts(out, "{\n");
-	gc_json_put_key(out, 2, "format_version");
-	gc_buf_puts(out, "1,\n");
-	gc_json_put_key(out, 2, "changes");
-	gc_buf_puts(out, gc_plan_empty(p) ? "false,\n" : "true,\n");
-	gc_json_put_key(out, 2, "summary");
-	gc_json_put(out, summary_json(p), 2);
-	gc_buf_puts(out, ",\n");
-	json_object_object_add(rolling, "max_unavailable",
-			       json_object_new_int64((int64_t)p->max_unavailable));
-	json_object_object_add(rolling, "allow_vmotion", json_object_new_boolean(p->allow_vmotion));
-	gc_json_put_key(out, 2, "rolling");
-	gc_json_put(out, rolling, 2);
-	gc_buf_puts(out, ",\n");
-	gc_json_put_key(out, 2, "waves");
-	gc_buf_puts(out, "[\n");
-	for (size_t w = 0; w < p->nwaves; w++) {
-		const struct gc_plan_wave *pw = &p->waves[w];
-		json_object *hosts = json_object_new_array();
+	gc_jsonw_init_buf(&w, out, JSON_FLAGS);
+	put_plan(&w, p);
+	(void)gc_jsonw_finish(&w, NULL); /* a buffer has no write to fail */
+}
 
-		gc_buf_puts(out, "    {\n");
-		gc_json_put_key(out, 6, "index");
-		gc_buf_printf(out, "%zu,\n", w);
-		for (size_t h = 0; h < pw->nmaintenance_hosts; h++)
-			json_object_array_add(hosts, json_object_new_string(pw->maintenance_hosts[h]));
-		gc_json_put_key(out, 6, "maintenance_hosts");
-		gc_json_put(out, hosts, 6);
-		gc_buf_puts(out, ",\n");
-		gc_json_put_key(out, 6, "targets");
-		gc_buf_puts(out, "[\n");
-		for (size_t t = 0; t < pw->ntargets; t++) {
-			put_target(out, &pw->targets[t]);
-			gc_buf_puts(out, t + 1 < pw->ntargets ? ",\n" : "\n");
-		}
-		gc_buf_puts(out, "      ]\n    }");
-		gc_buf_puts(out, w + 1 < p->nwaves ? ",\n" : "\n");
-	}
-	gc_buf_puts(out, "  ]");
-	if (p->nwarnings > 0) {
-		json_object *warn = json_object_new_array();
+int gc_plan_write_json(FILE *f, const struct gc_plan *p, struct gc_error *err)
+{
+	struct gc_jsonw w;
 
-		for (size_t i = 0; i < p->nwarnings; i++)
-			json_object_array_add(warn, json_object_new_string(p->warnings[i]));
-		gc_buf_puts(out, ",\n");
-		gc_json_put_key(out, 2, "warnings");
-		gc_json_put(out, warn, 2);
-	}
-	if (p->nunknown > 0) {
-		json_object *unk = json_object_new_array();
-
-		for (size_t t = 0; t < p->graph->ntargets; t++) {
-			json_object *u;
-
-			if (p->unknown[t] == NULL)
-				continue;
-			u = json_object_new_object();
-			json_object_object_add(u, "kind", json_object_new_string(
-						   gc_target_kind_name(p->graph->targets[t]->kind)));
-			json_object_object_add(u, "target", json_object_new_string(p->graph->targets[t]->name));
-			json_object_object_add(u, "error", gc_json_text(p->unknown[t]));
-			json_object_array_add(unk, u);
-		}
-		gc_buf_puts(out, ",\n");
-		gc_json_put_key(out, 2, "unknown");
-		gc_json_put(out, unk, 2);
-	}
-	gc_buf_puts(out, "\n}\n");
+	gc_jsonw_init_file(&w, f, JSON_FLAGS);
+	put_plan(&w, p);
+	return gc_jsonw_finish(&w, err);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "gc/util.h"
+#include "utf8.h"
 
 static void oom(size_t n)
 {
@@ -102,9 +103,7 @@ void gc_buf_putc(struct gc_buf *b, char c)
 	gc_buf_put(b, &c, 1);
 }
 
-/* The length of the UTF-8 sequence at p (1-4) and its code point, or 0
- * when it is not well formed (overlong, surrogate, past U+10FFFF, cut). */
-static size_t utf8_seq(const unsigned char *p, uint32_t *cp)
+size_t gc_utf8_seq(const unsigned char *p, uint32_t *cp)
 {
 	size_t n;
 	uint32_t c, min;
@@ -139,7 +138,7 @@ void gc_buf_put_shown(struct gc_buf *b, const char *s, bool multiline)
 
 	while (*p != '\0') {
 		uint32_t cp = 0;
-		size_t n = utf8_seq(p, &cp);
+		size_t n = gc_utf8_seq(p, &cp);
 
 		if (n == 0) {
 			gc_buf_printf(b, "\\x%02x", *p);
@@ -163,7 +162,7 @@ void gc_buf_put_utf8(struct gc_buf *b, const char *s)
 
 	while (*p != '\0') {
 		uint32_t cp;
-		size_t n = utf8_seq(p, &cp);
+		size_t n = gc_utf8_seq(p, &cp);
 
 		if (n == 0)
 			gc_buf_puts(b, "\xef\xbf\xbd"); /* U+FFFD for the one byte */
