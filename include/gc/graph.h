@@ -293,4 +293,9 @@ void gc_graph_render_json(struct gc_buf *out, const struct gc_graph *g);
 /* The same bytes written to f as they are made (not flushed); 0 or GC_EIO. */
 int gc_graph_write_json(FILE *f, const struct gc_graph *g, struct gc_error *err);
 
+struct gc_jsonw;
+/* A resource's (or action's) GC_RES_* flags as the JSON array both
+ * documents carry: ["needs_maintenance", "needs_reboot", ...]. */
+void gc_graph_put_flags_json(struct gc_jsonw *w, unsigned flags);
+
 #endif

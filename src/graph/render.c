@@ -173,7 +173,7 @@ void gc_graph_render_dot(struct gc_buf *out, const struct gc_graph *g)
 /* json-c's layout, which graph --json was written in before it streamed */
 #define JSON_FLAGS (GC_JSONW_PRETTY | GC_JSONW_SPACED | GC_JSONW_NOSLASHESCAPE)
 
-static void json_flags(struct gc_jsonw *w, unsigned flags)
+void gc_graph_put_flags_json(struct gc_jsonw *w, unsigned flags)
 {
 	gc_jsonw_array_begin(w);
 	if (flags & GC_RES_NEEDS_MAINTENANCE)
@@ -235,7 +235,7 @@ static void put_resource(struct gc_jsonw *w, const struct gc_resource *r)
 	}
 	gc_jsonw_object_end(w);
 	gc_jsonw_key(w, "flags");
-	json_flags(w, r->flags);
+	gc_graph_put_flags_json(w, r->flags);
 	gc_jsonw_key(w, "after");
 	gc_jsonw_array_begin(w);
 	for (size_t i = 0; i < r->ndeps; i++)

@@ -136,6 +136,28 @@ static void budget(struct builder *b, struct gwin *w, size_t n)
 	free(order);
 }
 
+/*
+ * The guest stage runs in the plan's last wave.  Waves are barriers for
+ * the hosts' maintenance windows; a guest's work touches no host, so left
+ * in its VM's wave it would hold the next host's window back for the
+ * length of its installs and reboot (a first apply of N hosts one at a
+ * time would install and reboot the guests one wave after another).  In
+ * the last wave every VM is back on its host: the guests go in parallel,
+ * their reboots still under rolling.max_unavailable_vms.  No guest action
+ * is a prerequisite of a host's or VM's, so no dependency points backwards.
+ */
+static void guests_last(struct builder *b)
+{
+	size_t last = 0;
+
+	for (size_t i = 0; i < b->n; i++)
+		if (b->minwave[b->list[i]->seq] > last)
+			last = b->minwave[b->list[i]->seq];
+	for (size_t i = 0; i < b->n; i++)
+		if (b->list[i]->target->kind == GC_TARGET_GUEST)
+			b->minwave[b->list[i]->seq] = last;
+}
+
 void plan_guest_reboots(struct builder *b)
 {
 	struct gc_action **acts = gc_xcalloc(b->n + 1, sizeof(*acts));
@@ -157,6 +179,7 @@ void plan_guest_reboots(struct builder *b)
 			nw++;
 	}
 	budget(b, w, nw);
+	guests_last(b);
 	free(w);
 	free(acts);
 }

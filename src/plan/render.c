@@ -246,20 +246,6 @@ void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned f
 /* json-c's layout, which the golden plans and saved plans were written in */
 #define JSON_FLAGS (GC_JSONW_PRETTY | GC_JSONW_SPACED | GC_JSONW_NOSLASHESCAPE)
 
-static void put_flags(struct gc_jsonw *w, unsigned flags)
-{
-	gc_jsonw_array_begin(w);
-	if (flags & GC_RES_NEEDS_MAINTENANCE)
-		gc_jsonw_string(w, "needs_maintenance");
-	if (flags & GC_RES_NEEDS_REBOOT)
-		gc_jsonw_string(w, "needs_reboot");
-	if (flags & GC_RES_NEEDS_VM_OFF)
-		gc_jsonw_string(w, "needs_vm_off");
-	if (flags & GC_RES_AFTER_REBOOT)
-		gc_jsonw_string(w, "after_reboot");
-	gc_jsonw_array_end(w);
-}
-
 /* Names of our own (kinds, ids, target names) go out as they are; what a
  * host or the user's file said goes through gc_jsonw_text (kept UTF-8). */
 static void put_action(struct gc_jsonw *w, const struct gc_action *a)
@@ -284,7 +270,7 @@ static void put_action(struct gc_jsonw *w, const struct gc_action *a)
 	gc_jsonw_key(w, "dest_host");
 	gc_jsonw_text(w, a->dest_host);
 	gc_jsonw_key(w, "flags");
-	put_flags(w, a->flags);
+	gc_graph_put_flags_json(w, a->flags);
 	gc_jsonw_key(w, "changes");
 	gc_jsonw_array_begin(w);
 	for (size_t i = 0; i < a->nchanges; i++) {

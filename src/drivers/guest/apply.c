@@ -29,8 +29,15 @@
  * anything else; then an interrupted dpkg is finished, then the install. */
 #define WAIT_PM "i=0; while pgrep -x 'dpkg|apt|apt-get|unattended-upgr|dnf|rpm' >/dev/null " \
 		"2>&1 && [ $i -lt 600 ]; do sleep 1; i=$((i + 1)); done; "
+/* The package lists are refreshed when our last refresh is over an hour
+ * old (as Ansible's apt cache_valid_time does), not before every install:
+ * a first apply installs four times, and each `apt-get update` re-reads
+ * every source. */
+#define APT_STAMP "/var/lib/gpuclusterctl/apt-update.stamp"
 #define APT "export DEBIAN_FRONTEND=noninteractive; " WAIT_PM "dpkg --configure -a; " \
-	    "apt-get -q -o DPkg::Lock::Timeout=300 update >/dev/null 2>&1 || true; " \
+	    "if [ -z \"$(find " APT_STAMP " -mmin -60 2>/dev/null)\" ]; then " \
+	    "apt-get -q -o DPkg::Lock::Timeout=300 update >/dev/null 2>&1 && " \
+	    "mkdir -p /var/lib/gpuclusterctl && touch " APT_STAMP "; fi; " \
 	    "apt-get -q -y -o DPkg::Lock::Timeout=300 install --no-install-recommends"
 #define DNF WAIT_PM "dnf -y -q install"
 

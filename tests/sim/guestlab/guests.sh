@@ -126,7 +126,13 @@ print("]}")' "$json" >"$s/etc/gc-lab/gpu.json"
 jf() { "$py" -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 mac() { printf '52:54:00:67:%02x:%02x' "$1" "$2"; }
 
-# Boot one guest (its overlay, seed and info must exist).
+# Boot one guest (its overlay, seed and info must exist).  The overlay is
+# the lab's to throw away (guest-reset makes a new one), so the guest's disk
+# flushes are not passed on to the host's disk (cache=unsafe): dpkg's fsync
+# per unpacked file otherwise waits on this machine's own disk each time.
+# QEMU writes its qcow2 metadata out when it exits on SIGTERM (stop_one);
+# an overlay whose QEMU was SIGKILLed may lack some, so it is not booted
+# again (stop_one drops it, test_guest resets its killed guest).
 boot() {
 	local vm=$1 d=$gdir/$1 img addr port idx
 	read -r addr port idx <"$d/info"
@@ -137,7 +143,7 @@ boot() {
 		-nodefaults -no-user-config -display none \
 		-kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
 		-append "root=LABEL=gclab-root rw console=ttyS0 net.ifnames=0 panic=-1" \
-		-drive "file=$d/overlay.qcow2,if=none,format=qcow2,id=root" \
+		-drive "file=$d/overlay.qcow2,if=none,format=qcow2,cache=unsafe,id=root" \
 		-device virtio-blk-pci,drive=root,serial=gclab-root \
 		-drive "file=$d/seed.tar,if=none,format=raw,readonly=on,id=seed" \
 		-device virtio-blk-pci,drive=seed,serial=gclab-seed \
@@ -268,7 +274,10 @@ stop_one() {
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.05
 	done
-	kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -9 "$pid" 2>/dev/null || true
+		rm -f "$gdir/$vm/overlay.qcow2" # its metadata may not all be written (boot)
+	fi
 	rm -f "$gdir/$vm/qemu.pid" "$gdir/$vm/rdma.sock"
 	echo "lab: stopped guest $vm (pid $pid)"
 }
