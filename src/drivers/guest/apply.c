@@ -30,12 +30,15 @@
 #define WAIT_PM "i=0; while pgrep -x 'dpkg|apt|apt-get|unattended-upgr|dnf|rpm' >/dev/null " \
 		"2>&1 && [ $i -lt 600 ]; do sleep 1; i=$((i + 1)); done; "
 /* The package lists are refreshed when our last refresh is over an hour
- * old (as Ansible's apt cache_valid_time does), not before every install:
- * a first apply installs four times, and each `apt-get update` re-reads
- * every source. */
+ * old (as Ansible's apt cache_valid_time does), or a source was added or
+ * edited since, not before every install: a first apply installs four
+ * times, and each `apt-get update` re-reads every source. */
 #define APT_STAMP "/var/lib/gpuclusterctl/apt-update.stamp"
+#define APT_STALE "[ -z \"$(find " APT_STAMP " -mmin -60 2>/dev/null)\" ] || " \
+		  "[ -n \"$(find /etc/apt/sources.list /etc/apt/sources.list.d -newer " APT_STAMP \
+		  " 2>/dev/null)\" ]"
 #define APT "export DEBIAN_FRONTEND=noninteractive; " WAIT_PM "dpkg --configure -a; " \
-	    "if [ -z \"$(find " APT_STAMP " -mmin -60 2>/dev/null)\" ]; then " \
+	    "if " APT_STALE "; then " \
 	    "apt-get -q -o DPkg::Lock::Timeout=300 update >/dev/null 2>&1 && " \
 	    "mkdir -p /var/lib/gpuclusterctl && touch " APT_STAMP "; fi; " \
 	    "apt-get -q -y -o DPkg::Lock::Timeout=300 install --no-install-recommends"
