@@ -46,7 +46,7 @@ fuzz_pass() {
 # front, so no test waits on it under a timeout of its own.
 tests/sim/guestlab/image.sh build
 
-# The lab tests (label integration, and the lab's own guestlab) are most of
+# The lab tests (label integration) are most of
 # the time: they run once, in the sanitizer pass, where a leak or an
 # overflow in the binary they drive is caught too.  CMake's COST property
 # starts the longest first (tests/integration/CMakeLists.txt).
@@ -54,7 +54,7 @@ t0=$SECONDS
 if [ "${GC_TEST_FAST:-0}" = 1 ]; then
 	run_pass build-test "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 else
-	run_pass build-test "-LE integration|guestlab" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	run_pass build-test "-LE integration" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	echo "== optimised pass: $((SECONDS - t0)) s"
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -38,8 +39,25 @@ class LabCase(unittest.TestCase):
     port = 2310
     reboot_seconds = 0.3
 
+    def run(self, result=None):
+        # Each test's wall time on stderr after its verdict, and the class's
+        # lab start-up once: where the suite's minutes go, in every CI log.
+        t0 = time.monotonic()
+        try:
+            return super().run(result)
+        finally:
+            sys.stderr.write("    (%s: %.1f s)\n" % (self._testMethodName, time.monotonic() - t0))
+
     @classmethod
     def setUpClass(cls):
+        t0 = time.monotonic()
+        try:
+            cls._start_lab()
+        finally:
+            sys.stderr.write("    (%s lab start: %.1f s)\n" % (cls.__name__, time.monotonic() - t0))
+
+    @classmethod
+    def _start_lab(cls):
         # GC_IT_PORT_OFFSET moves every lab port (two suites at once on one machine)
         cls.port = cls.port + int(os.environ.get("GC_IT_PORT_OFFSET", "0"))
         cls.lab = tempfile.mkdtemp(prefix="gc-it-")

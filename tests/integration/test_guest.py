@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import time
 import unittest
+import xml.etree.ElementTree as ET
 
 import yaml
 
@@ -38,6 +39,22 @@ class GuestLab(LabCase):
             cls.doc = yaml.safe_load(f)
         cls.gport = cls.port + 10000
         cls.gaddr = {v["name"]: v["guest"]["address"] for v in cls.doc["vms"]}
+
+    @classmethod
+    def tearDownClass(cls):
+        lab = cls.lab
+        super().tearDownClass()
+        left = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if "qemu-system" in cmd and lab in cmd:
+                left.append(int(pid))
+                os.kill(int(pid), 9)
+        assert not left, "lab.sh stop left QEMU running: %s" % left
 
     def setUp(self):
         # One cluster for the whole class: the first test applies it and the
@@ -506,8 +523,12 @@ echo "not found (apt-get: $a)"
 
     def test_9_guest_that_does_not_come_back_fails_alone(self):
         vm = "worker-01"
-        self.ssh(vm, "sudo -n DEBIAN_FRONTEND=noninteractive apt-get -q -y remove nvidia-driver "
-                     ">/dev/null")
+        # the driver's modules unloaded by hand: the installed driver is not
+        # the one running, so the guest owes the reboot a driver install
+        # ends with (the same reboot, without a reinstall's minutes of TCG)
+        self.ssh(vm, "sudo -n rmmod nvidia_peermem nvidia")
+        plan = self.gc("plan", "--only", "guest", check=2).stdout
+        self.assertIn("the installed NVIDIA driver is not loaded", plan)
         before = self.boot_id(vm)
         p = subprocess.Popen([BIN, "apply", "--only", "guest", "--yes", "-v",
                               "--reboot-timeout", "40", "--state-dir", self.state_dir,
@@ -535,7 +556,86 @@ echo "not found (apt-get: $a)"
                       "cannot connect: Connection refused)" % self.gport, err)
         self.assertRegex(out, r"worker-01 +guest +\d+ done, 1 failed, \d+ skipped")
         self.assert_guest_converged("worker-02")  # untouched by worker-01's failure
-        self.run_lab("guest-reset", vm)
+        out = self.run_lab("guest-reset", vm)
+        self.assertIn("lab: guest %s answers SSH" % vm, out)
+
+    # ---------------------------------------------------------------- the lab itself
+    # The lab's own checks, on worker-01 as test_9's guest-reset left it (a
+    # fresh disk) and driven by plain ssh only: the guest is what the spec
+    # says, nothing of the stack is preinstalled, and the stand-ins that
+    # tests 1-9 do not run through the driver (the MLNX_OFED archive and the
+    # .run installer) behave as the real ones, in the formats of
+    # ../shared/REAL-FORMATS.md.  They used to boot a lab of their own
+    # (tests/sim/test_guestlab.py): two more guests, each install again.
+
+    def test_9a_lab_a_reset_guest_is_a_fresh_disk_of_the_spec(self):
+        vm = "worker-01"
+        self.assertRegex(self.run_lab("status"), r"lab: guest %s running \(pid \d+, ssh %s:%d\)"
+                         % (vm, self.gaddr[vm].replace(".", r"\."), self.gport))
+        self.assertEqual(self.ssh(vm, "hostname").strip(), vm)
+        self.assertIn("VERSION_CODENAME=bookworm\n", self.ssh(vm, "cat /etc/os-release"))
+        self.assertIn('"product": "Tesla V100-PCIE-32GB"', self.ssh(vm, "cat /etc/gc-lab/gpu.json"))
+        # nothing of what the driver installs is there; the only APT source is the lab's
+        self.assertEqual(self.ssh(vm, "dpkg-query -W -f='${db:Status-Abbrev}\\n' rdma-core "
+                                      "nvidia-driver chrony 2>/dev/null || true"), "")
+        self.assertEqual(self.ssh(vm, "cat /etc/apt/sources.list.d/*.list").strip(),
+                         "deb [trusted=yes] file:/srv/gc-lab-repo ./")
+        self.assertEqual(self.ssh(vm, "nvidia-smi >/dev/null 2>&1; echo $?").strip(), "127")
+        with open(os.path.join(self.lab, "known_hosts"), encoding="utf-8") as f:
+            self.assertIn("[%s]:%d ssh-ed25519 " % (self.gaddr[vm], self.gport), f.read())
+
+    def scp(self, vm, path):
+        subprocess.run(["scp", "-q", "-o", "BatchMode=yes", "-o",
+                        "UserKnownHostsFile=" + os.path.join(self.lab, "known_hosts"),
+                        "-i", os.path.join(self.lab, "guest_key"), "-P", str(self.gport),
+                        path, "gclab@%s:/tmp/" % self.gaddr[vm]], check=True, timeout=120)
+
+    def test_9b_lab_ofed_archive_and_run_installer(self):
+        vm = "worker-01"
+        ofed = "MLNX_OFED_LINUX-23.10-1.1.9.0-debian12.1-x86_64.tgz"
+        run = "NVIDIA-Linux-x86_64-535.183.01-grid.run"
+        # the MLNX_OFED archive, unpacked and run the way the guest driver runs it
+        self.scp(vm, os.path.join(self.lab, ofed))
+        self.assertEqual(self.ssh(vm, "ofed_info -s >/dev/null 2>&1; echo $?").strip(), "127")
+        out = self.ssh(vm, "cd /tmp && rm -rf ofed && mkdir ofed && tar -xzf %s -C ofed && "
+                           "cd ofed/* && sudo -n ./mlnxofedinstall --force --without-fw-update"
+                       % ofed, timeout=900)
+        self.assertIn("Installation passed successfully", out)
+        self.assertEqual(self.ssh(vm, "ofed_info -s"), "MLNX_OFED_LINUX-23.10-1.1.9.0:\n")
+        self.assertRegex(self.ssh(vm, "ibv_devices"), r"\n\s+mlx5_0\s+[0-9a-f]{16}\n")
+        self.assertEqual(self.ssh(vm, "dpkg-query -W -f='${db:Status-Abbrev}' perftest"), "ii ")
+        # the .run installer: NVIDIA's option errors, then a silent install
+        self.scp(vm, os.path.join(self.lab, run))
+        r = subprocess.run(["ssh", "-p", str(self.gport), "-i", os.path.join(self.lab, "guest_key"),
+                            "-o", "UserKnownHostsFile=" + os.path.join(self.lab, "known_hosts"),
+                            "-o", "BatchMode=yes", "gclab@" + self.gaddr[vm],
+                            "sudo -n sh /tmp/%s --no-such-flag" % run],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("Unrecognized option: '--no-such-flag'", r.stderr)
+        self.ssh(vm, "sudo -n sh /tmp/%s --silent --no-questions" % run, timeout=600)
+        # installed, not loaded: nvidia-smi says what the real one says
+        self.assertEqual(self.ssh(vm, "nvidia-smi; echo rc=$?"),
+                         "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+                         "driver. Make sure that the latest NVIDIA driver is installed and running."
+                         "\n\nrc=9\n")
+        self.ssh(vm, "sudo -n modprobe nvidia_peermem")
+        mods = self.ssh(vm, "lsmod")
+        self.assertRegex(mods, r"\nnvidia_peermem\s")
+        self.assertRegex(mods, r"\nnvidia\s+\d+\s+1 nvidia_peermem")
+        x = ET.fromstring(self.ssh(vm, "nvidia-smi -q -x").split("\n", 2)[2])
+        self.assertEqual(x.tag, "nvidia_smi_log")
+        self.assertEqual((x.findtext("driver_version"), x.findtext("attached_gpus")),
+                         ("535.183.01", "1"))
+        gpu = x.find("gpu")
+        self.assertEqual((gpu.findtext("product_name"),
+                          gpu.findtext("gpu_virtualization_mode/virtualization_mode"),
+                          gpu.findtext("fb_memory_usage/total")),
+                         ("Tesla V100-PCIE-32GB", "Pass-Through", "32768 MiB"))
+        self.assertEqual(self.ssh(vm, "nvidia-smi --query-gpu=name,memory.total,driver_version "
+                                      "--format=csv,noheader"),
+                         "Tesla V100-PCIE-32GB, 32768 MiB, 535.183.01\n")
+        self.assertIn("nvidia-smi -q -x", self.ssh(vm, "cat /var/log/gc-lab/calls.log"))
 
 
 if __name__ == "__main__":

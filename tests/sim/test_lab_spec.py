@@ -4,6 +4,7 @@ every subcommand, and `rewrite` says so (issue 17: the lab accepted such a
 spec and then printed 24 retry lines)."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,6 +15,9 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 TOOL = os.path.join(HERE, "lab_spec.py")
+SPEC = os.path.join(ROOT, "tests", "data", "spec", "guestlab.yaml")
+RUNFILE = "NVIDIA-Linux-x86_64-535.183.01-grid.run"
+OFED = "MLNX_OFED_LINUX-23.10-1.1.9.0-debian12.1-x86_64.tgz"
 
 
 def run(*args):
@@ -69,6 +73,77 @@ class DnsNames(unittest.TestCase):
             text = f.read()
         for name in ("esx01.lab.example", "worker-02.lab.example", "10.20.0.5"):
             self.assertNotIn(name, text)
+
+
+
+class LabSpecGuests(unittest.TestCase):
+    """lab_spec.py's guest side, without VMs: what `guests` gives the lab and
+    what `rewrite` changes in a spec (only how guests are reached)."""
+
+    def setUp(self):
+        sys.path.insert(0, HERE)
+        import lab_spec
+        self.ls = lab_spec
+        with open(SPEC, encoding="utf-8") as f:
+            self.spec = yaml.safe_load(f)
+        self.lab = tempfile.mkdtemp(prefix="gc-labspec-")
+        with open(os.path.join(self.lab, "port"), "w", encoding="utf-8") as f:
+            f.write("2222\n")
+        with open(os.path.join(self.lab, "user"), "w", encoding="utf-8") as f:
+            f.write("gclab\n")
+
+    def tearDown(self):
+        shutil.rmtree(self.lab, ignore_errors=True)
+
+    def test_guests(self):
+        g = self.ls.guests(self.spec)
+        self.assertEqual([(x["name"], x["address"], x["index"], x["rdma_interface"], x["rdma_device"]) for x in g],
+                         [("gpu-01", "127.0.0.51", 1, "ens224", "mlx5_0"),
+                          ("gpu-02", "127.0.0.52", 2, "ens224", "mlx5_0")])
+        self.assertEqual([x["name"] for x in self.ls.guests(self.spec, 1)], ["gpu-01"])
+        gpu = g[0]["gpus"][0]
+        self.assertEqual((gpu["product"], gpu["memory_mib"], gpu["mode"]),
+                         ("Tesla V100-PCIE-32GB", 32768, "Pass-Through"))
+        vm = dict(self.spec["vms"][0], gpus=[{"vgpu": "grid_t4-16c"}])
+        v = self.ls.guest_gpus(self.spec, vm, 1)[0]
+        self.assertEqual((v["product"], v["memory_mib"], v["mode"], v["licence_product"]),
+                         ("GRID T4-16C", 16384, "VGPU", "NVIDIA Virtual Compute Server"))
+        bad = dict(self.spec)
+        bad["vms"] = [dict(self.spec["vms"][0], name="../x")]
+        with self.assertRaisesRegex(ValueError, "not a plain name"):
+            self.ls.guests(bad)
+
+    def test_rewrite_only_reach(self):
+        g = self.spec["vms"][1]["guest"]
+        g["driver"] = {"source": "runfile", "runfile": "/srv/NVIDIA-Linux-x86_64-535.183.01-grid.run"}
+        g["license"] = {"token_file": "/etc/tok", "feature_type": 4}
+        g["ssh"] = {"connect_timeout_s": 7}
+        g["rdma_stack"] = {"source": "ofed", "installer": "/srv/MLNX_OFED_LINUX-5.8-1.1.2.1-ubuntu22.04-x86_64.tgz"}
+        # a credential shared with a host: the guests get a copy
+        g["credentials"] = "esxi-root"
+        out = self.ls.rewrite(self.spec, self.lab)
+        g0, g1 = out["vms"][0]["guest"], out["vms"][1]["guest"]
+        for x in (g0, g1):
+            self.assertEqual(x["ssh"]["port"], 12222)
+            self.assertEqual(x["ssh"]["known_hosts"], os.path.join(self.lab, "known_hosts"))
+            self.assertEqual(x["os"], "debian")
+        self.assertEqual(g1["ssh"]["connect_timeout_s"], 7)
+        self.assertEqual(g1["credentials"], "esxi-root-lab")
+        creds = {c["name"]: c for c in out["credentials"]}
+        self.assertEqual(creds["esxi-root-lab"], {"name": "esxi-root-lab", "username": "gclab",
+                                                  "key_file": os.path.join(self.lab, "guest_key")})
+        self.assertEqual(creds["guest-user"]["username"], "gclab")
+        self.assertEqual(creds["esxi-root"]["username"], "gclab")  # the host's lab user, by rewrite()
+        self.assertIn("password_file", creds["esxi-root"])
+        self.assertEqual(g1["driver"], {"source": "runfile",
+                                        "runfile": os.path.join(self.lab, RUNFILE)})
+        self.assertEqual(g1["license"], {"token_file": os.path.join(self.lab, "client_configuration_token.tok"),
+                                         "feature_type": 4})
+        self.assertEqual(g1["rdma_stack"], {"source": "ofed", "installer": os.path.join(self.lab, OFED)})
+        # desired state untouched
+        self.assertEqual(g0["rdma_interface"], {"name": "ens224", "address": "198.18.0.51/24", "mtu": 4200})
+        self.assertEqual(g0["roce_qos"]["tos"], 106)
+        self.assertEqual(g0["address"], "127.0.0.51")
 
 
 if __name__ == "__main__":
