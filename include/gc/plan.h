@@ -181,7 +181,9 @@ bool gc_plan_empty(const struct gc_plan *p);
  * `TRUE`, `true` and `True` alike, so a VM set `TRUE` by hand, as the
  * reference guides write it, is not drift; and an esxi.nic_firmware's
  * number (num_of_vfs), which is a minimum: the firmware offering more VFs
- * than the port's max_vfs is no change.  observed may be NULL (absent).
+ * than the port's max_vfs is no change; and a dvs's values, which are
+ * sets (uplink.<host> = "vmnic4,vmnic5", any order: gc_set_same).
+ * observed may be NULL (absent).
  */
 bool gc_plan_value_same(const struct gc_resource *r, const char *observed, const char *desired);
 /* The desired value of r's property i: the graph's, or, where that is

@@ -60,6 +60,20 @@ size_t gc_edit_distance(const char *a, const char *b, size_t cap);
 /* The candidate closest to word within distance max(2, len/3), or NULL. */
 const char *gc_did_you_mean(const char *word, const char *const *candidates, size_t n);
 
+/*
+ * Sets of names held as one value (a host's uplink pNICs: "vmnic4,vmnic5").
+ * gc_strnatcmp() is strcmp() but a run of digits compares by its number
+ * (vmnic2 before vmnic10).  gc_set_sort() sorts items that way in place,
+ * drops repeats and returns how many are left.  gc_buf_put_set() appends
+ * a sorted copy of items, without repeats, joined by ','.  gc_set_same()
+ * says whether two such values hold the same names in any order (items
+ * split at ',', blanks around them and empty items ignored).
+ */
+int gc_strnatcmp(const char *a, const char *b);
+size_t gc_set_sort(const char **items, size_t n);
+void gc_buf_put_set(struct gc_buf *b, const char *const *items, size_t n);
+bool gc_set_same(const char *a, const char *b);
+
 /* Read a whole file (capped at max bytes). *out is NUL-terminated; caller frees. */
 int gc_read_file(char **out, size_t *len, const char *path, size_t max, struct gc_error *err);
 

@@ -479,9 +479,10 @@ int gc_vcenter_query_pci(struct gc_vcenter_pci_target **out, size_t *nout,
 /* ---------------------------------------------------------------- distributed switches (dvs.c) */
 
 struct gc_vcenter_dvs_uplink {
-	const char *host; /* host moref */
-	const char *pnic; /* "vmnic5" */
-	bool edit;        /* a member already: its uplink becomes pnic ("edit") */
+	const char *host;         /* host moref */
+	const char *const *pnics; /* "vmnic4", "vmnic5": every uplink of the host's proxy switch */
+	size_t npnics;
+	bool edit;                /* a member already: its uplinks become pnics ("edit") */
 };
 
 /*

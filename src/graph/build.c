@@ -276,6 +276,37 @@ static void build_vmknics(struct ctx *c, const struct gc_dvswitch *d, const stru
 	}
 }
 
+/* The uplink pNICs of the host of d->uplinks[first] (its first uplink),
+ * as one set: "uplink.<host>" = "vmnic4,vmnic5", sorted (the driver's
+ * observation gives vCenter's list the same form; gc_plan_value_same
+ * compares them as sets). */
+static void set_uplinks(struct ctx *c, struct gc_resource *r, const struct gc_dvswitch *d,
+			size_t first)
+{
+	const char *host = d->uplinks[first].host_name;
+	const char **nics = gc_xcalloc(d->nuplinks, sizeof(*nics));
+	struct gc_buf b = GC_BUF_INIT;
+	size_t n = 0;
+
+	for (size_t i = first; i < d->nuplinks; i++)
+		if (d->uplinks[i].nic != NULL && strcmp(d->uplinks[i].host_name, host) == 0)
+			nics[n++] = d->uplinks[i].nic;
+	gc_buf_put_set(&b, nics, n);
+	gc_resource_set(c->g, r, gc_arena_printf(&c->g->arena, "uplink.%s", host), gc_buf_str(&b));
+	gc_buf_free(&b);
+	free(nics);
+}
+
+/* Whether d->uplinks[i] names a host an earlier uplink named. */
+static bool host_seen(const struct gc_dvswitch *d, size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (d->uplinks[j].host_name != NULL &&
+		    strcmp(d->uplinks[j].host_name, d->uplinks[i].host_name) == 0)
+			return true;
+	return false;
+}
+
 static void build_dvs(struct ctx *c, const struct gc_dvswitch *d)
 {
 	struct gc_resource *r, *pg;
@@ -283,9 +314,10 @@ static void build_dvs(struct ctx *c, const struct gc_dvswitch *d)
 	r = add(c, GC_RES_DVS, c->vcenter, NULL, NULL, 0, &d->mark, "dvs/%s", d->name);
 	setu(c, r, "mtu", d->mtu);
 	for (size_t i = 0; i < d->nuplinks; i++) {
+		if (d->uplinks[i].host_name == NULL || host_seen(d, i))
+			continue;
 		if (r != NULL)
-			set(c, r, gc_arena_printf(&c->g->arena, "uplink.%s", d->uplinks[i].host_name),
-			    d->uplinks[i].nic);
+			set_uplinks(c, r, d, i);
 		/* the PVRDMA vmknic lives on this switch */
 		edge(c, r, find(c, "%s/esxi.advanced/Net.PVRDMAVmknic", d->uplinks[i].host_name));
 	}
@@ -301,7 +333,7 @@ static void build_dvs(struct ctx *c, const struct gc_dvswitch *d)
 		edge(c, r, pg);
 	}
 	for (size_t i = 0; i < d->nuplinks; i++)
-		if (d->uplinks[i].host != NULL)
+		if (d->uplinks[i].host != NULL && !host_seen(d, i))
 			build_vmknics(c, d, d->uplinks[i].host);
 }
 

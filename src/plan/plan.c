@@ -186,6 +186,11 @@ bool gc_plan_value_same(const struct gc_resource *r, const char *observed, const
 	 * max_vfs, so a larger firmware value is no change (issue 14, item 14) */
 	if (r->kind == GC_RES_ESXI_NIC_FIRMWARE && digits(observed) && digits(desired))
 		return strtoul(observed, NULL, 10) >= strtoul(desired, NULL, 10);
+	/* A switch's values are sets: uplink.<host> lists every pNIC of the
+	 * host's proxy switch ("vmnic4,vmnic5"), in any order (its mtu is a
+	 * set of one number) */
+	if (r->kind == GC_RES_DVS)
+		return gc_set_same(observed, desired);
 	return r->kind == GC_RES_VM_EXTRA_CONFIG && vmx_bool(desired) &&
 	       strcasecmp(observed, desired) == 0;
 }

@@ -1,7 +1,8 @@
 /*
  * util.c - allocation that aborts on OOM, growable buffers, edit distance,
- * whole-file reads and the monotonic clock.
+ * sets of names as one value, whole-file reads and the monotonic clock.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -285,6 +286,117 @@ const char *gc_did_you_mean(const char *word, const char *const *candidates, siz
 	}
 	return best;
 }
+
+/* ---------------------------------------------------------------- sets of names */
+
+int gc_strnatcmp(const char *a, const char *b)
+{
+	while (*a != '\0' && *b != '\0') {
+		if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+			size_t na, nb;
+			int c;
+
+			while (*a == '0' && isdigit((unsigned char)a[1]))
+				a++;
+			while (*b == '0' && isdigit((unsigned char)b[1]))
+				b++;
+			na = strspn(a, "0123456789");
+			nb = strspn(b, "0123456789");
+			if (na != nb)
+				return na < nb ? -1 : 1;
+			if ((c = strncmp(a, b, na)) != 0)
+				return c;
+			a += na;
+			b += nb;
+			continue;
+		}
+		if (*a != *b)
+			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+		a++;
+		b++;
+	}
+	return *a == *b ? 0 : *a == '\0' ? -1 : 1;
+}
+
+static int natcmp_items(const void *x, const void *y)
+{
+	const char *a = *(const char *const *)x, *b = *(const char *const *)y;
+	int c = gc_strnatcmp(a, b);
+
+	return c != 0 ? c : strcmp(a, b); /* vmnic01 and vmnic1: still an order */
+}
+
+size_t gc_set_sort(const char **items, size_t n)
+{
+	size_t k = 0;
+
+	if (n == 0)
+		return 0;
+	qsort(items, n, sizeof(*items), natcmp_items);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(items[i], items[k]) != 0)
+			items[++k] = items[i];
+	return k + 1;
+}
+
+void gc_buf_put_set(struct gc_buf *b, const char *const *items, size_t n)
+{
+	const char **v = gc_xcalloc(n, sizeof(*v));
+
+	memcpy(v, items, n * sizeof(*v));
+	n = gc_set_sort(v, n);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			gc_buf_putc(b, ',');
+		gc_buf_puts(b, v[i]);
+	}
+	free(v);
+}
+
+/* s split at ',' into its sorted set, joined again into out. */
+static void canonical_set(struct gc_buf *out, const char *s)
+{
+	char *copy = gc_xstrdup(s), *p = copy;
+	size_t n = 1, k = 0;
+	const char **items;
+
+	for (const char *q = s; *q != '\0'; q++)
+		n += *q == ',';
+	items = gc_xcalloc(n, sizeof(*items));
+	while (p != NULL) {
+		char *next = strchr(p, ','), *end;
+
+		if (next != NULL)
+			*next++ = '\0';
+		p += strspn(p, " \t");
+		end = p + strlen(p);
+		while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+			*--end = '\0';
+		if (*p != '\0')
+			items[k++] = p;
+		p = next;
+	}
+	gc_buf_put_set(out, items, k);
+	free(items);
+	free(copy);
+}
+
+bool gc_set_same(const char *a, const char *b)
+{
+	struct gc_buf x = GC_BUF_INIT, y = GC_BUF_INIT;
+	bool same;
+
+	if (a == NULL || b == NULL)
+		return a == b;
+	canonical_set(&x, a);
+	canonical_set(&y, b);
+	same = strcmp(gc_buf_str(&x), gc_buf_str(&y)) == 0;
+	gc_buf_free(&x);
+	gc_buf_free(&y);
+	return same;
+}
+
+/* ---------------------------------------------------------------- files */
 
 int gc_read_file(char **out, size_t *len, const char *path, size_t max, struct gc_error *err)
 {

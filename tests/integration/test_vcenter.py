@@ -468,6 +468,66 @@ class ApplyVmsVgpu(VcenterLab):
         self.assertEqual(members, {"esx%02d" % i: ["vmnic5"] for i in range(1, 5)})
         self.reapply_changes_nothing()
 
+    def dvs_members(self, name):
+        """{host: [pnic, ...]} of a switch's config.host, as vCenter lists them."""
+        return {m["host"]: m["pnics"] for m in json.loads(self.vc("dvs", name).stdout)["config_hosts"]}
+
+    def dvs_calls(self):
+        """The CreateDVS_Task and ReconfigureDvs_Task bodies vcsim received, in order."""
+        path = os.path.join(self.lab, "vcsim", "dvs-calls.log")
+        if not os.path.exists(path):
+            return []
+        with open(path, encoding="utf-8") as f:
+            return f.read().splitlines()
+
+    def test_a_host_with_two_uplinks_gets_both_and_then_nothing_changes(self):
+        # esx01 gives the switch a second pNIC, listed after its first
+        def edit(d):
+            d["distributed_switches"][0]["uplinks"].append({"host": "esx01", "nic": "vmnic4"})
+        spec = self.spec_variant(edit)
+        r = self.plan(spec=spec, check=2)
+        self.assertIn("        uplink.esx01: (none) → vmnic4,vmnic5\n", r.stdout)
+        self.assertIn("        uplink.esx02: (none) → vmnic5\n", r.stdout)
+        calls = len(self.dvs_calls())
+        self.apply(spec=spec)
+        want = {"esx01": ["vmnic4", "vmnic5"], "esx02": ["vmnic5"], "esx03": ["vmnic5"],
+                "esx04": ["vmnic5"]}
+        self.assertEqual(self.dvs_members("dvs-rdma"), want)
+        # one member entry a host, both pNICs in esx01's one backing
+        sent = [c for c in self.dvs_calls()[calls:] if c.startswith("<ReconfigureDvs_Task")]
+        self.assertEqual(len(sent), 1, sent)
+        esx01 = json.loads(self.vc("host", "esx01").stdout)["moref"]
+        self.assertEqual(sent[0].count("<host><operation>add</operation>"), 4, sent[0])
+        self.assertIn('<host><operation>add</operation><host type="HostSystem">%s</host>'
+                      '<backing xsi:type="DistributedVirtualSwitchHostMemberPnicBacking">'
+                      '<pnicSpec><pnicDevice>vmnic4</pnicDevice></pnicSpec>'
+                      '<pnicSpec><pnicDevice>vmnic5</pnicDevice></pnicSpec></backing></host>'
+                      % esx01, sent[0])
+        self.reapply_changes_nothing(spec=spec)
+
+        # an operator leaves esx01 one uplink: the plan shows the list, and
+        # the edit sends both
+        self.vc("dvs-uplink", "dvs-rdma", "esx01", "vmnic5")
+        self.assertEqual(self.dvs_members("dvs-rdma")["esx01"], ["vmnic5"])
+        r = self.plan(spec=spec, check=2)
+        self.assertEqual(self.vcenter_steps(r.stdout), ["~ dvs/dvs-rdma"], r.stdout)
+        self.assertIn("    ~ dvs/dvs-rdma\n        uplink.esx01: vmnic5 → vmnic4,vmnic5\n", r.stdout)
+        self.assertIn("Plan: 0 to add, 1 to change, 0 to destroy", r.stdout)
+        dvs = json.loads(self.vc("dvs", "dvs-rdma").stdout)
+        calls = len(self.dvs_calls())
+        self.apply(spec=spec)
+        self.assertEqual(self.dvs_calls()[calls:], [
+            '<ReconfigureDvs_Task xmlns="urn:vim25">'
+            '<_this type="VmwareDistributedVirtualSwitch">%s</_this>'
+            '<spec xsi:type="VMwareDVSConfigSpec"><configVersion>%s</configVersion>'
+            '<host><operation>edit</operation><host type="HostSystem">%s</host>'
+            '<backing xsi:type="DistributedVirtualSwitchHostMemberPnicBacking">'
+            '<pnicSpec><pnicDevice>vmnic4</pnicDevice></pnicSpec>'
+            '<pnicSpec><pnicDevice>vmnic5</pnicDevice></pnicSpec></backing></host>'
+            '</spec></ReconfigureDvs_Task>' % (dvs["moref"], dvs["config_version"], esx01)])
+        self.assertEqual(self.dvs_members("dvs-rdma"), want)
+        self.reapply_changes_nothing(spec=spec)
+
 
 class ApplyPvrdmaVmknic(VcenterLab):
     """Issue 14, item 12: the PVRDMA vmknic created through vCenter on the

@@ -23,7 +23,9 @@
 # Faults: vcsim reads $lab/faults.json at every request (format in
 # tests/sim/vcsim/faults.go); tests write and remove it while vcsim runs.
 # Host configuration calls (UpdatePassthruConfig, UpdateDateTimeConfig, the
-# service calls) are appended as received to $lab/host-calls.log.
+# service calls) are appended as received to $lab/host-calls.log, the
+# distributed switch calls (CreateDVS_Task, ReconfigureDvs_Task) to
+# $lab/dvs-calls.log.
 # Secrets live in files under the lab dir and are never printed.
 set -euo pipefail
 
@@ -129,6 +131,7 @@ start() {
 	[ -n "$inv" ] && set -- "$@" -inventory "$inv"
 	set -- "$@" -faults "$lab/faults.json" # read at every request; absent = no faults
 	set -- "$@" -host-calls "$lab/host-calls.log" # host configuration SOAP bodies as received
+	set -- "$@" -dvs-calls "$lab/dvs-calls.log"   # CreateDVS_Task, ReconfigureDvs_Task bodies
 	case $vms in '' | *[!0-9]*) [ -z "$vms" ] || die "bad --vms '$vms'" ;; *) set -- "$@" -vm "$vms" ;; esac
 	setsid "$bindir/vcsim" "$@" >"$lab/vcsim.out" 2>"$lab/vcsim.log" </dev/null &
 	echo $! >"$lab/vcsim.pid"

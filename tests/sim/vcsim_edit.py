@@ -16,7 +16,7 @@
                                           NTP servers and the ntpd service
     vcsim_edit.py ... config-target HOST  QueryConfigTarget of the host's cluster for that host
     vcsim_edit.py ... dvs NAME            a distributed switch: maxMtu, host members, port groups
-    vcsim_edit.py ... dvs-uplink NAME HOST PNIC   give member HOST another uplink (operation edit)
+    vcsim_edit.py ... dvs-uplink NAME HOST PNIC...  give member HOST these uplinks (operation edit)
     vcsim_edit.py ... inventory           names of datacenters, clusters, hosts, VMs, ...
     vcsim_edit.py ... option KEY          a vCenter advanced setting (QueryOptions): key, value, type
     vcsim_edit.py ... set-option KEY VALUE TYPE   UpdateOptions, the value typed xsd:TYPE
@@ -525,8 +525,8 @@ def show_events(c, types):
 
 # ---------------------------------------------------------------- edits
 
-def set_uplink(c, dvs_name, host_name, pnic):
-    """ReconfigureDvs_Task: member host_name's uplink becomes pnic."""
+def set_uplink(c, dvs_name, host_name, pnics):
+    """ReconfigureDvs_Task: member host_name's uplinks become pnics, in that order."""
     found = [(ref, t) for ref, v, t in c.all_typed("DistributedVirtualSwitch") if v["name"].text == dvs_name]
     if not found:
         raise Fault("NotFound", "no distributed switch named '%s'" % dvs_name)
@@ -536,9 +536,10 @@ def set_uplink(c, dvs_name, host_name, pnic):
     c.task("ReconfigureDvs_Task", kind, ref,
            '<spec xsi:type="VMwareDVSConfigSpec"><configVersion>%s</configVersion>'
            '<host><operation>edit</operation><host type="HostSystem">%s</host>'
-           '<backing xsi:type="DistributedVirtualSwitchHostMemberPnicBacking"><pnicSpec>'
-           '<pnicDevice>%s</pnicDevice></pnicSpec></backing></host></spec>'
-           % (escape(version or ""), escape(host), escape(pnic)))
+           '<backing xsi:type="DistributedVirtualSwitchHostMemberPnicBacking">%s'
+           '</backing></host></spec>'
+           % (escape(version or ""), escape(host),
+              "".join("<pnicSpec><pnicDevice>%s</pnicDevice></pnicSpec>" % escape(p) for p in pnics)))
 
 
 def edit(c, vm_name, verb, args):
@@ -631,8 +632,8 @@ def main(argv):
             out = config_target(c, w[1])
         elif w[0] == "dvs" and len(w) == 2:
             out = show_dvs(c, w[1])
-        elif w[0] == "dvs-uplink" and len(w) == 4:
-            set_uplink(c, w[1], w[2], w[3])
+        elif w[0] == "dvs-uplink" and len(w) >= 4:
+            set_uplink(c, w[1], w[2], w[3:])
             out = None
         elif w[0] == "inventory" and len(w) == 1:
             out = show_inventory(c)

@@ -584,6 +584,69 @@ static int migrate(struct vc_conn *c, struct gc_drv_ctx *ctx, const char *name, 
 
 /* ---------------------------------------------------------------- switches */
 
+/* The member entry of host moref in d, or NULL. */
+static const struct gc_vcenter_dvs_member *dvs_member(const struct gc_vcenter_dvs *d,
+						     const char *host)
+{
+	for (size_t j = 0; j < d->nmembers; j++)
+		if (strcmp(d->members[j].host, host) == 0)
+			return &d->members[j];
+	return NULL;
+}
+
+/*
+ * One entry of up[] per spec host of sw whose proxy switch lacks the
+ * spec's pNICs: all of that host's uplinks, sorted, in pn[] (room for
+ * sw->nuplinks).  A member whose pNICs are not the spec's set gets the
+ * whole set ("edit": the backing replaces the old one); a host that is no
+ * member is added with it.
+ */
+static int dvs_uplinks(struct gc_vcenter_dvs_uplink *up, size_t *nup, const char **pn,
+		       struct vc_conn *c, const struct gc_vcenter_inventory *inv,
+		       const struct gc_vcenter_dvs *d, const struct gc_dvswitch *sw,
+		       struct gc_error *err)
+{
+	size_t used = 0;
+
+	*nup = 0;
+	for (size_t i = 0; i < sw->nuplinks; i++) {
+		const struct gc_vcenter_host *vh = gc_vcdrv_host(inv, sw->uplinks[i].host);
+		const struct gc_vcenter_dvs_member *m;
+		const char **mine = pn + used;
+		struct gc_buf want = GC_BUF_INIT, have = GC_BUF_INIT;
+		bool seen = false, same;
+		size_t n = 0;
+
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = sw->uplinks[j].host == sw->uplinks[i].host;
+		if (seen)
+			continue;
+		if (vh == NULL)
+			return gc_error_set(err, GC_EREMOTE, "%s: no host '%s' for the uplink of '%s'",
+					    gc_vcenter_target(c->vc), sw->uplinks[i].host_name, sw->name);
+		for (size_t j = i; j < sw->nuplinks; j++)
+			if (sw->uplinks[j].host == sw->uplinks[i].host && sw->uplinks[j].nic != NULL)
+				mine[n++] = sw->uplinks[j].nic;
+		n = gc_set_sort(mine, n);
+		used += n;
+		m = dvs_member(d, vh->moref);
+		gc_buf_put_set(&want, mine, n);
+		if (m != NULL)
+			gc_buf_put_set(&have, m->pnics, m->npnics);
+		same = m != NULL && strcmp(gc_buf_str(&want), gc_buf_str(&have)) == 0;
+		gc_buf_free(&want);
+		gc_buf_free(&have);
+		if (same)
+			continue;
+		up[*nup].host = vh->moref;
+		up[*nup].pnics = mine;
+		up[*nup].npnics = n;
+		up[*nup].edit = m != NULL;
+		(*nup)++;
+	}
+	return 0;
+}
+
 static int dvs_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_action *a,
 		     struct gc_error *err)
 {
@@ -591,7 +654,8 @@ static int dvs_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_
 	const struct gc_dvswitch *sw = gc_cluster_dvswitch(c->c, r->id + strlen("dvs/"));
 	const struct gc_vcenter_inventory *inv = gc_vcdrv_snapshot(c);
 	const struct gc_vcenter_dvs *d;
-	struct gc_vcenter_dvs_uplink up[64];
+	struct gc_vcenter_dvs_uplink *up = NULL;
+	const char **pn = NULL;
 	size_t nup = 0;
 	char moref[128];
 	int rc, mtu = 0;
@@ -619,40 +683,19 @@ static int dvs_apply(struct vc_conn *c, struct gc_drv_ctx *ctx, const struct gc_
 	}
 	if (d->max_mtu != (int)sw->mtu)
 		mtu = (int)sw->mtu;
-	for (size_t i = 0; i < sw->nuplinks && nup < GC_ARRAY_LEN(up); i++) {
-		const struct gc_vcenter_host *vh = gc_vcdrv_host(inv, sw->uplinks[i].host);
-		bool member = false;
-
-		if (vh == NULL)
-			return gc_error_set(err, GC_EREMOTE, "%s: no host '%s' for the uplink of '%s'",
-					    gc_vcenter_target(c->vc), sw->uplinks[i].host_name, sw->name);
-		for (size_t j = 0; j < d->nmembers && !member; j++) {
-			if (strcmp(d->members[j].host, vh->moref) != 0)
-				continue;
-			member = true;
-			if (d->members[j].npnics == 0 ||
-			    strcmp(d->members[j].pnics[0], sw->uplinks[i].nic) != 0) {
-				/* a member with another uplink: the spec's replaces it */
-				up[nup].host = vh->moref;
-				up[nup].pnic = sw->uplinks[i].nic;
-				up[nup].edit = true;
-				nup++;
-			}
-		}
-		if (!member) {
-			up[nup].host = vh->moref;
-			up[nup].pnic = sw->uplinks[i].nic;
-			up[nup].edit = false;
-			nup++;
-		}
-	}
-	if (mtu == 0 && nup == 0)
-		return 0;
+	up = gc_xcalloc(sw->nuplinks, sizeof(*up));
+	pn = gc_xcalloc(sw->nuplinks, sizeof(*pn));
+	rc = dvs_uplinks(up, &nup, pn, c, inv, d, sw, err);
+	if (rc != 0 || (mtu == 0 && nup == 0))
+		goto out;
 	gc_vcdrv_slot_get(c, NULL);
 	gc_drv_count_change(ctx);
 	rc = gc_vcenter_reconfigure_dvs(c->vc, d->moref, d->config_version, mtu, up, nup,
 					TASK_TIMEOUT_MS, err);
 	gc_vcdrv_slot_put(c, NULL);
+out:
+	free(up);
+	free(pn);
 	return rc;
 }
 

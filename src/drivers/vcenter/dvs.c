@@ -10,7 +10,9 @@
  *                         then its own {..., maxMtu, ...}
  *   host[] = DistributedVirtualSwitchHostMemberConfigSpec{operation, host,
  *            backing xsi:type=DistributedVirtualSwitchHostMemberPnicBacking
- *            {pnicSpec[]{pnicDevice}}}
+ *            {pnicSpec[]{pnicDevice}}}: one per host, with every pNIC of
+ *            its proxy switch (the backing is "a set of physical NICs to
+ *            use for a proxy switch", vSphere API reference)
  *   AddDVPortgroup_Task(spec[]: DVPortgroupConfigSpec{configVersion, name,
  *            numPorts, portNameFormat, defaultPortConfig, description, type})
  *   defaultPortConfig xsi:type=VMwareDVSPortSetting{vlan
@@ -102,9 +104,9 @@ void gc_vcenter_reconfigure_dvs_body(struct gc_vcenter_soap *s, const char *dvs,
 		gc_vcenter_soap_elem(s, "operation", add[i].edit ? "edit" : "add");
 		gc_vcenter_soap_moref(s, "host", "HostSystem", add[i].host);
 		gc_vcenter_soap_open(s, "backing", "DistributedVirtualSwitchHostMemberPnicBacking");
-		if (add[i].pnic != NULL) {
+		for (size_t j = 0; j < add[i].npnics; j++) {
 			gc_vcenter_soap_open(s, "pnicSpec", NULL);
-			gc_vcenter_soap_elem(s, "pnicDevice", add[i].pnic);
+			gc_vcenter_soap_elem(s, "pnicDevice", add[i].pnics[j]);
 			gc_vcenter_soap_close(s, "pnicSpec");
 		}
 		gc_vcenter_soap_close(s, "backing");
@@ -132,10 +134,13 @@ int gc_vcenter_reconfigure_dvs(struct gc_vcenter_conn *vc, const char *dvs,
 		if (add[i].host == NULL || add[i].host[0] == '\0')
 			return gc_error_set(err, GC_EINVAL, "%s: ReconfigureDvs_Task of %s: "
 					    "member %zu has no host", vc->target, dvs, i);
-		if (add[i].pnic != NULL && !gc_valid_ifname(add[i].pnic))
-			return gc_error_set(err, GC_EINVAL, "%s: ReconfigureDvs_Task of %s: pnic "
-					    "'%s' of %s is not a NIC name (vmnic5)", vc->target,
-					    dvs, add[i].pnic, add[i].host);
+		for (size_t j = 0; j < add[i].npnics; j++)
+			if (add[i].pnics[j] == NULL || !gc_valid_ifname(add[i].pnics[j]))
+				return gc_error_set(err, GC_EINVAL, "%s: ReconfigureDvs_Task of %s: "
+						    "pnic '%s' of %s is not a NIC name (vmnic5)",
+						    vc->target, dvs,
+						    add[i].pnics[j] ? add[i].pnics[j] : "",
+						    add[i].host);
 	}
 	gc_vcenter_reconfigure_dvs_body(&s, dvs, config_version, mtu, add, nadd);
 	return gc_vcenter_run_task(vc, &s, dvs, timeout_ms, NULL, 0, err);

@@ -538,12 +538,16 @@ static void record_dvs(struct rec *x, const struct gc_resource *r)
 		setu(x->obs, r->id, "mtu", d->max_mtu);
 	for (size_t i = 0; i < d->nmembers; i++) {
 		const char *host = gc_vcdrv_host_name(x->inv, x->c, d->members[i].host);
+		struct gc_buf pnics = GC_BUF_INIT;
 		char key[160];
 
 		if (host == NULL || d->members[i].npnics == 0)
 			continue;
+		/* every pNIC of the host's proxy switch, as the graph's set */
+		gc_buf_put_set(&pnics, d->members[i].pnics, d->members[i].npnics);
 		snprintf(key, sizeof(key), "uplink.%s", host);
-		gc_observed_set(x->obs, r->id, key, d->members[i].pnics[0]);
+		gc_observed_set(x->obs, r->id, key, gc_buf_str(&pnics));
+		gc_buf_free(&pnics);
 	}
 }
 

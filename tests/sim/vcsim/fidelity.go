@@ -88,6 +88,7 @@ func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
+	sent := body // as the client sent it, for -host-calls and -dvs-calls
 	body = bytes.Replace(body, []byte(`type="VmwareDistributedVirtualSwitch"`), []byte(`type="DistributedVirtualSwitch"`), -1)
 	body = bytes.Replace(body, []byte(`<type>VmwareDistributedVirtualSwitch</type>`), []byte(`<type>DistributedVirtualSwitch</type>`), -1)
 	r.Body = ioutil.NopCloser(bytes.NewReader(body))
@@ -100,7 +101,7 @@ func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.inner.ServeHTTP(w, r) // vcsim answers with its own fault
 		return
 	}
-	logHostCall(m.Name, body) // -host-calls (hostconfig.go)
+	logHostCall(m.Name, sent) // -host-calls, -dvs-calls (hostconfig.go)
 	handled, rule := h.faults.inject(w, r, h.inner, m, body)
 	if handled {
 		return

@@ -34,7 +34,8 @@
 // With -host-calls FILE every call of these methods is appended to FILE as
 // it arrived, one line each: the method's element of the SOAP body, so a
 // test asserts the exact body a client sent (fidelity.go calls
-// logHostCall before vcsim runs it).
+// logHostCall before vcsim runs it).  -dvs-calls FILE does the same for
+// the distributed switch calls (CreateDVS_Task, ReconfigureDvs_Task).
 package main
 
 import (
@@ -53,16 +54,25 @@ import (
 
 var (
 	hostCallsFile string // -host-calls
+	dvsCallsFile  string // -dvs-calls
 	hostCallsMu   sync.Mutex
 	hostMethods   = map[string]bool{"UpdatePassthruConfig": true, "UpdateDateTimeConfig": true,
 		"UpdateServicePolicy": true, "StartService": true, "RestartService": true,
 		"StopService": true}
+	dvsMethods = map[string]bool{"CreateDVS_Task": true, "ReconfigureDvs_Task": true}
 	soapBodyRe = regexp.MustCompile(`(?s)<(?:[A-Za-z0-9_]+:)?Body[^>]*>(.*)</(?:[A-Za-z0-9_]+:)?Body>`)
 )
 
-// logHostCall appends the method element of a host configuration call to -host-calls.
+// logHostCall appends the method element of a host configuration call to
+// -host-calls, of a distributed switch call to -dvs-calls.
 func logHostCall(method string, body []byte) {
-	if hostCallsFile == "" || !hostMethods[method] {
+	file := ""
+	if hostMethods[method] {
+		file = hostCallsFile
+	} else if dvsMethods[method] {
+		file = dvsCallsFile
+	}
+	if file == "" {
 		return
 	}
 	inner := body
@@ -72,9 +82,9 @@ func logHostCall(method string, body []byte) {
 	inner = bytes.TrimSpace(bytes.ReplaceAll(inner, []byte("\n"), nil))
 	hostCallsMu.Lock()
 	defer hostCallsMu.Unlock()
-	f, err := os.OpenFile(hostCallsFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
-		log.Printf("vcsim: -host-calls: %v", err)
+		log.Printf("vcsim: %s: %v", file, err)
 		return
 	}
 	_, _ = f.Write(append(inner, '\n'))

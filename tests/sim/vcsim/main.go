@@ -134,6 +134,7 @@ func main() {
 	gpus := flag.String("host-gpus", "", "JSON file: passthrough devices and vGPU types per host")
 	faults := flag.String("faults", "", "JSON file of injected faults, read at every request (faults.go)")
 	flag.StringVar(&hostCallsFile, "host-calls", "", "append host configuration calls here (hostconfig.go)")
+	flag.StringVar(&dvsCallsFile, "dvs-calls", "", "append distributed switch calls here (hostconfig.go)")
 	flag.Parse()
 
 	if *cert == "" || *key == "" || *user == "" || *passFile == "" {

@@ -124,6 +124,41 @@ for drift, ex in [("roce-passthrough-drift-pfc", "roce-passthrough"),
     check(f"plan --observed {drift}: exit 2", rc == 2, err)
     golden(f"plan --observed {drift}: text", out, f"tests/data/plan/{drift}.txt")
 
+# a host with two uplinks on one switch: one set, compared as a set
+two = "tests/data/spec/ok/sriov-dvs-and-uplinks.yaml"
+rc, out, err = run("plan", "--offline", two)
+check("plan --offline two uplinks of one host: one line with both",
+      rc == 2 and out.count("uplink.esx01") == 1
+      and "    + dvs/dvs\n        mtu: (none) → 9000\n        uplink.esx01: (none) → vmnic4,vmnic5\n" in out,
+      out + err)
+rc, out, err = run("graph", "--json", two)
+uplinks_graph = json.loads(out)
+for seen, want_rc, want_line in [("vmnic5,vmnic4", 0, None), ("vmnic5", 2, "uplink.esx01: vmnic5 → vmnic4,vmnic5"),
+                                 ("vmnic4,vmnic5,vmnic6", 2, "uplink.esx01: vmnic4,vmnic5,vmnic6 → vmnic4,vmnic5")]:
+    snap = {"version": 1, "resources": {}, "hosts": {}, "vms": {}}
+    for t in uplinks_graph["targets"]:
+        if t["kind"] == "esxi":
+            snap["hosts"][t["name"]] = {"maintenance": False, "reachable": True}
+    for r in uplinks_graph["resources"]:
+        if r["kind"] == "vm.power":
+            continue
+        snap["resources"][r["id"]] = dict(r["properties"])
+        if r["kind"] == "vm":
+            snap["vms"][r["vm"]] = {"power": "on", "host": r["properties"]["host"]}
+    snap["resources"]["dvs/dvs"]["uplink.esx01"] = seen
+    path = "/tmp/gc-cli-test-uplinks-%d.json" % os.getpid()
+    with open(path, "w") as f:
+        json.dump(snap, f)
+    rc, out, err = run("plan", "--observed", path, two)
+    os.unlink(path)
+    if want_line is None:
+        check(f"plan --observed uplinks {seen}: no changes",
+              rc == 0 and out == "No changes. The cluster matches the spec.\n", out + err)
+    else:
+        check(f"plan --observed uplinks {seen}: one switch change, the list",
+              rc == 2 and f"    ~ dvs/dvs\n        {want_line}\n" in out
+              and "Plan: 0 to add, 1 to change, 0 to destroy" in out, out + err)
+
 rc, out, err = run("plan", "--observed", "tests/data/observed/missing.json",
                    "examples/roce-passthrough.yaml")
 check("plan --observed missing file: exit 1", rc == 1 and out == "", err)

@@ -268,6 +268,39 @@ static void test_pvrdma_vmknic_created_before_its_tag(void **state)
 	fx_free(c);
 }
 
+/* A host with two uplinks on one switch: one uplink.<host> holding both,
+ * sorted (vmnic4 before vmnic10), and its vmknic made once. */
+static void test_two_uplinks_of_one_host_are_one_set(void **state)
+{
+	struct gc_cluster *c = fx_cluster(2, 1, FX_VGPU);
+	struct gc_vmknic k = {.name = "vmk1", .portgroup = "rdma-pg", .address = "192.168.10.21/24"};
+	struct gc_dvs_uplink up[3];
+	struct gc_graph *g;
+	const struct gc_resource *r;
+	size_t nkeys = 0;
+
+	up[0] = c->dvswitches[0].uplinks[0]; /* esx01 vmnic4 */
+	up[0].nic = "vmnic10";
+	up[1] = c->dvswitches[0].uplinks[1]; /* esx02 vmnic4 */
+	up[2] = c->dvswitches[0].uplinks[0];
+	c->dvswitches[0].uplinks = up;
+	c->dvswitches[0].nuplinks = 3;
+	k.pg = &c->dvswitches[0].portgroups[0];
+	c->hosts[0].nics[0].vmknic_create = &k;
+	g = build(c);
+	r = get(g, "dvs/rdma-dvs");
+	for (size_t i = 0; i < r->nprops; i++)
+		nkeys += strncmp(r->props[i].key, "uplink.", 7) == 0;
+	assert_int_equal(nkeys, 2);
+	assert_string_equal(gc_resource_prop(r, "uplink.esx01"), "vmnic4,vmnic10");
+	assert_string_equal(gc_resource_prop(r, "uplink.esx02"), "vmnic4");
+	assert_non_null(get(g, "dvs/rdma-dvs/vmknic/esx01/vmk1"));
+	assert_true(has_dep(get(g, "esx01/esxi.advanced/Net.PVRDMAVmknic"), "dvs/rdma-dvs"));
+	(void)state;
+	gc_graph_free(g);
+	fx_free(c);
+}
+
 static void test_vgpu_edges(void **state)
 {
 	struct gc_cluster *c = fx_cluster(2, 1, FX_VGPU);
@@ -452,6 +485,7 @@ int main(void)
 		cmocka_unit_test(test_nmlx5_roce_params),
 		cmocka_unit_test(test_vgpu_edges),
 		cmocka_unit_test(test_pvrdma_vmknic_created_before_its_tag),
+		cmocka_unit_test(test_two_uplinks_of_one_host_are_one_set),
 		cmocka_unit_test(test_duplicate_id),
 		cmocka_unit_test(test_cycle_names_ids),
 		cmocka_unit_test(test_toposort_order),

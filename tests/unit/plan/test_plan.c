@@ -1042,6 +1042,27 @@ static void test_vmx_booleans_any_case(void **state)
 	fx_done(&f);
 }
 
+/* A switch's uplinks are a set: the same pNICs in another order, or
+ * written with blanks, are no change; one more or one less is. */
+static void test_switch_uplinks_compare_as_sets(void **state)
+{
+	struct gc_resource dvs = {.kind = GC_RES_DVS}, other = {.kind = GC_RES_ESXI_ADVANCED};
+
+	(void)state;
+	assert_true(gc_plan_value_same(&dvs, "vmnic4,vmnic5", "vmnic4,vmnic5"));
+	assert_true(gc_plan_value_same(&dvs, "vmnic5,vmnic4", "vmnic4,vmnic5"));
+	assert_true(gc_plan_value_same(&dvs, "vmnic5, vmnic4", "vmnic4,vmnic5"));
+	assert_true(gc_plan_value_same(&dvs, "vmnic4,vmnic4,vmnic5", "vmnic4,vmnic5"));
+	assert_true(gc_plan_value_same(&dvs, "9000", "9000"));
+	assert_false(gc_plan_value_same(&dvs, "vmnic5", "vmnic4,vmnic5"));
+	assert_false(gc_plan_value_same(&dvs, "vmnic4,vmnic5,vmnic6", "vmnic4,vmnic5"));
+	assert_false(gc_plan_value_same(&dvs, "vmnic4,vmnic50", "vmnic4,vmnic5"));
+	assert_false(gc_plan_value_same(&dvs, NULL, "vmnic4,vmnic5"));
+	assert_false(gc_plan_value_same(&dvs, "1500", "9000"));
+	/* elsewhere a list is its exact string */
+	assert_false(gc_plan_value_same(&other, "vmnic5,vmnic4", "vmnic4,vmnic5"));
+}
+
 /* A VM device change that needs the VM off: one power-off, one power-on. */
 static void test_vm_off_change(void **state)
 {
@@ -1549,6 +1570,7 @@ static void test_scale(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_switch_uplinks_compare_as_sets),
 		cmocka_unit_test(test_offline_passthrough_order),
 		cmocka_unit_test(test_offline_esxi67_via_vcenter),
 		cmocka_unit_test(test_guest_reboots_roll),

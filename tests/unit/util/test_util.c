@@ -61,6 +61,42 @@ static void test_did_you_mean(void **state)
 	assert_null(gc_did_you_mean("totally_else", keys, 4));
 }
 
+/* Sets of names as one value: natural order, no repeats, any order in. */
+static void test_sets(void **state)
+{
+	const char *v[] = {"vmnic10", "vmnic5", "vmnic4", "vmnic5", "vmnic05"};
+	static const char *const none[] = {NULL};
+	struct gc_buf b = GC_BUF_INIT;
+
+	assert_true(gc_strnatcmp("vmnic2", "vmnic10") < 0);
+	assert_true(gc_strnatcmp("vmnic10", "vmnic9") > 0);
+	assert_true(gc_strnatcmp("vmnic", "vmnic0") < 0);
+	assert_int_equal(gc_strnatcmp("eth0", "eth0"), 0);
+	assert_true(gc_strnatcmp("a1b", "a1c") < 0);
+	gc_buf_put_set(&b, v, 5);
+	assert_string_equal(gc_buf_str(&b), "vmnic4,vmnic05,vmnic5,vmnic10");
+	/* the items themselves are left as they were */
+	assert_string_equal(v[0], "vmnic10");
+	gc_buf_reset(&b);
+	gc_buf_put_set(&b, none, 0);
+	assert_string_equal(gc_buf_str(&b), "");
+	gc_buf_free(&b);
+	assert_int_equal(gc_set_sort(v, 5), 4);
+	assert_string_equal(v[0], "vmnic4");
+	assert_string_equal(v[3], "vmnic10");
+
+	assert_true(gc_set_same("vmnic4,vmnic5", "vmnic5,vmnic4"));
+	assert_true(gc_set_same(" vmnic4 ,vmnic5,", "vmnic5,vmnic4"));
+	assert_true(gc_set_same("vmnic4,vmnic4", "vmnic4"));
+	assert_true(gc_set_same("", ""));
+	assert_true(gc_set_same(NULL, NULL));
+	assert_false(gc_set_same("vmnic4", "vmnic4,vmnic5"));
+	assert_false(gc_set_same("vmnic4,vmnic5", "vmnic4,vmnic6"));
+	assert_false(gc_set_same("vmnic4", NULL));
+	assert_false(gc_set_same("", "vmnic4"));
+	(void)state;
+}
+
 static void test_patterns(void **state)
 {
 	assert_true(gc_valid_pci("0000:3b:00.0"));
@@ -168,6 +204,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_buf),          cmocka_unit_test(test_error_first_wins),
 		cmocka_unit_test(test_arena),        cmocka_unit_test(test_did_you_mean),
+		cmocka_unit_test(test_sets),
 		cmocka_unit_test(test_patterns),     cmocka_unit_test(test_shell_quote),
 		cmocka_unit_test(test_shown_text_cannot_drive_the_terminal),
 		cmocka_unit_test(test_put_utf8_keeps_json_utf8),

@@ -40,8 +40,9 @@ static int group_teardown(void **state)
 
 static void test_bodies(void **state)
 {
+	static const char *const p21[] = {"vmnic5"}, *const p40[] = {"vmnic4", "vmnic6"};
 	const struct gc_vcenter_dvs_uplink up[] = {
-		{"host-21", "vmnic5", false}, {"host-34", NULL, false}, {"host-40", "vmnic6", true}};
+		{"host-21", p21, 1, false}, {"host-34", NULL, 0, false}, {"host-40", p40, 2, true}};
 	struct gc_vcenter_soap s;
 
 	gc_vcenter_create_dvs_body(&s, "group-n6", "gc-rdma", 9000);
@@ -64,6 +65,7 @@ static void test_bodies(void **state)
 			    "</backing></host>"
 			    "<host><operation>edit</operation><host type=\"HostSystem\">host-40</host>"
 			    "<backing xsi:type=\"DistributedVirtualSwitchHostMemberPnicBacking\">"
+			    "<pnicSpec><pnicDevice>vmnic4</pnicDevice></pnicSpec>"
 			    "<pnicSpec><pnicDevice>vmnic6</pnicDevice></pnicSpec></backing></host>"
 			    "<maxMtu>9000</maxMtu></spec>");
 	gc_vcenter_soap_free(&s);
@@ -94,7 +96,8 @@ static void test_bodies(void **state)
 
 static void test_bad_values_refused_before_sending(void **state)
 {
-	const struct gc_vcenter_dvs_uplink bad_nic[] = {{"host-21", "eth0;reboot", false}};
+	static const char *const bad[] = {"vmnic4", "eth0;reboot"};
+	const struct gc_vcenter_dvs_uplink bad_nic[] = {{"host-21", bad, 2, false}};
 	struct gc_vcenter_conn *vc = vcsim_connect(&sim);
 	struct gc_error err = GC_ERROR_INIT;
 	char moref[64];
@@ -173,7 +176,8 @@ static void test_create_switch_member_portgroup(void **state)
 	struct gc_error err = GC_ERROR_INIT;
 	const struct gc_vcenter_datacenter *dc = gc_vcenter_inventory_datacenter(inv, "DC0");
 	const struct gc_vcenter_host *h = gc_vcenter_inventory_host(inv, "DC0_H0");
-	struct gc_vcenter_dvs_uplink up = {NULL, "vmnic1", false};
+	static const char *const vmnic1[] = {"vmnic1"}, *const vmnic2_3[] = {"vmnic2", "vmnic3"};
+	struct gc_vcenter_dvs_uplink up = {NULL, vmnic1, 1, false};
 	const struct gc_vcenter_dvs *d;
 	const struct gc_vcenter_network *pg;
 	char host[64], cv[32];
@@ -204,16 +208,19 @@ static void test_create_switch_member_portgroup(void **state)
 	assert_int_equal(d->max_mtu, 9000); /* unchanged */
 	assert_string_not_equal(d->config_version, cv);
 
-	/* the member's uplink moves to another pnic */
+	/* the member's uplink moves to two other pnics, both in its backing */
 	snprintf(cv, sizeof(cv), "%s", d->config_version);
-	up.pnic = "vmnic2";
+	up.pnics = vmnic2_3;
+	up.npnics = 2;
 	up.edit = true;
 	assert_int_equal(gc_vcenter_reconfigure_dvs(vc, dvs_moref, cv, 0, &up, 1, 10000, &err), 0);
 	gc_vcenter_inventory_free(inv);
 	inv = vcsim_observe(vc);
 	d = gc_vcenter_inventory_dvs(inv, "gc-rdma");
 	assert_int_equal(d->nmembers, 1);
+	assert_int_equal(d->members[0].npnics, 2);
 	assert_string_equal(d->members[0].pnics[0], "vmnic2");
+	assert_string_equal(d->members[0].pnics[1], "vmnic3");
 	assert_string_not_equal(d->config_version, cv);
 
 	assert_int_equal(gc_vcenter_add_portgroup(vc, dvs_moref, "gc-rdma-pg", 100, 10000, &err),
@@ -365,7 +372,8 @@ static void test_refused_task(void **state)
 	struct gc_vcenter_inventory *inv = vcsim_observe(vc);
 	struct gc_error err = GC_ERROR_INIT;
 	const struct gc_vcenter_host *h = gc_vcenter_inventory_host(inv, "DC0_H0");
-	struct gc_vcenter_dvs_uplink up = {h->moref, "vmnic1", false};
+	static const char *const vmnic1[] = {"vmnic1"};
+	struct gc_vcenter_dvs_uplink up = {h->moref, vmnic1, 1, false};
 	char want[256];
 	const char *p;
 

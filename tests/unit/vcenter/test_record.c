@@ -540,6 +540,73 @@ static void test_vmknic_recorded_from_the_hosts_adapters(void **state)
 	gc_graph_free(g);
 }
 
+/* A host with two uplinks on one switch (tests/data/spec/ok/
+ * sriov-dvs-and-uplinks.yaml: esx01 gives vmnic4 and vmnic5): the graph
+ * wants both as one set, the recorder sees every pNIC of the member's
+ * proxy switch, and only a different set is a difference. */
+static void test_every_uplink_of_a_host_is_one_set(void **state)
+{
+	const char *both[] = {"vmnic5", "vmnic4"}, *one[] = {"vmnic5"},
+		   *three[] = {"vmnic4", "vmnic5", "vmnic10"};
+	struct gc_vcenter_host host = {.moref = "host-20", .name = "esx01", .parent = "domain-c7"};
+	struct gc_vcenter_dvs_member m = {.host = "host-20", .pnics = both, .npnics = 2};
+	struct gc_vcenter_dvs dvs = {.moref = "dvs-9", .name = "dvs", .max_mtu = 1500,
+				     .members = &m, .nmembers = 1};
+	struct gc_vcenter_datacenter dc = {.moref = "datacenter-2", .name = "DC0"};
+	struct gc_vcenter_inventory inv = {.hosts = &host, .nhosts = 1, .dvs = &dvs, .ndvs = 1,
+					   .datacenters = &dc, .ndatacenters = 1};
+	struct gc_diags diags = {0};
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_cluster *c = NULL;
+	struct gc_graph *g = NULL;
+	struct gc_observed *obs = NULL;
+	struct gc_buf problems = GC_BUF_INIT;
+	const struct gc_resource *r;
+	size_t nkeys = 0;
+
+	(void)state;
+	assert_int_equal(gc_spec_load(&c, &diags, GC_SOURCE_DIR
+				      "/tests/data/spec/ok/sriov-dvs-and-uplinks.yaml", &err),
+			 0);
+	gc_diags_free(&diags);
+	assert_int_equal(gc_graph_build(&g, c, &err), 0);
+	r = gc_graph_find(g, "dvs/dvs");
+	assert_non_null(r);
+	for (size_t i = 0; i < r->nprops; i++)
+		nkeys += strcmp(r->props[i].key, "uplink.esx01") == 0;
+	assert_int_equal(nkeys, 1);
+	assert_string_equal(gc_resource_prop(r, "uplink.esx01"), "vmnic4,vmnic5");
+
+	gc_observed_new(&obs);
+	gc_vcdrv_record(obs, &inv, c, &r, 1, &problems);
+	assert_string_equal(gc_observed_get(obs, "dvs/dvs", "uplink.esx01"), "vmnic4,vmnic5");
+	assert_true(gc_plan_value_same(r, gc_observed_get(obs, "dvs/dvs", "uplink.esx01"),
+				       gc_resource_prop(r, "uplink.esx01")));
+	gc_observed_free(obs);
+
+	m.pnics = one; /* one uplink taken away by hand */
+	m.npnics = 1;
+	gc_observed_new(&obs);
+	gc_vcdrv_record(obs, &inv, c, &r, 1, &problems);
+	assert_string_equal(gc_observed_get(obs, "dvs/dvs", "uplink.esx01"), "vmnic5");
+	assert_false(gc_plan_value_same(r, "vmnic5", gc_resource_prop(r, "uplink.esx01")));
+	gc_observed_free(obs);
+
+	m.pnics = three; /* one more than the spec names: not the spec's set either */
+	m.npnics = 3;
+	gc_observed_new(&obs);
+	gc_vcdrv_record(obs, &inv, c, &r, 1, &problems);
+	assert_string_equal(gc_observed_get(obs, "dvs/dvs", "uplink.esx01"),
+			    "vmnic4,vmnic5,vmnic10");
+	assert_false(gc_plan_value_same(r, gc_observed_get(obs, "dvs/dvs", "uplink.esx01"),
+					gc_resource_prop(r, "uplink.esx01")));
+	gc_observed_free(obs);
+	assert_string_equal(gc_buf_str(&problems), "");
+	gc_buf_free(&problems);
+	gc_graph_free(g);
+	gc_cluster_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -555,6 +622,7 @@ int main(void)
 			teardown),
 		cmocka_unit_test(test_sorted_lookups_find_what_a_scan_finds),
 		cmocka_unit_test(test_portgroup_names_with_a_slash),
+		cmocka_unit_test(test_every_uplink_of_a_host_is_one_set),
 		cmocka_unit_test(test_dynamic_ids_parse_strictly),
 		cmocka_unit_test_setup_teardown(test_vmknic_recorded_from_the_hosts_adapters, setup,
 						teardown),
