@@ -93,9 +93,9 @@ static bool anchor(struct composer *k, const yaml_char_t *name, struct spec_node
 	if (first == NULL)
 		return true;
 	k->p->error = YAML_COMPOSER_ERROR;
-	k->p->context = "found duplicate anchor; first occurence"; /* sic, libyaml's words */
+	k->p->context = "found duplicate anchor; first occurrence";
 	k->p->context_mark = (yaml_mark_t){first->start, first->line, first->col};
-	k->p->problem = "second occurence";
+	k->p->problem = "second occurrence";
 	k->p->problem_mark = ev->start_mark;
 	return false;
 }
