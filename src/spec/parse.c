@@ -84,6 +84,9 @@ static enum scalar_kind classify(const struct spec_node *n)
 
 	if (!n->plain)
 		return K_STR;
+	/* most scalars are names: no word below starts like them */
+	if (strchr("~nNtTfF+-.0123456789", s[0]) == NULL)
+		return K_STR;
 	if (in_list(s, null_words))
 		return K_NULL;
 	if (in_list(s, true_words) || in_list(s, false_words))
