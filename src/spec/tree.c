@@ -35,7 +35,6 @@ struct frame {
 };
 
 struct composer {
-	struct spec_ctx *x;
 	yaml_parser_t *p;
 	struct gc_arena *arena;
 	struct spec_node **stack; /* children of the open collections, in order */
@@ -211,7 +210,6 @@ bool spec_tree_load(struct spec_ctx *x, yaml_parser_t *p, struct spec_node **sec
 	bool ok = false, more;
 
 	memset(&k, 0, sizeof(k));
-	k.x = x;
 	k.p = p;
 	k.arena = &x->tree;
 	x->root = NULL;
