@@ -13,7 +13,18 @@ program maps (`ldd`) and the median wall of `check` on a one-host spec,
 for the front binary and for gpuclusterctl-online beside it (src/cli/front.c).
 
     bench/plan_bench.py [--bin build/src/cli/gpuclusterctl] [--sizes 100,1000,10000] [--runs 5]
+
+With --phases it prints the "Planning" table of docs/benchmarks.md instead:
+`GC_PLAN_TIMING=1 gpuclusterctl plan --offline SPEC` run --runs times per
+size, the median of each phase it reports (load, graph, plan, render), of
+the whole process's wall time and CPU time (user + sys) and the largest
+peak RSS.  --bin may be given
+more than once (a build before and after a change): the builds' runs
+alternate, so a machine that gets busier does not favour one of them.
+
+    bench/plan_bench.py --phases --bin BEFORE/src/cli/gpuclusterctl --bin AFTER/src/cli/gpuclusterctl --sizes 1000,10000 --runs 3
 """
+import re
 import argparse
 import os
 import statistics
@@ -25,14 +36,59 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_once(argv):
+def run_once(argv, env=None, stderr=None):
     t0 = time.perf_counter()
-    pid = os.posix_spawn(argv[0], argv, os.environ,
-                         file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+    actions = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
+    if stderr is not None:
+        actions.append((os.POSIX_SPAWN_OPEN, 2, stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+    pid = os.posix_spawn(argv[0], argv, env if env is not None else os.environ,
+                         file_actions=actions)
     _, status, ru = os.wait4(pid, 0)
     wall = time.perf_counter() - t0
     code = os.waitstatus_to_exitcode(status)
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, code
+
+
+TIMING = re.compile(r"timing: load ([0-9.]+) s, graph ([0-9.]+) s \(observe included\), "
+                    r"plan ([0-9.]+) s, render ([0-9.]+) s; ([0-9]+) resources, ([0-9]+) actions")
+
+
+def ms(seconds):
+    return f"{seconds * 1e3:,.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def phases(binaries, sizes, runs):
+    """The Planning table: GC_PLAN_TIMING's phases, medians over runs, builds alternating."""
+    env = dict(os.environ, GC_PLAN_TIMING="1")
+    print("| hosts | build | spec MB | resources | actions | load | graph | plan | render (text) "
+          "| total | CPU | peak RSS |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            spec = os.path.join(tmp, f"spec-{n}.yaml")
+            with open(spec, "w") as f:
+                subprocess.run([sys.executable, os.path.join(HERE, "gen_spec.py"), str(n)],
+                               stdout=f, check=True)
+            got = {b: [] for b in binaries}
+            for _ in range(runs):
+                for b in binaries:
+                    err = os.path.join(tmp, "stderr")
+                    wall, cpu, rss, code = run_once([b, "plan", "--offline", spec], env, err)
+                    if code != 2:
+                        sys.exit(f"bench: {b} plan --offline {spec} exited {code}")
+                    m = TIMING.search(open(err).read())
+                    if m is None:
+                        sys.exit(f"bench: {b} printed no GC_PLAN_TIMING line")
+                    got[b].append([float(v) for v in m.groups()[:4]] + [wall, cpu, rss,
+                                  int(m.group(5)), int(m.group(6))])
+            for i, b in enumerate(binaries):
+                rows = got[b]
+                med = [statistics.median(r[j] for r in rows) for j in range(6)]
+                name = os.path.basename(os.path.dirname(os.path.dirname(os.path.dirname(b)))) \
+                    if len(binaries) > 1 else ""
+                print(f"| {n:,} | {name} | {os.path.getsize(spec) / 1e6:.1f} | {rows[0][7]:,} | "
+                      f"{rows[0][8]:,} | " + " | ".join(ms(v) for v in med) +
+                      f" | {max(r[6] for r in rows) / 1024:.0f} MiB |")
 
 
 def measure(argv, runs, ok_codes, cpu_too=False):
@@ -52,11 +108,20 @@ def measure(argv, runs, ok_codes, cpu_too=False):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", default=os.path.join(HERE, "..", "build", "src", "cli", "gpuclusterctl"))
+    ap.add_argument("--bin", action="append")
+    ap.add_argument("--phases", action="store_true",
+                    help="the Planning table: GC_PLAN_TIMING's phases, --bin may repeat")
     ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
-    binary = os.path.abspath(args.bin)
+    bins = [os.path.abspath(b) for b in (args.bin or [os.path.join(HERE, "..", "build", "src", "cli",
+                                                                    "gpuclusterctl")])]
+    if args.phases:
+        phases(bins, [int(s) for s in args.sizes.split(",")], args.runs)
+        return 0
+    if len(bins) > 1:
+        sys.exit("bench: more than one --bin needs --phases")
+    binary = bins[0]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in [int(s) for s in args.sizes.split(",")]:

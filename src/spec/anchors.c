@@ -2,7 +2,7 @@
  * anchors.c - a problem inside a YAML anchor is reported once, at the
  * anchor, with a note per host or VM that uses it.
  *
- * libyaml's document API resolves an alias (`*w`, `<<: *w`) to the anchored
+ * The loader (tree.c) resolves an alias (`*w`, `<<: *w`) to the anchored
  * node itself, so parsing and checking each VM that merges a shared piece
  * visits the same nodes again, and a typo there is found once per use: the
  * same diagnostic (severity, position, message, hint) several times.
@@ -88,41 +88,38 @@ static const char *kind_of(const char *list)
 	return list;
 }
 
-static const char *scalar(yaml_node_t *n)
+static const char *scalar(const struct spec_node *n)
 {
-	return n != NULL && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+	return n->type == SPEC_SCALAR ? n->u.value : NULL;
 }
 
 /* The named mappings of the root's lists: `vms: [{name: w1, ...}]`. */
-static struct item *named_items(struct spec_ctx *x, size_t *n, int **nodes)
+static struct item *named_items(struct spec_ctx *x, size_t *n, struct spec_node ***nodes)
 {
-	yaml_node_t *root = yaml_document_get_root_node(x->doc);
+	struct spec_node *root = x->root;
 	struct item *v = NULL;
 	size_t cap = 0;
 
 	*n = 0;
 	*nodes = NULL;
-	if (root == NULL || root->type != YAML_MAPPING_NODE)
+	if (root == NULL || root->type != SPEC_MAP)
 		return NULL;
-	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
-	     p++) {
-		const char *list = scalar(spec_node(x, p->key));
-		yaml_node_t *seq = spec_node(x, p->value);
+	for (struct spec_pair *p = root->u.pairs; p < root->u.pairs + root->n; p++) {
+		const char *list = scalar(p->key);
+		struct spec_node *seq = p->value;
 
-		if (list == NULL || seq == NULL || seq->type != YAML_SEQUENCE_NODE)
+		if (list == NULL || seq->type != SPEC_SEQ)
 			continue;
-		for (yaml_node_item_t *it = seq->data.sequence.items.start;
-		     it < seq->data.sequence.items.top; it++) {
-			yaml_node_t *m = spec_node(x, *it);
+		for (uint32_t it = 0; it < seq->n; it++) {
+			struct spec_node *m = seq->u.items[it];
 			const char *name = NULL;
 
-			if (m == NULL || m->type != YAML_MAPPING_NODE)
+			if (m->type != SPEC_MAP)
 				continue;
-			for (yaml_node_pair_t *q = m->data.mapping.pairs.start;
-			     q < m->data.mapping.pairs.top; q++)
-				if (name == NULL && scalar(spec_node(x, q->key)) != NULL &&
-				    strcmp(scalar(spec_node(x, q->key)), "name") == 0)
-					name = scalar(spec_node(x, q->value));
+			for (struct spec_pair *q = m->u.pairs; q < m->u.pairs + m->n; q++)
+				if (name == NULL && scalar(q->key) != NULL &&
+				    strcmp(scalar(q->key), "name") == 0)
+					name = scalar(q->value);
 			if (name == NULL)
 				continue;
 			if (*n == cap) {
@@ -130,9 +127,8 @@ static struct item *named_items(struct spec_ctx *x, size_t *n, int **nodes)
 				v = gc_xrealloc(v, cap * sizeof(*v));
 				*nodes = gc_xrealloc(*nodes, cap * sizeof(**nodes));
 			}
-			v[*n] = (struct item){kind_of(list), name, (int)m->start_mark.line + 1,
-			                      m->start_mark.index, m->end_mark.index};
-			(*nodes)[(*n)++] = *it;
+			v[*n] = (struct item){kind_of(list), name, (int)m->line + 1, m->start, m->end};
+			(*nodes)[(*n)++] = m;
 		}
 	}
 	return v;
@@ -146,9 +142,9 @@ static int cmp_pos(const struct gc_mark *m, int line, int col)
 }
 
 /* Record item `who` as a user of every kept diagnostic at node n's position. */
-static void reached(struct kept *k, size_t nk, const struct gc_diags *d, yaml_node_t *n, size_t who)
+static void reached(struct kept *k, size_t nk, const struct gc_diags *d, struct spec_node *n, size_t who)
 {
-	int line = (int)n->start_mark.line + 1, col = (int)n->start_mark.column + 1;
+	int line = (int)n->line + 1, col = (int)n->col + 1;
 	size_t lo = 0, hi = nk;
 
 	while (lo < hi) {
@@ -171,37 +167,34 @@ static void reached(struct kept *k, size_t nk, const struct gc_diags *d, yaml_no
 }
 
 /* Walk what item `who` reaches; false when the budget ran out. */
-static bool walk(struct spec_ctx *x, const struct item *it, int start, size_t who, unsigned *stamp,
-                 struct kept *k, size_t nk, size_t *budget)
+static bool walk(struct spec_ctx *x, const struct item *it, struct spec_node *start, size_t who,
+                 unsigned *stamp, struct kept *k, size_t nk, size_t *budget)
 {
-	size_t nnodes = (size_t)(x->doc->nodes.top - x->doc->nodes.start), cap = 64, top = 0;
-	int *stack = gc_xmalloc(cap * sizeof(*stack));
+	size_t cap = 64, top = 0;
+	struct spec_node **stack = gc_xmalloc(cap * sizeof(*stack));
 	bool ok = true;
 
 	stack[top++] = start;
 	while (top > 0) {
-		int idx = stack[--top];
-		yaml_node_t *n = spec_node(x, idx);
+		struct spec_node *n = stack[--top];
 
-		if (n == NULL || (size_t)idx > nnodes || stamp[idx] == who + 1)
+		if (stamp[n->id] == who + 1)
 			continue;
 		if ((*budget)-- == 0) {
 			ok = false;
 			break;
 		}
-		stamp[idx] = (unsigned)who + 1;
-		if (n->start_mark.index < it->from || n->start_mark.index >= it->to)
+		stamp[n->id] = (unsigned)who + 1;
+		if (n->start < it->from || n->start >= it->to)
 			reached(k, nk, &x->diags, n, who); /* through an alias */
-		if (n->type == YAML_SEQUENCE_NODE) {
-			for (yaml_node_item_t *i = n->data.sequence.items.start;
-			     i < n->data.sequence.items.top; i++) {
+		if (n->type == SPEC_SEQ) {
+			for (uint32_t i = 0; i < n->n; i++) {
 				if (top == cap)
 					stack = gc_xrealloc(stack, (cap *= 2) * sizeof(*stack));
-				stack[top++] = *i;
+				stack[top++] = n->u.items[i];
 			}
-		} else if (n->type == YAML_MAPPING_NODE) {
-			for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
-			     p < n->data.mapping.pairs.top; p++) {
+		} else if (n->type == SPEC_MAP) {
+			for (struct spec_pair *p = n->u.pairs; p < n->u.pairs + n->n; p++) {
 				if (top + 2 > cap)
 					stack = gc_xrealloc(stack, (cap *= 2) * sizeof(*stack));
 				stack[top++] = p->value;
@@ -296,15 +289,15 @@ void spec_anchor_notes(struct spec_ctx *x)
 	struct kept *k;
 	struct item *items;
 	unsigned *stamp;
-	int *nodes;
+	struct spec_node **nodes;
 	size_t nk, nitems, budget = VISIT_BUDGET, i;
 	bool ok = true;
 
-	if (d->n == 0 || x->doc == NULL)
+	if (d->n == 0 || x->root == NULL)
 		return;
 	k = drop_copies(d, &nk);
 	items = named_items(x, &nitems, &nodes);
-	stamp = gc_xcalloc((size_t)(x->doc->nodes.top - x->doc->nodes.start) + 2, sizeof(*stamp));
+	stamp = gc_xcalloc(x->nnodes + 2, sizeof(*stamp));
 	for (i = 0; i < nitems && ok; i++)
 		ok = walk(x, &items[i], nodes[i], i, stamp, k, nk, &budget);
 	for (i = 0; i < nk; i++) {

@@ -5,6 +5,8 @@
 #ifndef GC_SPEC_CHECK_H
 #define GC_SPEC_CHECK_H
 
+#include <string.h>
+
 #include "internal.h"
 
 #define HINT_CANDIDATES_MAX 2000 /* no did-you-mean over larger sets */
@@ -38,9 +40,23 @@ static inline size_t host_idx(struct check *k, const struct gc_host *h)
 	return (size_t)(h - k->c->hosts);
 }
 
+/* "idx/pci", as "%zu/%s" prints it, without the printf machinery: two keys
+ * per GPU and NIC of every host. */
 static inline const char *pci_key(struct check *k, size_t idx, const char *pci)
 {
-	return gc_arena_printf(&k->scratch, "%zu/%s", idx, pci);
+	char digits[24], *key, *w;
+	size_t n = 0, len = strlen(pci);
+
+	do {
+		digits[n++] = (char)('0' + idx % 10);
+		idx /= 10;
+	} while (idx > 0);
+	key = w = gc_arena_alloc(&k->scratch, n + 1 + len + 1);
+	while (n > 0)
+		*w++ = digits[--n];
+	*w++ = '/';
+	memcpy(w, pci, len + 1);
+	return key;
 }
 
 static inline struct gc_mark fmark(struct check *k, const void *field, struct gc_mark fallback)

@@ -2,8 +2,9 @@
  * internal.h - private plumbing of the spec module (never installed).
  *
  * The loader works in three passes over one struct spec_ctx:
- *   1. yaml.c    libyaml's document API turns the bytes into a node tree
- *                (anchors and aliases resolved, every node with a mark);
+ *   1. tree.c    libyaml's parser events become our own compact node tree
+ *                in an arena (anchors and aliases resolved to the anchored
+ *                node, every node with its start and end mark);
  *   2. parse.c   table-driven walk of that tree into the typed model: every
  *                map is checked against a field table (unknown keys,
  *                duplicates, types, ranges, strict string patterns);
@@ -37,6 +38,39 @@ void *spec_strmap_put(struct spec_strmap *m, const char *key, void *val);
 void *spec_strmap_get(const struct spec_strmap *m, const char *key);
 void spec_strmap_free(struct spec_strmap *m);
 
+/* ---------------------------------------------------------------- node tree (tree.c) */
+
+enum spec_node_type { SPEC_SCALAR = 1, SPEC_SEQ, SPEC_MAP };
+
+struct spec_pair;
+/* One node of the document, as libyaml's composer would have made it: an
+ * alias is the anchored node itself (shared, possibly a cycle).  Marks are
+ * libyaml's: 0-based line and column, index in characters. */
+struct spec_node {
+	uint8_t type;  /* enum spec_node_type */
+	bool plain;    /* a scalar written plain (neither quoted nor block) */
+	uint32_t id;   /* 1.. in document order (libyaml's node index) */
+	uint32_t line, col;
+	uint32_t start, end; /* mark indexes of the first and past the last character */
+	uint32_t n;          /* scalar: length in bytes; sequence: items; mapping: pairs */
+	union {
+		char *value; /* NUL-terminated; may hold a NUL before n */
+		struct spec_node **items;
+		struct spec_pair *pairs;
+	} u;
+};
+struct spec_pair {
+	struct spec_node *key, *value;
+};
+
+struct spec_ctx;
+/* Compose the stream's documents from the parser's events into x->tree:
+ * x->root is the first document's root (NULL for an empty stream), x->nnodes
+ * its node count.  A YAML error (syntax, undefined alias, duplicate anchor)
+ * is left in the parser as libyaml's loader leaves it and returns false; a
+ * second document returns true with *second set to its root. */
+bool spec_tree_load(struct spec_ctx *x, yaml_parser_t *p, struct spec_node **second);
+
 /* ---------------------------------------------------------------- context */
 
 /* Name lookups of a loaded cluster (struct gc_cluster's private index). */
@@ -59,7 +93,9 @@ struct spec_ctx {
 	size_t len;
 	size_t *line_starts; /* lazily built index of line offsets */
 	size_t nlines;
-	yaml_document_t *doc;
+	struct gc_arena tree;   /* the node tree, freed once the model is built */
+	struct spec_node *root; /* NULL outside loading */
+	size_t nnodes;
 	struct gc_diags diags; /* unsorted, uncapped up to SPEC_RAW_DIAG_MAX */
 	/* every parsed map: which object it filled and from which node, so the
 	 * mark of a field is found only when a diagnostic (or a "was it given?"
@@ -81,7 +117,7 @@ struct spec_field;
 struct spec_objrec {
 	const void *obj;
 	const struct spec_field *fields;
-	int node; /* yaml document node index of the mapping */
+	const struct spec_node *node; /* the mapping */
 };
 
 /* ---------------------------------------------------------------- diagnostics (diag.c) */
@@ -98,16 +134,15 @@ void spec_diag_free_notes(struct gc_diag *d);
  * repeated, with a note per host or VM that uses the anchor (anchors.c). */
 void spec_anchor_notes(struct spec_ctx *x);
 
-/* ---------------------------------------------------------------- yaml helpers (yaml.c) */
+/* ---------------------------------------------------------------- marks (load.c) */
 
-struct gc_mark spec_mark(struct spec_ctx *x, const yaml_node_t *n);
-yaml_node_t *spec_node(struct spec_ctx *x, int index);
+struct gc_mark spec_mark(struct spec_ctx *x, const struct spec_node *n);
 /* Where a field's value was written, else the fallback mark.  `field` must be
  * the address of a member named in a field table (T_SUB members need an off). */
 struct gc_mark spec_field_mark(struct spec_ctx *x, const void *field, struct gc_mark fallback);
 bool spec_field_given(struct spec_ctx *x, const void *field);
 /* Count a visited node; false (and one error) once the alias budget is gone. */
-bool spec_visit(struct spec_ctx *x, const yaml_node_t *n);
+bool spec_visit(struct spec_ctx *x, const struct spec_node *n);
 
 /* ---------------------------------------------------------------- field tables (parse.c) */
 
@@ -160,20 +195,20 @@ struct spec_field {
 	double min, max;            /* numbers */
 	bool required;
 	bool prefix; /* T_SKIP: every key starting with `key` ("x-") */
-	void (*sub)(struct spec_ctx *x, yaml_node_t *value, void *obj);
+	void (*sub)(struct spec_ctx *x, struct spec_node *value, void *obj);
 };
 
 /* Parse one map against a NULL-key-terminated field table (at most 64
  * fields); `what` names it in messages. */
-void spec_parse_map(struct spec_ctx *x, yaml_node_t *n, const struct spec_field *fields,
+void spec_parse_map(struct spec_ctx *x, struct spec_node *n, const struct spec_field *fields,
 		    void *obj, const char *what);
 /* Hint text describing a pattern's expected form. */
 const char *spec_pat_hint(enum spec_pat p);
 /* A checked string scalar (borrowed from the document), or NULL after a diagnostic. */
-const char *spec_string(struct spec_ctx *x, yaml_node_t *v, const char *key, enum spec_pat pat,
+const char *spec_string(struct spec_ctx *x, struct spec_node *v, const char *key, enum spec_pat pat,
 			const char *const *choices);
-void spec_type_error(struct spec_ctx *x, yaml_node_t *v, const char *key, const char *want);
-void spec_parse_root(struct spec_ctx *x, yaml_node_t *root);
+void spec_type_error(struct spec_ctx *x, struct spec_node *v, const char *key, const char *want);
+void spec_parse_root(struct spec_ctx *x, struct spec_node *root);
 
 /* ---------------------------------------------------------------- checks (check.c) */
 

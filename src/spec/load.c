@@ -1,29 +1,26 @@
 /*
- * load.c - gc_spec_load(): bytes -> libyaml document -> model -> checks.
+ * load.c - gc_spec_load(): bytes -> node tree -> model -> checks.
  *
- * libyaml's document API (yaml_parser_load) builds the node tree, resolving
- * anchors and aliases; its marks are 0-based and become 1-based here.  YAML
- * syntax errors become one diagnostic at libyaml's problem mark with its
- * context as the hint.  Aliases share nodes, so a small file can describe a
- * huge tree ("billion laughs"): every visited node is counted against a
- * budget proportional to the document's size.  The cluster is returned only
- * when no error was found; warnings may accompany it.
+ * tree.c composes libyaml's parser events into our own node tree (anchors
+ * and aliases resolved, every node with its marks); libyaml's marks are
+ * 0-based and become 1-based here.  YAML errors (syntax, and the composer's
+ * undefined alias or duplicate anchor) become one diagnostic at libyaml's
+ * problem mark with its context as the hint.  Aliases share nodes, so a
+ * small file can describe a huge tree ("billion laughs"): every visited node
+ * is counted against a budget proportional to the document's size.  The
+ * cluster is returned only when no error was found; warnings may accompany
+ * it.  The tree lives in an arena of its own, freed once the model is built.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-struct gc_mark spec_mark(struct spec_ctx *x, const yaml_node_t *n)
+struct gc_mark spec_mark(struct spec_ctx *x, const struct spec_node *n)
 {
-	struct gc_mark m = {x->file, (int)n->start_mark.line + 1, (int)n->start_mark.column + 1};
+	struct gc_mark m = {x->file, (int)n->line + 1, (int)n->col + 1};
 
 	return m;
-}
-
-yaml_node_t *spec_node(struct spec_ctx *x, int index)
-{
-	return yaml_document_get_node(x->doc, index);
 }
 
 /* ---------------------------------------------------------------- field marks */
@@ -53,34 +50,30 @@ static bool inside(const struct spec_field *fields, const void *obj, const char 
 }
 
 /* The value node of key in map n, looking into merge keys as the parser does. */
-static yaml_node_t *value_of(struct spec_ctx *x, yaml_node_t *n, const char *key, bool merged)
+static struct spec_node *value_of(struct spec_node *n, const char *key, bool merged)
 {
-	yaml_node_pair_t *p;
+	struct spec_pair *p, *end;
 
-	if (n == NULL || n->type != YAML_MAPPING_NODE)
+	if (n == NULL || n->type != SPEC_MAP)
 		return NULL;
-	for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = spec_node(x, p->key);
-
-		if (k != NULL && k->type == YAML_SCALAR_NODE &&
-		    strcmp((const char *)k->data.scalar.value, key) == 0)
-			return spec_node(x, p->value);
+	end = n->u.pairs + n->n;
+	for (p = n->u.pairs; p < end; p++) {
+		if (p->key->type == SPEC_SCALAR && strcmp(p->key->u.value, key) == 0)
+			return p->value;
 	}
 	if (merged)
 		return NULL;
-	for (p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = spec_node(x, p->key), *v = spec_node(x, p->value), *r;
-		yaml_node_item_t *it;
+	for (p = n->u.pairs; p < end; p++) {
+		struct spec_node *v = p->value, *r;
 
-		if (k == NULL || v == NULL || k->type != YAML_SCALAR_NODE ||
-		    strcmp((const char *)k->data.scalar.value, "<<") != 0)
+		if (p->key->type != SPEC_SCALAR || strcmp(p->key->u.value, "<<") != 0)
 			continue;
-		if (v->type == YAML_MAPPING_NODE && (r = value_of(x, v, key, true)) != NULL)
+		if (v->type == SPEC_MAP && (r = value_of(v, key, true)) != NULL)
 			return r;
-		if (v->type != YAML_SEQUENCE_NODE)
+		if (v->type != SPEC_SEQ)
 			continue;
-		for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
-			if ((r = value_of(x, spec_node(x, *it), key, true)) != NULL)
+		for (uint32_t i = 0; i < v->n; i++) {
+			if ((r = value_of(v->u.items[i], key, true)) != NULL)
 				return r;
 		}
 	}
@@ -97,20 +90,20 @@ static int by_obj(const void *a, const void *b)
 }
 
 /* The YAML value node a model field was parsed from, or NULL when not given. */
-static yaml_node_t *field_node(struct spec_ctx *x, const void *field)
+static struct spec_node *field_node(struct spec_ctx *x, const void *field)
 {
 	const char *f = field;
 	size_t lo = 0, hi, i;
 	int idx;
 
-	if (x->doc == NULL)
+	if (x->root == NULL)
 		return NULL;
 	/* the common case: a question about the map parsed just now */
 	if (x->last_obj != NULL && inside(x->last_fields, x->last_obj, f) &&
 	    (idx = field_at(x->last_fields, (size_t)(f - (const char *)x->last_obj))) >= 0) {
 		if (!(x->last_seen & ((uint64_t)1 << idx)))
 			return NULL;
-		return value_of(x, spec_node(x, x->objs[x->nobjs - 1].node),
+		return value_of((struct spec_node *)x->objs[x->nobjs - 1].node,
 				x->last_fields[idx].key, false);
 	}
 	if (!x->objs_sorted) {
@@ -138,14 +131,14 @@ static yaml_node_t *field_node(struct spec_ctx *x, const void *field)
 			continue;
 		idx = field_at(r->fields, (size_t)(f - (const char *)r->obj));
 		if (idx >= 0)
-			return value_of(x, spec_node(x, r->node), r->fields[idx].key, false);
+			return value_of((struct spec_node *)r->node, r->fields[idx].key, false);
 	}
 	return NULL;
 }
 
 struct gc_mark spec_field_mark(struct spec_ctx *x, const void *field, struct gc_mark fallback)
 {
-	yaml_node_t *n = field_node(x, field);
+	struct spec_node *n = field_node(x, field);
 
 	return n ? spec_mark(x, n) : fallback;
 }
@@ -155,7 +148,7 @@ bool spec_field_given(struct spec_ctx *x, const void *field)
 	return field_node(x, field) != NULL;
 }
 
-bool spec_visit(struct spec_ctx *x, const yaml_node_t *n)
+bool spec_visit(struct spec_ctx *x, const struct spec_node *n)
 {
 	if (x->over_budget)
 		return false;
@@ -251,41 +244,31 @@ void gc_cluster_free(struct gc_cluster *c)
 
 static void parse_document(struct spec_ctx *x, yaml_parser_t *parser)
 {
-	yaml_document_t doc, next;
-	yaml_node_t *root;
+	struct spec_node *second;
 
-	if (!yaml_parser_load(parser, &doc)) {
+	if (!spec_tree_load(x, parser, &second)) {
 		yaml_error(x, parser);
-		return;
+		goto out;
 	}
-	x->doc = &doc;
-	root = yaml_document_get_root_node(&doc);
-	if (root == NULL) {
+	if (x->root == NULL) {
 		spec_diag(x, GC_SEV_ERROR, (struct gc_mark){x->file, 1, 1},
 			  "a spec starts with apiVersion: " GC_SPEC_API_VERSION, "the spec is empty");
 		goto out;
 	}
-	/* one document per file: look at what follows before doing any work */
-	if (!yaml_parser_load(parser, &next)) {
-		yaml_error(x, parser);
-		goto out;
-	}
-	if (yaml_document_get_root_node(&next) != NULL) {
-		spec_diag(x, GC_SEV_ERROR, spec_mark(x, yaml_document_get_root_node(&next)),
+	if (second != NULL) {
+		spec_diag(x, GC_SEV_ERROR, spec_mark(x, second),
 			  "split the file: a spec is one YAML document",
 			  "more than one YAML document in the spec");
-		yaml_document_delete(&next);
 		goto out;
 	}
-	yaml_document_delete(&next);
-	x->budget = (size_t)(doc.nodes.top - doc.nodes.start) * 8 + 1000000;
-	spec_parse_root(x, root);
+	x->budget = x->nnodes * 8 + 1000000;
+	spec_parse_root(x, x->root);
 	x->last_obj = NULL; /* checks look fields up by address */
 	spec_check(x);
 	spec_anchor_notes(x);
 out:
-	yaml_document_delete(&doc);
-	x->doc = NULL;
+	x->root = NULL;
+	gc_arena_free(&x->tree);
 }
 
 int gc_spec_load_buffer(struct gc_cluster **out, struct gc_diags *diags, const char *name,

@@ -78,11 +78,14 @@ static bool is_float(const char *s)
 	return *p == '\0';
 }
 
-static enum scalar_kind classify(const yaml_node_t *n)
+static enum scalar_kind classify(const struct spec_node *n)
 {
-	const char *s = (const char *)n->data.scalar.value;
+	const char *s = n->u.value;
 
-	if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+	if (!n->plain)
+		return K_STR;
+	/* most scalars are names: no word below starts like them */
+	if (strchr("~nNtTfF+-.0123456789", s[0]) == NULL)
 		return K_STR;
 	if (in_list(s, null_words))
 		return K_NULL;
@@ -97,17 +100,16 @@ static enum scalar_kind classify(const yaml_node_t *n)
 }
 
 /* "a mapping", "a string 'x'", "the number 8.0", "null", "the boolean true" */
-static const char *describe(struct spec_ctx *x, const yaml_node_t *n)
+static const char *describe(struct spec_ctx *x, const struct spec_node *n)
 {
 	const char *s;
 
-	switch (n->type) {
-	case YAML_MAPPING_NODE: return "a mapping";
-	case YAML_SEQUENCE_NODE: return "a sequence";
-	case YAML_SCALAR_NODE: break;
-	case YAML_NO_NODE: return "nothing";
+	switch ((enum spec_node_type)n->type) {
+	case SPEC_MAP: return "a mapping";
+	case SPEC_SEQ: return "a sequence";
+	case SPEC_SCALAR: break;
 	}
-	s = (const char *)n->data.scalar.value;
+	s = n->u.value;
 	switch (classify(n)) {
 	case K_NULL: return "null";
 	case K_BOOL: return gc_arena_printf(x->arena, "the boolean %s", s);
@@ -318,17 +320,17 @@ const char *spec_pat_hint(enum spec_pat p)
 
 /* ---------------------------------------------------------------- values */
 
-static void type_error(struct spec_ctx *x, const yaml_node_t *v, const char *key,
+static void type_error(struct spec_ctx *x, const struct spec_node *v, const char *key,
 		       const char *want)
 {
 	const char *hint = NULL;
 
-	if (v->type == YAML_SCALAR_NODE && strcmp(want, "a string") == 0 &&
+	if (v->type == SPEC_SCALAR && strcmp(want, "a string") == 0 &&
 	    (classify(v) == K_INT || classify(v) == K_FLOAT || classify(v) == K_BOOL))
 		hint = gc_arena_printf(x->arena, "quote it: %s: \"%s\"", key,
-				       spec_esc(x, (const char *)v->data.scalar.value));
-	else if (v->type == YAML_SCALAR_NODE && strstr(want, "true or false") != NULL &&
-		 in_list((const char *)v->data.scalar.value, yaml11_bools))
+				       spec_esc(x, v->u.value));
+	else if (v->type == SPEC_SCALAR && strstr(want, "true or false") != NULL &&
+		 in_list(v->u.value, yaml11_bools))
 		hint = "write true or false (YAML 1.2 booleans)";
 	else if (strcmp(want, "a list") == 0)
 		hint = "write [a, b] or one '- item' per line";
@@ -337,16 +339,16 @@ static void type_error(struct spec_ctx *x, const yaml_node_t *v, const char *key
 }
 
 /* A string value: NULL (and a diagnostic) when the node is not one. */
-static const char *get_string(struct spec_ctx *x, yaml_node_t *v, const char *key)
+static const char *get_string(struct spec_ctx *x, struct spec_node *v, const char *key)
 {
 	const char *s;
 
-	if (v->type != YAML_SCALAR_NODE || classify(v) != K_STR) {
+	if (v->type != SPEC_SCALAR || classify(v) != K_STR) {
 		type_error(x, v, key, "a string");
 		return NULL;
 	}
-	s = (const char *)v->data.scalar.value;
-	if (strlen(s) != v->data.scalar.length) {
+	s = v->u.value;
+	if (strlen(s) != v->n) {
 		spec_diag(x, GC_SEV_ERROR, spec_mark(x, v), "remove the \\0 escape",
 			  "'%s' contains a NUL byte", key);
 		return NULL;
@@ -354,7 +356,7 @@ static const char *get_string(struct spec_ctx *x, yaml_node_t *v, const char *ke
 	return s;
 }
 
-static bool check_string(struct spec_ctx *x, yaml_node_t *v, const char *key, const char *s,
+static bool check_string(struct spec_ctx *x, struct spec_node *v, const char *key, const char *s,
 			 enum spec_pat pat, const char *const *choices)
 {
 	if (choices != NULL) {
@@ -391,19 +393,19 @@ static bool check_string(struct spec_ctx *x, yaml_node_t *v, const char *key, co
 	return false;
 }
 
-static bool get_number(struct spec_ctx *x, yaml_node_t *v, const struct spec_field *f,
+static bool get_number(struct spec_ctx *x, struct spec_node *v, const struct spec_field *f,
 		       double *out)
 {
 	const char *s;
-	enum scalar_kind k = v->type == YAML_SCALAR_NODE ? classify(v) : K_STR;
+	enum scalar_kind k = v->type == SPEC_SCALAR ? classify(v) : K_STR;
 	bool integer = f->type != T_NUM;
 	double d;
 
-	if (v->type != YAML_SCALAR_NODE || !(k == K_INT || (!integer && k == K_FLOAT))) {
+	if (v->type != SPEC_SCALAR || !(k == K_INT || (!integer && k == K_FLOAT))) {
 		type_error(x, v, f->key, integer ? "an integer" : "a number");
 		return false;
 	}
-	s = (const char *)v->data.scalar.value;
+	s = v->u.value;
 	errno = 0;
 	if (integer) {
 		long long ll = strtoll(s, NULL, 10);
@@ -427,41 +429,39 @@ static bool get_number(struct spec_ctx *x, yaml_node_t *v, const struct spec_fie
 	return true;
 }
 
-static void get_bool(struct spec_ctx *x, yaml_node_t *v, const struct spec_field *f, void *p)
+static void get_bool(struct spec_ctx *x, struct spec_node *v, const struct spec_field *f, void *p)
 {
 	const char *s;
 
-	if (v->type != YAML_SCALAR_NODE || classify(v) != K_BOOL) {
+	if (v->type != SPEC_SCALAR || classify(v) != K_BOOL) {
 		type_error(x, v, f->key, "true or false");
 		return;
 	}
-	s = (const char *)v->data.scalar.value;
+	s = v->u.value;
 	if (f->type == T_BOOL)
 		*(bool *)p = in_list(s, true_words);
 	else
 		*(enum gc_tristate *)p = in_list(s, true_words) ? GC_TRUE : GC_FALSE;
 }
 
-static void get_strlist(struct spec_ctx *x, yaml_node_t *v, const struct spec_field *f,
+static void get_strlist(struct spec_ctx *x, struct spec_node *v, const struct spec_field *f,
 			void *obj)
 {
 	char ***arr = (void *)((char *)obj + f->off);
 	size_t *n = (void *)((char *)obj + f->off_n);
-	yaml_node_item_t *it;
+	uint32_t i;
 
-	if (v->type != YAML_SEQUENCE_NODE) {
+	if (v->type != SPEC_SEQ) {
 		type_error(x, v, f->key, "a list");
 		return;
 	}
-	*arr = gc_arena_alloc(x->arena, sizeof(char *) *
-						(size_t)(v->data.sequence.items.top -
-							 v->data.sequence.items.start + 1));
+	*arr = gc_arena_alloc(x->arena, sizeof(char *) * ((size_t)v->n + 1));
 	*n = 0;
-	for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
-		yaml_node_t *e = spec_node(x, *it);
+	for (i = 0; i < v->n; i++) {
+		struct spec_node *e = v->u.items[i];
 		const char *s;
 
-		if (e == NULL || !spec_visit(x, e))
+		if (!spec_visit(x, e))
 			return;
 		s = get_string(x, e, f->key);
 		if (s == NULL || !check_string(x, e, f->key, s, f->pat, f->choices))
@@ -470,7 +470,7 @@ static void get_strlist(struct spec_ctx *x, yaml_node_t *v, const struct spec_fi
 	}
 }
 
-static void set_field(struct spec_ctx *x, yaml_node_t *v, const struct spec_field *f, void *obj)
+static void set_field(struct spec_ctx *x, struct spec_node *v, const struct spec_field *f, void *obj)
 {
 	void *p = (char *)obj + f->off;
 	double d;
@@ -530,30 +530,30 @@ static const char *unknown_key_hint(struct spec_ctx *x, const char *key,
 	return r;
 }
 
-static void parse_pairs(struct spec_ctx *x, yaml_node_t *n, const struct spec_field *fields,
+static void parse_pairs(struct spec_ctx *x, struct spec_node *n, const struct spec_field *fields,
 			size_t nf, void *obj, int *seen_line, bool merged)
 {
-	yaml_node_pair_t *pair;
+	struct spec_pair *pair, *end = n->u.pairs + n->n;
 	size_t i;
 
-	for (pair = n->data.mapping.pairs.start; pair < n->data.mapping.pairs.top; pair++) {
-		yaml_node_t *k = spec_node(x, pair->key), *v = spec_node(x, pair->value);
+	for (pair = n->u.pairs; pair < end; pair++) {
+		struct spec_node *k = pair->key, *v = pair->value;
 		const char *key;
 
-		if (k == NULL || v == NULL || !spec_visit(x, k) || !spec_visit(x, v))
+		if (!spec_visit(x, k) || !spec_visit(x, v))
 			return;
-		if (k->type != YAML_SCALAR_NODE || classify(k) != K_STR) {
+		if (k->type != SPEC_SCALAR || classify(k) != K_STR) {
 			spec_diag(x, GC_SEV_ERROR, spec_mark(x, k), "keys are names: quote it",
 				  "keys must be strings, got %s", describe(x, k));
 			continue;
 		}
-		key = (const char *)k->data.scalar.value;
-		if (strlen(key) != k->data.scalar.length) {
+		key = k->u.value;
+		if (strlen(key) != k->n) {
 			spec_diag(x, GC_SEV_ERROR, spec_mark(x, k), "remove the \\0 escape",
 				  "key '%s' contains a NUL byte", spec_esc(x, key));
 			continue;
 		}
-		if (strcmp(key, "<<") == 0 && k->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+		if (strcmp(key, "<<") == 0 && k->plain)
 			continue; /* merges are applied after the map's own keys */
 		for (i = 0; i < nf; i++) {
 			if (fields[i].key[0] == key[0] &&
@@ -583,33 +583,33 @@ static void parse_pairs(struct spec_ctx *x, yaml_node_t *n, const struct spec_fi
 }
 
 /* YAML merge keys (<<: *anchor or <<: [*a, *b]): earlier merges win. */
-static void parse_merges(struct spec_ctx *x, yaml_node_t *n, const struct spec_field *fields,
+static void parse_merges(struct spec_ctx *x, struct spec_node *n, const struct spec_field *fields,
 			 size_t nf, void *obj, int *seen_line)
 {
-	yaml_node_pair_t *pair;
+	struct spec_pair *pair, *end = n->u.pairs + n->n;
 
-	for (pair = n->data.mapping.pairs.start; pair < n->data.mapping.pairs.top; pair++) {
-		yaml_node_t *k = spec_node(x, pair->key), *v = spec_node(x, pair->value);
-		yaml_node_item_t *it;
+	for (pair = n->u.pairs; pair < end; pair++) {
+		struct spec_node *k = pair->key, *v = pair->value;
+		uint32_t i;
 
-		if (k == NULL || v == NULL || k->type != YAML_SCALAR_NODE ||
-		    k->data.scalar.style != YAML_PLAIN_SCALAR_STYLE ||
-		    strcmp((const char *)k->data.scalar.value, "<<") != 0)
+		if (k->type != SPEC_SCALAR ||
+		    !k->plain ||
+		    strcmp(k->u.value, "<<") != 0)
 			continue;
-		if (v->type == YAML_MAPPING_NODE) {
+		if (v->type == SPEC_MAP) {
 			parse_pairs(x, v, fields, nf, obj, seen_line, true);
 			continue;
 		}
-		if (v->type != YAML_SEQUENCE_NODE) {
+		if (v->type != SPEC_SEQ) {
 			type_error(x, v, "<<", "a mapping or a list of mappings");
 			continue;
 		}
-		for (it = v->data.sequence.items.start; it < v->data.sequence.items.top; it++) {
-			yaml_node_t *e = spec_node(x, *it);
+		for (i = 0; i < v->n; i++) {
+			struct spec_node *e = v->u.items[i];
 
-			if (e == NULL || !spec_visit(x, e))
+			if (!spec_visit(x, e))
 				return;
-			if (e->type != YAML_MAPPING_NODE)
+			if (e->type != SPEC_MAP)
 				type_error(x, e, "<<", "a mapping");
 			else
 				parse_pairs(x, e, fields, nf, obj, seen_line, true);
@@ -617,13 +617,13 @@ static void parse_merges(struct spec_ctx *x, yaml_node_t *n, const struct spec_f
 	}
 }
 
-void spec_parse_map(struct spec_ctx *x, yaml_node_t *n, const struct spec_field *fields,
+void spec_parse_map(struct spec_ctx *x, struct spec_node *n, const struct spec_field *fields,
 		    void *obj, const char *what)
 {
 	int seen_line[64];
 	size_t nf = 0, i;
 
-	if (n->type != YAML_MAPPING_NODE) {
+	if (n->type != SPEC_MAP) {
 		spec_diag(x, GC_SEV_ERROR, spec_mark(x, n), "write key: value pairs here",
 			  "%s must be a mapping, got %s", what, describe(x, n));
 		x->last_obj = NULL;
@@ -650,14 +650,14 @@ void spec_parse_map(struct spec_ctx *x, yaml_node_t *n, const struct spec_field 
 	}
 	x->objs[x->nobjs].obj = obj;
 	x->objs[x->nobjs].fields = fields;
-	x->objs[x->nobjs].node = (int)(n - x->doc->nodes.start) + 1;
+	x->objs[x->nobjs].node = n;
 	x->nobjs++;
 	x->objs_sorted = false;
 	x->last_obj = obj;
 	x->last_fields = fields;
 }
 
-const char *spec_string(struct spec_ctx *x, yaml_node_t *v, const char *key, enum spec_pat pat,
+const char *spec_string(struct spec_ctx *x, struct spec_node *v, const char *key, enum spec_pat pat,
 			const char *const *choices)
 {
 	const char *s = get_string(x, v, key);
@@ -667,7 +667,7 @@ const char *spec_string(struct spec_ctx *x, yaml_node_t *v, const char *key, enu
 	return s;
 }
 
-void spec_type_error(struct spec_ctx *x, yaml_node_t *v, const char *key, const char *want)
+void spec_type_error(struct spec_ctx *x, struct spec_node *v, const char *key, const char *want)
 {
 	type_error(x, v, key, want);
 }

@@ -20,19 +20,18 @@
 
 /* A list of objects: the array is sized from the sequence; each element's
  * first member is its struct gc_mark. */
-void *spec_parse_list_max(struct spec_ctx *x, yaml_node_t *v, const char *key, size_t elem,
+void *spec_parse_list_max(struct spec_ctx *x, struct spec_node *v, const char *key, size_t elem,
 			  size_t *count, spec_item_fn item, size_t max)
 {
-	yaml_node_item_t *it;
 	size_t n, i = 0;
 	char *arr;
 
 	*count = 0;
-	if (v->type != YAML_SEQUENCE_NODE) {
+	if (v->type != SPEC_SEQ) {
 		spec_type_error(x, v, key, "a list");
 		return NULL;
 	}
-	n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+	n = v->n;
 	if (n > max) {
 		spec_diag(x, GC_SEV_ERROR, spec_mark(x, v),
 			  gc_arena_printf(x->arena, "only the first %zu are checked", max),
@@ -40,21 +39,20 @@ void *spec_parse_list_max(struct spec_ctx *x, yaml_node_t *v, const char *key, s
 		n = max;
 	}
 	arr = gc_arena_alloc(x->arena, elem * (n ? n : 1));
-	for (it = v->data.sequence.items.start; i < n; it++) {
-		yaml_node_t *e = spec_node(x, *it);
+	for (; i < n; i++) {
+		struct spec_node *e = v->u.items[i];
 		void *p = arr + i * elem;
 
-		if (e == NULL || !spec_visit(x, e))
+		if (!spec_visit(x, e))
 			break;
 		*(struct gc_mark *)p = spec_mark(x, e);
 		item(x, e, p);
-		i++;
 	}
 	*count = i;
 	return arr;
 }
 
-void *spec_parse_list(struct spec_ctx *x, yaml_node_t *v, const char *key, size_t elem,
+void *spec_parse_list(struct spec_ctx *x, struct spec_node *v, const char *key, size_t elem,
 		      size_t *count, spec_item_fn item)
 {
 	return spec_parse_list_max(x, v, key, elem, count, item, SIZE_MAX);
@@ -81,21 +79,21 @@ static const struct spec_field ssh_fields[] = {
 	FEND(struct gc_ssh),
 };
 
-static void parse_ssh(struct spec_ctx *x, yaml_node_t *v, struct gc_ssh *ssh)
+static void parse_ssh(struct spec_ctx *x, struct spec_node *v, struct gc_ssh *ssh)
 {
 	ssh->mark = spec_mark(x, v);
 	spec_parse_map(x, v, ssh_fields, ssh, "ssh");
 }
 
-static void host_ssh(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void host_ssh(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	parse_ssh(x, v, &((struct gc_host *)obj)->ssh);
 }
-static void switch_ssh(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void switch_ssh(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	parse_ssh(x, v, &((struct gc_switch *)obj)->ssh);
 }
-void spec_guest_ssh(struct spec_ctx *x, yaml_node_t *v, void *obj)
+void spec_guest_ssh(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	parse_ssh(x, v, &((struct gc_guest *)obj)->ssh);
 }
@@ -113,14 +111,14 @@ static const struct spec_field credential_fields[] = {
 	FEND(struct gc_credential),
 };
 
-static void credential_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+static void credential_item(struct spec_ctx *x, struct spec_node *n, void *elem)
 {
 	struct gc_credential *cr = elem;
 	const char *given[4];
 	size_t k = 0;
 
 	spec_parse_map(x, n, credential_fields, cr, "credential");
-	if (n->type != YAML_MAPPING_NODE)
+	if (n->type != SPEC_MAP)
 		return;
 	if (spec_field_given(x, &cr->password_env))
 		given[k++] = "password_env";
@@ -146,7 +144,7 @@ static void credential_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 			  "'key_passphrase_env' needs 'key_file'");
 }
 
-static void root_credentials(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void root_credentials(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_cluster *c = obj;
 
@@ -170,7 +168,7 @@ static const struct spec_field vcenter_fields[] = {
 	FEND(struct gc_vcenter),
 };
 
-static void root_vcenter(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void root_vcenter(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_cluster *c = obj;
 	struct gc_vcenter *vc = gc_arena_alloc(x->arena, sizeof(*vc));
@@ -188,7 +186,7 @@ static void root_vcenter(struct spec_ctx *x, yaml_node_t *v, void *obj)
 static const char *const gpu_modes[] = {"passthrough", "vgpu", NULL};
 static const char *const nic_modes[] = {"none", "sriov", "pvrdma", "passthrough", NULL};
 
-static void gpu_mode(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void gpu_mode(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_host_gpu *g = obj;
 	const char *s = spec_string(x, v, "mode", P_ANY, gpu_modes);
@@ -238,7 +236,7 @@ static void unknown_model_hint(struct gc_buf *h, const char *name, bool gpu)
 		gc_buf_puts(h, " (NICs not in the table need driver, and max_vfs for sriov)");
 }
 
-static void host_gpu_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+static void host_gpu_item(struct spec_ctx *x, struct spec_node *n, void *elem)
 {
 	struct gc_host_gpu *g = elem;
 
@@ -263,7 +261,7 @@ static void host_gpu_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 	}
 }
 
-static void nic_mode(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void nic_mode(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_host_nic *nic = obj;
 	const char *s = spec_string(x, v, "mode", P_ANY, nic_modes);
@@ -282,7 +280,7 @@ static void nic_mode(struct spec_ctx *x, yaml_node_t *v, void *obj)
 
 static const char *const nic_drivers[] = {"nmlx5_core", "nmlx4_core", NULL};
 
-static void nic_driver(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void nic_driver(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_host_nic *nic = obj;
 	const char *s = spec_string(x, v, "driver", P_ANY, nic_drivers);
@@ -301,17 +299,17 @@ static const struct spec_field vmknic_fields[] = {
 
 /* `vmknic: vmk1` tags an adapter that exists; `vmknic: {name, portgroup,
  * address}` has vCenter create it on the distributed switch first. */
-static void nic_vmknic(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void nic_vmknic(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_host_nic *nic = obj;
 	struct gc_vmknic *k;
 	const char *s;
 
-	if (v->type == YAML_SEQUENCE_NODE) {
+	if (v->type == SPEC_SEQ) {
 		spec_type_error(x, v, "vmknic", "a string or a map");
 		return;
 	}
-	if (v->type != YAML_MAPPING_NODE) {
+	if (v->type != SPEC_MAP) {
 		s = spec_string(x, v, "vmknic", P_IFNAME, NULL);
 		if (s != NULL)
 			nic->vmknic = gc_arena_strdup(x->arena, s);
@@ -357,13 +355,13 @@ static void known_nic_model(struct spec_ctx *x, struct gc_host_nic *nic)
 	nic->max_vfs = m->max_vfs;
 }
 
-static void host_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+static void host_nic_item(struct spec_ctx *x, struct spec_node *n, void *elem)
 {
 	struct gc_host_nic *nic = elem;
 	const char *pci;
 
 	spec_parse_map(x, n, host_nic_fields, nic, "nic");
-	if (n->type != YAML_MAPPING_NODE)
+	if (n->type != SPEC_MAP)
 		return;
 	pci = nic->pci ? nic->pci : "?";
 	if (nic->model_name != NULL) {
@@ -437,7 +435,7 @@ static const struct spec_field vgpu_host_fields[] = {
 	FEND(struct gc_vgpu_host),
 };
 
-static void host_vgpu(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void host_vgpu(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_host *h = obj;
 	struct gc_vgpu_host *g = gc_arena_alloc(x->arena, sizeof(*g));
@@ -445,7 +443,7 @@ static void host_vgpu(struct spec_ctx *x, yaml_node_t *v, void *obj)
 	g->mark = spec_mark(x, v);
 	spec_parse_map(x, v, vgpu_host_fields, g, "vgpu");
 	h->vgpu = g;
-	if (v->type != YAML_MAPPING_NODE)
+	if (v->type != SPEC_MAP)
 		return;
 	/* neither bundle nor vib: checked with the host's hypervisor (check.c) */
 	if (spec_field_given(x, &g->bundle) && spec_field_given(x, &g->vib))
@@ -460,7 +458,7 @@ static void host_vgpu(struct spec_ctx *x, yaml_node_t *v, void *obj)
 			  "vgpu default_type must be 'SharedPassthru', got '%s'", g->default_type);
 }
 
-static void host_gpus(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void host_gpus(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_host *h = obj;
 	size_t i;
@@ -471,7 +469,7 @@ static void host_gpus(struct spec_ctx *x, yaml_node_t *v, void *obj)
 		h->gpus[i].host = h;
 }
 
-static void host_nics(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void host_nics(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_host *h = obj;
 	size_t i;
@@ -482,7 +480,7 @@ static void host_nics(struct spec_ctx *x, yaml_node_t *v, void *obj)
 		h->nics[i].host = h;
 }
 
-static void host_hypervisor(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void host_hypervisor(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_host *h = obj;
 	const char *s = spec_string(x, v, "hypervisor", P_ANY,
@@ -508,7 +506,7 @@ static const struct spec_field host_fields[] = {
 	FEND(struct gc_host),
 };
 
-static void host_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+static void host_item(struct spec_ctx *x, struct spec_node *n, void *elem)
 {
 	struct gc_host *h = elem;
 
@@ -516,7 +514,7 @@ static void host_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 	spec_parse_map(x, n, host_fields, h, "host");
 }
 
-static void root_hosts(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void root_hosts(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_cluster *c = obj;
 
@@ -531,7 +529,7 @@ static const struct spec_field uplink_fields[] = {
 	FEND(struct gc_dvs_uplink),
 };
 
-static void uplink_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+static void uplink_item(struct spec_ctx *x, struct spec_node *n, void *elem)
 {
 	spec_parse_map(x, n, uplink_fields, elem, "uplink");
 }
@@ -542,19 +540,19 @@ static const struct spec_field portgroup_fields[] = {
 	FEND(struct gc_portgroup),
 };
 
-static void portgroup_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+static void portgroup_item(struct spec_ctx *x, struct spec_node *n, void *elem)
 {
 	spec_parse_map(x, n, portgroup_fields, elem, "port group");
 }
 
-static void dvs_uplinks(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void dvs_uplinks(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_dvswitch *d = obj;
 
 	d->uplinks = spec_parse_list(x, v, "uplinks", sizeof(*d->uplinks), &d->nuplinks, uplink_item);
 }
 
-static void dvs_portgroups(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void dvs_portgroups(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_dvswitch *d = obj;
 	size_t i;
@@ -573,7 +571,7 @@ static const struct spec_field dvswitch_fields[] = {
 	FEND(struct gc_dvswitch),
 };
 
-static void dvswitch_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+static void dvswitch_item(struct spec_ctx *x, struct spec_node *n, void *elem)
 {
 	struct gc_dvswitch *d = elem;
 
@@ -581,7 +579,7 @@ static void dvswitch_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 	spec_parse_map(x, n, dvswitch_fields, d, "distributed switch");
 }
 
-static void root_dvswitches(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void root_dvswitches(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_cluster *c = obj;
 
@@ -597,7 +595,7 @@ static const struct spec_field ecn_fields[] = {
 	FEND(struct gc_switch_roce),
 };
 
-static void roce_ecn(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void roce_ecn(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	spec_parse_map(x, v, ecn_fields, obj, "ecn");
 }
@@ -615,7 +613,7 @@ static const struct spec_field roce_fields[] = {
 	FEND(struct gc_switch_roce),
 };
 
-static void switch_roce(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void switch_roce(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_switch *s = obj;
 	struct gc_switch_roce *r = gc_arena_alloc(x->arena, sizeof(*r));
@@ -646,7 +644,7 @@ static const struct spec_field switch_fields[] = {
 	FEND(struct gc_switch),
 };
 
-static void switch_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+static void switch_item(struct spec_ctx *x, struct spec_node *n, void *elem)
 {
 	struct gc_switch *s = elem;
 
@@ -654,7 +652,7 @@ static void switch_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 	spec_parse_map(x, n, switch_fields, s, "switch");
 }
 
-static void root_switches(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void root_switches(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_cluster *c = obj;
 
@@ -665,10 +663,10 @@ static void root_switches(struct spec_ctx *x, yaml_node_t *v, void *obj)
 /* ---------------------------------------------------------------- policies */
 
 /* max_unavailable_vms: a count (1-100000) or a percentage ("25%", 1-100). */
-static void rolling_vms(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void rolling_vms(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_rolling *r = obj;
-	const char *s = v->type == YAML_SCALAR_NODE ? (const char *)v->data.scalar.value : NULL;
+	const char *s = v->type == SPEC_SCALAR ? v->u.value : NULL;
 	const char *hint = "a number of VMs like 2, or a percentage of a role's VMs like \"25%\"";
 	unsigned long n = 0;
 	size_t digits = s ? strspn(s, "0123456789") : 0;
@@ -699,7 +697,7 @@ static const struct spec_field rolling_fields[] = {
 	FEND(struct gc_rolling),
 };
 
-static void root_rolling(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void root_rolling(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_cluster *c = obj;
 
@@ -717,7 +715,7 @@ static const struct spec_field validation_fields[] = {
 	FEND(struct gc_validation),
 };
 
-static void root_validation(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void root_validation(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_cluster *c = obj;
 
@@ -733,12 +731,12 @@ static const struct spec_field metadata_fields[] = {
 	FEND(struct gc_cluster),
 };
 
-static void root_metadata(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void root_metadata(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	spec_parse_map(x, v, metadata_fields, obj, "metadata");
 }
 
-static void root_api_version(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void root_api_version(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	const char *s = spec_string(x, v, "apiVersion", P_ANY, NULL);
 
@@ -748,7 +746,7 @@ static void root_api_version(struct spec_ctx *x, yaml_node_t *v, void *obj)
 			  "unsupported apiVersion '%s'", spec_esc(x, s));
 }
 
-static void root_kind(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void root_kind(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	spec_string(x, v, "kind", P_ANY, (const char *const[]){"Cluster", NULL});
 }
@@ -770,10 +768,10 @@ static const struct spec_field root_fields[] = {
 	FEND(struct gc_cluster),
 };
 
-void spec_parse_root(struct spec_ctx *x, yaml_node_t *root)
+void spec_parse_root(struct spec_ctx *x, struct spec_node *root)
 {
 	struct gc_cluster *c = x->c;
-	yaml_node_pair_t *pair;
+	struct spec_pair *pair;
 
 	c->mark = spec_mark(x, root);
 	c->ssh_defaults.port = 22;
@@ -782,19 +780,19 @@ void spec_parse_root(struct spec_ctx *x, yaml_node_t *root)
 	c->ssh_defaults.keepalive_s = 15;
 	c->rolling.max_unavailable = 1;
 	c->rolling.max_unavailable_vms = 1;
-	if (root->type != YAML_MAPPING_NODE) {
+	if (root->type != SPEC_MAP) {
 		spec_diag(x, GC_SEV_ERROR, spec_mark(x, root),
 			  "a spec starts with apiVersion: " GC_SPEC_API_VERSION,
 			  "the spec must be a mapping, got %s",
-			  root->type == YAML_SEQUENCE_NODE ? "a sequence" : "a scalar");
+			  root->type == SPEC_SEQ ? "a sequence" : "a scalar");
 		return;
 	}
 	/* the cluster-wide ssh defaults first: every target starts from them */
-	for (pair = root->data.mapping.pairs.start; pair < root->data.mapping.pairs.top; pair++) {
-		yaml_node_t *k = spec_node(x, pair->key), *v = spec_node(x, pair->value);
+	for (pair = root->u.pairs; pair < root->u.pairs + root->n; pair++) {
+		struct spec_node *k = pair->key, *v = pair->value;
 
-		if (k != NULL && v != NULL && k->type == YAML_SCALAR_NODE &&
-		    strcmp((const char *)k->data.scalar.value, "ssh") == 0) {
+		if (k->type == SPEC_SCALAR &&
+		    strcmp(k->u.value, "ssh") == 0) {
 			parse_ssh(x, v, &c->ssh_defaults);
 			break;
 		}

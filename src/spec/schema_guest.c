@@ -19,7 +19,7 @@ static const struct spec_field license_fields[] = {
 	FEND(struct gc_license),
 };
 
-static void guest_license(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void guest_license(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_guest *g = obj;
 	struct gc_license *l = gc_arena_alloc(x->arena, sizeof(*l));
@@ -29,7 +29,7 @@ static void guest_license(struct spec_ctx *x, yaml_node_t *v, void *obj)
 	l->timeout_s = 300; /* feature_type: derived from the VM's GPUs (check.c) */
 	spec_parse_map(x, v, license_fields, l, "license");
 	g->license = l;
-	if (v->type != YAML_MAPPING_NODE)
+	if (v->type != SPEC_MAP)
 		return;
 	if (!spec_field_given(x, &l->server) && !spec_field_given(x, &l->token_file))
 		spec_diag(x, GC_SEV_ERROR, l->mark,
@@ -52,7 +52,7 @@ static const struct spec_field roce_qos_fields[] = {
 	FEND(struct gc_roce_qos),
 };
 
-static void guest_roce_qos(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void guest_roce_qos(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_guest *g = obj;
 	struct gc_roce_qos *q = gc_arena_alloc(x->arena, sizeof(*q));
@@ -73,7 +73,7 @@ static const struct spec_field rdma_if_fields[] = {
 	FEND(struct gc_rdma_if),
 };
 
-static void guest_rdma_interface(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void guest_rdma_interface(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_guest *g = obj;
 	struct gc_rdma_if *r = gc_arena_alloc(x->arena, sizeof(*r));
@@ -93,7 +93,7 @@ static const struct spec_field guest_driver_fields[] = {
 	FEND(struct gc_guest_driver),
 };
 
-static void guest_driver(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void guest_driver(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_guest *g = obj;
 	struct gc_guest_driver *d = gc_arena_alloc(x->arena, sizeof(*d));
@@ -102,7 +102,7 @@ static void guest_driver(struct spec_ctx *x, yaml_node_t *v, void *obj)
 	d->mark = spec_mark(x, v);
 	spec_parse_map(x, v, guest_driver_fields, d, "driver");
 	g->driver = d;
-	if (v->type != YAML_MAPPING_NODE)
+	if (v->type != SPEC_MAP)
 		return;
 	runfile = spec_field_given(x, &d->runfile);
 	if (d->source == NULL)
@@ -128,7 +128,7 @@ static const struct spec_field rdma_stack_fields[] = {
 	FEND(struct gc_rdma_stack),
 };
 
-static void guest_rdma_stack(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void guest_rdma_stack(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_guest *g = obj;
 	struct gc_rdma_stack *r = gc_arena_alloc(x->arena, sizeof(*r));
@@ -137,7 +137,7 @@ static void guest_rdma_stack(struct spec_ctx *x, yaml_node_t *v, void *obj)
 	r->mark = spec_mark(x, v);
 	spec_parse_map(x, v, rdma_stack_fields, r, "rdma_stack");
 	g->rdma_stack = r;
-	if (v->type != YAML_MAPPING_NODE)
+	if (v->type != SPEC_MAP)
 		return;
 	inst = spec_field_given(x, &r->installer);
 	if (r->source == NULL)
@@ -175,7 +175,7 @@ static const struct spec_field guest_fields[] = {
 	FEND(struct gc_guest),
 };
 
-void spec_vm_guest(struct spec_ctx *x, yaml_node_t *v, void *obj)
+void spec_vm_guest(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_vm *vm = obj;
 	struct gc_guest *g = gc_arena_alloc(x->arena, sizeof(*g));
@@ -184,7 +184,7 @@ void spec_vm_guest(struct spec_ctx *x, yaml_node_t *v, void *obj)
 	g->ssh = x->c->ssh_defaults;
 	spec_parse_map(x, v, guest_fields, g, "guest");
 	vm->guest = g;
-	if (v->type != YAML_MAPPING_NODE)
+	if (v->type != SPEC_MAP)
 		return;
 	if (g->os == NULL)
 		g->os = "ubuntu";

@@ -26,17 +26,17 @@
 /* schema.c: lists of objects (the array sized from the sequence, each
  * element's first member its struct gc_mark; at most max, the rest an
  * error), and a value given for a key that does not apply (an error at it) */
-typedef void (*spec_item_fn)(struct spec_ctx *x, yaml_node_t *n, void *elem);
-void *spec_parse_list_max(struct spec_ctx *x, yaml_node_t *v, const char *key, size_t elem,
+typedef void (*spec_item_fn)(struct spec_ctx *x, struct spec_node *n, void *elem);
+void *spec_parse_list_max(struct spec_ctx *x, struct spec_node *v, const char *key, size_t elem,
 			  size_t *count, spec_item_fn item, size_t max);
-void *spec_parse_list(struct spec_ctx *x, yaml_node_t *v, const char *key, size_t elem,
+void *spec_parse_list(struct spec_ctx *x, struct spec_node *v, const char *key, size_t elem,
 		      size_t *count, spec_item_fn item);
 void spec_not_applicable(struct spec_ctx *x, const void *field, bool given, const char *key,
 			 const char *what);
 /* schema_vm.c: the root's `vms:` list */
-void spec_root_vms(struct spec_ctx *x, yaml_node_t *v, void *obj);
+void spec_root_vms(struct spec_ctx *x, struct spec_node *v, void *obj);
 /* schema.c: a guest's `ssh:` map; schema_guest.c: a VM's `guest:` map */
-void spec_guest_ssh(struct spec_ctx *x, yaml_node_t *v, void *obj);
-void spec_vm_guest(struct spec_ctx *x, yaml_node_t *v, void *obj);
+void spec_guest_ssh(struct spec_ctx *x, struct spec_node *v, void *obj);
+void spec_vm_guest(struct spec_ctx *x, struct spec_node *v, void *obj);
 
 #endif

@@ -21,13 +21,13 @@ static const struct spec_field vm_gpu_fields[] = {
 	FEND(struct gc_vm_gpu),
 };
 
-static void vm_gpu_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+static void vm_gpu_item(struct spec_ctx *x, struct spec_node *n, void *elem)
 {
 	struct gc_vm_gpu *g = elem;
 	bool pci, id, prof;
 
 	spec_parse_map(x, n, vm_gpu_fields, g, "gpu");
-	if (n->type != YAML_MAPPING_NODE)
+	if (n->type != SPEC_MAP)
 		return;
 	pci = spec_field_given(x, &g->host_pci);
 	id = spec_field_given(x, &g->pci_id);
@@ -57,7 +57,7 @@ static void vm_gpu_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 static const char *const nic_types[] = {"vmxnet3", "sriov", "pvrdma", "passthrough", "virtio",
 				       NULL};
 
-static void vm_nic_type(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void vm_nic_type(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_vm_nic *nic = obj;
 	const char *s = spec_string(x, v, "type", P_ANY, nic_types);
@@ -89,7 +89,7 @@ static const struct spec_field vm_nic_fields[] = {
 	FEND(struct gc_vm_nic),
 };
 
-static void vm_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+static void vm_nic_item(struct spec_ctx *x, struct spec_node *n, void *elem)
 {
 	struct gc_vm_nic *nic = elem;
 	bool pf, hpci, pg, net, proto;
@@ -181,7 +181,7 @@ static void vm_nic_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 			  "give either 'network' or 'port_group', not both");
 }
 
-static void vm_gpus(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void vm_gpus(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_vm *vm = obj;
 
@@ -189,7 +189,7 @@ static void vm_gpus(struct spec_ctx *x, yaml_node_t *v, void *obj)
 				  SPEC_VM_GPUS_MAX);
 }
 
-static void vm_nics(struct spec_ctx *x, yaml_node_t *v, void *obj)
+static void vm_nics(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_vm *vm = obj;
 
@@ -219,7 +219,7 @@ static const struct spec_field vm_fields[] = {
 	FEND(struct gc_vm),
 };
 
-static void vm_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
+static void vm_item(struct spec_ctx *x, struct spec_node *n, void *elem)
 {
 	struct gc_vm *vm = elem;
 
@@ -231,7 +231,7 @@ static void vm_item(struct spec_ctx *x, yaml_node_t *n, void *elem)
 			  "mmio_size_gb must be a power of two, got %u", vm->mmio_size_gb);
 }
 
-void spec_root_vms(struct spec_ctx *x, yaml_node_t *v, void *obj)
+void spec_root_vms(struct spec_ctx *x, struct spec_node *v, void *obj)
 {
 	struct gc_cluster *c = obj;
 
