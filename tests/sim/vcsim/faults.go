@@ -30,6 +30,9 @@
 // its end) and then closes the connection without a reply, the case where
 // a client must find out whether its change took.  "match" (any rule)
 // narrows the rule to calls whose request body holds that text.
+// "drop": "mid" lets the call go through and then sends the first half
+// of its reply, under a Content-Length of the whole, and closes the
+// connection: a reply that breaks mid-way.
 // "task_ms": N with "drop": "after" on a *_Task method: the connection
 // closes at once, and the call is carried out N ms later; meanwhile a
 // task of that name runs in the entity's recentTask (as vCenter shows a
@@ -60,7 +63,7 @@ type faultRule struct {
 	Fault   string `json:"fault"`
 	Message string `json:"message"`
 	Times   int    `json:"times"`
-	Drop    string `json:"drop"`    // "before" | "after": close the connection instead
+	Drop    string `json:"drop"`    // "before" | "after" | "mid": close the connection instead
 	Match   string `json:"match"`   // only calls whose body holds this text
 	TaskMs  int    `json:"task_ms"` // with drop "after" on a *_Task: the task runs this long
 }
@@ -223,7 +226,7 @@ func (fb *faultBook) inject(w http.ResponseWriter, r *http.Request, inner http.H
 		return false, nil
 	}
 	switch rule.Drop {
-	case "before", "after":
+	case "before", "after", "mid":
 		return false, rule
 	case "":
 	default:

@@ -112,9 +112,18 @@ func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if drop == "before" {
 		tw.abort()
 	}
+	if drop == "mid" {
+		tw.truncate = true
+	}
 	if drop == "after" && rule.TaskMs > 0 && strings.HasSuffix(m.Name, "_Task") {
 		h.later(r, body, m, time.Duration(rule.TaskMs)*time.Millisecond)
 		tw.abort()
+	}
+	if servePaging(w, r, h.inner, m) { // -paging (paging.go)
+		if drop == "after" {
+			tw.abort()
+		}
+		return
 	}
 	switch m.Name {
 	case "CreateDVS_Task", "ReconfigureDvs_Task", "AddDVPortgroup_Task", "ReconfigureDVPortgroup_Task",
@@ -231,8 +240,9 @@ func setRecentTask(ref, task types.ManagedObjectReference, add bool) {
 type dvsTypeWriter struct {
 	http.ResponseWriter
 	buf     bytes.Buffer
-	code    int
-	dropped bool
+	code     int
+	dropped  bool
+	truncate bool // -faults "drop": "mid"
 }
 
 func (d *dvsTypeWriter) WriteHeader(code int) { d.code = code }
@@ -259,6 +269,17 @@ func (d *dvsTypeWriter) flush() {
 	}
 	if d.code == 0 {
 		d.code = http.StatusOK
+	}
+	if d.truncate {
+		// the whole length announced, half the bytes sent, then the
+		// connection closed: a reply that breaks mid-way
+		d.ResponseWriter.Header().Set("Content-Length", strconv.Itoa(len(out)))
+		d.ResponseWriter.WriteHeader(d.code)
+		_, _ = d.ResponseWriter.Write(out[:len(out)/2])
+		if f, ok := d.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+		panic(http.ErrAbortHandler)
 	}
 	d.ResponseWriter.Header().Del("Content-Length")
 	d.ResponseWriter.WriteHeader(d.code)
