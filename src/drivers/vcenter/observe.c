@@ -19,7 +19,7 @@
  * Each page is parsed into the inventory (strings copied into its arena) and
  * its reply and libxml2 tree freed before the next page is asked for, so the
  * memory held at once is one page's reply plus the inventory records, not
- * the whole result (4,000 VMs were one 30 MB reply; past ~8,500 of vcsim's
+ * the whole result (4,000 VMs were one 30 MB reply; past ~8,900 of vcsim's
  * VMs one reply would pass the HTTPS layer's 64 MiB cap).  A page that fails
  * (a fault, a dropped connection, a reply we cannot read) fails the whole
  * observation (its message starting "inventory page N: " from the second

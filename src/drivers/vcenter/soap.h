@@ -199,7 +199,7 @@ void gc_vcenter_collect_abort(struct gc_vcenter_collect *c);
  * Objects asked for per page of the observation (RetrieveOptions.maxObjects):
  * about 3.5 MB of reply for vcsim's VMs of 13 devices, its libxml2 tree a few
  * times that, well under the HTTPS layer's 64 MiB cap even for VMs with ten
- * times the devices; 80 round trips for 40,000 VMs (docs/benchmarks.md).
+ * times the devices; 81 round trips for 40,000 VMs (docs/benchmarks.md).
  */
 #define GC_VCENTER_PAGE_OBJECTS 500
 /* gc_vcenter_observe() with pages of at most max_objects objects; 0 sends no
