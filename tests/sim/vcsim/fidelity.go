@@ -115,6 +115,9 @@ func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if drop == "mid" {
 		tw.truncate = true
 	}
+	if rule != nil && len(rule.Replace) == 2 {
+		tw.replace = rule.Replace
+	}
 	if drop == "after" && rule.TaskMs > 0 && strings.HasSuffix(m.Name, "_Task") {
 		h.later(r, body, m, time.Duration(rule.TaskMs)*time.Millisecond)
 		tw.abort()
@@ -239,10 +242,11 @@ func setRecentTask(ref, task types.ManagedObjectReference, add bool) {
 // so a client may use either name.
 type dvsTypeWriter struct {
 	http.ResponseWriter
-	buf     bytes.Buffer
+	buf      bytes.Buffer
 	code     int
 	dropped  bool
-	truncate bool // -faults "drop": "mid"
+	truncate bool     // -faults "drop": "mid"
+	replace  []string // -faults "replace": [from, to]
 }
 
 func (d *dvsTypeWriter) WriteHeader(code int) { d.code = code }
@@ -269,6 +273,9 @@ func (d *dvsTypeWriter) flush() {
 	}
 	if d.code == 0 {
 		d.code = http.StatusOK
+	}
+	if len(d.replace) == 2 {
+		out = bytes.Replace(out, []byte(d.replace[0]), []byte(d.replace[1]), 1)
 	}
 	if d.truncate {
 		// the whole length announced, half the bytes sent, then the

@@ -26,6 +26,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -46,7 +47,7 @@ type pendingPages struct {
 
 var pages = struct {
 	sync.Mutex
-	next  int
+	next int
 	held map[string]*pendingPages
 }{held: map[string]*pendingPages{}}
 
@@ -175,10 +176,13 @@ func servePaging(w http.ResponseWriter, r *http.Request, inner http.Handler, m *
 		if !authenticated(inner, r) {
 			return false
 		}
-		if take(req.Token, session) == nil {
+		p := take(req.Token, session)
+		if p == nil {
 			badToken(w, req.Token)
 			return true
 		}
+		log.Printf("vcsim: -paging: CancelRetrievePropertiesEx: token %s dropped with %d objects",
+			req.Token, len(p.objects))
 		w.Header().Set("Content-Type", "text/xml; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
 		fmt.Fprintf(w, `%s<CancelRetrievePropertiesExResponse xmlns="urn:vim25"></CancelRetrievePropertiesExResponse>%s`,
