@@ -3,7 +3,7 @@
  * and count what each observation costs on the wire.
  *
  *   vcenter_observe_bench --url https://127.0.0.1:8968 --ca-file ca.crt \
- *       --username gcadmin --password-file password [--runs 20]
+ *       --username gcadmin --password-file password [--runs 20] [--max-objects N]
  *
  * Connects once (RetrieveServiceContent + Login), then observes --runs times
  * on that one connection.  Per observation it reads the difference of the
@@ -12,12 +12,19 @@
  * prints one JSON object: VMs, hosts, devices, round trips, requests and
  * bytes per observation, min/median/max wall milliseconds, and the median
  * CPU milliseconds of this process (user + system: TLS, libxml2's parse and
- * building the inventory; the rest of the wall time is the server's).  The password is read
+ * building the inventory; the rest of the wall time is the server's).
+ * Memory: this process's peak RSS (getrusage ru_maxrss) after connecting and
+ * after all the observations, and the heap bytes the first observation's
+ * inventory holds (glibc mallinfo2 in use, with the inventory held minus
+ * before the call).  --max-objects N pages by N objects (0: no maxObjects,
+ * one reply); by default the driver's own GC_VCENTER_PAGE_OBJECTS, as
+ * gc_vcenter_observe() asks.  The password is read
  * from the file by the driver, never taken from argv.  Exit 1 when a call
  * fails or the observations disagree on the counts.  Timing is reported,
  * never asserted (the test for "one round trip" is test_observe_scale).
  */
 #include <getopt.h>
+#include <malloc.h>
 #include <sys/resource.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -26,12 +33,13 @@
 
 #include "gc/util.h"
 #include "gc/vcenter.h"
+#include "../src/drivers/vcenter/soap.h"
 
 #define RUNS_MAX 10000
 
 static const char usage[] =
 	"usage: vcenter_observe_bench --url URL --username USER --password-file FILE\n"
-	"                             [--ca-file FILE] [--runs N]\n";
+	"                             [--ca-file FILE] [--runs N] [--max-objects N]\n";
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -45,7 +53,16 @@ struct sample {
 	size_t nvms, nhosts, ndevices;
 	unsigned round_trips;
 	uint64_t rpc, crpc, requests, connections, bytes;
+	size_t inventory_bytes;
 };
+
+static long max_rss_kb(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
 
 static double cpu_ms(void)
 {
@@ -63,8 +80,9 @@ static double median(double *v, size_t n)
 }
 
 static int observe_once(struct sample *s, double *ms, double *cpu, struct gc_vcenter_conn *vc,
-			struct gc_error *err)
+			int max_objects, struct gc_error *err)
 {
+	size_t heap0 = mallinfo2().uordblks, heap1;
 	double c0 = cpu_ms();
 	struct gc_vcenter_inventory *inv = NULL;
 	struct gc_https_stats a, b;
@@ -74,9 +92,10 @@ static int observe_once(struct sample *s, double *ms, double *cpu, struct gc_vce
 
 	gc_vcenter_https_stats(vc, &a);
 	t0 = gc_now_ns();
-	if (gc_vcenter_observe(&inv, vc, err) != 0)
+	if (gc_vcenter_observe_paged(&inv, vc, max_objects, err) != 0)
 		return -1;
 	t1 = gc_now_ns();
+	heap1 = mallinfo2().uordblks;
 	gc_vcenter_https_stats(vc, &b);
 	memset(s, 0, sizeof(*s));
 	s->nvms = inv->nvms;
@@ -89,6 +108,7 @@ static int observe_once(struct sample *s, double *ms, double *cpu, struct gc_vce
 	s->requests = b.requests - a.requests;
 	s->connections = b.connections - a.connections;
 	s->bytes = b.bytes_received - a.bytes_received;
+	s->inventory_bytes = heap1 > heap0 ? heap1 - heap0 : 0;
 	*ms = (double)(t1 - t0) / 1e6;
 	*cpu = cpu_ms() - c0;
 	gc_vcenter_inventory_free(inv);
@@ -103,6 +123,7 @@ int main(int argc, char **argv)
 		{"username", required_argument, NULL, 'U'},
 		{"password-file", required_argument, NULL, 'p'},
 		{"runs", required_argument, NULL, 'n'},
+		{"max-objects", required_argument, NULL, 'm'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -111,7 +132,8 @@ int main(int argc, char **argv)
 	struct gc_vcenter_conn *vc = NULL;
 	struct sample first, s;
 	double *ms = NULL, *cpu = NULL, med;
-	unsigned long runs = 20;
+	unsigned long runs = 20, max_objects = GC_VCENTER_PAGE_OBJECTS;
+	long rss_connected;
 	uint64_t t0, t1;
 	char *end;
 	int c, rc = 1;
@@ -137,6 +159,13 @@ int main(int argc, char **argv)
 				return 64;
 			}
 			break;
+		case 'm':
+			max_objects = strtoul(optarg, &end, 10);
+			if (*end != '\0' || max_objects > 1000000) {
+				fprintf(stderr, "vcenter_observe_bench: --max-objects takes 0 to 1000000\n");
+				return 64;
+			}
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return 0;
@@ -155,10 +184,12 @@ int main(int argc, char **argv)
 	if (gc_vcenter_connect(&vc, &o, &err) != 0)
 		goto fail;
 	t1 = gc_now_ns();
+	rss_connected = max_rss_kb();
 	ms = gc_xcalloc(runs, sizeof(*ms));
 	cpu = gc_xcalloc(runs, sizeof(*cpu));
 	for (unsigned long i = 0; i < runs; i++) {
-		if (observe_once(i == 0 ? &first : &s, &ms[i], &cpu[i], vc, &err) != 0)
+		if (observe_once(i == 0 ? &first : &s, &ms[i], &cpu[i], vc, (int)max_objects,
+				 &err) != 0)
 			goto fail;
 		if (i > 0 && (s.nvms != first.nvms || s.nhosts != first.nhosts ||
 			      s.ndevices != first.ndevices || s.round_trips != first.round_trips ||
@@ -175,11 +206,14 @@ int main(int argc, char **argv)
 	       "\"retrieve_properties_ex\": %" PRIu64 ", \"continue_retrieve_properties_ex\": %" PRIu64
 	       ", \"https_requests\": %" PRIu64 ", \"new_connections\": %" PRIu64
 	       ", \"bytes_received\": %" PRIu64 ", \"connect_ms\": %.1f, "
-	       "\"ms_min\": %.1f, \"ms_median\": %.1f, \"ms_max\": %.1f, \"cpu_ms_median\": %.1f}\n",
+	       "\"ms_min\": %.1f, \"ms_median\": %.1f, \"ms_max\": %.1f, \"cpu_ms_median\": %.1f, "
+	       "\"max_objects\": %lu, \"rss_connected_kb\": %ld, \"rss_peak_kb\": %ld, "
+	       "\"inventory_bytes\": %zu}\n",
 	       gc_vcenter_api_version(vc), runs, first.nvms, first.nhosts, first.ndevices,
 	       first.nvms ? (double)first.ndevices / (double)first.nvms : 0.0, first.round_trips,
 	       first.rpc, first.crpc, first.requests, first.connections, first.bytes,
-	       (double)(t1 - t0) / 1e6, ms[0], med, ms[runs - 1], median(cpu, runs));
+	       (double)(t1 - t0) / 1e6, ms[0], med, ms[runs - 1], median(cpu, runs), max_objects,
+	       rss_connected, max_rss_kb(), first.inventory_bytes);
 	rc = 0;
 	goto out;
 fail:

@@ -273,12 +273,15 @@ struct gc_vcenter_inventory {
  * runtime.powerState, runtime.host), every host (name, PCI passthrough
  * state, offered vGPU types, parent, maintenance mode, PCI devices), and
  * the datacenters, compute resources, datastores, networks, DV port groups
- * and distributed switches, in one RetrievePropertiesEx from the root
- * folder (more round trips only when vCenter pages the result with a
- * token).  An unset property is left NULL/0.  A property vCenter could not
+ * and distributed switches, with one RetrievePropertiesEx from the root
+ * folder that asks for pages of at most 500 objects (RetrieveOptions
+ * maxObjects) and one ContinueRetrievePropertiesEx per further page; each
+ * page is read into the inventory and freed before the next is asked for.
+ * An unset property is left NULL/0.  A property vCenter could not
  * read (a missingSet in the reply) fails the whole observation, naming the
  * object, the property and the fault: GC_EAUTH for NotAuthenticated, else
- * GC_EREMOTE.  Leaving the VM out would make it look absent.
+ * GC_EREMOTE.  Leaving the VM out would make it look absent.  A page that
+ * fails (fault, lost connection) fails it too; *out is set only on success.
  */
 int gc_vcenter_observe(struct gc_vcenter_inventory **out, struct gc_vcenter_conn *vc,
 		       struct gc_error *err);

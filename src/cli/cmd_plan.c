@@ -9,7 +9,7 @@
  *
  * Exit: 0 no changes, 2 changes, 1 error, 64 usage.
  * -v/--verbose prints the drivers' notes (GC_EV_NOTE) to stderr, e.g. the
- * vCenter's "observed N VMs and M hosts in 1 property-collector round trip";
+ * vCenter's "observed N VMs and M hosts in 3 property-collector round trips";
  * stdout (the plan) is the same with or without it.
  * GC_PLAN_TIMING=1 prints the time of each phase to stderr (benchmarks).
  */

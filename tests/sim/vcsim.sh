@@ -3,12 +3,17 @@
 #
 #   tests/sim/vcsim.sh build              # once; cached; needs no network
 #   tests/sim/vcsim.sh start [--port P] [--vms N] [--host-gpus FILE] [--inventory FILE]
-#                            [--method-delay M:ms,...]
+#                            [--method-delay M:ms,...] [--paging]
 #                 (--vms: VMs per resource pool; the default model has 2 pools;
 #                  --host-gpus: passthrough devices and vGPU types per host, see
 #                  tests/sim/vcsim/main.go and tests/sim/vcsim/host-gpus.json;
 #                  --inventory: a spec's inventory instead of the default model,
-#                  from tests/sim/lab_spec.py vcsim-inventory SPEC)
+#                  from tests/sim/lab_spec.py vcsim-inventory SPEC;
+#                  --paging: RetrievePropertiesEx results in pages of the
+#                  caller's maxObjects, as vCenter does, see
+#                  tests/sim/vcsim/paging.go; without it, one reply as from vcsim)
+# Start waits $GC_VCSIM_START_S seconds (default 60) for vcsim to listen:
+# a model of tens of thousands of VMs takes longer to build.
 #   tests/sim/vcsim.sh stop | status | env
 #
 # Built from Debian 12's golang-github-vmware-govmomi-dev with Debian's Go in
@@ -41,7 +46,7 @@ src=$root/tests/sim/vcsim
 die() { echo "vcsim: $*" >&2; exit 1; }
 
 usage() {
-	echo "usage: tests/sim/vcsim.sh build | start [--port P] [--vms N] [--host-gpus FILE] [--inventory FILE] [--method-delay M:ms,...] | stop | status | env" >&2
+	echo "usage: tests/sim/vcsim.sh build | start [--port P] [--vms N] [--host-gpus FILE] [--inventory FILE] [--method-delay M:ms,...] [--paging] | stop | status | env" >&2
 	exit 2
 }
 
@@ -103,7 +108,7 @@ make_password() {
 }
 
 start() {
-	local delay="" vms="" gpus="" inv="" pid i
+	local delay="" vms="" gpus="" inv="" paging="" pid i wait_s=${GC_VCSIM_START_S:-60}
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--port) port=${2:?}; shift 2 ;;
@@ -111,6 +116,7 @@ start() {
 		--vms) vms=${2:?}; shift 2 ;;
 		--host-gpus) gpus=${2:?}; shift 2 ;;
 		--inventory) inv=${2:?}; shift 2 ;;
+		--paging) paging=1; shift ;;
 		*) usage ;;
 		esac
 	done
@@ -129,19 +135,21 @@ start() {
 	[ -n "$delay" ] && set -- "$@" -method-delay "$delay"
 	[ -n "$gpus" ] && set -- "$@" -host-gpus "$gpus"
 	[ -n "$inv" ] && set -- "$@" -inventory "$inv"
+	[ -n "$paging" ] && set -- "$@" -paging
 	set -- "$@" -faults "$lab/faults.json" # read at every request; absent = no faults
 	set -- "$@" -host-calls "$lab/host-calls.log" # host configuration SOAP bodies as received
 	set -- "$@" -dvs-calls "$lab/dvs-calls.log"   # CreateDVS_Task, ReconfigureDvs_Task bodies
 	case $vms in '' | *[!0-9]*) [ -z "$vms" ] || die "bad --vms '$vms'" ;; *) set -- "$@" -vm "$vms" ;; esac
 	setsid "$bindir/vcsim" "$@" >"$lab/vcsim.out" 2>"$lab/vcsim.log" </dev/null &
 	echo $! >"$lab/vcsim.pid"
-	for i in $(seq 1 600); do
+	case $wait_s in '' | *[!0-9]*) die "bad GC_VCSIM_START_S '$wait_s'" ;; esac
+	for i in $(seq 1 $((wait_s * 10))); do
 		grep -q '^export GOVC_URL=' "$lab/vcsim.out" 2>/dev/null && return 0
 		kill -0 "$(cat "$lab/vcsim.pid")" 2>/dev/null ||
 			die "exited at start: $(tail -n 3 "$lab/vcsim.log")"
 		sleep 0.1
 	done
-	die "not listening after 60 s (see $lab/vcsim.log)"
+	die "not listening after $wait_s s (see $lab/vcsim.log)"
 }
 
 stop() {

@@ -11,9 +11,21 @@
  * adapters, and the host objects that change them), datacenters (their four
  * folders), compute resources (root pool, environment browser), datastores,
  * networks and DV port groups, and distributed switches.  No view objects
- * are created, so nothing needs destroying and the cost is one round trip
- * however large the inventory.  When vCenter pages a large result it returns a token, and
- * ContinueRetrievePropertiesEx fetches the rest.
+ * are created, so nothing needs destroying.
+ *
+ * The result comes in pages: RetrieveOptions.maxObjects asks for at most
+ * GC_VCENTER_PAGE_OBJECTS objects a reply, and each reply's token fetches
+ * the next page with ContinueRetrievePropertiesEx until a reply has none.
+ * Each page is parsed into the inventory (strings copied into its arena) and
+ * its reply and libxml2 tree freed before the next page is asked for, so the
+ * memory held at once is one page's reply plus the inventory records, not
+ * the whole result (4,000 VMs were one 30 MB reply; past ~8,900 of vcsim's
+ * VMs one reply would pass the HTTPS layer's 64 MiB cap).  A page that fails
+ * (a fault, a dropped connection, a reply we cannot read) fails the whole
+ * observation (its message starting "inventory page N: " from the second
+ * page on) and frees what the earlier pages filled: no inventory is
+ * half-recorded.  When we stop with a token in hand (a page we could not
+ * read), CancelRetrievePropertiesEx tells vCenter to drop the rest.
  *
  * A switch is asked for its whole `config`: maxMtu is a property of the
  * VMware subclass (VMwareDVSConfigInfo) only, and a path through a subclass
@@ -141,8 +153,13 @@ static void write_spec(struct gc_vcenter_soap *s, const char *root)
 	gc_vcenter_soap_close(s, "specSet");
 }
 
-static int page(struct gc_vcenter_conn *vc, struct gc_vcenter_collect *c, char *token, size_t n,
-		struct gc_error *err)
+/*
+ * One page: RetrievePropertiesEx with maxObjects (max_objects 0: none) when
+ * token is "", else ContinueRetrievePropertiesEx of token.  token[0..n) gets
+ * the next page's token, or "" at the last page.  The reply is freed here.
+ */
+static int page(struct gc_vcenter_conn *vc, struct gc_vcenter_collect *c, int max_objects,
+		char *token, size_t n, struct gc_error *err)
 {
 	struct gc_vcenter_soap s;
 	xmlDocPtr doc = NULL;
@@ -154,6 +171,8 @@ static int page(struct gc_vcenter_conn *vc, struct gc_vcenter_collect *c, char *
 				      vc->property_collector);
 		write_spec(&s, vc->root_folder);
 		gc_vcenter_soap_open(&s, "options", NULL);
+		if (max_objects > 0)
+			gc_vcenter_soap_int(&s, "maxObjects", max_objects);
 		gc_vcenter_soap_close(&s, "options");
 	} else {
 		gc_vcenter_soap_begin(&s, "ContinueRetrievePropertiesEx", "PropertyCollector",
@@ -164,18 +183,30 @@ static int page(struct gc_vcenter_conn *vc, struct gc_vcenter_collect *c, char *
 	if (rc == 0)
 		rc = gc_vcenter_soap_call(vc, &s, &doc, &ret, err);
 	gc_vcenter_soap_free(&s);
+	token[0] = '\0'; /* sent: a token is good for one call */
 	if (rc < 0)
 		return rc;
 	c->inv->round_trips++;
-	token[0] = '\0';
 	/* An empty result has no returnval at all. */
 	rc = gc_vcenter_collect_page(c, gc_vcenter_xml_child(ret, "returnval"), token, n, err);
 	xmlFreeDoc(doc);
 	return rc;
 }
 
-int gc_vcenter_observe(struct gc_vcenter_inventory **out, struct gc_vcenter_conn *vc,
-		       struct gc_error *err)
+/* Best effort: the observation has failed already, and its error stands. */
+static void cancel(struct gc_vcenter_conn *vc, const char *token)
+{
+	struct gc_error ignored = GC_ERROR_INIT;
+	struct gc_vcenter_soap s;
+
+	gc_vcenter_soap_begin(&s, "CancelRetrievePropertiesEx", "PropertyCollector",
+			      vc->property_collector);
+	gc_vcenter_soap_elem(&s, "token", token);
+	(void)gc_vcenter_soap_run(vc, &s, &ignored);
+}
+
+int gc_vcenter_observe_paged(struct gc_vcenter_inventory **out, struct gc_vcenter_conn *vc,
+			     int max_objects, struct gc_error *err)
 {
 	struct gc_vcenter_collect c;
 	char token[256] = "";
@@ -188,12 +219,22 @@ int gc_vcenter_observe(struct gc_vcenter_inventory **out, struct gc_vcenter_conn
 					  vc->target, PAGES_MAX);
 			break;
 		}
-		rc = page(vc, &c, token, sizeof(token), err);
+		rc = page(vc, &c, max_objects, token, sizeof(token), err);
+		if (rc < 0 && i > 0) /* a transport error names no method */
+			gc_error_prefix(err, "inventory page %u: ", i + 1);
 	}
 	if (rc < 0) {
+		if (token[0] != '\0')
+			cancel(vc, token);
 		gc_vcenter_collect_abort(&c);
 		return rc;
 	}
 	gc_vcenter_collect_finish(&c, out);
 	return 0;
+}
+
+int gc_vcenter_observe(struct gc_vcenter_inventory **out, struct gc_vcenter_conn *vc,
+		       struct gc_error *err)
+{
+	return gc_vcenter_observe_paged(out, vc, GC_VCENTER_PAGE_OBJECTS, err);
 }

@@ -196,6 +196,18 @@ void gc_vcenter_collect_finish(struct gc_vcenter_collect *c, struct gc_vcenter_i
 /* Free a half-built inventory. */
 void gc_vcenter_collect_abort(struct gc_vcenter_collect *c);
 /*
+ * Objects asked for per page of the observation (RetrieveOptions.maxObjects):
+ * about 3.5 MB of reply for vcsim's VMs of 13 devices, its libxml2 tree a few
+ * times that, well under the HTTPS layer's 64 MiB cap even for VMs with ten
+ * times the devices; 81 round trips for 40,000 VMs (docs/benchmarks.md).
+ */
+#define GC_VCENTER_PAGE_OBJECTS 500
+/* gc_vcenter_observe() with pages of at most max_objects objects; 0 sends no
+ * maxObjects (one reply, unless vCenter's own policy pages it).  For tests
+ * and the bench, which compare paged with unpaged. */
+int gc_vcenter_observe_paged(struct gc_vcenter_inventory **out, struct gc_vcenter_conn *vc,
+			     int max_objects, struct gc_error *err);
+/*
  * One whole RetrievePropertiesEx reply (HTTP 200 body) -> a new inventory,
  * through the same code as gc_vcenter_observe(): gc_vcenter_soap_parse(),
  * then gc_vcenter_collect_page() and _finish().  A token in the reply is

@@ -30,6 +30,12 @@
 // its end) and then closes the connection without a reply, the case where
 // a client must find out whether its change took.  "match" (any rule)
 // narrows the rule to calls whose request body holds that text.
+// "drop": "mid" lets the call go through and then sends the first half
+// of its reply, under a Content-Length of the whole, and closes the
+// connection: a reply that breaks mid-way.
+// "replace": [FROM, TO] lets the call go through and replaces the first
+// FROM in its reply with TO: a reply vCenter could send that vcsim does
+// not (a missingSet on one object of a page).
 // "task_ms": N with "drop": "after" on a *_Task method: the connection
 // closes at once, and the call is carried out N ms later; meanwhile a
 // task of that name runs in the entity's recentTask (as vCenter shows a
@@ -57,12 +63,13 @@ import (
 )
 
 type faultRule struct {
-	Fault   string `json:"fault"`
-	Message string `json:"message"`
-	Times   int    `json:"times"`
-	Drop    string `json:"drop"`    // "before" | "after": close the connection instead
-	Match   string `json:"match"`   // only calls whose body holds this text
-	TaskMs  int    `json:"task_ms"` // with drop "after" on a *_Task: the task runs this long
+	Fault   string   `json:"fault"`
+	Message string   `json:"message"`
+	Times   int      `json:"times"`
+	Drop    string   `json:"drop"`    // "before" | "after" | "mid": close the connection instead
+	Match   string   `json:"match"`   // only calls whose body holds this text
+	TaskMs  int      `json:"task_ms"` // with drop "after" on a *_Task: the task runs this long
+	Replace []string `json:"replace"` // [from, to]: the call goes through, its reply edited
 }
 
 type faultBook struct {
@@ -222,8 +229,11 @@ func (fb *faultBook) inject(w http.ResponseWriter, r *http.Request, inner http.H
 	if rule == nil {
 		return false, nil
 	}
+	if len(rule.Replace) == 2 {
+		return false, rule
+	}
 	switch rule.Drop {
-	case "before", "after":
+	case "before", "after", "mid":
 		return false, rule
 	case "":
 	default:

@@ -113,9 +113,21 @@ func (h *sdkHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if drop == "before" {
 		tw.abort()
 	}
+	if drop == "mid" {
+		tw.truncate = true
+	}
+	if rule != nil && len(rule.Replace) == 2 {
+		tw.replace = rule.Replace
+	}
 	if drop == "after" && rule.TaskMs > 0 && strings.HasSuffix(m.Name, "_Task") {
 		h.later(r, body, m, time.Duration(rule.TaskMs)*time.Millisecond)
 		tw.abort()
+	}
+	if servePaging(w, r, h.inner, m) { // -paging (paging.go)
+		if drop == "after" {
+			tw.abort()
+		}
+		return
 	}
 	switch m.Name {
 	case "CreateDVS_Task", "ReconfigureDvs_Task", "AddDVPortgroup_Task", "ReconfigureDVPortgroup_Task",
@@ -231,9 +243,11 @@ func setRecentTask(ref, task types.ManagedObjectReference, add bool) {
 // so a client may use either name.
 type dvsTypeWriter struct {
 	http.ResponseWriter
-	buf     bytes.Buffer
-	code    int
-	dropped bool
+	buf      bytes.Buffer
+	code     int
+	dropped  bool
+	truncate bool     // -faults "drop": "mid"
+	replace  []string // -faults "replace": [from, to]
 }
 
 func (d *dvsTypeWriter) WriteHeader(code int) { d.code = code }
@@ -260,6 +274,20 @@ func (d *dvsTypeWriter) flush() {
 	}
 	if d.code == 0 {
 		d.code = http.StatusOK
+	}
+	if len(d.replace) == 2 {
+		out = bytes.Replace(out, []byte(d.replace[0]), []byte(d.replace[1]), 1)
+	}
+	if d.truncate {
+		// the whole length announced, half the bytes sent, then the
+		// connection closed: a reply that breaks mid-way
+		d.ResponseWriter.Header().Set("Content-Length", strconv.Itoa(len(out)))
+		d.ResponseWriter.WriteHeader(d.code)
+		_, _ = d.ResponseWriter.Write(out[:len(out)/2])
+		if f, ok := d.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+		panic(http.ErrAbortHandler)
 	}
 	d.ResponseWriter.Header().Del("Content-Length")
 	d.ResponseWriter.WriteHeader(d.code)

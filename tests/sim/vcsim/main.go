@@ -133,6 +133,7 @@ func main() {
 	trace := flag.String("trace-file", "", "write SOAP traffic here")
 	gpus := flag.String("host-gpus", "", "JSON file: passthrough devices and vGPU types per host")
 	faults := flag.String("faults", "", "JSON file of injected faults, read at every request (faults.go)")
+	flag.BoolVar(&pagingOn, "paging", false, "page RetrievePropertiesEx results by options.maxObjects, as vCenter does (paging.go)")
 	flag.StringVar(&hostCallsFile, "host-calls", "", "append host configuration calls here (hostconfig.go)")
 	flag.StringVar(&dvsCallsFile, "dvs-calls", "", "append distributed switch calls here (hostconfig.go)")
 	flag.Parse()
