@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fixture.h"
 
@@ -106,4 +107,20 @@ struct gc_vcenter_inventory *vcsim_observe(struct gc_vcenter_conn *vc)
 	if (gc_vcenter_observe(&inv, vc, &err) < 0)
 		fail_msg("observe: %s", err.msg);
 	return inv;
+}
+
+void vcsim_faults(const struct vcsim *v, const char *json)
+{
+	char path[700];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/faults.json", v->dir);
+	if (json == NULL) {
+		unlink(path);
+		return;
+	}
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(json, f);
+	fclose(f);
 }

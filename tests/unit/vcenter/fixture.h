@@ -37,6 +37,8 @@ struct gc_vcenter_conn *vcsim_connect_opts(const struct gc_vcenter_opts *o);
 struct gc_vcenter_conn *vcsim_connect(const struct vcsim *v);
 /* One observation, or fail the test. */
 struct gc_vcenter_inventory *vcsim_observe(struct gc_vcenter_conn *vc);
+/* v's -faults file (tests/sim/vcsim: faults.json); NULL removes it. */
+void vcsim_faults(const struct vcsim *v, const char *json);
 /* system() of a formatted command. */
 int sh(const char *fmt, ...) GC_PRINTF(1, 2);
 

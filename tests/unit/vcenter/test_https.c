@@ -243,22 +243,6 @@ static void test_keepalive_and_counters(void **state)
 	gc_https_free(h);
 }
 
-/* vcsim's -faults file for this program's vcsim; NULL removes it. */
-static void faults(const char *json)
-{
-	char path[700];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/faults.json", sim.dir);
-	if (json == NULL) {
-		unlink(path);
-		return;
-	}
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(json, f);
-	fclose(f);
-}
 
 static int service_content(struct gc_https *h, bool once, struct gc_https_response *r,
 			struct gc_error *err)
@@ -291,14 +275,15 @@ static void test_once_is_never_sent_again_by_libcurl(void **state)
 	(void)state;
 	assert_int_equal(get(h, "/about", &r, &err), 0); /* a connection to reuse */
 	gc_https_response_free(&r);
-	faults("{\"RetrieveServiceContent\": {\"*\": {\"drop\": \"after\", \"times\": 1}}}");
+	vcsim_faults(&sim, "{\"RetrieveServiceContent\": {\"*\": {\"drop\": \"after\", \"times\": 1}}}");
 	assert_int_equal(service_content(h, false, &r, &err), 0); /* sent twice */
 	assert_int_equal(r.status, 200);
 	gc_https_response_free(&r);
 	gc_https_stats(h, &st);
 	assert_int_equal(st.connections, 2);
 
-	faults("{\"RetrieveServiceContent\": {\"*\": {\"drop\": \"after\", \"times\": 1, \"match\": \"\"}}}");
+	vcsim_faults(&sim, "{\"RetrieveServiceContent\": "
+			   "{\"*\": {\"drop\": \"after\", \"times\": 1, \"match\": \"\"}}}");
 	assert_int_equal(service_content(h, true, &r, &err), GC_ENET);
 	snprintf(want, sizeof(want),
 		 "https (%s): POST /sdk: the connection closed before the reply; the request may "
@@ -315,7 +300,7 @@ static void test_once_is_never_sent_again_by_libcurl(void **state)
 	assert_int_equal(service_content(h, true, &r, &err), 0);
 	assert_int_equal(r.status, 200);
 	gc_https_response_free(&r);
-	faults(NULL);
+	vcsim_faults(&sim, NULL);
 	gc_https_free(h);
 }
 

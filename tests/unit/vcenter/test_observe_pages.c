@@ -137,22 +137,6 @@ static size_t objects(const struct gc_vcenter_inventory *inv)
 	       inv->nnetworks + inv->ndvs;
 }
 
-/* vcsim's -faults file for this program's vcsim; NULL removes it. */
-static void faults(const char *json)
-{
-	char path[700];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/faults.json", sim.dir);
-	if (json == NULL) {
-		unlink(path);
-		return;
-	}
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(json, f);
-	fclose(f);
-}
 
 static int group_setup(void **state)
 {
@@ -163,7 +147,7 @@ static int group_setup(void **state)
 	(void)state;
 	if (vcsim_setup(&sim, "test_observe_pages", PORT_VCSIM, "--vms 1100 --paging") != 0)
 		return -1;
-	faults(NULL);
+	vcsim_faults(&sim, NULL);
 	/* the reference: no maxObjects, so vcsim answers everything in one reply */
 	vc = vcsim_connect(&sim);
 	if (gc_vcenter_observe_paged(&inv, vc, 0, &err) != 0) {
@@ -184,7 +168,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	(void)state;
-	faults(NULL);
+	vcsim_faults(&sim, NULL);
 	vcsim_stop(&sim);
 	free(unpaged);
 	return 0;
@@ -240,7 +224,7 @@ static void fails_then_recovers(struct gc_vcenter_conn *vc, int code, const char
 	if (strncmp(err.msg, msg_prefix, strlen(msg_prefix)) != 0)
 		fail_msg("message '%s' does not start with '%s'", err.msg, msg_prefix);
 	assert_int_equal(gc_vcenter_calls(vc, "CancelRetrievePropertiesEx"), cancels);
-	faults(NULL);
+	vcsim_faults(&sim, NULL);
 	inv = vcsim_observe(vc);
 	assert_int_equal(inv->round_trips, 5);
 	again = dump(inv);
@@ -256,7 +240,7 @@ static void test_token_refused(void **state)
 
 	(void)state;
 	/* the second page's token (the first ContinueRetrievePropertiesEx) is refused */
-	faults("{\"ContinueRetrievePropertiesEx\": {\"*\": {\"fault\": \"InvalidArgument\", "
+	vcsim_faults(&sim, "{\"ContinueRetrievePropertiesEx\": {\"*\": {\"fault\": \"InvalidArgument\", "
 	       "\"message\": \"A specified parameter was not correct: token\", "
 	       "\"match\": \"<token>\", \"times\": 1}}}");
 	snprintf(want, sizeof(want),
@@ -278,7 +262,8 @@ static void test_reply_cut_off(void **state)
 
 	(void)state;
 	/* the second page's reply: half its bytes, then the connection closes */
-	faults("{\"ContinueRetrievePropertiesEx\": {\"*\": {\"drop\": \"mid\", \"times\": 1}}}");
+	vcsim_faults(&sim,
+		     "{\"ContinueRetrievePropertiesEx\": {\"*\": {\"drop\": \"mid\", \"times\": 1}}}");
 	snprintf(want, sizeof(want), "inventory page 2: %s: POST /sdk: transfer closed with ",
 		 sim.target);
 	fails_then_recovers(vc, GC_ENET, want, 0); /* no token came */
@@ -299,7 +284,7 @@ static void test_unreadable_page_cancels(void **state)
 	char want[256];
 
 	(void)state;
-	faults("{\"ContinueRetrievePropertiesEx\": {\"*\": {\"times\": 1, \"replace\": "
+	vcsim_faults(&sim, "{\"ContinueRetrievePropertiesEx\": {\"*\": {\"times\": 1, \"replace\": "
 	       "[\"</objects>\", \"<missingSet><path>config.hardware.device</path><fault>"
 	       "<fault xsi:type=\\\"NoPermission\\\"></fault></fault></missingSet>"
 	       "</objects>\"]}}}");
