@@ -576,8 +576,10 @@ echo "not found (apt-get: $a)"
         self.assertIn("VERSION_CODENAME=bookworm\n", self.ssh(vm, "cat /etc/os-release"))
         self.assertIn('"product": "Tesla V100-PCIE-32GB"', self.ssh(vm, "cat /etc/gc-lab/gpu.json"))
         # nothing of what the driver installs is there; the only APT source is the lab's
-        self.assertEqual(self.ssh(vm, "dpkg-query -W -f='${db:Status-Abbrev}\\n' rdma-core "
-                                      "nvidia-driver chrony 2>/dev/null || true"), "")
+        # (a fresh disk's dpkg may know a package as "un": known, not installed)
+        pk = self.ssh(vm, "dpkg-query -W -f='${Package} ${db:Status-Abbrev}\\n' rdma-core "
+                          "nvidia-driver chrony 2>/dev/null || true")
+        self.assertEqual([l for l in pk.splitlines() if l.split()[1:2] != ["un"]], [])
         self.assertEqual(self.ssh(vm, "cat /etc/apt/sources.list.d/*.list").strip(),
                          "deb [trusted=yes] file:/srv/gc-lab-repo ./")
         self.assertEqual(self.ssh(vm, "nvidia-smi >/dev/null 2>&1; echo $?").strip(), "127")
