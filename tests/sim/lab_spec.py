@@ -6,6 +6,8 @@
     lab_spec.py rewrite SPEC LABDIR OUT   write the spec with connection settings -> lab
     lab_spec.py vcsim-inventory SPEC      print the vCenter simulator's inventory (JSON)
     lab_spec.py guests SPEC [N]           print the lab guests (JSON, one per line)
+    lab_spec.py runfiles SPEC             print the driver versions of the stand-in
+                                          .run files its guests need besides the image's
 
 `seed` writes hosts/<name>/state.json (only when absent, so a running lab
 keeps its state): the host's ESXi version and PCI devices exactly as the
@@ -27,7 +29,9 @@ the guest port (lab port + 10000) and LABDIR/known_hosts, its credential
 becomes user `gclab` with `key_file: LABDIR/guest_key` (a credential shared
 with a host, switch or vCenter is left to them and the guests get a copy
 named `NAME-lab`), `os: debian`, `driver.runfile` (when present) the lab's
-stand-in .run installer, `rdma_stack.installer` (when present) the lab's
+stand-in .run installer of the version its name carries (NVIDIA's
+`NVIDIA-Linux-x86_64-<version>-grid.run`; another name gets the image's
+535.183.01), `rdma_stack.installer` (when present) the lab's
 stand-in MLNX_OFED archive, `license.token_file` (when present) a token file
 the lab writes (LABDIR/client_configuration_token.tok).
 
@@ -306,6 +310,7 @@ GPU_SMI = {
 VGPU_EDITION = {"c": "NVIDIA Virtual Compute Server", "q": "NVIDIA RTX Virtual Workstation",
                 "b": "NVIDIA Virtual PC", "a": "NVIDIA Virtual Applications"}
 RUNFILE = "NVIDIA-Linux-x86_64-535.183.01-grid.run"
+RUNFILE_RE = re.compile(r"^NVIDIA-Linux-x86_64-(\d{2,4}\.\d{1,4}(?:\.\d{1,4})?)-grid\.run$")
 TOKEN = "client_configuration_token.tok"
 OFED = "MLNX_OFED_LINUX-23.10-1.1.9.0-debian12.1-x86_64.tgz"
 
@@ -417,7 +422,7 @@ def rewrite_guests(spec, lab, port, used):
         g["os"] = "debian"
         drv = g.get("driver")
         if isinstance(drv, dict) and "runfile" in drv:
-            drv["runfile"] = os.path.join(lab, RUNFILE)
+            drv["runfile"] = os.path.join(lab, lab_runfile(drv["runfile"]))
         stack = g.get("rdma_stack")
         if isinstance(stack, dict) and "installer" in stack:
             stack["installer"] = os.path.join(lab, OFED)
@@ -432,6 +437,28 @@ def rewrite_guests(spec, lab, port, used):
             val["min_rdma_gbps"] = LAB_MIN_RDMA_GBPS
         if val.get("max_rdma_latency_us"):
             val["max_rdma_latency_us"] = LAB_MAX_RDMA_LATENCY_US
+
+
+def lab_runfile(path):
+    """The lab's stand-in .run for a spec's driver.runfile: of the version
+    its name carries (NVIDIA's NVIDIA-Linux-x86_64-<version>-grid.run; the
+    lab builds it, tests/sim/guestlab/image.sh runfile), else the image's."""
+    m = RUNFILE_RE.match(os.path.basename(str(path)))
+    return m.group(0) if m else RUNFILE
+
+
+def runfile_versions(spec):
+    """The driver versions of the stand-in .run files the spec's guests need
+    besides the image's own."""
+    out = []
+    for vm in spec.get("vms") or []:
+        g = _as_dict(_as_dict(vm).get("guest"))
+        drv = g.get("driver")
+        if isinstance(drv, dict) and "runfile" in drv:
+            m = RUNFILE_RE.match(lab_runfile(drv["runfile"]))
+            if m.group(0) != RUNFILE and m.group(1) not in out:
+                out.append(m.group(1))
+    return out
 
 
 def short(hexid):
@@ -525,6 +552,9 @@ def main(argv):
     if len(argv) in (3, 4) and argv[1] == "guests":
         for g in guests(load(argv[2]), int(argv[3]) if len(argv) == 4 else None):
             print(json.dumps(g))
+        return 0
+    if len(argv) == 3 and argv[1] == "runfiles":
+        print("\n".join(runfile_versions(load(argv[2]))))
         return 0
     if len(argv) == 4 and argv[1] == "seed":
         seed(load(argv[2]), argv[3])

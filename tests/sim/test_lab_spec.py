@@ -145,6 +145,23 @@ class LabSpecGuests(unittest.TestCase):
         self.assertEqual(g0["roce_qos"]["tos"], 106)
         self.assertEqual(g0["address"], "127.0.0.51")
 
+    def test_a_runfile_of_another_version_gets_a_stand_in_of_that_version(self):
+        g = self.spec["vms"][0]["guest"]
+        g["driver"] = {"source": "runfile",
+                       "runfile": "/opt/nvidia/NVIDIA-Linux-x86_64-525.105.17-grid.run"}
+        self.spec["vms"][1]["guest"]["driver"] = {"source": "runfile",
+                                                  "runfile": "/srv/grid-driver.run"}
+        self.assertEqual(self.ls.runfile_versions(self.spec), ["525.105.17"])
+        out = self.ls.rewrite(self.spec, self.lab)
+        self.assertEqual([vm["guest"]["driver"]["runfile"] for vm in out["vms"]],
+                         [os.path.join(self.lab, "NVIDIA-Linux-x86_64-525.105.17-grid.run"),
+                          os.path.join(self.lab, RUNFILE)])
+        # the CLI the lab calls: one version a line
+        r = subprocess.run([sys.executable, "-B", TOOL, "runfiles",
+                            os.path.join(ROOT, "examples", "vgpu-pvrdma.yaml")],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual((r.returncode, r.stdout), (0, "525.105.17\n"))
+
 
 if __name__ == "__main__":
     unittest.main()

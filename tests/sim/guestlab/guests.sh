@@ -230,6 +230,12 @@ cmd_start() {
 	mkdir -p "$gdir"
 	lab_secrets
 	cp "$img/NVIDIA-Linux-x86_64-535.183.01-grid.run" "$img/MLNX_OFED_LINUX-23.10-1.1.9.0-debian12.1-x86_64.tgz" "$lab/"
+	# a .run of another driver version, where a guest's driver.runfile names one
+	local ver run
+	for ver in $("$py" "$root/tests/sim/lab_spec.py" runfiles "$spec"); do
+		run=$("$here/image.sh" runfile "$ver") || die "cannot build the stand-in .run for driver $ver"
+		cp "$run" "$lab/"
+	done
 	# guests of this spec beyond N, or of another spec: stopped and forgotten
 	for d in "$gdir"/*/; do
 		[ -d "$d" ] || continue

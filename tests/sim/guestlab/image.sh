@@ -4,6 +4,9 @@
 #   tests/sim/guestlab/image.sh build     build if needed; print the cache dir
 #   tests/sim/guestlab/image.sh path      print the cache dir (exit 1 if not built)
 #   tests/sim/guestlab/image.sh key       print the cache key
+#   tests/sim/guestlab/image.sh runfile VERSION
+#                                         build (once) and print a stand-in .run
+#                                         of another driver version
 #   tests/sim/guestlab/image.sh clean     remove cached images other than the
 #                                         current one (and their stage 1)
 #
@@ -157,9 +160,11 @@ stage1() {
 }
 
 # The kernel modules nvidia.ko and nvidia_peermem.ko for kernel $1, built
-# on the host against its linux-headers-$1 (installed through apt if missing).
+# on the host against its linux-headers-$1 (installed through apt if missing),
+# into $2; $3, when given, the driver version they say (MODULE_VERSION, what
+# /sys/module/nvidia/version shows), else the image's.
 build_modules() {
-	local kver=$1 out=$2 hdr=/usr/src/linux-headers-$1
+	local kver=$1 out=$2 ver=${3:-$driver_version} hdr=/usr/src/linux-headers-$1
 	if [ ! -f "$hdr/Makefile" ]; then
 		log "installing linux-headers-$kver on the host (for the stand-in modules)"
 		# the chroot's package lists are fresh; the host's may be older
@@ -172,7 +177,8 @@ build_modules() {
 	fi
 	rm -rf "$out"
 	cp -r "$here/standins/nvidia-driver/kmod" "$out"
-	make -s -C "$hdr" M="$out" modules >"$out.log" 2>&1 || die "module build failed (see $out.log)"
+	make -s -C "$hdr" M="$out" KCFLAGS="-DGC_NV_VERSION=\\\"$ver\\\"" modules >"$out.log" 2>&1 ||
+		die "module build failed (see $out.log)"
 	[ -f "$out/nvidia.ko" ] && [ -f "$out/nvidia_peermem.ko" ] || die "module build made no .ko (see $out.log)"
 }
 
@@ -404,8 +410,47 @@ cmd_clean() {
 	done
 }
 
+# A stand-in .run of another driver version than the image's (a spec's
+# driver.runfile names the version it installs, and the guest driver
+# compares it with what runs): the image's .run payload with nvidia-smi,
+# the installer and both modules saying $1.  Built once per image and
+# version, beside the image (needs root, like build); prints its path.
+cmd_runfile() {
+	local ver=$1 d kver out w p
+	[[ $ver =~ ^[0-9]{2,4}\.[0-9]{1,4}(\.[0-9]{1,4})?$ ]] || die "runfile: not an NVIDIA driver version: '$ver'"
+	d=$cache/$(key)
+	[ -f "$d/done" ] || die "not built: $d (run: $0 build)"
+	out=$d/NVIDIA-Linux-x86_64-$ver-grid.run
+	exec 8>"$d/.lock-runfile"
+	flock 8
+	if [ ! -f "$out" ]; then
+		kver=$(cat "$d/kernel-version")
+		w=$(mktemp -d "$d/.runfile.XXXXXX")
+		log "stand-in .run for driver $ver (modules for $kver)"
+		build_modules "$kver" "$w/kmod" "$ver"
+		# the layout of the image's .run payload (build_stage2): merged /usr
+		p=$w/payload
+		mkdir -p "$p/usr/lib/modules/$kver/updates"
+		cp -a "$here/standins/nvidia-driver/usr" "$here/standins/nvidia-driver/etc" "$p/"
+		cp -a "$here/standins/nvidia-driver/lib/." "$p/usr/lib/"
+		sed -i "s/^driver=.*/driver=$ver/" "$p/usr/bin/nvidia-smi"
+		install -m 644 "$w/kmod/nvidia.ko" "$w/kmod/nvidia_peermem.ko" "$p/usr/lib/modules/$kver/updates/"
+		{
+			sed -e "s/@KVER@/$kver/" -e "s/^version=.*/version=$ver/" \
+				-e "2s/$driver_version/$ver/" "$here/standins/run-installer.sh"
+			tar -czf - -C "$p" --owner=0 --group=0 .
+		} >"$w/run"
+		chmod 755 "$w/run"
+		mv "$w/run" "$out"
+		rm -rf "$w"
+	fi
+	exec 8>&-
+	echo "$out"
+}
+
 case ${1:-} in
 build) cmd_build ;;
+runfile) [ $# = 2 ] || die "usage: $0 runfile VERSION"; cmd_runfile "$2" ;;
 clean) cmd_clean ;;
 key) key ;;
 path) d=$cache/$(key); [ -f "$d/done" ] || die "not built: $d (run: $0 build)"; echo "$d" ;;

@@ -8,6 +8,11 @@
 #include <linux/init.h>
 #include <linux/module.h>
 
+/* the driver version it stands in for: image.sh builds one per version */
+#ifndef GC_NV_VERSION
+#define GC_NV_VERSION "535.183.01"
+#endif
+
 int nvidia_gclab_present(void)
 {
 	return 1;
@@ -16,7 +21,7 @@ EXPORT_SYMBOL_GPL(nvidia_gclab_present);
 
 static int __init nvidia_gclab_init(void)
 {
-	pr_info("nvidia: gpuclusterctl lab stand-in 535.183.01 loaded (no GPU behind it)\n");
+	pr_info("nvidia: gpuclusterctl lab stand-in " GC_NV_VERSION " loaded (no GPU behind it)\n");
 	return 0;
 }
 
@@ -28,4 +33,4 @@ module_init(nvidia_gclab_init);
 module_exit(nvidia_gclab_exit);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("gpuclusterctl lab stand-in for the NVIDIA driver (loads, does nothing)");
-MODULE_VERSION("535.183.01");
+MODULE_VERSION(GC_NV_VERSION);

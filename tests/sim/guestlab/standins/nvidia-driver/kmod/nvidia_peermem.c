@@ -8,6 +8,11 @@
  */
 #include <linux/init.h>
 #include <linux/module.h>
+
+/* the driver version it stands in for: image.sh builds one per version */
+#ifndef GC_NV_VERSION
+#define GC_NV_VERSION "535.183.01"
+#endif
 #include <rdma/ib_verbs.h>
 
 extern int nvidia_gclab_present(void);
@@ -27,4 +32,4 @@ module_init(nvidia_peermem_gclab_init);
 module_exit(nvidia_peermem_gclab_exit);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("gpuclusterctl lab stand-in for nvidia-peermem (loads, does nothing)");
-MODULE_VERSION("535.183.01");
+MODULE_VERSION(GC_NV_VERSION);
