@@ -140,6 +140,15 @@ class LabCase(unittest.TestCase):
                 out.append((ts, cmd))
         return out
 
+    def vcsim_log(self, name):
+        """The lines of one of the lab vcsim's call logs (tests/sim/vcsim:
+        host-calls.log, dvs-calls.log), in order; [] before the first call."""
+        path = os.path.join(self.lab, "vcsim", name)
+        if not os.path.exists(path):
+            return []
+        with open(path, encoding="utf-8") as f:
+            return f.read().splitlines()
+
     def changes(self, name):
         """The changing commands a host received, in order."""
         return [c for _, c in self.log(name) if not observation(c)]

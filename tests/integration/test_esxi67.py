@@ -28,11 +28,7 @@ class Esxi67Mixed(VcenterLab):
     only = "esxi,vcenter"
 
     def host_calls(self):
-        path = os.path.join(self.lab, "vcsim", "host-calls.log")
-        if not os.path.exists(path):
-            return []
-        with open(path, encoding="utf-8") as f:
-            return f.read().splitlines()
+        return self.vcsim_log("host-calls.log")
 
     def expected_calls(self, moref):
         servers = "".join("<server>%s</server>" % s for s in NTP)

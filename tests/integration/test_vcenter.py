@@ -474,11 +474,7 @@ class ApplyVmsVgpu(VcenterLab):
 
     def dvs_calls(self):
         """The CreateDVS_Task and ReconfigureDvs_Task bodies vcsim received, in order."""
-        path = os.path.join(self.lab, "vcsim", "dvs-calls.log")
-        if not os.path.exists(path):
-            return []
-        with open(path, encoding="utf-8") as f:
-            return f.read().splitlines()
+        return self.vcsim_log("dvs-calls.log")
 
     def test_a_host_with_two_uplinks_gets_both_and_then_nothing_changes(self):
         # esx01 gives the switch a second pNIC, listed after its first
