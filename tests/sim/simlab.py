@@ -16,8 +16,10 @@ hands over to a simulator; this module gives simulators what they share:
   killing this session's sshd process (the client sees the socket close, no
   exit status; ssh(1) would exit 255).
 
-Only the standard library, and only light modules: a session starts a fresh
-Python for every exec, so start-up time is latency the tests pay.
+Only the standard library, and only light modules: a session is a fork of
+the lab's simulator server (tests/sim/simd.py), or a fresh Python for every
+exec where the server is not running, so start-up time is latency the tests
+pay.
 """
 
 import fcntl
@@ -189,13 +191,18 @@ def _ppid_comm(pid):
     return ppid, comm
 
 
+# The process sshd started for this session: this one, or under the lab's
+# simulator server (tests/sim/simd.py) the client that handed it over.
+session_pid = None
+
+
 def drop_session():
     """Kill this session's sshd process: the connection drops, no output."""
     try:
         sys.stdout.flush()
     except Exception:
         pass
-    pid = os.getpid()
+    pid = session_pid or os.getpid()
     for _ in range(8):
         try:
             ppid, _comm = _ppid_comm(pid)

@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""test_simd - the lab's simulator server changes nothing a client can see.
+
+A real lab (scripts/lab.sh: OpenSSH sshd, tests/sim/simc.c as its
+ForceCommand, tests/sim/simd.py as the lab user) is driven with OpenSSH's
+ssh(1), every case twice: through the server, then with the server stopped
+(simc falls back to one Python per exec, the lab's former way).  Exit
+status, stdout, stderr and the command log must be identical, faults
+included: a failing command, a dropped connection (drop_after), a host down
+after its reboot, a simulator killed by a signal (kill_once), a command of
+odd bytes.  And the server path must really be the server's: while a slow
+command runs, its session is a child of simd, not a fresh dispatch.
+Needs root (as CI) and openssh-server.  Port: 23900 + pid % 90.
+"""
+
+import json
+import os
+import signal
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LAB_SH = os.path.join(ROOT, "scripts", "lab.sh")
+
+CASES = [
+    ("version", "127.0.0.11", "vmware -v", None),
+    ("hostname", "127.0.0.12", "hostname", None),
+    ("unknown", "127.0.0.11", "esxcli bogus namespace", None),
+    ("odd bytes", "127.0.0.11", "echo 'a\tb' \"$HOME\" \\\\ \u00e9", None),
+    ("state change", "127.0.0.12", "esxcli system maintenanceMode set -e true", None),
+    ("fail_once", "127.0.0.11", "vmware -v",
+     {"fail_once": {"match": "vmware -v", "message": "Error: injected",
+                    "exit": 3}}),
+    ("drop_after", "127.0.0.11", "vmware -v", {"drop_after": 0}),
+    ("kill_once", "127.0.0.11", "vmware -v",
+     {"kill_once": {"match": "vmware -v", "signal": 9}}),
+    ("switch exec", "127.0.0.100", "show version", None),
+]
+
+
+class SimServer(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="gc-simd-")
+        os.chmod(cls.tmp, 0o755)
+        cls.lab = os.path.join(cls.tmp, "lab")
+        cls.port = 23900 + os.getpid() % 90
+        cls.env = dict(os.environ, GC_LAB_DIR=cls.lab)
+        subprocess.run([LAB_SH, "start", "--hosts", "2", "--switches", "1",
+                        "--port", str(cls.port)], env=cls.env, check=True,
+                       stdout=subprocess.DEVNULL)
+        out = subprocess.run([LAB_SH, "env"], env=cls.env, check=True,
+                             capture_output=True, text=True).stdout
+        cls.labenv = {}
+        for line in out.splitlines():
+            name, _, value = line[len("export "):].partition("=")
+            cls.labenv[name] = value.strip("'")
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run([LAB_SH, "stop"], env=cls.env, stdout=subprocess.DEVNULL)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def ssh(self, address, command, timeout=30):
+        e = self.labenv
+        return subprocess.run(
+            ["ssh", "-p", e["GC_LAB_PORT"], "-i", e["GC_LAB_KEY"],
+             "-o", "UserKnownHostsFile=" + e["GC_LAB_KNOWN_HOSTS"],
+             "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+             "-o", "LogLevel=ERROR", "%s@%s" % (e["GC_LAB_USER"], address), command],
+            capture_output=True, timeout=timeout)
+
+    def host_dir(self, address):
+        with open(os.path.join(self.lab, "inventory"), encoding="utf-8") as f:
+            for line in f:
+                parts = line.split()
+                if parts and parts[0] == address:
+                    return os.path.join(self.lab, "hosts", parts[2])
+        raise AssertionError("no host at " + address)
+
+    def simd_pid(self):
+        try:
+            with open(os.path.join(self.lab, "simd", "pid"), encoding="utf-8") as f:
+                pid = int(f.read())
+        except FileNotFoundError:
+            return None
+        return pid if os.path.exists("/proc/%d" % pid) else None
+
+    def stop_simd(self):
+        pid = self.simd_pid()
+        if pid:
+            os.kill(pid, signal.SIGTERM)
+            for _ in range(100):
+                if not os.path.exists("/proc/%d" % pid):
+                    break
+                time.sleep(0.02)
+
+    def reset(self):
+        subprocess.run([LAB_SH, "reset"], env=self.env, check=True, stdout=subprocess.DEVNULL)
+
+    def run_cases(self):
+        seen = {}
+        for name, address, command, control in CASES:
+            if control:
+                with open(os.path.join(self.host_dir(address), "control.json"), "w",
+                          encoding="utf-8") as f:
+                    json.dump(control, f)
+            r = self.ssh(address, command)
+            try:
+                with open(os.path.join(self.host_dir(address), "state.json"), "rb") as f:
+                    state = json.load(f)
+            except FileNotFoundError:
+                state = None
+            seen[name] = (r.returncode, r.stdout, r.stderr, state)
+        logs = {}
+        for address in ("127.0.0.11", "127.0.0.12", "127.0.0.100"):
+            path = os.path.join(self.host_dir(address), "commands.log")
+            with open(path, encoding="utf-8") as f:
+                # "<timestamp> <command>": the commands, in order
+                logs[address] = [line.split(" ", 1)[1] for line in f]
+        return seen, logs
+
+    def test_server_and_fallback_answer_alike(self):
+        self.assertIsNotNone(self.simd_pid(), "lab.sh start runs the simulator server")
+        self.reset()
+        served, served_logs = self.run_cases()
+        self.stop_simd()
+        self.assertIsNone(self.simd_pid())
+        self.reset()
+        fallback, fallback_logs = self.run_cases()
+        for name, _, _, _ in CASES:
+            self.assertEqual(served[name], fallback[name], name)
+        self.assertEqual(served_logs, fallback_logs)
+        # what the cases were meant to show, so that "alike" is not "alike broken"
+        self.assertEqual(served["version"][0], 0)
+        self.assertIn(b"VMware ESXi", served["version"][1])
+        self.assertEqual(served["hostname"][1], b"esxi-2\n")
+        self.assertEqual(served["fail_once"][:3], (3, b"", b"Error: injected\n"))
+        self.assertEqual(served["drop_after"][:2], (255, b""))
+        self.assertEqual(served["kill_once"][:2], (255, b""))
+        self.assertTrue(served["state change"][3]["maintenance"])
+        # lab.sh start brings the server back
+        subprocess.run([LAB_SH, "start", "--hosts", "2", "--switches", "1",
+                        "--port", str(self.port)], env=self.env, check=True,
+                       stdout=subprocess.DEVNULL)
+        self.assertIsNotNone(self.simd_pid())
+
+    def test_a_session_is_a_child_of_the_server(self):
+        pid = self.simd_pid()
+        self.assertIsNotNone(pid)
+        with open(os.path.join(self.host_dir("127.0.0.11"), "control.json"), "w",
+                  encoding="utf-8") as f:
+            json.dump({"latency_ms": 1500}, f)
+        e = self.labenv
+        p = subprocess.Popen(
+            ["ssh", "-p", e["GC_LAB_PORT"], "-i", e["GC_LAB_KEY"],
+             "-o", "UserKnownHostsFile=" + e["GC_LAB_KNOWN_HOSTS"], "-o", "BatchMode=yes",
+             "%s@127.0.0.11" % e["GC_LAB_USER"], "vmware -v"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        kids = []
+        for _ in range(50):
+            time.sleep(0.05)
+            out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)],
+                                 capture_output=True, text=True).stdout.split()
+            kids = [int(k) for k in out]
+            if kids:
+                break
+        out, _ = p.communicate(timeout=30)
+        os.unlink(os.path.join(self.host_dir("127.0.0.11"), "control.json"))
+        self.assertEqual(p.returncode, 0)
+        self.assertIn(b"VMware ESXi", out)
+        self.assertEqual(len(kids), 1, "one forked session while the command runs")
+        dispatches = subprocess.run(["pgrep", "-f", "tests/sim/dispatch"],
+                                    capture_output=True).stdout
+        self.assertEqual(dispatches, b"", "no fresh Python dispatcher")
+
+
+if __name__ == "__main__":
+    unittest.main()
