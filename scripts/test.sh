@@ -2,7 +2,8 @@
 # test.sh - set up a fresh Debian 12 machine and run the whole test suite:
 #   1. install packages (scripts/setup.sh) and build the guest image
 #   2. build with -Werror, optimised (RelWithDebInfo, what users run), and
-#      run the tests that need no lab of their own (unit, sim, fuzz replay)
+#      run the tests that need no lab (unit, sim, fuzz replay; not those
+#      labelled lab or integration, which start sshd, vcsim or VMs)
 #   3. build again with -Werror under AddressSanitizer + UndefinedBehaviorSanitizer
 #      and run every test, each once: the unit tests again, and all the lab
 #      tests (sshd + simulators, vcsim, libvirtd, the real guest VMs)
@@ -46,7 +47,7 @@ fuzz_pass() {
 # front, so no test waits on it under a timeout of its own.
 tests/sim/guestlab/image.sh build
 
-# The lab tests (label integration) are most of
+# The lab tests (labels integration and lab) are most of
 # the time: they run once, in the sanitizer pass, where a leak or an
 # overflow in the binary they drive is caught too.  CMake's COST property
 # starts the longest first (tests/integration/CMakeLists.txt).
@@ -54,7 +55,7 @@ t0=$SECONDS
 if [ "${GC_TEST_FAST:-0}" = 1 ]; then
 	run_pass build-test "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 else
-	run_pass build-test "-LE integration" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	run_pass build-test "-LE integration|lab" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	echo "== optimised pass: $((SECONDS - t0)) s"
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
