@@ -68,10 +68,18 @@ class GuestLab(LabCase):
     # ---------------------------------------------------------------- an independent client
 
     def ssh(self, vm, command, check=True, timeout=60):
+        # One OpenSSH connection per guest carries the read-backs (ssh's own
+        # multiplexing): a fresh connection costs the TCG guest's sshd a
+        # second of emulated CPU or more, and the checks make hundreds.  A
+        # reboot or a killed QEMU closes it (user-mode networking's socket
+        # is QEMU's); the keep-alives catch any other loss within seconds.
         r = subprocess.run(["ssh", "-p", str(self.gport), "-i", os.path.join(self.lab, "guest_key"),
                             "-o", "UserKnownHostsFile=" + os.path.join(self.lab, "known_hosts"),
                             "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
                             "-o", "ConnectTimeout=5", "-o", "LogLevel=ERROR",
+                            "-o", "ControlMaster=auto", "-o", "ControlPersist=120",
+                            "-o", "ControlPath=" + os.path.join(self.lab, "cm-%C"),
+                            "-o", "ServerAliveInterval=2", "-o", "ServerAliveCountMax=3",
                             "gclab@" + self.gaddr[vm], command],
                            capture_output=True, text=True, timeout=timeout)
         if check:
