@@ -34,8 +34,15 @@ included: that is how the soak found a lease left behind).
 
 It prints the seed first (replay: --seed S), a table of figures at the
 end, and exits 1 on any violation, each printed with its example, episode
-and seed.  Guests are left out (--only esxi,switch,vcenter): docs/fuzzing.md
-"Fault soak" says why; kvm-pair too (a libvirtd, not these simulators).
+and seed.  Guests are left out (--only esxi,switch,vcenter) unless
+--guests: then the lab boots the example's guests as real VMs (roce-pair's
+two on a 2-core machine), every episode starts from fresh guest disks
+(lab.sh guest-reset), apply runs with --only esxi,switch,vcenter,guest, and
+after each episode every guest must hold what the clean run left (packages
+with nothing half-done for dpkg --audit, loaded modules, the files we
+write, the boot unit, the RDMA interface's address and MTU, read over plain
+ssh) and have booted at most once more than in the clean run (wtmp).
+kvm-pair is left out (a libvirtd, not these simulators).
 """
 import argparse
 import json
@@ -78,15 +85,16 @@ def observation(cmd):
 class Lab:
     """One private lab (scripts/lab.sh) for one example spec."""
 
-    def __init__(self, example, port, vcsim_port, reboot_seconds):
+    def __init__(self, example, port, vcsim_port, reboot_seconds, guests=False):
         self.dir = tempfile.mkdtemp(prefix="gc-soak-")
         os.chmod(self.dir, 0o755)
         self.env = dict(os.environ, GC_LAB_DIR=self.dir, GC_REBOOT_POLL_MS="100")
         self.vcsim_port = vcsim_port
         self.reboot_seconds = reboot_seconds
         spec = os.path.join(ROOT, "examples", example + ".yaml")
-        self.lab("start", "--spec", spec, "--port", str(port), "--guests", "0",
-                 "--vcsim-port", str(vcsim_port))
+        # with guests: one real VM per spec guest (QEMU/TCG, docs/lab.md)
+        self.lab("start", "--spec", spec, "--port", str(port), "--vcsim-port", str(vcsim_port),
+                 *(() if guests else ("--guests", "0")))
         self.spec = os.path.join(self.dir, example + ".yaml")
         self.short_command_timeout()
         with open(os.path.join(self.dir, "inventory"), encoding="utf-8") as f:
@@ -94,6 +102,49 @@ class Lab:
         self.hosts = [r[2] for r in rows if r[1] == "esxi"]
         self.targets = [r[2] for r in rows if r[1] in ("esxi", "onyx")]
         self.vcenter = os.path.exists(os.path.join(self.dir, "vcsim-inventory.json"))
+        self.guests = {}
+        self.guest_port = port + 10000
+        if guests:
+            import yaml  # only here: the ESXi soak runs where PyYAML may not be
+            with open(self.spec, encoding="utf-8") as f:
+                doc = yaml.safe_load(f)
+            self.guests = {v["name"]: v["guest"]["address"] for v in doc.get("vms") or []
+                           if v.get("guest")}
+
+    def guest_ssh(self, vm, command, timeout=120):
+        """Plain OpenSSH into a lab guest (not our driver); its stdout."""
+        r = subprocess.run(["ssh", "-p", str(self.guest_port), "-i", os.path.join(self.dir, "guest_key"),
+                            "-o", "UserKnownHostsFile=" + os.path.join(self.dir, "known_hosts"),
+                            "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+                            "-o", "ConnectTimeout=10", "-o", "LogLevel=ERROR",
+                            "gclab@" + self.guests[vm], command],
+                           capture_output=True, text=True, timeout=timeout)
+        if r.returncode != 0:
+            raise RuntimeError("guest %s: %s: exit %d: %s" % (vm, command, r.returncode, r.stderr[-500:]))
+        return r.stdout
+
+    def guest_boots(self, vm):
+        """Boots of a guest since its fresh disk (wtmp's reboot records)."""
+        out = self.guest_ssh(vm, "last -x reboot")
+        return sum(1 for l in out.splitlines() if l.startswith("reboot "))
+
+    def guest_view(self, vm):
+        """What a guest holds that must be the clean run's: packages (and that
+        dpkg has nothing half-done), loaded modules, the files we write."""
+        return self.guest_ssh(vm, "dpkg-query -W -f='${Package} ${Version} ${db:Status-Abbrev}\\n' | sort; "
+                                  "echo '-- audit'; sudo -n dpkg --audit; "
+                                  "echo '-- modules'; cut -d' ' -f1 /proc/modules | sort; "
+                                  "echo '-- files'; sudo -n sha256sum /etc/modules-load.d/gpuclusterctl.conf "
+                                  "/etc/nvidia/gridd.conf /etc/systemd/network/*gpuclusterctl* "
+                                  "/etc/chrony/conf.d/gpuclusterctl.conf "
+                                  "/etc/systemd/system/gpuclusterctl-roce-qos.service 2>&1; "
+                                  "echo '-- unit'; systemctl is-enabled gpuclusterctl-roce-qos.service; "
+                                  "echo '-- link'; ip -o addr show dev ens224 | awk '{print $3, $4}'; "
+                                  "cat /sys/class/net/ens224/mtu")
+
+    def guest_reset(self):
+        """Every guest back on a fresh disk (lab.sh guest-reset waits for SSH)."""
+        self.lab("guest-reset")
 
     def short_command_timeout(self):
         # a dropped session may leave its TCP connection open and silent (the
@@ -243,11 +294,12 @@ class Example:
         self.name = name
         self.args = args
         self.rng = rng
-        self.lab = Lab(name, args.port, args.vcsim_port, args.reboot_seconds)
+        self.lab = Lab(name, args.port, args.vcsim_port, args.reboot_seconds, args.guests)
         self.vcenter = self.lab.vcenter and "vcenter" in args.only.split(",")
         self.violations = []
         self.fig = {"kills": 0, "runs": 0, "episodes": 0, "drops_ssh": 0, "drops_vc": 0, "dropped_ssh": 0,
-                    "retries_ssh": 0, "retries_vc": 0, "extra_reboots": 0, "worst_extra": ""}
+                    "retries_ssh": 0, "retries_vc": 0, "extra_reboots": 0, "worst_extra": "",
+                    "guest_kills": 0, "guest_extra_reboots": 0}
         self.episode = "clean"
         self.state_dir = os.path.join(self.lab.dir, "state")
         self.t0 = time.time()
@@ -256,6 +308,8 @@ class Example:
 
     def fresh(self):
         self.lab.reset()
+        if self.lab.guests:
+            self.lab.guest_reset()
         shutil.rmtree(self.state_dir, ignore_errors=True)
 
     def clean(self):
@@ -269,7 +323,35 @@ class Example:
         self.commands = {t: len(self.lab.commands(t)) for t in self.lab.targets}
         self.ref_hosts = {h: self.host_view(h) for h in self.lab.hosts}
         self.ref_vms = self.vm_views() if self.vcenter else {}
+        self.needed_guest = {vm: self.lab.guest_boots(vm) for vm in self.lab.guests}
+        self.ref_guests = {vm: self.lab.guest_view(vm) for vm in self.lab.guests}
+        # when the guest stage began: kills are counted as landing in it
+        # after this point of a run (the journal's first guest action)
+        self.guest_from = self.first_guest_action_s()
         self.check()
+
+    def first_guest_action_s(self):
+        """Seconds from the clean run's first journal record to its first
+        guest action (None without guests)."""
+        if not self.lab.guests:
+            return None
+        t0 = first = None
+        for name in os.listdir(self.state_dir):
+            if not name.endswith(".journal"):
+                continue
+            with open(os.path.join(self.state_dir, name), encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:
+                        continue
+                    ts = rec.get("ts")
+                    if not isinstance(ts, (int, float)):
+                        continue
+                    t0 = ts if t0 is None else min(t0, ts)
+                    if first is None and " guest/" in str(rec.get("action", "")):
+                        first = ts
+        return (first - t0) if first is not None and t0 is not None else None
 
     def host_view(self, h):
         return {k: v for k, v in self.lab.state(h).items() if k not in VOLATILE}
@@ -304,12 +386,29 @@ class Example:
             self.violation("plan after converging exits %d: %s" % (r.returncode, r.stdout[-1500:]))
         for h in self.lab.hosts:
             self.check_host(h)
+        for vm in self.lab.guests:
+            self.check_guest(vm)
         if self.vcenter and self.episode != "clean":
             views = self.vm_views()
             if views != self.ref_vms:
                 diff = sorted(n for n in set(views) | set(self.ref_vms) if views.get(n) != self.ref_vms.get(n))
                 self.violation("VMs differ from the clean run: %s; %s" % (", ".join(diff), vm_diff(
                     views.get(diff[0]), self.ref_vms.get(diff[0]))))
+
+    def check_guest(self, vm):
+        if self.episode == "clean":
+            return
+        boots = self.lab.guest_boots(vm)
+        extra = boots - self.needed_guest[vm]
+        if extra > 0:
+            self.fig["guest_extra_reboots"] += extra
+        if extra > 1:
+            self.violation("guest %s booted %d times, needed %d" % (vm, boots, self.needed_guest[vm]))
+        view = self.lab.guest_view(vm)
+        if view != self.ref_guests[vm]:
+            mine, ref = view.splitlines(), self.ref_guests[vm].splitlines()
+            self.violation("guest %s differs from the clean run: %s; clean run's not here: %s"
+                           % (vm, [l for l in mine if l not in ref][:4], [l for l in ref if l not in mine][:4]))
 
     def check_host(self, h):
         st = self.lab.state(h)
@@ -342,8 +441,11 @@ class Example:
             self.fig["runs"] += 1
             run = Run(self.lab, self.state_dir, self.args.only)
             if left > 0 and self.fig["kills"] < self.args.kills:
-                if run.kill_after(self.rng.uniform(0.02, self.clean_s)):
+                delay = self.rng.uniform(0.02, self.clean_s)
+                if run.kill_after(delay):
                     self.fig["kills"] += 1
+                    if self.guest_from is not None and delay >= self.guest_from:
+                        self.fig["guest_kills"] += 1
                     left -= 1
                     continue
             rc, err = run.wait()
@@ -425,6 +527,13 @@ def table(results):
                      "%d: %d/%d" % (f["drops_ssh"], f["dropped_ssh"], f["retries_ssh"]),
                      "%d/%d" % (f["drops_vc"], f["retries_vc"]), "%.0f" % f.get("wall_s", 0),
                      "FAIL" if ex.violations else "ok"))
+    if any(ex.lab.guests for ex in results):
+        rows[0] = rows[0][:-2] + ("guests", "kills in guest stage", "guest extra reboots") + rows[0][-2:]
+        for i, ex in enumerate(results, 1):
+            f = ex.fig
+            rows[i] = rows[i][:-2] + (str(len(ex.lab.guests)), str(f["guest_kills"]),
+                                      str(f["guest_extra_reboots"])) + rows[i][-2:]
+        head = rows[0]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
@@ -437,11 +546,16 @@ def parse_args(argv):
     ap.add_argument("--per-episode", type=int, default=5, help="kills before a run may finish")
     ap.add_argument("--drops", type=int, default=4, help="drop episodes per example")
     ap.add_argument("--seed", type=int, default=None)
-    ap.add_argument("--only", default=ONLY, help="apply's --only (target kinds)")
+    ap.add_argument("--only", default=None,
+                    help="apply's --only (target kinds; default %s, with --guests also guest)" % ONLY)
+    ap.add_argument("--guests", action="store_true",
+                    help="boot the example's guests as real VMs and soak the guest stage too")
     ap.add_argument("--reboot-seconds", type=float, default=0.5)
     ap.add_argument("--port", type=int, default=2350 + offset)
     ap.add_argument("--vcsim-port", type=int, default=9020 + offset)
     args = ap.parse_args(argv)
+    if args.only is None:
+        args.only = ONLY + (",guest" if args.guests else "")
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 1 << 31)
     return args
@@ -450,8 +564,9 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     print("soak: seed %d (replay: scripts/soak.py --seed %d --examples %s --only %s --kills %d "
-          "--per-episode %d --drops %d)" % (args.seed, args.seed, args.examples, args.only, args.kills,
-                                            args.per_episode, args.drops), flush=True)
+          "--per-episode %d --drops %d%s)" % (args.seed, args.seed, args.examples, args.only, args.kills,
+                                              args.per_episode, args.drops,
+                                              " --guests" if args.guests else ""), flush=True)
     results = []
     for name in args.examples.split(","):
         # one generator per example: --examples NAME --seed S draws the same
