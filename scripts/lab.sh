@@ -177,7 +177,17 @@ start_simd() {
 			return 0
 		fi
 	fi
-	simd_pid >/dev/null && return 0
+	if simd_pid >/dev/null; then
+		# a server that imported simulators edited since: restart it, so a
+		# running lab never answers with code older than the tree
+		local f stale=""
+		for f in "$root"/tests/sim/*.py "$root/tests/sim/dispatch"; do
+			[ "$f" -nt "$lab/simd/pid" ] && stale=1
+		done
+		[ -z "$stale" ] && return 0
+		echo "lab: the simulators changed since the simulator server started: restarting it" >&2
+		stop_simd
+	fi
 	mkdir -p "$lab/simd"
 	rm -f "$lab/simd/pid" "$lab/simd/sock"
 	chown "$user" "$lab/simd"
