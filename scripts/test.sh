@@ -14,9 +14,17 @@
 #      or a broken invariant within them fails the pass (about a minute)
 # Exit status 0 only when every pass is green.  Each pass prints its time.
 #   GC_TEST_FAST=1 scripts/test.sh   # one optimised build, every test, no sanitizers or fuzzing
+#   scripts/test.sh --full-examples   # the long lab run, alone: examples/roce-passthrough.yaml
+#                                     # and vgpu-pvrdma.yaml applied whole, 8 and 5 real guests
+#                                     # (label full-examples; most of an hour on 2 cores, so
+#                                     # the runs above leave it out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+case "${1:-}" in
+"" | --beside | --full-examples) ;;
+*) echo "usage: scripts/test.sh [--full-examples]" >&2; exit 2 ;;
+esac
 [ "${1:-}" = --beside ] || scripts/setup.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 
@@ -76,6 +84,13 @@ fi
 # front, so no test waits on it under a timeout of its own.
 tests/sim/guestlab/image.sh build
 
+if [ "${1:-}" = --full-examples ]; then
+	t0=$SECONDS
+	run_pass build-test "-L full-examples" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	echo "== full examples: $((SECONDS - t0)) s"
+	exit 0
+fi
+
 # The lab tests (labels integration and lab) are most of the time: they run
 # once, in the sanitizer pass, where a leak or an overflow in the binary they
 # drive is caught too.  CMake's COST property starts the longest first
@@ -87,7 +102,7 @@ tests/sim/guestlab/image.sh build
 # after the sanitizer pass's, each pass with its own time.
 t0=$SECONDS
 if [ "${GC_TEST_FAST:-0}" = 1 ]; then
-	run_pass build-test "" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	run_pass build-test "-LE full-examples" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 else
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
@@ -99,7 +114,7 @@ else
 	setsid -w scripts/test.sh --beside >"$others_log" 2>&1 &
 	others=$!
 	asan_rc=0
-	test_dir build-asan "" || asan_rc=$?
+	test_dir build-asan "-LE full-examples" || asan_rc=$?
 	echo "== sanitizer pass: $((SECONDS - t0)) s"
 	others_rc=0
 	wait "$others" || others_rc=$?
