@@ -609,6 +609,82 @@ static void print_text_result(const struct apply_args *a, const struct gc_exec_r
 			rep->apply_s);
 }
 
+/* apply FILE: take the saved plan's spec, scope and fingerprints.  -1 when
+ * the apply goes on (*spec is the plan's spec), else the exit code. */
+static int use_saved_plan(struct apply_args *args, struct approval *ap, struct cli_saved_plan *saved,
+			  const char **spec, char **hash)
+{
+	if (args->o->kinds != 0 || args->ntargets > 0)
+		return cli_usage_error("apply", "a saved plan carries its own --only and --target");
+	if (cli_plan_read(saved, *spec) != 0)
+		return GC_EXIT_ERROR;
+	ap->saved = saved;
+	*spec = saved->spec;
+	args->o->kinds = saved->kinds;
+	args->ntargets = saved->ntargets < GC_ARRAY_LEN(args->targets) ? saved->ntargets
+								       : GC_ARRAY_LEN(args->targets);
+	for (size_t i = 0; i < args->ntargets; i++)
+		args->targets[i] = (char *)saved->targets[i];
+	if (cli_spec_hash(hash, *spec) != 0 || strcmp(*hash, saved->spec_hash) != 0) {
+		if (*hash != NULL)
+			cli_error("the spec '%s' changed since the plan was saved: nothing was "
+				  "changed; run plan --out again and review it", *spec);
+		return GC_EXIT_ERROR;
+	}
+	return -1;
+}
+
+/* The progress display and the run's event hook, for graph g. */
+static void ui_start(struct ui *u, struct evctx *ec, struct gc_exec_opts *o, const struct gc_graph *g)
+{
+	u->f = stderr;
+	u->tty = !u->json && isatty(fileno(stderr)) && getenv("TERM") &&
+		 strcmp(getenv("TERM"), "dumb") != 0;
+	u->ntargets = g->ntargets;
+	u->lines = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*u->lines));
+	ec->u = u;
+	ec->g = g;
+	o->event = on_event;
+	o->event_arg = ec;
+	pthread_mutex_init(&u->mu, NULL);
+	u->tally = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*u->tally));
+}
+
+static void ui_free(struct ui *u)
+{
+	for (size_t i = 0; i < u->ntargets; i++) {
+		free(u->lines[i]);
+		free(u->tally[i].error);
+		free(u->tally[i].running);
+	}
+	free(u->lines);
+	free(u->tally);
+	pthread_mutex_destroy(&u->mu);
+}
+
+/* SIGINT blocked here and in every thread the run starts: only sigint_thread
+ * takes it.  False when no thread could start: then Ctrl-C exits 130 at once
+ * (main.c). */
+static bool sigint_start(struct sigctx *sc, struct evctx *ec, pthread_t *th)
+{
+	sc->ec = ec;
+	sc->finished = false;
+	sigemptyset(&sc->set);
+	sigaddset(&sc->set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sc->set, NULL);
+	if (pthread_create(th, NULL, sigint_thread, sc) == 0)
+		return true;
+	pthread_sigmask(SIG_UNBLOCK, &sc->set, NULL);
+	return false;
+}
+
+static void sigint_stop(struct sigctx *sc, pthread_t th)
+{
+	sc->finished = true;
+	pthread_kill(th, SIGINT);
+	pthread_join(th, NULL);
+}
+
 int cmd_apply(int argc, char **argv)
 {
 	struct gc_exec_opts o;
@@ -643,32 +719,11 @@ int cmd_apply(int argc, char **argv)
 	if ((rc = parse_args(&args, argc, argv)) >= 0)
 		return rc;
 	spec = args.spec;
-	state_dir = args.state_dir ? gc_xstrdup(args.state_dir) : NULL;
 	if (cli_is_plan_file(spec)) {
 		/* a saved plan: its spec, scope and fingerprints; no question asked */
-		if (o.kinds != 0 || args.ntargets > 0) {
-			free(state_dir);
-			return cli_usage_error("apply", "a saved plan carries its own --only and --target");
-		}
-		if (cli_plan_read(&saved, spec) != 0) {
-			free(state_dir);
-			return GC_EXIT_ERROR;
-		}
-		ap.saved = &saved;
-		spec = saved.spec;
-		o.kinds = saved.kinds;
-		args.ntargets = saved.ntargets < GC_ARRAY_LEN(args.targets) ? saved.ntargets : GC_ARRAY_LEN(args.targets);
-		for (size_t i = 0; i < args.ntargets; i++)
-			args.targets[i] = (char *)saved.targets[i];
-		if (cli_spec_hash(&hash, spec) != 0 || strcmp(hash, saved.spec_hash) != 0) {
-			if (hash != NULL)
-				cli_error("the spec '%s' changed since the plan was saved: nothing was "
-					  "changed; run plan --out again and review it", spec);
-			rc = GC_EXIT_ERROR;
+		if ((rc = use_saved_plan(&args, &ap, &saved, &spec, &hash)) >= 0)
 			goto out;
-		}
 	} else if (!ap.yes && (!isatty(STDIN_FILENO) || u.json)) {
-		free(state_dir);
 		return cli_usage_error("apply", "%s, so nobody can approve the plan: pass --yes (or "
 				       "--auto-approve) to apply without asking, or save a plan with "
 				       "'plan --out FILE' and apply that FILE",
@@ -690,8 +745,7 @@ int cmd_apply(int argc, char **argv)
 		g = full;
 		full = NULL;
 	}
-	if (state_dir == NULL)
-		state_dir = cli_default_state_dir(spec);
+	state_dir = args.state_dir ? gc_xstrdup(args.state_dir) : cli_default_state_dir(spec);
 	o.state_dir = state_dir;
 	if (ap.saved != NULL)
 		o.expect_fingerprints = fps = cli_plan_fingerprints(&saved, g);
@@ -702,33 +756,13 @@ int cmd_apply(int argc, char **argv)
 	if (getenv("GC_REBOOT_POLL_MS") != NULL) /* test hook: faster polling in the lab */
 		parse_uint(&o.drv.reboot_poll_ms, getenv("GC_REBOOT_POLL_MS"), 10, 60000);
 	o.interrupted = &interrupted;
-	u.f = stderr;
-	u.tty = !u.json && isatty(fileno(stderr)) && getenv("TERM") && strcmp(getenv("TERM"), "dumb") != 0;
-	u.ntargets = g->ntargets;
-	u.lines = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*u.lines));
-	ec.u = &u;
-	ec.g = g;
-	o.event = on_event;
-	o.event_arg = &ec;
-	pthread_mutex_init(&u.mu, NULL);
-	u.tally = gc_xcalloc(g->ntargets ? g->ntargets : 1, sizeof(*u.tally));
-	/* SIGINT blocked here and in every thread the run starts: only sigint_thread takes it */
-	sc.ec = &ec;
-	sc.finished = false;
-	sigemptyset(&sc.set);
-	sigaddset(&sc.set, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &sc.set, NULL);
-	have_sigthread = pthread_create(&sigth, NULL, sigint_thread, &sc) == 0;
-	if (!have_sigthread)
-		pthread_sigmask(SIG_UNBLOCK, &sc.set, NULL); /* no thread: Ctrl-C exits 130 at once (main.c) */
+	ui_start(&u, &ec, &o, g);
+	have_sigthread = sigint_start(&sc, &ec, &sigth);
 	gc_ssh_stats_reset();
 
 	rc = gc_exec_run(&rep, g, &o, &err);
-	if (have_sigthread) {
-		sc.finished = true;
-		pthread_kill(sigth, SIGINT);
-		pthread_join(sigth, NULL);
-	}
+	if (have_sigthread)
+		sigint_stop(&sc, sigth);
 	gc_ssh_stats_get(&st);
 	status = rc == 0 ? GC_EXIT_OK : rc == GC_EINTR ? GC_EXIT_INTERRUPTED : GC_EXIT_ERROR;
 	if (ap.declined || ap.differs) {
@@ -752,14 +786,7 @@ int cmd_apply(int argc, char **argv)
 	gc_exec_report_free(&rep);
 	rc = status;
 out_ui:
-	for (size_t i = 0; i < u.ntargets; i++) {
-		free(u.lines[i]);
-		free(u.tally[i].error);
-		free(u.tally[i].running);
-	}
-	free(u.lines);
-	free(u.tally);
-	pthread_mutex_destroy(&u.mu);
+	ui_free(&u);
 out:
 	gc_graph_free(g);
 	gc_graph_free(full);
