@@ -1418,6 +1418,9 @@ def session(host):
     command = os.environ.get("SSH_ORIGINAL_COMMAND")
     if command is not None:
         simlab.log_command(host, command)
+        rtt = simlab.rtt_ms(host)
+        if rtt > 0:
+            time.sleep(rtt / 1000.0)
         try:
             return run_line(ctx, command)
         except Exit:

@@ -11,7 +11,7 @@ hands over to a simulator; this module gives simulators what they share:
   "<UTC ISO-8601 timestamp with ms> <command>" with backslash, newline and
   carriage return escaped as \\\\, \\n and \\r;
 - faults from the control file hosts/<name>/control.json (see docs/lab.md):
-  latency_ms, drop_after, fail_once, kill_once, reboot_seconds;
+  latency_ms, rtt_ms, drop_after, fail_once, kill_once, reboot_seconds;
 - drop_session(): end the SSH connection the way a dying host does, by
   killing this session's sshd process (the client sees the socket close, no
   exit status; ssh(1) would exit 255).
@@ -142,6 +142,18 @@ def latency_ms(host, control=None):
     try:
         return int(os.environ.get("GC_SIM_LATENCY_MS", "0") or 0)
     except ValueError:
+        return 0
+
+
+def rtt_ms(host, control=None):
+    """Milliseconds a whole exec (one SSH round trip) waits before its first
+    command: the network's round trip, paid once per exec however many
+    commands its line holds (latency_ms is paid by every command)."""
+    if control is None:
+        control = read_control(host)
+    try:
+        return int(control.get("rtt_ms", 0) or 0)
+    except (TypeError, ValueError):
         return 0
 
 

@@ -507,6 +507,14 @@ class TestShellAndFaults(SimTest):
         self.ok("echo a; echo b")
         self.assertGreaterEqual(time.monotonic() - t0, 0.3)
 
+    def test_rtt(self):
+        # rtt_ms delays the exec (once, before its first command: session());
+        # a lower bound only, as test_latency: no upper timing bound in tests
+        self.lab.control("esxi-1", {"rtt_ms": 400})
+        t0 = time.monotonic()
+        self.assertEqual(self.ok("echo a; echo b"), "a\nb\n")
+        self.assertGreaterEqual(time.monotonic() - t0, 0.4)
+
     def test_dispatch_errors(self):
         self.assertEqual(self.lab.run("echo", "127.0.0.55"),
                          (255, "", "gclab: no simulated host at address '127.0.0.55' "
