@@ -1,24 +1,30 @@
 #!/usr/bin/python3
 """Apply benchmark: gpuclusterctl vs Ansible on the same simulated hosts.
 
-    bench/apply_bench.py [--hosts 64] [--latency-ms 50] [--bin build/src/cli/gpuclusterctl]
+    bench/apply_bench.py [--hosts 64] [--rtt-ms 50] [--reboot-seconds 2]
+                         [--forks 5,50] [--bin build/src/cli/gpuclusterctl]
 
 1. Writes a spec of N ESXi hosts like examples/roce-passthrough.yaml (one
    V100 passed through, one ConnectX-5 with 4 VFs, NTP; rolling.max_unavailable
    N, so the planner puts every host in one wave) and starts a lab for it
-   (scripts/lab.sh start --spec) with `latency_ms` added to every remote
-   command and a 2 s simulated reboot.
-2. gpuclusterctl: a live `plan --json` (for the waves), then `apply`, timed.
-   The critical-path time is computed from the journal: for each wave, the
-   slowest host's sum of action durations (a host's actions are sequential,
-   hosts are independent, waves are barriers): no executor can be faster.
-   Ratio = apply wall time / critical-path time.
-3. Connections per host, from the lab sshd's log ("Connection from ... on
-   127.0.0.N").
-4. Ansible (Debian's ansible-core, `raw` module, default linear strategy)
-   drives the same command sequence against the same hosts, reset to factory
-   state, with forks 5 and forks N; the reboot is a `raw` reboot followed
-   by a pause and a retried `raw` (the hosts run no Python for wait_for_connection).
+   (scripts/lab.sh start --spec) with `rtt_ms` paid once by every exec (one
+   SSH round trip: docs/lab.md) and a simulated reboot of --reboot-seconds.
+2. gpuclusterctl: a live `plan --json`, then `apply`, timed, with its CPU
+   (user + system, from wait4) and the lab's (the simulator server and
+   sshd, their own and their reaped children's, from /proc): the simulated
+   hosts must cost less than the tool for the figure to measure the tool.
+3. The latency floor, from each host's command log: (its execs, less the
+   reboot polls) x RTT + its reboots x the simulated reboot time; hosts are
+   independent and in one wave, so the floor is the slowest host's.  No
+   executor that sends those execs one after another can be faster.
+   Ratio = apply wall / floor.
+4. Execs per host (every exec is one line of the host's command log) and
+   connections per host (the lab sshd's log).
+5. Ansible (Debian's ansible-core, `raw` module, default linear strategy)
+   drives the same changing commands against the same hosts, reset to
+   factory state, for each --forks; the reboot is a `raw` reboot followed by
+   a pause and a retried `raw` (the hosts run no Python for
+   wait_for_connection).  Wall and CPU (ansible-playbook and its children).
 
 Prints a Markdown table for docs/benchmarks.md.
 """
@@ -26,6 +32,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -43,12 +50,17 @@ SEQUENCE = [
 ]
 
 
+def addr_of(i):
+    """127.0.0.11... then 127.0.1.11...: 200 hosts per /24, all on loopback."""
+    return "127.0.%d.%d" % (i // 200, 11 + i % 200)
+
+
 def spec_text(n):
     out = ["apiVersion: gpuclusterctl/v1", "kind: Cluster", "metadata: {name: applybench}",
            "credentials:", "  - {name: esxi-root, username: root, password_env: GC_ESXI_PASSWORD}",
            "rolling: {max_unavailable: %d}" % n, "hosts:"]
     for i in range(n):
-        out += ["  - name: esx%02d" % (i + 1), "    address: 127.0.0.%d" % (11 + i),
+        out += ["  - name: esx%02d" % (i + 1), "    address: %s" % addr_of(i),
                 "    credentials: esxi-root", '    version: "8.0.2"', "    ntp: [ntp1.lab.example]",
                 '    gpus: [{pci: "0000:3b:00.0", model: V100-32GB, mode: passthrough}]',
                 '    nics: [{pci: "0000:5e:00.0", model: ConnectX-5, device: vmnic4, mode: sriov, vfs: 4}]']
@@ -59,53 +71,88 @@ def sh(argv, env, **kw):
     return subprocess.run(argv, env=env, capture_output=True, text=True, **kw)
 
 
-def set_controls(lab, hosts, latency, reboot):
+def set_controls(lab, hosts, rtt, reboot):
     user = open(os.path.join(lab, "user")).read().strip()
     for h in hosts:
         p = os.path.join(lab, "hosts", h, "control.json")
         with open(p, "w") as f:
-            json.dump({"latency_ms": latency, "reboot_seconds": reboot}, f)
+            json.dump({"rtt_ms": rtt, "reboot_seconds": reboot}, f)
         shutil.chown(p, user=user)
+
+
+POLLS = ("vmware -v", "esxcli system stats uptime get")
+
+
+def log_lengths(lab, hosts):
+    out = {}
+    for h in hosts:
+        p = os.path.join(lab, "hosts", h, "commands.log")
+        out[h] = len(open(p, errors="replace").readlines()) if os.path.exists(p) else 0
+    return out
+
+
+def execs_since(lab, hosts, since):
+    """{host: (execs, polls, reboots)} from each host's command log (one line an exec)."""
+    out = {}
+    for h in hosts:
+        p = os.path.join(lab, "hosts", h, "commands.log")
+        lines = open(p, errors="replace").read().splitlines()[since[h]:] if os.path.exists(p) else []
+        cmds = [l.partition(" ")[2] for l in lines]
+        out[h] = (len(cmds), sum(1 for c in cmds if c in POLLS),
+                  sum(1 for c in cmds if "system shutdown reboot" in c))
+    return out
+
+
+def proc_cpu(pid):
+    """CPU seconds of a process and of the children it reaped (/proc/PID/stat)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rpartition(")")[2].split()
+    except (OSError, ValueError):
+        return 0.0
+    # after the command name: state is field 3, utime 14 .. cstime 17 (proc(5))
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def lab_cpu(lab):
+    """The simulated side: the simulator server and the lab sshd."""
+    total = 0.0
+    for f in ("simd/pid", "sshd.pid"):
+        try:
+            total += proc_cpu(int(open(os.path.join(lab, f)).read().split()[0]))
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def timed(argv, env):
+    """(returncode, stdout, stderr, wall s); its CPU: ChildCPU around the call."""
+    t0 = time.time()
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = p.communicate()
+    wall = time.time() - t0
+    # communicate() reaped it, so RUSAGE_CHILDREN now counts it and what it reaped
+    return p.returncode, out, err, wall
+
+
+class ChildCPU:
+    def __enter__(self):
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.t0 = r.ru_utime + r.ru_stime
+        return self
+
+    def __exit__(self, *a):
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.cpu = r.ru_utime + r.ru_stime - self.t0
 
 
 def connections_per_host(lab, since):
     counts = {}
     for line in open(os.path.join(lab, "sshd.log"), errors="replace").readlines()[since:]:
-        m = re.search(r"Connection from \S+ port \d+ on (127\.0\.0\.\d+) port", line)
+        m = re.search(r"Connection from \S+ port \d+ on (127\.\d+\.\d+\.\d+) port", line)
         if m:
             counts[m.group(1)] = counts.get(m.group(1), 0) + 1
     return counts
-
-
-def critical_path(plan, journal_path):
-    """Sum over waves of the slowest target's summed action durations."""
-    per_target = {}
-    for rec in (json.loads(l) for l in open(journal_path)):
-        if rec["kind"] in ("maintenance", "reboot_owed"):
-            continue
-        per_target.setdefault(rec["target"], []).append(rec)
-    durations = {}
-    for t, recs in per_target.items():
-        starts = {}
-        out = []
-        for r in recs:
-            if r["state"] == "start":
-                starts[r["action"]] = r["ts"]
-            elif r["state"] == "done":
-                out.append(r["ts"] - starts.pop(r["action"]))
-        durations[t] = out
-    waves = {}
-    for w in plan["waves"]:
-        for t in w["targets"]:
-            waves.setdefault(t["name"], []).extend([w["index"]] * len(t["actions"]))
-    total = 0.0
-    for w in sorted({x for ws in waves.values() for x in ws}):
-        slowest = 0.0
-        for t, ws in waves.items():
-            d = durations.get(t, [])
-            slowest = max(slowest, sum(d[i] for i, x in enumerate(ws) if x == w and i < len(d)))
-        total += slowest
-    return total
 
 
 def ansible_run(lab, hosts, addrs, port, forks, env, reboot):
@@ -129,22 +176,26 @@ def ansible_run(lab, hosts, addrs, port, forks, env, reboot):
               "    - raw: \"%s\"" % SEQUENCE[5]]
     with open(play, "w") as f:
         f.write("- hosts: esxi\n  gather_facts: false\n  tasks:\n" + "\n".join(tasks) + "\n")
-    t0 = time.time()
-    r = sh(["ansible-playbook", "-i", inv, "-f", str(forks), play], dict(env, ANSIBLE_HOST_KEY_CHECKING="True"))
-    wall = time.time() - t0
-    if r.returncode != 0:
-        sys.exit("ansible-playbook failed:\n" + r.stdout[-3000:] + r.stderr[-2000:])
-    return wall
+    sim0 = lab_cpu(lab)
+    with ChildCPU() as c:
+        rc, out, err, wall = timed(["ansible-playbook", "-i", inv, "-f", str(forks), play],
+                                   dict(env, ANSIBLE_HOST_KEY_CHECKING="True"))
+    if rc != 0:
+        sys.exit("ansible-playbook failed:\n" + out[-3000:] + err[-2000:])
+    return wall, c.cpu, lab_cpu(lab) - sim0
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hosts", type=int, default=64)
-    ap.add_argument("--latency-ms", type=int, default=50)
+    ap.add_argument("--rtt-ms", type=int, default=50)
     ap.add_argument("--reboot-seconds", type=float, default=2.0)
+    ap.add_argument("--forks", default="5,50")
     ap.add_argument("--port", type=int, default=2330)
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "src", "cli", "gpuclusterctl"))
     args = ap.parse_args()
+    if args.hosts > 1000:
+        sys.exit("at most 1000 hosts (five /24s of loopback addresses)")
     lab = tempfile.mkdtemp(prefix="gc-applybench-")
     os.chmod(lab, 0o755)
     env = dict(os.environ, GC_LAB_DIR=lab)
@@ -156,43 +207,55 @@ def main():
             sys.exit(r.stderr)
         labspec = os.path.join(lab, "bench-src.yaml")
         hosts = ["esx%02d" % (i + 1) for i in range(args.hosts)]
-        addrs = ["127.0.0.%d" % (11 + i) for i in range(args.hosts)]
-        set_controls(lab, hosts, args.latency_ms, args.reboot_seconds)
+        addrs = [addr_of(i) for i in range(args.hosts)]
+        set_controls(lab, hosts, args.rtt_ms, args.reboot_seconds)
         state = os.path.join(lab, "state")
         r = sh([args.bin, "plan", "--json", "--state-dir", state, labspec], env)
         if r.returncode != 2:
             sys.exit("plan: exit %d\n%s" % (r.returncode, r.stderr))
-        plan = json.loads(r.stdout)
         since = len(open(os.path.join(lab, "sshd.log"), errors="replace").readlines())
-        t0 = time.time()
-        r = sh([args.bin, "apply", "--yes", "-v", "--parallelism", str(args.hosts), "--state-dir", state,
-                labspec], env)
-        wall = time.time() - t0
-        if r.returncode != 0:
-            sys.exit("apply: exit %d\n%s\n%s" % (r.returncode, r.stdout[-3000:], r.stderr[-3000:]))
+        logs0 = log_lengths(lab, hosts)
+        sim0 = lab_cpu(lab)
+        with ChildCPU() as c:
+            rc, out, err, wall = timed([args.bin, "apply", "--yes", "-v", "--parallelism",
+                                        str(args.hosts), "--state-dir", state, labspec], env)
+        sim_cpu = lab_cpu(lab) - sim0
+        if rc != 0:
+            sys.exit("apply: exit %d\n%s\n%s" % (rc, out[-3000:], err[-3000:]))
         conns = connections_per_host(lab, since)
-        cp = critical_path(plan, os.path.join(state, "applybench.journal"))
-        counters = [l for l in r.stderr.splitlines() if "changing commands" in l]
-        rows = [("gpuclusterctl apply --parallelism %d" % args.hosts, wall)]
-        phases = re.search(r"observe ([0-9.]+) s, apply ([0-9.]+) s", r.stderr)
+        ex = execs_since(lab, hosts, logs0)
+        rtt = args.rtt_ms / 1000.0
+        floors = {h: (n - polls) * rtt + reboots * args.reboot_seconds
+                  for h, (n, polls, reboots) in ex.items()}
+        floor = max(floors.values())
+        counters = [l for l in err.splitlines() if "changing commands" in l]
+        phases = re.search(r"observe ([0-9.]+) s, apply ([0-9.]+) s", err)
         observe_s, apply_s = float(phases.group(1)), float(phases.group(2))
+        rows = [("gpuclusterctl apply --parallelism %d" % args.hosts, wall, c.cpu, sim_cpu)]
         if shutil.which("ansible-playbook"):
-            for forks in (5, args.hosts):
+            for forks in (int(f) for f in args.forks.split(",")):
                 sh([os.path.join(ROOT, "scripts", "lab.sh"), "reset"], env)
-                set_controls(lab, hosts, args.latency_ms, args.reboot_seconds)
-                rows.append(("Ansible raw, linear, forks %d" % forks,
-                             ansible_run(lab, hosts, addrs, args.port, forks, env, args.reboot_seconds)))
-        print("%d simulated hosts, %d ms added per remote command, %.1f s simulated reboot\n"
-              % (args.hosts, args.latency_ms, args.reboot_seconds))
-        print("| run | wall s | / gpuclusterctl |")
-        print("|---|---:|---:|")
-        for name, w in rows:
-            print("| %s | %.1f | %.2f |" % (name, w, w / wall))
-        print("\nwall %.1f s = observe %.2f s (one batch per host) + apply phase %.2f s + start/plan"
-              % (wall, observe_s, apply_s))
-        print("critical-path time of the plan (journal durations, waves as barriers): %.2f s; "
-              "apply phase / critical path = %.2f" % (cp, apply_s / cp))
-        print("connections per host during apply: min %d, max %d (1 + reconnects after the reboot)"
+                set_controls(lab, hosts, args.rtt_ms, args.reboot_seconds)
+                w, cpu, scpu = ansible_run(lab, hosts, addrs, args.port, forks, env,
+                                           args.reboot_seconds)
+                rows.append(("Ansible raw, linear, forks %d" % forks, w, cpu, scpu))
+        print("%d simulated hosts, %d ms per exec (round trip), %.1f s simulated reboot\n"
+              % (args.hosts, args.rtt_ms, args.reboot_seconds))
+        print("| run | wall s | / gpuclusterctl | controller CPU s | simulated hosts' CPU s |")
+        print("|---|---:|---:|---:|---:|")
+        for name, w, cpu, scpu in rows:
+            print("| %s | %.1f | %.2f | %.2f | %.2f |" % (name, w, w / wall, cpu, scpu))
+        slow = max(floors, key=floors.get)
+        n, polls, reboots = ex[slow]
+        print("\nlatency floor %.2f s (slowest host %s: %d execs less %d reboot polls x %d ms "
+              "+ %d reboots x %.1f s); wall / floor = %.2f, apply phase / floor = %.2f"
+              % (floor, slow, n, polls, args.rtt_ms, reboots, args.reboot_seconds, floor and wall / floor,
+                 floor and apply_s / floor))
+        per = sorted(n - p for n, p, _ in ex.values())
+        print("execs per host besides reboot polls: min %d, median %d, max %d; reboot polls max %d"
+              % (per[0], per[len(per) // 2], per[-1], max(p for _, p, _ in ex.values())))
+        print("wall %.1f s = observe %.2f s + apply phase %.2f s + start/plan" % (wall, observe_s, apply_s))
+        print("connections per host during apply: min %d, max %d"
               % (min(conns.get(a, 0) for a in addrs), max(conns.get(a, 0) for a in addrs)))
         if counters:
             print(counters[0])
