@@ -114,15 +114,22 @@ def proc_cpu(pid):
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def lab_cpu(lab):
+def lab_cpu(lab, which=("simd/pid", "sshd.pid")):
     """The simulated side: the simulator server and the lab sshd."""
     total = 0.0
-    for f in ("simd/pid", "sshd.pid"):
+    for f in which:
         try:
             total += proc_cpu(int(open(os.path.join(lab, f)).read().split()[0]))
         except (OSError, ValueError, IndexError):
             pass
     return total
+
+
+def close_ansible_masters():
+    """Ansible keeps its SSH connections open (ControlPersist): close them, so
+    the lab sshd reaps their sessions and counts their CPU."""
+    subprocess.run(["pkill", "-f", r"^ssh: .*\.ansible/cp/"], capture_output=True)
+    time.sleep(1.0)
 
 
 def timed(argv, env):
@@ -182,6 +189,7 @@ def ansible_run(lab, hosts, addrs, port, forks, env, reboot):
                                    dict(env, ANSIBLE_HOST_KEY_CHECKING="True"))
     if rc != 0:
         sys.exit("ansible-playbook failed:\n" + out[-3000:] + err[-2000:])
+    close_ansible_masters()
     return wall, c.cpu, lab_cpu(lab) - sim0
 
 
@@ -215,11 +223,13 @@ def main():
             sys.exit("plan: exit %d\n%s" % (r.returncode, r.stderr))
         since = len(open(os.path.join(lab, "sshd.log"), errors="replace").readlines())
         logs0 = log_lengths(lab, hosts)
-        sim0 = lab_cpu(lab)
+        sim0, sshd0 = lab_cpu(lab), lab_cpu(lab, ("sshd.pid",))
         with ChildCPU() as c:
             rc, out, err, wall = timed([args.bin, "apply", "--yes", "-v", "--parallelism",
                                         str(args.hosts), "--state-dir", state, labspec], env)
+        time.sleep(1.0)  # the lab sshd reaps the sessions of the connections just closed
         sim_cpu = lab_cpu(lab) - sim0
+        sshd_cpu = lab_cpu(lab, ("sshd.pid",)) - sshd0
         if rc != 0:
             sys.exit("apply: exit %d\n%s\n%s" % (rc, out[-3000:], err[-3000:]))
         conns = connections_per_host(lab, since)
@@ -254,6 +264,9 @@ def main():
         per = sorted(n - p for n, p, _ in ex.values())
         print("execs per host besides reboot polls: min %d, median %d, max %d; reboot polls max %d"
               % (per[0], per[len(per) // 2], per[-1], max(p for _, p, _ in ex.values())))
+        print("simulated hosts' CPU during gpuclusterctl's apply: %.2f s, of which the lab sshd "
+              "(every connection's and exec's sshd processes) %.2f s and the simulator server %.2f s"
+              % (sim_cpu, sshd_cpu, sim_cpu - sshd_cpu))
         print("wall %.1f s = observe %.2f s + apply phase %.2f s + start/plan" % (wall, observe_s, apply_s))
         print("connections per host during apply: min %d, max %d"
               % (min(conns.get(a, 0) for a in addrs), max(conns.get(a, 0) for a in addrs)))
