@@ -149,6 +149,23 @@ class LabCase(unittest.TestCase):
         with open(path, encoding="utf-8") as f:
             return f.read().splitlines()
 
+    def vc(self, *args):
+        """tests/sim/vcsim_edit.py against the lab's vCenter, as an operator
+        would; its stdout (the command must succeed)."""
+        d = os.path.join(self.lab, "vcsim")
+        with open(os.path.join(d, "port"), encoding="utf-8") as f:
+            port = int(f.read())
+        r = subprocess.run([os.path.join(ROOT, "tests", "sim", "vcsim_edit.py"), "--url",
+                            "https://127.0.0.1:%d/sdk" % port, "--ca", os.path.join(d, "ca.crt"),
+                            "--user", "gcadmin", "--password-file", os.path.join(d, "password"),
+                            *args], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r.stdout
+
+    def vm_show(self, vm):
+        """A VM as vCenter holds it (vcsim_edit.py show)."""
+        return json.loads(self.vc("show", vm))
+
     def changes(self, name):
         """The changing commands a host received, in order."""
         return [c for _, c in self.log(name) if not observation(c)]

@@ -202,18 +202,6 @@ class FullExample(LabCase):
         if g.get("container_toolkit"):
             self.assertIn("NVIDIA Container Toolkit", self.ssh(vm, "nvidia-ctk --version"), vm)
 
-    def vm_show(self, vm):
-        """The VM as vCenter holds it (tests/sim/vcsim_edit.py, an operator's client)."""
-        d = os.path.join(self.lab, "vcsim")
-        with open(os.path.join(d, "port"), encoding="utf-8") as f:
-            port = int(f.read())
-        r = subprocess.run([os.path.join(ROOT, "tests", "sim", "vcsim_edit.py"), "--url",
-                            "https://127.0.0.1:%d/sdk" % port, "--ca", os.path.join(d, "ca.crt"),
-                            "--user", "gcadmin", "--password-file", os.path.join(d, "password"),
-                            "show", vm], capture_output=True, text=True, timeout=60)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        return json.loads(r.stdout)
-
     def licensed_or_timeout(self, vm, timeout=300):
         if not self.vms[vm]["guest"].get("license"):
             return

@@ -211,21 +211,6 @@ class GuestLab(LabCase):
                            timeout=30)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
-    def vc(self, *args):
-        """tests/sim/vcsim_edit.py against the lab's vCenter, as an operator would."""
-        d = os.path.join(self.lab, "vcsim")
-        with open(os.path.join(d, "port"), encoding="utf-8") as f:
-            port = int(f.read())
-        r = subprocess.run([os.path.join(ROOT, "tests", "sim", "vcsim_edit.py"), "--url",
-                            "https://127.0.0.1:%d/sdk" % port, "--ca", os.path.join(d, "ca.crt"),
-                            "--user", "gcadmin", "--password-file", os.path.join(d, "password"),
-                            *args], capture_output=True, text=True, timeout=60)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        return r.stdout
-
-    def vm_show(self, vm):
-        return json.loads(self.vc("show", vm))
-
     def test_2a_validate_passes_and_only_reads(self):
         logs = {h: len(self.log(h)) for h in ("esx01", "esx02", "sn2700")}
         calls = {}
