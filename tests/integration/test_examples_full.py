@@ -184,9 +184,9 @@ class FullExample(LabCase):
             self.assertIn(dev, self.ssh(vm, "ibv_devices"), vm)
             if ri:
                 # the interface the spec configures is up: the port is ACTIVE
-                # with a RoCE v2 GID.  (vgpu-pvrdma's workers have no
-                # rdma_interface, so nothing brings their PVRDMA NIC up: its
-                # port stays DOWN, as on a real VM; see docs/benchmarks.md.)
+                # with a RoCE v2 GID.  (A guest without rdma_interface leaves
+                # its VF or PVRDMA NIC down, as a real VM would: its port
+                # stays DOWN, so it is asked for only here.)
                 self.assertEqual([l["state"] for l in rdma], ["ACTIVE"], vm)
                 self.assertIn("RoCE v2", self.ssh(vm, "cat /sys/class/infiniband/%s/ports/1/"
                                                       "gid_attrs/types/* 2>/dev/null; true" % dev),
