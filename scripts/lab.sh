@@ -73,9 +73,14 @@ alive() {
 
 ensure_user() {
 	# root only: a system user whose password is generated once per machine
-	# (kept root-only in $user_home) so several lab dirs agree on it.
-	local user=$1 pwfile=$user_home/.lab-password
+	# (kept root-only in $user_home) so several lab dirs agree on it.  Labs
+	# that start at once (the test suite's, on a fresh machine) take turns:
+	# two of them creating the user and its password together clashed.
+	local user=$1 pwfile=$user_home/.lab-password lockfd
 	[ "$(id -u)" = 0 ] || return 0
+	mkdir -p /run/lock
+	exec {lockfd}>/run/lock/gpuclusterctl-lab-user.lock
+	flock "$lockfd"
 	if ! id "$user" >/dev/null 2>&1; then
 		useradd --system --create-home --home-dir "$user_home" --shell /bin/sh \
 			--comment "gpuclusterctl lab" "$user" >/dev/null
@@ -97,6 +102,7 @@ ensure_user() {
 	chmod 600 "$pwfile"
 	(umask 077; cp "$pwfile" "$lab/client/password")
 	passwd -u "$user" >/dev/null 2>&1 || true
+	exec {lockfd}>&-
 }
 
 write_inventory() {
