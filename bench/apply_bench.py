@@ -86,16 +86,16 @@ POLLS = ("vmware -v", "esxcli system stats uptime get")
 def log_lengths(lab, hosts):
     out = {}
     for h in hosts:
-        p = os.path.join(lab, "hosts", h, "commands.log")
+        p = os.path.join(lab, "hosts", h, "execs.log")
         out[h] = len(open(p, errors="replace").readlines()) if os.path.exists(p) else 0
     return out
 
 
 def execs_since(lab, hosts, since):
-    """{host: (execs, polls, reboots)} from each host's command log (one line an exec)."""
+    """{host: (execs, polls, reboots)} from each host's exec log (one line an exec)."""
     out = {}
     for h in hosts:
-        p = os.path.join(lab, "hosts", h, "commands.log")
+        p = os.path.join(lab, "hosts", h, "execs.log")
         lines = open(p, errors="replace").read().splitlines()[since[h]:] if os.path.exists(p) else []
         cmds = [l.partition(" ")[2] for l in lines]
         out[h] = (len(cmds), sum(1 for c in cmds if c in POLLS),

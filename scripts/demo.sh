@@ -44,8 +44,9 @@ step "gpuclusterctl apply --yes $spec"
 step "gpuclusterctl apply --yes $spec   (again: converged)"
 "$bin" apply --yes --state-dir "$state" -v "$spec"
 
-step "what esx01 received (tests/sim log, observation batches left out)"
-grep -v -e '@@gc:' "$GC_LAB_DIR/hosts/esx01/commands.log" | cut -d' ' -f2- || true
+step "what esx01 received, one line a round trip (tests/sim execs.log; the observation batch abbreviated)"
+sed -E -e 's/^[^ ]+ //' -e 's/^echo @@gc:[0-9a-f]+:1; .*/(the observation batch: one exec of read-only esxcli commands)/' \
+	-e 's/echo @@gc:[0-9a-f]+:(c[0-9]+|end)( \&\& )?//g' "$GC_LAB_DIR/hosts/esx01/execs.log"
 
 step "worker-01 as the lab's vCenter holds it (tests/sim/vcsim_edit.py, a SOAP client of its own)"
 vc=$GC_LAB_DIR/vcsim

@@ -210,6 +210,14 @@ struct gc_resource;
 int gc_esxi_command(char **out, const struct gc_resource *r, const struct gc_esxi_facts *facts,
 		    struct gc_error *err);
 
+/*
+ * Several changing commands in one exec (batch.c): an `&&` chain, each
+ * command after a marker line `@@gc:<token>:c<i>`, the last line
+ * `@@gc:<token>:end`, so the host stops at the first command that fails.
+ * token: [A-Za-z0-9]{8,32}; cmds: gc_esxi_command()'s or the fixed ones.
+ */
+char *gc_esxi_batch_script(const char *token, const char *const *cmds, size_t n);
+/* How far it got: gc_batch_parse() (gc/sections.h). */
 /* Fixed commands of the synthesized steps. */
 #define GC_ESXI_CMD_ENTER_MAINTENANCE "esxcli system maintenanceMode set -e true"
 #define GC_ESXI_CMD_EXIT_MAINTENANCE "esxcli system maintenanceMode set -e false"

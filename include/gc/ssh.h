@@ -117,6 +117,15 @@ int gc_ssh_exec(struct gc_ssh_conn *conn, const char *command, struct gc_ssh_res
  */
 int gc_ssh_exec_stdin(struct gc_ssh_conn *conn, const char *command, int in,
 		      struct gc_ssh_result *result, struct gc_error *err);
+/*
+ * gc_ssh_exec() for a framed batch of commands, whose output says how far
+ * it got (src/drivers/esxi/batch.c): *result is filled on every return and
+ * owned by the caller.  On failure it holds what was read before the fault
+ * (exit_status -1; nothing when the command never went out), so a batch
+ * whose connection dropped can still tell which of its commands completed.
+ */
+int gc_ssh_exec_partial(struct gc_ssh_conn *conn, const char *command,
+			struct gc_ssh_result *result, struct gc_error *err);
 void gc_ssh_result_free(struct gc_ssh_result *result);
 
 /* ---------------------------------------------------------------- sh as root */

@@ -408,6 +408,28 @@ static void print_summary(FILE *f, const struct gc_exec_report *rep, const struc
 			rep->out_of_scope);
 }
 
+/* -v: the round trips per ESXi host (the fewest, the most, and polls). */
+static void print_round_trips(const struct gc_exec_report *rep)
+{
+	uint64_t lo = UINT64_MAX, hi = 0, polls = 0;
+	size_t hosts = 0;
+
+	for (size_t i = 0; i < rep->ntargets; i++) {
+		const struct gc_exec_target_report *t = &rep->targets[i];
+
+		if (t->execs + t->poll_execs == 0)
+			continue;
+		hosts++;
+		lo = t->execs < lo ? t->execs : lo;
+		hi = t->execs > hi ? t->execs : hi;
+		polls += t->poll_execs;
+	}
+	if (hosts > 0)
+		fprintf(stderr, "gpuclusterctl: round trips per ESXi host: %llu to %llu over %zu hosts, "
+			"besides %llu polls while they rebooted\n", (unsigned long long)lo,
+			(unsigned long long)hi, hosts, (unsigned long long)polls);
+}
+
 static void print_json(const struct gc_exec_report *rep, int status)
 {
 	struct json_object *o = json_object_new_object(), *ts = json_object_new_array();
@@ -438,6 +460,10 @@ static void print_json(const struct gc_exec_report *rep, int status)
 		json_object_object_add(j, "error", gc_json_text(t->error));
 		json_object_object_add(j, "left_in_maintenance", json_object_new_boolean(t->left_in_maintenance));
 		json_object_object_add(j, "maintenance_reason", gc_json_text(t->maintenance_why));
+		if (t->execs + t->poll_execs > 0) {
+			json_object_object_add(j, "round_trips", json_object_new_int64((int64_t)t->execs));
+			json_object_object_add(j, "reboot_polls", json_object_new_int64((int64_t)t->poll_execs));
+		}
 		json_object_array_add(ts, j);
 	}
 	json_object_object_add(o, "targets", ts);
@@ -600,13 +626,15 @@ static void print_text_result(const struct apply_args *a, const struct gc_exec_r
 	}
 	if (rc != 0)
 		cli_error("%s", err->msg);
-	if (a->u->verbose)
+	if (a->u->verbose) {
 		fprintf(stderr,
 			"gpuclusterctl: %llu changing commands; SSH: %llu connections, %llu commands, "
 			"%llu shells; observe %.2f s, apply %.2f s\n",
 			(unsigned long long)rep->changing_commands, (unsigned long long)st->connections,
 			(unsigned long long)st->commands, (unsigned long long)st->shells, rep->observe_s,
 			rep->apply_s);
+		print_round_trips(rep);
+	}
 }
 
 /* apply FILE: take the saved plan's spec, scope and fingerprints.  -1 when

@@ -104,6 +104,17 @@ void gc_drv_count_change(struct gc_drv_ctx *ctx)
 	__atomic_add_fetch(&ctx->changes, 1, __ATOMIC_RELAXED);
 }
 
+void gc_drv_count_exec(struct gc_drv_ctx *ctx, const struct gc_target *t, bool poll)
+{
+	/* the context is the first member of the run (exec_int.h) */
+	struct run *r = (struct run *)ctx;
+	struct gc_exec_target_report *rep;
+
+	if (t == NULL || t->index >= r->nslots || (rep = r->slots[t->index].rep) == NULL)
+		return;
+	__atomic_add_fetch(poll ? &rep->poll_execs : &rep->execs, 1, __ATOMIC_RELAXED);
+}
+
 bool gc_drv_interrupted(const struct gc_drv_ctx *ctx)
 {
 	return ctx->opts->interrupted != NULL && *ctx->opts->interrupted;

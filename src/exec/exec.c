@@ -28,7 +28,7 @@
 #include "gc/spec.h"
 #include "gc/ssh.h"
 
-static void sleep_ms(unsigned ms)
+void gc_exec_sleep_ms(unsigned ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 
@@ -36,17 +36,17 @@ static void sleep_ms(unsigned ms)
 		;
 }
 
-static bool transport_fault(int code)
+bool gc_exec_transport_fault(int code)
 {
 	return code == GC_ENET || code == GC_ETIMEOUT;
 }
 
-static unsigned retries_of(const struct gc_exec_opts *o)
+unsigned gc_exec_retries(const struct gc_exec_opts *o)
 {
 	return o->retries ? o->retries : 3;
 }
 
-static unsigned backoff_ms(const struct gc_exec_opts *o, unsigned attempt)
+unsigned gc_exec_backoff_ms(const struct gc_exec_opts *o, unsigned attempt)
 {
 	unsigned base = o->retry_base_ms ? o->retry_base_ms : 250;
 
@@ -64,7 +64,7 @@ void gc_exec_slot_error(struct tslot *s, const char *msg)
 		s->rep->error = gc_xstrdup(msg);
 }
 
-static char *action_id(const struct gc_action *a)
+char *gc_exec_action_id(const struct gc_action *a)
 {
 	struct gc_buf b = GC_BUF_INIT;
 
@@ -101,17 +101,17 @@ int gc_exec_connect_slot(struct run *r, struct tslot *s, bool retry, struct gc_e
 		rc = s->drv->connect(&s->conn, &r->ctx, s->target, &e);
 		if (rc == 0)
 			return 0;
-		if (!retry || !transport_fault(rc) || attempt >= retries_of(r->ctx.opts) ||
+		if (!retry || !gc_exec_transport_fault(rc) || attempt >= gc_exec_retries(r->ctx.opts) ||
 		    gc_drv_interrupted(&r->ctx)) {
 			*err = e;
 			return rc;
 		}
 		gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, NULL, e.msg, 0);
-		sleep_ms(backoff_ms(r->ctx.opts, attempt));
+		gc_exec_sleep_ms(gc_exec_backoff_ms(r->ctx.opts, attempt));
 	}
 }
 
-static void drop_conn(struct tslot *s)
+void gc_exec_drop_conn(struct tslot *s)
 {
 	s->drv->disconnect(s->conn);
 	s->conn = NULL;
@@ -126,16 +126,16 @@ int gc_exec_lease_call(struct run *r, struct tslot *s, gc_exec_lease_fn call, vo
 
 		if (rc == 0)
 			rc = call(s, r, arg, &e);
-		if (rc == 0 || !transport_fault(rc) || s->drv->lease_atomic ||
-		    attempt >= retries_of(r->ctx.opts) || gc_drv_interrupted(&r->ctx)) {
+		if (rc == 0 || !gc_exec_transport_fault(rc) || s->drv->lease_atomic ||
+		    attempt >= gc_exec_retries(r->ctx.opts) || gc_drv_interrupted(&r->ctx)) {
 			if (rc != 0)
 				*err = e;
 			return rc;
 		}
 		gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, NULL, e.msg, 0);
 		if (!s->lanes && s->conn != NULL)
-			drop_conn(s);
-		sleep_ms(backoff_ms(r->ctx.opts, attempt));
+			gc_exec_drop_conn(s);
+		gc_exec_sleep_ms(gc_exec_backoff_ms(r->ctx.opts, attempt));
 	}
 }
 
@@ -157,15 +157,15 @@ static int observe_slot(struct run *r, struct tslot *s, struct gc_error *err)
 		}
 		if (rc == 0)
 			break;
-		if (!transport_fault(rc) || attempt >= retries_of(r->ctx.opts) ||
+		if (!gc_exec_transport_fault(rc) || attempt >= gc_exec_retries(r->ctx.opts) ||
 		    gc_drv_interrupted(&r->ctx)) {
 			*err = e;
 			gc_buf_free(&problems);
 			return rc;
 		}
-		drop_conn(s);
+		gc_exec_drop_conn(s);
 		gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, NULL, e.msg, 0);
-		sleep_ms(backoff_ms(r->ctx.opts, attempt));
+		gc_exec_sleep_ms(gc_exec_backoff_ms(r->ctx.opts, attempt));
 	}
 	if (problems.len > 0) {
 		/* the spec names something the target does not have */
@@ -233,6 +233,41 @@ static void run_pool(unsigned n, void *(*fn)(void *), void *arg)
 	free(th);
 }
 
+struct slot_pool {
+	struct run *r;
+	struct tslot **slots;
+	size_t n, next;
+	pthread_mutex_t mu;
+	void (*fn)(struct run *r, struct tslot *s, size_t i, void *arg);
+	void *arg;
+};
+
+static void *slot_worker(void *arg)
+{
+	struct slot_pool *p = arg;
+
+	for (;;) {
+		size_t i;
+
+		pthread_mutex_lock(&p->mu);
+		i = p->next < p->n ? p->next++ : p->n;
+		pthread_mutex_unlock(&p->mu);
+		if (i == p->n)
+			return NULL;
+		p->fn(p->r, p->slots[i], i, p->arg);
+	}
+}
+
+void gc_exec_for_slots(struct run *r, struct tslot **slots, size_t n,
+		       void (*fn)(struct run *r, struct tslot *s, size_t i, void *arg), void *arg)
+{
+	struct slot_pool p = {r, slots, n, 0, PTHREAD_MUTEX_INITIALIZER, fn, arg};
+
+	if (n > 0)
+		run_pool(n < r->parallelism ? (unsigned)n : r->parallelism, slot_worker, &p);
+	pthread_mutex_destroy(&p.mu);
+}
+
 /* One pass of the pool over the selected targets whose kind is (or, with
  * !guests, is not) GC_TARGET_GUEST. */
 static void observe_pass(struct run *r, bool guests)
@@ -269,108 +304,6 @@ static void observe_all(struct run *r)
 		if (gc_target_holds_vms(r->slots[i].target->kind) && r->slots[i].observed)
 			r->ctx.vcenter_observed = true;
 	observe_pass(r, true);
-}
-
-/* ---------------------------------------------------------------- running one action */
-
-/* The default of gc_driver.already_done (see sys/driver.h). */
-static bool already_done(struct run *r, const struct tslot *s, const struct gc_action *a)
-{
-	if (s->drv->already_done != NULL)
-		return s->drv->already_done(&r->ctx, a);
-	return a->kind == GC_ACT_APPLY && a->op != GC_OP_DELETE && a->resource != NULL &&
-	       gc_drv_resource_converged(&r->ctx, a->resource);
-}
-
-int gc_exec_run_action(struct run *r, struct tslot *s, const struct gc_action *a,
-		      struct gc_error *err)
-{
-	unsigned attempt;
-	int rc;
-
-	rc = gc_exec_connect_slot(r, s, true, err);
-	if (rc != 0)
-		return rc;
-	for (attempt = 0;; attempt++) {
-		struct gc_error e = GC_ERROR_INIT;
-		struct gc_buf problems = GC_BUF_INIT;
-
-		rc = s->drv->apply(&s->conn, &r->ctx, a, &e);
-		if (rc == 0 || !transport_fault(rc) || attempt >= retries_of(r->ctx.opts) ||
-		    gc_drv_interrupted(&r->ctx)) {
-			if (rc != 0)
-				*err = e;
-			return rc;
-		}
-		/* transport fault: reconnect, re-observe, re-send only if still needed.
-		 * A shared connection is never dropped under the other lanes: its
-		 * transport reconnects by itself on the next request. */
-		gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, a, e.msg, 0);
-		if (!s->lanes)
-			drop_conn(s);
-		sleep_ms(backoff_ms(r->ctx.opts, attempt));
-		gc_error_clear(&e);
-		/* no connection, no apply: reconnect until it works or the
-		 * attempts are spent (a driver is never handed a NULL conn) */
-		while ((rc = gc_exec_connect_slot(r, s, false, &e)) != 0) {
-			if (!transport_fault(rc) || ++attempt >= retries_of(r->ctx.opts) ||
-			    gc_drv_interrupted(&r->ctx)) {
-				*err = e;
-				return rc;
-			}
-			gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, a, e.msg, 0);
-			sleep_ms(backoff_ms(r->ctx.opts, attempt));
-			gc_error_clear(&e);
-		}
-		if (s->drv->observe(s->conn, &r->ctx, s->target, r->tres[s->target->index],
-				    r->ntres[s->target->index], &problems, &e) == 0 && already_done(r, s, a)) {
-			gc_buf_free(&problems);
-			return 0;
-		}
-		gc_buf_free(&problems);
-	}
-}
-
-static void execute(struct run *r, struct tslot *s, const struct gc_action *a)
-{
-	struct gc_error err = GC_ERROR_INIT;
-	char *aid = action_id(a);
-	int rc;
-
-	gc_exec_emit(&r->ctx, GC_EV_START, s->target, a, NULL, r->wave_index);
-	gc_exec_remember_before(r, s, a, aid);
-	gc_exec_journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_START, NULL);
-	rc = gc_exec_run_action(r, s, a, &err);
-	pthread_mutex_lock(&r->mu);
-	if (rc == 0) {
-		r->st[a->seq - 1] = A_DONE;
-		s->rep->done++;
-		r->rep->done++;
-	} else {
-		r->st[a->seq - 1] = A_FAILED;
-		s->rep->failed++;
-		r->rep->failed++;
-		/* with lanes only this VM's later actions depend on it (the plan
-		 * sequences each VM): the other VMs go on */
-		if (s->lanes)
-			s->lane_failed = true;
-		else
-			s->failed = true;
-		gc_exec_slot_error(s, err.msg);
-		if (r->ctx.opts->fail_fast)
-			r->stop = true;
-	}
-	pthread_mutex_unlock(&r->mu);
-	if (rc == 0) {
-		gc_exec_journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_DONE, NULL);
-		gc_exec_remember_after(r, s, a, aid, true);
-		gc_exec_emit(&r->ctx, GC_EV_DONE, s->target, a, NULL, r->wave_index);
-	} else {
-		gc_exec_journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_FAILED, err.msg);
-		gc_exec_remember_after(r, s, a, aid, false);
-		gc_exec_emit(&r->ctx, GC_EV_FAILED, s->target, a, err.msg, r->wave_index);
-	}
-	free(aid);
 }
 
 /* ---------------------------------------------------------------- the scheduler */
@@ -466,6 +399,8 @@ static void *apply_worker(void *arg)
 		const struct gc_plan_wave *w = r->wave;
 		struct tslot *pick = NULL;
 		const struct gc_action *act = NULL;
+		const struct gc_action *batch[GC_EXEC_BATCH_MAX];
+		size_t nbatch = 1;
 		size_t before = r->remaining;
 		size_t i;
 
@@ -501,9 +436,14 @@ static void *apply_worker(void *arg)
 				r->next[i]++;
 			}
 			if (pick != NULL && !pick->lanes) {
-				r->next[i]++;
+				/* the ready action, and the ones after it the driver
+				 * sends with it in one round trip */
+				nbatch = gc_exec_gather_batch(r, pick, pt, r->next[i], batch,
+							      GC_EXEC_BATCH_MAX);
+				r->next[i] += nbatch;
 				pick->busy = true;
-				r->st[act->seq - 1] = A_RUNNING;
+				for (size_t k = 0; k < nbatch; k++)
+					r->st[batch[k]->seq - 1] = A_RUNNING;
 			}
 		}
 		if (r->remaining == 0)
@@ -516,10 +456,13 @@ static void *apply_worker(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&r->mu);
-		execute(r, pick, act);
+		if (nbatch > 1)
+			gc_exec_execute_batch(r, pick, batch, nbatch);
+		else
+			gc_exec_execute(r, pick, act);
 		pthread_mutex_lock(&r->mu);
 		pick->busy = false;
-		r->remaining--;
+		r->remaining -= nbatch;
 		pthread_cond_broadcast(&r->cv);
 	}
 	pthread_cond_broadcast(&r->cv);

@@ -79,6 +79,16 @@ struct run {
 };
 
 /* exec.c */
+void gc_exec_sleep_ms(unsigned ms);
+bool gc_exec_transport_fault(int code);
+unsigned gc_exec_retries(const struct gc_exec_opts *o);
+unsigned gc_exec_backoff_ms(const struct gc_exec_opts *o, unsigned attempt);
+char *gc_exec_action_id(const struct gc_action *a);
+void gc_exec_drop_conn(struct tslot *s);
+/* fn(r, slots[i], i, arg) for each i, on up to --parallelism threads at once:
+ * the same exchange with many targets costs one round trip, not n. */
+void gc_exec_for_slots(struct run *r, struct tslot **slots, size_t n,
+		       void (*fn)(struct run *r, struct tslot *s, size_t i, void *arg), void *arg);
 void gc_exec_emit(struct gc_drv_ctx *ctx, enum gc_exec_event_kind kind, const struct gc_target *t,
 		  const struct gc_action *a, const char *msg, size_t wave);
 void gc_exec_journal(struct run *r, const struct gc_target *t, const char *action,
@@ -94,8 +104,15 @@ int gc_exec_connect_slot(struct run *r, struct tslot *s, bool retry, struct gc_e
 typedef int (*gc_exec_lease_fn)(struct tslot *s, struct run *r, void *arg, struct gc_error *err);
 int gc_exec_lease_call(struct run *r, struct tslot *s, gc_exec_lease_fn call, void *arg,
 		       struct gc_error *err);
+
+/* action.c: one action, or a batch of them (sys/driver.h's apply_batch) */
+#define GC_EXEC_BATCH_MAX 64
 int gc_exec_run_action(struct run *r, struct tslot *s, const struct gc_action *a,
 		       struct gc_error *err);
+void gc_exec_execute(struct run *r, struct tslot *s, const struct gc_action *a);
+size_t gc_exec_gather_batch(struct run *r, const struct tslot *s, const struct gc_plan_target *pt,
+			    size_t first, const struct gc_action **acts, size_t max);
+void gc_exec_execute_batch(struct run *r, struct tslot *s, const struct gc_action **acts, size_t n);
 
 /* rollout.c */
 bool gc_exec_halted(struct run *r, const struct gc_graph *g, size_t wi);

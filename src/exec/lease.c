@@ -171,95 +171,211 @@ static int set_lease(struct tslot *s, struct run *r, void *arg, struct gc_error 
 	return s->drv->lease_set(s->conn, &r->ctx, arg, err);
 }
 
+/*
+ * One lease exchange with many targets at once (gc_exec_for_slots): each
+ * target's outcome in its own slot of rc/errs/held, read in target order
+ * afterwards, so the first failure reported is the same whatever finished
+ * first.
+ */
+struct lease_pass {
+	struct tslot **slots;
+	size_t n;
+	int *rc;
+	struct gc_error *errs;
+	char **held;
+	const char *cluster;
+};
+
+static void pass_init(struct lease_pass *p, struct run *r, bool (*want)(const struct run *r,
+									const struct tslot *s))
+{
+	memset(p, 0, sizeof(*p));
+	p->slots = gc_xcalloc(r->nslots ? r->nslots : 1, sizeof(*p->slots));
+	for (size_t i = 0; i < r->nslots; i++)
+		if (want(r, &r->slots[i]))
+			p->slots[p->n++] = &r->slots[i];
+	p->rc = gc_xcalloc(p->n ? p->n : 1, sizeof(*p->rc));
+	p->errs = gc_xcalloc(p->n ? p->n : 1, sizeof(*p->errs));
+	p->held = gc_xcalloc(p->n ? p->n : 1, sizeof(*p->held));
+}
+
+static void pass_free(struct lease_pass *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->held[i]);
+	free(p->held);
+	free(p->errs);
+	free(p->rc);
+	free(p->slots);
+}
+
+/* The first failure in target order (0: none). */
+static int pass_result(const struct lease_pass *p, struct gc_error *err)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->rc[i] != 0) {
+			*err = p->errs[i];
+			return p->rc[i];
+		}
+	return 0;
+}
+
+static bool capable(const struct run *r, const struct tslot *s)
+{
+	return lease_capable(r, s);
+}
+
+static bool capable_plain(const struct run *r, const struct tslot *s)
+{
+	return lease_capable(r, s) && !s->drv->lease_atomic;
+}
+
+static void read_one(struct run *r, struct tslot *s, size_t i, void *arg)
+{
+	struct lease_pass *p = arg;
+
+	p->rc[i] = gc_exec_lease_call(r, s, get_lease, &p->held[i], &p->errs[i]);
+}
+
+/* journalled first: a run killed after the write clears it later */
+static void write_one(struct run *r, struct tslot *s, size_t i, void *arg)
+{
+	struct lease_pass *p = arg;
+
+	gc_exec_journal(r, s->target, "lease", "lease", GC_J_START, NULL);
+	s->lease_left = true;
+	p->rc[i] = gc_exec_lease_call(r, s, set_lease, r->lease, &p->errs[i]);
+	if (p->rc[i] == 0)
+		s->leased = true;
+}
+
 int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err)
 {
+	struct lease_pass p;
 	size_t i;
+	int rc;
 
 	our_lock(r->lease_lock, r->ctx.opts->state_dir);
-	for (i = 0; i < r->nslots; i++) {
-		struct tslot *s = &r->slots[i];
-		char *held = NULL;
-		int rc;
-
-		if (!lease_capable(r, s))
-			continue;
-		rc = gc_exec_lease_call(r, s, get_lease, &held, err);
-		if (rc == 0)
-			rc = foreign(s, cluster, held, r->lease_lock, err);
-		free(held);
-		if (rc != 0)
-			return rc;
-	}
+	/* every target read at once: any foreign lease refuses before a write */
+	pass_init(&p, r, capable);
+	gc_exec_for_slots(r, p.slots, p.n, read_one, &p);
+	rc = pass_result(&p, err);
+	for (i = 0; rc == 0 && i < p.n; i++)
+		rc = foreign(p.slots[i], cluster, p.held[i], r->lease_lock, err);
+	pass_free(&p);
+	if (rc != 0)
+		return rc;
 	r->lease = lease_string(r, cluster);
 	r->lease_ns = gc_now_ns();
 	/* test hook: widen the gap between reading and writing the leases, so
 	 * that a test can make two applies race in it */
 	if (getenv("GC_TEST_LEASE_PAUSE_MS") != NULL)
 		usleep((useconds_t)strtoul(getenv("GC_TEST_LEASE_PAUSE_MS"), NULL, 10) * 1000u);
-	/* compare-and-set targets first: a race is lost before anything else
-	 * is written (what was written is cleared again at the end of the run) */
-	for (int atomic = 1; atomic >= 0; atomic--)
-		for (i = 0; i < r->nslots; i++) {
-			struct tslot *s = &r->slots[i];
+	/* compare-and-set targets first, one by one: a race is lost before
+	 * anything else is written (what was written is cleared again at the
+	 * end of the run); then the others, all at once */
+	for (i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
 
-			if (!lease_capable(r, s) || s->drv->lease_atomic != (atomic == 1))
-				continue;
-			/* journalled first: a run killed after the write clears it later */
-			gc_exec_journal(r, s->target, "lease", "lease", GC_J_START, NULL);
-			s->lease_left = true;
-			if (gc_exec_lease_call(r, s, set_lease, r->lease, err) != 0)
-				return err->code;
-			s->leased = true;
-		}
-	return 0;
+		if (!lease_capable(r, s) || !s->drv->lease_atomic)
+			continue;
+		gc_exec_journal(r, s->target, "lease", "lease", GC_J_START, NULL);
+		s->lease_left = true;
+		if (gc_exec_lease_call(r, s, set_lease, r->lease, err) != 0)
+			return err->code;
+		s->leased = true;
+	}
+	pass_init(&p, r, capable_plain);
+	gc_exec_for_slots(r, p.slots, p.n, write_one, &p);
+	rc = pass_result(&p, err);
+	pass_free(&p);
+	return rc;
+}
+
+static bool leased(const struct run *r, const struct tslot *s)
+{
+	(void)r;
+	return s->leased;
+}
+
+static void renew_one(struct run *r, struct tslot *s, size_t i, void *arg)
+{
+	struct gc_error err = GC_ERROR_INIT;
+
+	(void)i;
+	(void)arg;
+	if (gc_exec_connect_slot(r, s, true, &err) == 0 &&
+	    s->drv->lease_set(s->conn, &r->ctx, r->lease, &err) != 0)
+		gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
 }
 
 void gc_exec_renew_leases(struct run *r, const char *cluster)
 {
-	size_t i;
+	struct lease_pass p;
 
 	if (r->lease == NULL || gc_now_ns() - r->lease_ns < (uint64_t)LEASE_S / 2 * 1000000000u)
 		return;
 	free(r->lease);
 	r->lease = lease_string(r, cluster);
 	r->lease_ns = gc_now_ns();
-	for (i = 0; i < r->nslots; i++) {
-		struct tslot *s = &r->slots[i];
-		struct gc_error err = GC_ERROR_INIT;
-
-		if (s->leased && gc_exec_connect_slot(r, s, true, &err) == 0 &&
-		    s->drv->lease_set(s->conn, &r->ctx, r->lease, &err) != 0)
-			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
-	}
+	pass_init(&p, r, leased);
+	gc_exec_for_slots(r, p.slots, p.n, renew_one, &p);
+	pass_free(&p);
 }
 
-/* At the end of the run: clear the leases that are still ours. */
+/* Clear s's lease when it is still ours (its lock is ours); say why not. */
+static void clear_if_ours(struct run *r, struct tslot *s, const char *left_msg)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	char *held = NULL, lock[64];
+
+	if (s->drv->lease_get(s->conn, &r->ctx, &held, &err) == 0 &&
+	    strcmp(field(held, "lock", lock, sizeof(lock)), r->lease_lock) == 0 &&
+	    s->drv->lease_set(s->conn, &r->ctx, "", &err) == 0 && left_msg != NULL)
+		gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, left_msg, 0);
+	if (err.code != 0)
+		gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
+	else
+		lease_cleared(r, s);
+	free(held);
+}
+
+static void release_one(struct run *r, struct tslot *s, size_t i, void *arg)
+{
+	struct gc_error err = GC_ERROR_INIT;
+
+	(void)i;
+	(void)arg;
+	s->leased = false;
+	if (gc_exec_connect_slot(r, s, true, &err) != 0) {
+		gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
+		return;
+	}
+	clear_if_ours(r, s, NULL);
+}
+
+/* At the end of the run: clear the leases that are still ours, all at once. */
 void gc_exec_release_leases(struct run *r)
 {
-	size_t i;
+	struct lease_pass p;
 
-	for (i = 0; i < r->nslots; i++) {
-		struct tslot *s = &r->slots[i];
-		struct gc_error err = GC_ERROR_INIT;
-		char *held = NULL, lock[64];
-
-		if (!s->leased)
-			continue;
-		s->leased = false;
-		if (gc_exec_connect_slot(r, s, true, &err) != 0 ||
-		    s->drv->lease_get(s->conn, &r->ctx, &held, &err) != 0) {
-			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
-			continue;
-		}
-		if (strcmp(field(held, "lock", lock, sizeof(lock)), r->lease_lock) == 0 &&
-		    s->drv->lease_set(s->conn, &r->ctx, "", &err) != 0)
-			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
-		else
-			lease_cleared(r, s);
-		free(held);
-	}
+	pass_init(&p, r, leased);
+	gc_exec_for_slots(r, p.slots, p.n, release_one, &p);
+	pass_free(&p);
 	free(r->lease);
 	r->lease = NULL;
+}
+
+static bool left(const struct run *r, const struct tslot *s)
+{
+	return s->lease_left && lease_capable(r, s);
+}
+
+static void clear_left_one(struct run *r, struct tslot *s, size_t i, void *arg)
+{
+	(void)i;
+	(void)arg;
+	clear_if_ours(r, s, "cleared the cluster lease an earlier apply of ours left");
 }
 
 /* A converged cluster takes no lease, so it clears the one a run of ours
@@ -267,27 +383,12 @@ void gc_exec_release_leases(struct run *r)
  * every other operator would be refused until it expires. */
 void gc_exec_clear_left_leases(struct run *r)
 {
-	size_t i;
+	struct lease_pass p;
 
 	our_lock(r->lease_lock, r->ctx.opts->state_dir);
-	for (i = 0; i < r->nslots; i++) {
-		struct tslot *s = &r->slots[i];
-		struct gc_error err = GC_ERROR_INIT;
-		char *held = NULL, lock[64];
-
-		if (!s->lease_left || !lease_capable(r, s))
-			continue;
-		if (s->drv->lease_get(s->conn, &r->ctx, &held, &err) == 0 &&
-		    strcmp(field(held, "lock", lock, sizeof(lock)), r->lease_lock) == 0 &&
-		    s->drv->lease_set(s->conn, &r->ctx, "", &err) == 0)
-			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL,
-				     "cleared the cluster lease an earlier apply of ours left", 0);
-		if (err.code != 0)
-			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
-		else
-			lease_cleared(r, s);
-		free(held);
-	}
+	pass_init(&p, r, left);
+	gc_exec_for_slots(r, p.slots, p.n, clear_left_one, &p);
+	pass_free(&p);
 }
 
 /* `unlock --force`: clear every lease, whoever holds it, saying whose. */

@@ -696,7 +696,8 @@ static int feed_stdin(struct gc_ssh_conn *c, LIBSSH2_CHANNEL *ch, int in, struct
 	return rc == 0 ? 0 : lib_fail(c, rc, "sending a file", err);
 }
 
-static int exec_common(struct gc_ssh_conn *c, const char *command, int in,
+/* keep_partial: on a failure *result holds what was read (exit_status -1). */
+static int exec_common(struct gc_ssh_conn *c, const char *command, int in, bool keep_partial,
 		       struct gc_ssh_result *result, struct gc_error *err)
 {
 	LIBSSH2_CHANNEL *ch = NULL;
@@ -708,8 +709,14 @@ static int exec_common(struct gc_ssh_conn *c, const char *command, int in,
 	size_t siglen = 0;
 	int rc;
 
-	if (!c->alive)
-		return dead_fail(c, err);
+	if (keep_partial) {
+		memset(result, 0, sizeof(*result));
+		result->exit_status = -1;
+	}
+	if (!c->alive) {
+		rc = dead_fail(c, err);
+		goto fail;
+	}
 	ch = open_channel(c, deadline, ms, &rc, err);
 	if (ch == NULL)
 		goto fail;
@@ -776,6 +783,15 @@ static int exec_common(struct gc_ssh_conn *c, const char *command, int in,
 fail:
 	if (ch != NULL)
 		channel_discard(c, ch);
+	if (keep_partial) {
+		result->out_len = out.buf.len;
+		result->out = gc_buf_take(&out.buf);
+		result->out_truncated = out.truncated;
+		result->err_len = errs.buf.len;
+		result->err = gc_buf_take(&errs.buf);
+		result->err_truncated = errs.truncated;
+		return rc;
+	}
 	gc_buf_free(&out.buf);
 	gc_buf_free(&errs.buf);
 	return rc;
@@ -784,13 +800,19 @@ fail:
 int gc_ssh_exec(struct gc_ssh_conn *c, const char *command, struct gc_ssh_result *result,
 		struct gc_error *err)
 {
-	return exec_common(c, command, -1, result, err);
+	return exec_common(c, command, -1, false, result, err);
 }
 
 int gc_ssh_exec_stdin(struct gc_ssh_conn *c, const char *command, int in,
 		      struct gc_ssh_result *result, struct gc_error *err)
 {
-	return exec_common(c, command, in, result, err);
+	return exec_common(c, command, in, false, result, err);
+}
+
+int gc_ssh_exec_partial(struct gc_ssh_conn *c, const char *command, struct gc_ssh_result *result,
+			struct gc_error *err)
+{
+	return exec_common(c, command, -1, true, result, err);
 }
 
 void gc_ssh_result_free(struct gc_ssh_result *r)

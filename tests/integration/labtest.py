@@ -24,6 +24,12 @@ OBSERVE_MARK = "@@gc:"
 
 LEASE_OPTION = "/UserVars/GpuclusterctlLease"
 
+# The ESXi driver's execs that carry several commands (src/drivers/esxi/
+# batch.c): a batch of changes, `echo @@gc:<token>:c0 && CMD0 && echo
+# @@gc:<token>:c1 && CMD1 ... && echo @@gc:<token>:end` (before a reboot its
+# last command reads the uptime).
+CHANGE_BATCH = re.compile(r"^echo @@gc:[A-Za-z0-9]+:c0 && ")
+
 
 def observation(line):
     """True for commands that change no configuration: observation batches,
@@ -128,9 +134,8 @@ class LabCase(unittest.TestCase):
         with open(os.path.join(self.lab, "user"), encoding="utf-8") as f:
             shutil.chown(path, user=f.read().strip())
 
-    def log(self, name):
-        """[(timestamp, command)] the host received, in order."""
-        path = os.path.join(self.host_dir(name), "commands.log")
+    def _read_log(self, name, leaf):
+        path = os.path.join(self.host_dir(name), leaf)
         if not os.path.exists(path):
             return []
         out = []
@@ -139,6 +144,16 @@ class LabCase(unittest.TestCase):
                 ts, _, cmd = line.rstrip("\n").partition(" ")
                 out.append((ts, cmd))
         return out
+
+    def log(self, name):
+        """[(timestamp, command)] the host received, in order (a batch of
+        changes command by command, as each ran: tests/sim/esxi_sim.py)."""
+        return self._read_log(name, "commands.log")
+
+    def execs(self, name):
+        """[(timestamp, exec)] the host received, in order: one entry per
+        round trip, a batch of commands as one (ESXi hosts)."""
+        return self._read_log(name, "execs.log")
 
     def vcsim_log(self, name):
         """The lines of one of the lab vcsim's call logs (tests/sim/vcsim:

@@ -12,7 +12,7 @@ import tempfile
 import time
 import unittest
 
-from labtest import OBSERVE_MARK, ROOT, LabCase, observation, parse_ts
+from labtest import CHANGE_BATCH, OBSERVE_MARK, ROOT, LabCase, observation, parse_ts
 
 # nmlx5_core's whole parameter string: SR-IOV VFs, and lossless RoCE at the
 # host's end of the switch's recipe (DSCP trust, PFC on priority 3 both
@@ -57,6 +57,17 @@ VGPU_SEQUENCE = [
 ]
 
 LEASE = "/UserVars/GpuclusterctlLease"
+
+
+def exec_kind(line):
+    """What one exec to a simulated ESXi host was, for exact sequences."""
+    if CHANGE_BATCH.match(line):
+        return "batch of %d" % line.count(" && echo @@gc:")
+    if OBSERVE_MARK in line:
+        return "observe"
+    if LEASE in line or "advanced add -o GpuclusterctlLease " in line:
+        return "lease read" if "advanced list" in line else "lease write"
+    return line
 
 SESSION_LINES = {"enable", "no cli session paging enable", "configure terminal", "exit",
                  "configuration write"}
@@ -113,6 +124,34 @@ class ApplyRoce(LabCase):
         self.assertIsNone(sw)  # the switch keeps running.json/startup.json instead
         # one connection per target (9), no more commands than one batch per host
         self.assertIn("SSH: ", r.stderr)
+        # each host's round trips, read from its own log: the observation,
+        # the lease read and write, its changes in one exec (batch.c) that
+        # ends reading the uptime the reboot is proven with, the reboot, the
+        # polls, the read-back and sriovnic list, leaving maintenance mode,
+        # the lease read and clear (NTP needs no maintenance window: a host
+        # of a later wave sets it in the first, alone, and sends the rest of
+        # its changes in its own)
+        polls = ("vmware -v", "esxcli system stats uptime get")
+        trips, first_wave = {}, []
+        for h in self.hosts:
+            execs = [c for _, c in self.execs(h) if c not in polls]
+            kinds = [exec_kind(c) for c in execs]
+            if kinds[3] == "batch of 5":
+                first_wave.append(h)
+                changes = ["batch of 5"]
+            else:
+                changes = [ROCE_SEQUENCE[0], "batch of 4"]
+            self.assertEqual(kinds, ["observe", "lease read", "lease write"] + changes + [
+                ROCE_SEQUENCE[4], "observe", "esxcli --formatter=xml network sriovnic list",
+                "esxcli system maintenanceMode set -e false", "lease read", "lease write"], h)
+            self.assertTrue(execs[len(changes) + 2].endswith(
+                " && esxcli system stats uptime get && echo @@gc:%s:end"
+                % CHANGE_BATCH.match(execs[len(changes) + 2]).group(0).split(":")[1]), h)
+            trips[h] = len(execs)
+        self.assertEqual(len(first_wave), 2, first_wave)  # rolling.max_unavailable
+        # and the tool counted the same (apply -v)
+        self.assertIn("gpuclusterctl: round trips per ESXi host: %d to %d over %d hosts, besides "
+                      % (min(trips.values()), max(trips.values()), len(self.hosts)), r.stderr)
 
         before = {h: len(self.log(h)) for h in self.hosts + self.switches}
         r2 = self.apply("-v")
@@ -245,17 +284,17 @@ class ApplyRoce(LabCase):
 
     def test_dropped_connection_while_taking_the_lease_is_retried(self):
         # the simulator counts each command of the observation batch: the
-        # 31st command esx03 runs is the lease's `advanced add`, and the
-        # connection drops instead.  The lease write is repeated on a new
-        # connection (set, then add: the option was never created).
-        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "drop_after": 30})
+        # 30th command esx03 runs is the lease's `advanced add` (the read
+        # just before found no option: never leased), and the connection
+        # drops instead.  The lease write is repeated on a new connection,
+        # which knows nothing of the option: set, then add.
+        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "drop_after": 29})
         r = self.apply()
         self.assertIn("esx03: retrying after: ", r.stderr)
         self.assertNotIn("Apply FAILED", r.stdout)
         lease = [c for _, c in self.log("esx03") if "GpuclusterctlLease" in c]
-        self.assertEqual([c.split(" -s ")[0].split(" -t ")[0] for c in lease[:5]],
+        self.assertEqual([c.split(" -s ")[0].split(" -t ")[0] for c in lease[:4]],
                          ["esxcli --formatter=xml system settings advanced list -o /UserVars/GpuclusterctlLease",
-                          "esxcli system settings advanced set -o /UserVars/GpuclusterctlLease",
                           "esxcli system settings advanced add -o GpuclusterctlLease",
                           "esxcli system settings advanced set -o /UserVars/GpuclusterctlLease",
                           "esxcli system settings advanced add -o GpuclusterctlLease"])
@@ -263,11 +302,12 @@ class ApplyRoce(LabCase):
             self.assert_host_converged(h)
 
     def test_dropped_connection_is_retried_and_converges(self):
-        # esx03 drops the connection in the middle of the apply (after its
-        # observation batch, its lease and two changes: the 34th command,
-        # `pcipassthru set`): the executor reconnects, re-observes and
-        # sends only what is still needed.
-        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "drop_after": 33})
+        # esx03 drops the connection in the middle of its batch of changes
+        # (after its observation batch, its lease, NTP and entering
+        # maintenance mode: the 35th command, `pcipassthru set`, counting
+        # the batch's marker echoes): the executor reconnects, re-observes
+        # and sends only what is still needed.
+        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "drop_after": 34})
         # a dropped session may leave the TCP connection open and silent (the
         # simulator cannot kill sshd's root-owned monitor): a short command
         # timeout makes that a quick GC_ETIMEOUT, retried like a clean drop

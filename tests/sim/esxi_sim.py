@@ -1,7 +1,10 @@
 """esxi_sim - a simulated ESXi shell behind the lab sshd (see docs/lab.md).
 
 One exec (or one line of an interactive shell) is parsed like a small POSIX
-shell: shlex words, `;` / newline, `&&`, `||`, quoting.  Each simple command
+shell: shlex words, `;` / newline, `&&`, `||`, quoting.  Every exec goes to
+the host's execs.log as sent, and to its commands.log, except that a batch
+of changes (gpuclusterctl's `&&` chain) is logged there command by command
+as each runs.  Each simple command
 runs against the host's state, a JSON file under the host's directory, read
 and written under the host's file lock.  Outputs follow
 shared/REAL-FORMATS.md section A: esxcli's human layouts (table, simple,
@@ -1006,7 +1009,11 @@ def esxcli(ctx, argv):
             apply_reboot(st, ctx.host)
             save_state(ctx.host, st)
             raise Exit()
-        save_state(ctx.host, st)
+        # a `list` or `get` reads the state and changes nothing: not written
+        # back (most of a simulated exec's CPU went to rewriting it after
+        # each command of an observation batch)
+        if not handler.__name__.endswith(("_list", "_get")):
+            save_state(ctx.host, st)
     ctx.io.out(render(res, formatter))
     return 0
 
@@ -1384,18 +1391,58 @@ def run_simple(ctx, argv):
     return fn(ctx, argv)
 
 
-def run_line(ctx, line):
+# gpuclusterctl's batch of changes (src/drivers/esxi/batch.c): an `&&`
+# chain of simple commands, each after an `echo @@gc:<token>:c<i>` marker
+BATCH = re.compile(r"^echo @@gc:[A-Za-z0-9]+:c0 && ")
+
+
+def split_chain(line):
+    """The text of each simple command of an `&&` chain, quotes kept (the
+    parts parse() reads, in the same order)."""
+    parts, cur, quote, i = [], [], None, 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+            cur.append(ch)
+        elif ch == "\\" and i + 1 < len(line):
+            cur.extend(line[i:i + 2])
+            i += 1
+        elif line.startswith(" && ", i):
+            parts.append("".join(cur))
+            cur = []
+            i += 4
+            continue
+        else:
+            cur.append(ch)
+        i += 1
+    parts.append("".join(cur))
+    return parts
+
+
+def run_line(ctx, line, log_each=None):
+    """Run one line; log_each: the text of each simple command, logged as it
+    runs (a batch's commands.log shows what ran, not what was sent)."""
     try:
         seq = parse(line)
     except ShellSyntax as e:
         ctx.io.err(str(e) + "\n")
         ctx.last = 2
         return 2
-    for op, argv in seq:
+    if log_each is not None and len(log_each) != len(seq):
+        log_each = None  # not a plain chain after all: logged whole, below
+        simlab.log_command(ctx.host, line)
+    for i, (op, argv) in enumerate(seq):
         if op == "&&" and ctx.last != 0:
             continue
         if op == "||" and ctx.last == 0:
             continue
+        if log_each is not None and not log_each[i].startswith("echo @@gc:"):
+            simlab.log_command(ctx.host, log_each[i])
         ctx.last = run_simple(ctx, argv)
         ctx.io.stdout.flush()
         ctx.io.stderr.flush()
@@ -1417,12 +1464,18 @@ def session(host):
     ctx = Ctx(host, io)
     command = os.environ.get("SSH_ORIGINAL_COMMAND")
     if command is not None:
-        simlab.log_command(host, command)
+        # execs.log: every round trip, as sent; commands.log: what the host
+        # ran, a batch of changes command by command as each runs (one cut
+        # short shows only what ran)
+        simlab.log_command(host, command, leaf="execs.log")
+        each = split_chain(command) if BATCH.match(command) else None
+        if each is None:
+            simlab.log_command(host, command)
         rtt = simlab.rtt_ms(host)
         if rtt > 0:
             time.sleep(rtt / 1000.0)
         try:
-            return run_line(ctx, command)
+            return run_line(ctx, command, each)
         except Exit:
             if ctx.exit_status is not None:
                 return ctx.exit_status

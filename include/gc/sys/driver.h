@@ -66,6 +66,20 @@ struct gc_driver {
 	/* Carry out one action.  *conn may be replaced (after a reboot). */
 	int (*apply)(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
 		     struct gc_error *err);
+	/*
+	 * Optional: carry out acts[0..n) (n >= 2) in one round trip.  They are
+	 * consecutive actions of this target in plan order, each accepted by
+	 * `batchable`, the first ready and each later one waiting on nothing
+	 * but the ones before it.  *ndone: how many, from the first, are known
+	 * to have completed.  Returns 0 when all did; otherwise the error is
+	 * acts[*ndone]'s: the device's refusal (GC_EREMOTE: nothing after it
+	 * was sent) or a transport fault (it and the ones after may or may not
+	 * have taken: the executor reconnects, observes again, and re-sends only
+	 * what still differs, as for one action).
+	 */
+	int (*apply_batch)(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *const *acts,
+			   size_t n, size_t *ndone, struct gc_error *err);
+	bool (*batchable)(const struct gc_action *a);
 	/* True when the action needs no resend after a re-observation.  NULL:
 	 * the executor's rule, an APPLY (not a delete) whose resource already
 	 * holds its desired values in the store. */
@@ -170,6 +184,9 @@ void gc_drv_note(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *
 	GC_PRINTF(3, 4);
 /* Count one command that changes the target (benchmarks, "no changes" proof). */
 void gc_drv_count_change(struct gc_drv_ctx *ctx);
+/* Count one round trip (an SSH exec) to target t, for `apply -v` and the
+ * apply bench; `poll`: one of the polls while it reboots. */
+void gc_drv_count_exec(struct gc_drv_ctx *ctx, const struct gc_target *t, bool poll);
 /* The power state of a VM as the vCenter observation found it;
  * GC_POWER_UNKNOWN when nobody observed it (no vCenter in scope), and
  * *exists false when the vCenter was observed and has no such VM. */

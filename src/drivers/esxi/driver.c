@@ -2,12 +2,17 @@
  * driver.c - the ESXi driver: struct gc_driver over gc_ssh.
  *
  * One SSH connection per host per run.  Observation is one exec of the
- * marker-framed batch (observe.c); every change is one exec of one command
- * (commands.c) whose failure is reported with the device's own words.
- * REBOOT expects the connection to drop; WAIT_HOST reconnects until the
- * host answers `vmware -v`; VERIFY re-observes until nothing is pending any
- * more and every resource of the host holds its desired values, or its own
- * deadline (verify_timeout_ms, not the reboot's) passes.
+ * marker-framed batch (observe.c).  The changes the executor finds ready
+ * together (entering maintenance mode and the host's changes, or changes
+ * and leaving it) go out as one exec of a marker-framed `&&` chain
+ * (batch.c), each command from commands.c, so each one's failure is still
+ * reported with the device's own words and nothing after it is sent.
+ * REBOOT reads the uptime and sends the reboot in one exec, and expects
+ * the connection to drop; WAIT_HOST reconnects until the host answers
+ * `vmware -v`; VERIFY re-observes until nothing is pending any more and
+ * every resource of the host holds its desired values, or its own deadline
+ * (verify_timeout_ms, not the reboot's) passes.  Every exec is counted for
+ * the run's report (gc_drv_count_exec).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +23,7 @@
 
 #include "gc/esxi.h"
 #include "gc/pattern.h"
+#include "gc/sections.h"
 #include "gc/spec.h"
 #include "gc/ssh.h"
 #include "gc/sys/driver.h"
@@ -29,6 +35,7 @@
 
 struct esxi_conn {
 	struct gc_ssh_conn *ssh;
+	struct gc_drv_ctx *ctx;     /* of the run that connected: exec counts */
 	unsigned command_timeout_ms; /* for changing commands */
 	const struct gc_target *target;
 	struct gc_esxi_facts facts; /* last observation */
@@ -37,12 +44,24 @@ struct esxi_conn {
 	size_t nres;
 	/* reboot evidence: a dropped connection does not prove a reboot */
 	int64_t uptime_before_us; /* -1 when unknown */
+	bool uptime_read;         /* uptime_before_us read by the last batch, for the reboot */
+	/* the lease's advanced option, as the last lease read on this
+	 * connection found it: -1 not read, 0 absent (never leased), 1 there */
+	int lease_option;
 	uint64_t reboot_sent_ns;
 	unsigned reboot_resends;
 };
 
 #define CMD_UPTIME "esxcli system stats uptime get"
 #define MAX_REBOOT_RESENDS 2
+
+/* Every exec to the host goes through here, counted (`poll`: while it reboots). */
+static int host_exec(struct esxi_conn *c, struct gc_ssh_conn *ssh, const char *cmd, bool poll,
+		     struct gc_ssh_result *res, struct gc_error *err)
+{
+	gc_drv_count_exec(c->ctx, c->target, poll);
+	return gc_ssh_exec(ssh, cmd, res, err);
+}
 
 static void sleep_ms(unsigned ms)
 {
@@ -85,7 +104,9 @@ static int esxi_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_tar
 		return rc;
 	}
 	c->target = t;
+	c->ctx = ctx;
 	c->uptime_before_us = -1;
+	c->lease_option = -1;
 	c->command_timeout_ms = set->command_timeout_ms ? set->command_timeout_ms
 						       : t->host->ssh.command_timeout_s * 1000u;
 	*conn = c;
@@ -143,7 +164,7 @@ static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 
 	gc_random_token(token);
 	script = gc_esxi_observe_script(token, learn_source(c));
-	rc = gc_ssh_exec(c->ssh, script, &res, err);
+	rc = host_exec(c, c->ssh, script, false, &res, err);
 	free(script);
 	if (rc != 0)
 		return rc;
@@ -241,7 +262,7 @@ static int run_change(struct esxi_conn *c, struct gc_drv_ctx *ctx, const char *c
 
 	gc_drv_count_change(ctx);
 	gc_ssh_set_command_timeout(c->ssh, c->command_timeout_ms);
-	rc = gc_ssh_exec(c->ssh, cmd, &res, err);
+	rc = host_exec(c, c->ssh, cmd, false, &res, err);
 	if (gc_ssh_alive(c->ssh) && (c->command_timeout_ms == 0 || c->command_timeout_ms > READ_TIMEOUT_MS))
 		gc_ssh_set_command_timeout(c->ssh, READ_TIMEOUT_MS);
 	if (rc != 0) {
@@ -266,14 +287,14 @@ static int run_change(struct esxi_conn *c, struct gc_drv_ctx *ctx, const char *c
 }
 
 /* Microseconds since boot, from `esxcli system stats uptime get`; -1 if unknown. */
-static int64_t read_uptime(struct gc_ssh_conn *ssh)
+static int64_t read_uptime(struct esxi_conn *c, struct gc_ssh_conn *ssh, bool poll)
 {
 	struct gc_error e = GC_ERROR_INIT;
 	struct gc_ssh_result res;
 	int64_t us = -1;
 	char *end;
 
-	if (gc_ssh_exec(ssh, CMD_UPTIME, &res, &e) != 0)
+	if (host_exec(c, ssh, CMD_UPTIME, poll, &res, &e) != 0)
 		return -1;
 	if (res.exit_status == 0) {
 		long long v = strtoll(res.out, &end, 10);
@@ -285,11 +306,21 @@ static int64_t read_uptime(struct gc_ssh_conn *ssh)
 	return us;
 }
 
+/*
+ * The uptime before the reboot is the evidence WAIT_HOST compares with.
+ * The batch of changes before a reboot reads it as its last command
+ * (uptime_read), so the reboot goes out alone; otherwise (a resumed run
+ * whose first step is the reboot) it is read here first.  A reading from
+ * earlier in the same boot is as good as one just before: without a
+ * reboot the uptime only grows (rebooted()).
+ */
 static int send_reboot(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
 {
 	int rc;
 
-	c->uptime_before_us = read_uptime(c->ssh);
+	if (!c->uptime_read)
+		c->uptime_before_us = read_uptime(c, c->ssh, false);
+	c->uptime_read = false;
 	if (!gc_ssh_alive(c->ssh)) /* lost before the reboot went out: retry it */
 		return gc_error_set(err, GC_ENET, "host '%s': connection lost before the reboot",
 				    c->target->name);
@@ -303,13 +334,13 @@ static int send_reboot(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_er
 }
 
 /* Did the host boot since the reboot was sent?  1 yes, 0 no, -1 cannot tell. */
-static int rebooted(const struct esxi_conn *c, struct gc_ssh_conn *ssh)
+static int rebooted(struct esxi_conn *c, struct gc_ssh_conn *ssh)
 {
 	int64_t now_us, since_us;
 
 	if (c->uptime_before_us < 0)
 		return -1;
-	now_us = read_uptime(ssh);
+	now_us = read_uptime(c, ssh, true);
 	if (now_us < 0)
 		return -1;
 	since_us = (int64_t)((gc_now_ns() - c->reboot_sent_ns) / 1000u);
@@ -348,7 +379,7 @@ static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 			}
 			continue;
 		}
-		if (gc_ssh_exec(s, GC_ESXI_CMD_PING, &res, &e) != 0 || res.exit_status != 0) {
+		if (host_exec(c, s, GC_ESXI_CMD_PING, true, &res, &e) != 0 || res.exit_status != 0) {
 			if (e.code == 0) {
 				snprintf(last, sizeof(last), "'%s' exited %d", GC_ESXI_CMD_PING, res.exit_status);
 				gc_ssh_result_free(&res);
@@ -400,7 +431,7 @@ static int check_vfs(struct esxi_conn *c, struct gc_error *err)
 			break;
 	if (h == NULL || i == h->nnics)
 		return 0;
-	rc = gc_ssh_exec(c->ssh, "esxcli --formatter=xml network sriovnic list", &res, err);
+	rc = host_exec(c, c->ssh, "esxcli --formatter=xml network sriovnic list", false, &res, err);
 	if (rc != 0) {
 		gc_error_prefix(err, "host '%s': ", c->target->name);
 		return rc;
@@ -466,7 +497,7 @@ static int esxi_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s, st
 	int64_t up_us;
 
 	(void)ctx;
-	up_us = read_uptime(c->ssh);
+	up_us = read_uptime(c, c->ssh, false);
 	clock_gettime(CLOCK_REALTIME, &now); /* after the reply: the boot looks later, never earlier */
 	if (up_us < 0)
 		return gc_error_set(err, GC_EREMOTE, "host '%s': cannot read '%s'", c->target->name,
@@ -485,7 +516,7 @@ static int esxi_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s, st
 static int lease_exec(struct esxi_conn *c, const char *cmd, struct gc_ssh_result *res,
 		      struct gc_error *err)
 {
-	int rc = gc_ssh_exec(c->ssh, cmd, res, err);
+	int rc = host_exec(c, c->ssh, cmd, false, res, err);
 
 	if (rc != 0)
 		gc_error_prefix(err, "host '%s': ", c->target->name);
@@ -513,9 +544,11 @@ static int esxi_lease_get(void *conn, struct gc_drv_ctx *ctx, char **out, struct
 		if (!none)
 			return gc_error_set(err, GC_EREMOTE, "host '%s': cannot read the cluster lease",
 					    c->target->name);
+		c->lease_option = 0;
 		*out = gc_xstrdup("");
 		return 0;
 	}
+	c->lease_option = 1;
 	rc = gc_esxcli_parse_xml(&xr, res.out, res.out_len, err);
 	gc_ssh_result_free(&res);
 	if (rc != 0) {
@@ -533,6 +566,7 @@ static int esxi_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value,
 	struct esxi_conn *c = conn;
 	struct gc_buf cmd = GC_BUF_INIT, q = GC_BUF_INIT;
 	struct gc_ssh_result res;
+	bool add;
 	int rc;
 
 	(void)ctx;
@@ -540,16 +574,26 @@ static int esxi_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value,
 	    strlen(value))
 		return gc_error_set(err, GC_EINVAL, "host '%s': bad lease value", c->target->name);
 	gc_shell_quote(&q, value[0] ? value : LEASE_NONE);
-	gc_buf_printf(&cmd, "esxcli system settings advanced set -o " LEASE_OPTION " -s %s", gc_buf_str(&q));
-	rc = lease_exec(c, gc_buf_str(&cmd), &res, err);
-	if (rc == 0 && res.exit_status != 0 && strstr(res.err, "Unable to find option") != NULL) {
-		/* the first lease of this host: create the option */
-		gc_ssh_result_free(&res);
+	/* a host never leased (as the read just before found it) has no option
+	 * to set: create it at once; else set it, and create it when missing */
+	add = c->lease_option == 0;
+	if (!add) {
+		gc_buf_printf(&cmd, "esxcli system settings advanced set -o " LEASE_OPTION " -s %s",
+			      gc_buf_str(&q));
+		rc = lease_exec(c, gc_buf_str(&cmd), &res, err);
+		if (rc == 0 && res.exit_status != 0 && strstr(res.err, "Unable to find option") != NULL) {
+			gc_ssh_result_free(&res);
+			add = true;
+		}
+	}
+	if (add) {
 		gc_buf_reset(&cmd);
 		gc_buf_printf(&cmd, "esxcli system settings advanced add -o GpuclusterctlLease -t string "
 			      "-s %s -d 'gpuclusterctl cluster lease'", gc_buf_str(&q));
 		rc = lease_exec(c, gc_buf_str(&cmd), &res, err);
 	}
+	if (rc == 0 && res.exit_status == 0)
+		c->lease_option = 1;
 	if (rc == 0) {
 		if (res.exit_status != 0) {
 			struct gc_buf msg = GC_BUF_INIT;
@@ -566,6 +610,192 @@ static int esxi_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value,
 	return rc;
 }
 
+/* ---------------------------------------------------------------- batches of changes */
+
+/* What goes in a batch: a change, entering or leaving maintenance mode.
+ * A reboot, the wait and the read-back each need their own exchange. */
+static bool esxi_batchable(const struct gc_action *a)
+{
+	return (a->kind == GC_ACT_APPLY && a->op != GC_OP_DELETE) ||
+	       a->kind == GC_ACT_ENTER_MAINTENANCE || a->kind == GC_ACT_EXIT_MAINTENANCE;
+}
+
+/* The command of a batchable action (*cmd gc_xmalloc'd), and the device's
+ * words that mean it already holds (entering an entered maintenance mode). */
+static int batch_command(const struct esxi_conn *c, const struct gc_action *a, char **cmd,
+			 const char **tolerate, struct gc_error *err)
+{
+	*tolerate = NULL;
+	switch (a->kind) {
+	case GC_ACT_ENTER_MAINTENANCE:
+		*cmd = gc_xstrdup(GC_ESXI_CMD_ENTER_MAINTENANCE);
+		*tolerate = "already enabled";
+		return 0;
+	case GC_ACT_EXIT_MAINTENANCE:
+		*cmd = gc_xstrdup(GC_ESXI_CMD_EXIT_MAINTENANCE);
+		*tolerate = "already disabled";
+		return 0;
+	default:
+		if (gc_esxi_command(cmd, a->resource, c->have_facts ? &c->facts : NULL, err) != 0)
+			return err->code;
+		return 0;
+	}
+}
+
+/* The uptime as its last command printed it (the number alone on its line). */
+static void batch_uptime(struct esxi_conn *c, const struct gc_batch *b)
+{
+	char *end;
+	long long v = b->last_len > 0 ? strtoll(b->last_out, &end, 10) : -1;
+
+	c->uptime_read = v >= 0 && end != b->last_out && *end == '\n';
+	c->uptime_before_us = c->uptime_read ? v : -1;
+}
+
+/* One exec of cmds[0..n); *ndone as sys/driver.h's apply_batch.
+ * *tolerated: the failing command failed with words that mean it holds.
+ * With `uptime`, the host's uptime is read last, for the reboot that
+ * follows (send_reboot): a failure of that read fails nothing. */
+static int run_batch_exec(struct esxi_conn *c, struct gc_drv_ctx *ctx, char *const *cmds,
+			  const char *const *tolerate, size_t n, bool uptime, size_t *ndone,
+			  bool *tolerated, struct gc_error *err)
+{
+	unsigned timeout = c->command_timeout_ms;
+	const char **all = gc_xcalloc(n + 1, sizeof(*all));
+	struct gc_ssh_result res;
+	struct gc_batch b;
+	struct gc_buf msg = GC_BUF_INIT;
+	char token[17];
+	char *script;
+	size_t f, ncmds = n + (uptime ? 1 : 0);
+	int rc, prc;
+
+	*ndone = 0;
+	*tolerated = false;
+	c->uptime_read = false;
+	gc_random_token(token);
+	for (size_t i = 0; i < n; i++)
+		all[i] = cmds[i];
+	if (uptime)
+		all[n] = CMD_UPTIME;
+	script = gc_esxi_batch_script(token, all, ncmds);
+	free(all);
+	for (size_t i = 0; i < n; i++)
+		gc_drv_count_change(ctx);
+	gc_drv_count_exec(ctx, c->target, false);
+	/* the spec's timeout is sized for the slowest command (a VIB install):
+	 * each further command of the batch gets a read-only command's */
+	if (timeout != 0)
+		timeout += (unsigned)(n - 1) * READ_TIMEOUT_MS;
+	gc_ssh_set_command_timeout(c->ssh, timeout);
+	rc = gc_ssh_exec_partial(c->ssh, script, &res, err);
+	free(script);
+	if (gc_ssh_alive(c->ssh) && (c->command_timeout_ms == 0 || c->command_timeout_ms > READ_TIMEOUT_MS))
+		gc_ssh_set_command_timeout(c->ssh, READ_TIMEOUT_MS);
+	prc = gc_batch_parse(&b, token, ncmds, res.out, res.out_len,
+				  rc == 0 ? err : &(struct gc_error)GC_ERROR_INIT);
+	if (rc != 0) { /* cut short: the commands before the last started one ran */
+		*ndone = prc == 0 && b.started > 0 ? b.started - 1 : 0;
+		if (*ndone > n)
+			*ndone = n;
+		gc_error_prefix(err, "host '%s': ", c->target->name);
+		gc_ssh_result_free(&res);
+		return rc;
+	}
+	if (prc != 0) {
+		gc_error_prefix(err, "host '%s': ", c->target->name);
+		gc_ssh_result_free(&res);
+		return prc;
+	}
+	if (b.complete && res.exit_status == 0) {
+		*ndone = n;
+		if (uptime)
+			batch_uptime(c, &b);
+		gc_ssh_result_free(&res);
+		return 0;
+	}
+	/* the chain stopped at its last started command */
+	f = b.started > 0 ? b.started - 1 : 0;
+	*ndone = f;
+	if (f == n) { /* only the uptime: the reboot reads it again */
+		gc_ssh_result_free(&res);
+		return 0;
+	}
+	if (res.err_len == 0 && b.last_len > 0) { /* its words on stdout: keep only its own */
+		struct gc_ssh_result own = res;
+
+		own.out = (char *)b.last_out;
+		own.out_len = b.last_len;
+		device_message(&msg, &own);
+	} else {
+		device_message(&msg, &res);
+	}
+	if (tolerate[f] != NULL && strstr(gc_buf_str(&msg), tolerate[f]) != NULL) {
+		*tolerated = true;
+		rc = gc_error_set(err, GC_EREMOTE, "%s", gc_buf_str(&msg));
+	} else {
+		rc = gc_error_set(err, GC_EREMOTE, "host '%s': command '%s' failed: %s",
+				  c->target->name, cmds[f], gc_buf_str(&msg));
+	}
+	gc_buf_free(&msg);
+	gc_ssh_result_free(&res);
+	return rc;
+}
+
+static int esxi_apply_batch(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *const *acts,
+			    size_t n, size_t *ndone, struct gc_error *err)
+{
+	struct esxi_conn *c = *conn;
+	char **cmds = gc_xcalloc(n, sizeof(*cmds));
+	const char **tolerate = gc_xcalloc(n, sizeof(*tolerate));
+	struct gc_error built = GC_ERROR_INIT;
+	size_t nbuilt = 0, i = 0;
+	bool reboot_next = false;
+	int rc = 0;
+
+	/* a change that takes effect at the reboot: the reboot comes next, and
+	 * the batch reads the uptime it is proven with */
+	for (size_t k = 0; k < n; k++)
+		reboot_next = reboot_next || (acts[k]->flags & GC_RES_NEEDS_REBOOT) != 0;
+	/* every command first: one that cannot be built (a value that fails
+	 * its pattern) ends the batch before it, and fails where it stands */
+	while (nbuilt < n && batch_command(c, acts[nbuilt], &cmds[nbuilt], &tolerate[nbuilt], &built) == 0)
+		nbuilt++;
+	if (nbuilt > 0)
+		gc_drv_note(ctx, c->target, "%s%s", cmds[0],
+			    nbuilt > 1 ? " (and the next commands, in one exec)" : "");
+	while (i < nbuilt && rc == 0) {
+		size_t got = 0;
+		bool tolerated = false;
+
+		if (nbuilt - i == 1 && !reboot_next) {
+			rc = run_change(c, ctx, cmds[i], tolerate[i], err);
+			got = rc == 0 ? 1 : 0;
+		} else {
+			rc = run_batch_exec(c, ctx, cmds + i, tolerate + i, nbuilt - i, reboot_next, &got,
+					    &tolerated, err);
+			if (rc == 0)
+				got = nbuilt - i;
+		}
+		i += got;
+		if (tolerated) { /* it already held: go on with the commands after it */
+			gc_error_clear(err);
+			rc = 0;
+			i++;
+		}
+	}
+	if (rc == 0 && nbuilt < n) {
+		*err = built;
+		rc = built.code;
+	}
+	*ndone = i;
+	for (size_t k = 0; k < nbuilt; k++)
+		free(cmds[k]);
+	free(cmds);
+	free(tolerate);
+	return rc;
+}
+
 static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
 		      struct gc_error *err)
 {
@@ -578,6 +808,11 @@ static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_actio
 		if (a->op == GC_OP_DELETE)
 			return gc_error_set(err, GC_ENOTSUP, "host '%s': removing '%s' is not supported",
 					    c->target->name, a->resource_id);
+		if (a->flags & GC_RES_NEEDS_REBOOT) { /* with the uptime for the reboot */
+			size_t ndone;
+
+			return esxi_apply_batch(conn, ctx, &a, 1, &ndone, err);
+		}
 		if (gc_esxi_command(&cmd, a->resource, c->have_facts ? &c->facts : NULL, err) != 0)
 			return err->code;
 		gc_drv_note(ctx, c->target, "%s", cmd);
@@ -614,6 +849,8 @@ const struct gc_driver gc_driver_esxi = {
 	.connect = esxi_connect,
 	.observe = esxi_observe,
 	.apply = esxi_apply,
+	.apply_batch = esxi_apply_batch,
+	.batchable = esxi_batchable,
 	.boot_time = esxi_boot_time,
 	.lease_get = esxi_lease_get,
 	.lease_set = esxi_lease_set,
