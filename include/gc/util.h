@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <stdint.h>
 
 #include "gc/error.h"
@@ -31,7 +32,12 @@ struct gc_buf {
 #define GC_BUF_INIT {NULL, 0, 0}
 
 void gc_buf_put(struct gc_buf *b, const void *data, size_t n);
-void gc_buf_puts(struct gc_buf *b, const char *s);
+/* inline: the length of a literal is then known where it is written (the
+ * plan's text is mostly literals between values) */
+static inline void gc_buf_puts(struct gc_buf *b, const char *s)
+{
+	gc_buf_put(b, s, strlen(s));
+}
 void gc_buf_putc(struct gc_buf *b, char c);
 void gc_buf_printf(struct gc_buf *b, const char *fmt, ...) GC_PRINTF(2, 3);
 void gc_buf_vprintf(struct gc_buf *b, const char *fmt, va_list ap) GC_VPRINTF(2);

@@ -94,11 +94,6 @@ void gc_buf_put(struct gc_buf *b, const void *data, size_t n)
 	b->ptr[b->len] = '\0';
 }
 
-void gc_buf_puts(struct gc_buf *b, const char *s)
-{
-	gc_buf_put(b, s, strlen(s));
-}
-
 void gc_buf_putc(struct gc_buf *b, char c)
 {
 	gc_buf_put(b, &c, 1);
@@ -138,9 +133,19 @@ void gc_buf_put_shown(struct gc_buf *b, const char *s, bool multiline)
 	const unsigned char *p = (const unsigned char *)(s ? s : "");
 
 	while (*p != '\0') {
+		const unsigned char *q = p;
 		uint32_t cp = 0;
-		size_t n = gc_utf8_seq(p, &cp);
+		size_t n;
 
+		/* a run of printable ASCII goes as it is, in one piece */
+		while ((*q >= 0x20 && *q < 0x7f) || *q == '\t' || (multiline && *q == '\n'))
+			q++;
+		if (q > p) {
+			gc_buf_put(b, p, (size_t)(q - p));
+			p = q;
+			continue;
+		}
+		n = gc_utf8_seq(p, &cp);
 		if (n == 0) {
 			gc_buf_printf(b, "\\x%02x", *p);
 			p++;
