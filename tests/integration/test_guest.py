@@ -169,6 +169,14 @@ class GuestLab(LabCase):
             self.assert_guest_converged(vm)
             # the driver install cost exactly one reboot, proven by the boot id
             self.assertNotEqual(self.boot_id(vm), before[vm])
+            # two package transactions, as apt's own history has them: the
+            # driver, the RDMA stack and chrony in one (the steps before the
+            # reboot go out as one batch), the toolkit after the reboot
+            ours = [l for l in self.ssh(vm, "cat /var/log/apt/history.log").splitlines()
+                    if l.startswith("Commandline: ") and "Timeout=300 install " in l]
+            self.assertEqual(len(ours), 2, ours)
+            self.assertTrue(ours[0].endswith(" chrony") and " rdma-core " in ours[0], ours[0])
+            self.assertTrue(ours[1].endswith(" nvidia-container-toolkit"), ours[1])
         self.assertIn("guest worker-01", out)
 
     def test_2_reapply_sends_nothing(self):

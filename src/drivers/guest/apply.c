@@ -96,26 +96,82 @@ static int upload(struct guest_conn *c, struct gc_drv_ctx *ctx, const char *loca
 	return rc;
 }
 
+/* ---------------------------------------------------------------- steps */
+
+/*
+ * The changes that run as plain scripts: the packages they install and the
+ * rest of their script.  Alone, a step is one exec: `set -e`, its install,
+ * its body.  In a batch (guest_apply_batch) the batch's packages go in one
+ * install, then each body in a subshell of its own.
+ */
+static void step_init(struct guest_step *st, const char *what, const char *note)
+{
+	memset(st, 0, sizeof(*st));
+	st->what = what;
+	snprintf(st->note, sizeof(st->note), "%s", note);
+}
+
+static bool driver_from_packages(const struct gc_guest *g)
+{
+	return !(g->driver != NULL && strcmp(g->driver->source, "runfile") == 0) &&
+	       !(gc_guest_pm(g) == GC_GPM_DNF && (g->driver == NULL || g->driver->package == NULL));
+}
+
+static bool rdma_from_packages(const struct gc_guest *g)
+{
+	return !(g->rdma_stack != NULL && strcmp(g->rdma_stack->source, "ofed") == 0);
+}
+
+static void step_driver(struct guest_conn *c, struct guest_step *st)
+{
+	step_init(st, "NVIDIA driver install", "installing the NVIDIA driver");
+	st->pkgs[st->npkgs++] = gc_guest_driver_package(c->g, st->pkgname, sizeof(st->pkgname));
+}
+
+static void step_rdma_stack(struct guest_conn *c, struct guest_step *st)
+{
+	step_init(st, "RDMA stack install", "installing the RDMA stack");
+	gc_guest_rdma_packages(c->g, st->pkgs, &st->npkgs);
+}
+
+static int run_step(struct guest_conn *c, struct gc_drv_ctx *ctx, struct guest_step *st,
+		    struct gc_error *err)
+{
+	struct gc_buf s = GC_BUF_INIT;
+	int rc;
+
+	gc_buf_puts(&s, "set -e\n");
+	if (st->npkgs > 0)
+		install_cmd(&s, c->g, st->pkgs, st->npkgs);
+	gc_buf_puts(&s, gc_buf_str(&st->body));
+	gc_drv_note(ctx, c->t, "%s", st->note);
+	rc = guest_run(c, ctx, st->what, gc_buf_str(&s), -1, true, err);
+	gc_buf_free(&s);
+	gc_buf_free(&st->body);
+	return rc;
+}
+
 static int apply_driver(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
 {
 	const struct gc_guest *g = c->g;
 	struct gc_buf s = GC_BUF_INIT;
-	char name[96], remote[1200];
+	char remote[1200];
+	struct guest_step st;
 	int rc;
 
+	if (driver_from_packages(g)) {
+		step_driver(c, &st);
+		return run_step(c, ctx, &st, err);
+	}
 	if (g->driver != NULL && strcmp(g->driver->source, "runfile") == 0) {
 		if ((rc = upload(c, ctx, g->driver->runfile, remote, sizeof(remote), err)) != 0)
 			return rc;
 		/* --silent: no questions, the licence accepted (NVIDIA's installer) */
 		gc_buf_printf(&s, "sh %s --silent", remote);
-	} else if (gc_guest_pm(g) == GC_GPM_DNF && (g->driver == NULL || g->driver->package == NULL)) {
+	} else {
 		/* NVIDIA's CUDA repository: one dnf module stream per branch */
 		gc_buf_printf(&s, "dnf -y -q module install nvidia-driver:%ld-dkms",
 			      strtol(g->nvidia_driver, NULL, 10));
-	} else {
-		const char *p = gc_guest_driver_package(g, name, sizeof(name));
-
-		install_cmd(&s, g, &p, 1);
 	}
 	gc_drv_note(ctx, c->t, "installing the NVIDIA driver");
 	rc = guest_run(c, ctx, "NVIDIA driver install", gc_buf_str(&s), -1, true, err);
@@ -128,67 +184,64 @@ static int apply_rdma_stack(struct guest_conn *c, struct gc_drv_ctx *ctx, struct
 	const struct gc_guest *g = c->g;
 	struct gc_buf s = GC_BUF_INIT;
 	char remote[1200];
-	const char *pk[8];
-	size_t n;
+	struct guest_step st;
 	int rc;
 
-	if (g->rdma_stack != NULL && strcmp(g->rdma_stack->source, "ofed") == 0) {
-		if ((rc = upload(c, ctx, g->rdma_stack->installer, remote, sizeof(remote), err)) != 0)
-			return rc;
-		gc_buf_printf(&s, "cd " GC_GUEST_STAGE " && rm -rf ofed && mkdir ofed && "
-				  "tar -xzf %s -C ofed && cd ofed/* && ./mlnxofedinstall --force "
-				  "--without-fw-update", remote);
-	} else {
-		gc_guest_rdma_packages(g, pk, &n);
-		install_cmd(&s, g, pk, n);
+	if (rdma_from_packages(g)) {
+		step_rdma_stack(c, &st);
+		return run_step(c, ctx, &st, err);
 	}
+	if ((rc = upload(c, ctx, g->rdma_stack->installer, remote, sizeof(remote), err)) != 0)
+		return rc;
+	gc_buf_printf(&s, "cd " GC_GUEST_STAGE " && rm -rf ofed && mkdir ofed && "
+			  "tar -xzf %s -C ofed && cd ofed/* && ./mlnxofedinstall --force "
+			  "--without-fw-update", remote);
 	gc_drv_note(ctx, c->t, "installing the RDMA stack");
 	rc = guest_run(c, ctx, "RDMA stack install", gc_buf_str(&s), -1, true, err);
 	gc_buf_free(&s);
 	return rc;
 }
 
-static int apply_rdma_if(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+static int step_rdma_if(struct guest_conn *c, struct guest_step *st, struct gc_error *err)
 {
 	const struct gc_rdma_if *ri = c->g->rdma_interface;
-	struct gc_buf s = GC_BUF_INIT;
+	struct gc_buf *s;
 	enum gc_guest_net net = c->have_facts ? c->facts.net : GC_GNET_UNKNOWN;
-	char path[200];
+	char path[200], note[96];
 	char *cfg;
-	int rc;
 
+	snprintf(note, sizeof(note), "configuring %s", ri->name);
+	step_init(st, "RDMA interface", note);
+	s = &st->body;
 	if (net == GC_GNET_UNKNOWN)
 		return gc_error_set(err, GC_EREMOTE, "guest '%s': no network configuration system "
 				    "found (netplan, NetworkManager, systemd-networkd, ifcfg or "
 				    "ifupdown): cannot persist '%s'", c->t->name, ri->name);
-	gc_buf_printf(&s, "set -e\nip link set dev %s mtu %u up\n", ri->name, ri->mtu);
+	gc_buf_printf(s, "ip link set dev %s mtu %u up\n", ri->name, ri->mtu);
 	if (ri->address != NULL)
-		gc_buf_printf(&s, "ip -4 addr flush dev %s scope global\nip addr add %s dev %s\n",
+		gc_buf_printf(s, "ip -4 addr flush dev %s scope global\nip addr add %s dev %s\n",
 			      ri->name, ri->address, ri->name);
 	cfg = gc_guest_render_netcfg(ri, net);
 	gc_guest_netcfg_path(net, ri->name, path, sizeof(path));
-	put_file(&s, path, cfg, net == GC_GNET_NM ? "600" : "644");
+	put_file(s, path, cfg, net == GC_GNET_NM ? "600" : "644");
 	free(cfg);
 	switch (net) {
 	case GC_GNET_NETPLAN:
-		gc_buf_puts(&s, "netplan generate\n");
+		gc_buf_puts(s, "netplan generate\n");
 		break;
 	case GC_GNET_NM:
-		gc_buf_printf(&s, "nmcli connection reload && nmcli connection up gpuclusterctl-%s "
-				  ">/dev/null\n", ri->name);
+		gc_buf_printf(s, "nmcli connection reload && nmcli connection up gpuclusterctl-%s "
+				 ">/dev/null\n", ri->name);
 		break;
 	case GC_GNET_NETWORKD:
-		gc_buf_printf(&s, "networkctl reload && networkctl reconfigure %s\n", ri->name);
+		gc_buf_printf(s, "networkctl reload && networkctl reconfigure %s\n", ri->name);
 		break;
 	case GC_GNET_IFCFG:
 	case GC_GNET_IFUPDOWN:
 	case GC_GNET_UNKNOWN:
 		break; /* read at boot; the runtime state is set above */
 	}
-	gc_drv_note(ctx, c->t, "configuring %s", ri->name);
-	rc = guest_run(c, ctx, "RDMA interface", gc_buf_str(&s), -1, true, err);
-	gc_buf_free(&s);
-	return rc;
+	return 0;
 }
 
 /* Wait (bounded) until the driver reports the licence (REAL-FORMATS C.4). */
@@ -254,112 +307,144 @@ static int apply_license(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc
 	return rc != 0 ? rc : wait_licence(c, ctx, err);
 }
 
-static int apply_qos(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+static void step_qos(struct guest_conn *c, struct guest_step *st)
 {
 	const struct gc_roce_qos *q = c->g->roce_qos;
-	struct gc_buf s = GC_BUF_INIT, unit = GC_BUF_INIT;
+	struct gc_buf unit = GC_BUF_INIT;
 	char *script = gc_guest_render_qos_script(q);
-	int rc;
+	char note[96];
 
 	gc_buf_printf(&unit, "# written by gpuclusterctl\n[Unit]\nDescription=RoCE QoS of %s "
 			     "(gpuclusterctl)\nAfter=network-pre.target systemd-modules-load.service\n"
 			     "Wants=network-pre.target\n\n[Service]\nType=oneshot\n"
 			     "RemainAfterExit=yes\nExecStart=/bin/sh " GC_GUEST_QOS_SCRIPT "\n\n"
 			     "[Install]\nWantedBy=multi-user.target\n", q->interface);
-	gc_buf_puts(&s, "set -e\n");
-	put_file(&s, GC_GUEST_QOS_SCRIPT, script, "755");
-	put_file(&s, "/etc/systemd/system/" GC_GUEST_QOS_UNIT, gc_buf_str(&unit), "644");
-	gc_buf_puts(&s, "systemctl daemon-reload\nsystemctl enable -q " GC_GUEST_QOS_UNIT "\n"
-			"sh " GC_GUEST_QOS_SCRIPT "\n");
-	gc_drv_note(ctx, c->t, "RoCE QoS on %s", q->interface);
-	rc = guest_run(c, ctx, "RoCE QoS", gc_buf_str(&s), -1, true, err);
+	snprintf(note, sizeof(note), "RoCE QoS on %s", q->interface);
+	step_init(st, "RoCE QoS", note);
+	put_file(&st->body, GC_GUEST_QOS_SCRIPT, script, "755");
+	put_file(&st->body, "/etc/systemd/system/" GC_GUEST_QOS_UNIT, gc_buf_str(&unit), "644");
+	gc_buf_puts(&st->body, "systemctl daemon-reload\nsystemctl enable -q " GC_GUEST_QOS_UNIT "\n"
+			       "sh " GC_GUEST_QOS_SCRIPT "\n");
 	free(script);
-	gc_buf_free(&s);
 	gc_buf_free(&unit);
-	return rc;
 }
 
-static int apply_peermem(struct guest_conn *c, struct gc_drv_ctx *ctx,
-			 const struct gc_resource *r, struct gc_error *err)
+static int step_peermem(struct guest_conn *c, const struct gc_resource *r, struct guest_step *st,
+			struct gc_error *err)
 {
 	const char *mod = gc_resource_prop(r, "module");
-	struct gc_buf s = GC_BUF_INIT, conf = GC_BUF_INIT;
-	int rc;
+	struct gc_buf conf = GC_BUF_INIT;
+	char note[96];
 
 	if (mod == NULL || !gc_valid_package(mod))
 		return gc_error_set(err, GC_EINVAL, "guest '%s': no valid module name", c->t->name);
-	gc_buf_printf(&s, "set -e\nmodprobe %s\n", mod);
+	snprintf(note, sizeof(note), "loading %s", mod);
+	step_init(st, "peer memory module", note);
+	gc_buf_printf(&st->body, "modprobe %s\n", mod);
 	gc_buf_printf(&conf, "# written by gpuclusterctl: GPUDirect RDMA\n%s\n", mod);
-	put_file(&s, GC_GUEST_MODULES_CONF, gc_buf_str(&conf), "644");
-	gc_drv_note(ctx, c->t, "loading %s", mod);
-	rc = guest_run(c, ctx, "peer memory module", gc_buf_str(&s), -1, true, err);
-	gc_buf_free(&s);
+	put_file(&st->body, GC_GUEST_MODULES_CONF, gc_buf_str(&conf), "644");
 	gc_buf_free(&conf);
-	return rc;
+	return 0;
 }
 
-static int apply_toolkit(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+static void step_toolkit(struct guest_step *st)
 {
-	const char *pk = "nvidia-container-toolkit";
-	struct gc_buf s = GC_BUF_INIT;
-	int rc;
-
-	install_cmd(&s, c->g, &pk, 1);
+	step_init(st, "NVIDIA Container Toolkit", "installing the NVIDIA Container Toolkit");
+	st->pkgs[st->npkgs++] = "nvidia-container-toolkit";
 	/* the container runtimes present get the nvidia runtime (REAL-FORMATS C.6) */
-	gc_buf_puts(&s, "for rt in docker containerd; do if command -v $rt >/dev/null; then "
-			"nvidia-ctk runtime configure --runtime=$rt && systemctl restart $rt; "
-			"fi; done\n");
-	gc_drv_note(ctx, c->t, "installing the NVIDIA Container Toolkit");
-	rc = guest_run(c, ctx, "NVIDIA Container Toolkit", gc_buf_str(&s), -1, true, err);
-	gc_buf_free(&s);
-	return rc;
+	gc_buf_puts(&st->body, "for rt in docker containerd; do if command -v $rt >/dev/null; then "
+			       "nvidia-ctk runtime configure --runtime=$rt && systemctl restart $rt; "
+			       "fi; done\n");
 }
 
-static int apply_ntp(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+static void step_ntp(struct guest_conn *c, struct guest_step *st)
 {
 	const struct gc_guest *g = c->g;
-	const char *pk = "chrony";
-	struct gc_buf s = GC_BUF_INIT;
 	char *conf = gc_guest_render_chrony(g->ntp, g->nntp);
-	int rc;
 
 	/* installed every time: idempotent, and it waits for (and finishes) a
 	 * package manager an earlier, dropped session left behind */
-	gc_buf_puts(&s, "set -e\n");
-	install_cmd(&s, g, &pk, 1);
-	put_file(&s, gc_guest_chrony_path(g), conf, "644");
+	step_init(st, "NTP", "NTP");
+	st->pkgs[st->npkgs++] = "chrony";
+	put_file(&st->body, gc_guest_chrony_path(g), conf, "644");
 	if (gc_guest_pm(g) == GC_GPM_DNF)
-		gc_buf_puts(&s, "grep -q '^include /etc/chrony.d/' /etc/chrony.conf || echo "
-				"'include /etc/chrony.d/*.conf' >> /etc/chrony.conf\n");
-	gc_buf_printf(&s, "systemctl enable -q %s\nsystemctl restart %s\n",
+		gc_buf_puts(&st->body, "grep -q '^include /etc/chrony.d/' /etc/chrony.conf || echo "
+				       "'include /etc/chrony.d/*.conf' >> /etc/chrony.conf\n");
+	gc_buf_printf(&st->body, "systemctl enable -q %s\nsystemctl restart %s\n",
 		      gc_guest_chrony_service(g), gc_guest_chrony_service(g));
-	gc_drv_note(ctx, c->t, "NTP");
-	rc = guest_run(c, ctx, "NTP", gc_buf_str(&s), -1, true, err);
 	free(conf);
-	gc_buf_free(&s);
-	return rc;
+}
+
+bool guest_batchable_resource(const struct gc_guest *g, const struct gc_resource *r)
+{
+	switch (r->kind) {
+	case GC_RES_GUEST_DRIVER:
+		return driver_from_packages(g);
+	case GC_RES_GUEST_RDMA_STACK:
+		return rdma_from_packages(g);
+	case GC_RES_GUEST_RDMA_IF:
+	case GC_RES_GUEST_PEERMEM:
+	case GC_RES_GUEST_ROCE_QOS:
+	case GC_RES_GUEST_CONTAINER_TOOLKIT:
+	case GC_RES_GUEST_NTP:
+		return true;
+	default: /* the licence waits for the driver's word; uploads go first */
+		return false;
+	}
+}
+
+int guest_step_of(struct guest_conn *c, const struct gc_resource *r, struct guest_step *st,
+		  struct gc_error *err)
+{
+	switch (r->kind) {
+	case GC_RES_GUEST_DRIVER:
+		step_driver(c, st);
+		return 0;
+	case GC_RES_GUEST_RDMA_STACK:
+		step_rdma_stack(c, st);
+		return 0;
+	case GC_RES_GUEST_RDMA_IF:
+		return step_rdma_if(c, st, err);
+	case GC_RES_GUEST_PEERMEM:
+		return step_peermem(c, r, st, err);
+	case GC_RES_GUEST_ROCE_QOS:
+		step_qos(c, st);
+		return 0;
+	case GC_RES_GUEST_CONTAINER_TOOLKIT:
+		step_toolkit(st);
+		return 0;
+	case GC_RES_GUEST_NTP:
+		step_ntp(c, st);
+		return 0;
+	default:
+		return gc_error_set(err, GC_ENOTSUP, "guest '%s': '%s' is not a batch step",
+				    c->t->name, r->id);
+	}
+}
+
+void guest_install_cmd(struct gc_buf *b, const struct gc_guest *g, const char *const *pkgs,
+		       size_t n)
+{
+	install_cmd(b, g, pkgs, n);
 }
 
 int guest_apply_resource(struct guest_conn *c, struct gc_drv_ctx *ctx,
 			 const struct gc_resource *r, struct gc_error *err)
 {
+	struct guest_step st;
+
 	/* an if chain: only guest kinds reach a guest's driver */
 	if (r->kind == GC_RES_GUEST_DRIVER)
 		return apply_driver(c, ctx, err);
 	if (r->kind == GC_RES_GUEST_RDMA_STACK)
 		return apply_rdma_stack(c, ctx, err);
-	if (r->kind == GC_RES_GUEST_RDMA_IF)
-		return apply_rdma_if(c, ctx, err);
 	if (r->kind == GC_RES_GUEST_LICENSE)
 		return apply_license(c, ctx, err);
-	if (r->kind == GC_RES_GUEST_PEERMEM)
-		return apply_peermem(c, ctx, r, err);
-	if (r->kind == GC_RES_GUEST_ROCE_QOS)
-		return apply_qos(c, ctx, err);
-	if (r->kind == GC_RES_GUEST_CONTAINER_TOOLKIT)
-		return apply_toolkit(c, ctx, err);
-	if (r->kind == GC_RES_GUEST_NTP)
-		return apply_ntp(c, ctx, err);
+	if (guest_batchable_resource(c->g, r)) {
+		if (guest_step_of(c, r, &st, err) != 0)
+			return err->code;
+		return run_step(c, ctx, &st, err);
+	}
 	return gc_error_set(err, GC_ENOTSUP, "guest '%s': '%s' is not a guest resource", c->t->name,
 			    r->id);
 }

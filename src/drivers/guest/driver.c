@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gc/sections.h"
 #include "guest_int.h"
 
 static void sleep_ms(unsigned ms)
@@ -311,11 +312,182 @@ static int guest_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_acti
 			    gc_action_kind_name(a->kind));
 }
 
+/* ---------------------------------------------------------------- batches */
+
+static bool guest_batchable(const struct gc_action *a)
+{
+	const struct gc_guest *g = a->target ? guest_of(a->target) : NULL;
+
+	return g != NULL && a->kind == GC_ACT_APPLY && a->op != GC_OP_DELETE &&
+	       a->resource != NULL && guest_batchable_resource(g, a->resource);
+}
+
+/*
+ * One script for the steps st[0..n): the packages of them all in one
+ * install (one apt or dnf transaction, not one per step), then each step's
+ * body in a subshell of its own under `set -e` (not `||`-tested, which
+ * would switch `set -e` off inside it), each introduced by a marker line
+ * (gc/sections.h's batch framing: the install is command 0 when there is
+ * one), stopping at the first that fails with its exit status.
+ */
+static char *batch_script(struct guest_conn *c, const char *token, struct guest_step *st, size_t n,
+			  size_t *ncmds)
+{
+	struct gc_buf b = GC_BUF_INIT;
+	const char *pkgs[64];
+	size_t np = 0, k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < st[i].npkgs && np < 64; j++)
+			pkgs[np++] = st[i].pkgs[j];
+	if (np > 0) {
+		gc_buf_printf(&b, "echo @@gc:%s:c%zu\n", token, k++);
+		guest_install_cmd(&b, c->g, pkgs, np);
+		gc_buf_puts(&b, "rc=$?; [ $rc -eq 0 ] || exit $rc\n");
+	}
+	for (size_t i = 0; i < n; i++) {
+		gc_buf_printf(&b, "echo @@gc:%s:c%zu\n(\nset -e\n%s)\nrc=$?; [ $rc -eq 0 ] || exit $rc\n",
+			      token, k++, gc_buf_str(&st[i].body));
+	}
+	gc_buf_printf(&b, "echo @@gc:%s:end\n", token);
+	*ncmds = k;
+	return gc_buf_take(&b);
+}
+
+/* Each step on its own, in order (skip[i]: nothing to do for acts[i]):
+ * after the batch's one install failed, so that the step whose package it
+ * was fails with apt's own words and the steps before it are done.
+ * *ndone as apply_batch's. */
+static int steps_one_by_one(struct guest_conn *c, struct gc_drv_ctx *ctx,
+			    const struct gc_action *const *acts, const bool *skip, size_t n,
+			    size_t *ndone, struct gc_error *err)
+{
+	for (*ndone = 0; *ndone < n; (*ndone)++) {
+		int rc = skip[*ndone] ? 0 : guest_apply_resource(c, ctx, acts[*ndone]->resource, err);
+
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* *ndone past the actions done: those with nothing to do (at[i] == n) and
+ * those whose step came before step `upto`. */
+static void count_done(const size_t *at, size_t n, size_t upto, size_t *ndone)
+{
+	while (*ndone < n && (at[*ndone] == n || at[*ndone] < upto))
+		(*ndone)++;
+}
+
+static int guest_apply_batch(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *const *acts,
+			     size_t n, size_t *ndone, struct gc_error *err)
+{
+	struct guest_conn *c = *conn;
+	struct guest_step *st = gc_xcalloc(n, sizeof(*st));
+	size_t *at = gc_xcalloc(n, sizeof(*at)); /* the step of each action, or n: nothing to do */
+	bool *skip = gc_xcalloc(n, sizeof(*skip));
+	struct gc_error unbuilt = GC_ERROR_INIT;
+	struct gc_ssh_result res;
+	struct gc_batch b;
+	size_t nst = 0, ncmds = 0, base, nb = n;
+	char token[17];
+	char *script = NULL;
+	int rc = 0, prc;
+
+	*ndone = 0;
+	if (c->ssh == NULL && (rc = first_contact(c, ctx, err)) != 0)
+		goto out;
+	/* a step that cannot be built ends the batch before it: the ones
+	 * before it go out, then it fails where it stands */
+	for (size_t i = 0; i < n; i++) {
+		const struct gc_resource *r = acts[i]->resource;
+
+		at[i] = n;
+		if (gc_drv_resource_converged(ctx, r)) {
+			skip[i] = true; /* observed at first contact: already as the spec says */
+			continue;
+		}
+		if (guest_step_of(c, r, &st[nst], &unbuilt) != 0) {
+			nb = i;
+			break;
+		}
+		if (r->flags & GC_RES_NEEDS_REBOOT)
+			c->reboot_owed = true;
+		at[i] = nst++;
+	}
+	if (nst == 0) {
+		*ndone = nb;
+		goto unbuilt;
+	}
+	gc_random_token(token);
+	script = batch_script(c, token, st, nst, &ncmds);
+	base = ncmds - nst; /* 1 when the install is command 0 */
+	for (size_t i = 0; i < nst; i++)
+		gc_drv_count_change(ctx);
+	gc_drv_note(ctx, c->t, "%s (and %zu more steps, one install)", st[0].note, nst - 1);
+	gc_ssh_set_command_timeout(c->ssh, c->command_ms);
+	{
+		char *cmd = gc_guest_as_root(script);
+
+		rc = gc_ssh_exec_partial(c->ssh, cmd, &res, err);
+		free(cmd);
+	}
+	if (gc_ssh_alive(c->ssh))
+		gc_ssh_set_command_timeout(c->ssh, GUEST_READ_TIMEOUT_MS);
+	prc = gc_batch_parse(&b, token, ncmds, res.out, res.out_len,
+			     rc == 0 ? err : &(struct gc_error)GC_ERROR_INIT);
+	if (rc == 0 && gc_ssh_sudo_refused(&res)) {
+		rc = guest_sudo_error(c, err);
+	} else if (rc != 0 || prc != 0) {
+		/* cut short: the steps before the one running are done */
+		if (rc == 0)
+			rc = prc;
+		gc_error_prefix(err, "guest '%s': ", c->t->name);
+		count_done(at, nb, prc == 0 && b.started > base + 1 ? b.started - 1 - base : 0, ndone);
+	} else if (b.complete && res.exit_status == 0) {
+		*ndone = nb;
+	} else if (b.started <= base) {
+		/* the one install failed (or nothing ran): each step alone says
+		 * whose package it was */
+		gc_ssh_result_free(&res);
+		rc = steps_one_by_one(c, ctx, acts, skip, nb, ndone, err);
+		if (rc != 0)
+			goto out;
+		goto unbuilt;
+	} else {
+		size_t failed = b.started - 1 - base; /* the step that stopped the script */
+		struct gc_buf msg = GC_BUF_INIT;
+
+		gc_ssh_message(&msg, &res);
+		rc = gc_error_set(err, GC_EREMOTE, "guest '%s': %s failed: %s", c->t->name,
+				  st[failed].what, gc_buf_str(&msg));
+		gc_buf_free(&msg);
+		count_done(at, nb, failed, ndone);
+	}
+	gc_ssh_result_free(&res);
+unbuilt:
+	if (rc == 0 && nb < n) {
+		*ndone = nb;
+		*err = unbuilt;
+		rc = unbuilt.code;
+	}
+out:
+	free(script);
+	for (size_t i = 0; i < nst; i++)
+		gc_buf_free(&st[i].body);
+	free(st);
+	free(at);
+	free(skip);
+	return rc;
+}
+
 const struct gc_driver gc_driver_guest = {
 	.name = "guest",
 	.kind = GC_TARGET_GUEST,
 	.connect = guest_connect,
 	.observe = guest_observe,
 	.apply = guest_apply,
+	.apply_batch = guest_apply_batch,
+	.batchable = guest_batchable,
 	.disconnect = guest_disconnect,
 };

@@ -40,7 +40,22 @@ int guest_observe_now(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 		      struct gc_error *err);
 int guest_sudo_error(struct guest_conn *c, struct gc_error *err);
 
-/* apply.c */
+/* apply.c: a change that runs as a plain script (no upload, no wait after
+ * it) is a step: the packages it installs, and the rest of its script. */
+struct guest_step {
+	const char *what;       /* for messages: "NTP failed: ..." */
+	char note[96];          /* progress */
+	const char *pkgs[8];
+	size_t npkgs;
+	char pkgname[96];       /* storage for a package name in pkgs */
+	struct gc_buf body;     /* runs under set -e after the install */
+};
+bool guest_batchable_resource(const struct gc_guest *g, const struct gc_resource *r);
+int guest_step_of(struct guest_conn *c, const struct gc_resource *r, struct guest_step *st,
+		  struct gc_error *err);
+void guest_install_cmd(struct gc_buf *b, const struct gc_guest *g, const char *const *pkgs,
+		       size_t n);
+
 int guest_apply_resource(struct guest_conn *c, struct gc_drv_ctx *ctx,
 			 const struct gc_resource *r, struct gc_error *err);
 int guest_reboot(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err);
