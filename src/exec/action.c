@@ -10,6 +10,7 @@
  * values is not sent again.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,9 +27,23 @@ static bool already_done(struct run *r, const struct tslot *s, const struct gc_a
 	       gc_drv_resource_converged(&r->ctx, a->resource);
 }
 
+/*
+ * The error a retried step ends with: the last one, after the first that
+ * made it retry when that said something else.  A guest install that
+ * outlasts its command timeout is retried, and the busy guest may then
+ * refuse the retry's handshake: both are the story, the first most.
+ */
+static void retried_error(struct gc_error *err, const struct gc_error *last, const char *first)
+{
+	*err = *last;
+	if (first[0] != '\0' && strcmp(first, last->msg) != 0)
+		snprintf(err->msg, sizeof(err->msg), "%.500s; retried, then: %.500s", first, last->msg);
+}
+
 int gc_exec_run_action(struct run *r, struct tslot *s, const struct gc_action *a,
 		      struct gc_error *err)
 {
+	char first[GC_ERROR_MSG_MAX] = "";
 	unsigned attempt;
 	int rc;
 
@@ -43,9 +58,11 @@ int gc_exec_run_action(struct run *r, struct tslot *s, const struct gc_action *a
 		if (rc == 0 || !gc_exec_transport_fault(rc) || attempt >= gc_exec_retries(r->ctx.opts) ||
 		    gc_drv_interrupted(&r->ctx)) {
 			if (rc != 0)
-				*err = e;
+				retried_error(err, &e, first);
 			return rc;
 		}
+		if (first[0] == '\0')
+			snprintf(first, sizeof(first), "%s", e.msg);
 		/* transport fault: reconnect, re-observe, re-send only if still needed.
 		 * A shared connection is never dropped under the other lanes: its
 		 * transport reconnects by itself on the next request. */
@@ -59,7 +76,7 @@ int gc_exec_run_action(struct run *r, struct tslot *s, const struct gc_action *a
 		while ((rc = gc_exec_connect_slot(r, s, false, &e)) != 0) {
 			if (!gc_exec_transport_fault(rc) || ++attempt >= gc_exec_retries(r->ctx.opts) ||
 			    gc_drv_interrupted(&r->ctx)) {
-				*err = e;
+				retried_error(err, &e, first);
 				return rc;
 			}
 			gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, a, e.msg, 0);
@@ -159,6 +176,7 @@ size_t gc_exec_gather_batch(struct run *r, const struct tslot *s, const struct g
 static int run_batch(struct run *r, struct tslot *s, const struct gc_action **acts, size_t n,
 		     size_t *ndone, struct gc_error *err)
 {
+	char first[GC_ERROR_MSG_MAX] = "";
 	unsigned attempt = 0;
 	int rc;
 
@@ -178,9 +196,11 @@ static int run_batch(struct run *r, struct tslot *s, const struct gc_action **ac
 			break;
 		if (!gc_exec_transport_fault(rc) || attempt >= gc_exec_retries(r->ctx.opts) ||
 		    gc_drv_interrupted(&r->ctx)) {
-			*err = e;
+			retried_error(err, &e, first);
 			return rc;
 		}
+		if (first[0] == '\0')
+			snprintf(first, sizeof(first), "%s", e.msg);
 		gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, acts[*ndone], e.msg, 0);
 		gc_exec_drop_conn(s);
 		gc_exec_sleep_ms(gc_exec_backoff_ms(r->ctx.opts, attempt++));
@@ -188,7 +208,7 @@ static int run_batch(struct run *r, struct tslot *s, const struct gc_action **ac
 		while ((rc = gc_exec_connect_slot(r, s, false, &e)) != 0) {
 			if (!gc_exec_transport_fault(rc) || ++attempt >= gc_exec_retries(r->ctx.opts) ||
 			    gc_drv_interrupted(&r->ctx)) {
-				*err = e;
+				retried_error(err, &e, first);
 				return rc;
 			}
 			gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, acts[*ndone], e.msg, 0);
