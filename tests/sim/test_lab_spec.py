@@ -28,6 +28,7 @@ def run(*args):
 class DnsNames(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="gc-labspec-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
         with open(os.path.join(ROOT, "examples", "roce-passthrough.yaml"), encoding="utf-8") as f:
             spec = yaml.safe_load(f)
         spec["hosts"][0]["address"] = "esx01.lab.example"
