@@ -131,6 +131,11 @@ struct gc_esxi_facts {
 	bool mft_present;
 	struct gc_esxi_mft_dev *mft;
 	size_t nmft;
+	/* `network sriovnic list` as it answered, in the read-back after the
+	 * reboot of a host with SR-IOV NICs (gc_esxi_verify_script); NULL when
+	 * not asked for or when it failed */
+	char *sriov_xml;
+	size_t sriov_len;
 	char **failed;           /* sections whose command failed: "graphics host get: <why>" */
 	size_t nfailed;
 	/* derived: configured state that only a reboot makes current */
@@ -144,6 +149,10 @@ struct gc_esxi_facts {
  * (`esxcli --formatter=xml software sources vib list -d|-v PATH`, the path
  * single-quoted); a path that is not gc_valid_abs_path() is left out. */
 char *gc_esxi_observe_script(const char *token, const char *learn_from);
+/* The same for the read-back after a reboot: with `sriov`, the batch ends
+ * with `esxcli --formatter=xml network sriovnic list` (facts.sriov_xml),
+ * the VFs the reboot was to make, checked in the same exec. */
+char *gc_esxi_verify_script(const char *token, const char *learn_from, bool sriov);
 /* Read `esxcli --formatter=xml software sources vib list` output: the Name
  * and Version of each VIB, looked up by field name (order and extra fields
  * do not matter).  At most GC_ESXI_MAX_SOURCE_VIBS; a name or version that

@@ -151,8 +151,20 @@ static const char *learn_source(const struct esxi_conn *c)
 	return NULL;
 }
 
+/* Does the spec give the host an SR-IOV NIC (whose VFs a reboot makes)? */
+static bool has_sriov(const struct esxi_conn *c)
+{
+	const struct gc_host *h = c->target->host;
+
+	for (size_t i = 0; h != NULL && i < h->nnics; i++)
+		if (h->nics[i].mode == GC_NIC_MODE_SRIOV)
+			return true;
+	return false;
+}
+
+/* One observation exec; `sriov`: with the SR-IOV list (the read-back). */
 static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_buf *problems,
-		       struct gc_error *err)
+		       bool sriov, struct gc_error *err)
 {
 	struct gc_ssh_result res;
 	struct gc_esxi_facts f;
@@ -163,7 +175,7 @@ static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 	int rc;
 
 	gc_random_token(token);
-	script = gc_esxi_observe_script(token, learn_source(c));
+	script = gc_esxi_verify_script(token, learn_source(c), sriov);
 	rc = host_exec(c, c->ssh, script, false, &res, err);
 	free(script);
 	if (rc != 0)
@@ -222,7 +234,7 @@ static int esxi_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_targ
 
 	c->res = res;
 	c->nres = nres;
-	rc = observe_now(c, ctx, problems, err);
+	rc = observe_now(c, ctx, problems, false, err);
 	if (rc == 0)
 		note_firmware(c, ctx);
 	return rc;
@@ -418,31 +430,16 @@ static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 			    c->target->name, timeout / 1000, last);
 }
 
-/* After the reboot that loads nmlx5_core's max_vfs: the VFs exist (sriov.c). */
+/* After the reboot that loads nmlx5_core's max_vfs: the VFs exist (sriov.c),
+ * as the read-back's own batch listed them. */
 static int check_vfs(struct esxi_conn *c, struct gc_error *err)
 {
-	const struct gc_host *h = c->target->host;
-	struct gc_ssh_result res;
-	size_t i;
-	int rc;
-
-	for (i = 0; h != NULL && i < h->nnics; i++)
-		if (h->nics[i].mode == GC_NIC_MODE_SRIOV)
-			break;
-	if (h == NULL || i == h->nnics)
+	if (!has_sriov(c))
 		return 0;
-	rc = host_exec(c, c->ssh, "esxcli --formatter=xml network sriovnic list", false, &res, err);
-	if (rc != 0) {
-		gc_error_prefix(err, "host '%s': ", c->target->name);
-		return rc;
-	}
-	if (res.exit_status != 0)
-		rc = gc_error_set(err, GC_EREMOTE, "host '%s': esxcli network sriovnic list failed "
-				  "(exit %d)", c->target->name, res.exit_status);
-	else
-		rc = gc_esxi_check_vfs(h, res.out, res.out_len, err);
-	gc_ssh_result_free(&res);
-	return rc;
+	if (c->facts.sriov_xml == NULL)
+		return gc_error_set(err, GC_EREMOTE, "host '%s': esxcli network sriovnic list failed",
+				    c->target->name);
+	return gc_esxi_check_vfs(c->target->host, c->facts.sriov_xml, c->facts.sriov_len, err);
 }
 
 static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
@@ -456,7 +453,7 @@ static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *
 	for (;;) {
 		struct gc_buf problems = GC_BUF_INIT;
 		const struct gc_resource *bad = NULL;
-		int rc = observe_now(c, ctx, &problems, err);
+		int rc = observe_now(c, ctx, &problems, has_sriov(c), err);
 		size_t i;
 
 		gc_buf_free(&problems);

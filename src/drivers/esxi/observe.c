@@ -34,7 +34,8 @@ enum section {
 	S_VIBS_REBOOT,
 	S_PCI,
 	S_SOURCE_VIBS, /* only when the script was given a bundle to learn from */
-	S_MFT,         /* the fixed MFT snippet (mft.c): always, last */
+	S_MFT,         /* the fixed MFT snippet (mft.c): always */
+	S_SRIOV,       /* only in the read-back after a reboot of an SR-IOV host: last */
 	S_COUNT
 };
 
@@ -53,9 +54,15 @@ static const char *const commands[S_COUNT] = {
 	[S_PCI] = "esxcli --formatter=xml hardware pci list",
 	[S_SOURCE_VIBS] = "esxcli --formatter=xml software sources vib list",
 	[S_MFT] = "sh -c (MFT: mst status, mlxconfig q)",
+	[S_SRIOV] = "esxcli --formatter=xml network sriovnic list",
 };
 
 char *gc_esxi_observe_script(const char *token, const char *learn_from)
+{
+	return gc_esxi_verify_script(token, learn_from, false);
+}
+
+char *gc_esxi_verify_script(const char *token, const char *learn_from, bool sriov)
 {
 	struct gc_buf b = GC_BUF_INIT;
 	int i;
@@ -77,6 +84,9 @@ char *gc_esxi_observe_script(const char *token, const char *learn_from)
 	gc_buf_printf(&b, "echo @@gc:%s:%d; sh -c ", token, S_MFT);
 	gc_shell_quote(&b, GC_ESXI_MFT_SCRIPT);
 	gc_buf_printf(&b, " mft %s || echo @@gc:%s:failed; ", token, token);
+	if (sriov)
+		gc_buf_printf(&b, "echo @@gc:%s:%d; %s || echo @@gc:%s:failed; ", token, S_SRIOV,
+			      commands[S_SRIOV], token);
 	gc_buf_printf(&b, "echo @@gc:%s:end", token);
 	return gc_buf_take(&b);
 }
@@ -378,6 +388,11 @@ static int read_text_section(struct gc_esxi_facts *f, int sec, const char *token
 	switch (sec) {
 	case S_MFT:
 		return gc_esxi_parse_mft(f, token, text, len, err);
+	case S_SRIOV: /* read against the spec by sriov.c, after the reboot */
+		free(f->sriov_xml);
+		f->sriov_xml = gc_xstrndup(text, len);
+		f->sriov_len = len;
+		return 0;
 	case S_VERSION:
 		copy = gc_xstrndup(text, len);
 		rc = gc_esxi_parse_version(&f->version, &f->build, copy, err);
@@ -487,7 +502,10 @@ int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, cons
 				size_t slen = (size_t)(p - sec_start);
 
 				if (failed) {
-					if (sec != S_ECC && sec != S_NMLX5 && sec != S_SOURCE_VIBS)
+					/* no SR-IOV list: sriov_xml stays NULL, which the
+					 * read-back reports as its own failure */
+					if (sec != S_ECC && sec != S_NMLX5 && sec != S_SOURCE_VIBS &&
+					    sec != S_SRIOV)
 						note_failure(&f, sec, "command failed");
 				} else if (read_section(&f, sec, token, sec_start, slen, err) != 0) {
 					gc_esxi_facts_free(&f);
@@ -549,6 +567,7 @@ void gc_esxi_facts_free(struct gc_esxi_facts *f)
 		free(f->pci[i].class_id);
 	}
 	free(f->pci);
+	free(f->sriov_xml);
 	free(f->reboot_pending_why);
 	free(f->passthru);
 	for (i = 0; i < f->nnmlx5_params; i++) {

@@ -623,6 +623,36 @@ static void test_mft_not_installed(void **state)
 	(void)state;
 }
 
+/* The read-back after the reboot of an SR-IOV host lists the VFs in its own
+ * batch (one exec, not two): the last section, kept as it answered; a
+ * failed listing leaves it NULL, which the driver reports, and is no
+ * failed section of the observation. */
+static void test_verify_lists_the_vfs(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_facts f;
+	char *s = gc_esxi_verify_script("T0K3N", NULL, true);
+	const char *text = "@@gc:K:14\n@@mft:K:none\n@@gc:K:15\n<output>x</output>\n@@gc:K:end\n";
+	const char *failed = "@@gc:K:14\n@@mft:K:none\n@@gc:K:15\n@@gc:K:failed\n@@gc:K:end\n";
+
+	assert_non_null(strstr(s, " mft T0K3N || echo @@gc:T0K3N:failed; echo @@gc:T0K3N:15; esxcli "
+				  "--formatter=xml network sriovnic list || echo @@gc:T0K3N:failed; "
+				  "echo @@gc:T0K3N:end"));
+	free(s);
+	s = gc_esxi_verify_script("T0K3N", NULL, false);
+	assert_null(strstr(s, "sriovnic"));
+	free(s);
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", text, strlen(text), &err), 0);
+	assert_string_equal(f.sriov_xml, "<output>x</output>\n");
+	assert_int_equal(f.sriov_len, 19);
+	gc_esxi_facts_free(&f);
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", failed, strlen(failed), &err), 0);
+	assert_null(f.sriov_xml);
+	assert_int_equal(f.nfailed, 0);
+	gc_esxi_facts_free(&f);
+	(void)state;
+}
+
 /* What the record makes of a PF's firmware: the next boot's values; more
  * VFs than the spec's is no change (the planner's "at least"); without MFT
  * the desired values (nothing to do). */
@@ -741,6 +771,7 @@ int main(void)
 		cmocka_unit_test(test_mft_samples),
 		cmocka_unit_test(test_mft_tolerant),
 		cmocka_unit_test(test_mft_not_installed),
+		cmocka_unit_test(test_verify_lists_the_vfs),
 		cmocka_unit_test(test_record_nic_firmware),
 		cmocka_unit_test(test_version_against_the_spec),
 	};
