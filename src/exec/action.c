@@ -40,36 +40,45 @@ static void retried_error(struct gc_error *err, const struct gc_error *last, con
 		snprintf(err->msg, sizeof(err->msg), "%.500s; retried, then: %.500s", first, last->msg);
 }
 
-int gc_exec_run_action(struct run *r, struct tslot *s, const struct gc_action *a,
-		      struct gc_error *err)
+/*
+ * acts[0..n) on s (one action, or a batch), retried on transport faults:
+ * reconnect, observe again, drop from the front what already holds, and
+ * send the rest.  A shared connection is never dropped under the other
+ * lanes: its transport reconnects by itself on the next request.  *ndone
+ * counts the completed ones from the first.
+ */
+static int run_actions(struct run *r, struct tslot *s, const struct gc_action **acts, size_t n,
+		       size_t *ndone, struct gc_error *err)
 {
 	char first[GC_ERROR_MSG_MAX] = "";
-	unsigned attempt;
+	unsigned attempt = 0;
 	int rc;
 
+	*ndone = 0;
 	rc = gc_exec_connect_slot(r, s, true, err);
-	if (rc != 0)
-		return rc;
-	for (attempt = 0;; attempt++) {
+	while (rc == 0 && *ndone < n) {
 		struct gc_error e = GC_ERROR_INIT;
 		struct gc_buf problems = GC_BUF_INIT;
+		size_t left = n - *ndone, got = 0;
 
-		rc = s->drv->apply(&s->conn, &r->ctx, a, &e);
-		if (rc == 0 || !gc_exec_transport_fault(rc) || attempt >= gc_exec_retries(r->ctx.opts) ||
+		if (left == 1)
+			rc = s->drv->apply(&s->conn, &r->ctx, acts[*ndone], &e);
+		else
+			rc = s->drv->apply_batch(&s->conn, &r->ctx, acts + *ndone, left, &got, &e);
+		*ndone += rc == 0 ? left : got;
+		if (rc == 0)
+			break;
+		if (!gc_exec_transport_fault(rc) || attempt >= gc_exec_retries(r->ctx.opts) ||
 		    gc_drv_interrupted(&r->ctx)) {
-			if (rc != 0)
-				retried_error(err, &e, first);
+			retried_error(err, &e, first);
 			return rc;
 		}
 		if (first[0] == '\0')
 			snprintf(first, sizeof(first), "%s", e.msg);
-		/* transport fault: reconnect, re-observe, re-send only if still needed.
-		 * A shared connection is never dropped under the other lanes: its
-		 * transport reconnects by itself on the next request. */
-		gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, a, e.msg, 0);
+		gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, acts[*ndone], e.msg, 0);
 		if (!s->lanes)
 			gc_exec_drop_conn(s);
-		gc_exec_sleep_ms(gc_exec_backoff_ms(r->ctx.opts, attempt));
+		gc_exec_sleep_ms(gc_exec_backoff_ms(r->ctx.opts, attempt++));
 		gc_error_clear(&e);
 		/* no connection, no apply: reconnect until it works or the
 		 * attempts are spent (a driver is never handed a NULL conn) */
@@ -79,17 +88,25 @@ int gc_exec_run_action(struct run *r, struct tslot *s, const struct gc_action *a
 				retried_error(err, &e, first);
 				return rc;
 			}
-			gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, a, e.msg, 0);
+			gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, acts[*ndone], e.msg, 0);
 			gc_exec_sleep_ms(gc_exec_backoff_ms(r->ctx.opts, attempt));
 			gc_error_clear(&e);
 		}
 		if (s->drv->observe(s->conn, &r->ctx, s->target, r->tres[s->target->index],
-				    r->ntres[s->target->index], &problems, &e) == 0 && already_done(r, s, a)) {
-			gc_buf_free(&problems);
-			return 0;
-		}
+				    r->ntres[s->target->index], &problems, &e) == 0)
+			while (*ndone < n && already_done(r, s, acts[*ndone]))
+				(*ndone)++;
 		gc_buf_free(&problems);
 	}
+	return rc;
+}
+
+int gc_exec_run_action(struct run *r, struct tslot *s, const struct gc_action *a,
+		      struct gc_error *err)
+{
+	size_t ndone;
+
+	return run_actions(r, s, &a, 1, &ndone, err);
 }
 
 void gc_exec_execute(struct run *r, struct tslot *s, const struct gc_action *a)
@@ -170,60 +187,6 @@ size_t gc_exec_gather_batch(struct run *r, const struct tslot *s, const struct g
 	return n;
 }
 
-/* The batch acts[0..n) on s, with the retry rule of gc_exec_run_action:
- * after a transport fault, observe again and drop from the front what
- * already holds; *ndone counts the completed ones from the first. */
-static int run_batch(struct run *r, struct tslot *s, const struct gc_action **acts, size_t n,
-		     size_t *ndone, struct gc_error *err)
-{
-	char first[GC_ERROR_MSG_MAX] = "";
-	unsigned attempt = 0;
-	int rc;
-
-	*ndone = 0;
-	rc = gc_exec_connect_slot(r, s, true, err);
-	while (rc == 0 && *ndone < n) {
-		struct gc_error e = GC_ERROR_INIT;
-		struct gc_buf problems = GC_BUF_INIT;
-		size_t left = n - *ndone, got = 0;
-
-		if (left == 1)
-			rc = s->drv->apply(&s->conn, &r->ctx, acts[*ndone], &e);
-		else
-			rc = s->drv->apply_batch(&s->conn, &r->ctx, acts + *ndone, left, &got, &e);
-		*ndone += rc == 0 ? left : got;
-		if (rc == 0)
-			break;
-		if (!gc_exec_transport_fault(rc) || attempt >= gc_exec_retries(r->ctx.opts) ||
-		    gc_drv_interrupted(&r->ctx)) {
-			retried_error(err, &e, first);
-			return rc;
-		}
-		if (first[0] == '\0')
-			snprintf(first, sizeof(first), "%s", e.msg);
-		gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, acts[*ndone], e.msg, 0);
-		gc_exec_drop_conn(s);
-		gc_exec_sleep_ms(gc_exec_backoff_ms(r->ctx.opts, attempt++));
-		gc_error_clear(&e);
-		while ((rc = gc_exec_connect_slot(r, s, false, &e)) != 0) {
-			if (!gc_exec_transport_fault(rc) || ++attempt >= gc_exec_retries(r->ctx.opts) ||
-			    gc_drv_interrupted(&r->ctx)) {
-				retried_error(err, &e, first);
-				return rc;
-			}
-			gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, acts[*ndone], e.msg, 0);
-			gc_exec_sleep_ms(gc_exec_backoff_ms(r->ctx.opts, attempt));
-			gc_error_clear(&e);
-		}
-		if (s->drv->observe(s->conn, &r->ctx, s->target, r->tres[s->target->index],
-				    r->ntres[s->target->index], &problems, &e) == 0)
-			while (*ndone < n && already_done(r, s, acts[*ndone]))
-				(*ndone)++;
-		gc_buf_free(&problems);
-	}
-	return rc;
-}
-
 /*
  * Run acts[0..n) (gathered by gc_exec_gather_batch and marked running) as
  * one batch.  Every action's intent is journalled before the batch goes
@@ -246,7 +209,7 @@ void gc_exec_execute_batch(struct run *r, struct tslot *s, const struct gc_actio
 		gc_exec_journal(r, s->target, aids[i], gc_action_kind_name(acts[i]->kind), GC_J_START,
 				NULL);
 	}
-	rc = run_batch(r, s, acts, n, &ndone, &err);
+	rc = run_actions(r, s, acts, n, &ndone, &err);
 	pthread_mutex_lock(&r->mu);
 	for (i = 0; i < n; i++) {
 		enum astate st = i < ndone ? A_DONE : i == ndone ? A_FAILED : A_SKIPPED;
