@@ -424,7 +424,10 @@ static int guest_apply_batch(void **conn, struct gc_drv_ctx *ctx, const struct g
 	base = ncmds - nst; /* 1 when the install is command 0 */
 	for (size_t i = 0; i < nst; i++)
 		gc_drv_count_change(ctx);
-	gc_drv_note(ctx, c->t, "%s (and %zu more steps, one install)", st[0].note, nst - 1);
+	if (nst > 1)
+		gc_drv_note(ctx, c->t, "%s, and %zu more steps in the same exec", st[0].note, nst - 1);
+	else
+		gc_drv_note(ctx, c->t, "%s", st[0].note);
 	gc_ssh_set_command_timeout(c->ssh, c->command_ms);
 	{
 		char *cmd = gc_guest_as_root(script);
