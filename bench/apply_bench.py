@@ -8,7 +8,8 @@
    V100 passed through, one ConnectX-5 with 4 VFs, NTP; rolling.max_unavailable
    N, so the planner puts every host in one wave) and starts a lab for it
    (scripts/lab.sh start --spec) with `rtt_ms` paid once by every exec (one
-   SSH round trip: docs/lab.md) and a simulated reboot of --reboot-seconds.
+   SSH round trip: docs/lab.md) and a simulated reboot of --reboot-seconds,
+   which gpuclusterctl polls every 100 ms (GC_REBOOT_POLL_MS).
 2. gpuclusterctl: a live `plan --json`, then `apply`, timed, with its CPU
    (user + system, from wait4) and the lab's (the simulator server and
    sshd, their own and their reaped children's, from /proc): the simulated
@@ -206,7 +207,10 @@ def main():
         sys.exit("at most 1000 hosts (five /24s of loopback addresses)")
     lab = tempfile.mkdtemp(prefix="gc-applybench-")
     os.chmod(lab, 0o755)
-    env = dict(os.environ, GC_LAB_DIR=lab)
+    # a simulated reboot takes --reboot-seconds, not a real host's minutes:
+    # poll every 100 ms (the default 2 s would add up to 2 s to a floor of
+    # a few seconds; against a real reboot it is nothing)
+    env = dict(os.environ, GC_LAB_DIR=lab, GC_REBOOT_POLL_MS="100")
     spec = os.path.join(lab, "bench-src.yaml")
     open(spec, "w").write(spec_text(args.hosts))
     try:

@@ -1,0 +1,35 @@
+#!/bin/bash
+# device-bench.sh - bench/apply_bench.py on the 16-core GPU machine, one run
+# per host count given (docs/benchmarks.md, "Apply").
+#
+# Here:   scripts/device-bench-bundle.sh
+# There:  run carry=[".device"] command="scripts/device-bench.sh 64 256"
+#
+# Uses the machine's /usr/bin/python3 and the bundle's sshd, ssh,
+# ansible-core and Python packages.  Output: $OUT/bench-N.txt.
+set -u
+OUT=${OUT:-$PWD/.device-out}
+mkdir -p "$OUT"
+echo "== $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; $(. /etc/os-release 2>/dev/null; echo "$PRETTY_NAME"); $(/usr/bin/python3 -V)" | tee "$OUT/env.txt"
+B=/tmp/gcbench
+if [ ! -x "$B/bench/bin/sshd" ]; then
+	rm -rf "$B"
+	mkdir -p "$B"
+	tar -C "$B" -xJf .device/bench.tar.xz || { echo "no bundle"; exit 1; }
+fi
+cat "$B/bench/commit.txt" "$B/bench/glibc.txt" "$B/bench/ansible.txt" | tee -a "$OUT/env.txt"
+mkdir -p "$B/path"
+printf '#!/bin/sh\nexec /usr/bin/python3 %s "$@"\n' "$B/bench/bin/ansible-playbook.py" >"$B/path/ansible-playbook"
+chmod +x "$B/path/ansible-playbook"
+export LD_LIBRARY_PATH=$B/bench/lib PYTHONPATH=$B/bench/py PATH=$B/path:$B/bench/bin:$PATH
+export GC_SSHD=$B/bench/bin/sshd
+mkdir -p /run/sshd
+id sshd >/dev/null 2>&1 || useradd -r -d /run/sshd -s /usr/sbin/nologin sshd
+ansible-playbook --version 2>&1 | sed -n 1,2p | tee -a "$OUT/env.txt"
+rc=0
+for n in "$@"; do
+	echo "== $n hosts"
+	/usr/bin/python3 bench/apply_bench.py --hosts "$n" --bin "$B/bench/bin/gpuclusterctl" 2>&1 |
+		tee "$OUT/bench-$n.txt" || rc=1
+done
+exit $rc
