@@ -16,7 +16,7 @@
 #   GC_TEST_FAST=1 scripts/test.sh   # one optimised build, every test, no sanitizers or fuzzing
 #   scripts/test.sh --full-examples   # the long lab run, alone: examples/roce-passthrough.yaml
 #                                     # and vgpu-pvrdma.yaml applied whole, 8 and 5 real guests
-#                                     # (label full-examples; about 75 minutes on 2 cores, so
+#                                     # (label full-examples; about 50 minutes on 2 cores, so
 #                                     # the runs above leave it out)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -13,7 +13,7 @@ the NTP drop-in), and that what needs no reboot did not get one.  Then a
 second apply changes nothing anywhere and opens one connection per guest;
 then every guest is rebooted by hand and the same read-back holds.
 
-These are the long lab runs (8 TCG guests share two cores: about 75 minutes),
+These are the long lab runs (8 TCG guests share two cores: about 50 minutes),
 so they carry the label `full-examples`, which the README's test command
 leaves out; `scripts/test.sh --full-examples` runs them, and
 docs/benchmarks.md "The full examples" records their last run.
