@@ -243,8 +243,9 @@ def main():
                   for h, (n, polls, reboots) in ex.items()}
         floor = max(floors.values())
         counters = [l for l in err.splitlines() if "changing commands" in l]
-        phases = re.search(r"observe ([0-9.]+) s, apply ([0-9.]+) s", err)
+        phases = re.search(r"observe ([0-9.]+) s, apply ([0-9.]+) s, cluster lease ([0-9.]+) s", err)
         observe_s, apply_s = float(phases.group(1)), float(phases.group(2))
+        lease_s = float(phases.group(3))
         rows = [("gpuclusterctl apply --parallelism %d" % args.hosts, wall, c.cpu, sim_cpu)]
         if shutil.which("ansible-playbook"):
             for forks in (int(f) for f in args.forks.split(",")):
@@ -271,7 +272,9 @@ def main():
         print("simulated hosts' CPU during gpuclusterctl's apply: %.2f s, of which the lab sshd "
               "(every connection's and exec's sshd processes) %.2f s and the simulator server %.2f s"
               % (sim_cpu, sshd_cpu, sim_cpu - sshd_cpu))
-        print("wall %.1f s = observe %.2f s + apply phase %.2f s + start/plan" % (wall, observe_s, apply_s))
+        print("wall %.2f s = observe %.2f s + cluster lease (take and clear) %.2f s + apply phase %.2f s"
+              " + the rest (start, connections, plan) %.2f s"
+              % (wall, observe_s, lease_s, apply_s, wall - observe_s - lease_s - apply_s))
         print("connections per host during apply: min %d, max %d"
               % (min(conns.get(a, 0) for a in addrs), max(conns.get(a, 0) for a in addrs)))
         if counters:

@@ -231,7 +231,6 @@ char *gc_esxi_batch_script(const char *token, const char *const *cmds, size_t n)
 #define GC_ESXI_CMD_ENTER_MAINTENANCE "esxcli system maintenanceMode set -e true"
 #define GC_ESXI_CMD_EXIT_MAINTENANCE "esxcli system maintenanceMode set -e false"
 #define GC_ESXI_CMD_REBOOT "esxcli system shutdown reboot -r gpuclusterctl"
-#define GC_ESXI_CMD_PING "vmware -v"
 
 /* ---------------------------------------------------------------- facts -> observed store */
 

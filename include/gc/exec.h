@@ -127,6 +127,7 @@ struct gc_exec_report {
 	size_t failed_targets;
 	size_t not_started;
 	double observe_s, apply_s;
+	double lease_s; /* taking the cluster lease before the waves and clearing it after */
 };
 
 /*

@@ -629,10 +629,10 @@ static void print_text_result(const struct apply_args *a, const struct gc_exec_r
 	if (a->u->verbose) {
 		fprintf(stderr,
 			"gpuclusterctl: %llu changing commands; SSH: %llu connections, %llu commands, "
-			"%llu shells; observe %.2f s, apply %.2f s\n",
+			"%llu shells; observe %.2f s, apply %.2f s, cluster lease %.2f s\n",
 			(unsigned long long)rep->changing_commands, (unsigned long long)st->connections,
 			(unsigned long long)st->commands, (unsigned long long)st->shells, rep->observe_s,
-			rep->apply_s);
+			rep->apply_s, rep->lease_s);
 		print_round_trips(rep);
 	}
 }

@@ -515,12 +515,21 @@ static void index_resources(struct run *r, const struct gc_graph *g)
 	}
 }
 
+static double since(uint64_t t0)
+{
+	return (double)(gc_now_ns() - t0) / 1e9;
+}
+
 static void free_run(struct run *r, const struct gc_graph *g)
 {
 	size_t i;
 
-	if (r->lease != NULL)
+	if (r->lease != NULL) {
+		uint64_t t0 = gc_now_ns();
+
 		gc_exec_release_leases(r);
+		r->rep->lease_s += since(t0);
+	}
 
 	for (i = 0; i < r->nslots; i++) {
 		if (r->slots[i].conn != NULL)
@@ -539,10 +548,6 @@ static void free_run(struct run *r, const struct gc_graph *g)
 	pthread_mutex_destroy(&r->ctx.ev_mu);
 }
 
-static double since(uint64_t t0)
-{
-	return (double)(gc_now_ns() - t0) / 1e9;
-}
 
 /* A selected target kind without a driver: refused before anything is touched. */
 static int check_drivers(const struct gc_graph *g, const struct gc_exec_opts *opts,
@@ -662,8 +667,10 @@ static int apply_phase(struct run *r, const struct gc_graph *g, const char *clus
 
 	if (gc_plan_empty(plan))
 		gc_exec_clear_left_leases(r);
+	t0 = gc_now_ns();
 	if (!gc_plan_empty(plan) && gc_exec_take_leases(r, cluster, err) != 0)
 		return err->code;
+	r->rep->lease_s = since(t0);
 	if (opts->approve != NULL && !gc_plan_empty(plan) && !opts->approve(opts->approve_arg, plan))
 		return gc_error_set(err, GC_ERROR, "apply cancelled: nothing was changed");
 	r->st = gc_xcalloc(plan->nactions ? plan->nactions : 1, sizeof(*r->st));

@@ -7,9 +7,10 @@
  * and leaving it) go out as one exec of a marker-framed `&&` chain
  * (batch.c), each command from commands.c, so each one's failure is still
  * reported with the device's own words and nothing after it is sent.
- * REBOOT reads the uptime and sends the reboot in one exec, and expects
- * the connection to drop; WAIT_HOST reconnects until the host answers
- * `vmware -v`; VERIFY re-observes until nothing is pending any more and
+ * REBOOT expects the connection to drop (the batch before it read the
+ * uptime); WAIT_HOST reconnects until the host answers `esxcli system
+ * stats uptime get`, one exec a poll, with an uptime that shows it went
+ * down; VERIFY re-observes until nothing is pending any more and
  * every resource of the host holds its desired values, or its own deadline
  * (verify_timeout_ms, not the reboot's) passes.  Every exec is counted for
  * the run's report (gc_drv_count_exec).
@@ -298,22 +299,28 @@ static int run_change(struct esxi_conn *c, struct gc_drv_ctx *ctx, const char *c
 	return rc;
 }
 
-/* Microseconds since boot, from `esxcli system stats uptime get`; -1 if unknown. */
+/* Microseconds since boot, as `esxcli system stats uptime get` answered; -1 if unknown. */
+static int64_t parse_uptime(const struct gc_ssh_result *res)
+{
+	char *end;
+	long long v;
+
+	if (res->exit_status != 0)
+		return -1;
+	v = strtoll(res->out, &end, 10);
+	return end != res->out && v >= 0 ? v : -1;
+}
+
+/* The same, read now. */
 static int64_t read_uptime(struct esxi_conn *c, struct gc_ssh_conn *ssh, bool poll)
 {
 	struct gc_error e = GC_ERROR_INIT;
 	struct gc_ssh_result res;
-	int64_t us = -1;
-	char *end;
+	int64_t us;
 
 	if (host_exec(c, ssh, CMD_UPTIME, poll, &res, &e) != 0)
 		return -1;
-	if (res.exit_status == 0) {
-		long long v = strtoll(res.out, &end, 10);
-
-		if (end != res.out && v >= 0)
-			us = v;
-	}
+	us = parse_uptime(&res);
 	gc_ssh_result_free(&res);
 	return us;
 }
@@ -345,15 +352,13 @@ static int send_reboot(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_er
 	return rc;
 }
 
-/* Did the host boot since the reboot was sent?  1 yes, 0 no, -1 cannot tell. */
-static int rebooted(struct esxi_conn *c, struct gc_ssh_conn *ssh)
+/* Did the host boot since the reboot was sent, by its uptime now_us?
+ * 1 yes, 0 no, -1 cannot tell. */
+static int rebooted(const struct esxi_conn *c, int64_t now_us)
 {
-	int64_t now_us, since_us;
+	int64_t since_us;
 
-	if (c->uptime_before_us < 0)
-		return -1;
-	now_us = read_uptime(c, ssh, true);
-	if (now_us < 0)
+	if (c->uptime_before_us < 0 || now_us < 0)
 		return -1;
 	since_us = (int64_t)((gc_now_ns() - c->reboot_sent_ns) / 1000u);
 	/* Without a reboot, uptime now = uptime before + time since (the boot time
@@ -391,9 +396,11 @@ static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 			}
 			continue;
 		}
-		if (host_exec(c, s, GC_ESXI_CMD_PING, true, &res, &e) != 0 || res.exit_status != 0) {
+		/* one exec a poll: a host whose esxcli answers is up, and its
+		 * uptime says whether it went down */
+		if (host_exec(c, s, CMD_UPTIME, true, &res, &e) != 0 || res.exit_status != 0) {
 			if (e.code == 0) {
-				snprintf(last, sizeof(last), "'%s' exited %d", GC_ESXI_CMD_PING, res.exit_status);
+				snprintf(last, sizeof(last), "'%s' exited %d", CMD_UPTIME, res.exit_status);
 				gc_ssh_result_free(&res);
 			} else {
 				snprintf(last, sizeof(last), "%s", e.msg);
@@ -401,8 +408,8 @@ static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 			gc_ssh_free(s);
 			continue;
 		}
+		booted = rebooted(c, parse_uptime(&res));
 		gc_ssh_result_free(&res);
-		booted = rebooted(c, s);
 		if (booted != 0) { /* booted, or no way to tell: VERIFY reads the result */
 			c->ssh = s;
 			return 0;
