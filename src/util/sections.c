@@ -130,7 +130,7 @@ int gc_batch_parse(struct gc_batch *out, const char *token, size_t n, const char
 			}
 		} else if (out->started == 0 && !out->complete && linelen > 0) {
 			return gc_error_set(err, GC_EREMOTE, "batch output before its first marker");
-		} else if (!out->complete) {
+		} else if (!out->complete && out->started > 0) {
 			out->last_len = (size_t)(next - out->last_out);
 		}
 		p = next;

@@ -80,6 +80,15 @@ static void test_cut_short(void **state)
 	parse(&b, 3, "@@gc:T0K3N:c0\n@@gc:T0K3N:c1\n@@gc:T0K3N:c", 0); /* a torn marker is text */
 	assert_int_equal(b.started, 2);
 	assert_false(b.complete);
+	/* a blank line before the first marker: no command's output (the fuzz
+	 * target found last_len counted from no command at all) */
+	parse(&b, 2, "\n@@gc:T0K3N:c0\n", 0);
+	assert_int_equal(b.started, 1);
+	assert_int_equal(b.last_len, 0);
+	parse(&b, 2, "\n", 0);
+	assert_int_equal(b.started, 0);
+	assert_int_equal(b.last_len, 0);
+	assert_null(b.last_out);
 }
 
 static void test_forged(void **state)
