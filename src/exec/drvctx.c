@@ -104,6 +104,18 @@ void gc_drv_count_change(struct gc_drv_ctx *ctx)
 	__atomic_add_fetch(&ctx->changes, 1, __ATOMIC_RELAXED);
 }
 
+int gc_drv_host_maintenance(struct gc_drv_ctx *ctx, const char *host)
+{
+	const struct gc_observed_host *oh;
+	int m;
+
+	pthread_mutex_lock(&ctx->obs_mu);
+	oh = gc_observed_host(ctx->obs, host);
+	m = oh == NULL ? -1 : oh->maintenance ? 1 : 0;
+	pthread_mutex_unlock(&ctx->obs_mu);
+	return m;
+}
+
 void gc_drv_count_exec(struct gc_drv_ctx *ctx, const struct gc_target *t, bool poll)
 {
 	/* the context is the first member of the run (exec_int.h) */

@@ -191,6 +191,9 @@ void gc_drv_count_exec(struct gc_drv_ctx *ctx, const struct gc_target *t, bool p
  * GC_POWER_UNKNOWN when nobody observed it (no vCenter in scope), and
  * *exists false when the vCenter was observed and has no such VM. */
 enum gc_power gc_drv_vm_power(struct gc_drv_ctx *ctx, const char *vm, bool *exists);
+/* A host's maintenance mode as its last observation recorded it: 1 in it,
+ * 0 not, -1 not observed. */
+int gc_drv_host_maintenance(struct gc_drv_ctx *ctx, const char *host);
 /* True once the user asked to stop (Ctrl-C): finish the step, start no new one. */
 bool gc_drv_interrupted(const struct gc_drv_ctx *ctx);
 

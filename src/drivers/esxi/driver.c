@@ -847,6 +847,25 @@ static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_actio
 			    c->target->name, gc_action_kind_name(a->kind));
 }
 
+/* After a dropped connection and a new observation: does the action hold?
+ * A change, when its resource holds the spec's values; entering or leaving
+ * maintenance mode, when the host is (or is not) in it: then a batch cut
+ * short is sent again from the first command that did not take. */
+static bool esxi_already_done(struct gc_drv_ctx *ctx, const struct gc_action *a)
+{
+	switch (a->kind) {
+	case GC_ACT_APPLY:
+		return a->op != GC_OP_DELETE && a->resource != NULL &&
+		       gc_drv_resource_converged(ctx, a->resource);
+	case GC_ACT_ENTER_MAINTENANCE:
+		return gc_drv_host_maintenance(ctx, a->target->name) == 1;
+	case GC_ACT_EXIT_MAINTENANCE:
+		return gc_drv_host_maintenance(ctx, a->target->name) == 0;
+	default:
+		return false;
+	}
+}
+
 const struct gc_driver gc_driver_esxi = {
 	.name = "esxi",
 	.kind = GC_TARGET_ESXI,
@@ -855,6 +874,7 @@ const struct gc_driver gc_driver_esxi = {
 	.apply = esxi_apply,
 	.apply_batch = esxi_apply_batch,
 	.batchable = esxi_batchable,
+	.already_done = esxi_already_done,
 	.boot_time = esxi_boot_time,
 	.lease_get = esxi_lease_get,
 	.lease_set = esxi_lease_set,
