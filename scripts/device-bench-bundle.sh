@@ -23,6 +23,10 @@ cp /usr/sbin/sshd /usr/bin/ssh-keygen /usr/bin/ssh "$out/bin/"
 scripts/bundle-libs.sh "$out/lib" "$out"/bin/*
 dp=/usr/lib/python3/dist-packages
 for m in yaml jinja2 markupsafe packaging resolvelib ansible; do cp -r "$dp/$m" "$out/py/"; done
+# and their metadata: ansible-core asks importlib.metadata for jinja2's version
+for m in PyYAML Jinja2 MarkupSafe packaging resolvelib ansible_core; do
+	cp -r "$dp/$m"-*.*-info "$out/py/"
+done
 # compiled speed-ups of Debian's Python 3.11: each has a pure-Python fallback
 find "$out/py" -name '*.so' -delete
 find "$out/py" -name __pycache__ -prune -exec rm -rf {} +

@@ -12,11 +12,9 @@ OUT=${OUT:-$PWD/.device-out}
 mkdir -p "$OUT"
 echo "== $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus; $(. /etc/os-release 2>/dev/null; echo "$PRETTY_NAME"); $(/usr/bin/python3 -V)" | tee "$OUT/env.txt"
 B=/tmp/gcbench
-if [ ! -x "$B/bench/bin/sshd" ]; then
-	rm -rf "$B"
-	mkdir -p "$B"
-	tar -C "$B" -xJf .device/bench.tar.xz || { echo "no bundle"; exit 1; }
-fi
+rm -rf "$B"
+mkdir -p "$B"
+tar -C "$B" -xJf .device/bench.tar.xz || { echo "no bundle"; exit 1; }
 cat "$B/bench/commit.txt" "$B/bench/glibc.txt" "$B/bench/ansible.txt" | tee -a "$OUT/env.txt"
 mkdir -p "$B/path"
 printf '#!/bin/sh\nexec /usr/bin/python3 %s "$@"\n' "$B/bench/bin/ansible-playbook.py" >"$B/path/ansible-playbook"
