@@ -207,6 +207,15 @@ static void nap_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
+bool gc_drv_auth_may_pass(uint64_t *since_ns)
+{
+	uint64_t now = gc_now_ns();
+
+	if (*since_ns == 0)
+		*since_ns = now;
+	return now - *since_ns < (uint64_t)GC_DRV_NOLOGIN_GRACE_S * 1000000000u;
+}
+
 int gc_drv_wait_reboot(struct gc_drv_ctx *ctx, struct gc_drv_reboot *r, struct gc_error *err)
 {
 	const struct gc_drv_settings *set = gc_drv_settings(ctx);
@@ -215,6 +224,7 @@ int gc_drv_wait_reboot(struct gc_drv_ctx *ctx, struct gc_drv_reboot *r, struct g
 	unsigned poll = set->reboot_poll_ms > 1000 ? set->reboot_poll_ms : set->reboot_poll_ms ? 1000 : 2000;
 	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u;
 	char last[GC_ERROR_MSG_MAX] = "no answer";
+	uint64_t auth_since = 0;
 
 	r->disconnect(r->arg);
 	while (gc_now_ns() < deadline && !gc_drv_interrupted(ctx)) {
@@ -226,12 +236,16 @@ int gc_drv_wait_reboot(struct gc_drv_ctx *ctx, struct gc_drv_reboot *r, struct g
 			    (double)(gc_now_ns() - t0) / 1e9);
 		if (r->connect(r->arg, poll * 2 > 5000 ? poll * 2 : 5000, &e) != 0) {
 			snprintf(last, sizeof(last), "%s", e.msg);
-			if (e.code == GC_EHOSTKEY || e.code == GC_EAUTH) {
+			if (e.code == GC_EHOSTKEY ||
+			    (e.code == GC_EAUTH && !gc_drv_auth_may_pass(&auth_since))) {
 				*err = e; /* a different machine answered, or credentials changed */
 				return e.code;
 			}
+			if (e.code != GC_EAUTH)
+				auth_since = 0;
 			continue;
 		}
+		auth_since = 0;
 		now[0] = '\0';
 		if (r->boot_id(r->arg, now, sizeof(now), &e) != 0 || now[0] == '\0') {
 			snprintf(last, sizeof(last), "%s", e.code ? e.msg : "no boot id");

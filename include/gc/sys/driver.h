@@ -160,8 +160,10 @@ int gc_drv_ssh_connect(struct gc_ssh_conn **out, const struct gc_drv_ctx *ctx,
  * id other than `before`, for at most reboot_timeout_ms.  A dropped
  * connection is no proof; a target still up with the old boot id `grace_s`
  * after the reboot went out gets it once more (resend), then it fails.  A
- * host key or credentials refused while waiting fail at once (another
- * machine answered).  On success the target's connection is open.
+ * host key refused while waiting fails at once (another machine answered);
+ * credentials refused fail once they have been refused for
+ * GC_DRV_NOLOGIN_GRACE_S in a row (gc_drv_auth_may_pass).  On success the
+ * target's connection is open.
  */
 struct gc_drv_reboot {
 	const struct gc_target *t;
@@ -178,6 +180,18 @@ struct gc_drv_reboot {
 	int (*resend)(void *arg, struct gc_error *err);
 };
 int gc_drv_wait_reboot(struct gc_drv_ctx *ctx, struct gc_drv_reboot *r, struct gc_error *err);
+
+/* A failed login to a Linux machine that is shutting down or booting is not
+ * yet the credentials' fault: pam_nologin refuses every user but root while
+ * /run/nologin exists, which systemd-user-sessions.service writes when the
+ * machine goes down and removes late in its boot, and sshd reports that as
+ * a failed authentication ("Access denied for user X by PAM account
+ * configuration").  Around a reboot or a first boot, an authentication
+ * failure is retried for GC_DRV_NOLOGIN_GRACE_S from the first of a run of
+ * them: *since_ns holds when that run began (0: none; the caller sets it to
+ * 0 again on any other outcome).  True while the failure may still pass. */
+#define GC_DRV_NOLOGIN_GRACE_S 120u
+bool gc_drv_auth_may_pass(uint64_t *since_ns);
 
 /* The target's current step, for progress ("rebooting, 12 s"). */
 void gc_drv_note(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *fmt, ...)

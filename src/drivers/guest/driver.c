@@ -238,6 +238,7 @@ static int first_contact(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc
 	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
 	unsigned poll = set->reboot_poll_ms > 1000 ? set->reboot_poll_ms : set->reboot_poll_ms ? 1000 : 2000;
 	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u;
+	uint64_t auth_since = 0;
 	struct gc_buf problems = GC_BUF_INIT;
 	int rc;
 
@@ -246,8 +247,12 @@ static int first_contact(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc
 
 		if (guest_ssh_open(c, ctx, poll * 2 > 5000 ? poll * 2 : 5000, &e) == 0)
 			break;
-		if (e.code == GC_EHOSTKEY || e.code == GC_EAUTH || gc_now_ns() >= deadline ||
-		    gc_drv_interrupted(ctx)) {
+		/* early in a boot, pam_nologin refuses the login (gc_drv_auth_may_pass) */
+		if (e.code != GC_EAUTH)
+			auth_since = 0;
+		if (e.code == GC_EHOSTKEY ||
+		    (e.code == GC_EAUTH && !gc_drv_auth_may_pass(&auth_since)) ||
+		    gc_now_ns() >= deadline || gc_drv_interrupted(ctx)) {
 			*err = e;
 			return e.code;
 		}
