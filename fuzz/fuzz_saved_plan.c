@@ -4,8 +4,10 @@
  * and the comparison with the plan made again).  A plan file may come from
  * another machine or be edited by hand: nothing in it is trusted.
  *
- * On success spec and spec_hash are strings, --only holds only the four
- * target kinds, every --target pattern is a string, and the fingerprint
+ * On success spec and spec_hash are strings, --only holds only target
+ * kinds (the six of enum gc_target_kind: a check that still said four, from
+ * before the KVM kinds, was the first crash the 2026-11-28 campaign found),
+ * every --target pattern is a string, and the fingerprint
  * lookup and the plan comparison run over whatever the file holds.
  *
  * saved_plan.c's other functions report through cli_error() (main.c, which
@@ -37,8 +39,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct gc_target t[] = {{.kind = GC_TARGET_ESXI, .name = "esx01"},
 				       {.kind = GC_TARGET_SWITCH, .name = "sn2700", .index = 1},
 				       {.kind = GC_TARGET_VCENTER, .name = "vcenter", .index = 2},
-				       {.kind = GC_TARGET_GUEST, .name = "worker-01", .index = 3}};
-	static struct gc_target *tp[] = {&t[0], &t[1], &t[2], &t[3]};
+				       {.kind = GC_TARGET_GUEST, .name = "worker-01", .index = 3},
+				       {.kind = GC_TARGET_KVM, .name = "kvm01", .index = 4},
+				       {.kind = GC_TARGET_LIBVIRT, .name = "kvm01", .index = 5}};
+	static struct gc_target *tp[] = {&t[0], &t[1], &t[2], &t[3], &t[4], &t[5]};
 	struct gc_graph g;
 	struct gc_plan plan;
 	struct cli_saved_plan p;
@@ -52,8 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	must(cli_errors == 0);
 	must(p.spec != NULL && p.spec_hash != NULL && p.fingerprints != NULL && p.plan != NULL);
-	must((p.kinds & ~((1u << GC_TARGET_ESXI) | (1u << GC_TARGET_SWITCH) |
-			  (1u << GC_TARGET_VCENTER) | (1u << GC_TARGET_GUEST))) == 0);
+	must((p.kinds & ~((1u << (GC_TARGET_LIBVIRT + 1)) - 1u)) == 0);
 	touch(p.spec);
 	touch(p.spec_hash);
 	for (i = 0; i < p.ntargets; i++) {
