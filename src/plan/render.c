@@ -38,6 +38,13 @@
 #define C_CYAN "\033[36m"
 #define C_DIM "\033[2m"
 
+/* what printf's %s would print, without a format string: the text of a
+ * 10,000-host plan has 300,000 steps */
+static void put_s(struct gc_buf *out, const char *s)
+{
+	gc_buf_puts(out, s != NULL ? s : "(null)");
+}
+
 static const char *op_color(enum gc_op op)
 {
 	switch (op) {
@@ -76,10 +83,13 @@ static void step_text(struct gc_buf *out, const struct gc_action *a)
 		gc_buf_puts(out, "verify");
 		return;
 	case GC_ACT_POWER_OFF:
-		gc_buf_printf(out, "power off %s (guest shutdown)", a->vm);
+		gc_buf_puts(out, "power off ");
+		put_s(out, a->vm);
+		gc_buf_puts(out, " (guest shutdown)");
 		return;
 	case GC_ACT_POWER_ON:
-		gc_buf_printf(out, "power on %s", a->vm);
+		gc_buf_puts(out, "power on ");
+		put_s(out, a->vm);
 		return;
 	case GC_ACT_MIGRATE:
 		if (a->dest_host != NULL && a->host != NULL && strcmp(a->dest_host, a->host) != 0)
@@ -100,15 +110,19 @@ static void flags_text(struct gc_buf *out, unsigned flags)
 	if ((flags & (GC_RES_NEEDS_MAINTENANCE | GC_RES_NEEDS_REBOOT | GC_RES_NEEDS_VM_OFF)) == 0)
 		return; /* GC_RES_AFTER_REBOOT alone is said in the step's "why" */
 	if (flags & GC_RES_NEEDS_MAINTENANCE) {
-		gc_buf_printf(out, "%smaintenance", sep);
+		gc_buf_puts(out, sep);
+		gc_buf_puts(out, "maintenance");
 		sep = ", ";
 	}
 	if (flags & GC_RES_NEEDS_REBOOT) {
-		gc_buf_printf(out, "%sreboot", sep);
+		gc_buf_puts(out, sep);
+		gc_buf_puts(out, "reboot");
 		sep = ", ";
 	}
-	if (flags & GC_RES_NEEDS_VM_OFF)
-		gc_buf_printf(out, "%sVM off", sep);
+	if (flags & GC_RES_NEEDS_VM_OFF) {
+		gc_buf_puts(out, sep);
+		gc_buf_puts(out, "VM off");
+	}
 	gc_buf_putc(out, ']');
 }
 
@@ -135,14 +149,17 @@ static void action_text(struct gc_buf *out, const struct gc_action *a, bool colo
 
 	gc_buf_puts(out, "    ");
 	if (color)
-		gc_buf_printf(out, "%s%s" C_RESET, op_color(a->op), mark);
-	else
-		gc_buf_puts(out, mark);
+		gc_buf_puts(out, op_color(a->op));
+	gc_buf_puts(out, mark);
+	if (color)
+		gc_buf_puts(out, C_RESET);
 	gc_buf_putc(out, ' ');
 	if (a->kind != GC_ACT_APPLY && a->op != GC_OP_NONE) {
 		/* vm.power: a power step that is also a resource change */
 		step_text(out, a);
-		gc_buf_printf(out, " (%s)", a->resource_id);
+		gc_buf_puts(out, " (");
+		put_s(out, a->resource_id);
+		gc_buf_putc(out, ')');
 	} else {
 		step_text(out, a);
 	}
@@ -162,10 +179,9 @@ static void action_text(struct gc_buf *out, const struct gc_action *a, bool colo
 		gc_buf_putc(out, '\n');
 	}
 	if (a->why != NULL) {
-		if (color)
-			gc_buf_printf(out, "        " C_DIM "why: %s" C_RESET "\n", a->why);
-		else
-			gc_buf_printf(out, "        why: %s\n", a->why);
+		gc_buf_puts(out, color ? "        " C_DIM "why: " : "        why: ");
+		gc_buf_puts(out, a->why);
+		gc_buf_puts(out, color ? C_RESET "\n" : "\n");
 	}
 	after_text(out, a, color);
 }
@@ -207,8 +223,11 @@ void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned f
 		for (size_t t = 0; t < pw->ntargets; t++) {
 			const struct gc_plan_target *pt = &pw->targets[t];
 
-			gc_buf_printf(out, "\n  %s %s\n", gc_target_kind_name(pt->target->kind),
-				      pt->target->name);
+			gc_buf_puts(out, "\n  ");
+			gc_buf_puts(out, gc_target_kind_name(pt->target->kind));
+			gc_buf_putc(out, ' ');
+			put_s(out, pt->target->name);
+			gc_buf_putc(out, '\n');
 			for (size_t i = 0; i < pt->nactions; i++)
 				action_text(out, pt->actions[i], color);
 		}
