@@ -38,6 +38,12 @@ static inline void gc_buf_puts(struct gc_buf *b, const char *s)
 {
 	gc_buf_put(b, s, strlen(s));
 }
+/* What printf's %s would write for s, without a format string: "(null)"
+ * for NULL, as glibc does (the plan's text, 300,000 steps at 10,000 hosts) */
+static inline void gc_buf_puts_s(struct gc_buf *b, const char *s)
+{
+	gc_buf_puts(b, s != NULL ? s : "(null)");
+}
 void gc_buf_putc(struct gc_buf *b, char c);
 void gc_buf_printf(struct gc_buf *b, const char *fmt, ...) GC_PRINTF(2, 3);
 void gc_buf_vprintf(struct gc_buf *b, const char *fmt, va_list ap) GC_VPRINTF(2);

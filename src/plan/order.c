@@ -54,17 +54,10 @@ static struct gc_action *heap_pop(struct heap *h)
 	return top;
 }
 
-/* gc_buf_puts of what printf's %s would print (the plan's text is the hot
- * path of a 10,000-host plan: no format string parsed per step) */
-static void put_s(struct gc_buf *out, const char *s)
-{
-	gc_buf_puts(out, s != NULL ? s : "(null)");
-}
-
 static void put2(struct gc_buf *out, const char *what, const char *name)
 {
 	gc_buf_puts(out, what);
-	put_s(out, name);
+	gc_buf_puts_s(out, name);
 }
 
 void gc_action_describe(struct gc_buf *out, const struct gc_action *a)
@@ -73,7 +66,7 @@ void gc_action_describe(struct gc_buf *out, const struct gc_action *a)
 	case GC_ACT_APPLY:
 		gc_buf_puts(out, gc_op_symbol(a->op));
 		gc_buf_putc(out, ' ');
-		put_s(out, a->resource_id);
+		gc_buf_puts_s(out, a->resource_id);
 		return;
 	case GC_ACT_ENTER_MAINTENANCE:
 		put2(out, "enter maintenance mode on ", a->target->name);

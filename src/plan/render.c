@@ -38,13 +38,6 @@
 #define C_CYAN "\033[36m"
 #define C_DIM "\033[2m"
 
-/* what printf's %s would print, without a format string: the text of a
- * 10,000-host plan has 300,000 steps */
-static void put_s(struct gc_buf *out, const char *s)
-{
-	gc_buf_puts(out, s != NULL ? s : "(null)");
-}
-
 static const char *op_color(enum gc_op op)
 {
 	switch (op) {
@@ -84,12 +77,12 @@ static void step_text(struct gc_buf *out, const struct gc_action *a)
 		return;
 	case GC_ACT_POWER_OFF:
 		gc_buf_puts(out, "power off ");
-		put_s(out, a->vm);
+		gc_buf_puts_s(out, a->vm);
 		gc_buf_puts(out, " (guest shutdown)");
 		return;
 	case GC_ACT_POWER_ON:
 		gc_buf_puts(out, "power on ");
-		put_s(out, a->vm);
+		gc_buf_puts_s(out, a->vm);
 		return;
 	case GC_ACT_MIGRATE:
 		if (a->dest_host != NULL && a->host != NULL && strcmp(a->dest_host, a->host) != 0)
@@ -158,7 +151,7 @@ static void action_text(struct gc_buf *out, const struct gc_action *a, bool colo
 		/* vm.power: a power step that is also a resource change */
 		step_text(out, a);
 		gc_buf_puts(out, " (");
-		put_s(out, a->resource_id);
+		gc_buf_puts_s(out, a->resource_id);
 		gc_buf_putc(out, ')');
 	} else {
 		step_text(out, a);
@@ -226,7 +219,7 @@ void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned f
 			gc_buf_puts(out, "\n  ");
 			gc_buf_puts(out, gc_target_kind_name(pt->target->kind));
 			gc_buf_putc(out, ' ');
-			put_s(out, pt->target->name);
+			gc_buf_puts_s(out, pt->target->name);
 			gc_buf_putc(out, '\n');
 			for (size_t i = 0; i < pt->nactions; i++)
 				action_text(out, pt->actions[i], color);
