@@ -139,33 +139,163 @@ int gc_exec_lease_call(struct run *r, struct tslot *s, gc_exec_lease_fn call, vo
 	}
 }
 
-/* Connect and observe one target, retrying transport faults. */
-static int observe_slot(struct run *r, struct tslot *s, struct gc_error *err)
+/* One connect and observe of s: 0, or the driver's code; problems holds what
+ * the spec names that the target lacks. */
+static int observe_once(struct run *r, struct tslot *s, struct gc_buf *problems,
+			struct gc_error *err)
 {
-	struct gc_buf problems = GC_BUF_INIT;
-	unsigned attempt;
-	int rc;
+	int rc = gc_exec_connect_slot(r, s, false, err);
 
-	for (attempt = 0;; attempt++) {
+	if (rc == 0) {
+		gc_buf_reset(problems);
+		rc = s->drv->observe(s->conn, &r->ctx, s->target, r->tres[s->target->index],
+				     r->ntres[s->target->index], problems, err);
+	}
+	return rc;
+}
+
+/* Connect and observe one target, retrying transport faults. */
+static int observe_retrying(struct run *r, struct tslot *s, struct gc_buf *problems,
+			    struct gc_error *err)
+{
+	for (unsigned attempt = 0;; attempt++) {
 		struct gc_error e = GC_ERROR_INIT;
+		int rc = observe_once(r, s, problems, &e);
 
-		rc = gc_exec_connect_slot(r, s, false, &e);
-		if (rc == 0) {
-			gc_buf_reset(&problems);
-			rc = s->drv->observe(s->conn, &r->ctx, s->target, r->tres[s->target->index],
-					     r->ntres[s->target->index], &problems, &e);
-		}
 		if (rc == 0)
-			break;
+			return 0;
 		if (!gc_exec_transport_fault(rc) || attempt >= gc_exec_retries(r->ctx.opts) ||
 		    gc_drv_interrupted(&r->ctx)) {
 			*err = e;
-			gc_buf_free(&problems);
 			return rc;
 		}
 		gc_exec_drop_conn(s);
 		gc_exec_emit(&r->ctx, GC_EV_RETRY, s->target, NULL, e.msg, 0);
 		gc_exec_sleep_ms(gc_exec_backoff_ms(r->ctx.opts, attempt));
+	}
+}
+
+/*
+ * A target whose reboot an earlier apply sent and never saw through (that run
+ * was killed, or its wait gave up; recover.c): it may still be down, booting,
+ * or not yet gone down.  It is observed with the reboot wait's patience, not
+ * the transport's few retries, bounded by --reboot-timeout: no answer, or a
+ * login refused while the machine boots (gc_drv_auth_may_pass), is waited
+ * out; an answer from the boot before that reboot, within GRACE of it going
+ * out, is asked again (it may be about to go down: planning from it would
+ * send a second reboot).  Past the grace the old boot is taken as it is (the
+ * reboot never happened; the plan decides).  A driver without boot_time
+ * cannot tell boots apart: its first answer is taken.
+ */
+#define RESUME_REBOOT_GRACE_S 120.0
+static double wall_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts); /* the journal's clock */
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int observe_after_reboot(struct run *r, struct tslot *s, struct gc_buf *problems,
+				struct gc_error *err)
+{
+	const struct gc_drv_settings *set = gc_drv_settings(&r->ctx);
+	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
+	unsigned poll = set->reboot_poll_ms ? set->reboot_poll_ms : 2000;
+	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u, auth_since = 0;
+	char last[GC_ERROR_MSG_MAX] = "no answer";
+	bool warned = false;
+
+	/* as gc_drv_wait_reboot: a booting Linux machine is dialled at most once a second */
+	if (poll < (s->target->kind == GC_TARGET_ESXI ? 200u : 1000u))
+		poll = s->target->kind == GC_TARGET_ESXI ? 200u : 1000u;
+	for (;;) {
+		struct gc_error e = GC_ERROR_INIT;
+		int rc = observe_once(r, s, problems, &e);
+		double boot = 0;
+
+		if (rc == 0) {
+			struct gc_error be = GC_ERROR_INIT;
+			int brc = s->drv->boot_time != NULL
+					  ? s->drv->boot_time(s->conn, &r->ctx, &boot, &be)
+					  : GC_ENOTSUP;
+			bool known = brc == 0;
+
+			auth_since = 0;
+			if (gc_exec_transport_fault(brc)) {
+				/* it went down between the two: as no answer */
+				rc = brc;
+				e = be;
+			} else if (!known || boot >= s->reboot_unseen_ts ||
+			    wall_s() - s->reboot_unseen_ts >= RESUME_REBOOT_GRACE_S) {
+				const char *msg = !known ? "answers again"
+						  : boot >= s->reboot_unseen_ts
+							  ? "answers again, from a boot after the reboot an "
+							    "earlier apply sent"
+							  : "answers; the reboot an earlier apply sent did "
+							    "not take place";
+
+				/* seen through: later runs need not ask its boot again */
+				gc_exec_journal(r, s->target, "resume: reboot seen", "reboot_seen",
+						GC_J_DONE, msg);
+				s->reboot_unseen_ts = 0;
+				if (warned)
+					gc_exec_emit(&r->ctx, GC_EV_NOTE, s->target, NULL, msg, 0);
+				return 0;
+			} else {
+				snprintf(last, sizeof(last),
+					 "it still runs the boot from before that reboot");
+			}
+		}
+		if (rc != 0) {
+			snprintf(last, sizeof(last), "%s", e.msg);
+			if (e.code == GC_EAUTH ? !gc_drv_auth_may_pass(&auth_since)
+					       : !gc_exec_transport_fault(rc)) {
+				*err = e;
+				return rc;
+			}
+			if (e.code != GC_EAUTH)
+				auth_since = 0;
+		}
+		if (s->conn != NULL)
+			gc_exec_drop_conn(s);
+		if (gc_drv_interrupted(&r->ctx)) {
+			*err = e;
+			return rc != 0 ? rc : gc_error_set(err, GC_EINTR, "interrupted");
+		}
+		if (gc_now_ns() >= deadline)
+			return gc_error_set(err, GC_EREMOTE, "%s '%s' did not come back within %u s "
+					    "from the reboot an earlier apply sent (%s)",
+					    gc_target_kind_name(s->target->kind), s->target->name,
+					    timeout / 1000, last);
+		if (!warned) {
+			char msg[GC_ERROR_MSG_MAX + 160];
+
+			warned = true;
+			snprintf(msg, sizeof(msg), "an earlier apply rebooted it and never saw it back: "
+				 "waiting up to %u s for it (%s)", timeout / 1000, last);
+			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, msg, 0);
+		}
+		gc_drv_note(&r->ctx, s->target, "waiting for it to come back from an earlier "
+			    "apply's reboot (%.0f s)", (double)(gc_now_ns() - t0) / 1e9);
+		gc_exec_sleep_ms(poll);
+	}
+}
+
+/* Connect and observe one target: with patience when an earlier apply's
+ * reboot of it was never seen through (and this run may change it). */
+static int observe_slot(struct run *r, struct tslot *s, struct gc_error *err)
+{
+	struct gc_buf problems = GC_BUF_INIT;
+	int rc;
+
+	if (s->reboot_unseen_ts > 0 && !r->ctx.opts->plan_only)
+		rc = observe_after_reboot(r, s, &problems, err);
+	else
+		rc = observe_retrying(r, s, &problems, err);
+	if (rc != 0) {
+		gc_buf_free(&problems);
+		return rc;
 	}
 	if (problems.len > 0) {
 		/* the spec names something the target does not have */

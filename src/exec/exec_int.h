@@ -35,6 +35,8 @@ struct tslot {
 	bool reboot_owed_logged;
 	bool in_reboot;        /* REBOOT sent, VERIFY not yet passed */
 	double reboot_sent_ts; /* journal: when the reboot of the owed change went out; 0 none */
+	double reboot_unseen_ts; /* journal: a reboot went out that no wait or verify saw
+				  * through (its run was killed, or gave up); 0 none */
 	bool leased;           /* carries our cluster lease (lease.c) */
 	bool lease_left;       /* journal: a run of ours wrote the lease, never cleared it */
 	bool save_owed;        /* journal: switch commands sent, their save not confirmed */

@@ -38,6 +38,29 @@ static double reboot_sent(const struct gc_jhistory *h, const char *target)
 	return sent > owed && owed > 0 ? ts : 0;
 }
 
+/* When the newest reboot of target went out, if no wait or verify saw the
+ * target back afterwards (that run was killed, or its wait gave up); 0 when
+ * every reboot was seen through.  The record is written before the command
+ * goes out: the reboot may or may not have taken place. */
+static double reboot_unseen(const struct gc_jhistory *h, const char *target)
+{
+	double ts = 0;
+
+	for (size_t i = 0; i < h->n; i++) {
+		const struct gc_jrecord *rec = &h->records[i];
+
+		if (strcmp(rec->target, target) != 0)
+			continue;
+		if (rec->state == GC_J_START && strcmp(rec->kind, "reboot") == 0)
+			ts = rec->ts;
+		else if (rec->state == GC_J_DONE &&
+			 (strcmp(rec->kind, "wait_host") == 0 || strcmp(rec->kind, "verify") == 0 ||
+			  strcmp(rec->kind, "reboot_owed") == 0 || strcmp(rec->kind, "reboot_seen") == 0))
+			ts = 0;
+	}
+	return ts;
+}
+
 void gc_exec_recall_journal(struct run *r, const char *cluster)
 {
 	struct gc_error err = GC_ERROR_INIT;
@@ -61,6 +84,10 @@ void gc_exec_recall_journal(struct run *r, const char *cluster)
 				     "'configuration write'; apply saves it",
 				     0);
 		}
+		/* a reboot not seen through: observe it with patience (exec.c) */
+		if (s->target->kind == GC_TARGET_ESXI || s->target->kind == GC_TARGET_KVM ||
+		    s->target->kind == GC_TARGET_GUEST)
+			s->reboot_unseen_ts = reboot_unseen(&h, s->target->name);
 		/* a KVM host owes reboots too (its boot time decides), never maintenance */
 		if (s->target->kind != GC_TARGET_ESXI && s->target->kind != GC_TARGET_KVM)
 			continue;

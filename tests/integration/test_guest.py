@@ -522,6 +522,48 @@ echo "not found (apt-get: $a)"
         self.assertEqual(st, "ii ")
         self.assert_guest_converged(vm)
 
+    def test_8a_a_rerun_while_a_killed_runs_reboot_is_under_way_waits_for_the_guest(self):
+        # found by scripts/soak.py --guests (docs/fuzzing.md): a run killed
+        # once a guest's reboot went out, re-run at once.  The guest is down
+        # or booting (a TCG boot takes ~40 s); observing it with the
+        # transport's ~20 s of retries failed it.  It is waited for like a
+        # reboot, and its new boot pays the reboot: none is sent twice.
+        vm = "worker-02"
+        self.ssh(vm, "sudo -n rmmod nvidia_peermem nvidia")  # owes a reboot (as test_9)
+        before = self.boot_id(vm)
+        p = subprocess.Popen([BIN, "apply", "--only", "guest", "--yes", "-v",
+                              "--state-dir", self.state_dir, self.specfile],
+                             env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 600
+        while time.time() < deadline and p.poll() is None:
+            r = subprocess.run(["ssh", "-p", str(self.gport), "-i",
+                                os.path.join(self.lab, "guest_key"), "-o",
+                                "UserKnownHostsFile=" + os.path.join(self.lab, "known_hosts"),
+                                "-o", "BatchMode=yes", "-o", "ConnectTimeout=3",
+                                "-o", "LogLevel=ERROR", "gclab@" + self.gaddr[vm],
+                                "cat /proc/sys/kernel/random/boot_id"],
+                               capture_output=True, text=True, timeout=20)
+            if r.returncode != 0 or r.stdout.strip() != before:
+                break
+            time.sleep(0.5)
+        self.assertIsNone(p.poll(), "the apply ended before the reboot went out")
+        p.kill()
+        p.wait()
+        r = self.guest_apply(check=0)
+        self.assertIn("%s: warning: an earlier apply rebooted it and never saw it back: waiting "
+                      "up to 1200 s for it (" % vm, r.stderr)
+        self.assertIn("%s: answers again, from a boot after the reboot an earlier apply sent" % vm,
+                      r.stderr)
+        self.assertNotEqual(self.boot_id(vm), before)
+        # the journal: one reboot of worker-02 sent (by the killed run), then seen through
+        with open(os.path.join(self.state_dir, "%s.journal" % self.doc["metadata"]["name"]),
+                  encoding="utf-8") as f:
+            recs = [json.loads(l) for l in f if l.strip()]
+        mine = [(x["kind"], x["state"]) for x in recs if x["target"] == vm]
+        self.assertEqual(mine.count(("reboot", "start")), 1, mine)
+        self.assertIn(("reboot_seen", "done"), mine)
+        self.assert_guest_converged(vm)
+
     def test_9_guest_that_does_not_come_back_fails_alone(self):
         vm = "worker-01"
         # the driver's modules unloaded by hand: the installed driver is not

@@ -489,6 +489,37 @@ out:
 	return rc;
 }
 
+/* When the guest booted, on our clock: now minus its /proc/uptime (asked only
+ * of a guest an earlier, killed apply sent a reboot; src/exec/exec.c). */
+static int guest_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s,
+			   struct gc_error *err)
+{
+	struct guest_conn *c = conn;
+	struct gc_ssh_result res;
+	struct timespec now;
+	double up = -1;
+	char *end;
+	int rc;
+
+	(void)ctx;
+	if (c->ssh == NULL)
+		return gc_error_set(err, GC_EREMOTE, "guest '%s': not connected", c->t->name);
+	if ((rc = gc_ssh_exec(c->ssh, "cat /proc/uptime", &res, err)) != 0)
+		return rc;
+	clock_gettime(CLOCK_REALTIME, &now); /* after the reply: the boot looks later, never earlier */
+	if (res.exit_status == 0 && res.out != NULL) {
+		up = strtod(res.out, &end);
+		if (end == res.out)
+			up = -1;
+	}
+	gc_ssh_result_free(&res);
+	if (up < 0)
+		return gc_error_set(err, GC_EREMOTE, "guest '%s': cannot read /proc/uptime",
+				    c->t->name);
+	*boot_s = (double)now.tv_sec + (double)now.tv_nsec / 1e9 - up;
+	return 0;
+}
+
 const struct gc_driver gc_driver_guest = {
 	.name = "guest",
 	.kind = GC_TARGET_GUEST,
@@ -498,4 +529,5 @@ const struct gc_driver gc_driver_guest = {
 	.apply_batch = guest_apply_batch,
 	.batchable = guest_batchable,
 	.disconnect = guest_disconnect,
+	.boot_time = guest_boot_time,
 };
