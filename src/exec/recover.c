@@ -53,6 +53,8 @@ static double reboot_unseen(const struct gc_jhistory *h, const char *target)
 			continue;
 		if (rec->state == GC_J_START && strcmp(rec->kind, "reboot") == 0)
 			ts = rec->ts;
+		else if (rec->state == GC_J_SKIPPED && strcmp(rec->kind, "reboot") == 0)
+			ts = 0; /* never sent: a command of its batch before it failed */
 		else if (rec->state == GC_J_DONE &&
 			 (strcmp(rec->kind, "wait_host") == 0 || strcmp(rec->kind, "verify") == 0 ||
 			  strcmp(rec->kind, "reboot_owed") == 0 || strcmp(rec->kind, "reboot_seen") == 0))

@@ -1,0 +1,189 @@
+/*
+ * test_recall.c - what gc_exec_recall_journal makes of a journal that
+ * earlier runs wrote: which targets have a reboot that went out and that no
+ * wait, verify or resume saw through (the next apply observes those with
+ * the reboot wait's patience, src/exec/exec.c), and when it went out.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec_int.h"
+#include "gc/journal.h"
+#include "gc/util.h"
+
+static char dir[] = "/tmp/gc-recall-XXXXXX";
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/gc-recall-XXXXXX");
+	return mkdtemp(dir) == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	char path[128];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/lab.journal", dir);
+	unlink(path);
+	return rmdir(dir);
+}
+
+/* One record as the executor writes it (gc_exec_journal). */
+struct rec {
+	const char *target, *kind;
+	enum gc_jstate st;
+};
+
+/* Append recs to the journal (in order). */
+static void write_journal(const struct rec *recs, size_t n)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_journal *j = NULL;
+
+	assert_int_equal(gc_journal_open(&j, dir, "lab", &err), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(gc_journal_append(j, recs[i].target, "a", recs[i].kind, recs[i].st,
+						   NULL, &err),
+				 0);
+	gc_journal_close(j);
+}
+
+/* What a run with one slot per target recalls of the journal. */
+static void recall_run(struct gc_target *ts, struct tslot *slots, size_t nt)
+{
+	struct gc_exec_opts o = {0};
+	struct run r;
+
+	memset(&r, 0, sizeof(r));
+	memset(slots, 0, nt * sizeof(*slots));
+	o.state_dir = dir;
+	r.ctx.opts = &o;
+	pthread_mutex_init(&r.ctx.ev_mu, NULL);
+	r.slots = slots;
+	r.nslots = nt;
+	for (size_t i = 0; i < nt; i++)
+		slots[i].target = &ts[i];
+	gc_exec_recall_journal(&r, "lab");
+	pthread_mutex_destroy(&r.ctx.ev_mu);
+}
+
+/* A journal of just recs, recalled. */
+static void recall(const struct rec *recs, size_t n, struct gc_target *ts, struct tslot *slots,
+		   size_t nt)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/lab.journal", dir);
+	unlink(path);
+	write_journal(recs, n);
+	recall_run(ts, slots, nt);
+}
+
+static double wall(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Killed after the guest's reboot went out (its record written, maybe its
+ * done too), before the wait: unseen, since that record's time.  The ESXi
+ * host and the KVM host, killed the same way, likewise; the switch never
+ * reboots. */
+static void test_a_reboot_without_its_wait_is_unseen(void **state)
+{
+	static const struct rec recs[] = {
+		{"worker-01", "apply", GC_J_START},   {"worker-01", "apply", GC_J_DONE},
+		{"worker-01", "reboot", GC_J_START},  {"worker-01", "reboot", GC_J_DONE},
+		{"worker-01", "wait_host", GC_J_START}, {"esx01", "reboot", GC_J_START},
+		{"kvm01", "reboot", GC_J_START},      {"sn2700", "apply", GC_J_START},
+	};
+	struct gc_target ts[] = {{GC_TARGET_GUEST, "worker-01", 0, NULL, NULL, NULL},
+				 {GC_TARGET_ESXI, "esx01", 1, NULL, NULL, NULL},
+				 {GC_TARGET_KVM, "kvm01", 2, NULL, NULL, NULL},
+				 {GC_TARGET_SWITCH, "sn2700", 3, NULL, NULL, NULL}};
+	struct tslot s[4];
+	double t0 = wall();
+
+	(void)state;
+	recall(recs, GC_ARRAY_LEN(recs), ts, s, 4);
+	for (size_t i = 0; i < 3; i++) {
+		assert_true(s[i].reboot_unseen_ts > t0 - 1);
+		assert_true(s[i].reboot_unseen_ts <= wall());
+	}
+	assert_true(s[3].reboot_unseen_ts == 0);
+}
+
+/* Seen through: a wait or a verify that passed, the resume's evidence
+ * (reboot_owed done), the patient observation (reboot_seen done); or never
+ * sent (skipped: a command of its batch before it failed).  A wait that
+ * failed or was cut short sees nothing. */
+static void test_what_sees_a_reboot_through(void **state)
+{
+	static const struct rec recs[] = {
+		{"g1", "reboot", GC_J_START}, {"g1", "wait_host", GC_J_DONE},
+		{"g2", "reboot", GC_J_START}, {"g2", "verify", GC_J_DONE},
+		{"g3", "reboot", GC_J_START}, {"g3", "reboot_owed", GC_J_DONE},
+		{"g4", "reboot", GC_J_START}, {"g4", "reboot_seen", GC_J_DONE},
+		{"g5", "reboot", GC_J_START}, {"g5", "reboot", GC_J_SKIPPED},
+		{"g6", "reboot", GC_J_START}, {"g6", "wait_host", GC_J_FAILED},
+		{"g7", "reboot", GC_J_START}, {"g7", "wait_host", GC_J_START},
+	};
+	struct gc_target ts[7];
+	struct tslot s[7];
+	static const char *const names[] = {"g1", "g2", "g3", "g4", "g5", "g6", "g7"};
+
+	(void)state;
+	for (size_t i = 0; i < 7; i++)
+		ts[i] = (struct gc_target){GC_TARGET_GUEST, names[i], i, NULL, NULL, NULL};
+	recall(recs, GC_ARRAY_LEN(recs), ts, s, 7);
+	for (size_t i = 0; i < 5; i++)
+		assert_true(s[i].reboot_unseen_ts == 0);
+	assert_true(s[5].reboot_unseen_ts > 0);
+	assert_true(s[6].reboot_unseen_ts > 0);
+}
+
+/* A later run's reboot counts from its own record: seen through once, then
+ * sent again and killed: unseen again, from the second record. */
+static void test_the_newest_reboot_decides(void **state)
+{
+	static const struct rec first[] = {
+		{"g1", "reboot", GC_J_START},
+		{"g1", "wait_host", GC_J_DONE},
+	};
+	struct gc_target ts[] = {{GC_TARGET_GUEST, "g1", 0, NULL, NULL, NULL}};
+	struct tslot s[1];
+	static const struct rec again[] = {{"g1", "reboot", GC_J_START}};
+	double t1;
+
+	(void)state;
+	recall(first, GC_ARRAY_LEN(first), ts, s, 1);
+	assert_true(s[0].reboot_unseen_ts == 0);
+	usleep(20000);
+	t1 = wall();
+	write_journal(again, 1);
+	recall_run(ts, s, 1);
+	assert_true(s[0].reboot_unseen_ts >= t1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_a_reboot_without_its_wait_is_unseen, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_what_sees_a_reboot_through, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_the_newest_reboot_decides, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
