@@ -300,6 +300,7 @@ class Example:
         self.lab = Lab(name, args.port, args.vcsim_port, args.reboot_seconds, args.guests)
         self.vcenter = self.lab.vcenter and "vcenter" in args.only.split(",")
         self.violations = []
+        self.episode_s = []  # each kill episode's wall time (--budget)
         self.fig = {"kills": 0, "runs": 0, "episodes": 0, "drops_ssh": 0, "drops_vc": 0, "dropped_ssh": 0,
                     "retries_ssh": 0, "retries_vc": 0, "extra_reboots": 0, "worst_extra": "",
                     "guest_kills": 0, "guest_extra_reboots": 0}
@@ -505,11 +506,29 @@ class Example:
         finally:
             self.fig["wall_s"] = time.time() - self.t0
 
+    def out_of_time(self, started):
+        """--budget: would one more kill episode, as long as the longest so
+        far, end past it?  (The table then says how many kills landed.)"""
+        if self.args.budget is None or not self.episode_s:
+            return False
+        return time.time() + max(self.episode_s) > started + self.args.budget
+
     def episodes(self):
+        started = time.time()
         self.clean()
         while self.fig["kills"] < self.args.kills and not self.violations:
+            if self.out_of_time(started):
+                print("soak: %s: --budget %d s: stopping after %d kills" % (
+                    self.name, self.args.budget, self.fig["kills"]), flush=True)
+                break
             self.episode = "kill episode %d" % (self.fig["episodes"] + 1)
+            t0 = time.time()
             self.kill_episode()
+            self.episode_s.append(time.time() - t0)
+            print("soak: %s: %s done in %.0f s: %d kills (%d in the guest stage), %d runs, "
+                  "%d violations" % (self.name, self.episode, self.episode_s[-1], self.fig["kills"],
+                                     self.fig["guest_kills"], self.fig["runs"],
+                                     len(self.violations)), flush=True)
         for i in range(self.args.drops):
             if self.violations:
                 break
@@ -551,6 +570,10 @@ def parse_args(argv):
                     help="drop episodes per example (default 4; 0 with --guests, whose spec keeps "
                          "its command timeout, so a silent dropped session costs minutes)")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--budget", type=int, default=None, metavar="SECONDS",
+                    help="start no kill episode that would end past SECONDS from the start "
+                         "(judged by the longest episode so far); the table says how many "
+                         "kills landed")
     ap.add_argument("--only", default=None,
                     help="apply's --only (target kinds; default %s, with --guests also guest)" % ONLY)
     ap.add_argument("--guests", action="store_true",

@@ -200,6 +200,9 @@ void gc_action_describe(struct gc_buf *out, const struct gc_action *a);
 
 /* The human plan, grouped by wave and target, ending with the summary line. */
 void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned flags);
+/* The same written to f as it is rendered, in chunks of 64 KiB (a large
+ * plan is never held whole); -1 when a write failed. */
+int gc_plan_write_text(FILE *f, const struct gc_plan *p, unsigned flags);
 /* "Plan: 3 to add, ... (1 hosts need maintenance, 1 reboots)." without newline. */
 void gc_plan_render_summary(struct gc_buf *out, const struct gc_plan *p);
 /* Stable JSON, docs/plan-json.md, specs/plan-v1.schema.json, into a buffer. */

@@ -190,13 +190,29 @@ void gc_plan_render_summary(struct gc_buf *out, const struct gc_plan *p)
 		      s->reboots);
 }
 
-void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned flags)
+/* With f, what is rendered goes to f whenever a chunk has gathered: a
+ * 10,000-host plan is 80 MB of text, never held whole.  False when f
+ * refused a write. */
+#define TEXT_CHUNK (64u * 1024u)
+static bool drain(struct gc_buf *out, FILE *f, size_t at_least)
 {
-	bool color = (flags & GC_RENDER_COLOR) != 0;
+	bool ok = true;
+
+	if (f == NULL || out->len < at_least)
+		return true;
+	if (out->len > 0 && fwrite(out->ptr, 1, out->len, f) != out->len)
+		ok = false;
+	gc_buf_reset(out);
+	return ok;
+}
+
+static bool render_text(struct gc_buf *out, FILE *f, const struct gc_plan *p, unsigned flags)
+{
+	bool color = (flags & GC_RENDER_COLOR) != 0, ok = true;
 
 	if (gc_plan_empty(p) && p->nunknown == 0) {
 		gc_buf_puts(out, "No changes. The cluster matches the spec.\n");
-		return;
+		return drain(out, f, 0);
 	}
 	for (size_t w = 0; w < p->nwaves; w++) {
 		const struct gc_plan_wave *pw = &p->waves[w];
@@ -223,6 +239,7 @@ void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned f
 			gc_buf_putc(out, '\n');
 			for (size_t i = 0; i < pt->nactions; i++)
 				action_text(out, pt->actions[i], color);
+			ok = drain(out, f, TEXT_CHUNK) && ok;
 		}
 		gc_buf_puts(out, "\n");
 	}
@@ -251,6 +268,21 @@ void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned f
 	if (p->nunknown > 0)
 		gc_buf_printf(out, " %zu target%s unknown.", p->nunknown, p->nunknown == 1 ? "" : "s");
 	gc_buf_puts(out, "\n");
+	return drain(out, f, 0) && ok;
+}
+
+void gc_plan_render_text(struct gc_buf *out, const struct gc_plan *p, unsigned flags)
+{
+	(void)render_text(out, NULL, p, flags);
+}
+
+int gc_plan_write_text(FILE *f, const struct gc_plan *p, unsigned flags)
+{
+	struct gc_buf b = GC_BUF_INIT;
+	bool ok = render_text(&b, f, p, flags);
+
+	gc_buf_free(&b);
+	return ok ? 0 : -1;
 }
 
 /* ---------------------------------------------------------------- JSON */

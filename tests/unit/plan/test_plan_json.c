@@ -8,6 +8,9 @@
  * quotes, backslashes, '/', control characters, UTF-8 and bytes that are
  * not UTF-8.  Both outputs are compared: gc_plan_render_json() (a buffer)
  * and gc_plan_write_json() (a FILE, past the writer's 64 KiB flushes).
+ * The text plan likewise: gc_plan_write_text() (streamed in 64 KiB chunks)
+ * is gc_plan_render_text()'s bytes, plain and in colour, on the same plans
+ * and on a 60-host spec of bench/gen_spec.py (250 KB of text).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -167,6 +171,32 @@ static char *plan_json_tree(const struct gc_plan *p)
 
 /* ------------------------------------------------------ the comparison */
 
+/* The streamed text plan is the buffered one, plain and in colour; its
+ * length, for callers that want to know the chunks were crossed. */
+static size_t assert_plan_text_same(const struct gc_plan *p, const char *what)
+{
+	size_t len = 0;
+
+	for (unsigned flags = 0; flags <= GC_RENDER_COLOR; flags += GC_RENDER_COLOR) {
+		struct gc_buf want = GC_BUF_INIT;
+		char *got = NULL;
+		size_t gotlen = 0;
+		FILE *f = open_memstream(&got, &gotlen);
+
+		assert_non_null(f);
+		gc_plan_render_text(&want, p, flags);
+		assert_int_equal(gc_plan_write_text(f, p, flags), 0);
+		assert_int_equal(fclose(f), 0);
+		if (gotlen != want.len || memcmp(got, want.ptr, gotlen) != 0)
+			fail_msg("%s: gc_plan_write_text differs from gc_plan_render_text%s", what,
+				 flags ? " (colour)" : "");
+		len = want.len;
+		free(got);
+		gc_buf_free(&want);
+	}
+	return len;
+}
+
 /* Both streamed outputs of p equal the tree's bytes; what is the plan of. */
 static void assert_plan_json_same(const struct gc_plan *p, const char *what)
 {
@@ -187,6 +217,7 @@ static void assert_plan_json_same(const struct gc_plan *p, const char *what)
 	free(got);
 	free(want);
 	gc_buf_free(&b);
+	assert_plan_text_same(p, what);
 }
 
 static int by_name(const void *a, const void *b)
@@ -361,12 +392,49 @@ static void test_hostile_strings(void **state)
 	gc_graph_free(g);
 }
 
+/* A plan of many 64 KiB chunks (bench/gen_spec.py's hosts), streamed as
+ * rendered; and a write that fails is reported. */
+static void test_a_large_text_plan_streams_in_chunks(void **state)
+{
+	char dir[] = "/tmp/gc-plantext-XXXXXX", *spec, *cmd;
+	struct gc_cluster *c = NULL;
+	struct gc_diags diags = {0};
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_graph *g = NULL;
+	struct gc_plan *p = NULL;
+	FILE *full;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	spec = gc_xasprintf("%s/hosts60.yaml", dir);
+	cmd = gc_xasprintf("python3 %s/bench/gen_spec.py 60 > %s", GC_SOURCE_DIR, spec);
+	assert_int_equal(system(cmd), 0);
+	if (gc_spec_load(&c, &diags, spec, &err) != 0)
+		fail_msg("%s: %s", spec, err.msg);
+	assert_int_equal(gc_graph_build(&g, c, &err), 0);
+	assert_int_equal(gc_plan_build(&p, g, NULL, NULL, &err), 0);
+	assert_true(assert_plan_text_same(p, "60 hosts") > 3 * 64 * 1024);
+	full = fopen("/dev/full", "w");
+	assert_non_null(full);
+	assert_int_equal(gc_plan_write_text(full, p, 0) != 0 || fflush(full) != 0, 1);
+	fclose(full);
+	gc_plan_free(p);
+	gc_graph_free(g);
+	gc_cluster_free(c);
+	gc_diags_free(&diags);
+	unlink(spec);
+	rmdir(dir);
+	free(cmd);
+	free(spec);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_every_example_and_ok_spec_offline),
 	    cmocka_unit_test(test_every_observed_snapshot),
 	    cmocka_unit_test(test_hostile_strings),
+	    cmocka_unit_test(test_a_large_text_plan_streams_in_chunks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
