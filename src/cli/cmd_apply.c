@@ -33,6 +33,7 @@ static volatile sig_atomic_t interrupted;
 /* What the events told us of one target: enough for a summary when a
  * second Ctrl-C does not wait for the executor's report. */
 struct tally {
+	size_t planned; /* its actions in the plan */
 	size_t done, failed, skipped;
 	char *error;     /* first failure */
 	char *running;   /* the action in flight, or NULL */
@@ -82,6 +83,7 @@ static void tally_plan(struct ui *u, const struct gc_plan *p)
 	for (i = 0; i < p->nactions; i++) {
 		const struct gc_action *a = p->actions[i];
 
+		u->tally[a->target->index].planned++;
 		if (a->kind == GC_ACT_EXIT_MAINTENANCE)
 			u->tally[a->target->index].in_maint = true;
 	}
@@ -169,7 +171,7 @@ struct sigctx {
 static void abandon(struct evctx *ec)
 {
 	struct ui *u = ec->u;
-	size_t i, done = 0, failed = 0, skipped = 0;
+	size_t i, done = 0, failed = 0, skipped = 0, unreached = 0;
 
 	pthread_mutex_lock(&u->mu); /* held until exit: no event prints after this */
 	if (u->tty)
@@ -191,14 +193,22 @@ static void abandon(struct evctx *ec)
 	fputs("\nSummary (interrupted twice: the steps in flight were abandoned):\n", stdout);
 	for (i = 0; i < u->ntargets; i++) {
 		const struct tally *t = &u->tally[i];
+		/* neither done, failed, skipped nor in flight: the steps after an
+		 * abandoned one, and those of waves that never started */
+		size_t seen = t->done + t->failed + t->skipped + (t->running != NULL);
+		size_t left = t->planned > seen ? t->planned - seen : 0;
 
 		done += t->done;
 		failed += t->failed;
 		skipped += t->skipped;
-		if (t->done + t->failed + t->skipped == 0 && t->running == NULL && t->error == NULL)
+		unreached += left;
+		if (t->done + t->failed + t->skipped + left == 0 && t->running == NULL &&
+		    t->error == NULL)
 			continue;
 		printf("  %-12s %-8s %zu done, %zu failed, %zu skipped", ec->g->targets[i]->name,
 		       gc_target_kind_name(ec->g->targets[i]->kind), t->done, t->failed, t->skipped);
+		if (left > 0)
+			printf(", %zu not reached", left);
 		if (t->running != NULL) {
 			fputs("; abandoned: ", stdout);
 			cli_put_shown(stdout, t->running, true);
@@ -209,7 +219,8 @@ static void abandon(struct evctx *ec)
 		}
 		fputc('\n', stdout);
 	}
-	printf("\nApply interrupted: %zu actions done, %zu failed, %zu skipped.\n", done, failed, skipped);
+	printf("\nApply interrupted: %zu actions done, %zu failed, %zu skipped, %zu not reached.\n",
+	       done, failed, skipped, unreached);
 	fflush(stdout);
 	fputs("gpuclusterctl: error: interrupted twice: stopped with steps in flight\n", stderr);
 	fflush(stderr);
