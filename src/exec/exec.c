@@ -222,13 +222,15 @@ static int observe_after_reboot(struct run *r, struct tslot *s, struct gc_buf *p
 			bool known = brc == 0;
 
 			auth_since = 0;
-			if (gc_exec_transport_fault(brc)) {
+			if (brc == GC_ENOTSUP) {
+				return 0; /* cannot tell (a guest whose VM is off): the journal keeps it */
+			} else if (gc_exec_transport_fault(brc)) {
 				/* it went down between the two: as no answer */
 				rc = brc;
 				e = be;
 			} else if (!known || boot >= s->reboot_unseen_ts ||
 			    wall_s() - s->reboot_unseen_ts >= RESUME_REBOOT_GRACE_S) {
-				const char *msg = !known ? "answers again"
+				const char *msg = !known ? "answers again (its boot time unread)"
 						  : boot >= s->reboot_unseen_ts
 							  ? "answers again, from a boot after the reboot an "
 							    "earlier apply sent"

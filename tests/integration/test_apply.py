@@ -910,8 +910,9 @@ class ApplyRoce(LabCase):
                               self.state_dir, self.specfile], env=self.env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         first = None
-        for _ in range(2400):
-            first = next((h for h in self.hosts if reboot in self.changes(h)), None)
+        for _ in range(2400):   # a host rebooted (its state saved: down for 6 s)
+            first = next((h for h in self.hosts if self.state(h)["down_until"] > time.time()),
+                         None)
             if first is not None or p.poll() is not None:
                 break
             time.sleep(0.025)

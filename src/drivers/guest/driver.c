@@ -502,8 +502,8 @@ static int guest_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s,
 	int rc;
 
 	(void)ctx;
-	if (c->ssh == NULL)
-		return gc_error_set(err, GC_EREMOTE, "guest '%s': not connected", c->t->name);
+	if (c->ssh == NULL) /* deferred: its VM is off or absent, nothing to tell */
+		return gc_error_set(err, GC_ENOTSUP, "guest '%s': not connected", c->t->name);
 	if ((rc = gc_ssh_exec(c->ssh, "cat /proc/uptime", &res, err)) != 0)
 		return rc;
 	clock_gettime(CLOCK_REALTIME, &now); /* after the reply: the boot looks later, never earlier */
