@@ -274,5 +274,25 @@ int gc_drv_wait_reboot(struct gc_drv_ctx *ctx, struct gc_drv_reboot *r, struct g
 			    "reboot (%s)", r->noun, r->t->name, timeout / 1000, last);
 }
 
+int gc_drv_boot_from_uptime(struct gc_ssh_result *res, const char *noun, const char *name,
+			    double *boot_s, struct gc_error *err)
+{
+	struct timespec now;
+	double up = -1;
+	char *end;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (res->exit_status == 0 && res->out != NULL) {
+		up = strtod(res->out, &end);
+		if (end == res->out)
+			up = -1;
+	}
+	gc_ssh_result_free(res);
+	if (up < 0)
+		return gc_error_set(err, GC_EREMOTE, "%s '%s': cannot read /proc/uptime", noun, name);
+	*boot_s = (double)now.tv_sec + (double)now.tv_nsec / 1e9 - up;
+	return 0;
+}
+
 /* ---------------------------------------------------------------- small helpers */
 

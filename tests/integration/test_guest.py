@@ -103,6 +103,23 @@ class GuestLab(LabCase):
             time.sleep(2)
         self.fail("%s did not answer SSH within %d s" % (vm, timeout))
 
+    def wait_reboot_sent(self, vm, before, p, timeout=600):
+        """Until vm stops answering with boot id `before` (its reboot went
+        out), or the apply p ends.  Fresh connections, not the shared one: a
+        reboot closes that, and so does a guest on its way down."""
+        deadline = time.time() + timeout
+        while time.time() < deadline and p.poll() is None:
+            r = subprocess.run(["ssh", "-p", str(self.gport), "-i",
+                                os.path.join(self.lab, "guest_key"), "-o",
+                                "UserKnownHostsFile=" + os.path.join(self.lab, "known_hosts"),
+                                "-o", "BatchMode=yes", "-o", "ConnectTimeout=3",
+                                "-o", "LogLevel=ERROR", "gclab@" + self.gaddr[vm],
+                                "cat /proc/sys/kernel/random/boot_id"],
+                               capture_output=True, text=True, timeout=20)
+            if r.returncode != 0 or r.stdout.strip() != before:
+                return
+            time.sleep(0.5)
+
     def boot_id(self, vm):
         return self.ssh(vm, "cat /proc/sys/kernel/random/boot_id").strip()
 
@@ -534,18 +551,7 @@ echo "not found (apt-get: $a)"
         p = subprocess.Popen([BIN, "apply", "--only", "guest", "--yes", "-v",
                               "--state-dir", self.state_dir, self.specfile],
                              env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 600
-        while time.time() < deadline and p.poll() is None:
-            r = subprocess.run(["ssh", "-p", str(self.gport), "-i",
-                                os.path.join(self.lab, "guest_key"), "-o",
-                                "UserKnownHostsFile=" + os.path.join(self.lab, "known_hosts"),
-                                "-o", "BatchMode=yes", "-o", "ConnectTimeout=3",
-                                "-o", "LogLevel=ERROR", "gclab@" + self.gaddr[vm],
-                                "cat /proc/sys/kernel/random/boot_id"],
-                               capture_output=True, text=True, timeout=20)
-            if r.returncode != 0 or r.stdout.strip() != before:
-                break
-            time.sleep(0.5)
+        self.wait_reboot_sent(vm, before, p)
         self.assertIsNone(p.poll(), "the apply ended before the reboot went out")
         p.kill()
         p.wait()
@@ -578,18 +584,7 @@ echo "not found (apt-get: $a)"
                               self.specfile],
                              env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # the reboot goes out: then the VM is switched off for good
-        deadline = time.time() + 600
-        while time.time() < deadline:
-            r = subprocess.run(["ssh", "-p", str(self.gport), "-i",
-                                os.path.join(self.lab, "guest_key"), "-o",
-                                "UserKnownHostsFile=" + os.path.join(self.lab, "known_hosts"),
-                                "-o", "BatchMode=yes", "-o", "ConnectTimeout=3",
-                                "-o", "LogLevel=ERROR", "gclab@" + self.gaddr[vm],
-                                "cat /proc/sys/kernel/random/boot_id"],
-                               capture_output=True, text=True, timeout=20)
-            if r.returncode != 0 or r.stdout.strip() != before:
-                break
-            time.sleep(0.5)
+        self.wait_reboot_sent(vm, before, p)
         with open(os.path.join(self.lab, "guests", vm, "qemu.pid"), encoding="utf-8") as f:
             os.kill(int(f.read().strip()), 9)
         out, err = p.communicate(timeout=900)

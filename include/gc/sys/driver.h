@@ -193,6 +193,14 @@ int gc_drv_wait_reboot(struct gc_drv_ctx *ctx, struct gc_drv_reboot *r, struct g
 #define GC_DRV_NOLOGIN_GRACE_S 120u
 bool gc_drv_auth_may_pass(uint64_t *since_ns);
 
+/* A Linux target's boot time on our clock (boot_time): now minus the
+ * `cat /proc/uptime` reply in res (freed here), read just after that reply,
+ * so the boot looks later, never earlier.  GC_EREMOTE naming noun 'name'
+ * when the reply is no uptime. */
+struct gc_ssh_result;
+int gc_drv_boot_from_uptime(struct gc_ssh_result *res, const char *noun, const char *name,
+			    double *boot_s, struct gc_error *err);
+
 /* The target's current step, for progress ("rebooting, 12 s"). */
 void gc_drv_note(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *fmt, ...)
 	GC_PRINTF(3, 4);

@@ -496,9 +496,6 @@ static int guest_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s,
 {
 	struct guest_conn *c = conn;
 	struct gc_ssh_result res;
-	struct timespec now;
-	double up = -1;
-	char *end;
 	int rc;
 
 	(void)ctx;
@@ -506,18 +503,7 @@ static int guest_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s,
 		return gc_error_set(err, GC_ENOTSUP, "guest '%s': not connected", c->t->name);
 	if ((rc = gc_ssh_exec(c->ssh, "cat /proc/uptime", &res, err)) != 0)
 		return rc;
-	clock_gettime(CLOCK_REALTIME, &now); /* after the reply: the boot looks later, never earlier */
-	if (res.exit_status == 0 && res.out != NULL) {
-		up = strtod(res.out, &end);
-		if (end == res.out)
-			up = -1;
-	}
-	gc_ssh_result_free(&res);
-	if (up < 0)
-		return gc_error_set(err, GC_EREMOTE, "guest '%s': cannot read /proc/uptime",
-				    c->t->name);
-	*boot_s = (double)now.tv_sec + (double)now.tv_nsec / 1e9 - up;
-	return 0;
+	return gc_drv_boot_from_uptime(&res, "guest", c->t->name, boot_s, err);
 }
 
 const struct gc_driver gc_driver_guest = {

@@ -348,27 +348,11 @@ static int kvm_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s, str
 {
 	struct kvm_conn *c = conn;
 	struct gc_ssh_result res;
-	struct timespec now;
-	double up = -1;
-	char *end;
-	int rc;
+	int rc = run(c, ctx, "uptime", "cat /proc/uptime", false, &res, err);
 
-	rc = run(c, ctx, "uptime", "cat /proc/uptime", false, &res, err);
 	if (rc != 0)
 		return rc;
-	clock_gettime(CLOCK_REALTIME,
-	              &now); /* after the reply: the boot looks later, never earlier */
-	if (res.exit_status == 0) {
-		up = strtod(res.out, &end);
-		if (end == res.out)
-			up = -1;
-	}
-	gc_ssh_result_free(&res);
-	if (up < 0)
-		return gc_error_set(err, GC_EREMOTE, "host '%s': cannot read /proc/uptime",
-		                    c->t->name);
-	*boot_s = (double)now.tv_sec + (double)now.tv_nsec / 1e9 - up;
-	return 0;
+	return gc_drv_boot_from_uptime(&res, "host", c->t->name, boot_s, err);
 }
 
 /* ---------------------------------------------------------------- apply */
