@@ -525,10 +525,10 @@ class Example:
             t0 = time.time()
             self.kill_episode()
             self.episode_s.append(time.time() - t0)
-            print("soak: %s: %s done in %.0f s: %d kills (%d in the guest stage), %d runs, "
-                  "%d violations" % (self.name, self.episode, self.episode_s[-1], self.fig["kills"],
-                                     self.fig["guest_kills"], self.fig["runs"],
-                                     len(self.violations)), flush=True)
+            print("soak: %s: %s done in %.0f s: %d kills%s, %d runs, %d violations" % (
+                self.name, self.episode, self.episode_s[-1], self.fig["kills"],
+                " (%d in the guest stage)" % self.fig["guest_kills"] if self.lab.guests else "",
+                self.fig["runs"], len(self.violations)), flush=True)
         for i in range(self.args.drops):
             if self.violations:
                 break
