@@ -15,7 +15,9 @@ For each example (its lab-rewritten spec, scripts/lab.sh start --spec):
    the reference.
 2. kills: episodes of up to --per-episode runs, each SIGKILLed after a
    random delay in (0, T), then re-runs until one exits 0 (a run that ends
-   before its kill must exit 0 too), until --kills kills have landed.
+   before its kill must exit 0 too), until --kills kills have landed.  With
+   --kill-window remaining a re-run's delay is drawn from what the kills so
+   far left of T (at least a minute), so more of them land before it ends.
 3. drops: episodes of one apply in which one SSH target (host or switch)
    drops its connection after a random number of commands (simlab's
    drop_after) and, with a vCenter, vcsim closes the connection of one call
@@ -75,6 +77,13 @@ VC_METHODS = ["RetrievePropertiesEx", "CloneVM_Task", "ReconfigVM_Task", "PowerO
 VOLATILE = {"boot_count", "boot_time", "down_until", "uptime"}
 # simlab's observation commands (tests/integration/labtest.py keeps the same list)
 LEASE_OPTION = "/UserVars/GpuclusterctlLease"
+# --kill-window remaining: a re-run's window never shrinks below this, nor
+# below the clean run's time (its observation, and a wait for a guest still
+# booting, come before any action)
+REOBSERVE_S = 60.0
+# apply's warning when a re-run meets a target still coming back from the
+# reboot a killed run sent (src/exec/exec.c, observe_after_reboot)
+RESUME_WAIT = "an earlier apply rebooted it and never saw it back"
 
 
 def observation(cmd):
@@ -224,6 +233,8 @@ class Run:
     """One `gpuclusterctl apply` in the background."""
 
     def __init__(self, lab, state_dir, only):
+        self.started = time.time()
+        self.waited = 0  # "an earlier apply rebooted it" warnings: it met a target still booting
         self.err = tempfile.TemporaryFile(mode="w+")
         self.p = subprocess.Popen([BIN, "apply", "--yes", "--only", only, "--state-dir", state_dir,
                                    lab.spec], env=lab.env, stdout=subprocess.DEVNULL,
@@ -237,15 +248,19 @@ class Run:
         except subprocess.TimeoutExpired:
             self.p.send_signal(signal.SIGKILL)
             self.p.wait()
-            self.err.close()
+            self.read_err()
             return True
 
-    def wait(self, timeout=900):
-        rc = self.p.wait(timeout=timeout)
+    def read_err(self):
         self.err.seek(0)
         err = self.err.read()
         self.err.close()
-        return rc, err
+        self.waited = err.count(RESUME_WAIT)
+        return err
+
+    def wait(self, timeout=900):
+        rc = self.p.wait(timeout=timeout)
+        return rc, self.read_err()
 
 
 def device_view(d):
@@ -303,7 +318,7 @@ class Example:
         self.episode_s = []  # each kill episode's wall time (--budget)
         self.fig = {"kills": 0, "runs": 0, "episodes": 0, "drops_ssh": 0, "drops_vc": 0, "dropped_ssh": 0,
                     "retries_ssh": 0, "retries_vc": 0, "extra_reboots": 0, "worst_extra": "",
-                    "guest_kills": 0, "guest_extra_reboots": 0}
+                    "guest_kills": 0, "guest_extra_reboots": 0, "resume_waits": 0}
         self.episode = "clean"
         self.state_dir = os.path.join(self.lab.dir, "state")
         self.t0 = time.time()
@@ -329,17 +344,13 @@ class Example:
         self.ref_vms = self.vm_views() if self.vcenter else {}
         self.needed_guest = {vm: self.lab.guest_boots(vm) for vm in self.lab.guests}
         self.ref_guests = {vm: self.lab.guest_view(vm) for vm in self.lab.guests}
-        # when the guest stage began: kills are counted as landing in it
-        # after this point of a run (the journal's first guest action)
-        self.guest_from = self.first_guest_action_s()
         self.check()
 
-    def first_guest_action_s(self):
-        """Seconds from the clean run's first journal record to its first
-        guest action (None without guests)."""
+    def in_guest_stage(self, run):
+        """Did a killed run die in the guest stage: after its own first guest
+        action (a journal record of it, newer than the run's start)?"""
         if not self.lab.guests:
-            return None
-        t0 = first = None
+            return False
         for name in os.listdir(self.state_dir):
             if not name.endswith(".journal"):
                 continue
@@ -350,12 +361,10 @@ class Example:
                     except ValueError:
                         continue
                     ts = rec.get("ts")
-                    if not isinstance(ts, (int, float)):
-                        continue
-                    t0 = ts if t0 is None else min(t0, ts)
-                    if first is None and " guest/" in str(rec.get("action", "")):
-                        first = ts
-        return (first - t0) if first is not None and t0 is not None else None
+                    if (isinstance(ts, (int, float)) and ts >= run.started
+                            and " guest/" in str(rec.get("action", ""))):
+                        return True
+        return False
 
     def host_view(self, h):
         return {k: v for k, v in self.lab.state(h).items() if k not in VOLATILE}
@@ -439,20 +448,30 @@ class Example:
 
     def converge(self, first_kill):
         """Re-runs after a kill until one exits 0; each is killed at a random
-        point while this episode has kills left."""
+        point while this episode has kills left.  --kill-window clean draws
+        every delay in (0, T); remaining draws a re-run's in (0, what is
+        left of T after the kills so far, plus REOBSERVE_S), since a resumed
+        run skips what is done and would mostly end before a delay from the
+        whole of T."""
         left = self.args.per_episode - first_kill
+        window = self.clean_s
         while True:
             self.fig["runs"] += 1
             run = Run(self.lab, self.state_dir, self.args.only)
             if left > 0 and self.fig["kills"] < self.args.kills:
-                delay = self.rng.uniform(0.02, self.clean_s)
+                delay = self.rng.uniform(0.02, window)
                 if run.kill_after(delay):
                     self.fig["kills"] += 1
-                    if self.guest_from is not None and delay >= self.guest_from:
+                    self.fig["resume_waits"] += run.waited
+                    if self.in_guest_stage(run):
                         self.fig["guest_kills"] += 1
+                    if self.args.kill_window == "remaining":
+                        again = min(REOBSERVE_S, self.clean_s)
+                        window = max(again, window - delay + again)
                     left -= 1
                     continue
             rc, err = run.wait()
+            self.fig["resume_waits"] += run.waited
             if rc == 0:
                 return
             self.violation("a re-run exited %d: %s" % (rc, err[-2000:]))
@@ -550,11 +569,12 @@ def table(results):
                      "%d/%d" % (f["drops_vc"], f["retries_vc"]), "%.0f" % f.get("wall_s", 0),
                      "FAIL" if ex.violations else "ok"))
     if any(ex.lab.guests for ex in results):
-        rows[0] = rows[0][:-2] + ("guests", "kills in guest stage", "guest extra reboots") + rows[0][-2:]
+        rows[0] = rows[0][:-2] + ("guests", "kills in guest stage", "guest extra reboots",
+                                  "waits for a reboot") + rows[0][-2:]
         for i, ex in enumerate(results, 1):
             f = ex.fig
             rows[i] = rows[i][:-2] + (str(len(ex.lab.guests)), str(f["guest_kills"]),
-                                      str(f["guest_extra_reboots"])) + rows[i][-2:]
+                                      str(f["guest_extra_reboots"]), str(f["resume_waits"])) + rows[i][-2:]
         head = rows[0]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
@@ -578,6 +598,10 @@ def parse_args(argv):
                     help="apply's --only (target kinds; default %s, with --guests also guest)" % ONLY)
     ap.add_argument("--guests", action="store_true",
                     help="boot the example's guests as real VMs and soak the guest stage too")
+    ap.add_argument("--kill-window", choices=("clean", "remaining"), default="clean",
+                    help="where a re-run's kill may land: anywhere in the clean run's time "
+                         "(clean, every recorded ESXi soak) or in what the kills so far left of "
+                         "it (remaining: more kills land per episode, for the slow guest soak)")
     ap.add_argument("--reboot-seconds", type=float, default=0.5)
     ap.add_argument("--port", type=int, default=2350 + offset)
     ap.add_argument("--vcsim-port", type=int, default=9020 + offset)
@@ -594,8 +618,9 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     print("soak: seed %d (replay: scripts/soak.py --seed %d --examples %s --only %s --kills %d "
-          "--per-episode %d --drops %d%s)" % (args.seed, args.seed, args.examples, args.only, args.kills,
-                                              args.per_episode, args.drops,
+          "--per-episode %d --drops %d --kill-window %s%s)" % (
+                                              args.seed, args.seed, args.examples, args.only, args.kills,
+                                              args.per_episode, args.drops, args.kill_window,
                                               " --guests" if args.guests else ""), flush=True)
     results = []
     for name in args.examples.split(","):

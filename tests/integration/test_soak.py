@@ -29,7 +29,7 @@ class ShortSoak(unittest.TestCase):
     def args(self, only, kills, per_episode, drops):
         offset = int(os.environ.get("GC_IT_PORT_OFFSET", "0"))
         return argparse.Namespace(only=only, kills=kills, per_episode=per_episode, drops=drops,
-                                  guests=False, budget=None,
+                                  guests=False, budget=None, kill_window="clean",
                                   seed=int(os.environ.get("GC_SOAK_SEED", "18")),
                                   reboot_seconds=0.5, port=self.port + offset,
                                   vcsim_port=9016 + offset)
