@@ -47,6 +47,7 @@ ssh) and have booted at most once more than in the clean run (wtmp).
 kvm-pair is left out (a libvirtd, not these simulators).
 """
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -64,6 +65,9 @@ BIN = os.environ.get("GC_BIN", os.path.join(ROOT, "build", "src", "cli", "gpuclu
 LAB = os.path.join(ROOT, "scripts", "lab.sh")
 EDIT = os.path.join(ROOT, "tests", "sim", "vcsim_edit.py")
 EXAMPLES = ["roce-pair", "roce-passthrough", "vgpu-pvrdma", "gpudirect-pair", "multi-gpu-vm"]
+# soaked through a real libvirtd, not the simulators (LibvirtExample); not in
+# the default list: it needs root and libvirt-daemon-system
+LIBVIRT_EXAMPLES = ["kvm-pair"]
 ONLY = "esxi,switch,vcenter"
 REBOOT = "esxcli system shutdown reboot"
 VIB_INSTALL = "esxcli software vib install"
@@ -555,6 +559,195 @@ class Example:
             self.drop_episode()
 
 
+class LibvirtLab:
+    """kvm-pair's libvirt targets on this machine's real libvirtd
+    (tests/sim/libvirtd.sh), as test_kvm.py applies them: both hosts' URI
+    qemu:///system, accel tcg, a storage pool of our own holding a blank base
+    image, the VMs left off (a domain with a <hostdev> cannot start without an
+    IOMMU).  Its names carry a "soak-" prefix, so it never touches what
+    test_kvm.py defines."""
+
+    URI = "qemu:///system"
+    POOL = "gc-soak-kvm"
+
+    def __init__(self, example):
+        import yaml  # only here, as for the guests
+        subprocess.run([os.path.join(ROOT, "tests", "sim", "libvirtd.sh")], check=True,
+                       stdout=subprocess.DEVNULL)
+        self.dir = tempfile.mkdtemp(prefix="gc-soak-kvm-")
+        os.chmod(self.dir, 0o755)
+        self.env = dict(os.environ)
+        self.hosts, self.targets, self.guests = [], [], {}
+        with open(os.path.join(ROOT, "examples", example + ".yaml"), encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+        self.vms = ["soak-" + v["name"] for v in doc["vms"]]
+        self.nets = sorted({"soak-" + n["network"] for v in doc["vms"] for n in v.get("nics") or []
+                            if n.get("type") == "sriov"})
+        self.forget()
+        pool = os.path.join(self.dir, "pool")
+        os.mkdir(pool)
+        self.base = os.path.join(pool, "base.qcow2")
+        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", self.base, "1G"], check=True)
+        self.virsh("pool-define-as", self.POOL, "dir", "--target", pool)
+        self.virsh("pool-start", self.POOL)
+        key = os.path.join(self.dir, "guest_key")
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gc-soak", "-f", key], check=True)
+        for c in doc["credentials"]:
+            c["key_file"] = key
+        for h in doc["hosts"]:
+            h["libvirt_uri"] = self.URI
+            h["accel"] = "tcg"
+        for v in doc["vms"]:
+            v["name"] = "soak-" + v["name"]
+            v["image"] = self.base
+            v["pool"] = self.POOL
+            v["power_on"] = False
+            for n in v.get("nics") or []:
+                if n.get("type") == "sriov":
+                    n["network"] = "soak-" + n["network"]
+        self.spec = os.path.join(self.dir, example + ".yaml")
+        with open(self.spec, "w", encoding="utf-8") as f:
+            yaml.safe_dump(doc, f, sort_keys=False)
+
+    def virsh(self, *args, check=True):
+        r = subprocess.run(["virsh", "-q", "-c", self.URI] + list(args), capture_output=True, text=True,
+                           timeout=120)
+        if check and r.returncode != 0:
+            raise RuntimeError("virsh %s: %s" % (" ".join(args), r.stderr.strip()))
+        return r.stdout
+
+    def forget(self):
+        """Our domains, networks and pool gone (what an earlier soak left)."""
+        for vm in self.vms:
+            self.virsh("destroy", vm, check=False)
+            self.virsh("undefine", "--nvram", vm, check=False)
+        for net in self.nets:
+            self.virsh("net-destroy", net, check=False)
+            self.virsh("net-undefine", net, check=False)
+        for v in self.virsh("vol-list", "--pool", self.POOL, check=False).splitlines():
+            if v.split():
+                self.virsh("vol-delete", "--pool", self.POOL, v.split()[0], check=False)
+        self.virsh("pool-destroy", self.POOL, check=False)
+        self.virsh("pool-undefine", self.POOL, check=False)
+
+    def reset(self):
+        """Back to nothing defined: no domain, network or volume but the base."""
+        for vm in self.vms:
+            self.virsh("destroy", vm, check=False)
+            self.virsh("undefine", "--nvram", vm, check=False)
+        for net in self.nets:
+            self.virsh("net-destroy", net, check=False)
+            self.virsh("net-undefine", net, check=False)
+        for name in self.volumes():
+            if name != "base.qcow2":
+                self.virsh("vol-delete", "--pool", self.POOL, name)
+
+    def volumes(self):
+        return sorted(l.split()[0] for l in self.virsh("vol-list", "--pool", self.POOL).splitlines() if l.split())
+
+    def view(self):
+        """What libvirt holds of ours, read with virsh: each domain's
+        persistent XML and state, each network's XML, whether it runs and
+        starts with the host, each volume's XML and the sha256 of its bytes.
+        Less what libvirt makes up on each define (UUIDs, MAC addresses) and
+        the volumes' times."""
+        def norm(xml):
+            xml = re.sub(r"<uuid>[^<]*</uuid>", "<uuid/>", xml)
+            xml = re.sub(r"<mac address='[^']*'/>", "<mac/>", xml)
+            return re.sub(r"<timestamps>.*?</timestamps>", "", xml, flags=re.S)
+        names = self.virsh("list", "--all", "--name").split()
+        view = {"domains": sorted(n for n in names if n.startswith("soak-")),
+                "networks": sorted(n for n in self.virsh("net-list", "--all", "--name").split()
+                                   if n.startswith("soak-"))}
+        for d in view["domains"]:
+            view["domain " + d] = (norm(self.virsh("dumpxml", "--inactive", d)),
+                                   self.virsh("domstate", d).strip())
+        for n in view["networks"]:
+            info = [l for l in self.virsh("net-info", n).splitlines() if not l.startswith("UUID")]
+            view["network " + n] = (norm(self.virsh("net-dumpxml", "--inactive", n)), info)
+        view["volumes"] = self.volumes()
+        for v in view["volumes"]:
+            out = os.path.join(self.dir, "vol.bin")
+            self.virsh("vol-download", "--pool", self.POOL, v, out)
+            view["volume " + v] = (norm(self.virsh("vol-dumpxml", "--pool", self.POOL, v)), self.content(out))
+        return view
+
+    @staticmethod
+    def content(path):
+        """A volume's sha256; a seed ISO's is that of each file on it, read
+        with isoinfo (libisofs stamps the image with the time it is made)."""
+        with open(path, "rb") as f:
+            data = f.read()
+        if data[0x8001:0x8006] != b"CD001":
+            return hashlib.sha256(data).hexdigest()
+        files = subprocess.run(["isoinfo", "-R", "-f", "-i", path], capture_output=True, text=True,
+                               check=True).stdout.split()
+        return {name: hashlib.sha256(subprocess.run(["isoinfo", "-R", "-i", path, "-x", name],
+                                                    capture_output=True, check=True).stdout).hexdigest()
+                for name in sorted(files)}
+
+    def stop(self):
+        self.forget()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class LibvirtExample(Example):
+    """kvm-pair's soak: kills of `apply --only libvirt` against a real
+    libvirtd; after each episode a plan with no changes and libvirt's own
+    view (LibvirtLab.view) equal to the clean run's."""
+
+    def __init__(self, name, args, rng):
+        self.name = name
+        # its own targets, and no SSH target to drop a connection of
+        self.args = argparse.Namespace(**dict(vars(args), only="libvirt", drops=0))
+        self.rng = rng
+        self.lab = LibvirtLab(name)
+        self.vcenter = False
+        self.violations = []
+        self.episode_s = []
+        self.fig = {"kills": 0, "runs": 0, "episodes": 0, "drops_ssh": 0, "drops_vc": 0, "dropped_ssh": 0,
+                    "retries_ssh": 0, "retries_vc": 0, "extra_reboots": 0, "worst_extra": "",
+                    "guest_kills": 0, "guest_extra_reboots": 0, "resume_waits": 0}
+        self.episode = "clean"
+        self.state_dir = os.path.join(self.lab.dir, "state")
+        self.t0 = time.time()
+        self.needed = {}
+
+    def fresh(self):
+        self.lab.reset()
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def clean(self):
+        self.fresh()
+        t0 = time.time()
+        rc, err = Run(self.lab, self.state_dir, self.args.only).wait()
+        self.clean_s = time.time() - t0
+        if rc != 0:
+            raise RuntimeError("%s: the clean apply failed (%d): %s" % (self.name, rc, err[-3000:]))
+        self.ref = self.lab.view()
+        if self.ref["domains"] != sorted(self.lab.vms):
+            raise RuntimeError("%s: the clean apply left domains %s" % (self.name, self.ref["domains"]))
+        self.check()
+
+    def check(self):
+        r = subprocess.run([BIN, "plan", "--only", self.args.only, "--state-dir", self.state_dir, self.lab.spec],
+                           env=self.lab.env, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            self.violation("plan after converging exits %d: %s" % (r.returncode, r.stdout[-1500:]))
+        if self.episode == "clean":
+            return
+        view = self.lab.view()
+        for k in sorted(set(view) | set(self.ref)):
+            if view.get(k) != self.ref.get(k):
+                self.violation("libvirt's %s differs from the clean run's: %s; clean run: %s"
+                               % (k, str(view.get(k))[:600], str(self.ref.get(k))[:600]))
+
+
+def example(name, args, rng):
+    """The soak of one example: through the simulators, or libvirtd's."""
+    return (LibvirtExample if name in LIBVIRT_EXAMPLES else Example)(name, args, rng)
+
+
 def table(results):
     head = ("example", "hosts", "clean s", "reboots/host", "kills", "episodes", "runs",
             "extra reboots", "ssh drops landed/retried", "vc drops/retried", "wall s", "result")
@@ -626,7 +819,7 @@ def main(argv):
     for name in args.examples.split(","):
         # one generator per example: --examples NAME --seed S draws the same
         # delays and drops for NAME (the kills still land on a machine's timing)
-        ex = Example(name, args, random.Random("%d/%s" % (args.seed, name)))
+        ex = example(name, args, random.Random("%d/%s" % (args.seed, name)))
         try:
             ex.soak()
         except (RuntimeError, subprocess.TimeoutExpired) as e:

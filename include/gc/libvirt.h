@@ -77,9 +77,10 @@ int gc_lv_record_domain(struct gc_observed *obs, const char *vm, const char *hos
 			const char *xml, bool running, const struct gc_lv_disk *disk,
 			const struct gc_resource *const *res, size_t nres, struct gc_error *err);
 
-/* A libvirt network that pools one PF's VFs (forward mode hostdev). */
+/* A libvirt network that pools one PF's VFs (forward mode hostdev); with
+ * `uuid` (NULL: libvirt makes one up) it redefines the network holding it. */
 int gc_lv_network_xml(struct gc_buf *out, const char *name, const char *pf_dev,
-		      struct gc_error *err);
+		      const char *uuid, struct gc_error *err);
 /* Record a network's XML and autostart flag for resource `id`. */
 int gc_lv_record_network(struct gc_observed *obs, const char *id, const char *xml,
 			 bool autostart, struct gc_error *err);

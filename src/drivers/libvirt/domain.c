@@ -383,7 +383,7 @@ int gc_lv_domain_xml(struct gc_buf *out, const char *vm, const struct gc_resourc
 }
 
 int gc_lv_network_xml(struct gc_buf *out, const char *name, const char *pf_dev,
-		      struct gc_error *err)
+		      const char *uuid, struct gc_error *err)
 {
 	xmlDocPtr doc;
 	xmlNodePtr net, fwd;
@@ -399,10 +399,14 @@ int gc_lv_network_xml(struct gc_buf *out, const char *name, const char *pf_dev,
 				    "network '%s': invalid PF interface name '%s' (give the host "
 				    "NIC's device:)",
 				    name, pf_dev ? pf_dev : "(none)");
+	if (uuid != NULL && !valid_uuid(uuid))
+		return gc_error_set(err, GC_EINVAL, "network '%s': invalid UUID '%s'", name, uuid);
 	doc = xmlNewDoc(BAD_CAST "1.0");
 	net = xmlNewNode(NULL, BAD_CAST "network");
 	xmlDocSetRootElement(doc, net);
 	child(net, "name", name);
+	if (uuid != NULL)
+		child(net, "uuid", uuid);
 	fwd = child(net, "forward", NULL);
 	attr(fwd, "mode", "hostdev");
 	attr(fwd, "managed", "yes");

@@ -470,8 +470,17 @@ static int ensure_volume(struct lvconn *c, struct gc_drv_ctx *ctx, const struct 
 		      fmt != NULL && gc_valid_name(fmt) ? fmt : "raw");
 	gc_drv_count_change(ctx);
 	v = virStorageVolCreateXML(p, gc_buf_str(&xml), 0);
-	if (v == NULL)
+	if (v == NULL) {
 		rc = lv_fail(err, GC_EREMOTE, "volume", gc_buf_str(&name));
+		/* made meanwhile, from this same spec: a killed run's create that
+		 * libvirtd finished after its client was gone (see define_vm) */
+		v = virStorageVolLookupByName(p, gc_buf_str(&name));
+		if (v != NULL) {
+			gc_drv_note(ctx, c->t, "%s: volume %s created meanwhile: keeping it", vmr->vm,
+				    gc_buf_str(&name));
+			rc = 0;
+		}
+	}
 out:
 	if (v != NULL)
 		virStorageVolFree(v);
@@ -518,17 +527,21 @@ static int write_seed(struct lvconn *c, struct gc_drv_ctx *ctx, const struct gc_
 		rc = lv_fail(err, GC_EREMOTE, "storage pool", pool);
 		goto out;
 	}
-	vol = virStorageVolLookupByName(p, gc_buf_str(&name));
-	if (vol != NULL) {
-		virStorageVolDelete(vol, 0);
-		virStorageVolFree(vol);
-	}
 	gc_buf_printf(&xml,
 		      "<volume><name>%s</name><capacity unit='bytes'>%zu</capacity>"
 		      "<target><format type='raw'/></target></volume>",
 		      gc_buf_str(&name), iso.len);
 	gc_drv_count_change(ctx);
-	vol = virStorageVolCreateXML(p, gc_buf_str(&xml), 0);
+	/* the old seed goes first; twice when one appears between the delete and
+	 * the create (a killed run's, finished by libvirtd, see define_vm) */
+	for (int attempt = 0; attempt < 2 && vol == NULL; attempt++) {
+		vol = virStorageVolLookupByName(p, gc_buf_str(&name));
+		if (vol != NULL) {
+			virStorageVolDelete(vol, 0);
+			virStorageVolFree(vol);
+		}
+		vol = virStorageVolCreateXML(p, gc_buf_str(&xml), 0);
+	}
 	st = vol ? virStreamNew(c->c, 0) : NULL;
 	if (vol == NULL || st == NULL || virStorageVolUpload(vol, st, 0, iso.len, 0) != 0) {
 		rc = lv_fail(err, GC_EREMOTE, "seed volume", gc_buf_str(&name));
@@ -559,14 +572,44 @@ out:
 	return rc;
 }
 
+/* The domain XML of one VM (domain.c) with the VFs of its VF-backed vGPUs,
+ * in the order of the VM's vGPUs. */
+static int vm_xml(struct lvconn *c, const char *vm, struct gc_lv_env *env, struct gc_buf *xml,
+		  struct gc_error *err)
+{
+	char *vfs[16];
+	size_t nvf = 0;
+	int rc;
+
+	for (size_t i = 0; i < c->nres && nvf < GC_ARRAY_LEN(vfs); i++) {
+		const struct gc_resource *r = c->res[i];
+		const char *mech = gc_resource_prop(r, "mechanism");
+		const char *idx = gc_resource_prop(r, "vf");
+
+		if (r->kind != GC_RES_VM_DEVICE_VGPU || r->vm == NULL || strcmp(r->vm, vm) != 0 ||
+		    mech == NULL || strcmp(mech, "vf") != 0)
+			continue;
+		vfs[nvf++] = idx ? gc_lv_vf_of(c->c, gc_resource_prop(r, "host_pci"),
+					 (unsigned)strtoul(idx, NULL, 10))
+				 : NULL;
+	}
+	env->vgpu_vf_pci = (const char *const *)vfs;
+	env->nvgpu_vf_pci = nvf;
+	rc = gc_lv_domain_xml(xml, vm, c->res, c->nres, env, err);
+	for (size_t i = 0; i < nvf; i++)
+		free(vfs[i]);
+	env->vgpu_vf_pci = NULL;
+	env->nvgpu_vf_pci = 0;
+	return rc;
+}
+
 static int define_vm(struct lvconn *c, struct gc_drv_ctx *ctx, const char *vm,
 		     struct gc_error *err)
 {
 	const struct gc_resource *vmr = find_res(c, GC_RES_VM, vm);
 	struct gc_lv_env env = {.domain_type = c->domain_type};
 	struct gc_buf xml = GC_BUF_INIT;
-	char uuid[VIR_UUID_STRING_BUFLEN], *vfs[16], seed[17] = "";
-	size_t nvf = 0;
+	char uuid[VIR_UUID_STRING_BUFLEN], seed[17] = "";
 	virDomainPtr d;
 	int rc;
 
@@ -583,34 +626,45 @@ static int define_vm(struct lvconn *c, struct gc_drv_ctx *ctx, const char *vm,
 	d = rc == 0 ? virDomainLookupByName(c->c, vm) : NULL;
 	if (d != NULL && virDomainGetUUIDString(d, uuid) == 0)
 		env.uuid = uuid;
-	if (rc == 0) {
-		/* the VFs of VF-backed vGPUs, in the order of the VM's vGPUs */
-		for (size_t i = 0; i < c->nres && nvf < GC_ARRAY_LEN(vfs); i++) {
-			const struct gc_resource *r = c->res[i];
-			const char *mech = gc_resource_prop(r, "mechanism");
-			const char *idx = gc_resource_prop(r, "vf");
-
-			if (r->kind != GC_RES_VM_DEVICE_VGPU || r->vm == NULL || strcmp(r->vm, vm) != 0 ||
-			    mech == NULL || strcmp(mech, "vf") != 0)
-				continue;
-			vfs[nvf++] = idx ? gc_lv_vf_of(c->c, gc_resource_prop(r, "host_pci"),
-						 (unsigned)strtoul(idx, NULL, 10))
-					 : NULL;
-		}
-		env.vgpu_vf_pci = (const char *const *)vfs;
-		env.nvgpu_vf_pci = nvf;
-		rc = gc_lv_domain_xml(&xml, vm, c->res, c->nres, &env, err);
-		for (size_t i = 0; i < nvf; i++)
-			free(vfs[i]);
-	}
+	if (rc == 0)
+		rc = vm_xml(c, vm, &env, &xml, err);
 	if (rc == 0) {
 		virDomainPtr nd;
 
 		gc_drv_count_change(ctx);
 		nd = virDomainDefineXMLFlags(c->c, gc_buf_str(&xml), VIR_DOMAIN_DEFINE_VALIDATE);
-		if (nd == NULL)
+		if (nd == NULL && d == NULL) {
+			/*
+			 * "already exists with uuid": a domain of this name appeared after
+			 * the look-up above.  A run killed in the middle of its own define
+			 * leaves exactly that: libvirtd finishes the call after its client
+			 * is gone (the soak found it, docs/fuzzing.md).  The definition is
+			 * the spec's either way: write it again over that domain's UUID.
+			 * Any other failure is reported with libvirt's first message.
+			 */
+			struct gc_error first = {0};
+
+			lv_fail(&first, GC_EREMOTE, "domain", vm);
+			d = virDomainLookupByName(c->c, vm);
+			if (d != NULL && virDomainGetUUIDString(d, uuid) == 0) {
+				gc_drv_note(ctx, c->t, "%s: defined meanwhile (uuid %s): defining it again",
+					    vm, uuid);
+				env.uuid = uuid;
+				gc_buf_reset(&xml);
+				rc = vm_xml(c, vm, &env, &xml, err);
+				if (rc == 0)
+					nd = virDomainDefineXMLFlags(c->c, gc_buf_str(&xml),
+								     VIR_DOMAIN_DEFINE_VALIDATE);
+				if (rc == 0 && nd == NULL)
+					rc = lv_fail(err, GC_EREMOTE, "domain", vm);
+			} else {
+				*err = first;
+				rc = first.code;
+			}
+		} else if (nd == NULL) {
 			rc = lv_fail(err, GC_EREMOTE, "domain", vm);
-		else
+		}
+		if (nd != NULL)
 			virDomainFree(nd);
 	}
 	if (d != NULL)
@@ -626,22 +680,55 @@ static int define_network(struct lvconn *c, struct gc_drv_ctx *ctx, const struct
 {
 	const char *name = strrchr(r->id, '/') + 1;
 	struct gc_buf xml = GC_BUF_INIT;
-	virNetworkPtr n;
-	int rc;
+	virNetworkPtr n = NULL;
+	int rc = 0;
 
-	rc = gc_lv_network_xml(&xml, name, gc_resource_prop(r, "pf"), err);
-	if (rc != 0)
-		goto out;
-	gc_drv_count_change(ctx);
-	n = virNetworkDefineXML(c->c, gc_buf_str(&xml));
-	if (n == NULL) {
-		rc = lv_fail(err, GC_EREMOTE, "network", name);
-		goto out;
+	/*
+	 * Over an existing network's UUID (libvirt refuses a name it holds under
+	 * another UUID); a second time when the first define meets a network of
+	 * this name that appeared after the look-up (a killed run's define that
+	 * libvirtd finished after its client was gone, as for domains).
+	 */
+	for (int attempt = 0; attempt < 2 && rc == 0 && n == NULL; attempt++) {
+		virNetworkPtr old = virNetworkLookupByName(c->c, name);
+		char uuid[VIR_UUID_STRING_BUFLEN];
+		bool had = old != NULL;
+
+		if (attempt > 0 && !had)
+			break;
+		gc_buf_reset(&xml);
+		rc = gc_lv_network_xml(&xml, name, gc_resource_prop(r, "pf"),
+				       had && virNetworkGetUUIDString(old, uuid) == 0 ? uuid : NULL,
+				       err);
+		if (old != NULL)
+			virNetworkFree(old);
+		if (rc != 0)
+			break;
+		if (attempt == 0)
+			gc_drv_count_change(ctx);
+		n = virNetworkDefineXML(c->c, gc_buf_str(&xml));
+		if (n == NULL)
+			rc = lv_fail(err, GC_EREMOTE, "network", name);
+		if (n == NULL && !had && attempt == 0) {
+			struct gc_error first = *err;
+
+			rc = 0; /* look again: did it appear meanwhile? */
+			old = virNetworkLookupByName(c->c, name);
+			if (old == NULL) {
+				*err = first;
+				rc = first.code;
+			} else {
+				virNetworkFree(old);
+				gc_drv_note(ctx, c->t, "network %s: defined meanwhile: defining it again",
+					    name);
+			}
+		}
 	}
-	if (virNetworkSetAutostart(n, 1) != 0)
-		rc = lv_fail(err, GC_EREMOTE, "network", name);
-	virNetworkFree(n);
-out:
+	if (n != NULL) {
+		if (virNetworkSetAutostart(n, 1) != 0)
+			rc = lv_fail(err, GC_EREMOTE, "network", name);
+		virNetworkFree(n);
+	}
 	gc_buf_free(&xml);
 	return rc;
 }

@@ -340,7 +340,7 @@ static void test_network_xml(void **state)
 	virNetworkPtr n;
 	char *back;
 
-	assert_int_equal(gc_lv_network_xml(&xml, "kvm01-rdma", "ens5f0", &err), 0);
+	assert_int_equal(gc_lv_network_xml(&xml, "kvm01-rdma", "ens5f0", NULL, &err), 0);
 	n = virNetworkDefineXML(f->conn, gc_buf_str(&xml));
 	if (n == NULL)
 		fail_msg("%s", virGetLastErrorMessage());
@@ -351,9 +351,35 @@ static void test_network_xml(void **state)
 	assert_int_equal(gc_lv_record_network(o, "kvm01/libvirt.network/kvm01-rdma", back, true, &err), 0);
 	assert_string_equal(gc_observed_get(o, "kvm01/libvirt.network/kvm01-rdma", "forward"), "hostdev");
 	assert_string_equal(gc_observed_get(o, "kvm01/libvirt.network/kvm01-rdma", "pf"), "ens5f0");
+	/* redefining it (its PF changed): libvirt refuses the name under a UUID
+	 * of its own making, and takes the definition over the network's UUID */
+	{
+		char uuid[VIR_UUID_STRING_BUFLEN];
+		virNetworkPtr again;
+
+		assert_int_equal(virNetworkGetUUIDString(n, uuid), 0);
+		gc_buf_reset(&xml);
+		assert_int_equal(gc_lv_network_xml(&xml, "kvm01-rdma", "ens6f0", NULL, &err), 0);
+		assert_null(virNetworkDefineXML(f->conn, gc_buf_str(&xml)));
+		assert_non_null(strstr(virGetLastErrorMessage(), "already exists with uuid"));
+		gc_buf_reset(&xml);
+		assert_int_equal(gc_lv_network_xml(&xml, "kvm01-rdma", "ens6f0", uuid, &err), 0);
+		again = virNetworkDefineXML(f->conn, gc_buf_str(&xml));
+		if (again == NULL)
+			fail_msg("%s", virGetLastErrorMessage());
+		free(back);
+		back = virNetworkGetXMLDesc(again, 0);
+		if (back == NULL)
+			fail_msg("%s", virGetLastErrorMessage());
+		assert_non_null(strstr(back, "<pf dev='ens6f0'/>"));
+		virNetworkFree(again);
+		gc_buf_reset(&xml);
+		assert_int_equal(gc_lv_network_xml(&xml, "kvm01-rdma", "ens5f0", "not-a-uuid", &err),
+				 GC_EINVAL);
+	}
 	/* a hostile interface name never reaches the XML */
 	gc_buf_reset(&xml);
-	assert_int_equal(gc_lv_network_xml(&xml, "x", "eth0'/><forward", &err), GC_EINVAL);
+	assert_int_equal(gc_lv_network_xml(&xml, "x", "eth0'/><forward", NULL, &err), GC_EINVAL);
 	gc_observed_free(o);
 	free(back);
 	virNetworkFree(n);
