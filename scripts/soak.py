@@ -44,7 +44,10 @@ after each episode every guest must hold what the clean run left (packages
 with nothing half-done for dpkg --audit, loaded modules, the files we
 write, the boot unit, the RDMA interface's address and MTU, read over plain
 ssh) and have booted at most once more than in the clean run (wtmp).
-kvm-pair is left out (a libvirtd, not these simulators).
+--examples kvm-pair soaks that example's libvirt targets (apply --only
+libvirt) through this machine's real libvirtd instead (LibvirtLab), read
+back with virsh; it is not in the default list (it needs root and
+libvirt-daemon-system).
 """
 import argparse
 import hashlib
