@@ -289,6 +289,39 @@ class KvmLibvirt(unittest.TestCase):
         p = self.gc("apply", "--only", "libvirt", "--yes")  # back to the spec
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
+    def test_9_domain_defined_meanwhile_is_defined_over(self):
+        """A domain of the VM's name that appears after the driver looked for
+        it (what a killed run's define leaves: libvirtd finishes the call after
+        the run is gone; the soak found the re-run failing on it with
+        "already exists with uuid") gets the spec's definition over its UUID."""
+        virsh("undefine", "--nvram", "kvm-worker-01")
+        uuid = "6d0a3c41-9e55-4a3b-8f0e-3f1d2c7b9a10"
+        hand = os.path.join(self.dir, "meanwhile.xml")
+        with open(hand, "w", encoding="utf-8") as f:
+            f.write("<domain type='qemu'><name>kvm-worker-01</name><uuid>%s</uuid>"
+                    "<memory unit='KiB'>65536</memory><os><type arch='x86_64'>hvm</type></os>"
+                    "</domain>" % uuid)
+        env = dict(os.environ, GC_TEST_LIBVIRT_DEFINE_PAUSE_MS="4000")
+        p = subprocess.Popen([BIN, "apply", "-v", "--only", "libvirt", "--yes", "--state-dir", self.state,
+                              self.specfile], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env=env)
+        out = []
+        for line in p.stdout:
+            out.append(line)
+            if "kvm-worker-01: pausing 4000 ms before its define (test hook)" in line:
+                virsh("define", hand)  # in the gap between the look-up and the define
+                break
+        out.append(p.stdout.read())
+        p.stdout.close()
+        self.assertEqual(p.wait(timeout=600), 0, "".join(out))
+        self.assertIn("kvm-worker-01: defined meanwhile (uuid %s): defining it again" % uuid, "".join(out))
+        self.assertEqual(virsh("domuuid", "kvm-worker-01").stdout.strip(), uuid)
+        d = self.domain("kvm-worker-01")
+        self.assertEqual((d.find("vcpu").text, d.find("memory").text), ("16", str(128 << 20)))
+        self.assertEqual(len(d.findall("devices/hostdev")), 1)
+        p = self.gc("plan", "--only", "libvirt")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

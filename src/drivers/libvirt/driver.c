@@ -632,6 +632,13 @@ static int define_vm(struct lvconn *c, struct gc_drv_ctx *ctx, const char *vm,
 		virDomainPtr nd;
 
 		gc_drv_count_change(ctx);
+		/* test_kvm's race test defines the domain by hand in this gap */
+		if (d == NULL && getenv("GC_TEST_LIBVIRT_DEFINE_PAUSE_MS") != NULL) {
+			unsigned ms = (unsigned)strtoul(getenv("GC_TEST_LIBVIRT_DEFINE_PAUSE_MS"), NULL, 10);
+
+			gc_drv_note(ctx, c->t, "%s: pausing %u ms before its define (test hook)", vm, ms);
+			sleep_ms(ms);
+		}
 		nd = virDomainDefineXMLFlags(c->c, gc_buf_str(&xml), VIR_DOMAIN_DEFINE_VALIDATE);
 		if (nd == NULL && d == NULL) {
 			/*
