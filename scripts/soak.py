@@ -315,12 +315,12 @@ def vm_diff(mine, ref):
 class Example:
     """The soak of one example: its lab, the clean reference, the episodes."""
 
-    def __init__(self, name, args, rng):
+    def __init__(self, name, args, rng, lab=None):
         self.name = name
         self.args = args
         self.rng = rng
-        self.lab = Lab(name, args.port, args.vcsim_port, args.reboot_seconds, args.guests)
-        self.vcenter = self.lab.vcenter and "vcenter" in args.only.split(",")
+        self.lab = lab or Lab(name, args.port, args.vcsim_port, args.reboot_seconds, args.guests)
+        self.vcenter = getattr(self.lab, "vcenter", False) and "vcenter" in args.only.split(",")
         self.violations = []
         self.episode_s = []  # each kill episode's wall time (--budget)
         self.fig = {"kills": 0, "runs": 0, "episodes": 0, "drops_ssh": 0, "drops_vc": 0, "dropped_ssh": 0,
@@ -338,13 +338,17 @@ class Example:
             self.lab.guest_reset()
         shutil.rmtree(self.state_dir, ignore_errors=True)
 
-    def clean(self):
+    def clean_apply(self):
+        """A fresh lab and one apply without faults: its time is T."""
         self.fresh()
         t0 = time.time()
         rc, err = Run(self.lab, self.state_dir, self.args.only).wait()
         self.clean_s = time.time() - t0
         if rc != 0:
             raise RuntimeError("%s: the clean apply failed (%d): %s" % (self.name, rc, err[-3000:]))
+
+    def clean(self):
+        self.clean_apply()
         self.needed = {h: self.lab.state(h)["boot_count"] for h in self.lab.hosts}
         self.commands = {t: len(self.lab.commands(t)) for t in self.lab.targets}
         self.ref_hosts = {h: self.host_view(h) for h in self.lab.hosts}
@@ -399,11 +403,14 @@ class Example:
         print("VIOLATION " + line, flush=True)
         self.violations.append(line)
 
-    def check(self):
+    def check_plan(self):
         r = subprocess.run([BIN, "plan", "--only", self.args.only, "--state-dir", self.state_dir, self.lab.spec],
                            env=self.lab.env, capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
             self.violation("plan after converging exits %d: %s" % (r.returncode, r.stdout[-1500:]))
+
+    def check(self):
+        self.check_plan()
         for h in self.lab.hosts:
             self.check_host(h)
         for vm in self.lab.guests:
@@ -619,8 +626,9 @@ class LibvirtLab:
             raise RuntimeError("virsh %s: %s" % (" ".join(args), r.stderr.strip()))
         return r.stdout
 
-    def forget(self):
-        """Our domains, networks and pool gone (what an earlier soak left)."""
+    def forget(self, keep=None):
+        """Our domains and networks gone, and every volume of our pool but
+        `keep`; without `keep` the pool too (what an earlier soak left)."""
         for vm in self.vms:
             self.virsh("destroy", vm, check=False)
             self.virsh("undefine", "--nvram", vm, check=False)
@@ -628,22 +636,15 @@ class LibvirtLab:
             self.virsh("net-destroy", net, check=False)
             self.virsh("net-undefine", net, check=False)
         for v in self.virsh("vol-list", "--pool", self.POOL, check=False).splitlines():
-            if v.split():
-                self.virsh("vol-delete", "--pool", self.POOL, v.split()[0], check=False)
-        self.virsh("pool-destroy", self.POOL, check=False)
-        self.virsh("pool-undefine", self.POOL, check=False)
+            if v.split() and v.split()[0] != keep:
+                self.virsh("vol-delete", "--pool", self.POOL, v.split()[0], check=keep is not None)
+        if keep is None:
+            self.virsh("pool-destroy", self.POOL, check=False)
+            self.virsh("pool-undefine", self.POOL, check=False)
 
     def reset(self):
         """Back to nothing defined: no domain, network or volume but the base."""
-        for vm in self.vms:
-            self.virsh("destroy", vm, check=False)
-            self.virsh("undefine", "--nvram", vm, check=False)
-        for net in self.nets:
-            self.virsh("net-destroy", net, check=False)
-            self.virsh("net-undefine", net, check=False)
-        for name in self.volumes():
-            if name != "base.qcow2":
-                self.virsh("vol-delete", "--pool", self.POOL, name)
+        self.forget(keep="base.qcow2")
 
     def volumes(self):
         return sorted(l.split()[0] for l in self.virsh("vol-list", "--pool", self.POOL).splitlines() if l.split())
@@ -700,43 +701,20 @@ class LibvirtExample(Example):
     view (LibvirtLab.view) equal to the clean run's."""
 
     def __init__(self, name, args, rng):
-        self.name = name
         # its own targets, and no SSH target to drop a connection of
-        self.args = argparse.Namespace(**dict(vars(args), only="libvirt", drops=0))
-        self.rng = rng
-        self.lab = LibvirtLab(name)
-        self.vcenter = False
-        self.violations = []
-        self.episode_s = []
-        self.fig = {"kills": 0, "runs": 0, "episodes": 0, "drops_ssh": 0, "drops_vc": 0, "dropped_ssh": 0,
-                    "retries_ssh": 0, "retries_vc": 0, "extra_reboots": 0, "worst_extra": "",
-                    "guest_kills": 0, "guest_extra_reboots": 0, "resume_waits": 0}
-        self.episode = "clean"
-        self.state_dir = os.path.join(self.lab.dir, "state")
-        self.t0 = time.time()
+        super().__init__(name, argparse.Namespace(**dict(vars(args), only="libvirt", drops=0)), rng,
+                         LibvirtLab(name))
         self.needed = {}
 
-    def fresh(self):
-        self.lab.reset()
-        shutil.rmtree(self.state_dir, ignore_errors=True)
-
     def clean(self):
-        self.fresh()
-        t0 = time.time()
-        rc, err = Run(self.lab, self.state_dir, self.args.only).wait()
-        self.clean_s = time.time() - t0
-        if rc != 0:
-            raise RuntimeError("%s: the clean apply failed (%d): %s" % (self.name, rc, err[-3000:]))
+        self.clean_apply()
         self.ref = self.lab.view()
         if self.ref["domains"] != sorted(self.lab.vms):
             raise RuntimeError("%s: the clean apply left domains %s" % (self.name, self.ref["domains"]))
         self.check()
 
     def check(self):
-        r = subprocess.run([BIN, "plan", "--only", self.args.only, "--state-dir", self.state_dir, self.lab.spec],
-                           env=self.lab.env, capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            self.violation("plan after converging exits %d: %s" % (r.returncode, r.stdout[-1500:]))
+        self.check_plan()
         if self.episode == "clean":
             return
         view = self.lab.view()
