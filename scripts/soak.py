@@ -780,10 +780,11 @@ def parse_args(argv):
     ap.add_argument("--port", type=int, default=2350 + offset)
     ap.add_argument("--vcsim-port", type=int, default=9020 + offset)
     args = ap.parse_args(argv)
+    libvirt_only = all(n in LIBVIRT_EXAMPLES for n in args.examples.split(","))
     if args.only is None:
-        args.only = ONLY + (",guest" if args.guests else "")
+        args.only = "libvirt" if libvirt_only else ONLY + (",guest" if args.guests else "")
     if args.drops is None:
-        args.drops = 0 if args.guests else 4
+        args.drops = 0 if args.guests or libvirt_only else 4
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 1 << 31)
     return args
