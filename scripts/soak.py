@@ -466,9 +466,14 @@ class Example:
         every delay in (0, T); remaining draws a re-run's in (0, what is
         left of T after the kills so far, plus REOBSERVE_S), since a resumed
         run skips what is done and would mostly end before a delay from the
-        whole of T."""
+        whole of T; and the first run's in (0, the latest whole run from a
+        fresh lab), when one has ended before its kill since: a clean run
+        slowed by something beside it would leave most first runs unkilled."""
         left = self.args.per_episode - first_kill
         window = self.clean_s
+        if self.args.kill_window == "remaining":
+            window = min(self.clean_s, getattr(self, "whole_s", self.clean_s))
+        first = True
         while True:
             self.fig["runs"] += 1
             run = Run(self.lab, self.state_dir, self.args.only)
@@ -483,9 +488,12 @@ class Example:
                         again = min(REOBSERVE_S, self.clean_s)
                         window = max(again, window - delay + again)
                     left -= 1
+                    first = False
                     continue
             rc, err = run.wait()
             self.fig["resume_waits"] += run.waited
+            if first:
+                self.whole_s = time.time() - run.started
             if rc == 0:
                 return
             self.violation("a re-run exited %d: %s" % (rc, err[-2000:]))
