@@ -322,6 +322,103 @@ class KvmLibvirt(unittest.TestCase):
         p = self.gc("plan", "--only", "libvirt")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
+    def apply_with_gap(self, name, in_gap, spec=None):
+        """apply --only libvirt held (GC_TEST_LIBVIRT_CREATE_PAUSE) between its
+        look-up of the network or volume `name` and its create, where in_gap()
+        makes one of that name, as a killed run's create that libvirtd
+        finished after the run was gone would; its output and exit status."""
+        env = dict(os.environ, GC_TEST_LIBVIRT_CREATE_PAUSE="%s:4000" % name)
+        p = subprocess.Popen([BIN, "apply", "-v", "--only", "libvirt", "--yes", "--state-dir", self.state,
+                              spec or self.specfile], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, env=env)
+        out, seen = [], False
+        for line in p.stdout:
+            out.append(line)
+            if "%s: pausing 4000 ms before creating it (test hook)" % name in line:
+                in_gap()
+                seen = True
+                break
+        out.append(p.stdout.read())
+        p.stdout.close()
+        rc = p.wait(timeout=600)
+        self.assertTrue(seen, "".join(out))
+        return rc, "".join(out)
+
+    def seed_files(self, vm):
+        """The NoCloud files of a VM's seed volume, read with isoinfo."""
+        path = os.path.join(self.dir, vm + "-seed.iso")
+        virsh("vol-download", "--pool", POOL, vm + "-seed.iso", path)
+        names = subprocess.run(["isoinfo", "-R", "-f", "-i", path], capture_output=True, text=True,
+                               check=True).stdout.split()
+        return {n: subprocess.run(["isoinfo", "-R", "-i", path, "-x", n], capture_output=True,
+                                  check=True).stdout for n in names}
+
+    def test_9a_network_defined_meanwhile_is_defined_over(self):
+        """The network of that race: the spec's definition over the UUID of
+        the one that appeared, autostarted."""
+        virsh("net-destroy", "kvm01-rdma", check=False)
+        virsh("net-undefine", "kvm01-rdma")
+        uuid = "0f6c2f0e-5b8e-4c7e-9d51-7a3e2b1c4d10"
+        hand = os.path.join(self.dir, "net-meanwhile.xml")
+        with open(hand, "w", encoding="utf-8") as f:
+            f.write("<network><name>kvm01-rdma</name><uuid>%s</uuid>"
+                    "<bridge name='gcmeanwhile0'/></network>" % uuid)
+        rc, out = self.apply_with_gap("kvm01-rdma", lambda: virsh("net-define", hand))
+        self.assertEqual(rc, 0, out)
+        self.assertIn("network kvm01-rdma: defined meanwhile: defining it again", out)
+        self.assertEqual(virsh("net-uuid", "kvm01-rdma").stdout.strip(), uuid)
+        n = ET.fromstring(virsh("net-dumpxml", "--inactive", "kvm01-rdma").stdout)
+        self.assertEqual(n.find("forward").get("mode"), "hostdev")
+        self.assertEqual(n.find("forward/pf").get("dev"), "ens5f0")
+        self.assertIsNone(n.find("bridge"))
+        self.assertRegex(virsh("net-info", "kvm01-rdma").stdout, r"Autostart:\s+yes")
+        p = self.gc("plan", "--only", "libvirt")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_9b_overlay_created_meanwhile_is_kept_and_grown(self):
+        """The overlay of that race is kept (it holds the VM's disk, never
+        deleted) and grown to disk_gb like one an earlier run made."""
+        spec = yaml.safe_load(yaml.safe_dump(self.spec))
+        spec["vms"] = [{"name": "kvm-disk", "host": "kvm01", "image": self.base, "pool": POOL,
+                        "cpus": 1, "memory_gb": 1, "disk_gb": 2, "power_on": False}]
+        path = self.write_spec("disk-meanwhile.yaml", spec)
+        virsh("undefine", "kvm-disk", check=False)
+        virsh("vol-delete", "--pool", POOL, "kvm-disk.qcow2", check=False)
+        try:
+            rc, out = self.apply_with_gap("kvm-disk.qcow2", lambda: virsh(
+                "vol-create-as", POOL, "kvm-disk.qcow2", "1G", "--format", "qcow2",
+                "--backing-vol", self.base, "--backing-vol-format", "qcow2"), spec=path)
+            self.assertEqual(rc, 0, out)
+            self.assertIn("kvm-disk: volume kvm-disk.qcow2 created meanwhile: keeping it", out)
+            vol = ET.fromstring(virsh("vol-dumpxml", "--pool", POOL, "kvm-disk.qcow2").stdout)
+            self.assertEqual(int(vol.find("capacity").text), 2 << 30)
+            self.assertEqual(vol.find("backingStore/path").text, self.base)
+            d = self.domain("kvm-disk")
+            self.assertEqual(d.find("devices/disk/source").get("volume"), "kvm-disk.qcow2")
+            p = self.gc("plan", "--only", "libvirt", spec=path)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        finally:
+            virsh("undefine", "kvm-disk", check=False)
+            virsh("vol-delete", "--pool", POOL, "kvm-disk.qcow2", check=False)
+
+    def test_9c_seed_created_meanwhile_is_written_again(self):
+        """A seed volume that appears between the delete of the old seed and
+        the create of the new one is deleted and the seed written again: the
+        VM's NoCloud files, not what appeared."""
+        vm = "kvm-worker-02"
+        before = self.seed_files(vm)
+        self.assertIn("/user-data", before)
+        virsh("undefine", "--nvram", vm)  # its define writes the seed again
+        rc, out = self.apply_with_gap(vm + "-seed.iso", lambda: virsh(
+            "vol-create-as", POOL, vm + "-seed.iso", "1M", "--format", "raw"))
+        self.assertEqual(rc, 0, out)
+        self.assertIn("%s: volume %s-seed.iso created meanwhile: writing it again" % (vm, vm), out)
+        self.assertEqual(self.seed_files(vm), before)
+        self.assertEqual(self.domain(vm).findall("devices/disk")[1].find("source").get("volume"),
+                         vm + "-seed.iso")
+        p = self.gc("plan", "--only", "libvirt")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -57,6 +57,26 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
+/*
+ * Test hook of test_kvm's race tests: GC_TEST_LIBVIRT_CREATE_PAUSE="NAME:MS"
+ * holds the run MS ms before it creates the network or volume NAME, after
+ * it looked for it, so that a test can make one of that name in the gap
+ * (what a killed run's create, finished by libvirtd after it, leaves).
+ */
+static void test_pause(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *name)
+{
+	const char *v = getenv("GC_TEST_LIBVIRT_CREATE_PAUSE"), *colon;
+	size_t n = strlen(name);
+	unsigned ms;
+
+	if (v == NULL || (colon = strrchr(v, ':')) == NULL || (size_t)(colon - v) != n ||
+	    strncmp(v, name, n) != 0)
+		return;
+	ms = (unsigned)strtoul(colon + 1, NULL, 10);
+	gc_drv_note(ctx, t, "%s: pausing %u ms before creating it (test hook)", name, ms);
+	sleep_ms(ms);
+}
+
 /* libvirt prints errors to stderr by default: a library never prints */
 static void quiet(void *data, virErrorPtr e)
 {
@@ -427,24 +447,8 @@ static int ensure_volume(struct lvconn *c, struct gc_drv_ctx *ctx, const struct 
 		goto out;
 	}
 	v = virStorageVolLookupByName(p, gc_buf_str(&name));
-	if (v != NULL) {
-		/* an earlier run made it: grow it to disk_gb, never shrink */
-		unsigned long long want = disk_gb ? strtoull(disk_gb, NULL, 10) << 30 : 0;
-
-		if (want == 0 || virStorageVolGetInfo(v, &info) != 0 || info.capacity == want)
-			goto out;
-		if (info.capacity > want) {
-			rc = gc_error_set(err, GC_EREMOTE,
-					  "VM '%s': its disk %s is %llu GB, disk_gb %s would shrink "
-					  "it (gpuclusterctl only grows disks)",
-					  vmr->vm, gc_buf_str(&name), info.capacity >> 30, disk_gb);
-			goto out;
-		}
-		gc_drv_count_change(ctx);
-		if (virStorageVolResize(v, want, 0) != 0)
-			rc = lv_fail(err, GC_EREMOTE, "volume", gc_buf_str(&name));
-		goto out;
-	}
+	if (v != NULL)
+		goto grow; /* an earlier run made it */
 	base = virStorageVolLookupByPath(c->c, image);
 	if (base == NULL || virStorageVolGetInfo(base, &info) != 0) {
 		rc = gc_error_set(err, GC_EREMOTE,
@@ -469,18 +473,37 @@ static int ensure_volume(struct lvconn *c, struct gc_drv_ctx *ctx, const struct 
 		      gc_buf_str(&name), cap, image,
 		      fmt != NULL && gc_valid_name(fmt) ? fmt : "raw");
 	gc_drv_count_change(ctx);
+	test_pause(ctx, c->t, gc_buf_str(&name));
 	v = virStorageVolCreateXML(p, gc_buf_str(&xml), 0);
-	if (v == NULL) {
-		rc = lv_fail(err, GC_EREMOTE, "volume", gc_buf_str(&name));
-		/* made meanwhile, from this same spec: a killed run's create that
-		 * libvirtd finished after its client was gone (see define_vm) */
-		v = virStorageVolLookupByName(p, gc_buf_str(&name));
-		if (v != NULL) {
-			gc_drv_note(ctx, c->t, "%s: volume %s created meanwhile: keeping it", vmr->vm,
-				    gc_buf_str(&name));
-			rc = 0;
-		}
+	if (v != NULL)
+		goto out;
+	rc = lv_fail(err, GC_EREMOTE, "volume", gc_buf_str(&name));
+	/* made meanwhile: a killed run's create that libvirtd finished after its
+	 * client was gone (see define_vm).  Kept, as one an earlier run made:
+	 * an overlay holds the VM's disk, so it is never deleted */
+	v = virStorageVolLookupByName(p, gc_buf_str(&name));
+	if (v == NULL)
+		goto out;
+	gc_drv_note(ctx, c->t, "%s: volume %s created meanwhile: keeping it", vmr->vm,
+		    gc_buf_str(&name));
+	rc = 0;
+grow: {
+	/* grow it to disk_gb, never shrink */
+	unsigned long long want = disk_gb ? strtoull(disk_gb, NULL, 10) << 30 : 0;
+
+	if (want == 0 || virStorageVolGetInfo(v, &info) != 0 || info.capacity == want)
+		goto out;
+	if (info.capacity > want) {
+		rc = gc_error_set(err, GC_EREMOTE,
+				  "VM '%s': its disk %s is %llu GB, disk_gb %s would shrink "
+				  "it (gpuclusterctl only grows disks)",
+				  vmr->vm, gc_buf_str(&name), info.capacity >> 30, disk_gb);
+		goto out;
 	}
+	gc_drv_count_change(ctx);
+	if (virStorageVolResize(v, want, 0) != 0)
+		rc = lv_fail(err, GC_EREMOTE, "volume", gc_buf_str(&name));
+}
 out:
 	if (v != NULL)
 		virStorageVolFree(v);
@@ -537,9 +560,14 @@ static int write_seed(struct lvconn *c, struct gc_drv_ctx *ctx, const struct gc_
 	for (int attempt = 0; attempt < 2 && vol == NULL; attempt++) {
 		vol = virStorageVolLookupByName(p, gc_buf_str(&name));
 		if (vol != NULL) {
+			if (attempt > 0)
+				gc_drv_note(ctx, c->t, "%s: volume %s created meanwhile: writing it again",
+					    vmr->vm, gc_buf_str(&name));
 			virStorageVolDelete(vol, 0);
 			virStorageVolFree(vol);
 		}
+		if (attempt == 0)
+			test_pause(ctx, c->t, gc_buf_str(&name));
 		vol = virStorageVolCreateXML(p, gc_buf_str(&xml), 0);
 	}
 	st = vol ? virStreamNew(c->c, 0) : NULL;
@@ -713,6 +741,8 @@ static int define_network(struct lvconn *c, struct gc_drv_ctx *ctx, const struct
 			break;
 		if (attempt == 0)
 			gc_drv_count_change(ctx);
+		if (!had && attempt == 0)
+			test_pause(ctx, c->t, name);
 		n = virNetworkDefineXML(c->c, gc_buf_str(&xml));
 		if (n == NULL)
 			rc = lv_fail(err, GC_EREMOTE, "network", name);
