@@ -22,7 +22,13 @@ For each example (its lab-rewritten spec, scripts/lab.sh start --spec):
    drops its connection after a random number of commands (simlab's
    drop_after) and, with a vCenter, vcsim closes the connection of one call
    of a random SOAP method at a random moment (tests/sim/vcsim/faults.go,
-   "drop": "before" or "after"); that one apply must exit 0.
+   "drop": "before" or "after"); that one apply must exit 0.  With
+   --guests the SSH drops are the guests' instead (their spec keeps its
+   long command timeout, which a host's silent dropped session would pay):
+   --drops-per-episode times at a random moment of the apply, the guest
+   driver's connection to a random guest is cut by killing its sshd session
+   inside the guest (GUEST_DROP; at the next moment the driver holds one, if
+   it holds none then); the soak prints what each cut session was running.
 
 After every episode, read from outside the tool: a plan shows no changes;
 no host is in maintenance mode (the simulators' state files); vCenter's
@@ -86,11 +92,24 @@ VOLATILE = {"boot_count", "boot_time", "down_until", "uptime"}
 LEASE_OPTION = "/UserVars/GpuclusterctlLease"
 # --kill-window remaining: a re-run's window never shrinks below this, nor
 # below the clean run's time (its observation, and a wait for a guest still
-# booting, come before any action)
+# booting, come before any action); --reobserve sets it
 REOBSERVE_S = 60.0
 # apply's warning when a re-run meets a target still coming back from the
 # reboot a killed run sent (src/exec/exec.c, observe_after_reboot)
 RESUME_WAIT = "an earlier apply rebooted it and never saw it back"
+# A guest drop: inside the guest, as root, SIGKILL every sshd session of the
+# lab user but the one this script runs under (its ancestors): the
+# connection of our guest driver, at whatever it was doing, the way test_8
+# of test_guest.py drops it mid-install.  Prints the process table first
+# (what the session was running), then "KILLED pid" per session.
+GUEST_DROP = r"""
+mine=" "; p=$$
+while [ -n "$p" ] && [ "$p" -gt 1 ]; do mine="$mine$p "; p=$(awk '{print $4}' /proc/$p/stat); done
+ps -e -o pid=,ppid=,args=
+for p in $(pgrep -f '^sshd: [a-z_][a-z0-9_-]*@notty'); do
+    case "$mine" in *" $p "*) ;; *) sudo -n kill -9 "$p" && echo "KILLED $p" ;; esac
+done
+"""
 
 
 def observation(cmd):
@@ -291,6 +310,25 @@ def device_view(d):
     return json.dumps(out, sort_keys=True)
 
 
+def session_work(ps, killed):
+    """What the killed sessions ran: the innermost commands below them in
+    `ps -e -o pid=,ppid=,args=` (not the sudo and sh wrapping them), or
+    "idle"."""
+    rows = {}
+    for line in ps.splitlines():
+        f = line.split(None, 2)
+        if len(f) == 3 and f[0].isdigit() and f[1].isdigit():
+            rows[f[0]] = (f[1], f[2])
+    below, grew = set(killed), True
+    while grew:
+        more = {p for p, (pp, _) in rows.items() if pp in below} - below
+        below |= more
+        grew = bool(more)
+    parents = {rows[p][0] for p in below if p in rows}
+    leaves = [rows[p][1] for p in sorted(below - set(killed) - parents, key=int) if p in rows]
+    return "; ".join(" ".join(w.split())[:100] for w in leaves[:3]) or "idle"
+
+
 def vm_fingerprint(vm):
     """What must be the same after any episode: power, host, CPUs, memory,
     extraConfig and the devices with their backings."""
@@ -325,7 +363,9 @@ class Example:
         self.episode_s = []  # each kill episode's wall time (--budget)
         self.fig = {"kills": 0, "runs": 0, "episodes": 0, "drops_ssh": 0, "drops_vc": 0, "dropped_ssh": 0,
                     "retries_ssh": 0, "retries_vc": 0, "extra_reboots": 0, "worst_extra": "",
-                    "guest_kills": 0, "guest_extra_reboots": 0, "resume_waits": 0}
+                    "guest_kills": 0, "guest_extra_reboots": 0, "resume_waits": 0,
+                    "drops_guest": 0, "dropped_guest": 0, "retries_guest": 0}
+        self.guest_drops = []  # (episode, guest, seconds into the run, what its session ran)
         self.episode = "clean"
         self.state_dir = os.path.join(self.lab.dir, "state")
         self.t0 = time.time()
@@ -464,7 +504,7 @@ class Example:
         """Re-runs after a kill until one exits 0; each is killed at a random
         point while this episode has kills left.  --kill-window clean draws
         every delay in (0, T); remaining draws a re-run's in (0, what is
-        left of T after the kills so far, plus REOBSERVE_S), since a resumed
+        left of T after the kills so far, plus --reobserve), since a resumed
         run skips what is done and would mostly end before a delay from the
         whole of T; and the first run's in (0, the latest whole run from a
         fresh lab), when one has ended before its kill since: a clean run
@@ -485,7 +525,7 @@ class Example:
                     if self.in_guest_stage(run):
                         self.fig["guest_kills"] += 1
                     if self.args.kill_window == "remaining":
-                        again = min(REOBSERVE_S, self.clean_s)
+                        again = min(self.args.reobserve, self.clean_s)
                         window = max(again, window - delay + again)
                     left -= 1
                     first = False
@@ -507,6 +547,12 @@ class Example:
 
     def drop_episode(self):
         self.fresh()
+        if self.lab.guests:
+            # the guest soak's spec keeps its command timeout (an apt-get
+            # install in a TCG guest takes minutes), so a host's silent
+            # dropped session would cost minutes: its drops are the guests'
+            # and vCenter's
+            return self.guest_drop_episode()
         target = self.rng.choice(self.lab.targets)
         # simlab counts every command, observations too: the drop lands
         # somewhere in what the clean run sent that target
@@ -531,6 +577,52 @@ class Example:
                            % (target, after, rc, time.time() - t0, err[-2000:]))
             return
         self.check()
+
+    def guest_drop_episode(self):
+        """One apply from a fresh lab in which --drops-per-episode guest
+        connections drop, each at a random moment in (0, T) (a guest picked
+        at random; when our driver holds no session on it then, the first
+        moment it does), and vCenter drops one call; it must exit 0."""
+        run = Run(self.lab, self.state_dir, self.args.only)
+        plan = sorted((self.rng.uniform(0.02, self.clean_s), self.rng.choice(sorted(self.lab.guests)))
+                      for _ in range(self.args.drops_per_episode))
+        self.fig["drops_guest"] += len(plan)
+        dropper = threading.Thread(target=self.drop_guests, args=(run, plan), daemon=True)
+        dropper.start()
+        timer = self.vc_drop_later() if self.vcenter else None
+        rc, err = run.wait(timeout=3600)
+        if timer:
+            timer.cancel()
+        dropper.join()
+        self.fig["runs"] += 1
+        self.fig["retries_guest"] += len(re.findall(r"^(%s): retrying after:" % "|".join(
+            re.escape(vm) for vm in self.lab.guests), err, re.M))
+        self.fig["retries_vc"] += len(re.findall(r"^vcenter: retrying after:", err, re.M))
+        if rc != 0:
+            self.violation("an apply with guest drops at %s exited %d: %s" % (
+                ", ".join("%s %.0f s" % (vm, t) for t, vm in plan), rc, err[-2000:]))
+            return
+        self.check()
+
+    def drop_guests(self, run, plan):
+        for at, vm in plan:
+            while run.p.poll() is None and time.time() < run.started + at:
+                time.sleep(0.2)
+            while run.p.poll() is None:
+                try:
+                    out = self.lab.guest_ssh(vm, GUEST_DROP, timeout=30)
+                except (RuntimeError, subprocess.TimeoutExpired):
+                    out = ""  # rebooting: our driver has no session on it either
+                killed = re.findall(r"^KILLED (\d+)$", out, re.M)
+                if killed:
+                    self.fig["dropped_guest"] += 1
+                    self.guest_drops.append((self.episode, vm, time.time() - run.started,
+                                             session_work(out, killed)))
+                    print("soak: %s: %s: dropped %s's connection %.0f s into the run: %s" % (
+                        self.name, self.episode, vm, self.guest_drops[-1][2], self.guest_drops[-1][3]),
+                        flush=True)
+                    break
+                time.sleep(1)
 
     def vc_drop_later(self):
         method = self.rng.choice(VC_METHODS)
@@ -574,7 +666,10 @@ class Example:
             if self.violations:
                 break
             self.episode = "drop episode %d" % (i + 1)
+            t0 = time.time()
             self.drop_episode()
+            print("soak: %s: %s done in %.0f s: %d violations" % (
+                self.name, self.episode, time.time() - t0, len(self.violations)), flush=True)
 
 
 class LibvirtLab:
@@ -752,11 +847,13 @@ def table(results):
                      "FAIL" if ex.violations else "ok"))
     if any(ex.lab.guests for ex in results):
         rows[0] = rows[0][:-2] + ("guests", "kills in guest stage", "guest extra reboots",
-                                  "waits for a reboot") + rows[0][-2:]
+                                  "waits for a reboot", "guest drops landed/retried") + rows[0][-2:]
         for i, ex in enumerate(results, 1):
             f = ex.fig
             rows[i] = rows[i][:-2] + (str(len(ex.lab.guests)), str(f["guest_kills"]),
-                                      str(f["guest_extra_reboots"]), str(f["resume_waits"])) + rows[i][-2:]
+                                      str(f["guest_extra_reboots"]), str(f["resume_waits"]),
+                                      "%d: %d/%d" % (f["drops_guest"], f["dropped_guest"], f["retries_guest"])
+                                      ) + rows[i][-2:]
         head = rows[0]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
@@ -769,8 +866,10 @@ def parse_args(argv):
     ap.add_argument("--kills", type=int, default=50, help="SIGKILLs per example")
     ap.add_argument("--per-episode", type=int, default=5, help="kills before a run may finish")
     ap.add_argument("--drops", type=int, default=None,
-                    help="drop episodes per example (default 4; 0 with --guests, whose spec keeps "
-                         "its command timeout, so a silent dropped session costs minutes)")
+                    help="drop episodes per example (default 4; 0 with --guests, where each is a "
+                         "whole apply from fresh guests, minutes of TCG)")
+    ap.add_argument("--drops-per-episode", type=int, default=2,
+                    help="with --guests: guest connections dropped in one drop episode's apply")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--budget", type=int, default=None, metavar="SECONDS",
                     help="start no kill episode that would end past SECONDS from the start "
@@ -784,6 +883,11 @@ def parse_args(argv):
                     help="where a re-run's kill may land: anywhere in the clean run's time "
                          "(clean, every recorded ESXi soak) or in what the kills so far left of "
                          "it (remaining: more kills land per episode, for the slow guest soak)")
+    ap.add_argument("--reobserve", type=float, default=REOBSERVE_S, metavar="SECONDS",
+                    help="with --kill-window remaining: what a re-run spends before it resumes "
+                         "(observing, waiting for a target still booting); its window is what "
+                         "the kills left of T plus this, and never below it (default %(default)s; "
+                         "a smaller one lands more kills late in a re-run)")
     ap.add_argument("--reboot-seconds", type=float, default=0.5)
     ap.add_argument("--port", type=int, default=2350 + offset)
     ap.add_argument("--vcsim-port", type=int, default=9020 + offset)
@@ -801,9 +905,10 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     print("soak: seed %d (replay: scripts/soak.py --seed %d --examples %s --only %s --kills %d "
-          "--per-episode %d --drops %d --kill-window %s%s)" % (
+          "--per-episode %d --drops %d --drops-per-episode %d --kill-window %s --reobserve %g%s)" % (
                                               args.seed, args.seed, args.examples, args.only, args.kills,
-                                              args.per_episode, args.drops, args.kill_window,
+                                              args.per_episode, args.drops, args.drops_per_episode,
+                                              args.kill_window, args.reobserve,
                                               " --guests" if args.guests else ""), flush=True)
     results = []
     for name in args.examples.split(","):

@@ -33,6 +33,7 @@ class ShortSoak(unittest.TestCase):
         offset = int(os.environ.get("GC_IT_PORT_OFFSET", "0"))
         return argparse.Namespace(only=only, kills=kills, per_episode=per_episode, drops=drops,
                                   guests=False, budget=None, kill_window="clean",
+                                  reobserve=soak.REOBSERVE_S, drops_per_episode=2,
                                   seed=int(os.environ.get("GC_SOAK_SEED", "18")),
                                   reboot_seconds=0.5, port=self.port + offset,
                                   vcsim_port=9016 + offset)
@@ -46,6 +47,26 @@ class ShortSoak(unittest.TestCase):
         print("\n" + soak.table([ex]), file=sys.stderr)
         self.assertEqual(ex.violations, [])
         return ex
+
+    def test_guest_drop_names_what_the_cut_session_ran(self):
+        # the guest soak's drops print what our driver's session was running
+        # when it was cut: the innermost commands, not the sudo and sh around
+        ps = ("  1     0 /sbin/init\n"
+              "  700   1 sshd: gclab@notty\n"
+              "  701 700 sudo -n sh -c export DEBIAN_FRONTEND=noninteractive; apt-get install x\n"
+              "  702 701 sh -c export DEBIAN_FRONTEND=noninteractive; apt-get install x\n"
+              "  703 702 apt-get -q -y   install x\n"
+              "  704 703 /usr/bin/dpkg --status-fd 35 --unpack /var/cache/apt/archives/x.deb\n"
+              "  800   1 sshd: gclab@notty\n"
+              "  900   1 sshd: gclab@notty\n"
+              "  901 900 sudo -n sh -c nvidia-smi -q -x\n"
+              "  902 901 /bin/bash /usr/bin/nvidia-smi -q -x\n")
+        self.assertEqual(soak.session_work(ps, ["700"]),
+                         "/usr/bin/dpkg --status-fd 35 --unpack /var/cache/apt/archives/x.deb")
+        self.assertEqual(soak.session_work(ps, ["800"]), "idle")
+        self.assertEqual(soak.session_work(ps, ["700", "900"]),
+                         "/usr/bin/dpkg --status-fd 35 --unpack /var/cache/apt/archives/x.deb; "
+                         "/bin/bash /usr/bin/nvidia-smi -q -x")
 
     def test_vgpu_example_converges_after_kills(self):
         # two reboots a host (the ECC change needs the driver the first
