@@ -24,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BIN = os.environ.get("GC_BIN", os.path.join(ROOT, "build", "src", "cli", "gpuclusterctl"))
 URI = "qemu:///system"
 POOL = "gc-it-kvm"
-VMS = ("kvm-worker-01", "kvm-worker-02", "kvm-locked", "kvm-disk")
+VMS = ("kvm-worker-01", "kvm-worker-02", "kvm-locked", "kvm-disk", "kvm-plain")
 NETS = ("kvm01-rdma", "kvm02-rdma")
 QEMU_NS = "{http://libvirt.org/schemas/domain/qemu/1.0}"
 
@@ -322,11 +322,12 @@ class KvmLibvirt(unittest.TestCase):
         p = self.gc("plan", "--only", "libvirt")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
-    def apply_with_gap(self, name, in_gap, spec=None):
+    def apply_with_gap(self, name, in_gap, spec=None, doing="creating it"):
         """apply --only libvirt held (GC_TEST_LIBVIRT_CREATE_PAUSE) between its
-        look-up of the network or volume `name` and its create, where in_gap()
-        makes one of that name, as a killed run's create that libvirtd
-        finished after the run was gone would; its output and exit status."""
+        look at the network, volume or domain `name` and its create (or the
+        domain's start), where in_gap() does the same, as a killed run's call
+        that libvirtd finished after the run was gone would; its output and
+        exit status."""
         env = dict(os.environ, GC_TEST_LIBVIRT_CREATE_PAUSE="%s:4000" % name)
         p = subprocess.Popen([BIN, "apply", "-v", "--only", "libvirt", "--yes", "--state-dir", self.state,
                               spec or self.specfile], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -334,7 +335,7 @@ class KvmLibvirt(unittest.TestCase):
         out, seen = [], False
         for line in p.stdout:
             out.append(line)
-            if "%s: pausing 4000 ms before creating it (test hook)" % name in line:
+            if "%s: pausing 4000 ms before %s (test hook)" % (name, doing) in line:
                 in_gap()
                 seen = True
                 break
@@ -418,6 +419,27 @@ class KvmLibvirt(unittest.TestCase):
                          vm + "-seed.iso")
         p = self.gc("plan", "--only", "libvirt")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+    def test_9d_vm_started_meanwhile_is_left_running(self):
+        """A VM that starts between the driver's look at its state and its own
+        start (a killed run's start, finished by libvirtd) is left running:
+        libvirt's "already running" is what the spec wants."""
+        spec = yaml.safe_load(yaml.safe_dump(self.spec))
+        spec["vms"] = [{"name": "kvm-plain", "host": "kvm01", "image": self.base, "pool": POOL,
+                        "cpus": 1, "memory_gb": 1, "power_on": True}]
+        path = self.write_spec("plain-on.yaml", spec)
+        try:
+            rc, out = self.apply_with_gap("kvm-plain", lambda: virsh("start", "kvm-plain"), spec=path,
+                                          doing="starting it")
+            self.assertEqual(rc, 0, out)
+            self.assertIn("kvm-plain: started meanwhile: it runs", out)
+            self.assertEqual(virsh("domstate", "kvm-plain").stdout.strip(), "running")
+            p = self.gc("plan", "--only", "libvirt", spec=path)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        finally:
+            virsh("destroy", "kvm-plain", check=False)
+            virsh("undefine", "--nvram", "kvm-plain", check=False)
+            virsh("vol-delete", "--pool", POOL, "kvm-plain.qcow2", check=False)
 
 
 if __name__ == "__main__":

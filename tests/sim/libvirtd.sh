@@ -8,13 +8,16 @@
 # starts to probe capabilities daemonize, and where PID 1 reaps nothing (a
 # container's init) they stay zombies that libvirtd then waits on for seconds
 # per probe ("virProcessKillPainfully").  And it runs in its own mount
-# namespace with an empty root-only file (0600) bound over /dev/kvm: this
+# namespace with a root-only (0600) node of /dev/null bound over /dev/kvm: this
 # machine's /dev/kvm (a PVM backend that cannot run a stock kernel) made
 # libvirtd re-probe QEMU on every define (~4-7 s each, its capabilities
 # cache rewritten each time).  libvirt keeps the cache while "the QEMU user
 # can open /dev/kvm read-write" matches what the cached probe found; /dev/null
-# bound there could be opened, so the cache never matched.  Now a define
-# takes milliseconds.  The lab's domains are TCG (hosts[].accel: tcg).
+# (0666) bound there could be opened, so the cache never matched.  Now a
+# define takes milliseconds.  It stays a character device: libvirt moves the
+# mounts under /dev into each domain's own /dev, and refuses to move a
+# regular file there ("Unable to move ... mount to /dev/kvm").  The lab's
+# domains are TCG (hosts[].accel: tcg).
 set -euo pipefail
 
 up() { virsh -q -c qemu:///system version >/dev/null 2>&1; }
@@ -29,7 +32,7 @@ pgrep -x virtlogd >/dev/null || virtlogd -d
 mkdir -p /var/lib/libvirt/dnsmasq
 if ! pgrep -x libvirtd >/dev/null; then
 	mkdir -p /var/log/libvirt
-	kvm_hide='if [ -e /dev/kvm ]; then : >/run/gc-lab-nokvm; chmod 600 /run/gc-lab-nokvm; mount --bind /run/gc-lab-nokvm /dev/kvm; fi; exec libvirtd'
+	kvm_hide='if [ -e /dev/kvm ]; then rm -f /run/gc-lab-nokvm; mknod -m 600 /run/gc-lab-nokvm c 1 3; mount --bind /run/gc-lab-nokvm /dev/kvm; fi; exec libvirtd'
 	setsid tini -s -- unshare -m sh -c "$kvm_hide" </dev/null \
 		>>/var/log/libvirt/gc-lab-libvirtd.log 2>&1 &
 fi

@@ -59,11 +59,13 @@ static void sleep_ms(unsigned ms)
 
 /*
  * Test hook of test_kvm's race tests: GC_TEST_LIBVIRT_CREATE_PAUSE="NAME:MS"
- * holds the run MS ms before it creates the network or volume NAME, after
- * it looked for it, so that a test can make one of that name in the gap
- * (what a killed run's create, finished by libvirtd after it, leaves).
+ * holds the run MS ms before it creates the network or volume NAME, or
+ * starts the domain NAME, after it looked at it, so that a test can do the
+ * same in the gap (what a killed run's call, finished by libvirtd after it,
+ * leaves).  `doing` words the note: "creating it", "starting it".
  */
-static void test_pause(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *name)
+static void test_pause(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *name,
+		       const char *doing)
 {
 	const char *v = getenv("GC_TEST_LIBVIRT_CREATE_PAUSE"), *colon;
 	size_t n = strlen(name);
@@ -73,7 +75,7 @@ static void test_pause(struct gc_drv_ctx *ctx, const struct gc_target *t, const 
 	    strncmp(v, name, n) != 0)
 		return;
 	ms = (unsigned)strtoul(colon + 1, NULL, 10);
-	gc_drv_note(ctx, t, "%s: pausing %u ms before creating it (test hook)", name, ms);
+	gc_drv_note(ctx, t, "%s: pausing %u ms before %s (test hook)", name, ms, doing);
 	sleep_ms(ms);
 }
 
@@ -473,7 +475,7 @@ static int ensure_volume(struct lvconn *c, struct gc_drv_ctx *ctx, const struct 
 		      gc_buf_str(&name), cap, image,
 		      fmt != NULL && gc_valid_name(fmt) ? fmt : "raw");
 	gc_drv_count_change(ctx);
-	test_pause(ctx, c->t, gc_buf_str(&name));
+	test_pause(ctx, c->t, gc_buf_str(&name), "creating it");
 	v = virStorageVolCreateXML(p, gc_buf_str(&xml), 0);
 	if (v != NULL)
 		goto out;
@@ -567,7 +569,7 @@ static int write_seed(struct lvconn *c, struct gc_drv_ctx *ctx, const struct gc_
 			virStorageVolFree(vol);
 		}
 		if (attempt == 0)
-			test_pause(ctx, c->t, gc_buf_str(&name));
+			test_pause(ctx, c->t, gc_buf_str(&name), "creating it");
 		vol = virStorageVolCreateXML(p, gc_buf_str(&xml), 0);
 	}
 	st = vol ? virStreamNew(c->c, 0) : NULL;
@@ -742,7 +744,7 @@ static int define_network(struct lvconn *c, struct gc_drv_ctx *ctx, const struct
 		if (attempt == 0)
 			gc_drv_count_change(ctx);
 		if (!had && attempt == 0)
-			test_pause(ctx, c->t, name);
+			test_pause(ctx, c->t, name, "creating it");
 		n = virNetworkDefineXML(c->c, gc_buf_str(&xml));
 		if (n == NULL)
 			rc = lv_fail(err, GC_EREMOTE, "network", name);
@@ -810,8 +812,18 @@ static int power(struct lvconn *c, struct gc_drv_ctx *ctx, const struct gc_actio
 	} else if (on && state != VIR_DOMAIN_RUNNING) {
 		rc = start_networks(c, a->vm, err);
 		gc_drv_count_change(ctx);
-		if (rc == 0 && virDomainCreate(d) != 0)
+		if (rc == 0)
+			test_pause(ctx, a->target, a->vm, "starting it");
+		if (rc == 0 && virDomainCreate(d) != 0) {
+			/* running now: a killed run's start that libvirtd finished
+			 * after the run was gone (see define_vm) met ours */
 			rc = lv_fail(err, GC_EREMOTE, "VM", a->vm);
+			if (virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_RUNNING) {
+				gc_drv_note(ctx, a->target, "%s: started meanwhile: it runs", a->vm);
+				gc_error_clear(err);
+				rc = 0;
+			}
+		}
 	} else if (!on && state != VIR_DOMAIN_SHUTOFF) {
 		unsigned waited = 0;
 
@@ -825,8 +837,14 @@ static int power(struct lvconn *c, struct gc_drv_ctx *ctx, const struct gc_actio
 			waited++;
 		}
 		if (virDomainGetState(d, &state, &reason, 0) == 0 && state != VIR_DOMAIN_SHUTOFF &&
-		    virDomainDestroy(d) != 0)
+		    virDomainDestroy(d) != 0) {
 			rc = lv_fail(err, GC_EREMOTE, "VM", a->vm);
+			/* it went off between the look and the destroy: what we wanted */
+			if (virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_SHUTOFF) {
+				gc_error_clear(err);
+				rc = 0;
+			}
+		}
 	}
 	virDomainFree(d);
 	return rc;
