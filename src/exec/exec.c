@@ -185,7 +185,10 @@ static int observe_retrying(struct run *r, struct tslot *s, struct gc_buf *probl
  * out, is asked again (it may be about to go down: planning from it would
  * send a second reboot).  Past the grace the old boot is taken as it is (the
  * reboot never happened; the plan decides).  A driver without boot_time
- * cannot tell boots apart: its first answer is taken.
+ * cannot tell boots apart: its first answer is taken.  A guest whose VM an
+ * earlier apply started and never reached (recover.c start_unseen: killed
+ * while the VM booted) is waited for the same way; its first answer is
+ * taken, as a started VM is not about to go down.
  */
 #define RESUME_REBOOT_GRACE_S 120.0
 static double wall_s(void)
@@ -214,6 +217,18 @@ static int observe_after_reboot(struct run *r, struct tslot *s, struct gc_buf *p
 		int rc = observe_once(r, s, problems, &e);
 		double boot = 0;
 
+		if (rc == 0 && s->unseen_is_start) {
+			/* a VM that was started is not about to go down: its first
+			 * answer is taken (its boot time would only add clock skew) */
+			const char *msg = "answers, after the start of its VM an earlier apply sent";
+
+			gc_exec_journal(r, s->target, "resume: boot seen", "reboot_seen", GC_J_DONE, msg);
+			s->reboot_unseen_ts = 0;
+			s->unseen_is_start = false;
+			if (warned)
+				gc_exec_emit(&r->ctx, GC_EV_NOTE, s->target, NULL, msg, 0);
+			return 0;
+		}
 		if (rc == 0) {
 			struct gc_error be = GC_ERROR_INIT;
 			int brc = s->drv->boot_time != NULL
@@ -266,20 +281,27 @@ static int observe_after_reboot(struct run *r, struct tslot *s, struct gc_buf *p
 			return rc != 0 ? rc : gc_error_set(err, GC_EINTR, "interrupted");
 		}
 		if (gc_now_ns() >= deadline)
-			return gc_error_set(err, GC_EREMOTE, "%s '%s' did not come back within %u s "
-					    "from the reboot an earlier apply sent (%s)",
+			return gc_error_set(err, GC_EREMOTE, "%s '%s' did not %s within %u s %s (%s)",
 					    gc_target_kind_name(s->target->kind), s->target->name,
-					    timeout / 1000, last);
+					    s->unseen_is_start ? "answer" : "come back", timeout / 1000,
+					    s->unseen_is_start ? "after an earlier apply started its VM"
+							       : "from the reboot an earlier apply sent",
+					    last);
 		if (!warned) {
 			char msg[GC_ERROR_MSG_MAX + 160];
 
 			warned = true;
-			snprintf(msg, sizeof(msg), "an earlier apply rebooted it and never saw it back: "
-				 "waiting up to %u s for it (%s)", timeout / 1000, last);
+			snprintf(msg, sizeof(msg), "%s: waiting up to %u s for it (%s)",
+				 s->unseen_is_start
+					 ? "an earlier apply started its VM and never reached it"
+					 : "an earlier apply rebooted it and never saw it back",
+				 timeout / 1000, last);
 			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, msg, 0);
 		}
-		gc_drv_note(&r->ctx, s->target, "waiting for it to come back from an earlier "
-			    "apply's reboot (%.0f s)", (double)(gc_now_ns() - t0) / 1e9);
+		gc_drv_note(&r->ctx, s->target, "waiting for it %s (%.0f s)",
+			    s->unseen_is_start ? "to boot: an earlier apply started its VM"
+					       : "to come back from an earlier apply's reboot",
+			    (double)(gc_now_ns() - t0) / 1e9);
 		gc_exec_sleep_ms(poll);
 	}
 }

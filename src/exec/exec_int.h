@@ -37,6 +37,8 @@ struct tslot {
 	double reboot_sent_ts; /* journal: when the reboot of the owed change went out; 0 none */
 	double reboot_unseen_ts; /* journal: a reboot went out that no wait or verify saw
 				  * through (its run was killed, or gave up); 0 none */
+	bool unseen_is_start;  /* ... or, for a guest, its VM's start that no step of
+				* the guest followed (recover.c start_unseen) */
 	bool leased;           /* carries our cluster lease (lease.c) */
 	bool lease_left;       /* journal: a run of ours wrote the lease, never cleared it */
 	bool save_owed;        /* journal: switch commands sent, their save not confirmed */

@@ -63,6 +63,40 @@ static double reboot_unseen(const struct gc_jhistory *h, const char *target)
 	return ts;
 }
 
+/* Is action (a journal record's) the start of VM vm: "power on VM", or the
+ * VM's power resource ("+ vm/VM/power", "~ vm/VM/power")? */
+static bool starts_vm(const char *action, const char *vm)
+{
+	size_t n = strlen(vm), len = strlen(action);
+
+	if (strncmp(action, "power on ", 9) == 0 && strcmp(action + 9, vm) == 0)
+		return true;
+	return len == n + 11 && (action[0] == '+' || action[0] == '~') &&
+	       strncmp(action + 1, " vm/", 4) == 0 && strncmp(action + 5, vm, n) == 0 &&
+	       strcmp(action + 5 + n, "/power") == 0;
+}
+
+/* When an earlier apply started a guest's VM (the record on the VM's KVM
+ * host or vCenter is written before the call goes out) and no step of the
+ * guest was done after it: that run was killed while the VM booted, and the
+ * guest may not answer yet; 0 otherwise. */
+static double start_unseen(const struct gc_jhistory *h, const char *vm)
+{
+	double ts = 0;
+
+	for (size_t i = 0; i < h->n; i++) {
+		const struct gc_jrecord *rec = &h->records[i];
+
+		if (strcmp(rec->target, vm) == 0) {
+			if (rec->state == GC_J_DONE)
+				ts = 0; /* the guest was reached after it */
+		} else if (rec->state == GC_J_START && starts_vm(rec->action, vm)) {
+			ts = rec->ts;
+		}
+	}
+	return ts;
+}
+
 void gc_exec_recall_journal(struct run *r, const char *cluster)
 {
 	struct gc_error err = GC_ERROR_INIT;
@@ -90,6 +124,16 @@ void gc_exec_recall_journal(struct run *r, const char *cluster)
 		if (s->target->kind == GC_TARGET_ESXI || s->target->kind == GC_TARGET_KVM ||
 		    s->target->kind == GC_TARGET_GUEST)
 			s->reboot_unseen_ts = reboot_unseen(&h, s->target->name);
+		/* a guest whose VM an earlier apply started and never reached: the
+		 * same patience for its first boot */
+		if (s->target->kind == GC_TARGET_GUEST) {
+			double st = start_unseen(&h, s->target->name);
+
+			if (st > s->reboot_unseen_ts) {
+				s->reboot_unseen_ts = st;
+				s->unseen_is_start = true;
+			}
+		}
 		/* a KVM host owes reboots too (its boot time decides), never maintenance */
 		if (s->target->kind != GC_TARGET_ESXI && s->target->kind != GC_TARGET_KVM)
 			continue;

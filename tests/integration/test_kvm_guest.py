@@ -147,6 +147,51 @@ class KvmGuest(unittest.TestCase):
         self.assertEqual(names, {"config vm/%s%s" % (VM, sub): "pass"
                                  for sub in ("", "/hw", "/seed", "/nic.virtio/0", "/power")})
 
+    def test_4_killed_while_its_vm_boots_the_rerun_waits_for_the_guest(self):
+        """A run killed after it started the VM, while the guest boots: the
+        re-run finds the VM running and the guest silent.  Found by reading
+        the resume code after the guest soak: the transport's few retries
+        (~20 s) gave up on a guest whose TCG boot takes ~40 s, and the re-run
+        failed.  The journal's start of the VM, with no step of the guest
+        after it, makes the re-run wait for the guest as for a reboot."""
+        virsh("destroy", VM, check=False)
+        virsh("undefine", "--nvram", VM)
+        for vol in (VM + ".qcow2", VM + "-seed.iso"):
+            virsh("vol-delete", "--pool", POOL, vol)
+        # a new instance: cloud-init makes new host keys
+        subprocess.run(["ssh-keygen", "-q", "-R", ADDR, "-f", self.known], check=True,
+                       capture_output=True)
+        p = subprocess.Popen([BIN, "apply", "--only", "libvirt,guest", "--yes", "--state-dir",
+                              self.state, self.spec], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 300
+        while virsh("domstate", VM, check=False).stdout.strip() != "running":
+            self.assertIsNone(p.poll(), "the apply ended before the VM ran")
+            self.assertLess(time.monotonic(), deadline, "the VM never ran")
+            time.sleep(0.2)
+        time.sleep(2)
+        p.kill()
+        p.wait()
+        killed = time.time()
+        uuid = virsh("domuuid", VM).stdout.strip()
+        r = self.gc("apply", "--only", "libvirt,guest", "--yes", "-v")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("%s: warning: an earlier apply started its VM and never reached it: "
+                      "waiting up to 1200 s for it (" % VM, r.stderr)
+        self.assertIn("%s: answers, after the start of its VM an earlier apply sent" % VM,
+                      r.stderr)
+        self.assertEqual(virsh("domuuid", VM).stdout.strip(), uuid)  # not defined again
+        self.assertEqual(virsh("domstate", VM).stdout.strip(), "running")
+        q = self.ssh("awk '/^btime/ {print $2}' /proc/stat; dpkg-query -W -f='${Status}' rdma-core")
+        self.assertEqual(q.returncode, 0, q.stderr)
+        btime, status = q.stdout.splitlines()
+        self.assertEqual(status, "install ok installed")
+        # the boot the killed run started, not one of the re-run (a few
+        # seconds of the guest clock's skew allowed)
+        self.assertLess(int(btime), killed + 5)
+        p = self.gc("plan", "--only", "libvirt,guest")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

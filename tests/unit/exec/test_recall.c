@@ -2,7 +2,8 @@
  * test_recall.c - what gc_exec_recall_journal makes of a journal that
  * earlier runs wrote: which targets have a reboot that went out and that no
  * wait, verify or resume saw through (the next apply observes those with
- * the reboot wait's patience, src/exec/exec.c), and when it went out.
+ * the reboot wait's patience, src/exec/exec.c), and when it went out; and
+ * which guests' VMs an earlier run started without reaching the guest.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -176,6 +177,57 @@ static void test_the_newest_reboot_decides(void **state)
 	assert_true(s[0].reboot_unseen_ts >= t1);
 }
 
+/* Killed while a guest's VM booted: the start's record (on the KVM host or
+ * the vCenter, "+ vm/VM/power" or "power on VM") with no step of the guest
+ * done after it.  A guest step done, or the patient observation's
+ * reboot_seen, reaches it; a step only started does not.  A newer reboot
+ * of the guest decides over an older start. */
+static void test_a_start_without_a_guest_step_is_unseen(void **state)
+{
+	static const struct {
+		const char *target, *kind;
+		enum gc_jstate st;
+		const char *action;
+	} recs[] = {
+		{"kvm01", "apply", GC_J_START, "+ vm/g1/power"},
+		{"vcenter", "power_on", GC_J_START, "power on g2"},
+		{"g2", "apply", GC_J_DONE, "~ guest/g2/driver"},
+		{"vcenter", "power_on", GC_J_START, "power on g3"},
+		{"g3", "apply", GC_J_START, "~ guest/g3/driver"},
+		{"kvm01", "apply", GC_J_START, "+ vm/g4x/power"},
+		{"kvm01", "apply", GC_J_START, "~ vm/g5/power"},
+		{"g5", "reboot_seen", GC_J_DONE, "resume: boot seen"},
+		{"vcenter", "power_on", GC_J_START, "power on g6"},
+		{"vcenter", "power_on", GC_J_START, "power on g7"},
+		{"g7", "reboot", GC_J_START, "reboot g7"},
+	};
+	static const char *const names[] = {"g1", "g2", "g3", "g4", "g5", "g6", "g7"};
+	struct gc_target ts[7];
+	struct tslot s[7];
+
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_journal *j = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < 7; i++)
+		ts[i] = (struct gc_target){i == 5 ? GC_TARGET_ESXI : GC_TARGET_GUEST, names[i], i,
+					   NULL, NULL, NULL};
+	assert_int_equal(gc_journal_open(&j, dir, "lab", &err), 0);
+	for (size_t i = 0; i < GC_ARRAY_LEN(recs); i++)
+		assert_int_equal(gc_journal_append(j, recs[i].target, recs[i].action, recs[i].kind,
+						   recs[i].st, NULL, &err),
+				 0);
+	gc_journal_close(j);
+	recall_run(ts, s, 7);
+	assert_true(s[0].reboot_unseen_ts > 0 && s[0].unseen_is_start);
+	assert_true(s[1].reboot_unseen_ts == 0 && !s[1].unseen_is_start);
+	assert_true(s[2].reboot_unseen_ts > 0 && s[2].unseen_is_start);
+	assert_true(s[3].reboot_unseen_ts == 0); /* another VM's power */
+	assert_true(s[4].reboot_unseen_ts == 0);
+	assert_true(s[5].reboot_unseen_ts == 0 && !s[5].unseen_is_start); /* not a guest */
+	assert_true(s[6].reboot_unseen_ts > 0 && !s[6].unseen_is_start);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +235,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_what_sees_a_reboot_through, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_the_newest_reboot_decides, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_start_without_a_guest_step_is_unseen, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
