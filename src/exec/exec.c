@@ -219,9 +219,15 @@ static int observe_after_reboot(struct run *r, struct tslot *s, struct gc_buf *p
 
 		if (rc == 0 && s->unseen_is_start) {
 			/* a VM that was started is not about to go down: its first
-			 * answer is taken (its boot time would only add clock skew) */
+			 * answer is taken (its boot time would only add clock skew);
+			 * a guest whose VM is off now answered nothing (boot_time
+			 * says so): the journal keeps the start */
 			const char *msg = "answers, after the start of its VM an earlier apply sent";
+			struct gc_error be = GC_ERROR_INIT;
 
+			if (s->drv->boot_time != NULL &&
+			    s->drv->boot_time(s->conn, &r->ctx, &boot, &be) == GC_ENOTSUP)
+				return 0;
 			gc_exec_journal(r, s->target, "resume: boot seen", "reboot_seen", GC_J_DONE, msg);
 			s->reboot_unseen_ts = 0;
 			s->unseen_is_start = false;

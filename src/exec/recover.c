@@ -90,7 +90,8 @@ static double start_unseen(const struct gc_jhistory *h, const char *vm)
 		if (strcmp(rec->target, vm) == 0) {
 			if (rec->state == GC_J_DONE)
 				ts = 0; /* the guest was reached after it */
-		} else if (rec->state == GC_J_START && starts_vm(rec->action, vm)) {
+		} else if (rec->state == GC_J_START && rec->action != NULL &&
+			   starts_vm(rec->action, vm)) {
 			ts = rec->ts;
 		}
 	}

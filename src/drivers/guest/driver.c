@@ -490,7 +490,8 @@ out:
 }
 
 /* When the guest booted, on our clock: now minus its /proc/uptime (asked only
- * of a guest an earlier, killed apply sent a reboot; src/exec/exec.c). */
+ * of a guest an earlier, killed apply sent a reboot or started the VM of;
+ * src/exec/exec.c). */
 static int guest_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s,
 			   struct gc_error *err)
 {
