@@ -595,8 +595,11 @@ class Example:
             timer.cancel()
         dropper.join()
         self.fig["runs"] += 1
-        self.fig["retries_guest"] += len(re.findall(r"^(%s): retrying after:" % "|".join(
-            re.escape(vm) for vm in self.lab.guests), err, re.M))
+        retries = re.findall(r"^(?:%s): retrying after:.*$" % "|".join(
+            re.escape(vm) for vm in self.lab.guests), err, re.M)
+        self.fig["retries_guest"] += len(retries)
+        for line in retries:  # which cut each retry answered
+            print("soak: %s: %s: %s" % (self.name, self.episode, line[:300]), flush=True)
         self.fig["retries_vc"] += len(re.findall(r"^vcenter: retrying after:", err, re.M))
         if rc != 0:
             self.violation("an apply with guest drops at %s exited %d: %s" % (
