@@ -301,20 +301,10 @@ class KvmLibvirt(unittest.TestCase):
             f.write("<domain type='qemu'><name>kvm-worker-01</name><uuid>%s</uuid>"
                     "<memory unit='KiB'>65536</memory><os><type arch='x86_64'>hvm</type></os>"
                     "</domain>" % uuid)
-        env = dict(os.environ, GC_TEST_LIBVIRT_DEFINE_PAUSE_MS="4000")
-        p = subprocess.Popen([BIN, "apply", "-v", "--only", "libvirt", "--yes", "--state-dir", self.state,
-                              self.specfile], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             env=env)
-        out = []
-        for line in p.stdout:
-            out.append(line)
-            if "kvm-worker-01: pausing 4000 ms before its define (test hook)" in line:
-                virsh("define", hand)  # in the gap between the look-up and the define
-                break
-        out.append(p.stdout.read())
-        p.stdout.close()
-        self.assertEqual(p.wait(timeout=600), 0, "".join(out))
-        self.assertIn("kvm-worker-01: defined meanwhile (uuid %s): defining it again" % uuid, "".join(out))
+        rc, out = self.apply_with_gap("kvm-worker-01", lambda: virsh("define", hand),
+                                      doing="defining it")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("kvm-worker-01: defined meanwhile (uuid %s): defining it again" % uuid, out)
         self.assertEqual(virsh("domuuid", "kvm-worker-01").stdout.strip(), uuid)
         d = self.domain("kvm-worker-01")
         self.assertEqual((d.find("vcpu").text, d.find("memory").text), ("16", str(128 << 20)))
@@ -325,7 +315,7 @@ class KvmLibvirt(unittest.TestCase):
     def apply_with_gap(self, name, in_gap, spec=None, doing="creating it"):
         """apply --only libvirt held (GC_TEST_LIBVIRT_CREATE_PAUSE) between its
         look at the network, volume or domain `name` and its create (or the
-        domain's start), where in_gap() does the same, as a killed run's call
+        domain's define or start), where in_gap() does the same, as a killed run's call
         that libvirtd finished after the run was gone would; its output and
         exit status."""
         env = dict(os.environ, GC_TEST_LIBVIRT_CREATE_PAUSE="%s:4000" % name)

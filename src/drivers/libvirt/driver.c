@@ -60,9 +60,10 @@ static void sleep_ms(unsigned ms)
 /*
  * Test hook of test_kvm's race tests: GC_TEST_LIBVIRT_CREATE_PAUSE="NAME:MS"
  * holds the run MS ms before it creates the network or volume NAME, or
- * starts the domain NAME, after it looked at it, so that a test can do the
- * same in the gap (what a killed run's call, finished by libvirtd after it,
- * leaves).  `doing` words the note: "creating it", "starting it".
+ * defines or starts the domain NAME, after it looked at it, so that a test
+ * can do the same in the gap (what a killed run's call, finished by libvirtd
+ * after it, leaves).  `doing` words the note: "creating it", "defining it",
+ * "starting it".
  */
 static void test_pause(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *name,
 		       const char *doing)
@@ -662,13 +663,8 @@ static int define_vm(struct lvconn *c, struct gc_drv_ctx *ctx, const char *vm,
 		virDomainPtr nd;
 
 		gc_drv_count_change(ctx);
-		/* test_kvm's race test defines the domain by hand in this gap */
-		if (d == NULL && getenv("GC_TEST_LIBVIRT_DEFINE_PAUSE_MS") != NULL) {
-			unsigned ms = (unsigned)strtoul(getenv("GC_TEST_LIBVIRT_DEFINE_PAUSE_MS"), NULL, 10);
-
-			gc_drv_note(ctx, c->t, "%s: pausing %u ms before its define (test hook)", vm, ms);
-			sleep_ms(ms);
-		}
+		if (d == NULL)
+			test_pause(ctx, c->t, vm, "defining it");
 		nd = virDomainDefineXMLFlags(c->c, gc_buf_str(&xml), VIR_DOMAIN_DEFINE_VALIDATE);
 		if (nd == NULL && d == NULL) {
 			/*
