@@ -248,7 +248,12 @@ int gc_drv_wait_reboot(struct gc_drv_ctx *ctx, struct gc_drv_reboot *r, struct g
 		auth_since = 0;
 		now[0] = '\0';
 		if (r->boot_id(r->arg, now, sizeof(now), &e) != 0 || now[0] == '\0') {
+			/* the old boot's sshd going down, or a session cut: one
+			 * more poll, not a retry (the whole wait is the retry),
+			 * but said, so a cut the wait absorbed is not silent */
 			snprintf(last, sizeof(last), "%s", e.code ? e.msg : "no boot id");
+			gc_drv_note(ctx, r->t, "the %s answered, but its boot could not be read "
+				    "(%s): asking again", r->noun, last);
 			r->disconnect(r->arg);
 			continue;
 		}

@@ -18,7 +18,7 @@
 #include "gc/util.h"
 
 /* One answer of the scripted target per reconnection. */
-enum answer { DOWN, AUTH, HOSTKEY, OLD_BOOT, NEW_BOOT };
+enum answer { DOWN, AUTH, HOSTKEY, CUT, OLD_BOOT, NEW_BOOT };
 
 struct script {
 	const enum answer *v;
@@ -64,7 +64,11 @@ static int fake_boot_id(void *arg, char *out, size_t n, struct gc_error *err)
 {
 	struct script *s = arg;
 
-	(void)err;
+	if (current(s) == CUT) { /* logged in, then the session dropped */
+		s->next++;
+		return gc_error_set(err, GC_ENET, "ssh gclab@192.0.2.7:22: connection closed by "
+				    "the remote side");
+	}
 	snprintf(out, n, "%s", current(s) == NEW_BOOT ? "boot-2" : "boot-1");
 	s->next++;
 	return 0;
@@ -130,6 +134,28 @@ static void test_refused_logins_around_the_reboot_are_waited_out(void **state)
 	assert_non_null(strstr(s.notes, "waiting for the guest to come back (1 s)\n"));
 }
 
+/* A session that logs in and is cut before the boot id is read (the old
+ * boot's sshd going down, or a dropped connection) is one more poll, and
+ * the wait says so (apply -v): the cut is not absorbed in silence. */
+static void test_a_cut_read_of_the_boot_is_asked_again_and_said(void **state)
+{
+	static const enum answer v[] = {CUT, DOWN, NEW_BOOT};
+	struct script s = {v, 3, 0, 0, 0, 0, ""};
+	struct gc_error err = GC_ERROR_INIT;
+
+	(void)state;
+	assert_int_equal(run(&s, 60000, &err), 0);
+	assert_int_equal(s.connects, 3);
+	assert_int_equal(s.next, 3);
+	assert_int_equal(s.disconnects, 2); /* before the wait, and the cut session */
+	assert_string_equal(s.notes,
+			    "waiting for the guest to come back (1 s)\n"
+			    "the guest answered, but its boot could not be read (ssh "
+			    "gclab@192.0.2.7:22: connection closed by the remote side): asking again\n"
+			    "waiting for the guest to come back (2 s)\n"
+			    "waiting for the guest to come back (3 s)\n");
+}
+
 static void test_a_changed_host_key_fails_at_once(void **state)
 {
 	static const enum answer v[] = {DOWN, HOSTKEY, NEW_BOOT};
@@ -175,6 +201,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refused_logins_around_the_reboot_are_waited_out),
+		cmocka_unit_test(test_a_cut_read_of_the_boot_is_asked_again_and_said),
 		cmocka_unit_test(test_a_changed_host_key_fails_at_once),
 		cmocka_unit_test(test_logins_refused_to_the_end_fail_with_the_refusal),
 		cmocka_unit_test(test_the_nologin_grace_runs_from_the_first_refusal),
