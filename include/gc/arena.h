@@ -17,7 +17,8 @@ struct gc_arena {
 };
 #define GC_ARENA_INIT {NULL, 0}
 
-void *gc_arena_alloc(struct gc_arena *a, size_t n);   /* zeroed, 16-aligned */
+void *gc_arena_alloc(struct gc_arena *a, size_t n);   /* zeroed, 8-aligned */
+/* strings: packed, no alignment */
 char *gc_arena_strdup(struct gc_arena *a, const char *s);
 char *gc_arena_strndup(struct gc_arena *a, const char *s, size_t n);
 char *gc_arena_printf(struct gc_arena *a, const char *fmt, ...) GC_PRINTF(2, 3);

@@ -83,26 +83,26 @@ struct gc_action_link; /* internal */
 
 struct gc_action {
 	size_t seq;  /* 1-based position in the global order */
-	enum gc_action_kind kind;
-	enum gc_op op;
 	const struct gc_target *target;
 	const struct gc_resource *resource; /* APPLY (and POWER_* of vm.power); else NULL */
 	const char *resource_id;            /* resource's id, also for deletes of unknown ones */
-	enum gc_res_kind res_kind;          /* valid when resource_id != NULL */
 	const char *host; /* the ESXi host concerned, or NULL */
 	const char *vm;   /* the VM concerned, or NULL */
 	const char *dest_host; /* MIGRATE: where to (back onto `host`); NULL: off `host`, vCenter picks */
 	struct gc_change *changes;
 	size_t nchanges;
-	unsigned flags;      /* GC_RES_* flags of the resource */
 	const char *why;     /* for synthesized steps (and some resource actions), else NULL */
-	bool synthesized;    /* not a resource diff: ENTER/EXIT/REBOOT/... */
 	size_t wave;         /* 0-based */
 	struct gc_action **deps; /* must finish first (includes target sequence) */
 	size_t ndeps;
+	enum gc_action_kind kind;
+	enum gc_op op;
+	enum gc_res_kind res_kind;          /* valid when resource_id != NULL */
+	unsigned flags;      /* GC_RES_* flags of the resource */
+	bool synthesized;    /* not a resource diff: ENTER/EXIT/REBOOT/... */
 	/* internal */
+	unsigned nin;
 	struct gc_action_link *in, *out;
-	size_t nin;
 };
 
 /* The actions of one target in one wave, in execution order. */

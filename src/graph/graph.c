@@ -406,18 +406,35 @@ int gc_graph_toposort(const struct gc_resource ***order, const struct gc_graph *
 	struct heap h = {gc_xcalloc(n ? n : 1, sizeof(size_t)), 0};
 	int rc = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		indeg[i] = g->resources[i]->ndeps;
-		if (indeg[i] == 0)
-			heap_push(&h, i);
-	}
-	while (h.n > 0) {
-		const struct gc_resource *r = g->resources[heap_pop(&h)];
+	size_t c = 0; /* the scan: every ready resource below c is in the heap */
 
+	for (size_t i = 0; i < n; i++)
+		indeg[i] = g->resources[i]->ndeps;
+	/* Kahn's walk, the ready resource of least index first.  The ready
+	 * ones at or past c are found by the scan; only a resource that gets
+	 * ready behind it goes into the heap, and the heap's least is always
+	 * below c.  Most deps point backwards, so the heap stays small: the
+	 * same order as a heap of every ready resource, without its log n of
+	 * scattered reads per step (a 10,000-host graph has 260,000). */
+	for (;;) {
+		const struct gc_resource *r;
+
+		if (h.n > 0) {
+			r = g->resources[heap_pop(&h)];
+		} else {
+			while (c < n && indeg[c] != 0)
+				c++;
+			if (c == n)
+				break;
+			r = g->resources[c++];
+		}
 		out[k++] = r;
-		for (size_t i = 0; i < r->nrdeps; i++)
-			if (--indeg[r->rdeps[i]->index] == 0)
-				heap_push(&h, r->rdeps[i]->index);
+		for (size_t i = 0; i < r->nrdeps; i++) {
+			size_t j = r->rdeps[i]->index;
+
+			if (--indeg[j] == 0 && j < c)
+				heap_push(&h, j);
+		}
 	}
 	if (k < n) {
 		rc = report_cycle(g, indeg, err);

@@ -139,17 +139,25 @@ static int report_cycle(struct builder *b)
 static int sort_actions(struct builder *b, struct gc_action **ord)
 {
 	struct heap h = {gc_xcalloc(b->n + 1, sizeof(*h.v)), 0};
-	size_t k = 0;
+	size_t k = 0, c = 0; /* the scan: every ready action below c is in the heap */
 
-	for (size_t i = 0; i < b->n; i++)
-		if (b->list[i]->nin == 0)
-			heap_push(&h, b->list[i]);
-	while (h.n > 0) {
-		struct gc_action *a = heap_pop(&h);
+	/* as gc_graph_toposort: the scan finds the ready actions at or past
+	 * c in creation order, the heap holds those that got ready behind it */
+	for (;;) {
+		struct gc_action *a;
 
+		if (h.n > 0) {
+			a = heap_pop(&h);
+		} else {
+			while (c < b->n && b->list[c]->nin != 0)
+				c++;
+			if (c == b->n)
+				break;
+			a = b->list[c++];
+		}
 		ord[k++] = a;
 		for (struct gc_action_link *l = a->out; l != NULL; l = l->next)
-			if (--l->a->nin == 0)
+			if (--l->a->nin == 0 && l->a->seq < c)
 				heap_push(&h, l->a);
 	}
 	free(h.v);
