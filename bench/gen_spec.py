@@ -6,21 +6,31 @@ SR-IOV mode and a ConnectX-6 passed through), and runs one VM that takes all
 8 GPUs (MMIO 1024 GB), one SR-IOV VF and the passthrough HCA.
 
     bench/gen_spec.py 1000 > /tmp/spec-1000.yaml
+
+With --guests, each VM also has a guest stage like examples/roce-pair.yaml's
+(driver, RDMA stack, peer memory, licence, NTP, RoCE QoS on the VF):
+
+    bench/gen_spec.py --guests 1000 > /tmp/spec-1000-guests.yaml
 """
 import sys
 
 
 def main() -> int:
-    if len(sys.argv) != 2 or not sys.argv[1].isdigit():
-        print("usage: gen_spec.py N", file=sys.stderr)
+    args = sys.argv[1:]
+    guests = "--guests" in args
+    args = [a for a in args if a != "--guests"]
+    if len(args) != 1 or not args[0].isdigit():
+        print("usage: gen_spec.py [--guests] N", file=sys.stderr)
         return 64
-    n = int(sys.argv[1])
+    n = int(args[0])
     out = sys.stdout.write
     out("apiVersion: gpuclusterctl/v1\nkind: Cluster\n")
     out(f"metadata:\n  name: bench-{n}\n")
     out("credentials:\n"
         "  - {name: esxi-root, username: root, password_env: GC_ESXI_PASSWORD}\n"
         "  - {name: vc-admin, username: administrator@vsphere.local, password_env: GC_VC_PASSWORD}\n")
+    if guests:
+        out("  - {name: guest-user, username: ubuntu, key_file: /root/.ssh/id_ed25519}\n")
     out("vcenter:\n  url: https://vc.bench.example/\n  datacenter: DC1\n  cluster: gpu\n"
         "  credentials: vc-admin\n  ca_file: /etc/gpuclusterctl/vc-ca.pem\n")
     out("rolling: {max_unavailable: 8, allow_vmotion: false}\n")
@@ -43,6 +53,15 @@ def main() -> int:
             "      - {type: vmxnet3, network: VM Network}\n"
             "      - {type: sriov, pf: \"0000:c1:00.0\", network: rdma-net}\n"
             "      - {type: passthrough, host_pci: \"0000:c2:00.0\"}\n")
+        if guests:
+            a, b = divmod(i, 250)
+            out(f"    guest:\n      address: 10.{a // 250}.{a % 250}.{b + 1}\n"
+                f"      rdma_interface: {{name: ens224, address: 198.{18 + a // 250}.{a % 250}.{b + 1}/16, mtu: 9000}}\n"
+                "      credentials: guest-user\n      os: ubuntu\n      nvidia_driver: \"535\"\n"
+                "      rdma_packages: true\n      peermem: true\n"
+                "      license: {server: license.bench.example, feature_type: 4, timeout_s: 120}\n"
+                "      ntp: [ntp1.bench.example]\n"
+                "      roce_qos: {interface: ens224, rdma_device: mlx5_0, trust: dscp, pfc_priority: 3, tos: 106, ecn: true}\n")
     return 0
 
 

@@ -160,21 +160,37 @@ static void guests_last(struct builder *b)
 
 void plan_guest_reboots(struct builder *b)
 {
-	struct gc_action **acts = gc_xcalloc(b->n + 1, sizeof(*acts));
-	struct gwin *w = gc_xcalloc(b->g->ntargets + 1, sizeof(*w));
-	size_t nw = 0;
+	size_t nt = b->g->ntargets, n0 = b->n, nw = 0;
+	/* the guests' resource actions grouped by target, in creation order,
+	 * in one pass (a scan of every action per guest was quadratic: 39 s
+	 * for 10,000 guests); the windows' own steps come after n0 */
+	size_t *start = gc_xcalloc(nt + 2, sizeof(*start));
+	struct gc_action **acts = gc_xcalloc(n0 + 1, sizeof(*acts));
+	struct gwin *w = gc_xcalloc(nt + 1, sizeof(*w));
 
-	for (size_t t = 0; t < b->g->ntargets; t++) {
+	for (size_t i = 0; i < n0; i++) {
+		const struct gc_action *a = b->list[i];
+
+		if (a->target->kind == GC_TARGET_GUEST && a->target->index < nt &&
+		    a->kind == GC_ACT_APPLY && a->op != GC_OP_NONE)
+			start[a->target->index + 2]++;
+	}
+	for (size_t t = 0; t < nt; t++)
+		start[t + 2] += start[t + 1];
+	for (size_t i = 0; i < n0; i++) {
+		struct gc_action *a = b->list[i];
+
+		if (a->target->kind == GC_TARGET_GUEST && a->target->index < nt &&
+		    a->kind == GC_ACT_APPLY && a->op != GC_OP_NONE)
+			acts[start[a->target->index + 1]++] = a;
+	}
+	/* now start[t] .. start[t + 1] are target t's */
+	for (size_t t = 0; t < nt; t++) {
 		const struct gc_target *tg = b->g->targets[t];
-		size_t n = 0;
 
 		if (tg->kind != GC_TARGET_GUEST)
 			continue;
-		for (size_t i = 0; i < b->n; i++)
-			if (b->list[i]->target == tg && b->list[i]->kind == GC_ACT_APPLY &&
-			    b->list[i]->op != GC_OP_NONE)
-				acts[n++] = b->list[i];
-		guest_window(b, tg, acts, n, &w[nw]);
+		guest_window(b, tg, acts + start[t], start[t + 1] - start[t], &w[nw]);
 		if (w[nw].reboot != NULL)
 			nw++;
 	}
@@ -182,4 +198,5 @@ void plan_guest_reboots(struct builder *b)
 	guests_last(b);
 	free(w);
 	free(acts);
+	free(start);
 }
