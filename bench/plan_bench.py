@@ -23,6 +23,8 @@ more than once (a build before and after a change): the builds' runs
 alternate, so a machine that gets busier does not favour one of them.
 
     bench/plan_bench.py --phases --bin BEFORE/src/cli/gpuclusterctl --bin AFTER/src/cli/gpuclusterctl --sizes 1000,10000 --runs 3
+
+--guests (with --phases): every VM also has a guest stage (gen_spec.py --guests).
 """
 import re
 import argparse
@@ -57,8 +59,9 @@ def ms(seconds):
     return f"{seconds * 1e3:,.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def phases(binaries, sizes, runs):
-    """The Planning table: GC_PLAN_TIMING's phases, medians over runs, builds alternating."""
+def phases(binaries, sizes, runs, guests=False):
+    """The Planning table: GC_PLAN_TIMING's phases, medians over runs, builds alternating;
+    guests: every VM with a guest stage (gen_spec.py --guests)."""
     env = dict(os.environ, GC_PLAN_TIMING="1")
     print("| hosts | build | spec MB | resources | actions | load | graph | plan | render (text) "
           "| total | CPU | peak RSS |")
@@ -67,8 +70,8 @@ def phases(binaries, sizes, runs):
         for n in sizes:
             spec = os.path.join(tmp, f"spec-{n}.yaml")
             with open(spec, "w") as f:
-                subprocess.run([sys.executable, os.path.join(HERE, "gen_spec.py"), str(n)],
-                               stdout=f, check=True)
+                subprocess.run([sys.executable, os.path.join(HERE, "gen_spec.py")] +
+                               (["--guests"] if guests else []) + [str(n)], stdout=f, check=True)
             got = {b: [] for b in binaries}
             for _ in range(runs):
                 for b in binaries:
@@ -111,13 +114,15 @@ def main() -> int:
     ap.add_argument("--bin", action="append")
     ap.add_argument("--phases", action="store_true",
                     help="the Planning table: GC_PLAN_TIMING's phases, --bin may repeat")
+    ap.add_argument("--guests", action="store_true",
+                    help="with --phases: every VM has a guest stage (gen_spec.py --guests)")
     ap.add_argument("--sizes", default="100,1000,10000")
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
     bins = [os.path.abspath(b) for b in (args.bin or [os.path.join(HERE, "..", "build", "src", "cli",
                                                                     "gpuclusterctl")])]
     if args.phases:
-        phases(bins, [int(s) for s in args.sizes.split(",")], args.runs)
+        phases(bins, [int(s) for s in args.sizes.split(",")], args.runs, args.guests)
         return 0
     if len(bins) > 1:
         sys.exit("bench: more than one --bin needs --phases")
