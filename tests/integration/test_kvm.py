@@ -312,13 +312,13 @@ class KvmLibvirt(unittest.TestCase):
         p = self.gc("plan", "--only", "libvirt")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
-    def apply_with_gap(self, name, in_gap, spec=None, doing="creating it"):
+    def apply_with_gap(self, name, in_gap, spec=None, doing="creating it", env=None):
         """apply --only libvirt held (GC_TEST_LIBVIRT_CREATE_PAUSE) between its
         look at the network, volume or domain `name` and its create (or the
         domain's define or start), where in_gap() does the same, as a killed run's call
         that libvirtd finished after the run was gone would; its output and
         exit status."""
-        env = dict(os.environ, GC_TEST_LIBVIRT_CREATE_PAUSE="%s:4000" % name)
+        env = dict(os.environ, GC_TEST_LIBVIRT_CREATE_PAUSE="%s:4000" % name, **(env or {}))
         p = subprocess.Popen([BIN, "apply", "-v", "--only", "libvirt", "--yes", "--state-dir", self.state,
                               spec or self.specfile], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True, env=env)
@@ -425,6 +425,37 @@ class KvmLibvirt(unittest.TestCase):
             self.assertIn("kvm-plain: started meanwhile: it runs", out)
             self.assertEqual(virsh("domstate", "kvm-plain").stdout.strip(), "running")
             p = self.gc("plan", "--only", "libvirt", spec=path)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        finally:
+            virsh("destroy", "kvm-plain", check=False)
+            virsh("undefine", "--nvram", "kvm-plain", check=False)
+            virsh("vol-delete", "--pool", POOL, "kvm-plain.qcow2", check=False)
+
+    def test_9e_vm_gone_off_before_its_destroy_is_off(self):
+        """A VM that goes off between the driver's look at its state and its
+        destroy (after a guest shutdown that took too long) is what the
+        spec wants: libvirt's refusal to destroy a domain that is not
+        running is not a failure."""
+        spec = yaml.safe_load(yaml.safe_dump(self.spec))
+        spec["vms"] = [{"name": "kvm-plain", "host": "kvm01", "image": self.base, "pool": POOL,
+                        "cpus": 1, "memory_gb": 1, "power_on": True}]
+        on = self.write_spec("plain-on.yaml", spec)
+        spec["vms"][0]["power_on"] = False
+        off = self.write_spec("plain-off.yaml", spec)
+        try:
+            p = self.gc("apply", "--only", "libvirt", "--yes", spec=on)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertEqual(virsh("domstate", "kvm-plain").stdout.strip(), "running")
+            # nothing boots in this VM: its ACPI shutdown is never answered,
+            # so after 1 s the driver destroys it, held in the gap first
+            rc, out = self.apply_with_gap("kvm-plain", lambda: virsh("destroy", "kvm-plain"),
+                                          spec=off, doing="destroying it",
+                                          env={"GC_GUEST_SHUTDOWN_TIMEOUT_MS": "1000"})
+            self.assertEqual(rc, 0, out)
+            self.assertIn("kvm-plain: guest shutdown, 0 s", out)
+            self.assertIn("kvm-plain: went off by itself before the destroy", out)
+            self.assertEqual(virsh("domstate", "kvm-plain").stdout.strip(), "shut off")
+            p = self.gc("plan", "--only", "libvirt", spec=off)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         finally:
             virsh("destroy", "kvm-plain", check=False)

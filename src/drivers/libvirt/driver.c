@@ -34,6 +34,16 @@
 #include "lv_int.h"
 
 #define SHUTDOWN_TIMEOUT_S 300u
+
+/* How long a power-off waits for the guest's own shutdown before the
+ * destroy: 300 s, or GC_GUEST_SHUTDOWN_TIMEOUT_MS (tests; the vCenter
+ * driver reads the same, docs/vcenter.md). */
+static unsigned shutdown_timeout_ms(void)
+{
+	const char *v = getenv("GC_GUEST_SHUTDOWN_TIMEOUT_MS");
+
+	return v != NULL && *v != '\0' ? (unsigned)strtoul(v, NULL, 10) : SHUTDOWN_TIMEOUT_S * 1000u;
+}
 #define DEFINED_MAX 1024
 
 struct lvconn {
@@ -60,10 +70,11 @@ static void sleep_ms(unsigned ms)
 /*
  * Test hook of test_kvm's race tests: GC_TEST_LIBVIRT_CREATE_PAUSE="NAME:MS"
  * holds the run MS ms before it creates the network or volume NAME, or
- * defines or starts the domain NAME, after it looked at it, so that a test
- * can do the same in the gap (what a killed run's call, finished by libvirtd
- * after it, leaves).  `doing` words the note: "creating it", "defining it",
- * "starting it".
+ * defines, starts or destroys the domain NAME, after it looked at it, so
+ * that a test can do the same in the gap (what a killed run's call, finished
+ * by libvirtd after it, leaves; or a VM that went off by itself).  `doing`
+ * words the note: "creating it", "defining it", "starting it", "destroying
+ * it".
  */
 static void test_pause(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *name,
 		       const char *doing)
@@ -821,24 +832,31 @@ static int power(struct lvconn *c, struct gc_drv_ctx *ctx, const struct gc_actio
 			}
 		}
 	} else if (!on && state != VIR_DOMAIN_SHUTOFF) {
-		unsigned waited = 0;
+		unsigned limit = shutdown_timeout_ms(), waited = 0;
 
 		gc_drv_count_change(ctx);
 		if (virDomainShutdown(d) != 0)
-			waited = SHUTDOWN_TIMEOUT_S; /* no ACPI: go straight to destroy */
-		while (waited < SHUTDOWN_TIMEOUT_S && virDomainGetState(d, &state, &reason, 0) == 0 &&
+			waited = limit; /* no ACPI: go straight to destroy */
+		while (waited < limit && virDomainGetState(d, &state, &reason, 0) == 0 &&
 		       state != VIR_DOMAIN_SHUTOFF) {
-			gc_drv_note(ctx, a->target, "%s: guest shutdown, %u s", a->vm, waited);
-			sleep_ms(1000);
-			waited++;
+			unsigned step = limit - waited < 1000 ? limit - waited : 1000;
+
+			gc_drv_note(ctx, a->target, "%s: guest shutdown, %u s", a->vm, waited / 1000);
+			sleep_ms(step);
+			waited += step;
 		}
-		if (virDomainGetState(d, &state, &reason, 0) == 0 && state != VIR_DOMAIN_SHUTOFF &&
-		    virDomainDestroy(d) != 0) {
-			rc = lv_fail(err, GC_EREMOTE, "VM", a->vm);
-			/* it went off between the look and the destroy: what we wanted */
-			if (virDomainGetState(d, &state, &reason, 0) == 0 && state == VIR_DOMAIN_SHUTOFF) {
-				gc_error_clear(err);
-				rc = 0;
+		if (virDomainGetState(d, &state, &reason, 0) == 0 && state != VIR_DOMAIN_SHUTOFF) {
+			test_pause(ctx, a->target, a->vm, "destroying it");
+			if (virDomainDestroy(d) != 0) {
+				rc = lv_fail(err, GC_EREMOTE, "VM", a->vm);
+				/* it went off between the look and the destroy: what we wanted */
+				if (virDomainGetState(d, &state, &reason, 0) == 0 &&
+				    state == VIR_DOMAIN_SHUTOFF) {
+					gc_drv_note(ctx, a->target, "%s: went off by itself before "
+						    "the destroy", a->vm);
+					gc_error_clear(err);
+					rc = 0;
+				}
 			}
 		}
 	}
