@@ -335,6 +335,13 @@ class KvmLibvirt(unittest.TestCase):
         self.assertTrue(seen, "".join(out))
         return rc, "".join(out)
 
+    def plain_spec(self, power_on):
+        """A spec of one small VM, kvm-plain on kvm01 (no NICs, no GPU): its path."""
+        spec = yaml.safe_load(yaml.safe_dump(self.spec))
+        spec["vms"] = [{"name": "kvm-plain", "host": "kvm01", "image": self.base, "pool": POOL,
+                        "cpus": 1, "memory_gb": 1, "power_on": power_on}]
+        return self.write_spec("plain-%s.yaml" % ("on" if power_on else "off"), spec)
+
     def seed_files(self, vm):
         """The NoCloud files of a VM's seed volume, read with isoinfo."""
         path = os.path.join(self.dir, vm + "-seed.iso")
@@ -414,10 +421,7 @@ class KvmLibvirt(unittest.TestCase):
         """A VM that starts between the driver's look at its state and its own
         start (a killed run's start, finished by libvirtd) is left running:
         libvirt's "already running" is what the spec wants."""
-        spec = yaml.safe_load(yaml.safe_dump(self.spec))
-        spec["vms"] = [{"name": "kvm-plain", "host": "kvm01", "image": self.base, "pool": POOL,
-                        "cpus": 1, "memory_gb": 1, "power_on": True}]
-        path = self.write_spec("plain-on.yaml", spec)
+        path = self.plain_spec(power_on=True)
         try:
             rc, out = self.apply_with_gap("kvm-plain", lambda: virsh("start", "kvm-plain"), spec=path,
                                           doing="starting it")
@@ -427,21 +431,14 @@ class KvmLibvirt(unittest.TestCase):
             p = self.gc("plan", "--only", "libvirt", spec=path)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         finally:
-            virsh("destroy", "kvm-plain", check=False)
-            virsh("undefine", "--nvram", "kvm-plain", check=False)
-            virsh("vol-delete", "--pool", POOL, "kvm-plain.qcow2", check=False)
+            remove_plain()
 
     def test_9e_vm_gone_off_before_its_destroy_is_off(self):
         """A VM that goes off between the driver's look at its state and its
         destroy (after a guest shutdown that took too long) is what the
         spec wants: libvirt's refusal to destroy a domain that is not
         running is not a failure."""
-        spec = yaml.safe_load(yaml.safe_dump(self.spec))
-        spec["vms"] = [{"name": "kvm-plain", "host": "kvm01", "image": self.base, "pool": POOL,
-                        "cpus": 1, "memory_gb": 1, "power_on": True}]
-        on = self.write_spec("plain-on.yaml", spec)
-        spec["vms"][0]["power_on"] = False
-        off = self.write_spec("plain-off.yaml", spec)
+        on, off = self.plain_spec(power_on=True), self.plain_spec(power_on=False)
         try:
             p = self.gc("apply", "--only", "libvirt", "--yes", spec=on)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
@@ -458,9 +455,14 @@ class KvmLibvirt(unittest.TestCase):
             p = self.gc("plan", "--only", "libvirt", spec=off)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         finally:
-            virsh("destroy", "kvm-plain", check=False)
-            virsh("undefine", "--nvram", "kvm-plain", check=False)
-            virsh("vol-delete", "--pool", POOL, "kvm-plain.qcow2", check=False)
+            remove_plain()
+
+
+def remove_plain():
+    """Whatever a test left of kvm-plain (plain_spec)."""
+    virsh("destroy", "kvm-plain", check=False)
+    virsh("undefine", "--nvram", "kvm-plain", check=False)
+    virsh("vol-delete", "--pool", POOL, "kvm-plain.qcow2", check=False)
 
 
 if __name__ == "__main__":
