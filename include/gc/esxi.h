@@ -136,6 +136,17 @@ struct gc_esxi_facts {
 	 * not asked for or when it failed */
 	char *sriov_xml;
 	size_t sriov_len;
+	/* GC_ESXI_OBS_LEASE: the cluster lease (/UserVars/GpuclusterctlLease)
+	 * as the batch read it.  lease_read false: not asked, or the read
+	 * failed; else lease_option says whether the option exists and lease
+	 * holds its value ("" for none). */
+	bool lease_read;
+	bool lease_option;
+	char *lease;
+	/* GC_ESXI_OBS_EXIT_MM: the batch's last command left maintenance mode
+	 * (exit_sent), or was refused (exit_failed) */
+	bool exit_sent;
+	bool exit_failed;
 	char **failed;           /* sections whose command failed: "graphics host get: <why>" */
 	size_t nfailed;
 	/* derived: configured state that only a reboot makes current */
@@ -153,6 +164,43 @@ char *gc_esxi_observe_script(const char *token, const char *learn_from);
  * with `esxcli --formatter=xml network sriovnic list` (facts.sriov_xml),
  * the VFs the reboot was to make, checked in the same exec. */
 char *gc_esxi_verify_script(const char *token, const char *learn_from, bool sriov);
+/*
+ * The batch with more in it (flags):
+ *   GC_ESXI_OBS_SRIOV    as gc_esxi_verify_script's `sriov`
+ *   GC_ESXI_OBS_LEASE    the cluster lease, read by the fixed snippet
+ *                        GC_ESXI_LEASE_READ_SCRIPT (facts.lease): the
+ *                        apply's observation, so the lease costs no read of
+ *                        its own
+ *   GC_ESXI_OBS_EXIT_MM  last, after every read: leave maintenance mode
+ *                        (facts.exit_sent / exit_failed): the read-back
+ *                        after a reboot and the exit in one exec
+ */
+#define GC_ESXI_OBS_SRIOV 1u
+#define GC_ESXI_OBS_LEASE 2u
+#define GC_ESXI_OBS_EXIT_MM 4u
+char *gc_esxi_script(const char *token, const char *learn_from, unsigned flags);
+/*
+ * The lease snippets, fixed text (nothing of the spec in them), run as
+ * `sh -c SCRIPT lease ARG`; busybox sh on ESXi.
+ *   READ, ARG the batch's token: `advanced list -o` of the lease option
+ *     (XML), or `@@lease:TOKEN:none` when the option does not exist
+ *     (esxcli's "Unable to find option": never leased); exit 1 with
+ *     esxcli's words on any other failure.
+ *   CLEAR, ARG our lock ([0-9a-f]{16}): sets the option to `none` when it
+ *     holds `lock=ARG;` and prints `@@lease:cleared`; else prints
+ *     `@@lease:kept` (another apply's, or none) or `@@lease:none` (no
+ *     option).  A compare-and-clear in one exec.
+ */
+#define GC_ESXI_LEASE_OPTION "/UserVars/GpuclusterctlLease"
+#define GC_ESXI_LEASE_READ_SCRIPT                                                                \
+	"r=$(esxcli --formatter=xml system settings advanced list -o " GC_ESXI_LEASE_OPTION         \
+	" 2>&1) && { echo \"$r\"; exit 0; }; case \"$r\" in *\"Unable to find option\"*) "           \
+	"echo @@lease:$1:none;; *) echo \"$r\" >&2; exit 1;; esac"
+#define GC_ESXI_LEASE_CLEAR_SCRIPT                                                               \
+	"r=$(esxcli system settings advanced list -o " GC_ESXI_LEASE_OPTION " 2>&1) || { "         \
+	"case \"$r\" in *\"Unable to find option\"*) echo @@lease:none; exit 0;; esac; "             \
+	"echo \"$r\" >&2; exit 1; }; case \"$r\" in *\"lock=$1;\"*) esxcli system settings advanced " \
+	"set -o " GC_ESXI_LEASE_OPTION " -s none && echo @@lease:cleared;; *) echo @@lease:kept;; esac"
 /* Read `esxcli --formatter=xml software sources vib list` output: the Name
  * and Version of each VIB, looked up by field name (order and extra fields
  * do not matter).  At most GC_ESXI_MAX_SOURCE_VIBS; a name or version that

@@ -116,6 +116,17 @@ int gc_drv_host_maintenance(struct gc_drv_ctx *ctx, const char *host)
 	return m;
 }
 
+void gc_drv_maintenance_left(struct gc_drv_ctx *ctx, const struct gc_target *t, bool left)
+{
+	struct run *r = (struct run *)ctx; /* the context is the first member of the run */
+
+	if (t == NULL || t->index >= r->nslots)
+		return;
+	pthread_mutex_lock(&r->mu);
+	r->slots[t->index].maint_left = left;
+	pthread_mutex_unlock(&r->mu);
+}
+
 void gc_drv_count_exec(struct gc_drv_ctx *ctx, const struct gc_target *t, bool poll)
 {
 	/* the context is the first member of the run (exec_int.h) */

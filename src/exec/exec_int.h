@@ -31,6 +31,7 @@ struct tslot {
 	bool failed;           /* a device or fatal error: stop this target */
 	bool observed;
 	bool maint_ours;       /* in maintenance because we put it there */
+	bool maint_left;       /* the driver left it in a failed step (gc_drv_maintenance_left) */
 	bool reboot_owed;      /* journal: a reboot-needing change awaits its reboot */
 	bool reboot_owed_logged;
 	bool in_reboot;        /* REBOOT sent, VERIFY not yet passed */

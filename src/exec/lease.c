@@ -21,7 +21,9 @@
  * takes no lease; it clears the one of ours the journal says is left.
  *
  * On an ESXi host reading and writing are two commands, not a
- * compare-and-set.  A vCenter's lease is one (its driver's lease_atomic):
+ * compare-and-set (the read is the apply's observation's, which read the
+ * lease in its batch; the clear at the end is one compare-and-clear exec,
+ * the driver's lease_clear_ours).  A vCenter's lease is one (its driver's lease_atomic):
  * those are written first, so when the spec has a vCenter, of two applies
  * that both found the cluster free only the first to write it goes on; the
  * other is refused before it has written anything else.  Without a vCenter,
@@ -323,15 +325,22 @@ void gc_exec_renew_leases(struct run *r, const char *cluster)
 	pass_free(&p);
 }
 
-/* Clear s's lease when it is still ours (its lock is ours); say why not. */
+/* Clear s's lease when it is still ours (its lock is ours); say why not.
+ * In one exchange where the driver can compare and clear (ESXi), else a
+ * read, then a write when the lease read is ours. */
 static void clear_if_ours(struct run *r, struct tslot *s, const char *left_msg)
 {
 	struct gc_error err = GC_ERROR_INIT;
 	char *held = NULL, lock[64];
+	bool cleared = false;
 
-	if (s->drv->lease_get(s->conn, &r->ctx, &held, &err) == 0 &&
-	    strcmp(field(held, "lock", lock, sizeof(lock)), r->lease_lock) == 0 &&
-	    s->drv->lease_set(s->conn, &r->ctx, "", &err) == 0 && left_msg != NULL)
+	if (s->drv->lease_clear_ours != NULL) {
+		if (s->drv->lease_clear_ours(s->conn, &r->ctx, r->lease_lock, &cleared, &err) == 0 &&
+		    cleared && left_msg != NULL)
+			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, left_msg, 0);
+	} else if (s->drv->lease_get(s->conn, &r->ctx, &held, &err) == 0 &&
+		   strcmp(field(held, "lock", lock, sizeof(lock)), r->lease_lock) == 0 &&
+		   s->drv->lease_set(s->conn, &r->ctx, "", &err) == 0 && left_msg != NULL)
 		gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, left_msg, 0);
 	if (err.code != 0)
 		gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);

@@ -364,6 +364,16 @@ void gc_exec_recover_hosts(struct run *r, const struct gc_plan_wave *w)
 				"go down): check the host, then re-run apply");
 			continue;
 		}
+		if (s->maint_left) { /* the failed step's own exec took it out */
+			s->maint_left = false;
+			gc_exec_journal(r, s->target, "recover: exit maintenance", "maintenance", GC_J_DONE,
+					"left in the failed step's exec");
+			s->maint_ours = false;
+			s->rep->recovered = true;
+			gc_exec_emit(&r->ctx, GC_EV_NOTE, s->target, NULL,
+				     "left maintenance mode after the failure (in the read-back's exec)", 0);
+			continue;
+		}
 		memset(&exit_a, 0, sizeof(exit_a));
 		exit_a.kind = GC_ACT_EXIT_MAINTENANCE;
 		exit_a.target = s->target;

@@ -65,6 +65,8 @@ def exec_kind(line):
         return "batch of %d" % line.count(" && echo @@gc:")
     if OBSERVE_MARK in line:
         return "observe"
+    if "@@lease:cleared" in line:
+        return "lease clear"  # the compare-and-clear snippet
     if LEASE in line or "advanced add -o GpuclusterctlLease " in line:
         return "lease read" if "advanced list" in line else "lease write"
     return line
@@ -125,29 +127,35 @@ class ApplyRoce(LabCase):
         # one connection per target (9), no more commands than one batch per host
         self.assertIn("SSH: ", r.stderr)
         # each host's round trips, read from its own log: the observation,
-        # the lease read and write, its changes in one exec (batch.c) that
-        # ends reading the uptime the reboot is proven with, the reboot, the
-        # polls, the read-back (its batch lists the VFs too), leaving
-        # maintenance mode, the lease read and clear (NTP needs no maintenance window: a host
-        # of a later wave sets it in the first, alone, and sends the rest of
-        # its changes in its own)
+        # which reads the lease too, the lease write, its changes in one exec
+        # (batch.c) that ends reading the uptime the reboot is proven with,
+        # the reboot, the polls, the read-back, whose batch lists the VFs and
+        # then leaves maintenance mode, and the lease's compare-and-clear (NTP
+        # needs no maintenance window: a host of a later wave sets it in the
+        # first, alone, and sends the rest of its changes in its own)
         polls = ("vmware -v", "esxcli system stats uptime get")
         trips, first_wave = {}, []
         for h in self.hosts:
             execs = [c for _, c in self.execs(h) if c not in polls]
             kinds = [exec_kind(c) for c in execs]
-            if kinds[3] == "batch of 5":
+            if kinds[2] == "batch of 5":
                 first_wave.append(h)
                 changes = ["batch of 5"]
             else:
                 changes = [ROCE_SEQUENCE[0], "batch of 4"]
-            self.assertEqual(kinds, ["observe", "lease read", "lease write"] + changes + [
-                ROCE_SEQUENCE[4], "observe", "esxcli system maintenanceMode set -e false",
-                "lease read", "lease write"], h)
-            self.assertIn("network sriovnic list || echo @@gc:", execs[len(changes) + 4], h)
-            self.assertTrue(execs[len(changes) + 2].endswith(
+            self.assertEqual(kinds, ["observe", "lease write"] + changes + [
+                ROCE_SEQUENCE[4], "observe", "lease clear"], h)
+            self.assertIn("; sh -c 'r=$(esxcli --formatter=xml system settings advanced list -o "
+                          + LEASE, execs[0], h)
+            self.assertNotIn("maintenanceMode set", execs[0], h)
+            self.assertIn("network sriovnic list || echo @@gc:", execs[len(changes) + 3], h)
+            self.assertRegex(execs[len(changes) + 3], r"network sriovnic list \|\| echo @@gc:(\w+):failed; "
+                             r"echo @@gc:\1:\d+; esxcli system maintenanceMode set -e false \|\| "
+                             r"echo @@gc:\1:failed; echo @@gc:\1:end$", h)
+            self.assertNotIn("@@lease", execs[len(changes) + 3], h)
+            self.assertTrue(execs[len(changes) + 1].endswith(
                 " && esxcli system stats uptime get && echo @@gc:%s:end"
-                % CHANGE_BATCH.match(execs[len(changes) + 2]).group(0).split(":")[1]), h)
+                % CHANGE_BATCH.match(execs[len(changes) + 1]).group(0).split(":")[1]), h)
             trips[h] = len(execs)
         self.assertEqual(len(first_wave), 2, first_wave)  # rolling.max_unavailable
         # and the tool counted the same (apply -v)
@@ -284,19 +292,20 @@ class ApplyRoce(LabCase):
         self.assertEqual(plan["unknown"], [{"kind": "esxi", "target": "esx03", "error": refused}])
 
     def test_dropped_connection_while_taking_the_lease_is_retried(self):
-        # the simulator counts each command of the observation batch: the
-        # 30th command esx03 runs is the lease's `advanced add` (the read
-        # just before found no option: never leased), and the connection
-        # drops instead.  The lease write is repeated on a new connection,
-        # which knows nothing of the option: set, then add.
-        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "drop_after": 29})
+        # the simulator counts each command of the observation batch (its
+        # lease snippet's esxcli too): the 32nd command esx03 runs is the
+        # lease's `advanced add` (the observation found no option: never
+        # leased), and the connection drops instead.  The lease write is
+        # repeated on a new connection, which knows nothing of the option:
+        # set, then add.
+        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "drop_after": 31})
         r = self.apply()
         self.assertIn("esx03: retrying after: ", r.stderr)
         self.assertNotIn("Apply FAILED", r.stdout)
         lease = [c for _, c in self.log("esx03") if "GpuclusterctlLease" in c]
-        self.assertEqual([c.split(" -s ")[0].split(" -t ")[0] for c in lease[:4]],
-                         ["esxcli --formatter=xml system settings advanced list -o /UserVars/GpuclusterctlLease",
-                          "esxcli system settings advanced add -o GpuclusterctlLease",
+        self.assertIn(OBSERVE_MARK, lease[0])  # the observation, which read it
+        self.assertEqual([c.split(" -s ")[0].split(" -t ")[0] for c in lease[1:4]],
+                         ["esxcli system settings advanced add -o GpuclusterctlLease",
                           "esxcli system settings advanced set -o /UserVars/GpuclusterctlLease",
                           "esxcli system settings advanced add -o GpuclusterctlLease"])
         for h in self.hosts:
@@ -304,11 +313,12 @@ class ApplyRoce(LabCase):
 
     def test_dropped_connection_is_retried_and_converges(self):
         # esx03 drops the connection in the middle of its batch of changes
-        # (after its observation batch, its lease, NTP and entering
-        # maintenance mode: the 35th command, `pcipassthru set`, counting
-        # the batch's marker echoes): the executor reconnects, re-observes
-        # and sends only what is still needed.
-        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "drop_after": 34})
+        # (after its observation batch, which reads its lease, the lease
+        # write, NTP and entering maintenance mode: the 37th command,
+        # `pcipassthru set`, counting the batch's marker echoes): the
+        # executor reconnects, re-observes and sends only what is still
+        # needed.
+        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "drop_after": 36})
         # a dropped session may leave the TCP connection open and silent (the
         # simulator cannot kill sshd's root-owned monitor): a short command
         # timeout makes that a quick GC_ETIMEOUT, retried like a clean drop
@@ -365,7 +375,8 @@ class ApplyRoce(LabCase):
                       "waves 2-4 not started\n", r.stderr)
         self.assertNotIn("LEFT IN MAINTENANCE", r.stdout)
         self.assertNotIn("interrupted", r.stdout)
-        # esx01: its whole window, the exit being the recovery's
+        # esx01: its whole window, the exit in its read-back's exec, which
+        # the recovery after the failure finds done
         self.assertEqual(self.changes("esx01"), ROCE_SEQUENCE)
         self.assertFalse(self.state("esx01")["maintenance"])
         self.assert_host_converged("esx02")
@@ -373,6 +384,27 @@ class ApplyRoce(LabCase):
         for h in self.hosts[2:]:
             self.assertEqual(self.changes(h), ROCE_SEQUENCE[:1], h)
             self.assertFalse(self.state(h)["maintenance"], h)
+
+    def test_a_refused_exit_in_the_read_back_fails_the_host_and_is_recovered(self):
+        # esx02's read-back matches the spec, but the exit of maintenance
+        # mode in the same exec is refused once: the host fails with the
+        # device's words (the read-back itself done), and the recovery
+        # after the wave takes it out with the exit alone
+        msg = "Error: maintenance mode exit is blocked"
+        self.control("esx02", {"reboot_seconds": self.reboot_seconds,
+                               "fail_once": {"match": "esxcli system maintenanceMode set -e false",
+                                             "message": msg}})
+        r = self.apply(check=1)
+        self.assertIn("  esx02        esxi     7 done, 1 failed, 0 skipped: host 'esx02': command "
+                      "'esxcli system maintenanceMode set -e false' failed: %s\n"
+                      "  esx02                 left maintenance mode after the failure\n" % msg,
+                      r.stdout)
+        self.assertEqual(self.changes("esx02"), ROCE_SEQUENCE + [ROCE_SEQUENCE[-1]])
+        execs = [exec_kind(c) for _, c in self.execs("esx02")]
+        self.assertEqual(execs[-3:], ["observe", "esxcli system maintenanceMode set -e false",
+                                      "lease clear"])
+        self.assertFalse(self.state("esx02")["maintenance"])
+        self.assert_host_converged("esx01")
 
     def test_max_failures_lets_the_rollout_go_on(self):
         self.control("esx01", {"reboot_seconds": self.reboot_seconds, "passthru_stuck": True})
@@ -731,12 +763,12 @@ class ApplyRoce(LabCase):
         # found by scripts/soak.py: a run killed after its last change but
         # before it cleared its lease left a converged cluster whose re-run
         # took no lease, so cleared none: every other copy of the spec was
-        # refused for 6 h.  Here esx02 fails the clear, as if killed then.
-        release = "esxcli system settings advanced set -o %s -s 'none'" % LEASE
-        self.control("esx02", {"reboot_seconds": self.reboot_seconds,   # simlab matches the words, unquoted
-                               "fail_once": {"match": release.replace("'", "")}})
+        # refused for 6 h.  Here esx02 fails the clear (the `advanced set`
+        # inside its compare-and-clear snippet), as if killed then.
+        release = "esxcli system settings advanced set -o %s -s none" % LEASE
+        self.control("esx02", {"reboot_seconds": self.reboot_seconds, "fail_once": {"match": release}})
         r = self.apply()
-        self.assertIn("esx02: warning: host 'esx02': cannot write the cluster lease: Error: injected failure\n", r.stderr)
+        self.assertIn("esx02: warning: host 'esx02': cannot clear the cluster lease: Error: injected failure\n", r.stderr)
         self.assertRegex(self.lease("esx02"), r"^cluster=roce-lab;holder=\S+;pid=\d+;lock=[0-9a-f]{16};")
         self.assertEqual(self.lease("esx01"), "none")
         before = {h: len(self.log(h)) for h in self.hosts}
@@ -745,14 +777,18 @@ class ApplyRoce(LabCase):
         self.assertIn("esx02: warning: cleared the cluster lease an earlier apply of ours left\n", r.stderr)
         for h in self.hosts:
             self.assertEqual(self.lease(h), "none", h)
-            sent = [c for _, c in self.log(h)[before[h]:] if LEASE in c]
-            # only esx02 is read and cleared: the journal knows where a lease was left
-            self.assertEqual(sent, ["esxcli --formatter=xml system settings advanced list -o " + LEASE, release]
-                             if h == "esx02" else [], h)
+            sent = [c for _, c in self.log(h)[before[h]:] if LEASE in c and OBSERVE_MARK not in c]
+            # only esx02 is cleared, in one compare-and-clear (its observation
+            # read the lease): the journal knows where a lease was left
+            self.assertEqual(len(sent), 1 if h == "esx02" else 0, (h, sent))
+            if sent:
+                self.assertRegex(sent[0], r"^sh -c 'r=\$\(esxcli system settings advanced list -o "
+                                 + re.escape(LEASE) + r" 2>&1\).*@@lease:cleared.*' lease [0-9a-f]{16}$")
         before = len(self.log("esx02"))
-        r = self.apply()  # and the journal forgot it: nothing read the third time
+        r = self.apply()  # and the journal forgot it: only the observation the third time
         self.assertNotIn("cleared the cluster lease", r.stderr)
-        self.assertEqual([c for _, c in self.log("esx02")[before:] if LEASE in c], [])
+        self.assertEqual([c for _, c in self.log("esx02")[before:]
+                          if LEASE in c and OBSERVE_MARK not in c], [])
 
     def test_ctrl_c_finishes_in_flight_steps_then_rerun_converges(self):
         for h in self.hosts:

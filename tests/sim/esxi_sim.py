@@ -1290,10 +1290,85 @@ def mlxconfig(ctx, argv):
     return 0
 
 
+# ------------------------------------------------------------------ the cluster lease's snippets
+#
+# The driver's fixed `sh -c` snippets for the lease (include/gc/esxi.h:
+# GC_ESXI_LEASE_READ_SCRIPT in the apply's observation batch,
+# GC_ESXI_LEASE_CLEAR_SCRIPT, a compare-and-clear, at the end of the run),
+# run as their Python equivalents, for that exact text only.  Their esxcli
+# commands go through run_simple, so the lab's injected faults reach them.
+
+LEASE_OPTION = "/UserVars/GpuclusterctlLease"
+LEASE_READ_SCRIPT = (
+    'r=$(esxcli --formatter=xml system settings advanced list -o ' + LEASE_OPTION +
+    ' 2>&1) && { echo "$r"; exit 0; }; case "$r" in *"Unable to find option"*) '
+    'echo @@lease:$1:none;; *) echo "$r" >&2; exit 1;; esac')
+LEASE_CLEAR_SCRIPT = (
+    'r=$(esxcli system settings advanced list -o ' + LEASE_OPTION + ' 2>&1) || { '
+    'case "$r" in *"Unable to find option"*) echo @@lease:none; exit 0;; esac; '
+    'echo "$r" >&2; exit 1; }; case "$r" in *"lock=$1;"*) esxcli system settings advanced '
+    'set -o ' + LEASE_OPTION + ' -s none && echo @@lease:cleared;; *) echo @@lease:kept;; esac')
+
+
+class Capture:
+    """An Out that keeps what a command printed, as $(cmd 2>&1) does."""
+    def __init__(self):
+        import io
+        self.stdout = self.stderr = io.StringIO()
+
+    def out(self, text):
+        self.stdout.write(text)
+
+    def err(self, text):
+        self.stderr.write(text)
+
+    def text(self):
+        return self.stdout.getvalue().rstrip("\n")
+
+
+def captured(ctx, argv):
+    """(status, output) of one simple command, stdout and stderr together."""
+    sub = Ctx(ctx.host, Capture())
+    rc = run_simple(sub, argv)
+    return rc, sub.io.text()
+
+
+def lease_snippet(ctx, script, arg):
+    listing = ["esxcli", "system", "settings", "advanced", "list", "-o", LEASE_OPTION]
+    if script == LEASE_READ_SCRIPT:
+        rc, r = captured(ctx, listing[:1] + ["--formatter=xml"] + listing[1:])
+        if rc == 0:
+            ctx.io.out(r + "\n")
+            return 0
+        if "Unable to find option" in r:
+            ctx.io.out("@@lease:%s:none\n" % arg)
+            return 0
+        ctx.io.err(r + "\n")
+        return 1
+    rc, r = captured(ctx, listing)
+    if rc != 0:
+        if "Unable to find option" in r:
+            ctx.io.out("@@lease:none\n")
+            return 0
+        ctx.io.err(r + "\n")
+        return 1
+    if "lock=%s;" % arg not in r:
+        ctx.io.out("@@lease:kept\n")
+        return 0
+    rc = run_simple(ctx, ["esxcli", "system", "settings", "advanced", "set", "-o", LEASE_OPTION,
+                          "-s", "none"])
+    if rc == 0:
+        ctx.io.out("@@lease:cleared\n")
+    return rc
+
+
 def sh(ctx, argv):
-    """Only `sh -c MFT_SCRIPT NAME TOKEN`, run as its Python equivalent."""
+    """Only `sh -c SNIPPET NAME ARG` for the driver's fixed snippets (MFT,
+    the lease's), each run as its Python equivalent."""
+    if len(argv) == 5 and argv[1] == "-c" and argv[2] in (LEASE_READ_SCRIPT, LEASE_CLEAR_SCRIPT):
+        return lease_snippet(ctx, argv[2], argv[4])
     if len(argv) != 5 or argv[1] != "-c" or argv[2] != MFT_SCRIPT:
-        ctx.io.err("sh: the simulator runs only gpuclusterctl's MFT snippet under sh -c\n")
+        ctx.io.err("sh: the simulator runs only gpuclusterctl's fixed snippets under sh -c\n")
         return 2
     token = argv[4]
     with simlab.Lock(ctx.host):
@@ -1424,6 +1499,26 @@ def split_chain(line):
     return parts
 
 
+EXIT_MM = "esxcli system maintenanceMode set -e false"
+EXIT_SECTION = re.compile(r"echo @@gc:([A-Za-z0-9]+):\d+; " + re.escape(EXIT_MM) +
+                          r" \|\| echo @@gc:\1:failed; ")
+
+
+def readback_exit(command):
+    """The read-back after a reboot that leaves maintenance mode in the same
+    exec (the ESXi driver's verify): its reads go to commands.log as one
+    line, at once, and the exit as its own command when it runs.  None for
+    any other exec."""
+    m = EXIT_SECTION.search(command)
+    if m is None:
+        return None
+    simlab.log_command(CURRENT_HOST[0], command[:m.start()] + command[m.end():])
+    return ["echo @@gc:" if " ".join(argv) != EXIT_MM else EXIT_MM for _, argv in parse(command)]
+
+
+CURRENT_HOST = [None]
+
+
 def run_line(ctx, line, log_each=None):
     """Run one line; log_each: the text of each simple command, logged as it
     runs (a batch's commands.log shows what ran, not what was sent)."""
@@ -1460,6 +1555,7 @@ def refuse_if_down(host):
 def session(host):
     """Entry point from tests/sim/dispatch; returns the exit status."""
     refuse_if_down(host)
+    CURRENT_HOST[0] = host
     io = Out()
     ctx = Ctx(host, io)
     command = os.environ.get("SSH_ORIGINAL_COMMAND")
@@ -1468,7 +1564,7 @@ def session(host):
         # ran, a batch of changes command by command as each runs (one cut
         # short shows only what ran)
         simlab.log_command(host, command, leaf="execs.log")
-        each = split_chain(command) if BATCH.match(command) else None
+        each = split_chain(command) if BATCH.match(command) else readback_exit(command)
         if each is None:
             simlab.log_command(host, command)
         rtt = simlab.rtt_ms(host)

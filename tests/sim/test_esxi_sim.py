@@ -262,6 +262,65 @@ class TestFormats(SimTest):
         self.assertIn("@@mft:T0K:dev:mt4123_pciconf0.1\n", real.stdout)
         self.assertEqual(real.stdout, simulated)
 
+    def test_lease_snippets_equal_a_real_shell(self):
+        # the driver's lease snippets (include/gc/esxi.h), run as Python by
+        # the simulator and by a real sh (dash here, busybox on ESXi) whose
+        # esxcli is the simulator's: the same words, status and lease after,
+        # with no option, our lease, another apply's, and after a clear
+        sys.path.insert(0, HERE)
+        import esxi_sim
+        read, clear = esxi_sim.LEASE_READ_SCRIPT, esxi_sim.LEASE_CLEAR_SCRIPT
+        ours = "cluster=c;holder=a@b;pid=1;lock=0123456789abcdef;since=1;expires=2"
+        theirs = ours.replace("0123456789abcdef", "fedcba9876543210")
+        bindir = tempfile.mkdtemp(prefix="gc-lease-")
+        try:
+            path = os.path.join(bindir, "esxcli")
+            with open(path, "w") as f:
+                f.write('#!/bin/sh\nexec env SSH_ORIGINAL_COMMAND="esxcli $*" GC_LAB_DIR=%s '
+                        'SSH_CONNECTION="127.0.0.1 40000 127.0.0.11 2222" %s\n' % (self.lab.dir, DISPATCH))
+            os.chmod(path, 0o755)
+
+            def both(script, arg):
+                before = self.lease_now()
+                sim = self.lab.run("sh -c '%s' lease %s" % (script, arg))
+                after_sim = self.lease_now()
+                self.set_lease(before)
+                real = subprocess.run(["/bin/sh", "-c", script, "lease", arg], capture_output=True,
+                                      text=True, timeout=60, env={"PATH": bindir + ":/usr/bin:/bin"})
+                after_real = self.lease_now()
+                self.assertEqual((real.returncode, real.stdout, real.stderr), sim)
+                self.assertEqual(after_real, after_sim)
+                return sim, after_sim
+
+            self.set_lease(None)
+            self.assertEqual(both(read, "T0K"), ((0, "@@lease:T0K:none\n", ""), None))
+            self.assertEqual(both(clear, "0123456789abcdef"), ((0, "@@lease:none\n", ""), None))
+            self.set_lease(theirs)
+            (rc, out, err), after = both(read, "T0K")
+            self.assertEqual((rc, err, after), (0, "", theirs))
+            self.assertIn("<field name=\"StringValue\">\n            <string>%s</string>" % theirs, out)
+            self.assertEqual(both(clear, "0123456789abcdef"), ((0, "@@lease:kept\n", ""), theirs))
+            self.set_lease(ours)
+            self.assertEqual(both(clear, "0123456789abcdef"), ((0, "@@lease:cleared\n", ""), "none"))
+        finally:
+            shutil.rmtree(bindir)
+
+    def lease_now(self):
+        with open(self.lab.host_file("esxi-1", "state.json")) as f:
+            return json.load(f)["advanced"].get("/UserVars/GpuclusterctlLease")
+
+    def set_lease(self, value):
+        """The lease option as value (None: no option), in the host's state file."""
+        self.ok("esxcli system settings advanced set -o /Net/FollowHardwareMac -i 0")  # written
+        path = self.lab.host_file("esxi-1", "state.json")
+        with open(path) as f:
+            st = json.load(f)
+        st["advanced"].pop("/UserVars/GpuclusterctlLease", None)
+        if value is not None:
+            st["advanced"]["/UserVars/GpuclusterctlLease"] = value
+        with open(path, "w") as f:
+            json.dump(st, f)
+
     def test_module_parameters_of_an_older_driver(self):
         # a driver release without ecn: not listed, and refused when set
         self.lab.control("esxi-1", {"nmlx5_without": ["ecn"]})

@@ -102,6 +102,11 @@ struct gc_driver {
 	 * written first, so of two applies racing only one gets further. */
 	int (*lease_get)(void *conn, struct gc_drv_ctx *ctx, char **out, struct gc_error *err);
 	int (*lease_set)(void *conn, struct gc_drv_ctx *ctx, const char *value, struct gc_error *err);
+	/* Optional: clear the lease when its `lock` field is `lock` ([0-9a-f]
+	 * only), in one exchange; *cleared says whether it did.  Without it the
+	 * executor reads (lease_get), compares and clears (lease_set). */
+	int (*lease_clear_ours)(void *conn, struct gc_drv_ctx *ctx, const char *lock, bool *cleared,
+				struct gc_error *err);
 	bool lease_atomic;
 	void (*disconnect)(void *conn);
 };
@@ -216,6 +221,11 @@ enum gc_power gc_drv_vm_power(struct gc_drv_ctx *ctx, const char *vm, bool *exis
 /* A host's maintenance mode as its last observation recorded it: 1 in it,
  * 0 not, -1 not observed. */
 int gc_drv_host_maintenance(struct gc_drv_ctx *ctx, const char *host);
+/* The driver took host t out of maintenance mode in an exec of a step that
+ * then failed (the ESXi read-back, which leaves maintenance mode in its own
+ * exec): the recovery after the failure has nothing to send (recover.c).
+ * false: it entered maintenance mode again. */
+void gc_drv_maintenance_left(struct gc_drv_ctx *ctx, const struct gc_target *t, bool left);
 /* True once the user asked to stop (Ctrl-C): finish the step, start no new one. */
 bool gc_drv_interrupted(const struct gc_drv_ctx *ctx);
 

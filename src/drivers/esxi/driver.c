@@ -49,18 +49,28 @@ struct esxi_conn {
 	/* the lease's advanced option, as the last lease read on this
 	 * connection found it: -1 not read, 0 absent (never leased), 1 there */
 	int lease_option;
+	/* the lease as this connection's observation read it (facts.lease),
+	 * good for one lease read right after it: no exec since, within
+	 * LEASE_SEEN_MS (the apply's lease check comes straight after its
+	 * observation); any other read asks the host */
+	bool lease_seen;
+	uint64_t lease_seen_ns;
+	unsigned lease_seen_exec;
+	unsigned nexec; /* execs sent on this connection */
 	uint64_t reboot_sent_ns;
 	unsigned reboot_resends;
 };
 
 #define CMD_UPTIME "esxcli system stats uptime get"
 #define MAX_REBOOT_RESENDS 2
+#define LEASE_SEEN_MS 30000u
 
 /* Every exec to the host goes through here, counted (`poll`: while it reboots). */
 static int host_exec(struct esxi_conn *c, struct gc_ssh_conn *ssh, const char *cmd, bool poll,
 		     struct gc_ssh_result *res, struct gc_error *err)
 {
 	gc_drv_count_exec(c->ctx, c->target, poll);
+	c->nexec++;
 	return gc_ssh_exec(ssh, cmd, res, err);
 }
 
@@ -163,9 +173,25 @@ static bool has_sriov(const struct esxi_conn *c)
 	return false;
 }
 
-/* One observation exec; `sriov`: with the SR-IOV list (the read-back). */
+/* The last non-empty line of text[0..len) into out, at most 400 bytes. */
+static void last_line(struct gc_buf *out, const char *text, size_t len)
+{
+	size_t end = len, start;
+
+	while (end > 0 && (text[end - 1] == '\n' || text[end - 1] == '\r' || text[end - 1] == ' '))
+		end--;
+	start = end;
+	while (start > 0 && text[start - 1] != '\n')
+		start--;
+	gc_buf_put(out, text + start, end - start > 400 ? 400 : end - start);
+}
+
+/* One observation exec; flags: gc_esxi_script's (the SR-IOV list and the
+ * exit of the read-back, the lease of the apply's observation).  *stderr_out
+ * (may be NULL): the exec's last line of stderr, the exit's words when it
+ * was refused. */
 static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_buf *problems,
-		       bool sriov, struct gc_error *err)
+		       unsigned flags, struct gc_buf *stderr_out, struct gc_error *err)
 {
 	struct gc_ssh_result res;
 	struct gc_esxi_facts f;
@@ -176,12 +202,14 @@ static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 	int rc;
 
 	gc_random_token(token);
-	script = gc_esxi_verify_script(token, learn_source(c), sriov);
+	script = gc_esxi_script(token, learn_source(c), flags);
 	rc = host_exec(c, c->ssh, script, false, &res, err);
 	free(script);
 	if (rc != 0)
 		return rc;
 	rc = gc_esxi_parse_observation(&f, token, res.out, res.out_len, err);
+	if (stderr_out != NULL)
+		last_line(stderr_out, res.err, res.err_len);
 	gc_ssh_result_free(&res);
 	if (rc != 0) {
 		gc_error_prefix(err, "host '%s': ", c->target->name);
@@ -191,6 +219,12 @@ static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 		gc_esxi_facts_free(&c->facts);
 	c->facts = f;
 	c->have_facts = true;
+	if (f.lease_read) {
+		c->lease_option = f.lease_option ? 1 : 0;
+		c->lease_seen = true;
+		c->lease_seen_ns = gc_now_ns();
+		c->lease_seen_exec = c->nexec;
+	}
 	ra.c = c;
 	ra.problems = problems;
 	/* a host on another release than the spec says: nothing is recorded,
@@ -235,7 +269,8 @@ static int esxi_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_targ
 
 	c->res = res;
 	c->nres = nres;
-	rc = observe_now(c, ctx, problems, false, err);
+	/* with the cluster lease: the apply's lease check reads it from here */
+	rc = observe_now(c, ctx, problems, GC_ESXI_OBS_LEASE, NULL, err);
 	if (rc == 0)
 		note_firmware(c, ctx);
 	return rc;
@@ -449,23 +484,56 @@ static int check_vfs(struct esxi_conn *c, struct gc_error *err)
 	return gc_esxi_check_vfs(c->target->host, c->facts.sriov_xml, c->facts.sriov_len, err);
 }
 
-static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+/* What the read-back's exit of maintenance mode came to (its first exec):
+ * 0 out of it, as asked or as the same exec read it already was. */
+static int exit_outcome(struct esxi_conn *c, struct gc_drv_ctx *ctx, const struct gc_buf *words,
+			struct gc_error *err)
+{
+	struct gc_drv_host_state hs = {false, c->facts.reboot_pending, c->facts.reboot_pending_why};
+
+	if (c->facts.exit_sent || (c->facts.exit_failed && !c->facts.maintenance)) {
+		gc_drv_host_state(ctx, c->target->name, &hs);
+		return 0;
+	}
+	return gc_error_set(err, GC_EREMOTE, "host '%s': command '%s' failed: %s", c->target->name,
+			    GC_ESXI_CMD_EXIT_MAINTENANCE,
+			    words->len > 0 ? gc_buf_str(words) : "no answer");
+}
+
+/*
+ * The read-back after a reboot, asked again until it matches the spec or
+ * its deadline passes.  exit_mm: the first read-back also leaves
+ * maintenance mode, after all its reads, in the same exec; *exit_rc and
+ * exit_err are then that command's outcome, whatever the read-back's.  A
+ * read-back that fails has left maintenance mode all the same: the
+ * executor's recovery would take the host out after the failure anyway
+ * (recover.c), and finds it out.
+ */
+static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, bool exit_mm, int *exit_rc,
+		  struct gc_error *exit_err, struct gc_error *err)
 {
 	const struct gc_drv_settings *set = gc_drv_settings(ctx);
 	/* its own deadline: the host is up, only a read-back can still change */
 	unsigned timeout = set->verify_timeout_ms ? set->verify_timeout_ms : 5u * 60 * 1000;
 	unsigned poll = set->reboot_poll_ms ? set->reboot_poll_ms : 2000;
 	uint64_t t0 = gc_now_ns(), deadline = t0 + (uint64_t)timeout * 1000000u;
+	bool first = true;
 
 	for (;;) {
-		struct gc_buf problems = GC_BUF_INIT;
+		struct gc_buf problems = GC_BUF_INIT, words = GC_BUF_INIT;
 		const struct gc_resource *bad = NULL;
-		int rc = observe_now(c, ctx, &problems, has_sriov(c), err);
+		unsigned flags = (has_sriov(c) ? GC_ESXI_OBS_SRIOV : 0) |
+				 (exit_mm && first ? GC_ESXI_OBS_EXIT_MM : 0);
+		int rc = observe_now(c, ctx, &problems, flags, &words, err);
 		size_t i;
 
 		gc_buf_free(&problems);
+		if (rc == 0 && exit_mm && first)
+			*exit_rc = exit_outcome(c, ctx, &words, exit_err);
+		gc_buf_free(&words);
 		if (rc != 0)
 			return rc;
+		first = false;
 		for (i = 0; i < c->nres && bad == NULL; i++) {
 			if (!gc_drv_resource_converged(ctx, c->res[i]))
 				bad = c->res[i];
@@ -514,7 +582,7 @@ static int esxi_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s, st
 
 /* A user-defined advanced option (ESXi 7+ creates those under /UserVars):
  * every operator's apply, from any copy of the spec, sees it. */
-#define LEASE_OPTION "/UserVars/GpuclusterctlLease"
+#define LEASE_OPTION GC_ESXI_LEASE_OPTION
 #define LEASE_NONE "none"
 
 static int lease_exec(struct esxi_conn *c, const char *cmd, struct gc_ssh_result *res,
@@ -536,6 +604,17 @@ static int esxi_lease_get(void *conn, struct gc_drv_ctx *ctx, char **out, struct
 	int rc;
 
 	(void)ctx;
+	/* the observation just read it (GC_ESXI_OBS_LEASE): nothing else went
+	 * to the host since, so that is what a read now would find, but for
+	 * another apply writing in between, which a read now would not close
+	 * either (the ESXi lease is no compare-and-set) */
+	if (c->lease_seen && c->have_facts && c->facts.lease_read && c->nexec == c->lease_seen_exec &&
+	    gc_now_ns() - c->lease_seen_ns < (uint64_t)LEASE_SEEN_MS * 1000000u) {
+		c->lease_seen = false;
+		*out = gc_xstrdup(c->facts.lease);
+		return 0;
+	}
+	c->lease_seen = false;
 	rc = lease_exec(c, "esxcli --formatter=xml system settings advanced list -o " LEASE_OPTION,
 			&res, err);
 	if (rc != 0)
@@ -614,14 +693,55 @@ static int esxi_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value,
 	return rc;
 }
 
+/* The compare-and-clear snippet (GC_ESXI_LEASE_CLEAR_SCRIPT): our lease
+ * cleared, another's kept, in one exec. */
+static int esxi_lease_clear_ours(void *conn, struct gc_drv_ctx *ctx, const char *lock, bool *cleared,
+				 struct gc_error *err)
+{
+	struct esxi_conn *c = conn;
+	struct gc_buf cmd = GC_BUF_INIT;
+	struct gc_ssh_result res;
+	int rc;
+
+	(void)ctx;
+	*cleared = false;
+	if (lock[0] == '\0' || strspn(lock, "0123456789abcdef") != strlen(lock))
+		return gc_error_set(err, GC_EINVAL, "host '%s': bad lease lock", c->target->name);
+	c->lease_seen = false;
+	gc_buf_puts(&cmd, "sh -c ");
+	gc_shell_quote(&cmd, GC_ESXI_LEASE_CLEAR_SCRIPT);
+	gc_buf_printf(&cmd, " lease %s", lock);
+	rc = lease_exec(c, gc_buf_str(&cmd), &res, err);
+	gc_buf_free(&cmd);
+	if (rc != 0)
+		return rc;
+	if (res.exit_status == 0 && strstr(res.out, "@@lease:cleared") != NULL) {
+		*cleared = true;
+		c->lease_option = 1;
+	} else if (res.exit_status == 0 && strstr(res.out, "@@lease:none") != NULL) {
+		c->lease_option = 0;
+	} else if (res.exit_status != 0 || strstr(res.out, "@@lease:kept") == NULL) {
+		struct gc_buf msg = GC_BUF_INIT;
+
+		device_message(&msg, &res);
+		rc = gc_error_set(err, GC_EREMOTE, "host '%s': cannot clear the cluster lease: %s",
+				  c->target->name, gc_buf_str(&msg));
+		gc_buf_free(&msg);
+	}
+	gc_ssh_result_free(&res);
+	return rc;
+}
+
 /* ---------------------------------------------------------------- batches of changes */
 
-/* What goes in a batch: a change, entering or leaving maintenance mode.
- * A reboot, the wait and the read-back each need their own exchange. */
+/* What goes in a batch: a change, entering or leaving maintenance mode,
+ * and the read-back, which takes the exit right after it into its own exec
+ * (verify).  The reboot and the wait each need their own exchange. */
 static bool esxi_batchable(const struct gc_action *a)
 {
 	return (a->kind == GC_ACT_APPLY && a->op != GC_OP_DELETE) ||
-	       a->kind == GC_ACT_ENTER_MAINTENANCE || a->kind == GC_ACT_EXIT_MAINTENANCE;
+	       a->kind == GC_ACT_ENTER_MAINTENANCE || a->kind == GC_ACT_EXIT_MAINTENANCE ||
+	       a->kind == GC_ACT_VERIFY;
 }
 
 /* The command of a batchable action (*cmd gc_xmalloc'd), and the device's
@@ -746,8 +866,8 @@ static int run_batch_exec(struct esxi_conn *c, struct gc_drv_ctx *ctx, char *con
 	return rc;
 }
 
-static int esxi_apply_batch(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *const *acts,
-			    size_t n, size_t *ndone, struct gc_error *err)
+static int change_batch(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *const *acts,
+			size_t n, size_t *ndone, struct gc_error *err)
 {
 	struct esxi_conn *c = *conn;
 	char **cmds = gc_xcalloc(n, sizeof(*cmds));
@@ -801,6 +921,68 @@ static int esxi_apply_batch(void **conn, struct gc_drv_ctx *ctx, const struct gc
 }
 
 static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
+		      struct gc_error *err);
+
+/*
+ * sys/driver.h's apply_batch: the changes in one exec (change_batch), and a
+ * read-back with the exit of maintenance mode after it in one exec
+ * (verify).  When the read-back fails the exit has gone out all the same,
+ * and the error is the read-back's: the executor's recovery then finds the
+ * host out of maintenance mode.
+ */
+static int esxi_apply_batch(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *const *acts,
+			    size_t n, size_t *ndone, struct gc_error *err)
+{
+	struct esxi_conn *c = *conn;
+	size_t i = 0;
+	int rc = 0;
+
+	while (i < n && rc == 0) {
+		size_t j = i, got = 0;
+
+		if (acts[i]->kind == GC_ACT_VERIFY) {
+			bool with_exit = i + 1 < n && acts[i + 1]->kind == GC_ACT_EXIT_MAINTENANCE;
+			struct gc_error exit_err = GC_ERROR_INIT;
+			int exit_rc = -1; /* not sent */
+
+			gc_drv_note(ctx, c->target, "%s", with_exit ? "verifying, then leaving maintenance mode"
+							     : "verifying");
+			rc = verify(c, ctx, with_exit, &exit_rc, &exit_err, err);
+			if (rc != 0) {
+				got = 0;
+				if (with_exit && exit_rc == 0) /* out all the same: nothing to recover */
+					gc_drv_maintenance_left(ctx, c->target, true);
+			} else if (with_exit && exit_rc != 0) { /* the read-back passed, the exit did not */
+				if (exit_rc < 0)
+					gc_error_set(&exit_err, GC_EREMOTE, "host '%s': '%s' was not sent",
+						     c->target->name, GC_ESXI_CMD_EXIT_MAINTENANCE);
+				*err = exit_err;
+				rc = exit_err.code;
+				got = 1;
+			} else {
+				got = with_exit ? 2 : 1;
+			}
+			i += got;
+			continue;
+		}
+		while (j < n && acts[j]->kind != GC_ACT_VERIFY) {
+			if (acts[j]->kind == GC_ACT_ENTER_MAINTENANCE)
+				gc_drv_maintenance_left(ctx, c->target, false);
+			j++;
+		}
+		if (j - i == 1) {
+			rc = esxi_apply(conn, ctx, acts[i], err);
+			got = rc == 0 ? 1 : 0;
+		} else {
+			rc = change_batch(conn, ctx, acts + i, j - i, &got, err);
+		}
+		i += got;
+	}
+	*ndone = i;
+	return rc;
+}
+
+static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
 		      struct gc_error *err)
 {
 	struct esxi_conn *c = *conn;
@@ -815,7 +997,7 @@ static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_actio
 		if (a->flags & GC_RES_NEEDS_REBOOT) { /* with the uptime for the reboot */
 			size_t ndone;
 
-			return esxi_apply_batch(conn, ctx, &a, 1, &ndone, err);
+			return change_batch(conn, ctx, &a, 1, &ndone, err);
 		}
 		if (gc_esxi_command(&cmd, a->resource, c->have_facts ? &c->facts : NULL, err) != 0)
 			return err->code;
@@ -824,6 +1006,7 @@ static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_actio
 		free(cmd);
 		return rc;
 	case GC_ACT_ENTER_MAINTENANCE:
+		gc_drv_maintenance_left(ctx, c->target, false);
 		gc_drv_note(ctx, c->target, "entering maintenance mode");
 		return run_change(c, ctx, GC_ESXI_CMD_ENTER_MAINTENANCE, "already enabled", err);
 	case GC_ACT_EXIT_MAINTENANCE:
@@ -837,7 +1020,7 @@ static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_actio
 		return wait_host(c, ctx, err);
 	case GC_ACT_VERIFY:
 		gc_drv_note(ctx, c->target, "verifying");
-		return verify(c, ctx, err);
+		return verify(c, ctx, false, NULL, NULL, err);
 	case GC_ACT_POWER_OFF:
 	case GC_ACT_POWER_ON:
 	case GC_ACT_MIGRATE:
@@ -878,5 +1061,6 @@ const struct gc_driver gc_driver_esxi = {
 	.boot_time = esxi_boot_time,
 	.lease_get = esxi_lease_get,
 	.lease_set = esxi_lease_set,
+	.lease_clear_ours = esxi_lease_clear_ours,
 	.disconnect = esxi_disconnect,
 };

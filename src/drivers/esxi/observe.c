@@ -35,7 +35,9 @@ enum section {
 	S_PCI,
 	S_SOURCE_VIBS, /* only when the script was given a bundle to learn from */
 	S_MFT,         /* the fixed MFT snippet (mft.c): always */
-	S_SRIOV,       /* only in the read-back after a reboot of an SR-IOV host: last */
+	S_SRIOV,       /* only in the read-back after a reboot of an SR-IOV host */
+	S_LEASE,       /* GC_ESXI_OBS_LEASE: the fixed lease snippet (the apply's observation) */
+	S_EXIT,        /* GC_ESXI_OBS_EXIT_MM: leaving maintenance mode, after every read */
 	S_COUNT
 };
 
@@ -55,14 +57,21 @@ static const char *const commands[S_COUNT] = {
 	[S_SOURCE_VIBS] = "esxcli --formatter=xml software sources vib list",
 	[S_MFT] = "sh -c (MFT: mst status, mlxconfig q)",
 	[S_SRIOV] = "esxcli --formatter=xml network sriovnic list",
+	[S_LEASE] = "sh -c (the cluster lease)",
+	[S_EXIT] = GC_ESXI_CMD_EXIT_MAINTENANCE,
 };
 
 char *gc_esxi_observe_script(const char *token, const char *learn_from)
 {
-	return gc_esxi_verify_script(token, learn_from, false);
+	return gc_esxi_script(token, learn_from, 0);
 }
 
 char *gc_esxi_verify_script(const char *token, const char *learn_from, bool sriov)
+{
+	return gc_esxi_script(token, learn_from, sriov ? GC_ESXI_OBS_SRIOV : 0);
+}
+
+char *gc_esxi_script(const char *token, const char *learn_from, unsigned flags)
 {
 	struct gc_buf b = GC_BUF_INIT;
 	int i;
@@ -84,11 +93,48 @@ char *gc_esxi_verify_script(const char *token, const char *learn_from, bool srio
 	gc_buf_printf(&b, "echo @@gc:%s:%d; sh -c ", token, S_MFT);
 	gc_shell_quote(&b, GC_ESXI_MFT_SCRIPT);
 	gc_buf_printf(&b, " mft %s || echo @@gc:%s:failed; ", token, token);
-	if (sriov)
+	if (flags & GC_ESXI_OBS_SRIOV)
 		gc_buf_printf(&b, "echo @@gc:%s:%d; %s || echo @@gc:%s:failed; ", token, S_SRIOV,
 			      commands[S_SRIOV], token);
+	if (flags & GC_ESXI_OBS_LEASE) {
+		gc_buf_printf(&b, "echo @@gc:%s:%d; sh -c ", token, S_LEASE);
+		gc_shell_quote(&b, GC_ESXI_LEASE_READ_SCRIPT);
+		gc_buf_printf(&b, " lease %s || echo @@gc:%s:failed; ", token, token);
+	}
+	/* last: every read above saw the host still in maintenance mode */
+	if (flags & GC_ESXI_OBS_EXIT_MM)
+		gc_buf_printf(&b, "echo @@gc:%s:%d; %s || echo @@gc:%s:failed; ", token, S_EXIT,
+			      commands[S_EXIT], token);
 	gc_buf_printf(&b, "echo @@gc:%s:end", token);
 	return gc_buf_take(&b);
+}
+
+/* The lease snippet's answer: "@@lease:TOKEN:none" when the option does
+ * not exist (never leased), else `advanced list -o`'s XML. */
+static int read_lease(struct gc_esxi_facts *f, const char *token, const char *text, size_t len,
+		      struct gc_error *err)
+{
+	struct gc_esxcli_result r = {NULL, 0, NULL};
+	char none[64];
+	const char *v;
+	int n = snprintf(none, sizeof(none), "@@lease:%s:none", token);
+
+	if (len >= (size_t)n && memcmp(text, none, (size_t)n) == 0) {
+		f->lease_read = true;
+		f->lease_option = false;
+		f->lease = gc_xstrdup("");
+		return 0;
+	}
+	if (gc_esxcli_parse_xml(&r, text, len, err) != 0) {
+		gc_error_prefix(err, "the cluster lease: ");
+		return err->code;
+	}
+	v = r.nitems > 0 ? gc_esxcli_get(&r.items[0], "StringValue") : NULL;
+	f->lease_read = true;
+	f->lease_option = true;
+	f->lease = gc_xstrdup(v == NULL || strcmp(v, "none") == 0 ? "" : v);
+	gc_esxcli_result_free(&r);
+	return 0;
 }
 
 static void free_vibs(struct gc_esxi_vib *v, size_t n)
@@ -388,6 +434,11 @@ static int read_text_section(struct gc_esxi_facts *f, int sec, const char *token
 	switch (sec) {
 	case S_MFT:
 		return gc_esxi_parse_mft(f, token, text, len, err);
+	case S_LEASE:
+		return read_lease(f, token, text, len, err);
+	case S_EXIT: /* the command prints nothing when it works */
+		f->exit_sent = true;
+		return 0;
 	case S_SRIOV: /* read against the spec by sriov.c, after the reboot */
 		free(f->sriov_xml);
 		f->sriov_xml = gc_xstrndup(text, len);
@@ -504,8 +555,12 @@ int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, cons
 				if (failed) {
 					/* no SR-IOV list: sriov_xml stays NULL, which the
 					 * read-back reports as its own failure */
-					if (sec != S_ECC && sec != S_NMLX5 && sec != S_SOURCE_VIBS &&
-					    sec != S_SRIOV)
+					/* the lease unread: the driver reads it by itself;
+					 * the exit refused: the driver says so */
+					if (sec == S_EXIT)
+						f.exit_failed = true;
+					else if (sec != S_ECC && sec != S_NMLX5 &&
+						 sec != S_SOURCE_VIBS && sec != S_SRIOV && sec != S_LEASE)
 						note_failure(&f, sec, "command failed");
 				} else if (read_section(&f, sec, token, sec_start, slen, err) != 0) {
 					gc_esxi_facts_free(&f);
@@ -543,6 +598,7 @@ void gc_esxi_facts_free(struct gc_esxi_facts *f)
 
 	if (f == NULL)
 		return;
+	free(f->lease);
 	free(f->version);
 	free(f->build);
 	free(f->graphics_default_type);

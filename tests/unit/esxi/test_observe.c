@@ -653,6 +653,87 @@ static void test_verify_lists_the_vfs(void **state)
 	(void)state;
 }
 
+/* The apply's observation reads the cluster lease with a fixed snippet
+ * (16): no option is "@@lease:TOKEN:none", an option its XML ("none" as
+ * its value is no lease); a failed read is no failed section (the driver
+ * reads the lease by itself then).  The read-back may leave maintenance
+ * mode last (17), after every read. */
+#define ESXCLI_NS "http://www.vmware.com/Products/ESX/5.0/esxcli"
+#define MAINT_ENABLED                                                                              \
+	"<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<output xmlns=\"" ESXCLI_NS "\">\n<root>\n"      \
+	"   <string>Enabled</string>\n</root>\n</output>\n"
+
+static void test_lease_and_exit_sections(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_facts f;
+	char *s = gc_esxi_script("T0K3N", NULL, GC_ESXI_OBS_LEASE);
+	const char *none = "@@gc:K:2\n" MAINT_ENABLED
+			   "@@gc:K:16\n@@lease:K:none\n@@gc:K:end\n";
+	const char *held = "@@gc:K:16\n<?xml version=\"1.0\"?><output xmlns=\"" ESXCLI_NS "\"><root><list type=\"structure\">"
+			   "<structure typeName=\"SettingsAdvancedOption\"><field name=\"Path\">"
+			   "<string>/UserVars/GpuclusterctlLease</string></field><field "
+			   "name=\"StringValue\"><string>cluster=c;lock=0123456789abcdef;since=1"
+			   "</string></field></structure></list></root></output>\n@@gc:K:end\n";
+	const char *cleared = "@@gc:K:16\n<?xml version=\"1.0\"?><output xmlns=\"" ESXCLI_NS "\"><root><list "
+			      "type=\"structure\"><structure typeName=\"SettingsAdvancedOption\">"
+			      "<field name=\"StringValue\"><string>none</string></field></structure>"
+			      "</list></root></output>\n@@gc:K:end\n";
+	const char *unread = "@@gc:K:16\n@@gc:K:failed\n@@gc:K:end\n";
+	const char *exited = "@@gc:K:2\n" MAINT_ENABLED "@@gc:K:17\n@@gc:K:end\n";
+	const char *refused = "@@gc:K:17\n@@gc:K:failed\n@@gc:K:end\n";
+
+	assert_non_null(strstr(s, " mft T0K3N || echo @@gc:T0K3N:failed; echo @@gc:T0K3N:16; sh -c "
+				  "'r=$(esxcli --formatter=xml system settings advanced list -o "
+				  "/UserVars/GpuclusterctlLease 2>&1) && { echo \"$r\"; exit 0; }; "
+				  "case \"$r\" in *\"Unable to find option\"*) echo @@lease:$1:none;; *) "
+				  "echo \"$r\" >&2; exit 1;; esac' lease T0K3N || echo @@gc:T0K3N:failed; "
+				  "echo @@gc:T0K3N:end"));
+	assert_null(strstr(s, "maintenanceMode set"));
+	free(s);
+	s = gc_esxi_script("T0K3N", NULL, GC_ESXI_OBS_SRIOV | GC_ESXI_OBS_EXIT_MM);
+	assert_non_null(strstr(s, "echo @@gc:T0K3N:15; esxcli --formatter=xml network sriovnic list || "
+				  "echo @@gc:T0K3N:failed; echo @@gc:T0K3N:17; esxcli system "
+				  "maintenanceMode set -e false || echo @@gc:T0K3N:failed; "
+				  "echo @@gc:T0K3N:end"));
+	assert_null(strstr(s, "@@lease"));
+	free(s);
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", none, strlen(none), &err), 0);
+	assert_true(f.lease_read);
+	assert_false(f.lease_option);
+	assert_string_equal(f.lease, "");
+	assert_false(f.exit_sent);
+	assert_false(f.exit_failed);
+	gc_esxi_facts_free(&f);
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", held, strlen(held), &err), 0);
+	assert_true(f.lease_read);
+	assert_true(f.lease_option);
+	assert_string_equal(f.lease, "cluster=c;lock=0123456789abcdef;since=1");
+	gc_esxi_facts_free(&f);
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", cleared, strlen(cleared), &err), 0);
+	assert_true(f.lease_option);
+	assert_string_equal(f.lease, "");
+	gc_esxi_facts_free(&f);
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", unread, strlen(unread), &err), 0);
+	assert_false(f.lease_read);
+	assert_null(f.lease);
+	assert_int_equal(f.nfailed, 0);
+	gc_esxi_facts_free(&f);
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", exited, strlen(exited), &err), 0);
+	assert_true(f.maintenance); /* read before the exit */
+	assert_true(f.exit_sent);
+	assert_false(f.exit_failed);
+	gc_esxi_facts_free(&f);
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", refused, strlen(refused), &err), 0);
+	assert_false(f.exit_sent);
+	assert_true(f.exit_failed);
+	assert_int_equal(f.nfailed, 0);
+	gc_esxi_facts_free(&f);
+	(void)state;
+}
+
 /* What the record makes of a PF's firmware: the next boot's values; more
  * VFs than the spec's is no change (the planner's "at least"); without MFT
  * the desired values (nothing to do). */
@@ -772,6 +853,7 @@ int main(void)
 		cmocka_unit_test(test_mft_tolerant),
 		cmocka_unit_test(test_mft_not_installed),
 		cmocka_unit_test(test_verify_lists_the_vfs),
+		cmocka_unit_test(test_lease_and_exit_sections),
 		cmocka_unit_test(test_record_nic_firmware),
 		cmocka_unit_test(test_version_against_the_spec),
 	};
