@@ -41,10 +41,14 @@ struct gc_journal;
 int gc_journal_open(struct gc_journal **out, const char *state_dir, const char *cluster,
 		    struct gc_error *err);
 const char *gc_journal_run_id(const struct gc_journal *j);
-/* Append one record and fsync; thread-safe. detail may be NULL. */
+/* Append one record; thread-safe. detail may be NULL.  Returns once an
+ * fsync that began after the record's write has ended (one fsync may cover
+ * the records of several writers: journal.c). */
 int gc_journal_append(struct gc_journal *j, const char *target, const char *action,
 		      const char *kind, enum gc_jstate state, const char *detail,
 		      struct gc_error *err);
+/* How many fsyncs the journal has run (tests, benches). */
+unsigned long gc_journal_syncs(struct gc_journal *j);
 void gc_journal_close(struct gc_journal *j);
 
 /* Everything the journal of a cluster says, oldest first.  A torn last line

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,6 +141,84 @@ static void test_lock_freed_by_sigkill(void **state)
 	close(pipefd[1]);
 }
 
+/* Writers at once on a slow disk (each fsync 2 ms longer): every record is
+ * there, whole, each writer's in its order, and one fsync covered several
+ * writers' records (a group commit); one writer alone runs one fsync per
+ * record, each after its own write. */
+#define WRITERS 8
+#define RECORDS 100
+
+struct writer {
+	struct gc_journal *j;
+	int id;
+	int failed;
+};
+
+static void *write_records(void *arg)
+{
+	struct writer *w = arg;
+	struct gc_error err = GC_ERROR_INIT;
+	char target[16], action[48];
+
+	snprintf(target, sizeof(target), "esx%02d", w->id);
+	for (int i = 0; i < RECORDS; i++) {
+		snprintf(action, sizeof(action), "%s/step-%03d", target, i);
+		if (gc_journal_append(w->j, target, action, "apply", GC_J_START, NULL, &err) != 0)
+			w->failed++;
+	}
+	return NULL;
+}
+
+static void test_writers_share_fsyncs(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_journal *j = NULL;
+	struct writer w[WRITERS];
+	pthread_t t[WRITERS];
+	struct gc_jhistory h;
+	int next[WRITERS] = {0};
+	unsigned long syncs;
+
+	setenv("GC_TEST_JOURNAL_SYNC_DELAY_MS", "2", 1);
+	assert_int_equal(gc_journal_open(&j, dir, "lab", &err), 0);
+	unsetenv("GC_TEST_JOURNAL_SYNC_DELAY_MS");
+	for (int i = 0; i < WRITERS; i++) {
+		w[i] = (struct writer){j, i, 0};
+		assert_int_equal(pthread_create(&t[i], NULL, write_records, &w[i]), 0);
+	}
+	for (int i = 0; i < WRITERS; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(w[i].failed, 0);
+	}
+	syncs = gc_journal_syncs(j);
+	gc_journal_close(j);
+	assert_true(syncs >= 1);
+	assert_true(syncs <= WRITERS * RECORDS / 2);
+
+	assert_int_equal(gc_journal_read(&h, dir, "lab", &err), 0);
+	assert_int_equal(h.n, WRITERS * RECORDS);
+	for (size_t k = 0; k < h.n; k++) {
+		int id = atoi(h.records[k].target + 3);
+		char want[64];
+
+		assert_true(id >= 0 && id < WRITERS);
+		snprintf(want, sizeof(want), "%s/step-%03d", h.records[k].target, next[id]++);
+		assert_string_equal(h.records[k].action, want);
+	}
+	for (int i = 0; i < WRITERS; i++)
+		assert_int_equal(next[i], RECORDS);
+	gc_jhistory_free(&h);
+
+	/* alone: an fsync for each record */
+	assert_int_equal(gc_journal_open(&j, dir, "alone", &err), 0);
+	w[0] = (struct writer){j, 0, 0};
+	write_records(&w[0]);
+	assert_int_equal(w[0].failed, 0);
+	assert_int_equal(gc_journal_syncs(j), RECORDS);
+	gc_journal_close(j);
+	(void)state;
+}
+
 static void test_bad_cluster_name(void **state)
 {
 	struct gc_error err = GC_ERROR_INIT;
@@ -157,6 +236,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lock_refuses_second_holder, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock_freed_by_sigkill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_cluster_name, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writers_share_fsyncs, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
