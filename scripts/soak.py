@@ -53,7 +53,11 @@ ssh) and have booted at most once more than in the clean run (wtmp).
 --examples kvm-pair soaks that example's libvirt targets (apply --only
 libvirt) through this machine's real libvirtd instead (LibvirtLab), read
 back with virsh; it is not in the default list (it needs root and
-libvirt-daemon-system).
+libvirt-daemon-system).  --examples kvm-host soaks its KVM host stage
+(apply --only kvm: kernel arguments, a reboot) on the lab VM that stands in
+for a KVM host in test_kvmhost.py (KvmHostLab); with no IOMMU there every
+run ends refusing the host for its firmware, so every episode must end as
+the clean run did (KvmHostExample).
 """
 import argparse
 import hashlib
@@ -77,6 +81,12 @@ EXAMPLES = ["roce-pair", "roce-passthrough", "vgpu-pvrdma", "gpudirect-pair", "m
 # soaked through a real libvirtd, not the simulators (LibvirtExample); not in
 # the default list: it needs root and libvirt-daemon-system
 LIBVIRT_EXAMPLES = ["kvm-pair"]
+# kvm-pair's KVM host stage (kernel arguments, a reboot) on a real Linux: the
+# lab VM that stands in for a KVM host in test_kvmhost.py (KvmHostExample);
+# not in the default list: a TCG VM whose every episode reboots it
+KVMHOST_EXAMPLES = ["kvm-host"]
+KVMHOST_SPEC = os.path.join(ROOT, "tests", "data", "kvm", "kvmhost-lab.yaml")
+KVMHOST_STANDINS = os.path.join(ROOT, "tests", "sim", "kvmhost")
 ONLY = "esxi,switch,vcenter"
 REBOOT = "esxcli system shutdown reboot"
 VIB_INSTALL = "esxcli software vib install"
@@ -402,6 +412,10 @@ class Example:
         self.ref_guests = {vm: self.lab.guest_view(vm) for vm in self.lab.guests}
         self.check()
 
+    def guest_stage(self):
+        """Does this soak apply a guest stage (not only boot a lab VM)?"""
+        return bool(self.lab.guests) and "guest" in self.args.only.split(",")
+
     def in_guest_stage(self, run):
         """Did a killed run die in the guest stage: after its own first guest
         action (a journal record of it, newer than the run's start)?"""
@@ -539,10 +553,14 @@ class Example:
             self.fig["resume_waits"] += run.waited
             if first:
                 self.whole_s = time.time() - run.started
-            if rc == 0:
+            if self.ended(rc, err):
                 return
             self.violation("a re-run exited %d: %s" % (rc, err[-2000:]))
             return
+
+    def ended(self, rc, err):
+        """Did a run that was not killed end as it must: converged."""
+        return rc == 0
 
     def kill_episode(self):
         self.fresh()
@@ -673,7 +691,7 @@ class Example:
             self.episode_s.append(time.time() - t0)
             print("soak: %s: %s done in %.0f s: %d kills%s, %d runs, %d violations" % (
                 self.name, self.episode, self.episode_s[-1], self.fig["kills"],
-                " (%d in the guest stage)" % self.fig["guest_kills"] if self.lab.guests else "",
+                " (%d in the guest stage)" % self.fig["guest_kills"] if self.guest_stage() else "",
                 self.fig["runs"], len(self.violations)), flush=True)
         for i in range(self.args.drops):
             if self.violations:
@@ -840,8 +858,161 @@ class LibvirtExample(Example):
                                % (k, str(view.get(k))[:600], str(self.ref.get(k))[:600]))
 
 
+class KvmHostLab(Lab):
+    """The lab VM of tests/data/kvm/kvmhost-lab.yaml as a KVM host, set up as
+    test_kvmhost.py's test_4 leaves it: the stand-ins for update-grub and for
+    GRUB booting grub.cfg's arguments installed (tests/sim/kvmhost), and a
+    spec of one KVM host with one vGPU-mode GPU, so that its one resource is
+    the IOMMU (kernel arguments and a reboot).  QEMU gives the VM no IOMMU:
+    every apply ends refusing the host for its firmware once the arguments
+    run, the way a host whose firmware keeps VT-d off is refused."""
+
+    VM = "kvmlab"
+
+    def __init__(self, port):
+        self.dir = tempfile.mkdtemp(prefix="gc-soak-kvmhost-")
+        os.chmod(self.dir, 0o755)
+        self.env = dict(os.environ, GC_LAB_DIR=self.dir, GC_REBOOT_POLL_MS="1000")
+        self.lab("start", "--spec", KVMHOST_SPEC, "--port", str(port), "--guests", "1")
+        self.hosts, self.targets, self.vcenter = [], [], False
+        self.guest_port = port + 10000
+        self.guests = {self.VM: "127.0.0.71"}
+        vendor = self.guest_ssh(self.VM, "grep -m1 '^vendor_id' /proc/cpuinfo").split(":")[1].strip()
+        self.key = "intel_iommu" if vendor == "GenuineIntel" else "amd_iommu"
+        self.spec = os.path.join(self.dir, "kvmhost.yaml")
+        with open(self.spec, "w", encoding="utf-8") as f:
+            f.write("""apiVersion: gpuclusterctl/v1
+kind: Cluster
+metadata: {name: kvmhost-soak}
+credentials:
+  - {name: lab, username: gclab, key_file: %(lab)s/guest_key}
+ssh: {port: %(port)d, known_hosts: %(lab)s/known_hosts, connect_timeout_s: 10, command_timeout_s: 300}
+hosts:
+  - name: kvmlab
+    hypervisor: kvm
+    address: 127.0.0.71
+    credentials: lab
+    gpus:
+      - {pci: "0000:00:00.0", model: T4, mode: vgpu}
+    vgpu: {release: "16.5", default_type: SharedPassthru}
+""" % {"lab": self.dir, "port": self.guest_port})
+        self.standins()
+
+    def install(self, standin, path, mode):
+        with open(os.path.join(KVMHOST_STANDINS, standin), encoding="utf-8") as f:
+            text = f.read()
+        r = subprocess.run(["ssh", "-p", str(self.guest_port), "-i", os.path.join(self.dir, "guest_key"),
+                            "-o", "UserKnownHostsFile=" + os.path.join(self.dir, "known_hosts"),
+                            "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+                            "-o", "LogLevel=ERROR", "gclab@" + self.guests[self.VM],
+                            "sudo mkdir -p \"$(dirname %s)\" && sudo tee %s >/dev/null && sudo chmod %s %s"
+                            % (path, path, mode, path)],
+                           input=text, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError("installing %s: %s" % (standin, r.stderr[-500:]))
+
+    def standins(self):
+        self.install("update-grub", "/usr/local/sbin/update-grub", "755")
+        self.install("default-grub", "/etc/default/grub", "644")
+        self.install("grub-boot.sh", "/usr/local/lib/gclab/grub-boot.sh", "755")
+        self.install("gclab-grub.service", "/etc/systemd/system/gclab-grub.service", "644")
+        self.guest_ssh(self.VM, "sudo update-grub 2>/dev/null; sudo systemctl enable -q gclab-grub.service")
+
+    def reset(self):
+        """A fresh disk, booted, the stand-ins installed: no kernel argument
+        of ours configured or running."""
+        self.guest_reset()
+        self.standins()
+
+    def view(self):
+        """What the KVM host stage leaves, read over plain ssh: our grub.d
+        file, grub.cfg's kernel lines, the running kernel's arguments."""
+        return self.guest_ssh(self.VM, "sudo cat /etc/default/grub.d/99-gpuclusterctl-iommu.cfg 2>&1; "
+                                       "echo '-- grub.cfg'; grep -E '^[[:space:]]+linux' /boot/grub/grub.cfg; "
+                                       "echo '-- cmdline'; cat /proc/cmdline")
+
+    def stop(self):
+        self.lab("stop")
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class KvmHostExample(Example):
+    """kvm-pair's KVM host stage on the lab's KVM host VM (KvmHostLab):
+    kills of `apply --only kvm`.  The lab cannot converge (no IOMMU in a TCG
+    VM), so the reference is the clean run's outcome, and every episode must
+    end as the clean run ended: its last run with the clean run's exit status
+    and last error line (the host refused for its firmware once the
+    arguments run: after its reboot, or at once when it already runs them),
+    a plan refusing it alike, the same grub.d file, grub.cfg
+    kernel lines and running arguments (read over plain ssh), and at most
+    one boot more than the clean run's."""
+
+    def __init__(self, name, args, rng):
+        super().__init__(name, argparse.Namespace(**dict(vars(args), only="kvm", drops=0)), rng,
+                         KvmHostLab(args.port))
+        self.needed = {}
+
+    def fresh(self):
+        self.lab.reset()
+        shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def clean(self):
+        self.fresh()
+        t0 = time.time()
+        rc, err = Run(self.lab, self.state_dir, self.args.only).wait()
+        self.clean_s = time.time() - t0
+        self.expected = (rc, last_line(err))
+        firmware = "has no IOMMU groups: turn on"
+        if rc != 1 or firmware not in self.expected[1]:
+            raise RuntimeError("%s: the clean apply did not end refusing the host for its firmware "
+                               "(%d): %s" % (self.name, rc, err[-2000:]))
+        self.needed = {KvmHostLab.VM: self.lab.guest_boots(KvmHostLab.VM)}
+        self.ref_plan = self.plan()
+        self.ref = self.lab.view()
+        print("soak: %s: clean apply %.1f s, exit %d: %s" % (self.name, self.clean_s, rc, self.expected[1]),
+              flush=True)
+
+    def plan(self):
+        r = subprocess.run([BIN, "plan", "--only", "kvm", "--state-dir", self.state_dir, self.lab.spec],
+                           env=self.lab.env, capture_output=True, text=True, timeout=300)
+        return r.returncode, r.stdout
+
+    def ended(self, rc, err):
+        return (rc, last_line(err)) == self.expected
+
+    def check(self):
+        if self.episode == "clean":
+            return
+        plan = self.plan()
+        if plan != self.ref_plan:
+            self.violation("plan after the episode: exit %d: %s; clean run: exit %d: %s"
+                           % (plan[0], plan[1][-800:], self.ref_plan[0], self.ref_plan[1][-800:]))
+        view = self.lab.view()
+        if view != self.ref:
+            self.violation("the host differs from the clean run: %s; clean run: %s" % (view, self.ref))
+        boots = self.lab.guest_boots(KvmHostLab.VM)
+        extra = boots - self.needed[KvmHostLab.VM]
+        if extra > 0:
+            self.fig["extra_reboots"] += extra
+            self.fig["worst_extra"] = "%s +%d" % (KvmHostLab.VM, extra)
+        if extra > 1:
+            self.violation("%s booted %d times, the clean run %d" % (KvmHostLab.VM, boots,
+                                                                      self.needed[KvmHostLab.VM]))
+
+
+def last_line(err):
+    """A run's last error line; a host refused "after the reboot" is the same
+    refusal as one found so at the observation (a re-run after a kill that
+    came once the reboot had taken effect: test_kvmhost's last plan)."""
+    lines = [l for l in err.splitlines() if l.strip()]
+    return re.sub(r" failed: after the reboot: ", " failed: ", lines[-1]) if lines else ""
+
+
 def example(name, args, rng):
-    """The soak of one example: through the simulators, or libvirtd's."""
+    """The soak of one example: through the simulators, libvirtd's, or the
+    lab's KVM host VM."""
+    if name in KVMHOST_EXAMPLES:
+        return KvmHostExample(name, args, rng)
     return (LibvirtExample if name in LIBVIRT_EXAMPLES else Example)(name, args, rng)
 
 
@@ -858,7 +1029,7 @@ def table(results):
                      "%d: %d/%d" % (f["drops_ssh"], f["dropped_ssh"], f["retries_ssh"]),
                      "%d/%d" % (f["drops_vc"], f["retries_vc"]), "%.0f" % f.get("wall_s", 0),
                      "FAIL" if ex.violations else "ok"))
-    if any(ex.lab.guests for ex in results):
+    if any(ex.guest_stage() for ex in results):
         rows[0] = rows[0][:-2] + ("guests", "kills in guest stage", "guest extra reboots",
                                   "waits for a reboot",
                                   "guest drops landed/retried/polled again") + rows[0][-2:]
@@ -907,11 +1078,14 @@ def parse_args(argv):
     ap.add_argument("--port", type=int, default=2350 + offset)
     ap.add_argument("--vcsim-port", type=int, default=9020 + offset)
     args = ap.parse_args(argv)
-    libvirt_only = all(n in LIBVIRT_EXAMPLES for n in args.examples.split(","))
+    names = args.examples.split(",")
+    libvirt_only = all(n in LIBVIRT_EXAMPLES for n in names)
+    own_only = all(n in LIBVIRT_EXAMPLES + KVMHOST_EXAMPLES for n in names)
     if args.only is None:
-        args.only = "libvirt" if libvirt_only else ONLY + (",guest" if args.guests else "")
+        args.only = ("libvirt" if libvirt_only else "kvm" if own_only
+                     else ONLY + (",guest" if args.guests else ""))
     if args.drops is None:
-        args.drops = 0 if args.guests or libvirt_only else 4
+        args.drops = 0 if args.guests or own_only else 4
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 1 << 31)
     return args
