@@ -75,6 +75,19 @@ struct run {
 	const struct gc_plan_wave *wave;
 	size_t wave_index;
 	size_t *next;        /* per wave target: index of its next action */
+	/* the wave's targets worth a look (exec.c, the scheduler): a ring of
+	 * wave target indexes, each at most once (queued); a target whose next
+	 * action waits on another's is not looked at again before that one
+	 * settles: it waits in that action's list (wait_head per action seq,
+	 * wait_next per wave target, both index + 1, 0 for none) */
+	size_t *rq;
+	size_t rq_head, rq_len;
+	bool *queued;
+	size_t *wait_head;
+	size_t *wait_next;
+	size_t *lane_targets; /* the wave's targets with lanes, scanned on every pick */
+	size_t nlane_targets;
+	bool stop_queued;     /* r->stop seen: every target queued once, to skip the rest */
 	size_t remaining;
 	bool stop;           /* fail-fast or interrupt */
 	char *lease;         /* the lease we hold on the targets, or NULL */
