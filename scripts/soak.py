@@ -877,25 +877,13 @@ class KvmHostLab(Lab):
         self.hosts, self.targets, self.vcenter = [], [], False
         self.guest_port = port + 10000
         self.guests = {self.VM: "127.0.0.71"}
-        vendor = self.guest_ssh(self.VM, "grep -m1 '^vendor_id' /proc/cpuinfo").split(":")[1].strip()
-        self.key = "intel_iommu" if vendor == "GenuineIntel" else "amd_iommu"
         self.spec = os.path.join(self.dir, "kvmhost.yaml")
+        with open(os.path.join(ROOT, "tests", "data", "kvm", "kvmhost-apply.yaml.in"),
+                  encoding="utf-8") as f:
+            text = f.read() % {"name": "kvmhost-soak", "lab": self.dir, "port": self.guest_port,
+                               "addr": self.guests[self.VM]}
         with open(self.spec, "w", encoding="utf-8") as f:
-            f.write("""apiVersion: gpuclusterctl/v1
-kind: Cluster
-metadata: {name: kvmhost-soak}
-credentials:
-  - {name: lab, username: gclab, key_file: %(lab)s/guest_key}
-ssh: {port: %(port)d, known_hosts: %(lab)s/known_hosts, connect_timeout_s: 10, command_timeout_s: 300}
-hosts:
-  - name: kvmlab
-    hypervisor: kvm
-    address: 127.0.0.71
-    credentials: lab
-    gpus:
-      - {pci: "0000:00:00.0", model: T4, mode: vgpu}
-    vgpu: {release: "16.5", default_type: SharedPassthru}
-""" % {"lab": self.dir, "port": self.guest_port})
+            f.write(text)
         self.standins()
 
     def install(self, standin, path, mode):

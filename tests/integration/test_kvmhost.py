@@ -45,22 +45,12 @@ class KvmHostLab(LabCase):
         cls.key = "intel_iommu" if vendor == "GenuineIntel" else "amd_iommu"
         cls.kernel = cls.ssh_cls("uname -r").strip()
         cls.hostspec = os.path.join(cls.lab, "kvmhost.yaml")
+        with open(os.path.join(ROOT, "tests", "data", "kvm", "kvmhost-apply.yaml.in"),
+                  encoding="utf-8") as f:
+            text = f.read() % {"name": "kvmhost-lab", "lab": cls.lab, "port": cls.gport,
+                               "addr": cls.addr}
         with open(cls.hostspec, "w", encoding="utf-8") as f:
-            f.write("""apiVersion: gpuclusterctl/v1
-kind: Cluster
-metadata: {name: kvmhost-lab}
-credentials:
-  - {name: lab, username: gclab, key_file: %(lab)s/guest_key}
-ssh: {port: %(port)d, known_hosts: %(lab)s/known_hosts, connect_timeout_s: 10, command_timeout_s: 300}
-hosts:
-  - name: kvmlab
-    hypervisor: kvm
-    address: %(addr)s
-    credentials: lab
-    gpus:
-      - {pci: "%(pci)s", model: T4, mode: vgpu}
-    vgpu: {release: "16.5", default_type: SharedPassthru}
-""" % {"lab": cls.lab, "port": cls.gport, "addr": cls.addr, "pci": "0000:00:00.0"})
+            f.write(text)
 
     def setUp(self):
         # one VM for the whole class, in order: no lab reset between tests

@@ -71,14 +71,29 @@ char *gc_esxi_verify_script(const char *token, const char *learn_from, bool srio
 	return gc_esxi_script(token, learn_from, sriov ? GC_ESXI_OBS_SRIOV : 0);
 }
 
+/* One section: its marker, the command, the failure marker. */
+static void section(struct gc_buf *b, const char *token, int sec)
+{
+	gc_buf_printf(b, "echo @@gc:%s:%d; %s || echo @@gc:%s:failed; ", token, sec, commands[sec], token);
+}
+
+/* A section that is a fixed snippet, its only argument the token: nothing
+ * of the spec in it. */
+static void snippet(struct gc_buf *b, const char *token, int sec, const char *script,
+		    const char *name)
+{
+	gc_buf_printf(b, "echo @@gc:%s:%d; sh -c ", token, sec);
+	gc_shell_quote(b, script);
+	gc_buf_printf(b, " %s %s || echo @@gc:%s:failed; ", name, token, token);
+}
+
 char *gc_esxi_script(const char *token, const char *learn_from, unsigned flags)
 {
 	struct gc_buf b = GC_BUF_INIT;
 	int i;
 
 	for (i = S_VERSION; i < S_SOURCE_VIBS; i++)
-		gc_buf_printf(&b, "echo @@gc:%s:%d; %s || echo @@gc:%s:failed; ", token, i, commands[i],
-			      token);
+		section(&b, token, i);
 	if (learn_from != NULL && gc_valid_abs_path(learn_from)) {
 		const char *dot = strrchr(learn_from, '.');
 
@@ -89,22 +104,14 @@ char *gc_esxi_script(const char *token, const char *learn_from, unsigned flags)
 		gc_shell_quote(&b, learn_from);
 		gc_buf_printf(&b, " || echo @@gc:%s:failed; ", token);
 	}
-	/* a fixed snippet, the token its only argument: nothing of the spec */
-	gc_buf_printf(&b, "echo @@gc:%s:%d; sh -c ", token, S_MFT);
-	gc_shell_quote(&b, GC_ESXI_MFT_SCRIPT);
-	gc_buf_printf(&b, " mft %s || echo @@gc:%s:failed; ", token, token);
+	snippet(&b, token, S_MFT, GC_ESXI_MFT_SCRIPT, "mft");
 	if (flags & GC_ESXI_OBS_SRIOV)
-		gc_buf_printf(&b, "echo @@gc:%s:%d; %s || echo @@gc:%s:failed; ", token, S_SRIOV,
-			      commands[S_SRIOV], token);
-	if (flags & GC_ESXI_OBS_LEASE) {
-		gc_buf_printf(&b, "echo @@gc:%s:%d; sh -c ", token, S_LEASE);
-		gc_shell_quote(&b, GC_ESXI_LEASE_READ_SCRIPT);
-		gc_buf_printf(&b, " lease %s || echo @@gc:%s:failed; ", token, token);
-	}
+		section(&b, token, S_SRIOV);
+	if (flags & GC_ESXI_OBS_LEASE)
+		snippet(&b, token, S_LEASE, GC_ESXI_LEASE_READ_SCRIPT, "lease");
 	/* last: every read above saw the host still in maintenance mode */
 	if (flags & GC_ESXI_OBS_EXIT_MM)
-		gc_buf_printf(&b, "echo @@gc:%s:%d; %s || echo @@gc:%s:failed; ", token, S_EXIT,
-			      commands[S_EXIT], token);
+		section(&b, token, S_EXIT);
 	gc_buf_printf(&b, "echo @@gc:%s:end", token);
 	return gc_buf_take(&b);
 }
