@@ -691,7 +691,9 @@ class Example:
             self.episode_s.append(time.time() - t0)
             print("soak: %s: %s done in %.0f s: %d kills%s, %d runs, %d violations" % (
                 self.name, self.episode, self.episode_s[-1], self.fig["kills"],
-                " (%d in the guest stage)" % self.fig["guest_kills"] if self.guest_stage() else "",
+                " (%d in the guest stage)" % self.fig["guest_kills"] if self.guest_stage()
+                else " (%d re-runs waited for a reboot)" % self.fig["resume_waits"]
+                if self.lab.guests else "",
                 self.fig["runs"], len(self.violations)), flush=True)
         for i in range(self.args.drops):
             if self.violations:
