@@ -1,14 +1,8 @@
 /*
  * exec.c - observe, plan, run (see include/gc/exec.h for the contract).
  *
- * Threads: a pool of workers shares one mutex-protected scheduler state.
- * A worker takes any *idle* target whose next action is ready (every dep
- * done), marks it busy, runs exactly that action outside the lock on the
- * target's own connection, then records the outcome and releases the
- * target.  Actions whose deps failed or were skipped are skipped when they
- * come up.  Each target's action list is a subsequence of the plan's global
- * topological order, so some idle target always has a ready next action
- * unless everything is finished: no deadlock at any pool size.
+ * Threads: a pool of workers shares one mutex-protected scheduler state
+ * (schedule.c runs a wave).
  *
  * The observed store is shared by the drivers through gc_drv_record() and
  * friends under `obs_mu`; the journal serialises itself.
@@ -372,7 +366,7 @@ static void *observe_worker(void *arg)
 	}
 }
 
-static void run_pool(unsigned n, void *(*fn)(void *), void *arg)
+void gc_exec_run_pool(unsigned n, void *(*fn)(void *), void *arg)
 {
 	pthread_t *th;
 	unsigned i, started = 0;
@@ -424,7 +418,7 @@ void gc_exec_for_slots(struct run *r, struct tslot **slots, size_t n,
 	struct slot_pool p = {r, slots, n, 0, PTHREAD_MUTEX_INITIALIZER, fn, arg};
 
 	if (n > 0)
-		run_pool(n < r->parallelism ? (unsigned)n : r->parallelism, slot_worker, &p);
+		gc_exec_run_pool(n < r->parallelism ? (unsigned)n : r->parallelism, slot_worker, &p);
 	pthread_mutex_destroy(&p.mu);
 }
 
@@ -447,7 +441,7 @@ static void observe_pass(struct run *r, bool guests)
 			p.todo[p.ntodo++] = &r->slots[i];
 	}
 	if (p.ntodo > 0)
-		run_pool(p.ntodo < r->parallelism ? (unsigned)p.ntodo : r->parallelism,
+		gc_exec_run_pool(p.ntodo < r->parallelism ? (unsigned)p.ntodo : r->parallelism,
 			 observe_worker, &p);
 	free(p.todo);
 	pthread_mutex_destroy(&p.mu);
@@ -464,302 +458,6 @@ static void observe_all(struct run *r)
 		if (gc_target_holds_vms(r->slots[i].target->kind) && r->slots[i].observed)
 			r->ctx.vcenter_observed = true;
 	observe_pass(r, true);
-}
-
-/* ---------------------------------------------------------------- the scheduler */
-
-/*
- * Which of the wave's targets to look at for the next action.  Looking at
- * every target on every pick costs (actions x targets): 10^9 steps for a
- * last wave of 10,000 guests (bench/exec_bench.c).  So a target is queued
- * (r->rq) when the wave starts, when its action ends, and when the action
- * its next one waits on settles (done, failed or skipped: r->wait_head);
- * a worker looks only at queued targets.  Targets with lanes (a vCenter: any
- * of its VMs' actions may be ready) are few and looked at on every pick.
- * All under r->mu.
- */
-static void enqueue(struct run *r, size_t i)
-{
-	size_t n = r->wave->ntargets;
-
-	if (r->queued[i])
-		return;
-	r->queued[i] = true;
-	r->rq[(r->rq_head + r->rq_len) % n] = i;
-	r->rq_len++;
-}
-
-static size_t dequeue(struct run *r)
-{
-	size_t i = r->rq[r->rq_head];
-
-	r->rq_head = (r->rq_head + 1) % r->wave->ntargets;
-	r->rq_len--;
-	r->queued[i] = false;
-	return i;
-}
-
-/* Action a settled: the targets whose next action waited on it are worth a
- * look again. */
-static void wake(struct run *r, const struct gc_action *a)
-{
-	size_t w = r->wait_head != NULL ? r->wait_head[a->seq - 1] : 0;
-
-	if (w == 0)
-		return;
-	r->wait_head[a->seq - 1] = 0;
-	while (w != 0) {
-		size_t i = w - 1;
-
-		w = r->wait_next[i];
-		r->wait_next[i] = 0;
-		enqueue(r, i);
-	}
-}
-
-/* Wave target i's next action a is blocked: wait on the first of its
- * prerequisites not done (pending or running), which wakes it when it settles. */
-static void wait_on(struct run *r, size_t i, const struct gc_action *a)
-{
-	for (size_t d = 0; d < a->ndeps; d++) {
-		const struct gc_action *dep = a->deps[d];
-
-		if (r->st[dep->seq - 1] == A_DONE)
-			continue;
-		r->wait_next[i] = r->wait_head[dep->seq - 1];
-		r->wait_head[dep->seq - 1] = i + 1;
-		return;
-	}
-	enqueue(r, i); /* nothing to wait on after all: look again */
-}
-
-/* Under r->mu: is this action ready (1), blocked (0), doomed by a failure
- * (-1) or by an action out of scope (-2)? */
-static int readiness(const struct run *r, const struct gc_action *a)
-{
-	size_t i;
-	int ready = 1;
-
-	for (i = 0; i < a->ndeps; i++) {
-		enum astate d = r->st[a->deps[i]->seq - 1];
-
-		if (d == A_FAILED || d == A_SKIPPED)
-			return -1;
-		if (d == A_OUT_OF_SCOPE)
-			return -2;
-		if (d != A_DONE)
-			ready = 0;
-	}
-	return ready;
-}
-
-static void skip_action(struct run *r, struct tslot *s, const struct gc_action *a, const char *why)
-{
-	r->st[a->seq - 1] = A_SKIPPED;
-	s->rep->skipped++;
-	r->rep->skipped++;
-	r->remaining--;
-	wake(r, a);
-	gc_exec_emit(&r->ctx, GC_EV_SKIPPED, s->target, a, why, r->wave_index);
-}
-
-/*
- * Under r->mu: settle a pending action that cannot run (stop, out of
- * scope, its target or a prerequisite failed) and return -1; else 1 when
- * it is ready, 0 when it waits for another action.
- */
-static int triage(struct run *r, struct tslot *s, const struct gc_action *a)
-{
-	int rd = readiness(r, a);
-
-	if (r->stop) {
-		skip_action(r, s, a, r->rep->interrupted ? "interrupted" : "not started: --fail-fast");
-	} else if (s->drv == NULL || !gc_exec_selected(r->ctx.opts, s->target->kind)) {
-		r->st[a->seq - 1] = A_OUT_OF_SCOPE;
-		r->rep->out_of_scope++;
-		r->remaining--;
-		wake(r, a);
-	} else if (s->failed) {
-		skip_action(r, s, a, "target failed earlier");
-	} else if (rd == -1) {
-		skip_action(r, s, a, "a prerequisite failed");
-	} else if (rd == -2) {
-		skip_action(r, s, a, "needs an action on a target kind not selected");
-	} else {
-		return rd;
-	}
-	return -1;
-}
-
-/*
- * Under r->mu, for a target with lanes: the first pending action of this
- * wave's list that is ready, skipping (as the plain scheduler does) the
- * doomed ones on the way.  Blocked actions do not stop the scan: another
- * VM's action further down may be ready.  r->next[i] only marks the first
- * action not yet taken.
- */
-static const struct gc_action *pick_lane(struct run *r, struct tslot *s,
-					 const struct gc_plan_target *pt, size_t i)
-{
-	for (size_t j = r->next[i]; j < pt->nactions; j++) {
-		const struct gc_action *a = pt->actions[j];
-		int rd;
-
-		if (r->st[a->seq - 1] != A_PENDING) {
-			if (j == r->next[i])
-				r->next[i]++;
-			continue;
-		}
-		rd = triage(r, s, a);
-		if (rd == 1)
-			return a;
-	}
-	return NULL;
-}
-
-static void *apply_worker(void *arg)
-{
-	struct run *r = arg;
-
-	pthread_mutex_lock(&r->mu);
-	for (;;) {
-		const struct gc_plan_wave *w = r->wave;
-		struct tslot *pick = NULL;
-		const struct gc_action *act = NULL;
-		const struct gc_action *batch[GC_EXEC_BATCH_MAX];
-		size_t nbatch = 1;
-		size_t before = r->remaining;
-		size_t i = 0, pick_i = 0;
-
-		if (r->remaining == 0)
-			break;
-		if (!r->stop && gc_drv_interrupted(&r->ctx)) {
-			r->stop = true;
-			r->rep->interrupted = true;
-		}
-		if (r->stop && !r->stop_queued) { /* every pending action is to be skipped */
-			r->stop_queued = true;
-			for (size_t k = 0; k < w->ntargets; k++)
-				if (!r->slots[w->targets[k].target->index].lanes)
-					enqueue(r, k);
-		}
-		for (size_t l = 0; l < r->nlane_targets && pick == NULL; l++) {
-			const struct gc_plan_target *pt = &w->targets[r->lane_targets[l]];
-			struct tslot *s = &r->slots[pt->target->index];
-
-			act = pick_lane(r, s, pt, r->lane_targets[l]);
-			if (act != NULL) {
-				pick = s;
-				pick_i = r->lane_targets[l];
-				r->st[act->seq - 1] = A_RUNNING;
-			}
-		}
-		while (pick == NULL && r->rq_len > 0) {
-			const struct gc_plan_target *pt;
-			struct tslot *s;
-
-			i = dequeue(r);
-			pt = &w->targets[i];
-			s = &r->slots[pt->target->index];
-			while (r->next[i] < pt->nactions && !s->busy) {
-				const struct gc_action *a = pt->actions[r->next[i]];
-				int rd = triage(r, s, a);
-
-				if (rd == 1) {
-					pick = s;
-					pick_i = i;
-					act = a;
-					break;
-				}
-				if (rd == 0) { /* blocked on another target: looked at when that settles */
-					wait_on(r, i, a);
-					break;
-				}
-				r->next[i]++;
-			}
-			if (pick != NULL) {
-				/* the ready action, and the ones after it the driver
-				 * sends with it in one round trip */
-				nbatch = gc_exec_gather_batch(r, pick, pt, r->next[i], batch,
-							      GC_EXEC_BATCH_MAX);
-				r->next[i] += nbatch;
-				pick->busy = true;
-				for (size_t k = 0; k < nbatch; k++)
-					r->st[batch[k]->seq - 1] = A_RUNNING;
-			}
-		}
-		if (r->remaining == 0)
-			break;
-		if (pick == NULL) {
-			/* skips may have doomed actions scanned earlier in this pass:
-			 * scan again before sleeping, or nobody may wake us */
-			if (r->remaining == before)
-				pthread_cond_wait(&r->cv, &r->mu);
-			continue;
-		}
-		if (r->rq_len > 0) /* more to look at: a sleeping worker may take it */
-			pthread_cond_broadcast(&r->cv);
-		pthread_mutex_unlock(&r->mu);
-		if (nbatch > 1)
-			gc_exec_execute_batch(r, pick, batch, nbatch);
-		else
-			gc_exec_execute(r, pick, act);
-		pthread_mutex_lock(&r->mu);
-		pick->busy = false;
-		r->remaining -= nbatch;
-		for (size_t k = 0; k < nbatch; k++)
-			wake(r, nbatch > 1 ? batch[k] : act);
-		if (!pick->lanes)
-			enqueue(r, pick_i);
-		pthread_cond_broadcast(&r->cv);
-	}
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-	return NULL;
-}
-
-static void run_wave(struct run *r, size_t wi)
-{
-	const struct gc_plan_wave *w = &r->rep->plan->waves[wi];
-	size_t i, n = 0;
-
-	size_t workers = 0;
-
-	for (i = 0; i < w->ntargets; i++) {
-		n += w->targets[i].nactions;
-		/* a target with lanes may run all of its actions at once */
-		workers += r->slots[w->targets[i].target->index].lanes ? w->targets[i].nactions : 1;
-	}
-	if (n == 0)
-		return;
-	r->wave = w;
-	r->wave_index = wi;
-	r->next = gc_xcalloc(w->ntargets, sizeof(*r->next));
-	r->rq = gc_xcalloc(w->ntargets, sizeof(*r->rq));
-	r->queued = gc_xcalloc(w->ntargets, sizeof(*r->queued));
-	r->wait_next = gc_xcalloc(w->ntargets, sizeof(*r->wait_next));
-	r->lane_targets = gc_xcalloc(w->ntargets, sizeof(*r->lane_targets));
-	if (r->wait_head == NULL)
-		r->wait_head = gc_xcalloc(r->rep->plan->nactions ? r->rep->plan->nactions : 1,
-					  sizeof(*r->wait_head));
-	r->rq_head = r->rq_len = r->nlane_targets = 0;
-	r->stop_queued = false;
-	for (i = 0; i < w->ntargets; i++) {
-		if (r->slots[w->targets[i].target->index].lanes)
-			r->lane_targets[r->nlane_targets++] = i;
-		else
-			enqueue(r, i);
-	}
-	r->remaining = n;
-	gc_exec_emit(&r->ctx, GC_EV_WAVE, NULL, NULL, NULL, wi);
-	run_pool(workers < r->parallelism ? (unsigned)workers : r->parallelism, apply_worker, r);
-	free(r->next);
-	free(r->rq);
-	free(r->queued);
-	free(r->wait_next);
-	free(r->lane_targets);
-	r->next = r->rq = r->wait_next = r->lane_targets = NULL;
-	r->queued = NULL;
 }
 
 /* ---------------------------------------------------------------- the whole run */
@@ -950,7 +648,7 @@ static int apply_phase(struct run *r, const struct gc_graph *g, const char *clus
 			gc_exec_not_started(r, i);
 			continue;
 		}
-		run_wave(r, i);
+		gc_exec_run_wave(r, i);
 		gc_exec_recover_hosts(r, &plan->waves[i]);
 	}
 	gc_exec_recover_hosts(r, NULL);

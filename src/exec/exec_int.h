@@ -97,6 +97,10 @@ struct run {
 };
 
 /* exec.c */
+/* fn(arg) on n threads at once (on this one when none can be started) */
+void gc_exec_run_pool(unsigned n, void *(*fn)(void *), void *arg);
+/* schedule.c: run wave wi of the plan */
+void gc_exec_run_wave(struct run *r, size_t wi);
 void gc_exec_sleep_ms(unsigned ms);
 bool gc_exec_transport_fault(int code);
 unsigned gc_exec_retries(const struct gc_exec_opts *o);

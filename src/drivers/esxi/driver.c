@@ -28,45 +28,13 @@
 #include "gc/spec.h"
 #include "gc/ssh.h"
 #include "gc/sys/driver.h"
-
-/* Read-only commands (the observation batch, the reboot ping) answer in
- * seconds on a healthy host; a silent connection must not hold them for the
- * whole command timeout, which is sized for VIB installs. */
-#define READ_TIMEOUT_MS 60000u
-
-struct esxi_conn {
-	struct gc_ssh_conn *ssh;
-	struct gc_drv_ctx *ctx;     /* of the run that connected: exec counts */
-	unsigned command_timeout_ms; /* for changing commands */
-	const struct gc_target *target;
-	struct gc_esxi_facts facts; /* last observation */
-	bool have_facts;
-	const struct gc_resource *const *res; /* borrowed from the executor */
-	size_t nres;
-	/* reboot evidence: a dropped connection does not prove a reboot */
-	int64_t uptime_before_us; /* -1 when unknown */
-	bool uptime_read;         /* uptime_before_us read by the last batch, for the reboot */
-	/* the lease's advanced option, as the last lease read on this
-	 * connection found it: -1 not read, 0 absent (never leased), 1 there */
-	int lease_option;
-	/* the lease as this connection's observation read it (facts.lease),
-	 * good for one lease read right after it: no exec since, within
-	 * LEASE_SEEN_MS (the apply's lease check comes straight after its
-	 * observation); any other read asks the host */
-	bool lease_seen;
-	uint64_t lease_seen_ns;
-	unsigned lease_seen_exec;
-	unsigned nexec; /* execs sent on this connection */
-	uint64_t reboot_sent_ns;
-	unsigned reboot_resends;
-};
+#include "esxi_int.h"
 
 #define CMD_UPTIME "esxcli system stats uptime get"
 #define MAX_REBOOT_RESENDS 2
-#define LEASE_SEEN_MS 30000u
 
 /* Every exec to the host goes through here, counted (`poll`: while it reboots). */
-static int host_exec(struct esxi_conn *c, struct gc_ssh_conn *ssh, const char *cmd, bool poll,
+int esxi_host_exec(struct esxi_conn *c, struct gc_ssh_conn *ssh, const char *cmd, bool poll,
 		     struct gc_ssh_result *res, struct gc_error *err)
 {
 	gc_drv_count_exec(c->ctx, c->target, poll);
@@ -203,7 +171,7 @@ static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 
 	gc_random_token(token);
 	script = gc_esxi_script(token, learn_source(c), flags);
-	rc = host_exec(c, c->ssh, script, false, &res, err);
+	rc = esxi_host_exec(c, c->ssh, script, false, &res, err);
 	free(script);
 	if (rc != 0)
 		return rc;
@@ -277,7 +245,7 @@ static int esxi_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_targ
 }
 
 /* The device's own message: first non-empty line of stderr, else of stdout. */
-static void device_message(struct gc_buf *out, const struct gc_ssh_result *r)
+void esxi_device_message(struct gc_buf *out, const struct gc_ssh_result *r)
 {
 	const char *src = r->err_len > 0 ? r->err : r->out;
 	const char *p = src;
@@ -310,7 +278,7 @@ static int run_change(struct esxi_conn *c, struct gc_drv_ctx *ctx, const char *c
 
 	gc_drv_count_change(ctx);
 	gc_ssh_set_command_timeout(c->ssh, c->command_timeout_ms);
-	rc = host_exec(c, c->ssh, cmd, false, &res, err);
+	rc = esxi_host_exec(c, c->ssh, cmd, false, &res, err);
 	if (gc_ssh_alive(c->ssh) && (c->command_timeout_ms == 0 || c->command_timeout_ms > READ_TIMEOUT_MS))
 		gc_ssh_set_command_timeout(c->ssh, READ_TIMEOUT_MS);
 	if (rc != 0) {
@@ -320,7 +288,7 @@ static int run_change(struct esxi_conn *c, struct gc_drv_ctx *ctx, const char *c
 	if (res.exit_status != 0) {
 		struct gc_buf msg = GC_BUF_INIT;
 
-		device_message(&msg, &res);
+		esxi_device_message(&msg, &res);
 		if (tolerate != NULL && strstr(gc_buf_str(&msg), tolerate) != NULL) {
 			gc_buf_free(&msg);
 			gc_ssh_result_free(&res);
@@ -353,7 +321,7 @@ static int64_t read_uptime(struct esxi_conn *c, struct gc_ssh_conn *ssh, bool po
 	struct gc_ssh_result res;
 	int64_t us;
 
-	if (host_exec(c, ssh, CMD_UPTIME, poll, &res, &e) != 0)
+	if (esxi_host_exec(c, ssh, CMD_UPTIME, poll, &res, &e) != 0)
 		return -1;
 	us = parse_uptime(&res);
 	gc_ssh_result_free(&res);
@@ -433,7 +401,7 @@ static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 		}
 		/* one exec a poll: a host whose esxcli answers is up, and its
 		 * uptime says whether it went down */
-		if (host_exec(c, s, CMD_UPTIME, true, &res, &e) != 0 || res.exit_status != 0) {
+		if (esxi_host_exec(c, s, CMD_UPTIME, true, &res, &e) != 0 || res.exit_status != 0) {
 			if (e.code == 0) {
 				snprintf(last, sizeof(last), "'%s' exited %d", CMD_UPTIME, res.exit_status);
 				gc_ssh_result_free(&res);
@@ -578,160 +546,6 @@ static int esxi_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s, st
 	return 0;
 }
 
-/* ---------------------------------------------------------------- the cluster lease */
-
-/* A user-defined advanced option (ESXi 7+ creates those under /UserVars):
- * every operator's apply, from any copy of the spec, sees it. */
-#define LEASE_OPTION GC_ESXI_LEASE_OPTION
-#define LEASE_NONE "none"
-
-static int lease_exec(struct esxi_conn *c, const char *cmd, struct gc_ssh_result *res,
-		      struct gc_error *err)
-{
-	int rc = host_exec(c, c->ssh, cmd, false, res, err);
-
-	if (rc != 0)
-		gc_error_prefix(err, "host '%s': ", c->target->name);
-	return rc;
-}
-
-static int esxi_lease_get(void *conn, struct gc_drv_ctx *ctx, char **out, struct gc_error *err)
-{
-	struct esxi_conn *c = conn;
-	struct gc_ssh_result res;
-	struct gc_esxcli_result xr;
-	const char *v;
-	int rc;
-
-	(void)ctx;
-	/* the observation just read it (GC_ESXI_OBS_LEASE): nothing else went
-	 * to the host since, so that is what a read now would find, but for
-	 * another apply writing in between, which a read now would not close
-	 * either (the ESXi lease is no compare-and-set) */
-	if (c->lease_seen && c->have_facts && c->facts.lease_read && c->nexec == c->lease_seen_exec &&
-	    gc_now_ns() - c->lease_seen_ns < (uint64_t)LEASE_SEEN_MS * 1000000u) {
-		c->lease_seen = false;
-		*out = gc_xstrdup(c->facts.lease);
-		return 0;
-	}
-	c->lease_seen = false;
-	rc = lease_exec(c, "esxcli --formatter=xml system settings advanced list -o " LEASE_OPTION,
-			&res, err);
-	if (rc != 0)
-		return rc;
-	if (res.exit_status != 0) { /* "Unable to find option": nobody ever leased this host */
-		bool none = strstr(res.err, "Unable to find option") != NULL ||
-			    strstr(res.out, "Unable to find option") != NULL;
-
-		gc_ssh_result_free(&res);
-		if (!none)
-			return gc_error_set(err, GC_EREMOTE, "host '%s': cannot read the cluster lease",
-					    c->target->name);
-		c->lease_option = 0;
-		*out = gc_xstrdup("");
-		return 0;
-	}
-	c->lease_option = 1;
-	rc = gc_esxcli_parse_xml(&xr, res.out, res.out_len, err);
-	gc_ssh_result_free(&res);
-	if (rc != 0) {
-		gc_error_prefix(err, "host '%s': the cluster lease: ", c->target->name);
-		return rc;
-	}
-	v = xr.nitems > 0 ? gc_esxcli_get(&xr.items[0], "StringValue") : NULL;
-	*out = gc_xstrdup(v == NULL || strcmp(v, LEASE_NONE) == 0 ? "" : v);
-	gc_esxcli_result_free(&xr);
-	return 0;
-}
-
-static int esxi_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value, struct gc_error *err)
-{
-	struct esxi_conn *c = conn;
-	struct gc_buf cmd = GC_BUF_INIT, q = GC_BUF_INIT;
-	struct gc_ssh_result res;
-	bool add;
-	int rc;
-
-	(void)ctx;
-	if (strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789@._:;=+-") !=
-	    strlen(value))
-		return gc_error_set(err, GC_EINVAL, "host '%s': bad lease value", c->target->name);
-	gc_shell_quote(&q, value[0] ? value : LEASE_NONE);
-	/* a host never leased (as the read just before found it) has no option
-	 * to set: create it at once; else set it, and create it when missing */
-	add = c->lease_option == 0;
-	if (!add) {
-		gc_buf_printf(&cmd, "esxcli system settings advanced set -o " LEASE_OPTION " -s %s",
-			      gc_buf_str(&q));
-		rc = lease_exec(c, gc_buf_str(&cmd), &res, err);
-		if (rc == 0 && res.exit_status != 0 && strstr(res.err, "Unable to find option") != NULL) {
-			gc_ssh_result_free(&res);
-			add = true;
-		}
-	}
-	if (add) {
-		gc_buf_reset(&cmd);
-		gc_buf_printf(&cmd, "esxcli system settings advanced add -o GpuclusterctlLease -t string "
-			      "-s %s -d 'gpuclusterctl cluster lease'", gc_buf_str(&q));
-		rc = lease_exec(c, gc_buf_str(&cmd), &res, err);
-	}
-	if (rc == 0 && res.exit_status == 0)
-		c->lease_option = 1;
-	if (rc == 0) {
-		if (res.exit_status != 0) {
-			struct gc_buf msg = GC_BUF_INIT;
-
-			device_message(&msg, &res);
-			rc = gc_error_set(err, GC_EREMOTE, "host '%s': cannot write the cluster lease: %s",
-					  c->target->name, gc_buf_str(&msg));
-			gc_buf_free(&msg);
-		}
-		gc_ssh_result_free(&res);
-	}
-	gc_buf_free(&cmd);
-	gc_buf_free(&q);
-	return rc;
-}
-
-/* The compare-and-clear snippet (GC_ESXI_LEASE_CLEAR_SCRIPT): our lease
- * cleared, another's kept, in one exec. */
-static int esxi_lease_clear_ours(void *conn, struct gc_drv_ctx *ctx, const char *lock, bool *cleared,
-				 struct gc_error *err)
-{
-	struct esxi_conn *c = conn;
-	struct gc_buf cmd = GC_BUF_INIT;
-	struct gc_ssh_result res;
-	int rc;
-
-	(void)ctx;
-	*cleared = false;
-	if (lock[0] == '\0' || strspn(lock, "0123456789abcdef") != strlen(lock))
-		return gc_error_set(err, GC_EINVAL, "host '%s': bad lease lock", c->target->name);
-	c->lease_seen = false;
-	gc_buf_puts(&cmd, "sh -c ");
-	gc_shell_quote(&cmd, GC_ESXI_LEASE_CLEAR_SCRIPT);
-	gc_buf_printf(&cmd, " lease %s", lock);
-	rc = lease_exec(c, gc_buf_str(&cmd), &res, err);
-	gc_buf_free(&cmd);
-	if (rc != 0)
-		return rc;
-	if (res.exit_status == 0 && strstr(res.out, "@@lease:cleared") != NULL) {
-		*cleared = true;
-		c->lease_option = 1;
-	} else if (res.exit_status == 0 && strstr(res.out, "@@lease:none") != NULL) {
-		c->lease_option = 0;
-	} else if (res.exit_status != 0 || strstr(res.out, "@@lease:kept") == NULL) {
-		struct gc_buf msg = GC_BUF_INIT;
-
-		device_message(&msg, &res);
-		rc = gc_error_set(err, GC_EREMOTE, "host '%s': cannot clear the cluster lease: %s",
-				  c->target->name, gc_buf_str(&msg));
-		gc_buf_free(&msg);
-	}
-	gc_ssh_result_free(&res);
-	return rc;
-}
-
 /* ---------------------------------------------------------------- batches of changes */
 
 /* What goes in a batch: a change, entering or leaving maintenance mode,
@@ -850,9 +664,9 @@ static int run_batch_exec(struct esxi_conn *c, struct gc_drv_ctx *ctx, char *con
 
 		own.out = (char *)b.last_out;
 		own.out_len = b.last_len;
-		device_message(&msg, &own);
+		esxi_device_message(&msg, &own);
 	} else {
-		device_message(&msg, &res);
+		esxi_device_message(&msg, &res);
 	}
 	if (tolerate[f] != NULL && strstr(gc_buf_str(&msg), tolerate[f]) != NULL) {
 		*tolerated = true;

@@ -1,0 +1,64 @@
+/*
+ * esxi_int.h - what the ESXi driver's files share: the connection, the one
+ * way an exec goes to the host, and the device's own words.
+ */
+#ifndef GC_ESXI_INT_H
+#define GC_ESXI_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gc/esxi.h"
+#include "gc/ssh.h"
+#include "gc/sys/driver.h"
+
+/* Read-only commands (the observation batch, the reboot ping) answer in
+ * seconds on a healthy host; a silent connection must not hold them for the
+ * whole command timeout, which is sized for VIB installs. */
+#define READ_TIMEOUT_MS 60000u
+
+struct esxi_conn {
+	struct gc_ssh_conn *ssh;
+	struct gc_drv_ctx *ctx;     /* of the run that connected: exec counts */
+	unsigned command_timeout_ms; /* for changing commands */
+	const struct gc_target *target;
+	struct gc_esxi_facts facts; /* last observation */
+	bool have_facts;
+	const struct gc_resource *const *res; /* borrowed from the executor */
+	size_t nres;
+	/* reboot evidence: a dropped connection does not prove a reboot */
+	int64_t uptime_before_us; /* -1 when unknown */
+	bool uptime_read;         /* uptime_before_us read by the last batch, for the reboot */
+	/* the lease's advanced option, as the last lease read on this
+	 * connection found it: -1 not read, 0 absent (never leased), 1 there */
+	int lease_option;
+	/* the lease as this connection's observation read it (facts.lease),
+	 * good for one lease read right after it: no exec since, within
+	 * LEASE_SEEN_MS (the apply's lease check comes straight after its
+	 * observation); any other read asks the host */
+	bool lease_seen;
+	uint64_t lease_seen_ns;
+	unsigned lease_seen_exec;
+	unsigned nexec; /* execs sent on this connection */
+	uint64_t reboot_sent_ns;
+	unsigned reboot_resends;
+};
+
+#define LEASE_SEEN_MS 30000u
+
+#define LEASE_SEEN_MS 30000u
+
+/* Every exec to the host goes through here, counted (`poll`: while it reboots). */
+int esxi_host_exec(struct esxi_conn *c, struct gc_ssh_conn *ssh, const char *cmd, bool poll,
+		   struct gc_ssh_result *res, struct gc_error *err);
+/* The device's own message: its first lines of stderr, else of stdout. */
+void esxi_device_message(struct gc_buf *out, const struct gc_ssh_result *r);
+
+/* lease.c: the driver's lease calls (sys/driver.h) */
+int esxi_lease_get(void *conn, struct gc_drv_ctx *ctx, char **out, struct gc_error *err);
+int esxi_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value, struct gc_error *err);
+int esxi_lease_clear_ours(void *conn, struct gc_drv_ctx *ctx, const char *lock, bool *cleared,
+			  struct gc_error *err);
+
+#endif
