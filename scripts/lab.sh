@@ -341,6 +341,15 @@ seed_from_spec() {
 	chown -R "$user" "$lab/hosts"
 }
 
+# A start that fails after it started the simulator server and vcsim stops
+# them again: a lab that did not start leaves nothing running (a vcsim left
+# holding its port fails the next lab that asks for that port).
+start_failed() {
+	stop_simd
+	stop_vcsim
+	die "$@"
+}
+
 cmd_start() {
 	local hosts=2 switches=0 esxi7=0 port="" user pid spec="" vcport="" nguests=""
 	while [ $# -gt 0 ]; do
@@ -422,19 +431,19 @@ cmd_start() {
 		mkdir -p /run/sshd
 		chmod 755 /run/sshd
 	fi
-	"$sshd_bin" -t -f "$lab/sshd_config" || die "sshd rejected $lab/sshd_config"
+	"$sshd_bin" -t -f "$lab/sshd_config" || start_failed "sshd rejected $lab/sshd_config"
 	rm -f "$lab/sshd.pid"
 	: >"$lab/sshd.log"
 	# sshd binds before it daemonizes: a busy port fails here, not later.
 	if ! "$sshd_bin" -f "$lab/sshd_config" -E "$lab/sshd.log"; then
 		sed 's/^/lab: sshd: /' "$lab/sshd.log" >&2
-		die "sshd did not start on port $port"
+		start_failed "sshd did not start on port $port"
 	fi
 	for _ in $(seq 50); do
 		pid=$(sshd_pid) && break
 		sleep 0.05
 	done
-	[ -n "${pid:-}" ] || die "sshd did not write its pid file (see $lab/sshd.log)"
+	[ -n "${pid:-}" ] || start_failed "sshd did not write its pid file (see $lab/sshd.log)"
 	echo "lab: started sshd (pid $pid) on port $port: $hosts ESXi hosts, $switches switches, lab dir $lab"
 	start_guests "$port" "$nguests"
 	write_lab_spec

@@ -61,6 +61,23 @@ check "status says stopped (exit 3)" test "$rc" = 3
 out=$("$lab" stop)
 check "stop twice is fine" grep -q "not running" <<<"$out"
 
+# a start that fails once it started the simulator server stops it again
+# (a vcsim left holding its port failed the next lab that asked for it)
+busy=$((port + 1))
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(); time.sleep(60)' "$busy" &
+holder=$!
+sleep 0.5
+set +e
+out=$("$lab" start --hosts 1 --port "$busy" 2>&1)
+rc=$?
+set -e
+kill "$holder"
+check "a start on a busy port fails, saying so" grep -q "^lab: sshd did not" <<<"$out"
+check "a start on a busy port exits 1" test "$rc" = 1
+check "a failed start leaves no simulator server" bash -c '! pgrep -f -- "simd.py $1/simd" >/dev/null' _ "$GC_LAB_DIR"
+
 if [ "$fails" -ne 0 ]; then
 	echo "$fails check(s) failed"
 	exit 1
