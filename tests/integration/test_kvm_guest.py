@@ -181,13 +181,16 @@ class KvmGuest(unittest.TestCase):
                       r.stderr)
         self.assertEqual(virsh("domuuid", VM).stdout.strip(), uuid)  # not defined again
         self.assertEqual(virsh("domstate", VM).stdout.strip(), "running")
-        q = self.ssh("awk '/^btime/ {print $2}' /proc/stat; dpkg-query -W -f='${Status}' rdma-core")
+        q = self.ssh("last -x reboot | grep -c '^reboot '; awk '/^btime/ {print $2}' /proc/stat; "
+                     "dpkg-query -W -f='${Status}' rdma-core")
         self.assertEqual(q.returncode, 0, q.stderr)
-        btime, status = q.stdout.splitlines()
+        boots, btime, status = q.stdout.splitlines()
         self.assertEqual(status, "install ok installed")
-        # the boot the killed run started, not one of the re-run (a few
-        # seconds of the guest clock's skew allowed)
-        self.assertLess(int(btime), killed + 5)
+        # the boot the killed run started, not one of the re-run: the new
+        # instance's wtmp holds one boot (its clock cannot tell: a TCG
+        # guest's clock lags under load, and put its boot 5.1 s after the
+        # kill on a loaded CI machine)
+        self.assertEqual(boots, "1", "booted again after the kill at %.0f (btime %s)" % (killed, btime))
         p = self.gc("plan", "--only", "libvirt,guest")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 

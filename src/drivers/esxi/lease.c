@@ -18,6 +18,20 @@
 #define LEASE_OPTION GC_ESXI_LEASE_OPTION
 #define LEASE_NONE "none"
 
+/* The host said no to a lease command: its own words. */
+static int refused(const struct esxi_conn *c, const struct gc_ssh_result *res, const char *what,
+		   struct gc_error *err)
+{
+	struct gc_buf msg = GC_BUF_INIT;
+	int rc;
+
+	esxi_device_message(&msg, res);
+	rc = gc_error_set(err, GC_EREMOTE, "host '%s': cannot %s the cluster lease: %s",
+			  c->target->name, what, gc_buf_str(&msg));
+	gc_buf_free(&msg);
+	return rc;
+}
+
 static int lease_exec(struct esxi_conn *c, const char *cmd, struct gc_ssh_result *res,
 		      struct gc_error *err)
 {
@@ -111,14 +125,8 @@ int esxi_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value, struct
 	if (rc == 0 && res.exit_status == 0)
 		c->lease_option = 1;
 	if (rc == 0) {
-		if (res.exit_status != 0) {
-			struct gc_buf msg = GC_BUF_INIT;
-
-			esxi_device_message(&msg, &res);
-			rc = gc_error_set(err, GC_EREMOTE, "host '%s': cannot write the cluster lease: %s",
-					  c->target->name, gc_buf_str(&msg));
-			gc_buf_free(&msg);
-		}
+		if (res.exit_status != 0)
+			rc = refused(c, &res, "write", err);
 		gc_ssh_result_free(&res);
 	}
 	gc_buf_free(&cmd);
@@ -154,12 +162,7 @@ int esxi_lease_clear_ours(void *conn, struct gc_drv_ctx *ctx, const char *lock, 
 	} else if (res.exit_status == 0 && strstr(res.out, "@@lease:none") != NULL) {
 		c->lease_option = 0;
 	} else if (res.exit_status != 0 || strstr(res.out, "@@lease:kept") == NULL) {
-		struct gc_buf msg = GC_BUF_INIT;
-
-		esxi_device_message(&msg, &res);
-		rc = gc_error_set(err, GC_EREMOTE, "host '%s': cannot clear the cluster lease: %s",
-				  c->target->name, gc_buf_str(&msg));
-		gc_buf_free(&msg);
+		rc = refused(c, &res, "clear", err);
 	}
 	gc_ssh_result_free(&res);
 	return rc;
