@@ -24,7 +24,7 @@ struct gc_strmap *gc_strmap_new(void)
 	struct gc_strmap *m = gc_xcalloc(1, sizeof(*m));
 
 	m->cap = 64;
-	m->slots = gc_xcalloc(m->cap, sizeof(*m->slots));
+	m->slots = gc_xcalloc_huge(m->cap * sizeof(*m->slots));
 	return m;
 }
 
@@ -32,7 +32,7 @@ void gc_strmap_free(struct gc_strmap *m)
 {
 	if (m == NULL)
 		return;
-	free(m->slots);
+	gc_free_huge(m->slots, m->cap * sizeof(*m->slots));
 	free(m);
 }
 
@@ -54,12 +54,12 @@ void *gc_strmap_get(const struct gc_strmap *m, const char *key)
 static void grow(struct gc_strmap *m)
 {
 	size_t cap = m->cap * 2;
-	struct gc_strmap_slot *slots = gc_xcalloc(cap, sizeof(*slots));
+	struct gc_strmap_slot *slots = gc_xcalloc_huge(cap * sizeof(*slots));
 
 	for (size_t i = 0; i < m->cap; i++)
 		if (m->slots[i].key != NULL)
 			*find(slots, cap, m->slots[i].key, m->slots[i].hash) = m->slots[i];
-	free(m->slots);
+	gc_free_huge(m->slots, m->cap * sizeof(*m->slots));
 	m->slots = slots;
 	m->cap = cap;
 }

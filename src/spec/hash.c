@@ -26,7 +26,7 @@ static uint64_t str_hash(const char *s)
 
 static void strmap_resize(struct spec_strmap *m, size_t cap)
 {
-	struct spec_strmap_slot *slots = gc_xcalloc(cap, sizeof(*slots));
+	struct spec_strmap_slot *slots = gc_xcalloc_huge(cap * sizeof(*slots));
 	size_t i;
 
 	for (i = 0; i < m->cap; i++) {
@@ -39,7 +39,7 @@ static void strmap_resize(struct spec_strmap *m, size_t cap)
 			j = (j + 1) & (cap - 1);
 		slots[j] = m->slots[i];
 	}
-	free(m->slots);
+	gc_free_huge(m->slots, m->cap * sizeof(*m->slots));
 	m->slots = slots;
 	m->cap = cap;
 }
@@ -83,6 +83,6 @@ void *spec_strmap_get(const struct spec_strmap *m, const char *key)
 
 void spec_strmap_free(struct spec_strmap *m)
 {
-	free(m->slots);
+	gc_free_huge(m->slots, m->cap * sizeof(*m->slots));
 	memset(m, 0, sizeof(*m));
 }

@@ -3,6 +3,14 @@
  * 8-byte aligned and zeroed (a copied string is packed and written whole
  * instead: the text of a 10,000-host plan copies millions); large requests
  * get a chunk of their own.
+ *
+ * Every chunk starts zeroed (gc_xcalloc_huge) and the bump never hands a
+ * byte out twice, so gc_arena_alloc needs no memset: what it returns has
+ * never been written.  Chunks grow with the arena (each as large as what the
+ * arena holds, from CHUNK_MIN up to CHUNK_BIG), so a large arena's chunks
+ * are in huge pages: a 10,000-host plan's arenas hold about 200 MiB, and
+ * touching that 4 KiB at a time cost 41,000 of its 72,000 page faults, the
+ * kernel zeroing each page and the memset after it writing it again.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +23,27 @@ struct gc_arena_chunk {
 	struct gc_arena_chunk *next;
 	size_t used;
 	size_t size;
+	size_t len; /* what gc_xcalloc_huge gave */
 	_Alignas(16) unsigned char data[];
 };
 
 #define CHUNK_MIN (64u * 1024)
+#define CHUNK_BIG (4 * GC_HUGE)
+
+/* A zeroed chunk with room for at least size bytes: from GC_HUGE on, all of
+ * its huge pages. */
+static struct gc_arena_chunk *chunk_new(size_t size)
+{
+	size_t len = sizeof(struct gc_arena_chunk) + size;
+	struct gc_arena_chunk *c;
+
+	if (len >= GC_HUGE)
+		len = gc_huge_len(len);
+	c = gc_xcalloc_huge(len);
+	c->len = len;
+	c->size = len - sizeof(*c);
+	return c;
+}
 
 /* Objects are aligned for what the project stores in arenas (pointers,
  * sizes, doubles: 8 bytes), not for max_align_t's 16: a 40-byte node takes
@@ -29,7 +54,8 @@ _Static_assert(_Alignof(void *) <= OBJ_ALIGN && _Alignof(double) <= OBJ_ALIGN &&
 		       _Alignof(long long) <= OBJ_ALIGN && _Alignof(size_t) <= OBJ_ALIGN,
 	       "arena objects need more than OBJ_ALIGN");
 
-/* n bytes at the given alignment (a power of two), not zeroed */
+/* n bytes at the given alignment (a power of two), never handed out
+ * before: zero, as every chunk starts */
 static void *bump(struct gc_arena *a, size_t n, size_t align)
 {
 	struct gc_arena_chunk *c = a->head;
@@ -44,12 +70,12 @@ static void *bump(struct gc_arena *a, size_t n, size_t align)
 			goto fits;
 	}
 	{
-		size_t size = n > CHUNK_MIN ? n : CHUNK_MIN;
+		/* as large as the arena so far, within [CHUNK_MIN, CHUNK_BIG] */
+		size_t grow = a->total < CHUNK_MIN ? CHUNK_MIN : a->total < CHUNK_BIG ? a->total : CHUNK_BIG;
+		size_t size = n > grow ? n : grow;
 
-		c = gc_xmalloc(sizeof(*c) + size);
-		c->used = 0;
-		c->size = size;
-		if (a->head != NULL && n > CHUNK_MIN) {
+		c = chunk_new(size);
+		if (a->head != NULL && n > grow) {
 			/* keep the current chunk as head: it still has room */
 			c->next = a->head->next;
 			a->head->next = c;
@@ -68,10 +94,7 @@ fits:
 
 void *gc_arena_alloc(struct gc_arena *a, size_t n)
 {
-	void *p = bump(a, n, OBJ_ALIGN);
-
-	memset(p, 0, n);
-	return p;
+	return bump(a, n, OBJ_ALIGN); /* never handed out before: still zero */
 }
 
 char *gc_arena_strndup(struct gc_arena *a, const char *s, size_t n)
@@ -118,7 +141,7 @@ void gc_arena_free(struct gc_arena *a)
 	while (c != NULL) {
 		struct gc_arena_chunk *next = c->next;
 
-		free(c);
+		gc_free_huge(c, c->len);
 		c = next;
 	}
 	a->head = NULL;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,39 @@ void *gc_xcalloc(size_t n, size_t size)
 	if (p == NULL)
 		oom(n * size);
 	return p;
+}
+
+/* Zeroed memory for the big tables of a large plan (see util.h): from
+ * GC_HUGE on, an anonymous mapping that starts on a 2 MiB boundary, advised
+ * MADV_HUGEPAGE, its length rounded up to whole huge pages. */
+void *gc_xcalloc_huge(size_t n)
+{
+	size_t len, map, head;
+	unsigned char *p;
+
+	if (n < GC_HUGE)
+		return gc_xcalloc(1, n);
+	len = gc_huge_len(n);
+	map = len + GC_HUGE; /* room to start on a 2 MiB boundary */
+	p = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		oom(len);
+	head = (GC_HUGE - (uintptr_t)p % GC_HUGE) % GC_HUGE;
+	if (head > 0)
+		munmap(p, head);
+	munmap(p + head + len, map - head - len);
+	(void)madvise(p + head, len, MADV_HUGEPAGE); /* advice: THP may be off */
+	return p + head;
+}
+
+void gc_free_huge(void *p, size_t n)
+{
+	if (p == NULL)
+		return;
+	if (n < GC_HUGE)
+		free(p);
+	else
+		munmap(p, gc_huge_len(n));
 }
 
 void *gc_xrealloc(void *p, size_t n)
@@ -406,15 +440,22 @@ bool gc_set_same(const char *a, const char *b)
 int gc_read_file(char **out, size_t *len, const char *path, size_t max, struct gc_error *err)
 {
 	struct gc_buf b = GC_BUF_INIT;
-	char chunk[65536];
+	struct stat st;
 	int fd;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return gc_error_set_errno(err, GC_EIO, errno, "cannot open '%s'", path);
+	/* read straight into a buffer of the file's size (a 10,000-host spec is
+	 * 14 MB: growing it by doubling copied it twice over); a file that
+	 * grows meanwhile, or a pipe, grows the buffer as it comes */
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size <= max)
+		buf_reserve(&b, (size_t)st.st_size + 1);
 	for (;;) {
-		ssize_t r = read(fd, chunk, sizeof(chunk));
+		ssize_t r;
 
+		buf_reserve(&b, b.cap - b.len > 4096 ? 0 : 65536);
+		r = read(fd, b.ptr + b.len, b.cap - b.len - 1);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -427,7 +468,8 @@ int gc_read_file(char **out, size_t *len, const char *path, size_t max, struct g
 			gc_error_set(err, GC_ENOMEM, "'%s' is larger than %zu bytes", path, max);
 			goto fail;
 		}
-		gc_buf_put(&b, chunk, (size_t)r);
+		b.len += (size_t)r;
+		b.ptr[b.len] = '\0';
 	}
 	close(fd);
 	if (len)

@@ -7,7 +7,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <string.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "gc/arena.h"
 #include "gc/pattern.h"
@@ -50,6 +52,90 @@ static void test_arena(void **state)
 	assert_string_equal(s, "vm-005");
 	assert_int_equal((uintptr_t)s % 16, 0);
 	gc_arena_free(&a);
+}
+
+/* Every object gc_arena_alloc hands out is zero without a memset, so no
+ * byte may be handed out twice: strings and objects interleaved across
+ * chunk boundaries, up to chunks of huge pages (the arena grows its chunks
+ * with what it holds), each object still zero and each string intact. */
+static void test_arena_objects_stay_zero_across_chunks(void **state)
+{
+	struct gc_arena a = GC_ARENA_INIT;
+	char *strs[64];
+	int k = 0;
+
+	(void)state;
+	for (int i = 0; i < 40000; i++) {
+		size_t n = 8 + (size_t)(i % 13) * 40;
+		unsigned char *o = gc_arena_alloc(&a, n);
+		char *s = gc_arena_printf(&a, "s%d-%0*d", i, i % 300, 7);
+
+		for (size_t j = 0; j < n; j++)
+			assert_int_equal(o[j], 0);
+		assert_int_equal((uintptr_t)o % 8, 0);
+		memset(o, 0xa5, n);
+		if (i % 625 == 0)
+			strs[k++] = s;
+	}
+	for (int i = 0; i < k; i++) {
+		char want[400];
+
+		snprintf(want, sizeof(want), "s%d-%0*d", i * 625, (i * 625) % 300, 7);
+		assert_string_equal(strs[i], want);
+	}
+	assert_true(a.total > 2 * GC_HUGE); /* chunks of huge pages were used */
+	gc_arena_free(&a);
+}
+
+static void test_xcalloc_huge(void **state)
+{
+	size_t sizes[] = {1, 4096, GC_HUGE - 1, GC_HUGE, GC_HUGE + 1, 3 * GC_HUGE + 17};
+
+	(void)state;
+	assert_int_equal(gc_huge_len(1), GC_HUGE);
+	assert_int_equal(gc_huge_len(GC_HUGE), GC_HUGE);
+	assert_int_equal(gc_huge_len(GC_HUGE + 1), 2 * GC_HUGE);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		unsigned char *p = gc_xcalloc_huge(sizes[i]);
+
+		assert_int_equal(p[0], 0);
+		assert_int_equal(p[sizes[i] - 1], 0);
+		assert_int_equal(p[sizes[i] / 2], 0);
+		if (sizes[i] >= GC_HUGE)
+			assert_int_equal((uintptr_t)p % GC_HUGE, 0); /* whole huge pages */
+		memset(p, 0x5a, sizes[i]);
+		gc_free_huge(p, sizes[i]);
+	}
+	gc_free_huge(NULL, 0);
+}
+
+/* The file read whole into a buffer of its size, and refused past max. */
+static void test_read_file(void **state)
+{
+	char path[] = "/tmp/gc-test-util-XXXXXX";
+	int fd = mkstemp(path);
+	size_t n = 300000, len = 0;
+	struct gc_error err = GC_ERROR_INIT;
+	char *want = malloc(n), *got = NULL;
+
+	(void)state;
+	assert_true(fd >= 0);
+	for (size_t i = 0; i < n; i++)
+		want[i] = (char)('a' + i % 26);
+	assert_int_equal(write(fd, want, n), (ssize_t)n);
+	close(fd);
+	assert_int_equal(gc_read_file(&got, &len, path, n, &err), 0);
+	assert_int_equal(len, n);
+	assert_memory_equal(got, want, n);
+	assert_int_equal(got[n], '\0');
+	free(got);
+	got = NULL;
+	assert_int_equal(gc_read_file(&got, &len, path, n - 1, &err), GC_ENOMEM);
+	assert_null(got);
+	assert_string_equal(err.msg + strlen(err.msg) - strlen("is larger than 299999 bytes"),
+			    "is larger than 299999 bytes");
+	unlink(path);
+	free(want);
 }
 
 static void test_did_you_mean(void **state)
@@ -204,6 +290,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_buf),          cmocka_unit_test(test_error_first_wins),
 		cmocka_unit_test(test_arena),        cmocka_unit_test(test_did_you_mean),
+		cmocka_unit_test(test_arena_objects_stay_zero_across_chunks),
+		cmocka_unit_test(test_xcalloc_huge), cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_sets),
 		cmocka_unit_test(test_patterns),     cmocka_unit_test(test_shell_quote),
 		cmocka_unit_test(test_shown_text_cannot_drive_the_terminal),
