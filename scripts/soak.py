@@ -155,6 +155,7 @@ class Lab:
         self.targets = [r[2] for r in rows if r[1] in ("esxi", "onyx")]
         self.vcenter = os.path.exists(os.path.join(self.dir, "vcsim-inventory.json"))
         self.guests = {}
+        self.guest_spec = {}
         self.guest_port = port + 10000
         if guests:
             import yaml  # only here: the ESXi soak runs where PyYAML may not be
@@ -162,6 +163,10 @@ class Lab:
                 doc = yaml.safe_load(f)
             self.guests = {v["name"]: v["guest"]["address"] for v in doc.get("vms") or []
                            if v.get("guest")}
+            # what each guest's spec asks for that its view reads back: the
+            # RDMA interface (roce-pair's ens224; gpudirect-pair's guests
+            # have none) and the RoCE QoS unit
+            self.guest_spec = {v["name"]: v["guest"] for v in doc.get("vms") or [] if v.get("guest")}
 
     def guest_ssh(self, vm, command, timeout=120):
         """Plain OpenSSH into a lab guest (not our driver); its stdout."""
@@ -182,17 +187,25 @@ class Lab:
 
     def guest_view(self, vm):
         """What a guest holds that must be the clean run's: packages (and that
-        dpkg has nothing half-done), loaded modules, the files we write."""
-        return self.guest_ssh(vm, "dpkg-query -W -f='${Package} ${Version} ${db:Status-Abbrev}\\n' | sort; "
-                                  "echo '-- audit'; sudo -n dpkg --audit; "
-                                  "echo '-- modules'; cut -d' ' -f1 /proc/modules | sort; "
-                                  "echo '-- files'; sudo -n sha256sum /etc/modules-load.d/gpuclusterctl.conf "
-                                  "/etc/nvidia/gridd.conf /etc/systemd/network/*gpuclusterctl* "
-                                  "/etc/chrony/conf.d/gpuclusterctl.conf "
-                                  "/etc/systemd/system/gpuclusterctl-roce-qos.service 2>&1; "
-                                  "echo '-- unit'; systemctl is-enabled gpuclusterctl-roce-qos.service; "
-                                  "echo '-- link'; ip -o addr show dev ens224 | awk '{print $3, $4}'; "
-                                  "cat /sys/class/net/ens224/mtu")
+        dpkg has nothing half-done), loaded modules, the files we write, and
+        the RoCE QoS unit and RDMA interface where the spec asks for them."""
+        g = getattr(self, "guest_spec", {}).get(vm) or {}
+        iface = (g.get("rdma_interface") or {}).get("name")
+        cmd = ("dpkg-query -W -f='${Package} ${Version} ${db:Status-Abbrev}\\n' | sort; "
+               "echo '-- audit'; sudo -n dpkg --audit; "
+               "echo '-- modules'; cut -d' ' -f1 /proc/modules | sort; "
+               "echo '-- files'; sudo -n sha256sum /etc/modules-load.d/gpuclusterctl.conf "
+               "/etc/nvidia/gridd.conf /etc/systemd/network/*gpuclusterctl* "
+               "/etc/chrony/conf.d/gpuclusterctl.conf "
+               "/etc/systemd/system/gpuclusterctl-roce-qos.service 2>&1; ")
+        if "roce_qos" in g:
+            cmd += "echo '-- unit'; systemctl is-enabled gpuclusterctl-roce-qos.service; "
+        if iface:
+            cmd += ("echo '-- link'; ip -o addr show dev %s | awk '{print $3, $4}'; "
+                    "cat /sys/class/net/%s/mtu" % (iface, iface))
+        else:
+            cmd += "true"
+        return self.guest_ssh(vm, cmd)
 
     def guest_reset(self):
         """Every guest back on a fresh disk (lab.sh guest-reset waits for SSH)."""

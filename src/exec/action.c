@@ -119,6 +119,18 @@ void gc_exec_execute(struct run *r, struct tslot *s, const struct gc_action *a)
 	gc_exec_remember_before(r, s, a, aid);
 	gc_exec_journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_START, NULL);
 	rc = gc_exec_run_action(r, s, a, &err);
+	/* the outcome is journalled and told before the scheduler sees it: an
+	 * action that waits on this one starts after its DONE record, never
+	 * before (a resume reads the journal in that order) */
+	if (rc == 0) {
+		gc_exec_journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_DONE, NULL);
+		gc_exec_remember_after(r, s, a, aid, true);
+		gc_exec_emit(&r->ctx, GC_EV_DONE, s->target, a, NULL, r->wave_index);
+	} else {
+		gc_exec_journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_FAILED, err.msg);
+		gc_exec_remember_after(r, s, a, aid, false);
+		gc_exec_emit(&r->ctx, GC_EV_FAILED, s->target, a, err.msg, r->wave_index);
+	}
 	pthread_mutex_lock(&r->mu);
 	if (rc == 0) {
 		r->st[a->seq - 1] = A_DONE;
@@ -139,15 +151,6 @@ void gc_exec_execute(struct run *r, struct tslot *s, const struct gc_action *a)
 			r->stop = true;
 	}
 	pthread_mutex_unlock(&r->mu);
-	if (rc == 0) {
-		gc_exec_journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_DONE, NULL);
-		gc_exec_remember_after(r, s, a, aid, true);
-		gc_exec_emit(&r->ctx, GC_EV_DONE, s->target, a, NULL, r->wave_index);
-	} else {
-		gc_exec_journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_FAILED, err.msg);
-		gc_exec_remember_after(r, s, a, aid, false);
-		gc_exec_emit(&r->ctx, GC_EV_FAILED, s->target, a, err.msg, r->wave_index);
-	}
 	free(aid);
 }
 
@@ -210,6 +213,29 @@ void gc_exec_execute_batch(struct run *r, struct tslot *s, const struct gc_actio
 				NULL);
 	}
 	rc = run_actions(r, s, acts, n, &ndone, &err);
+	/* journalled and told before the scheduler sees it (as above) */
+	for (i = 0; i < n; i++) {
+		const char *kind = gc_action_kind_name(acts[i]->kind);
+
+		/* a transport fault may have left any of them sent */
+		if ((i <= ndone || gc_exec_transport_fault(rc)) && (acts[i]->flags & GC_RES_NEEDS_REBOOT))
+			sent_reboot_change = true;
+		if (i < ndone) {
+			gc_exec_journal(r, s->target, aids[i], kind, GC_J_DONE, NULL);
+			gc_exec_remember_after(r, s, acts[i], aids[i], true);
+			gc_exec_emit(&r->ctx, GC_EV_DONE, s->target, acts[i], NULL, r->wave_index);
+		} else if (i == ndone) {
+			gc_exec_journal(r, s->target, aids[i], kind, GC_J_FAILED, err.msg);
+			gc_exec_remember_after(r, s, acts[i], aids[i], false);
+			gc_exec_emit(&r->ctx, GC_EV_FAILED, s->target, acts[i], err.msg, r->wave_index);
+		} else {
+			gc_exec_journal(r, s->target, aids[i], kind, GC_J_SKIPPED,
+					"not sent: an earlier command of its batch failed");
+			gc_exec_remember_after(r, s, acts[i], aids[i], false);
+			gc_exec_emit(&r->ctx, GC_EV_SKIPPED, s->target, acts[i], "target failed earlier",
+				     r->wave_index);
+		}
+	}
 	pthread_mutex_lock(&r->mu);
 	for (i = 0; i < n; i++) {
 		enum astate st = i < ndone ? A_DONE : i == ndone ? A_FAILED : A_SKIPPED;
@@ -233,28 +259,6 @@ void gc_exec_execute_batch(struct run *r, struct tslot *s, const struct gc_actio
 			r->stop = true;
 	}
 	pthread_mutex_unlock(&r->mu);
-	for (i = 0; i < n; i++) {
-		const char *kind = gc_action_kind_name(acts[i]->kind);
-
-		/* a transport fault may have left any of them sent */
-		if ((i <= ndone || gc_exec_transport_fault(rc)) && (acts[i]->flags & GC_RES_NEEDS_REBOOT))
-			sent_reboot_change = true;
-		if (i < ndone) {
-			gc_exec_journal(r, s->target, aids[i], kind, GC_J_DONE, NULL);
-			gc_exec_remember_after(r, s, acts[i], aids[i], true);
-			gc_exec_emit(&r->ctx, GC_EV_DONE, s->target, acts[i], NULL, r->wave_index);
-		} else if (i == ndone) {
-			gc_exec_journal(r, s->target, aids[i], kind, GC_J_FAILED, err.msg);
-			gc_exec_remember_after(r, s, acts[i], aids[i], false);
-			gc_exec_emit(&r->ctx, GC_EV_FAILED, s->target, acts[i], err.msg, r->wave_index);
-		} else {
-			gc_exec_journal(r, s->target, aids[i], kind, GC_J_SKIPPED,
-					"not sent: an earlier command of its batch failed");
-			gc_exec_remember_after(r, s, acts[i], aids[i], false);
-			gc_exec_emit(&r->ctx, GC_EV_SKIPPED, s->target, acts[i], "target failed earlier",
-				     r->wave_index);
-		}
-	}
 	if (rc != 0 && !owed_before && s->reboot_owed_logged && !sent_reboot_change) {
 		s->reboot_owed = s->reboot_owed_logged = false;
 		gc_exec_journal(r, s->target, aids[ndone], "reboot_owed", GC_J_DONE,

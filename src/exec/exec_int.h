@@ -84,9 +84,19 @@ struct run {
 	size_t rq_head, rq_len;
 	bool *queued;
 	size_t *wait_head;
-	size_t *wait_next;
-	size_t *lane_targets; /* the wave's targets with lanes, scanned on every pick */
-	size_t nlane_targets;
+	size_t *wait_next;   /* per waiter: a wave target, then a lane action */
+	/* the actions of the wave's targets with lanes (a vCenter: any of its
+	 * VMs' actions may be ready), numbered in the order the old scan went
+	 * (target, then its list): lane_act[k], its wave target lane_tgt[k].
+	 * Those worth a look sit in a min-heap of k (lheap, lqueued), so a pick
+	 * takes the first ready one in that order; a blocked one waits, as a
+	 * target does, as waiter ntargets + k */
+	const struct gc_action **lane_act;
+	size_t *lane_tgt;
+	size_t nlane_acts;
+	size_t *lheap;
+	size_t lheap_len;
+	bool *lqueued;
 	bool stop_queued;     /* r->stop seen: every target queued once, to skip the rest */
 	size_t remaining;
 	bool stop;           /* fail-fast or interrupt */
