@@ -5,10 +5,10 @@
  *
  *   exec_bench SPEC [PARALLELISM]
  *
- * This program supplies gc_exec_driver() itself: every target kind gets a
- * driver whose observation records only that a host is up and out of
- * maintenance mode (so every resource is planned), whose every action
- * succeeds at once, and which takes no lease.  What is left is the
+ * It links bench/fake_drivers.c, which supplies gc_exec_driver() itself:
+ * every target kind gets a driver whose observation records only that a
+ * host is up and out of maintenance mode (so every resource is planned),
+ * whose every action succeeds at once, and which takes no lease.  What is left is the
  * executor: planning, the waves, picking the next action, journalling.
  * It prints the wall time of gc_exec_run and its phases.
  */
@@ -18,68 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fake_drivers.h"
 #include "gc/exec.h"
 #include "gc/graph.h"
 #include "gc/spec.h"
 #include "gc/util.h"
-
-static int fake_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
-			struct gc_error *err)
-{
-	(void)ctx;
-	(void)err;
-	*conn = (void *)t;
-	return 0;
-}
-
-static int fake_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
-			const struct gc_resource *const *res, size_t nres, struct gc_buf *problems,
-			struct gc_error *err)
-{
-	struct gc_drv_host_state hs = {false, false, NULL};
-
-	(void)conn;
-	(void)res;
-	(void)nres;
-	(void)problems;
-	(void)err;
-	if (t->kind == GC_TARGET_ESXI || t->kind == GC_TARGET_KVM)
-		gc_drv_host_state(ctx, t->name, &hs);
-	return 0;
-}
-
-static int fake_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
-		      struct gc_error *err)
-{
-	(void)conn;
-	(void)ctx;
-	(void)a;
-	(void)err;
-	return 0;
-}
-
-static void fake_disconnect(void *conn)
-{
-	(void)conn;
-}
-
-#define FAKE(k, shared)                                                                            \
-	{.name = "fake", .kind = (k), .shared_conn = (shared), .connect = fake_connect,             \
-	 .observe = fake_observe, .apply = fake_apply, .disconnect = fake_disconnect}
-
-static const struct gc_driver fakes[] = {
-	[GC_TARGET_ESXI] = FAKE(GC_TARGET_ESXI, false),
-	[GC_TARGET_SWITCH] = FAKE(GC_TARGET_SWITCH, false),
-	[GC_TARGET_VCENTER] = FAKE(GC_TARGET_VCENTER, true),
-	[GC_TARGET_GUEST] = FAKE(GC_TARGET_GUEST, false),
-	[GC_TARGET_LIBVIRT] = FAKE(GC_TARGET_LIBVIRT, true),
-	[GC_TARGET_KVM] = FAKE(GC_TARGET_KVM, false),
-};
-
-const struct gc_driver *gc_exec_driver(enum gc_target_kind kind)
-{
-	return (size_t)kind < sizeof(fakes) / sizeof(fakes[0]) ? &fakes[kind] : NULL;
-}
 
 static double now_s(void)
 {

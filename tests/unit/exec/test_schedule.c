@@ -2,10 +2,10 @@
  * test_schedule.c - the scheduler (src/exec/schedule.c) on a real plan,
  * with drivers that answer at once.
  *
- * This program supplies gc_exec_driver() itself, as bench/exec_bench.c
- * does: every target kind gets a driver whose observation finds each host
- * up and out of maintenance mode (so every resource is planned) and whose
- * actions succeed, except the first action of the VM named in fail_vm.  The
+ * It links bench/fake_drivers.c, as bench/exec_bench.c does: every target
+ * kind gets a driver whose observation finds each host up and out of
+ * maintenance mode (so every resource is planned) and whose actions
+ * succeed, except (fail_first) the first action of the VM named in fail_vm.  The
  * executor's events (serialised) are what the test reads: which action
  * started, in what order, and how it ended.
  *
@@ -29,49 +29,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fake_drivers.h"
 #include "gc/exec.h"
 #include "gc/graph.h"
 #include "gc/spec.h"
 #include "gc/util.h"
 
-/* ------------------------------------------------------------ drivers */
+/* ------------------------------------------------------------ the failing action */
 
 static const char *fail_vm; /* its first vCenter action fails */
 static bool failed_once;
 static pthread_mutex_t fail_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static int fake_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
-			struct gc_error *err)
-{
-	(void)ctx;
-	(void)err;
-	*conn = (void *)t;
-	return 0;
-}
-
-static int fake_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
-			const struct gc_resource *const *res, size_t nres, struct gc_buf *problems,
-			struct gc_error *err)
-{
-	struct gc_drv_host_state hs = {false, false, NULL};
-
-	(void)conn;
-	(void)res;
-	(void)nres;
-	(void)problems;
-	(void)err;
-	if (t->kind == GC_TARGET_ESXI)
-		gc_drv_host_state(ctx, t->name, &hs);
-	return 0;
-}
-
-static int fake_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
-		      struct gc_error *err)
+static int fail_first(const struct gc_action *a, struct gc_error *err)
 {
 	bool fail = false;
 
-	(void)conn;
-	(void)ctx;
 	pthread_mutex_lock(&fail_mu);
 	if (fail_vm != NULL && !failed_once && a->target->kind == GC_TARGET_VCENTER && a->vm != NULL &&
 	    strcmp(a->vm, fail_vm) == 0)
@@ -80,29 +53,6 @@ static int fake_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_actio
 	if (fail)
 		return gc_error_set(err, GC_EREMOTE, "vCenter refused %s", a->resource_id);
 	return 0;
-}
-
-static void fake_disconnect(void *conn)
-{
-	(void)conn;
-}
-
-#define FAKE(k, shared)                                                                            \
-	{.name = "fake", .kind = (k), .shared_conn = (shared), .connect = fake_connect,             \
-	 .observe = fake_observe, .apply = fake_apply, .disconnect = fake_disconnect}
-
-static const struct gc_driver fakes[] = {
-	[GC_TARGET_ESXI] = FAKE(GC_TARGET_ESXI, false),
-	[GC_TARGET_SWITCH] = FAKE(GC_TARGET_SWITCH, false),
-	[GC_TARGET_VCENTER] = FAKE(GC_TARGET_VCENTER, true),
-	[GC_TARGET_GUEST] = FAKE(GC_TARGET_GUEST, false),
-	[GC_TARGET_LIBVIRT] = FAKE(GC_TARGET_LIBVIRT, true),
-	[GC_TARGET_KVM] = FAKE(GC_TARGET_KVM, false),
-};
-
-const struct gc_driver *gc_exec_driver(enum gc_target_kind kind)
-{
-	return (size_t)kind < sizeof(fakes) / sizeof(fakes[0]) ? &fakes[kind] : NULL;
 }
 
 /* ------------------------------------------------------------ what the events say */
@@ -288,6 +238,7 @@ static void run(struct run *x, unsigned parallelism, bool fail_fast, const char 
 	x->w.lane_order = parallelism == 1;
 	fail_vm = vm;
 	failed_once = false;
+	gc_fake_apply_hook = fail_first;
 	rc = gc_exec_run(&x->rep, x->g, &o, &err);
 	assert_int_equal(rc, vm != NULL ? GC_EREMOTE : 0);
 	if (vm != NULL) { /* the run's error names the vCenter and what it said */
