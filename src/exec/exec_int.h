@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "gc/exec.h"
+#include "gc/heap.h"
 #include "gc/journal.h"
 #include "gc/sys/driver.h"
 
@@ -94,8 +95,7 @@ struct run {
 	const struct gc_action **lane_act;
 	size_t *lane_tgt;
 	size_t nlane_acts;
-	size_t *lheap;
-	size_t lheap_len;
+	struct gc_heap lheap;
 	bool *lqueued;
 	bool stop_queued;     /* r->stop seen: every target queued once, to skip the rest */
 	size_t remaining;

@@ -54,39 +54,18 @@ static size_t dequeue(struct run *r)
 /* Lane action k is worth a look (the heap keeps the smallest k on top). */
 static void lane_push(struct run *r, size_t k)
 {
-	size_t at;
-
 	if (r->lqueued[k])
 		return;
 	r->lqueued[k] = true;
-	at = r->lheap_len++;
-	while (at > 0 && r->lheap[(at - 1) / 2] > k) {
-		r->lheap[at] = r->lheap[(at - 1) / 2];
-		at = (at - 1) / 2;
-	}
-	r->lheap[at] = k;
+	gc_heap_push(&r->lheap, k);
 }
 
 static size_t lane_pop(struct run *r)
 {
-	size_t top = r->lheap[0], last = r->lheap[--r->lheap_len], at = 0;
+	size_t k = gc_heap_pop(&r->lheap);
 
-	for (;;) {
-		size_t c = 2 * at + 1;
-
-		if (c >= r->lheap_len)
-			break;
-		if (c + 1 < r->lheap_len && r->lheap[c + 1] < r->lheap[c])
-			c++;
-		if (last <= r->lheap[c])
-			break;
-		r->lheap[at] = r->lheap[c];
-		at = c;
-	}
-	if (r->lheap_len > 0)
-		r->lheap[at] = last;
-	r->lqueued[top] = false;
-	return top;
+	r->lqueued[k] = false;
+	return k;
 }
 
 /* Action a settled: the targets and lane actions that waited on it are
@@ -200,7 +179,7 @@ static int triage(struct run *r, struct tslot *s, const struct gc_action *a)
  */
 static const struct gc_action *pick_lane(struct run *r, size_t *ti)
 {
-	while (r->lheap_len > 0) {
+	while (r->lheap.n > 0) {
 		size_t k = lane_pop(r);
 		const struct gc_action *a = r->lane_act[k];
 		struct tslot *s = &r->slots[r->wave->targets[r->lane_tgt[k]].target->index];
@@ -296,7 +275,7 @@ static void *apply_worker(void *arg)
 				pthread_cond_wait(&r->cv, &r->mu);
 			continue;
 		}
-		if (r->rq_len > 0 || r->lheap_len > 0) /* more to look at: a sleeping worker may take it */
+		if (r->rq_len > 0 || r->lheap.n > 0) /* more to look at: a sleeping worker may take it */
 			pthread_cond_broadcast(&r->cv);
 		pthread_mutex_unlock(&r->mu);
 		if (nbatch > 1)
@@ -341,12 +320,12 @@ void gc_exec_run_wave(struct run *r, size_t wi)
 	r->wait_next = gc_xcalloc(w->ntargets + nlane, sizeof(*r->wait_next));
 	r->lane_act = gc_xcalloc(nlane ? nlane : 1, sizeof(*r->lane_act));
 	r->lane_tgt = gc_xcalloc(nlane ? nlane : 1, sizeof(*r->lane_tgt));
-	r->lheap = gc_xcalloc(nlane ? nlane : 1, sizeof(*r->lheap));
+	r->lheap.v = gc_xcalloc(nlane ? nlane : 1, sizeof(*r->lheap.v));
 	r->lqueued = gc_xcalloc(nlane ? nlane : 1, sizeof(*r->lqueued));
 	if (r->wait_head == NULL)
 		r->wait_head = gc_xcalloc(r->rep->plan->nactions ? r->rep->plan->nactions : 1,
 					  sizeof(*r->wait_head));
-	r->rq_head = r->rq_len = r->nlane_acts = r->lheap_len = 0;
+	r->rq_head = r->rq_len = r->nlane_acts = r->lheap.n = 0;
 	r->stop_queued = false;
 	for (i = 0; i < w->ntargets; i++) {
 		if (!r->slots[w->targets[i].target->index].lanes) {
@@ -368,10 +347,10 @@ void gc_exec_run_wave(struct run *r, size_t wi)
 	free(r->wait_next);
 	free(r->lane_act);
 	free(r->lane_tgt);
-	free(r->lheap);
+	free(r->lheap.v);
 	free(r->lqueued);
-	r->next = r->rq = r->wait_next = r->lane_tgt = r->lheap = NULL;
+	r->next = r->rq = r->wait_next = r->lane_tgt = r->lheap.v = NULL;
 	r->lane_act = NULL;
 	r->queued = r->lqueued = NULL;
-	r->nlane_acts = r->lheap_len = 0;
+	r->nlane_acts = r->lheap.n = 0;
 }

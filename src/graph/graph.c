@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gc/graph.h"
+#include "gc/heap.h"
 #include "strmap.h"
 
 static const char *const kind_names[GC_RES__COUNT] = {
@@ -320,44 +321,6 @@ const struct gc_graph_vm *gc_graph_vm(const struct gc_graph *g, const char *name
 
 /* ---------------------------------------------------------------- topological sort */
 
-/* Binary min-heap of resource indexes: ties broken by insertion order. */
-struct heap {
-	size_t *v;
-	size_t n;
-};
-
-static void heap_push(struct heap *h, size_t x)
-{
-	size_t i = h->n++;
-
-	while (i > 0 && h->v[(i - 1) / 2] > x) {
-		h->v[i] = h->v[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h->v[i] = x;
-}
-
-static size_t heap_pop(struct heap *h)
-{
-	size_t top = h->v[0], x = h->v[--h->n], i = 0;
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= h->n)
-			break;
-		if (c + 1 < h->n && h->v[c + 1] < h->v[c])
-			c++;
-		if (h->v[c] >= x)
-			break;
-		h->v[i] = h->v[c];
-		i = c;
-	}
-	if (h->n > 0)
-		h->v[i] = x;
-	return top;
-}
-
 /*
  * Name one cycle among the resources Kahn's algorithm could not order
  * (indeg > 0): walk deps backwards staying inside the remainder until a
@@ -403,7 +366,7 @@ int gc_graph_toposort(const struct gc_resource ***order, const struct gc_graph *
 	size_t n = g->nresources, k = 0;
 	size_t *indeg = gc_xcalloc(n ? n : 1, sizeof(*indeg));
 	const struct gc_resource **out = gc_xcalloc(n ? n : 1, sizeof(*out));
-	struct heap h = {gc_xcalloc(n ? n : 1, sizeof(size_t)), 0};
+	struct gc_heap h = {gc_xcalloc(n ? n : 1, sizeof(size_t)), 0}; /* resource indexes */
 	int rc = 0;
 
 	size_t c = 0; /* the scan: every ready resource below c is in the heap */
@@ -420,7 +383,7 @@ int gc_graph_toposort(const struct gc_resource ***order, const struct gc_graph *
 		const struct gc_resource *r;
 
 		if (h.n > 0) {
-			r = g->resources[heap_pop(&h)];
+			r = g->resources[gc_heap_pop(&h)];
 		} else {
 			while (c < n && indeg[c] != 0)
 				c++;
@@ -433,7 +396,7 @@ int gc_graph_toposort(const struct gc_resource ***order, const struct gc_graph *
 			size_t j = r->rdeps[i]->index;
 
 			if (--indeg[j] == 0 && j < c)
-				heap_push(&h, j);
+				gc_heap_push(&h, j);
 		}
 	}
 	if (k < n) {

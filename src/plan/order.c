@@ -13,46 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gc/heap.h"
 #include "plan_int.h"
-
-struct heap {
-	struct gc_action **v;
-	size_t n;
-};
-
-/* a->seq holds the creation index until step 3 */
-static void heap_push(struct heap *h, struct gc_action *x)
-{
-	size_t i = h->n++;
-
-	while (i > 0 && h->v[(i - 1) / 2]->seq > x->seq) {
-		h->v[i] = h->v[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h->v[i] = x;
-}
-
-static struct gc_action *heap_pop(struct heap *h)
-{
-	struct gc_action *top = h->v[0], *x = h->v[--h->n];
-	size_t i = 0;
-
-	for (;;) {
-		size_t c = 2 * i + 1;
-
-		if (c >= h->n)
-			break;
-		if (c + 1 < h->n && h->v[c + 1]->seq < h->v[c]->seq)
-			c++;
-		if (h->v[c]->seq >= x->seq)
-			break;
-		h->v[i] = h->v[c];
-		i = c;
-	}
-	if (h->n > 0)
-		h->v[i] = x;
-	return top;
-}
 
 static void put2(struct gc_buf *out, const char *what, const char *name)
 {
@@ -138,7 +100,8 @@ static int report_cycle(struct builder *b)
 
 static int sort_actions(struct builder *b, struct gc_action **ord)
 {
-	struct heap h = {gc_xcalloc(b->n + 1, sizeof(*h.v)), 0};
+	/* creation indexes (a->seq until step 3: b->list[a->seq] is a) */
+	struct gc_heap h = {gc_xcalloc(b->n + 1, sizeof(*h.v)), 0};
 	size_t k = 0, c = 0; /* the scan: every ready action below c is in the heap */
 
 	/* as gc_graph_toposort: the scan finds the ready actions at or past
@@ -147,7 +110,7 @@ static int sort_actions(struct builder *b, struct gc_action **ord)
 		struct gc_action *a;
 
 		if (h.n > 0) {
-			a = heap_pop(&h);
+			a = b->list[gc_heap_pop(&h)];
 		} else {
 			while (c < b->n && b->list[c]->nin != 0)
 				c++;
@@ -158,7 +121,7 @@ static int sort_actions(struct builder *b, struct gc_action **ord)
 		ord[k++] = a;
 		for (struct gc_action_link *l = a->out; l != NULL; l = l->next)
 			if (--l->a->nin == 0 && l->a->seq < c)
-				heap_push(&h, l->a);
+				gc_heap_push(&h, l->a->seq);
 	}
 	free(h.v);
 	if (k < b->n)
