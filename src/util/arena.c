@@ -114,9 +114,17 @@ char *gc_arena_strdup(struct gc_arena *a, const char *s)
 char *gc_arena_printf(struct gc_arena *a, const char *fmt, ...)
 {
 	struct gc_buf b = GC_BUF_INIT;
+	char small[256];
 	va_list ap;
 	char *p;
+	int n;
 
+	/* most are short (an id, a name): formatted once on the stack */
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n < sizeof(small))
+		return gc_arena_strndup(a, small, (size_t)n);
 	va_start(ap, fmt);
 	gc_buf_vprintf(&b, fmt, ap);
 	va_end(ap);

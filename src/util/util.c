@@ -216,15 +216,24 @@ void gc_buf_put_utf8(struct gc_buf *b, const char *s)
 void gc_buf_vprintf(struct gc_buf *b, const char *fmt, va_list ap)
 {
 	va_list ap2;
+	size_t room;
 	int n;
 
+	/* formatted once into the room there is (most fit: a name, a line);
+	 * only what does not fit is formatted again into a larger buffer */
+	buf_reserve(b, 63);
+	room = b->cap - b->len;
 	va_copy(ap2, ap);
-	n = vsnprintf(NULL, 0, fmt, ap2);
+	n = vsnprintf(b->ptr + b->len, room, fmt, ap2);
 	va_end(ap2);
-	if (n < 0)
+	if (n < 0) {
+		b->ptr[b->len] = '\0';
 		return;
-	buf_reserve(b, (size_t)n);
-	vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+	}
+	if ((size_t)n >= room) {
+		buf_reserve(b, (size_t)n);
+		vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+	}
 	b->len += (size_t)n;
 }
 

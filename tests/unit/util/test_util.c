@@ -31,6 +31,37 @@ static void test_buf(void **state)
 	free(s);
 }
 
+/* Formatting into the room a buffer has, and again when it does not fit:
+ * appended text whole, after what was there, at every length around the
+ * room, and in an arena past its stack buffer. */
+static void test_printf_lengths(void **state)
+{
+	struct gc_arena a = GC_ARENA_INIT;
+	char want[1200], arg[1100];
+
+	(void)state;
+	for (size_t len = 0; len < 1100; len += len < 300 ? 1 : 97) {
+		struct gc_buf b = GC_BUF_INIT;
+		char *p;
+
+		memset(arg, 'x', len);
+		arg[len] = '\0';
+		gc_buf_puts(&b, "pre:");
+		gc_buf_printf(&b, "<%s>%d", arg, 7);
+		snprintf(want, sizeof(want), "pre:<%s>%d", arg, 7);
+		assert_string_equal(gc_buf_str(&b), want);
+		assert_int_equal(b.len, strlen(want));
+		gc_buf_printf(&b, "%s", "!");
+		assert_int_equal(b.len, strlen(want) + 1);
+		gc_buf_free(&b);
+		p = gc_arena_printf(&a, "[%s]", arg);
+		assert_int_equal(strlen(p), len + 2);
+		assert_int_equal(p[0], '[');
+		assert_int_equal(p[len + 1], ']');
+	}
+	gc_arena_free(&a);
+}
+
 static void test_error_first_wins(void **state)
 {
 	struct gc_error err = GC_ERROR_INIT;
@@ -289,6 +320,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_buf),          cmocka_unit_test(test_error_first_wins),
+		cmocka_unit_test(test_printf_lengths),
 		cmocka_unit_test(test_arena),        cmocka_unit_test(test_did_you_mean),
 		cmocka_unit_test(test_arena_objects_stay_zero_across_chunks),
 		cmocka_unit_test(test_xcalloc_huge), cmocka_unit_test(test_read_file),
