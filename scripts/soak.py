@@ -44,12 +44,13 @@ It prints the seed first (replay: --seed S), a table of figures at the
 end, and exits 1 on any violation, each printed with its example, episode
 and seed.  Guests are left out (--only esxi,switch,vcenter) unless
 --guests: then the lab boots the example's guests as real VMs (roce-pair's
-two on a 2-core machine), every episode starts from fresh guest disks
-(lab.sh guest-reset), apply runs with --only esxi,switch,vcenter,guest, and
-after each episode every guest must hold what the clean run left (packages
-with nothing half-done for dpkg --audit, loaded modules, the files we
-write, the boot unit, the RDMA interface's address and MTU, read over plain
-ssh) and have booted at most once more than in the clean run (wtmp).
+or gpudirect-pair's two on a 2-core machine), every episode starts from
+fresh guest disks (lab.sh guest-reset), apply runs with --only
+esxi,switch,vcenter,guest, and after each episode every guest must hold
+what the clean run left (packages with nothing half-done for dpkg --audit,
+loaded modules, the files we write, and where its spec asks for them the
+RoCE QoS boot unit and the RDMA interface's address and MTU, read over
+plain ssh) and have booted at most once more than in the clean run (wtmp).
 --examples kvm-pair soaks that example's libvirt targets (apply --only
 libvirt) through this machine's real libvirtd instead (LibvirtLab), read
 back with virsh; it is not in the default list (it needs root and
