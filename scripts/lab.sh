@@ -438,7 +438,7 @@ cmd_start() {
 	# -r: each connection is a fork of the listener, not a re-exec of sshd
 	# (a fresh address-space layout per connection, which a real host's
 	# sshd keeps; here one sshd answers for every simulated host on this
-	# machine's cores, and the re-exec was about a quarter of its CPU per
+	# machine's cores, and the re-exec was a fifth to a quarter of its CPU per
 	# connection: the apply bench's reboot polls and handshakes)
 	if ! "$sshd_bin" -r -f "$lab/sshd_config" -E "$lab/sshd.log"; then
 		sed 's/^/lab: sshd: /' "$lab/sshd.log" >&2
