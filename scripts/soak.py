@@ -61,6 +61,7 @@ run ends refusing the host for its firmware, so every episode must end as
 the clean run did (KvmHostExample).
 """
 import argparse
+import difflib
 import hashlib
 import json
 import os
@@ -870,8 +871,19 @@ class LibvirtExample(Example):
         view = self.lab.view()
         for k in sorted(set(view) | set(self.ref)):
             if view.get(k) != self.ref.get(k):
-                self.violation("libvirt's %s differs from the clean run's: %s; clean run: %s"
-                               % (k, str(view.get(k))[:600], str(self.ref.get(k))[:600]))
+                self.violation("libvirt's %s differs from the clean run's:\n%s"
+                               % (k, self.diff(self.ref.get(k), view.get(k))))
+
+    @staticmethod
+    def diff(ref, now):
+        """The lines that differ, as a unified diff (clean run first): a
+        domain's XML differs in a line or two of hundreds."""
+        def lines(v):
+            if isinstance(v, (tuple, list)):
+                return [l for part in v for l in str(part).splitlines()]
+            return str(v).splitlines()
+        return "\n".join(difflib.unified_diff(lines(ref), lines(now), "clean run", "now",
+                                               n=2, lineterm=""))
 
 
 class KvmHostLab(Lab):
