@@ -17,7 +17,7 @@
 
 #include "gc/graph.h"
 #include "gc/heap.h"
-#include "strmap.h"
+#include "gc/strmap.h"
 
 static const char *const kind_names[GC_RES__COUNT] = {
 	[GC_RES_ESXI_NTP] = "esxi.ntp",

@@ -14,7 +14,7 @@
 #include <json-c/json.h>
 
 #include "gc/observed.h"
-#include "strmap.h"
+#include "gc/strmap.h"
 
 struct gc_observed {
 	struct gc_arena arena;

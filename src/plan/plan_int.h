@@ -6,7 +6,7 @@
 #define GC_PLAN_INT_H
 
 #include "gc/plan.h"
-#include "strmap.h"
+#include "gc/strmap.h"
 
 struct gc_action_link {
 	struct gc_action *a;

@@ -40,7 +40,7 @@ static void dangling(struct check *k, struct gc_mark m, const char *what, const 
 }
 
 /* Index one named object; a second one with the same name is an error. */
-static void index_name(struct check *k, struct spec_strmap *m, const char *what, const char *name,
+static void index_name(struct check *k, struct gc_strmap *m, const char *what, const char *name,
 		       const void *namefield, struct gc_mark objmark, void *obj,
 		       struct gc_mark (*markof)(const void *))
 {
@@ -48,7 +48,7 @@ static void index_name(struct check *k, struct spec_strmap *m, const char *what,
 
 	if (name == NULL)
 		return;
-	prev = spec_strmap_put(m, name, obj);
+	prev = gc_strmap_put_new(m, name, obj);
 	if (prev != NULL)
 		spec_diag(k->x, GC_SEV_ERROR, fmark(k, namefield, objmark),
 			  gc_arena_printf(k->x->arena, "first defined at line %d", markof(prev).line),
@@ -141,9 +141,9 @@ static void index_pci(struct check *k)
 			if (pci == NULL)
 				continue;
 			key = pci_key(k, i, pci);
-			prev = spec_strmap_get(&k->gpus, key);
+			prev = gc_strmap_get(&k->gpus, key);
 			if (prev == NULL)
-				prev = spec_strmap_get(&k->nics, key);
+				prev = gc_strmap_get(&k->nics, key);
 			if (prev != NULL) {
 				spec_diag(k->x, GC_SEV_ERROR,
 					  is_gpu ? fmark(k, &g->pci, g->mark) : fmark(k, &n->pci, n->mark),
@@ -153,10 +153,10 @@ static void index_pci(struct check *k)
 				continue;
 			}
 			if (is_gpu) {
-				spec_strmap_put(&k->gpus, key, g);
-				spec_strmap_put(&k->gpu_any, pci, g);
+				gc_strmap_put_new(&k->gpus, key, g);
+				gc_strmap_put_new(&k->gpu_any, pci, g);
 			} else {
-				spec_strmap_put(&k->nics, key, n);
+				gc_strmap_put_new(&k->nics, key, n);
 			}
 		}
 	}
@@ -174,7 +174,7 @@ static const struct gc_credential *resolve_cred(struct check *k, const char *nam
 
 	if (name == NULL)
 		return NULL;
-	cr = spec_strmap_get(&k->c->index->credentials, name);
+	cr = gc_strmap_get(&k->c->index->credentials, name);
 	if (cr == NULL)
 		dangling(k, fmark(k, field, fallback), "credential", name, k->cred_names,
 			 k->ncred_names, "credentials:");
@@ -193,7 +193,7 @@ static void check_vcenter(struct check *k)
 		 * reported as dangling */
 		for (i = 0; i < c->nvms; i++) {
 			const struct gc_host *h = c->vms[i].host_name == NULL ? NULL :
-				spec_strmap_get(&c->index->hosts, c->vms[i].host_name);
+				gc_strmap_get(&c->index->hosts, c->vms[i].host_name);
 
 			if (h != NULL && h->hypervisor == GC_HV_ESXI)
 				break;
@@ -230,18 +230,18 @@ static void check_dvswitches(struct check *k)
 
 			if (u->host_name == NULL)
 				continue;
-			u->host = spec_strmap_get(&c->index->hosts, u->host_name);
+			u->host = gc_strmap_get(&c->index->hosts, u->host_name);
 			if (u->host == NULL) {
 				dangling(k, fmark(k, &u->host_name, u->mark), "host", u->host_name,
 					 k->host_names, k->nhost_names, "hosts:");
 				continue;
 			}
 			key = gc_arena_printf(&k->scratch, "%zu/%s", i, u->host_name);
-			spec_strmap_put(&k->uplinks, key, u);
+			gc_strmap_put_new(&k->uplinks, key, u);
 			if (u->nic == NULL)
 				continue;
 			key = gc_arena_printf(&k->scratch, "%zu/%s/%s", i, u->host_name, u->nic);
-			prev = spec_strmap_put(&k->uplinks, key, u);
+			prev = gc_strmap_put_new(&k->uplinks, key, u);
 			if (prev != NULL)
 				spec_diag(k->x, GC_SEV_ERROR, u->mark,
 					  gc_arena_printf(k->x->arena, "first given at line %d",
@@ -460,7 +460,7 @@ static void check_host(struct check *k, struct gc_host *h)
 
 		if (n->mode != GC_NIC_MODE_PVRDMA || n->dvswitch_name == NULL)
 			continue;
-		n->dvswitch = spec_strmap_get(&k->c->index->dvswitches, n->dvswitch_name);
+		n->dvswitch = gc_strmap_get(&k->c->index->dvswitches, n->dvswitch_name);
 		if (n->dvswitch == NULL) {
 			dangling(k, fmark(k, &n->dvswitch_name, n->mark), "distributed switch",
 				 n->dvswitch_name, k->dvs_names, k->ndvs_names,
@@ -479,9 +479,9 @@ static void check_host(struct check *k, struct gc_host *h)
 		if (h->name == NULL)
 			continue;
 		di = (size_t)(n->dvswitch - k->c->dvswitches);
-		u = spec_strmap_get(&k->uplinks, gc_arena_printf(&k->scratch, "%zu/%s", di, h->name));
+		u = gc_strmap_get(&k->uplinks, gc_arena_printf(&k->scratch, "%zu/%s", di, h->name));
 		if (u != NULL && n->device != NULL &&
-		    spec_strmap_get(&k->uplinks, gc_arena_printf(&k->scratch, "%zu/%s/%s", di,
+		    gc_strmap_get(&k->uplinks, gc_arena_printf(&k->scratch, "%zu/%s/%s", di,
 								 h->name, n->device)) != NULL)
 			continue;
 		if (u == NULL)
@@ -513,7 +513,7 @@ static void place_vms(struct check *k)
 
 		if (vm->host_name == NULL)
 			continue;
-		vm->host = spec_strmap_get(&c->index->hosts, vm->host_name);
+		vm->host = gc_strmap_get(&c->index->hosts, vm->host_name);
 		if (vm->host == NULL)
 			dangling(k, fmark(k, &vm->host_name, vm->mark), "host", vm->host_name,
 				 k->host_names, k->nhost_names, "hosts:");
@@ -543,11 +543,11 @@ static struct gc_host_nic *find_nic(struct check *k, struct gc_vm *vm, const cha
 				    struct where m)
 {
 	const char *key = pci_key(k, host_idx(k, vm->host), pci);
-	struct gc_host_nic *n = spec_strmap_get(&k->nics, key);
+	struct gc_host_nic *n = gc_strmap_get(&k->nics, key);
 
 	if (n != NULL)
 		return n;
-	if (spec_strmap_get(&k->gpus, key) != NULL)
+	if (gc_strmap_get(&k->gpus, key) != NULL)
 		spec_diag(k->x, GC_SEV_ERROR, at(k, m), "GPUs go under the VM's gpus:",
 			  "'%s' on host '%s' is a GPU, not a NIC", pci, q(vm->host->name));
 	else
@@ -558,7 +558,7 @@ static struct gc_host_nic *find_nic(struct check *k, struct gc_vm *vm, const cha
 
 static struct gc_portgroup *find_portgroup(struct check *k, struct gc_vm_nic *n)
 {
-	struct gc_portgroup *pg = spec_strmap_get(&k->c->index->portgroups, n->port_group);
+	struct gc_portgroup *pg = gc_strmap_get(&k->c->index->portgroups, n->port_group);
 
 	if (pg == NULL)
 		dangling(k, fmark(k, &n->port_group, n->mark), "port group", n->port_group,
@@ -877,9 +877,9 @@ void spec_check(struct spec_ctx *x)
 	chk_roce(&k);
 	chk_releases(&k);
 
-	spec_strmap_free(&k.gpus);
-	spec_strmap_free(&k.nics);
-	spec_strmap_free(&k.gpu_any);
-	spec_strmap_free(&k.uplinks);
+	gc_strmap_clear(&k.gpus);
+	gc_strmap_clear(&k.nics);
+	gc_strmap_clear(&k.gpu_any);
+	gc_strmap_clear(&k.uplinks);
 	gc_arena_free(&k.scratch);
 }

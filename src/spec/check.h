@@ -16,10 +16,10 @@ struct check {
 	struct spec_ctx *x;
 	struct gc_cluster *c;
 	struct gc_arena scratch;
-	struct spec_strmap gpus;    /* "hostidx/pci" -> struct gc_host_gpu */
-	struct spec_strmap nics;    /* "hostidx/pci" -> struct gc_host_nic */
-	struct spec_strmap gpu_any; /* "pci" -> first struct gc_host_gpu with it */
-	struct spec_strmap uplinks; /* "dvsidx/host[/nic]" -> struct gc_dvs_uplink */
+	struct gc_strmap gpus;    /* "hostidx/pci" -> struct gc_host_gpu */
+	struct gc_strmap nics;    /* "hostidx/pci" -> struct gc_host_nic */
+	struct gc_strmap gpu_any; /* "pci" -> first struct gc_host_gpu with it */
+	struct gc_strmap uplinks; /* "dvsidx/host[/nic]" -> struct gc_dvs_uplink */
 	size_t *gpu_base, *nic_base; /* per host: ordinal of its first GPU / NIC */
 	bool *gpu_dyn;               /* per GPU: taken by a dynamic DirectPath request */
 	unsigned *vf_used;           /* per NIC: VFs handed out */

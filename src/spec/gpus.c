@@ -19,17 +19,17 @@ static struct gc_host_gpu *find_gpu(struct check *k, struct gc_vm *vm, const cha
 				    struct where m)
 {
 	const char *key = pci_key(k, host_idx(k, vm->host), pci);
-	struct gc_host_gpu *g = spec_strmap_get(&k->gpus, key);
+	struct gc_host_gpu *g = gc_strmap_get(&k->gpus, key);
 	struct gc_host_gpu *other;
 
 	if (g != NULL)
 		return g;
-	if (spec_strmap_get(&k->nics, key) != NULL) {
+	if (gc_strmap_get(&k->nics, key) != NULL) {
 		spec_diag(k->x, GC_SEV_ERROR, at(k, m), "NICs go under the VM's nics: (type: passthrough)",
 			  "'%s' on host '%s' is a NIC, not a GPU", pci, q(vm->host->name));
 		return NULL;
 	}
-	other = spec_strmap_get(&k->gpu_any, pci);
+	other = gc_strmap_get(&k->gpu_any, pci);
 	if (other != NULL)
 		spec_diag(k->x, GC_SEV_ERROR, at(k, m),
 			  gc_arena_printf(k->x->arena,

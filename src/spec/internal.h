@@ -19,24 +19,9 @@
 #include <yaml.h>
 
 #include "gc/spec.h"
-
-/* ---------------------------------------------------------------- hash tables (hash.c) */
-
-/* String -> pointer map; keys are borrowed (arena strings) and compared by content. */
-struct spec_strmap_slot {
-	const char *key;
-	uint64_t hash;
-	void *val;
-};
-struct spec_strmap {
-	struct spec_strmap_slot *slots;
-	size_t cap; /* power of two, 0 when empty */
-	size_t n;
-};
-/* Returns the existing value when the key is already present (and keeps it). */
-void *spec_strmap_put(struct spec_strmap *m, const char *key, void *val);
-void *spec_strmap_get(const struct spec_strmap *m, const char *key);
-void spec_strmap_free(struct spec_strmap *m);
+/* the loader's name and PCI-address indexes: embedded, zero-initialised
+ * string maps; a name put twice keeps its first object (gc_strmap_put_new) */
+#include "gc/strmap.h"
 
 /* ---------------------------------------------------------------- node tree (tree.c) */
 
@@ -75,7 +60,7 @@ bool spec_tree_load(struct spec_ctx *x, yaml_parser_t *p, struct spec_node **sec
 
 /* Name lookups of a loaded cluster (struct gc_cluster's private index). */
 struct gc_spec_index {
-	struct spec_strmap hosts, vms, switches, dvswitches, credentials, portgroups;
+	struct gc_strmap hosts, vms, switches, dvswitches, credentials, portgroups;
 };
 
 #define SPEC_RAW_DIAG_MAX 10000 /* collected before sorting; the rest are counted */

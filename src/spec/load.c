@@ -230,12 +230,12 @@ void gc_cluster_free(struct gc_cluster *c)
 	if (c == NULL)
 		return;
 	if (c->index != NULL) {
-		spec_strmap_free(&c->index->hosts);
-		spec_strmap_free(&c->index->vms);
-		spec_strmap_free(&c->index->switches);
-		spec_strmap_free(&c->index->dvswitches);
-		spec_strmap_free(&c->index->credentials);
-		spec_strmap_free(&c->index->portgroups);
+		gc_strmap_clear(&c->index->hosts);
+		gc_strmap_clear(&c->index->vms);
+		gc_strmap_clear(&c->index->switches);
+		gc_strmap_clear(&c->index->dvswitches);
+		gc_strmap_clear(&c->index->credentials);
+		gc_strmap_clear(&c->index->portgroups);
 		free(c->index);
 	}
 	gc_arena_free(&c->arena);
@@ -339,7 +339,7 @@ int gc_spec_load(struct gc_cluster **out, struct gc_diags *diags, const char *pa
 		if (c == NULL || name == NULL)                                                 \
 			return NULL;                                                           \
 		if (c->index != NULL)                                                          \
-			return spec_strmap_get(&c->index->field, name);                        \
+			return gc_strmap_get(&c->index->field, name);                        \
 		for (i_ = 0; i_ < c->n; i_++) {                                                \
 			if (c->arr[i_].name != NULL && strcmp(c->arr[i_].name, name) == 0)     \
 				return &c->arr[i_];                                            \

@@ -41,7 +41,7 @@ struct composer {
 	size_t top, cap;
 	struct frame *frames;
 	size_t nframes, capframes;
-	struct spec_strmap anchors; /* name (arena) -> node, this document's */
+	struct gc_strmap anchors; /* name (arena) -> node, this document's */
 	uint32_t nnodes;
 	/* nodes come from slabs of the arena: one allocation per SLAB nodes */
 	struct spec_node *slab;
@@ -88,7 +88,7 @@ static bool anchor(struct composer *k, const yaml_char_t *name, struct spec_node
 
 	if (name == NULL)
 		return true;
-	first = spec_strmap_put(&k->anchors, gc_arena_strdup(k->arena, (const char *)name), n);
+	first = gc_strmap_put_new(&k->anchors, gc_arena_strdup(k->arena, (const char *)name), n);
 	if (first == NULL)
 		return true;
 	k->p->error = YAML_COMPOSER_ERROR;
@@ -108,7 +108,7 @@ static bool event(struct composer *k, yaml_event_t *ev)
 
 	switch (ev->type) {
 	case YAML_ALIAS_EVENT:
-		n = spec_strmap_get(&k->anchors, (const char *)ev->data.alias.anchor);
+		n = gc_strmap_get(&k->anchors, (const char *)ev->data.alias.anchor);
 		if (n == NULL) {
 			k->p->error = YAML_COMPOSER_ERROR;
 			k->p->problem = "found undefined alias";
@@ -187,7 +187,7 @@ static struct spec_node *document(struct composer *k)
 		if (!ok)
 			return NULL;
 	}
-	spec_strmap_free(&k->anchors); /* anchors live for one document */
+	gc_strmap_clear(&k->anchors); /* anchors live for one document */
 	return k->top > 0 ? k->stack[0] : NULL;
 }
 
@@ -234,7 +234,7 @@ bool spec_tree_load(struct spec_ctx *x, yaml_parser_t *p, struct spec_node **sec
 		goto out;
 	ok = true;
 out:
-	spec_strmap_free(&k.anchors);
+	gc_strmap_clear(&k.anchors);
 	free(k.stack);
 	free(k.frames);
 	return ok;

@@ -1,5 +1,5 @@
 /*
- * test_util.c - buffers, arena, did-you-mean and the strict validators.
+ * test_util.c - buffers, arena, string map, did-you-mean and the strict validators.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +13,7 @@
 
 #include "gc/arena.h"
 #include "gc/pattern.h"
+#include "gc/strmap.h"
 #include "gc/util.h"
 
 static void test_buf(void **state)
@@ -167,6 +168,54 @@ static void test_read_file(void **state)
 			    "is larger than 299999 bytes");
 	unlink(path);
 	free(want);
+}
+
+/* The one string map (the loader's indexes embed it zeroed; the graph and the
+ * planner make it on the heap): first-wins and replacing inserts, lookups
+ * across growth, keys compared by content, and an empty or cleared map. */
+static void test_strmap(void **state)
+{
+	struct gc_strmap idx = {0}, *m = gc_strmap_new();
+	static char keys[5000][16];
+	int one = 1, two = 2;
+	char copy[16];
+
+	(void)state;
+	assert_null(gc_strmap_get(&idx, "esx01")); /* zeroed: empty, no slots */
+	assert_null(gc_strmap_get(&idx, NULL));
+	for (int i = 0; i < 5000; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "esx%04d", i);
+		assert_null(gc_strmap_put_new(&idx, keys[i], keys[i]));
+	}
+	assert_int_equal(idx.n, 5000);
+	assert_true(idx.cap >= 10000); /* at most half full */
+	for (int i = 0; i < 5000; i++) {
+		snprintf(copy, sizeof(copy), "esx%04d", i); /* by content, not pointer */
+		assert_ptr_equal(gc_strmap_get(&idx, copy), keys[i]);
+	}
+	assert_null(gc_strmap_get(&idx, "esx5000"));
+	/* a name given twice keeps its first object */
+	assert_ptr_equal(gc_strmap_put_new(&idx, "esx0042", &one), keys[42]);
+	assert_ptr_equal(gc_strmap_get(&idx, "esx0042"), keys[42]);
+	assert_int_equal(idx.n, 5000);
+	gc_strmap_clear(&idx);
+	assert_null(gc_strmap_get(&idx, "esx0001"));
+	assert_int_equal(idx.cap, 0);
+	assert_null(gc_strmap_put_new(&idx, "again", &one)); /* usable after a clear */
+	assert_ptr_equal(gc_strmap_get(&idx, "again"), &one);
+	gc_strmap_clear(&idx);
+
+	/* insert or replace: the previous value back */
+	assert_null(gc_strmap_put(m, "vm/a", &one));
+	assert_ptr_equal(gc_strmap_put(m, "vm/a", &two), &one);
+	assert_ptr_equal(gc_strmap_get(m, "vm/a"), &two);
+	assert_int_equal(m->n, 1);
+	/* present with a NULL value: put_new still says present */
+	assert_null(gc_strmap_put(m, "vm/b", NULL));
+	assert_non_null(gc_strmap_put_new(m, "vm/b", &one));
+	assert_null(gc_strmap_get(m, "vm/b"));
+	gc_strmap_free(m);
+	gc_strmap_free(NULL);
 }
 
 static void test_did_you_mean(void **state)
@@ -324,7 +373,7 @@ int main(void)
 		cmocka_unit_test(test_arena),        cmocka_unit_test(test_did_you_mean),
 		cmocka_unit_test(test_arena_objects_stay_zero_across_chunks),
 		cmocka_unit_test(test_xcalloc_huge), cmocka_unit_test(test_read_file),
-		cmocka_unit_test(test_sets),
+		cmocka_unit_test(test_sets),          cmocka_unit_test(test_strmap),
 		cmocka_unit_test(test_patterns),     cmocka_unit_test(test_shell_quote),
 		cmocka_unit_test(test_shown_text_cannot_drive_the_terminal),
 		cmocka_unit_test(test_put_utf8_keeps_json_utf8),
