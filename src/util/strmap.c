@@ -47,7 +47,7 @@ void gc_strmap_free(struct gc_strmap *m)
 
 /* The slot holding key, or the empty slot where it would go; cap > 0. */
 static struct gc_strmap_slot *find(struct gc_strmap_slot *slots, size_t cap, const char *key,
-					    size_t h)
+				    size_t h)
 {
 	size_t i = h & (cap - 1);
 
