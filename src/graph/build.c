@@ -531,6 +531,19 @@ static void build_vm(struct ctx *c, const struct gc_vm *v)
 	if (v->disk_gb > 0)
 		setu(c, vm, "disk_gb", v->disk_gb);
 	summary0(c, vm, "virtual machine");
+	/*
+	 * On KVM the first of a VM's actions defines its whole domain, and
+	 * libvirt places an SR-IOV interface by its network as the define
+	 * finds it: with the network (forward mode hostdev) defined, the VF
+	 * goes on a PCIe root port as a hostdev; without it, libvirt 9.0 takes
+	 * the interface for an emulated NIC, gives it <model type='rtl8139'/>
+	 * and puts it behind a pcie-to-pci-bridge.  So each SR-IOV network is
+	 * defined before the domain (the short soak found the difference:
+	 * docs/kvm.md).
+	 */
+	for (size_t i = 0; kvm && i < v->nnics; i++)
+		if (v->nics[i].kind == GC_VMNIC_SRIOV)
+			edge(c, graph_kvm_network(c, v, &v->nics[i]), vm);
 
 	hw = add(c, GC_RES_VM_HW, t, h, v->name, GC_RES_NEEDS_VM_OFF, &v->mark, "vm/%s/hw",
 		 v->name);

@@ -188,6 +188,52 @@ class KvmLibvirt(unittest.TestCase):
         p = self.gc("plan", "--only", "libvirt")
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
+    def test_3a_sriov_nic_placed_without_its_network_is_defined_again(self):
+        # the short soak's finding: a domain defined while its hostdev
+        # network did not exist gets its SR-IOV interface as an emulated
+        # rtl8139 behind a pcie-to-pci-bridge (libvirt places it by the
+        # network it finds).  Made here by hand: the network gone, the
+        # domain defined again without libvirt's addresses, the network back
+        net = virsh("net-dumpxml", "--inactive", "kvm01-rdma").stdout
+        virsh("net-undefine", "kvm01-rdma")
+        xml = virsh("dumpxml", "--inactive", "kvm-worker-01").stdout
+        xml = re.sub(r"\s*<address type='pci'[^>]*/>", "", xml)
+        xml = re.sub(r"\s*<controller type='pci' index='[1-9][0-9]*'.*?</controller>", "", xml,
+                     flags=re.S)
+        path = os.path.join(self.dir, "placed.xml")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(xml)
+        virsh("define", path)
+        with open(os.path.join(self.dir, "net.xml"), "w", encoding="utf-8") as f:
+            f.write(net)
+        virsh("net-define", os.path.join(self.dir, "net.xml"))
+        virsh("net-autostart", "kvm01-rdma")
+
+        def sriov(d):
+            return [i for i in d.findall("devices/interface")
+                    if i.find("source").get("network") == "kvm01-rdma"][0]
+
+        def bridges(d):
+            return d.findall("devices/controller[@model='pcie-to-pci-bridge']")
+
+        d = self.domain("kvm-worker-01")
+        self.assertEqual(sriov(d).find("model").get("type"), "rtl8139")  # the precondition
+        self.assertEqual(len(bridges(d)), 1)
+        p = self.gc("plan", "--only", "libvirt")
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("~ vm/kvm-worker-01/nic.sriov/1  [VM off]\n"
+                      "        network: kvm01-rdma (an emulated rtl8139 NIC: defined before the "
+                      "network existed) → kvm01-rdma\n", p.stdout)
+        self.assertNotIn("kvm-worker-02", p.stdout)
+        p = self.gc("apply", "--only", "libvirt", "--yes")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        d = self.domain("kvm-worker-01")
+        self.assertIsNone(sriov(d).find("model"))  # a hostdev of the network's VFs
+        self.assertEqual(bridges(d), [])
+        self.assertEqual(len(d.findall("devices/hostdev")), 1)
+        p = self.gc("plan", "--only", "libvirt")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
     def test_4_start_failure_names_that_vm(self):
         spec = yaml.safe_load(yaml.safe_dump(self.spec))
         spec["vms"][0]["power_on"] = True

@@ -599,16 +599,36 @@ static void record_interfaces(struct gc_observed *obs, struct reader *rd, const 
 		char *type = xstr(rd, in, "string(@type)");
 		char *id = NULL;
 
-		if (al != NULL && strncmp(al, "ua-sriov-", 9) == 0)
+		const bool sriov = al != NULL && strncmp(al, "ua-sriov-", 9) == 0;
+
+		if (sriov)
 			id = gc_xasprintf("vm/%s/nic.sriov/%s", vm, al + 9);
 		else if (al != NULL && strncmp(al, "ua-virtio-", 10) == 0)
 			id = gc_xasprintf("vm/%s/nic.virtio/%s", vm, al + 10);
 		if (id != NULL) {
+			/* ours carry no <model>: an SR-IOV interface with one was
+			 * defined while its hostdev network did not exist, and libvirt
+			 * made it an emulated NIC behind a PCI bridge (graph build.c);
+			 * a network that reads differently makes the plan define the
+			 * domain again, now that the network is there */
+			char *model = sriov ? xstr(rd, in, "string(model/@type)") : NULL;
+
 			gc_observed_add(obs, id);
-			if (strcmp0(type, "network") == 0)
+			if (strcmp0(type, "network") == 0 && model != NULL) {
+				char *net = xstr(rd, in, "string(source/@network)");
+				char *v = gc_xasprintf("%s (an emulated %s NIC: defined before the "
+						       "network existed)",
+						       net ? net : "?", model);
+
+				gc_observed_set(obs, id, "network", v);
+				free(v);
+				free(net);
+			} else if (strcmp0(type, "network") == 0) {
 				set_owned(obs, id, "network", xstr(rd, in, "string(source/@network)"));
-			else
+			} else {
 				gc_observed_set(obs, id, "network", type ? type : "?");
+			}
+			free(model);
 		}
 		free(id);
 		free(type);

@@ -401,6 +401,57 @@ static void test_not_a_domain(void **state)
 	gc_observed_free(o);
 }
 
+/*
+ * An SR-IOV interface that libvirt placed without its network: defined while
+ * the hostdev network did not exist, libvirt 9.0's qemu driver gave it an
+ * emulated model and a conventional PCI slot behind a pcie-to-pci-bridge
+ * (what the short soak left; the interface below is what `virsh dumpxml`
+ * printed here).  It must not read as converged, so the plan defines the
+ * domain again; placed as a hostdev (no <model>) it reads as the network.
+ * And the graph defines each SR-IOV network before the domain.
+ */
+static void test_sriov_placed_without_its_network(void **state)
+{
+	struct fx *f = *state;
+	struct gc_observed *o;
+	struct gc_error err = GC_ERROR_INIT;
+	size_t n;
+	const struct gc_resource *const *r = res(f, &n);
+	const struct gc_resource *vm = gc_graph_find(f->g, "vm/kvm-w1");
+	const char *head = "<domain type='qemu'><name>kvm-w1</name><memory unit='KiB'>67108864</memory>"
+			   "<vcpu>8</vcpu><os><type arch='x86_64' machine='pc-q35-7.2'>hvm</type></os>"
+			   "<devices>";
+	const char *emulated =
+		"<interface type='network'><mac address='52:54:00:6f:2a:11'/>"
+		"<source network='kvm01-rdma'/><model type='rtl8139'/><alias name='ua-sriov-1'/>"
+		"<address type='pci' domain='0x0000' bus='0x03' slot='0x01' function='0x0'/>"
+		"</interface>";
+	const char *hostdev = "<interface type='network'><mac address='52:54:00:6f:2a:11'/>"
+			      "<source network='kvm01-rdma'/><alias name='ua-sriov-1'/>"
+			      "<address type='pci' domain='0x0000' bus='0x02' slot='0x00' "
+			      "function='0x0'/></interface>";
+	char xml[2048];
+	bool after_network = false;
+
+	snprintf(xml, sizeof(xml), "%s%s</devices></domain>", head, emulated);
+	gc_observed_new(&o);
+	assert_int_equal(gc_lv_record_domain(o, "kvm-w1", "kvm01", xml, false, NULL, r, n, &err), 0);
+	assert_string_equal(gc_observed_get(o, "vm/kvm-w1/nic.sriov/1", "network"),
+			    "kvm01-rdma (an emulated rtl8139 NIC: defined before the network existed)");
+	gc_observed_free(o);
+
+	snprintf(xml, sizeof(xml), "%s%s</devices></domain>", head, hostdev);
+	gc_observed_new(&o);
+	assert_int_equal(gc_lv_record_domain(o, "kvm-w1", "kvm01", xml, false, NULL, r, n, &err), 0);
+	assert_string_equal(gc_observed_get(o, "vm/kvm-w1/nic.sriov/1", "network"), "kvm01-rdma");
+	gc_observed_free(o);
+
+	assert_non_null(vm);
+	for (size_t i = 0; i < vm->ndeps; i++)
+		after_network |= strcmp(vm->deps[i]->id, "kvm01/libvirt.network/kvm01-rdma") == 0;
+	assert_true(after_network);
+}
+
 /* A VF-backed vGPU's VF: found from the GPU and back (node devices). */
 static void test_vf_lookup(void **state)
 {
@@ -435,6 +486,7 @@ int main(void)
 		cmocka_unit_test(test_mmio_xml),
 		cmocka_unit_test(test_network_xml),
 		cmocka_unit_test(test_not_a_domain),
+		cmocka_unit_test(test_sriov_placed_without_its_network),
 		cmocka_unit_test(test_vf_lookup),
 	};
 
