@@ -598,7 +598,6 @@ static void record_interfaces(struct gc_observed *obs, struct reader *rd, const 
 		char *al = xstr(rd, in, "string(alias/@name)");
 		char *type = xstr(rd, in, "string(@type)");
 		char *id = NULL;
-
 		const bool sriov = al != NULL && strncmp(al, "ua-sriov-", 9) == 0;
 
 		if (sriov)
