@@ -5,7 +5,9 @@
  * the resources are those of a VM with two passthrough GPUs, a vGPU, a
  * virtio and an SR-IOV NIC, built by hand (the graph's own calls).  Seeds
  * in fuzz/corpus/libvirt_domain/: `virsh dumpxml --inactive` and
- * `virsh net-dumpxml` of the lab's libvirtd after test_kvm's apply.
+ * `virsh net-dumpxml` of the lab's libvirtd after test_kvm's apply, and
+ * the domain with its SR-IOV interface as libvirt places it when defined
+ * without its network (an emulated rtl8139, docs/kvm.md).
  */
 #include <stdint.h>
 #include <stdlib.h>
