@@ -376,7 +376,11 @@ class ApplyVmsVgpu(VcenterLab):
         self.assertIn("esx01 enters maintenance mode; VM worker-01 can be live-migrated "
                       "(rolling.allow_vmotion) to esx02: on its switches, with room for its vGPUs", r.stdout)
         self.control("esx01", {"reboot_seconds": 4})  # time to see worker-01 on esx02
-        seen, done = [], threading.Event()
+        # where it starts, read before the apply: the watcher's first look
+        # (a vcsim_edit.py process) can come after the first move on a busy
+        # machine (CI saw ['esx02', 'esx01'])
+        seen, done = [self.show("worker-01")["host"]], threading.Event()
+        self.assertEqual(seen, ["esx01"])
 
         def watch():
             while not done.is_set():
