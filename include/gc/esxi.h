@@ -143,6 +143,13 @@ struct gc_esxi_facts {
 	bool lease_read;
 	bool lease_option;
 	char *lease;
+	/* GC_ESXI_OBS_LEASE with a lease to take (gc_esxi_script_lease): the
+	 * snippet wrote it (the option was absent, held no lease, or held one
+	 * of ours); lease still holds what it read before writing */
+	bool lease_took;
+	/* GC_ESXI_OBS_LEASE_CLEAR: what the compare-and-clear after the exit
+	 * said (GC_ESXI_LEASE_*); 0 when it did not run or failed */
+	int lease_clear;
 	/* GC_ESXI_OBS_EXIT_MM: the batch's last command left maintenance mode
 	 * (exit_sent), or was refused (exit_failed) */
 	bool exit_sent;
@@ -178,7 +185,25 @@ char *gc_esxi_verify_script(const char *token, const char *learn_from, bool srio
 #define GC_ESXI_OBS_SRIOV 1u
 #define GC_ESXI_OBS_LEASE 2u
 #define GC_ESXI_OBS_EXIT_MM 4u
+#define GC_ESXI_OBS_LEASE_CLEAR 8u
 char *gc_esxi_script(const char *token, const char *learn_from, unsigned flags);
+/*
+ * The same with the cluster lease taken or cleared in the batch:
+ *   take (with GC_ESXI_OBS_LEASE): the lease string to write, by the fixed
+ *     snippet GC_ESXI_LEASE_TAKE_SCRIPT instead of the read, when the
+ *     option is absent, holds no lease or holds one with `lock=LOCK;`
+ *     (facts.lease_took); another's is only read, never written
+ *   GC_ESXI_OBS_LEASE_CLEAR (with GC_ESXI_OBS_EXIT_MM): after the exit of
+ *     maintenance mode, and only when it worked, the compare-and-clear
+ *     snippet GC_ESXI_LEASE_CLEAR_SCRIPT with `lock` (facts.lease_clear)
+ * lock: [0-9a-f]{16}; take: [A-Za-z0-9@._:;=+-]; anything else is left out
+ * (no take, no clear).
+ */
+char *gc_esxi_script_lease(const char *token, const char *learn_from, unsigned flags,
+			   const char *lock, const char *take);
+#define GC_ESXI_LEASE_CLEARED 1 /* it held our lease, now none */
+#define GC_ESXI_LEASE_KEPT 2    /* it held another's lease, or none: untouched */
+#define GC_ESXI_LEASE_ABSENT 3  /* no option: never leased */
 /*
  * The lease snippets, fixed text (nothing of the spec in them), run as
  * `sh -c SCRIPT lease ARG`; busybox sh on ESXi.
@@ -192,6 +217,24 @@ char *gc_esxi_script(const char *token, const char *learn_from, unsigned flags);
  *     option).  A compare-and-clear in one exec.
  */
 #define GC_ESXI_LEASE_OPTION "/UserVars/GpuclusterctlLease"
+/*
+ *   TAKE, ARGS the batch's token, our lock, the lease: what READ prints,
+ *     then `@@lease:TOKEN:took` once it wrote the lease: when the option
+ *     does not exist (created with `none` as its value and default, then
+ *     set), or its listing holds no `lock=` (no lease) or `lock=LOCK;` (a
+ *     run of ours).  Another's lease, even expired, is left to the caller.
+ *     The option is created with the default `none`, so that only its
+ *     value can hold a lease.
+ */
+#define GC_ESXI_LEASE_TAKE_SCRIPT                                                                \
+	"r=$(esxcli --formatter=xml system settings advanced list -o " GC_ESXI_LEASE_OPTION         \
+	" 2>&1) || { case \"$r\" in *\"Unable to find option\"*) echo @@lease:$1:none; "            \
+	"esxcli system settings advanced add -o GpuclusterctlLease -t string -s none "             \
+	"-d 'gpuclusterctl cluster lease' && esxcli system settings advanced set -o "               \
+	GC_ESXI_LEASE_OPTION " -s \"$3\" && echo @@lease:$1:took; exit 0;; esac; echo \"$r\" >&2; "  \
+	"exit 1; }; echo \"$r\"; case \"$r\" in *\"lock=$2;\"*) ;; *\"lock=\"*) exit 0;; esac; "       \
+	"esxcli system settings advanced set -o " GC_ESXI_LEASE_OPTION " -s \"$3\" && "              \
+	"echo @@lease:$1:took; exit 0"
 #define GC_ESXI_LEASE_READ_SCRIPT                                                                \
 	"r=$(esxcli --formatter=xml system settings advanced list -o " GC_ESXI_LEASE_OPTION         \
 	" 2>&1) && { echo \"$r\"; exit 0; }; case \"$r\" in *\"Unable to find option\"*) "           \

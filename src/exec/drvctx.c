@@ -127,6 +127,40 @@ void gc_drv_maintenance_left(struct gc_drv_ctx *ctx, const struct gc_target *t, 
 	pthread_mutex_unlock(&r->mu);
 }
 
+const char *gc_drv_lease_offer(struct gc_drv_ctx *ctx, const char **lock)
+{
+	struct run *r = (struct run *)ctx; /* the context is the first member of the run */
+
+	if (ctx->lease_offer == NULL)
+		return NULL;
+	*lock = r->lease_lock;
+	return ctx->lease_offer;
+}
+
+const char *gc_drv_lease_release_lock(struct gc_drv_ctx *ctx, const struct gc_target *t)
+{
+	struct run *r = (struct run *)ctx;
+	bool yes;
+
+	if (t == NULL || t->index >= r->nslots)
+		return NULL;
+	pthread_mutex_lock(&r->mu);
+	yes = r->slots[t->index].release_inline;
+	pthread_mutex_unlock(&r->mu);
+	return yes ? r->lease_lock : NULL;
+}
+
+void gc_drv_lease_released(struct gc_drv_ctx *ctx, const struct gc_target *t)
+{
+	struct run *r = (struct run *)ctx;
+
+	if (t == NULL || t->index >= r->nslots)
+		return;
+	pthread_mutex_lock(&r->mu);
+	r->slots[t->index].released_inline = true;
+	pthread_mutex_unlock(&r->mu);
+}
+
 void gc_drv_count_exec(struct gc_drv_ctx *ctx, const struct gc_target *t, bool poll)
 {
 	/* the context is the first member of the run (exec_int.h) */

@@ -356,11 +356,14 @@ static void *observe_worker(void *arg)
 		if (s == NULL || gc_drv_interrupted(&p->r->ctx))
 			return NULL;
 		gc_exec_emit(&p->r->ctx, GC_EV_CONNECT, s->target, NULL, NULL, 0);
+		gc_exec_lease_before_observe(p->r, s);
 		if (observe_slot(p->r, s, &err) != 0) {
+			gc_exec_lease_after_observe(p->r, s, false);
 			s->failed = true;
 			gc_exec_slot_error(s, err.msg);
 			gc_exec_emit(&p->r->ctx, GC_EV_FAILED, s->target, NULL, err.msg, 0);
 		} else {
+			gc_exec_lease_after_observe(p->r, s, true);
 			gc_exec_emit(&p->r->ctx, GC_EV_OBSERVED, s->target, NULL, NULL, 0);
 		}
 	}
@@ -574,8 +577,10 @@ static int observe_phase(struct run *r, const char *cluster, struct gc_error *er
 	uint64_t t0;
 
 	gc_exec_recall_journal(r, cluster);
+	gc_exec_offer_lease(r, cluster);
 	t0 = gc_now_ns();
 	observe_all(r);
+	r->ctx.lease_offer = NULL; /* a later observation (a retry) only reads it */
 	gc_exec_check_reboots(r);
 	gc_exec_feed_journal(r);
 	gc_exec_fingerprint(r);
@@ -619,6 +624,28 @@ static int plan_phase(struct run *r, const struct gc_graph *g, struct gc_error *
 }
 
 /*
+ * The journal's last word on a run that had something to do (or took the
+ * lease on the way): "converged" and the hash of the spec's desired state
+ * when every action was done, so that the next apply of the same spec
+ * expects no change and only reads the lease (lease.c).
+ */
+static void journal_run_end(struct run *r, bool offered)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	bool converged = r->rep->failed == 0 && r->rep->skipped == 0 && r->rep->out_of_scope == 0 &&
+			 !r->rep->interrupted;
+	char hash[32], detail[48];
+
+	if (r->journal == NULL || (gc_plan_empty(r->rep->plan) && !offered))
+		return;
+	gc_exec_desired_hash(r->ctx.graph, hash);
+	snprintf(detail, sizeof(detail), "converged %s", hash);
+	if (gc_journal_append(r->journal, "", "run", "run", converged ? GC_J_DONE : GC_J_FAILED,
+			      converged ? detail : "changes left", &err) != 0)
+		gc_exec_emit(&r->ctx, GC_EV_WARN, NULL, NULL, err.msg, 0);
+}
+
+/*
  * The plan carried out: leases first (a converged cluster is only read:
  * nothing to lease, and a lease a killed run left is cleared), then the
  * operator's yes, then wave after wave.  Targets that failed to observe
@@ -630,6 +657,7 @@ static int apply_phase(struct run *r, const struct gc_graph *g, const char *clus
 {
 	const struct gc_exec_opts *opts = r->ctx.opts;
 	struct gc_plan *plan = r->rep->plan;
+	bool offered = r->lease != NULL; /* the observation was to take the lease */
 	uint64_t t0;
 
 	if (gc_plan_empty(plan))
@@ -641,6 +669,7 @@ static int apply_phase(struct run *r, const struct gc_graph *g, const char *clus
 	if (opts->approve != NULL && !gc_plan_empty(plan) && !opts->approve(opts->approve_arg, plan))
 		return gc_error_set(err, GC_ERROR, "apply cancelled: nothing was changed");
 	r->st = gc_xcalloc(plan->nactions ? plan->nactions : 1, sizeof(*r->st));
+	gc_exec_count_lease_work(r);
 	t0 = gc_now_ns();
 	for (size_t i = 0; i < plan->nwaves; i++) {
 		gc_exec_renew_leases(r, cluster);
@@ -656,6 +685,7 @@ static int apply_phase(struct run *r, const struct gc_graph *g, const char *clus
 	r->rep->apply_s = since(t0);
 	r->rep->changing_commands = r->ctx.changes;
 	note_reboots_owed(r);
+	journal_run_end(r, offered);
 	return 0;
 }
 

@@ -43,6 +43,12 @@ struct tslot {
 				* the guest followed (recover.c start_unseen) */
 	bool leased;           /* carries our cluster lease (lease.c) */
 	bool lease_left;       /* journal: a run of ours wrote the lease, never cleared it */
+	bool lease_left_before; /* lease_left as the journal had it before this run */
+	bool lease_offered;    /* the observation was to take the lease (journalled) */
+	bool release_inline;   /* the step going out is its last: clear the lease in it */
+	bool released_inline;  /* ... and the driver did */
+	bool counted_unleased; /* its actions count in run.unleased_left */
+	size_t left;           /* its plan actions not finished (lease.c) */
 	bool save_owed;        /* journal: switch commands sent, their save not confirmed */
 	bool save_owed_logged;
 	bool lanes;            /* drv->shared_conn: actions of different VMs run at once */
@@ -58,6 +64,7 @@ struct gc_drv_ctx {
 	pthread_mutex_t ev_mu;
 	uint64_t changes;
 	bool vcenter_observed; /* the vCenter's inventory is in obs (guests ask for VM power) */
+	const char *lease_offer; /* the lease the observation writes (lease.c), or NULL */
 };
 
 struct run {
@@ -103,6 +110,9 @@ struct run {
 	char *lease;         /* the lease we hold on the targets, or NULL */
 	uint64_t lease_ns;   /* when it was written */
 	char lease_lock[17]; /* this machine and state directory, hashed */
+	bool expect_changes; /* journal: no run yet, or the last one did not converge */
+	size_t unleased_left; /* unfinished actions on targets without our lease */
+	bool inline_release; /* leases may be cleared in each target's last exec */
 	unsigned parallelism;
 };
 
@@ -150,6 +160,7 @@ void gc_exec_execute_batch(struct run *r, struct tslot *s, const struct gc_actio
 bool gc_exec_halted(struct run *r, const struct gc_graph *g, size_t wi);
 void gc_exec_not_started(struct run *r, size_t wi);
 void gc_exec_fingerprint(struct run *r);
+void gc_exec_desired_hash(const struct gc_graph *g, char out[32]);
 int gc_exec_check_fingerprints(struct run *r, struct gc_error *err);
 const char **gc_exec_unknown_targets(const struct run *r);
 
@@ -159,6 +170,13 @@ void gc_exec_renew_leases(struct run *r, const char *cluster);
 void gc_exec_release_leases(struct run *r);
 void gc_exec_break_leases(struct run *r);
 void gc_exec_clear_left_leases(struct run *r);
+void gc_exec_offer_lease(struct run *r, const char *cluster);
+void gc_exec_lease_before_observe(struct run *r, struct tslot *s);
+void gc_exec_lease_after_observe(struct run *r, struct tslot *s, bool observed);
+void gc_exec_count_lease_work(struct run *r);
+void gc_exec_lease_settled(struct run *r, struct tslot *s, size_t n);
+void gc_exec_lease_step(struct run *r, struct tslot *s, size_t n);
+void gc_exec_lease_after_step(struct run *r, struct tslot *s);
 
 /* recover.c */
 void gc_exec_recall_journal(struct run *r, const char *cluster);

@@ -15,7 +15,9 @@
  * apply before anything changes, naming the holder; `unlock --force` clears
  * a dead holder's leases.  The lease is written once the plan has changes
  * (before it is approved or run; a converged cluster is only read), renewed
- * before a wave once half of it has passed, and cleared at the end.  The
+ * before a wave once half of it has passed, and cleared at the end; or,
+ * where a target's driver can, taken in its observation and cleared in its
+ * last step's exec (gc_exec_offer_lease, gc_exec_count_lease_work).  The
  * journal records each write ("lease" start) and clear ("lease" done): a run
  * killed after its last change leaves a converged cluster, whose re-run
  * takes no lease; it clears the one of ours the journal says is left.
@@ -30,6 +32,7 @@
  * two applies started in the same second may both get through.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -161,6 +164,70 @@ static void lease_cleared(struct run *r, struct tslot *s)
 	if (s->lease_left)
 		gc_exec_journal(r, s->target, "lease", "lease", GC_J_DONE, NULL);
 	s->lease_left = false;
+	s->leased = false;
+}
+
+/* ---------------------------------------------------------------- the lease in the targets' own execs */
+
+/*
+ * An apply that expects changes (the journal shows no run, or a last run
+ * that did not converge) has its observation take the lease, in the same
+ * exec as its reads, on every target whose driver can (ESXi: the snippet
+ * GC_ESXI_LEASE_TAKE_SCRIPT writes ours where the host holds none or one of
+ * ours, and only reads another's).  gc_exec_take_leases then checks what
+ * the observation read as before: another apply's lease still refuses the
+ * run before any change, and the leases taken are cleared again.  Not when
+ * a compare-and-set target (a vCenter) is in scope: its write must come
+ * first and alone, so that of two racing applies only one writes anything
+ * else.  A converged re-apply takes nothing: one read-only exec.
+ */
+void gc_exec_offer_lease(struct run *r, const char *cluster)
+{
+	bool any = false;
+
+	if (r->ctx.opts->plan_only || r->ctx.opts->unlock || !r->expect_changes)
+		return;
+	for (size_t i = 0; i < r->nslots; i++) {
+		const struct tslot *s = &r->slots[i];
+
+		if (s->drv == NULL || s->drv->lease_get == NULL ||
+		    !gc_exec_selected(r->ctx.opts, s->target->kind))
+			continue;
+		if (s->drv->lease_atomic)
+			return;
+		any = any || s->drv->lease_taken != NULL;
+	}
+	if (!any)
+		return;
+	our_lock(r->lease_lock, r->ctx.opts->state_dir);
+	r->lease = lease_string(r, cluster);
+	r->lease_ns = gc_now_ns();
+	r->ctx.lease_offer = r->lease;
+}
+
+/* In s's observation worker, before it connects: journalled first, as any
+ * lease write (a run killed after it clears the lease later). */
+void gc_exec_lease_before_observe(struct run *r, struct tslot *s)
+{
+	if (r->ctx.lease_offer == NULL || s->drv == NULL || s->drv->lease_taken == NULL ||
+	    !gc_exec_selected(r->ctx.opts, s->target->kind))
+		return;
+	gc_exec_journal(r, s->target, "lease", "lease", GC_J_START, NULL);
+	s->lease_offered = true;
+	s->lease_left = true;
+}
+
+/* ... and once it observed s: held (released at the end whatever
+ * happens), or not written, which the journal forgets unless a run of ours
+ * left one there before. */
+void gc_exec_lease_after_observe(struct run *r, struct tslot *s, bool observed)
+{
+	if (!s->lease_offered || s->conn == NULL)
+		return;
+	if (s->drv->lease_taken(s->conn))
+		s->leased = true;
+	else if (observed && !s->lease_left_before)
+		lease_cleared(r, s);
 }
 
 static int get_lease(struct tslot *s, struct run *r, void *arg, struct gc_error *err)
@@ -227,9 +294,10 @@ static bool capable(const struct run *r, const struct tslot *s)
 	return lease_capable(r, s);
 }
 
+/* not a compare-and-set target, and not taken by its observation */
 static bool capable_plain(const struct run *r, const struct tslot *s)
 {
-	return lease_capable(r, s) && !s->drv->lease_atomic;
+	return lease_capable(r, s) && !s->drv->lease_atomic && !s->leased;
 }
 
 static void read_one(struct run *r, struct tslot *s, size_t i, void *arg)
@@ -266,9 +334,11 @@ int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err
 		rc = foreign(p.slots[i], cluster, p.held[i], r->lease_lock, err);
 	pass_free(&p);
 	if (rc != 0)
-		return rc;
-	r->lease = lease_string(r, cluster);
-	r->lease_ns = gc_now_ns();
+		return rc; /* what the observation took is released at the end */
+	if (r->lease == NULL) {
+		r->lease = lease_string(r, cluster);
+		r->lease_ns = gc_now_ns();
+	}
 	/* test hook: widen the gap between reading and writing the leases, so
 	 * that a test can make two applies race in it */
 	if (getenv("GC_TEST_LEASE_PAUSE_MS") != NULL)
@@ -298,6 +368,78 @@ static bool leased(const struct run *r, const struct tslot *s)
 {
 	(void)r;
 	return s->leased;
+}
+
+/*
+ * Before the first wave: what is left to do, per target and in all.  A
+ * target's last step may clear its lease in its own exec (ESXi: after the
+ * read-back's exit of maintenance mode) once no action is left on a target
+ * that does not hold our lease that way: every target still to change is
+ * then still leased, so a second apply is refused until the run has
+ * nothing left to do, as when every lease was cleared at the end.  A
+ * vCenter, a switch or a guest with actions left keeps every lease to the
+ * end.  Counts only ever go down, at each action settled; a settlement not
+ * counted errs on the safe side (a lease kept to the end).
+ */
+void gc_exec_count_lease_work(struct run *r)
+{
+	const struct gc_plan *plan = r->rep->plan;
+
+	r->inline_release = false;
+	r->unleased_left = 0;
+	if (r->lease == NULL || plan == NULL)
+		return;
+	for (size_t i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+
+		s->left = 0;
+		s->counted_unleased = !(s->leased && s->drv != NULL && s->drv->lease_taken != NULL);
+	}
+	for (size_t w = 0; w < plan->nwaves; w++)
+		for (size_t k = 0; k < plan->waves[w].ntargets; k++) {
+			const struct gc_plan_target *pt = &plan->waves[w].targets[k];
+			struct tslot *s = &r->slots[pt->target->index];
+
+			if (s->drv == NULL || !gc_exec_selected(r->ctx.opts, s->target->kind))
+				continue; /* out of scope: never runs */
+			s->left += pt->nactions;
+			if (s->counted_unleased)
+				r->unleased_left += pt->nactions;
+		}
+	r->inline_release = true;
+}
+
+/* Under r->mu: n actions of s settled (done, failed or skipped). */
+void gc_exec_lease_settled(struct run *r, struct tslot *s, size_t n)
+{
+	if (!r->inline_release)
+		return;
+	n = n < s->left ? n : s->left;
+	s->left -= n;
+	if (s->counted_unleased)
+		r->unleased_left -= n < r->unleased_left ? n : r->unleased_left;
+}
+
+/* Under r->mu, before s's step of n actions goes out: may its exec clear
+ * the lease?  Its last step, and nothing left elsewhere but on leased targets. */
+void gc_exec_lease_step(struct run *r, struct tslot *s, size_t n)
+{
+	s->released_inline = false;
+	s->release_inline = r->inline_release && !r->stop && s->leased && !s->counted_unleased &&
+			    s->left == n && r->unleased_left == 0;
+}
+
+/* After s's step: the driver cleared the lease in it (journalled now). */
+void gc_exec_lease_after_step(struct run *r, struct tslot *s)
+{
+	bool released;
+
+	pthread_mutex_lock(&r->mu);
+	released = s->released_inline;
+	s->release_inline = s->released_inline = false;
+	pthread_mutex_unlock(&r->mu);
+	if (released)
+		lease_cleared(r, s);
 }
 
 static void renew_one(struct run *r, struct tslot *s, size_t i, void *arg)

@@ -98,20 +98,45 @@ static double start_unseen(const struct gc_jhistory *h, const char *vm)
 	return ts;
 }
 
+/* The journal's last `run` record says "converged" with this spec's hash. */
+static bool last_run_converged(const struct gc_jhistory *h, const struct gc_graph *g)
+{
+	char hash[32], want[48];
+	size_t i = h->n;
+
+	if (g == NULL)
+		return false;
+	gc_exec_desired_hash(g, hash);
+	snprintf(want, sizeof(want), "converged %s", hash);
+	while (i-- > 0) {
+		const struct gc_jrecord *rec = &h->records[i];
+
+		if (rec->target[0] == '\0' && strcmp(rec->kind, "run") == 0)
+			return rec->state == GC_J_DONE && rec->detail != NULL &&
+			       strcmp(rec->detail, want) == 0;
+	}
+	return false;
+}
+
 void gc_exec_recall_journal(struct run *r, const char *cluster)
 {
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_jhistory h;
 	size_t i;
 
+	r->expect_changes = true;
 	if (gc_journal_read(&h, r->ctx.opts->state_dir, cluster, &err) != 0) {
 		gc_exec_emit(&r->ctx, GC_EV_WARN, NULL, NULL, err.msg, 0);
 		return;
 	}
+	/* the last run that had work converged on this very spec: this one
+	 * likely has none */
+	r->expect_changes = !last_run_converged(&h, r->ctx.graph);
 	for (i = 0; i < r->nslots; i++) {
 		struct tslot *s = &r->slots[i];
 
 		s->lease_left = gc_jhistory_last(&h, s->target->name, "lease") == GC_J_START;
+		s->lease_left_before = s->lease_left;
 		if (s->target->kind == GC_TARGET_SWITCH) {
 			s->save_owed = s->save_owed_logged =
 				gc_jhistory_last(&h, s->target->name, "save_owed") == GC_J_START;

@@ -93,6 +93,24 @@ static void fnv(uint64_t *h, const char *s)
 	*h *= 0x100000001b3ull;
 }
 
+/* The spec as the graph holds it: every resource's id and desired
+ * properties, in graph order (journal_run_end: "converged" is for this). */
+void gc_exec_desired_hash(const struct gc_graph *g, char out[32])
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < g->nresources; i++) {
+		const struct gc_resource *res = g->resources[i];
+
+		fnv(&h, res->id);
+		for (size_t k = 0; k < res->nprops; k++) {
+			fnv(&h, res->props[k].key);
+			fnv(&h, res->props[k].value);
+		}
+	}
+	snprintf(out, 32, "fnv1a64:%016llx", (unsigned long long)h);
+}
+
 /*
  * Every observed target's fingerprint: FNV-1a 64 over what the planner reads
  * of it, in a fixed order: each of its resources' observed properties, an

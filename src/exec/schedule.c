@@ -138,6 +138,7 @@ static void skip_action(struct run *r, struct tslot *s, const struct gc_action *
 	s->rep->skipped++;
 	r->rep->skipped++;
 	r->remaining--;
+	gc_exec_lease_settled(r, s, 1);
 	wake(r, a);
 	gc_exec_emit(&r->ctx, GC_EV_SKIPPED, s->target, a, why, r->wave_index);
 }
@@ -277,14 +278,17 @@ static void *apply_worker(void *arg)
 		}
 		if (r->rq_len > 0 || r->lheap.n > 0) /* more to look at: a sleeping worker may take it */
 			pthread_cond_broadcast(&r->cv);
+		gc_exec_lease_step(r, pick, nbatch);
 		pthread_mutex_unlock(&r->mu);
 		if (nbatch > 1)
 			gc_exec_execute_batch(r, pick, batch, nbatch);
 		else
 			gc_exec_execute(r, pick, act);
+		gc_exec_lease_after_step(r, pick);
 		pthread_mutex_lock(&r->mu);
 		pick->busy = false;
 		r->remaining -= nbatch;
+		gc_exec_lease_settled(r, pick, nbatch);
 		for (size_t k = 0; k < nbatch; k++)
 			wake(r, nbatch > 1 ? batch[k] : act);
 		if (!pick->lanes)

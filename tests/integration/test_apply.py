@@ -127,35 +127,39 @@ class ApplyRoce(LabCase):
         # one connection per target (9), no more commands than one batch per host
         self.assertIn("SSH: ", r.stderr)
         # each host's round trips, read from its own log: the observation,
-        # which reads the lease too, the lease write, its changes in one exec
-        # (batch.c) that ends reading the uptime the reboot is proven with,
-        # the reboot, the polls, the read-back, whose batch lists the VFs and
-        # then leaves maintenance mode, and the lease's compare-and-clear (NTP
-        # needs no maintenance window: a host of a later wave sets it in the
-        # first, alone, and sends the rest of its changes in its own)
+        # which takes the lease too (a first apply: it expects changes), its
+        # changes in one exec (batch.c) that ends reading the uptime the
+        # reboot is proven with, the reboot, the polls, the read-back, whose
+        # batch lists the VFs, then leaves maintenance mode and clears the
+        # lease (NTP needs no maintenance window: a host of a later wave sets
+        # it in the first, alone, and sends the rest of its changes in its
+        # own).  4 execs besides the polls, 5 with the NTP alone
         polls = ("vmware -v", "esxcli system stats uptime get")
         trips, first_wave = {}, []
         for h in self.hosts:
             execs = [c for _, c in self.execs(h) if c not in polls]
             kinds = [exec_kind(c) for c in execs]
-            if kinds[2] == "batch of 5":
+            if kinds[1] == "batch of 5":
                 first_wave.append(h)
                 changes = ["batch of 5"]
             else:
                 changes = [ROCE_SEQUENCE[0], "batch of 4"]
-            self.assertEqual(kinds, ["observe", "lease write"] + changes + [
-                ROCE_SEQUENCE[4], "observe", "lease clear"], h)
-            self.assertIn("; sh -c 'r=$(esxcli --formatter=xml system settings advanced list -o "
-                          + LEASE, execs[0], h)
+            self.assertEqual(kinds, ["observe"] + changes + [ROCE_SEQUENCE[4], "observe"], h)
+            self.assertRegex(execs[0], r"; sh -c 'r=\$\(esxcli --formatter=xml system settings advanced "
+                             r"list -o " + re.escape(LEASE) + r" .*@@lease:\$1:took; exit 0' lease "
+                             r"(\w+) [0-9a-f]{16} 'cluster=roce-lab;holder=\S+;pid=\d+;lock=[0-9a-f]{16};"
+                             r"since=\d+;expires=\d+' \|\| echo @@gc:\1:failed; echo @@gc:\1:end$")
             self.assertNotIn("maintenanceMode set", execs[0], h)
-            self.assertIn("network sriovnic list || echo @@gc:", execs[len(changes) + 3], h)
-            self.assertRegex(execs[len(changes) + 3], r"network sriovnic list \|\| echo @@gc:(\w+):failed; "
-                             r"echo @@gc:\1:\d+; esxcli system maintenanceMode set -e false \|\| "
-                             r"echo @@gc:\1:failed; echo @@gc:\1:end$", h)
-            self.assertNotIn("@@lease", execs[len(changes) + 3], h)
-            self.assertTrue(execs[len(changes) + 1].endswith(
+            self.assertIn("network sriovnic list || echo @@gc:", execs[len(changes) + 2], h)
+            self.assertRegex(execs[len(changes) + 2], r"network sriovnic list \|\| echo @@gc:(\w+):failed; "
+                             r"echo @@gc:\1:\d+; esxcli system maintenanceMode set -e false && "
+                             r"echo @@gc:\1:\d+ && sh -c 'r=\$\(esxcli system settings advanced list .*"
+                             r"@@lease:cleared.*' lease [0-9a-f]{16} \|\| echo @@gc:\1:failed; "
+                             r"echo @@gc:\1:end$", h)
+            self.assertEqual(self.lease(h), "none", h)
+            self.assertTrue(execs[len(changes)].endswith(
                 " && esxcli system stats uptime get && echo @@gc:%s:end"
-                % CHANGE_BATCH.match(execs[len(changes) + 1]).group(0).split(":")[1]), h)
+                % CHANGE_BATCH.match(execs[len(changes)]).group(0).split(":")[1]), h)
             trips[h] = len(execs)
         self.assertEqual(len(first_wave), 2, first_wave)  # rolling.max_unavailable
         # and the tool counted the same (apply -v)
@@ -292,24 +296,26 @@ class ApplyRoce(LabCase):
         self.assertEqual(plan["unknown"], [{"kind": "esxi", "target": "esx03", "error": refused}])
 
     def test_dropped_connection_while_taking_the_lease_is_retried(self):
-        # the simulator counts each command of the observation batch (its
-        # lease snippet's esxcli too): the 32nd command esx03 runs is the
-        # lease's `advanced add` (the observation found no option: never
-        # leased), and the connection drops instead.  The lease write is
-        # repeated on a new connection, which knows nothing of the option:
-        # set, then add.
-        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "drop_after": 31})
+        # a first apply takes the lease in its observation (the take
+        # snippet: read, then written where the host holds none).  The
+        # simulator counts each command of the observation batch (the
+        # snippet's esxcli too): the 31st command esx03 runs is the lease's
+        # `advanced add` (the observation found no option: never leased),
+        # and the connection drops instead.  The observation is made again
+        # on a new connection and takes the lease then; nothing else ever
+        # writes it.
+        self.control("esx03", {"reboot_seconds": self.reboot_seconds, "drop_after": 30})
         r = self.apply()
         self.assertIn("esx03: retrying after: ", r.stderr)
         self.assertNotIn("Apply FAILED", r.stdout)
-        lease = [c for _, c in self.log("esx03") if "GpuclusterctlLease" in c]
-        self.assertIn(OBSERVE_MARK, lease[0])  # the observation, which read it
-        self.assertEqual([c.split(" -s ")[0].split(" -t ")[0] for c in lease[1:4]],
-                         ["esxcli system settings advanced add -o GpuclusterctlLease",
-                          "esxcli system settings advanced set -o /UserVars/GpuclusterctlLease",
-                          "esxcli system settings advanced add -o GpuclusterctlLease"])
+        execs = [c for _, c in self.execs("esx03")]
+        takes = [c for c in execs if OBSERVE_MARK in c and "@@lease:$1:took" in c]
+        self.assertEqual(execs[:2], takes[:2])  # cut short, then made again
+        self.assertEqual(len(takes), 2, takes)
+        self.assertEqual([c for c in execs if LEASE in c and OBSERVE_MARK not in c], [])
         for h in self.hosts:
             self.assert_host_converged(h)
+            self.assertEqual(self.lease(h), "none", h)
 
     def test_dropped_connection_is_retried_and_converges(self):
         # esx03 drops the connection in the middle of its batch of changes
@@ -719,7 +725,10 @@ class ApplyRoce(LabCase):
         self.assertIn(";pid=%d;" % first.pid, self.lease("esx01"))
         r = self.apply_copy(copy, os.path.join(other, "state"))
         self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertRegex(r.stderr, r"gpuclusterctl: error: cluster 'roce-lab' is locked on esxi 'esx01' by "
+        # the first host in target order still leased (the first wave's
+        # hosts clear theirs with their last step once every other target
+        # left to change holds it)
+        self.assertRegex(r.stderr, r"gpuclusterctl: error: cluster 'roce-lab' is locked on esxi 'esx0\d' by "
                          r"\S+@\S+ pid %d since \S+Z \(until \S+Z\): another apply holds it, maybe from "
                          r"another copy of the spec; nothing was changed\. If that apply is dead: "
                          r"gpuclusterctl unlock --force SPEC\n" % first.pid)
@@ -764,9 +773,11 @@ class ApplyRoce(LabCase):
         # before it cleared its lease left a converged cluster whose re-run
         # took no lease, so cleared none: every other copy of the spec was
         # refused for 6 h.  Here esx02 fails the clear (the `advanced set`
-        # inside its compare-and-clear snippet), as if killed then.
+        # inside its compare-and-clear snippet) twice, in its read-back and
+        # at the run's end, as if killed then.
         release = "esxcli system settings advanced set -o %s -s none" % LEASE
-        self.control("esx02", {"reboot_seconds": self.reboot_seconds, "fail_once": {"match": release}})
+        self.control("esx02", {"reboot_seconds": self.reboot_seconds,
+                               "fail_once": {"match": release, "times": 2}})
         r = self.apply()
         self.assertIn("esx02: warning: host 'esx02': cannot clear the cluster lease: Error: injected failure\n", r.stderr)
         self.assertRegex(self.lease("esx02"), r"^cluster=roce-lab;holder=\S+;pid=\d+;lock=[0-9a-f]{16};")
@@ -789,6 +800,65 @@ class ApplyRoce(LabCase):
         self.assertNotIn("cleared the cluster lease", r.stderr)
         self.assertEqual([c for _, c in self.log("esx02")[before:]
                           if LEASE in c and OBSERVE_MARK not in c], [])
+
+    def test_a_lease_on_one_host_refuses_and_releases_what_the_observation_took(self):
+        # a first apply takes the lease in its observation; esx05 holds
+        # another apply's: refused before any change, naming it, and the
+        # leases it took on the other hosts cleared again (one
+        # compare-and-clear each); esx05's left as it was
+        now = int(time.time())
+        theirs = "cluster=roce-lab;holder=ops@elsewhere;pid=4242;lock=0123456789abcdef;since=%d;expires=%d" % (
+            now - 60, now + 3600)
+        self.remote("esx05", "esxcli system settings advanced add -o GpuclusterctlLease -t string -s none "
+                             "-d 'gpuclusterctl cluster lease' && esxcli system settings advanced set -o %s "
+                             "-s '%s'" % (LEASE, theirs))
+        before = {h: len(self.execs(h)) for h in self.hosts}
+        r = self.apply(check=1)
+        self.assertRegex(r.stderr, r"gpuclusterctl: error: cluster 'roce-lab' is locked on esxi 'esx05' by "
+                         r"ops@elsewhere pid 4242 since \S+Z \(until \S+Z\): another apply holds it, maybe "
+                         r"from another copy of the spec; nothing was changed\.")
+        for h in self.hosts:
+            self.assertEqual(self.changes(h), [], h)
+            self.assertEqual(self.lease(h), theirs if h == "esx05" else "none", h)
+            kinds = [exec_kind(c) for _, c in self.execs(h)[before[h]:]]
+            self.assertEqual(kinds, ["observe"] if h == "esx05" else ["observe", "lease clear"], h)
+        # the journal forgot them: the next apply, once esx05 is free, takes
+        # every lease in its observation again and converges
+        self.remote("esx05", "esxcli system settings advanced set -o %s -s none" % LEASE)
+        self.apply()
+        for h in self.hosts:
+            self.assert_host_converged(h)
+            self.assertEqual(self.lease(h), "none", h)
+
+    def test_hosts_keep_the_lease_to_the_end_while_the_switch_has_work(self):
+        # every command on the switch takes 0.8 s, so the first wave's hosts
+        # are done long before it: no host may clear its lease with its last
+        # step while a target without one still changes (a second apply
+        # would get in).  Those are cleared after the switch's last command
+        # (its session's `exit` comes when the run disconnects), in one exec
+        # each; the later waves start once the switch is done, and their
+        # hosts clear the lease with their last step
+        self.control("sn2700", {"latency_ms": 800})
+        r = self.apply()
+        self.assertIn("Apply complete", r.stdout)
+        switch_done = max(parse_ts(t) for t, c in self.log("sn2700") if c != "exit")
+        kept = []
+        for h in self.hosts:
+            execs = self.execs(h)
+            readback = [(parse_ts(t), c) for t, c in execs if "maintenanceMode set -e false" in c][-1]
+            if readback[0] < switch_done:
+                kept.append(h)
+                self.assertEqual(exec_kind(execs[-1][1]), "lease clear", h)
+                self.assertGreaterEqual(parse_ts(execs[-1][0]), switch_done, h)
+                self.assertEqual(execs[-2][1], readback[1], h)
+                self.assertNotIn("@@lease:cleared", readback[1], h)  # the exit alone
+                self.assertIn("maintenanceMode set -e false || echo", readback[1], h)
+            else:
+                self.assertEqual(execs[-1][1], readback[1], h)
+                self.assertIn("@@lease:cleared", readback[1], h)
+            self.assertEqual(self.lease(h), "none", h)
+            self.assert_host_converged(h)
+        self.assertEqual(kept, ["esx01", "esx02"])  # the first wave
 
     def test_ctrl_c_finishes_in_flight_steps_then_rerun_converges(self):
         for h in self.hosts:

@@ -1303,6 +1303,15 @@ LEASE_READ_SCRIPT = (
     'r=$(esxcli --formatter=xml system settings advanced list -o ' + LEASE_OPTION +
     ' 2>&1) && { echo "$r"; exit 0; }; case "$r" in *"Unable to find option"*) '
     'echo @@lease:$1:none;; *) echo "$r" >&2; exit 1;; esac')
+LEASE_TAKE_SCRIPT = (
+    'r=$(esxcli --formatter=xml system settings advanced list -o ' + LEASE_OPTION +
+    ' 2>&1) || { case "$r" in *"Unable to find option"*) echo @@lease:$1:none; '
+    'esxcli system settings advanced add -o GpuclusterctlLease -t string -s none '
+    "-d 'gpuclusterctl cluster lease' && esxcli system settings advanced set -o "
+    + LEASE_OPTION + ' -s "$3" && echo @@lease:$1:took; exit 0;; esac; echo "$r" >&2; '
+    'exit 1; }; echo "$r"; case "$r" in *"lock=$2;"*) ;; *"lock="*) exit 0;; esac; '
+    'esxcli system settings advanced set -o ' + LEASE_OPTION + ' -s "$3" && '
+    'echo @@lease:$1:took; exit 0')
 LEASE_CLEAR_SCRIPT = (
     'r=$(esxcli system settings advanced list -o ' + LEASE_OPTION + ' 2>&1) || { '
     'case "$r" in *"Unable to find option"*) echo @@lease:none; exit 0;; esac; '
@@ -1362,11 +1371,39 @@ def lease_snippet(ctx, script, arg):
     return rc
 
 
+def lease_take(ctx, token, lock, value):
+    """LEASE_TAKE_SCRIPT: the read, then ours written where the host holds
+    no lease or one of ours (the listing's own words decide, as the snippet's
+    `case` does)."""
+    listing = ["esxcli", "--formatter=xml", "system", "settings", "advanced", "list", "-o",
+               LEASE_OPTION]
+    set_ours = ["esxcli", "system", "settings", "advanced", "set", "-o", LEASE_OPTION, "-s", value]
+    rc, r = captured(ctx, listing)
+    if rc != 0:
+        if "Unable to find option" not in r:
+            ctx.io.err(r + "\n")
+            return 1
+        ctx.io.out("@@lease:%s:none\n" % token)
+        if run_simple(ctx, ["esxcli", "system", "settings", "advanced", "add", "-o",
+                            "GpuclusterctlLease", "-t", "string", "-s", "none", "-d",
+                            "gpuclusterctl cluster lease"]) == 0 and run_simple(ctx, set_ours) == 0:
+            ctx.io.out("@@lease:%s:took\n" % token)
+        return 0
+    ctx.io.out(r + "\n")
+    if "lock=%s;" % lock not in r and "lock=" in r:
+        return 0
+    if run_simple(ctx, set_ours) == 0:
+        ctx.io.out("@@lease:%s:took\n" % token)
+    return 0
+
+
 def sh(ctx, argv):
-    """Only `sh -c SNIPPET NAME ARG` for the driver's fixed snippets (MFT,
+    """Only `sh -c SNIPPET NAME ARG...` for the driver's fixed snippets (MFT,
     the lease's), each run as its Python equivalent."""
     if len(argv) == 5 and argv[1] == "-c" and argv[2] in (LEASE_READ_SCRIPT, LEASE_CLEAR_SCRIPT):
         return lease_snippet(ctx, argv[2], argv[4])
+    if len(argv) == 7 and argv[1] == "-c" and argv[2] == LEASE_TAKE_SCRIPT:
+        return lease_take(ctx, argv[4], argv[5], argv[6])
     if len(argv) != 5 or argv[1] != "-c" or argv[2] != MFT_SCRIPT:
         ctx.io.err("sh: the simulator runs only gpuclusterctl's fixed snippets under sh -c\n")
         return 2
@@ -1500,8 +1537,11 @@ def split_chain(line):
 
 
 EXIT_MM = "esxcli system maintenanceMode set -e false"
+# ... and, in a host's last step, the lease's compare-and-clear once the
+# exit worked (include/gc/esxi.h GC_ESXI_OBS_LEASE_CLEAR)
 EXIT_SECTION = re.compile(r"echo @@gc:([A-Za-z0-9]+):\d+; " + re.escape(EXIT_MM) +
-                          r" \|\| echo @@gc:\1:failed; ")
+                          r"( && echo @@gc:\1:\d+ && sh -c " + re.escape(shlex.quote(LEASE_CLEAR_SCRIPT)) +
+                          r" lease [0-9a-f]{16})? \|\| echo @@gc:\1:failed; ")
 
 
 def readback_exit(command):

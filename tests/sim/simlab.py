@@ -163,8 +163,9 @@ def take_fault(host, command):
     Returns None, ("drop",), ("fail", message, exit_status, stream) or
     ("kill", signal_number).
     drop_after N: N commands run normally, the next drops the connection.
-    fail_once {"match": prefix, "message": text, "exit": 1, "stream": "stderr"}:
-    the first command starting with prefix fails with that text, once.
+    fail_once {"match": prefix, "message": text, "exit": 1, "stream": "stderr",
+    "times": 1}: the first command starting with prefix fails with that
+    text, and the next ones up to `times` in all.
     kill_once {"match": prefix, "signal": 9}: the simulator kills itself with
     that signal when that command comes (sshd reports the exit signal).
     """
@@ -181,7 +182,10 @@ def take_fault(host, command):
         changed = True
     fail = control.get("fail_once")
     if result is None and fail and command.startswith(fail.get("match", "")):
-        del control["fail_once"]
+        if int(fail.get("times", 1)) > 1:
+            fail["times"] = int(fail["times"]) - 1
+        else:
+            del control["fail_once"]
         changed = True
         result = ("fail", fail.get("message", "Error: injected failure"),
                   int(fail.get("exit", 1)), fail.get("stream", "stderr"))

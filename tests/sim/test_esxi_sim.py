@@ -10,6 +10,7 @@ what is verified there and what the simulator assumes.
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -276,16 +277,21 @@ class TestFormats(SimTest):
         try:
             path = os.path.join(bindir, "esxcli")
             with open(path, "w") as f:
-                f.write('#!/bin/sh\nexec env SSH_ORIGINAL_COMMAND="esxcli $*" GC_LAB_DIR=%s '
-                        'SSH_CONNECTION="127.0.0.1 40000 127.0.0.11 2222" %s\n' % (self.lab.dir, DISPATCH))
+                # each word quoted again for the simulator's shell (a lease
+                # holds ';'), as sshd hands it the command line
+                f.write('#!/usr/bin/python3\nimport os, shlex, sys\n'
+                        'os.environ.update(SSH_ORIGINAL_COMMAND=shlex.join(["esxcli"] + sys.argv[1:]), '
+                        'GC_LAB_DIR=%r, SSH_CONNECTION="127.0.0.1 40000 127.0.0.11 2222")\n'
+                        'os.execv(%r, [%r])\n' % (self.lab.dir, DISPATCH, DISPATCH))
             os.chmod(path, 0o755)
 
-            def both(script, arg):
+            def both(script, *args):
                 before = self.lease_now()
-                sim = self.lab.run("sh -c '%s' lease %s" % (script, arg))
+                sim = self.lab.run("sh -c %s lease %s" % (shlex.quote(script),
+                                                          " ".join(shlex.quote(a) for a in args)))
                 after_sim = self.lease_now()
                 self.set_lease(before)
-                real = subprocess.run(["/bin/sh", "-c", script, "lease", arg], capture_output=True,
+                real = subprocess.run(["/bin/sh", "-c", script, "lease"] + list(args), capture_output=True,
                                       text=True, timeout=60, env={"PATH": bindir + ":/usr/bin:/bin"})
                 after_real = self.lease_now()
                 self.assertEqual((real.returncode, real.stdout, real.stderr), sim)
@@ -302,6 +308,24 @@ class TestFormats(SimTest):
             self.assertEqual(both(clear, "0123456789abcdef"), ((0, "@@lease:kept\n", ""), theirs))
             self.set_lease(ours)
             self.assertEqual(both(clear, "0123456789abcdef"), ((0, "@@lease:cleared\n", ""), "none"))
+            # the take (the apply's observation when it expects changes):
+            # written where there is no option, no lease or ours; another's
+            # only read
+            take, mine = esxi_sim.LEASE_TAKE_SCRIPT, ours.replace("since=1", "since=3")
+            self.set_lease(None)
+            self.assertEqual(both(take, "T0K", "0123456789abcdef", mine),
+                             ((0, "@@lease:T0K:none\n@@lease:T0K:took\n", ""), mine))
+            for held in ("none", ours):
+                self.set_lease(held)
+                (rc, out, err), after = both(take, "T0K", "0123456789abcdef", mine)
+                self.assertEqual((rc, err, after), (0, "", mine))
+                self.assertTrue(out.endswith("</output>\n@@lease:T0K:took\n"), out)
+                self.assertIn("<string>%s</string>" % held, out)
+            self.set_lease(theirs)
+            (rc, out, err), after = both(take, "T0K", "0123456789abcdef", mine)
+            self.assertEqual((rc, err, after), (0, "", theirs))
+            self.assertNotIn("took", out)
+            self.assertIn("<string>%s</string>" % theirs, out)
         finally:
             shutil.rmtree(bindir)
 

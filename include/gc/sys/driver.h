@@ -108,6 +108,12 @@ struct gc_driver {
 	int (*lease_clear_ours)(void *conn, struct gc_drv_ctx *ctx, const char *lock, bool *cleared,
 				struct gc_error *err);
 	bool lease_atomic;
+	/* Optional: the observation that just ran wrote the lease that
+	 * gc_drv_lease_offer gave it (the target was free, or held a lease of
+	 * ours), in the same exec as its reads.  A driver with it also clears
+	 * the lease in its last step's exec when gc_drv_lease_release_lock
+	 * says so.  Never on a lease_atomic target. */
+	bool (*lease_taken)(void *conn);
 	void (*disconnect)(void *conn);
 };
 
@@ -226,6 +232,19 @@ int gc_drv_host_maintenance(struct gc_drv_ctx *ctx, const char *host);
  * exec): the recovery after the failure has nothing to send (recover.c).
  * false: it entered maintenance mode again. */
 void gc_drv_maintenance_left(struct gc_drv_ctx *ctx, const struct gc_target *t, bool left);
+/*
+ * The cluster lease inside a driver's own execs (src/exec/lease.c):
+ * gc_drv_lease_offer: during the apply's observation, the lease to write
+ *   where the target holds none or one of ours, with *lock our lock; NULL
+ *   when the observation only reads it.
+ * gc_drv_lease_release_lock: our lock when the step about to go out is the
+ *   target's last of the run and the lease may be cleared in its exec (no
+ *   action is left on a target that does not hold our lease); else NULL.
+ * gc_drv_lease_released: that clear ran: the target holds no lease of ours.
+ */
+const char *gc_drv_lease_offer(struct gc_drv_ctx *ctx, const char **lock);
+const char *gc_drv_lease_release_lock(struct gc_drv_ctx *ctx, const struct gc_target *t);
+void gc_drv_lease_released(struct gc_drv_ctx *ctx, const struct gc_target *t);
 /* True once the user asked to stop (Ctrl-C): finish the step, start no new one. */
 bool gc_drv_interrupted(const struct gc_drv_ctx *ctx);
 

@@ -155,11 +155,13 @@ static void last_line(struct gc_buf *out, const char *text, size_t len)
 }
 
 /* One observation exec; flags: gc_esxi_script's (the SR-IOV list and the
- * exit of the read-back, the lease of the apply's observation).  *stderr_out
- * (may be NULL): the exec's last line of stderr, the exit's words when it
- * was refused. */
-static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_buf *problems,
-		       unsigned flags, struct gc_buf *stderr_out, struct gc_error *err)
+ * exit of the read-back, the lease of the apply's observation), with the
+ * lease taken (take, with GC_ESXI_OBS_LEASE) or cleared after the exit
+ * (GC_ESXI_OBS_LEASE_CLEAR): lock is ours.  *stderr_out (may be NULL): the
+ * exec's last line of stderr, the exit's words when it was refused. */
+static int observe_leased(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_buf *problems,
+			  unsigned flags, const char *lock, const char *take,
+			  struct gc_buf *stderr_out, struct gc_error *err)
 {
 	struct gc_ssh_result res;
 	struct gc_esxi_facts f;
@@ -170,7 +172,7 @@ static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 	int rc;
 
 	gc_random_token(token);
-	script = gc_esxi_script(token, learn_source(c), flags);
+	script = gc_esxi_script_lease(token, learn_source(c), flags, lock, take);
 	rc = esxi_host_exec(c, c->ssh, script, false, &res, err);
 	free(script);
 	if (rc != 0)
@@ -187,6 +189,12 @@ static int observe_now(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_bu
 		gc_esxi_facts_free(&c->facts);
 	c->facts = f;
 	c->have_facts = true;
+	if (take != NULL && f.lease_took) {
+		c->lease_took = true;
+		c->lease_option = 1;
+	}
+	if ((flags & GC_ESXI_OBS_LEASE_CLEAR) && f.lease_clear != 0)
+		gc_drv_lease_released(ctx, c->target);
 	if (f.lease_read) {
 		c->lease_option = f.lease_option ? 1 : 0;
 		c->lease_seen = true;
@@ -237,8 +245,12 @@ static int esxi_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_targ
 
 	c->res = res;
 	c->nres = nres;
-	/* with the cluster lease: the apply's lease check reads it from here */
-	rc = observe_now(c, ctx, problems, GC_ESXI_OBS_LEASE, NULL, err);
+	/* with the cluster lease: the apply's lease check reads it from here,
+	 * and an apply that expects changes takes it here (src/exec/lease.c) */
+	const char *lock = NULL, *take = gc_drv_lease_offer(ctx, &lock);
+
+	c->lease_took = false;
+	rc = observe_leased(c, ctx, problems, GC_ESXI_OBS_LEASE, lock, take, NULL, err);
 	if (rc == 0)
 		note_firmware(c, ctx);
 	return rc;
@@ -490,9 +502,12 @@ static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, bool exit_mm, int
 	for (;;) {
 		struct gc_buf problems = GC_BUF_INIT, words = GC_BUF_INIT;
 		const struct gc_resource *bad = NULL;
+		/* the host's last step: the lease goes with the exit (lease.c) */
+		const char *lock = exit_mm && first ? gc_drv_lease_release_lock(ctx, c->target) : NULL;
 		unsigned flags = (has_sriov(c) ? GC_ESXI_OBS_SRIOV : 0) |
-				 (exit_mm && first ? GC_ESXI_OBS_EXIT_MM : 0);
-		int rc = observe_now(c, ctx, &problems, flags, &words, err);
+				 (exit_mm && first ? GC_ESXI_OBS_EXIT_MM : 0) |
+				 (lock != NULL ? GC_ESXI_OBS_LEASE_CLEAR : 0);
+		int rc = observe_leased(c, ctx, &problems, flags, lock, NULL, &words, err);
 		size_t i;
 
 		gc_buf_free(&problems);
@@ -874,6 +889,7 @@ const struct gc_driver gc_driver_esxi = {
 	.already_done = esxi_already_done,
 	.boot_time = esxi_boot_time,
 	.lease_get = esxi_lease_get,
+	.lease_taken = esxi_lease_taken,
 	.lease_set = esxi_lease_set,
 	.lease_clear_ours = esxi_lease_clear_ours,
 	.disconnect = esxi_disconnect,

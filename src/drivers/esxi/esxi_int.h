@@ -37,6 +37,7 @@ struct esxi_conn {
 	 * good for one lease read right after it: no exec since, within
 	 * LEASE_SEEN_MS (the apply's lease check comes straight after its
 	 * observation); any other read asks the host */
+	bool lease_took; /* the apply's observation wrote our lease (GC_ESXI_LEASE_TAKE_SCRIPT) */
 	bool lease_seen;
 	uint64_t lease_seen_ns;
 	unsigned lease_seen_exec;
@@ -58,6 +59,7 @@ void esxi_device_message(struct gc_buf *out, const struct gc_ssh_result *r);
 /* lease.c: the driver's lease calls (sys/driver.h) */
 int esxi_lease_get(void *conn, struct gc_drv_ctx *ctx, char **out, struct gc_error *err);
 int esxi_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value, struct gc_error *err);
+bool esxi_lease_taken(void *conn);
 int esxi_lease_clear_ours(void *conn, struct gc_drv_ctx *ctx, const char *lock, bool *cleared,
 			  struct gc_error *err);
 

@@ -118,8 +118,11 @@ int esxi_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value, struct
 	}
 	if (add) {
 		gc_buf_reset(&cmd);
+		/* created with the default `none`, then set: only its value
+		 * ever holds a lease (the snippets match the whole listing) */
 		gc_buf_printf(&cmd, "esxcli system settings advanced add -o GpuclusterctlLease -t string "
-			      "-s %s -d 'gpuclusterctl cluster lease'", gc_buf_str(&q));
+			      "-s none -d 'gpuclusterctl cluster lease' && esxcli system settings "
+			      "advanced set -o " LEASE_OPTION " -s %s", gc_buf_str(&q));
 		rc = lease_exec(c, gc_buf_str(&cmd), &res, err);
 	}
 	if (rc == 0 && res.exit_status == 0)
@@ -132,6 +135,13 @@ int esxi_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value, struct
 	gc_buf_free(&cmd);
 	gc_buf_free(&q);
 	return rc;
+}
+
+bool esxi_lease_taken(void *conn)
+{
+	const struct esxi_conn *c = conn;
+
+	return c->lease_took;
 }
 
 /* The compare-and-clear snippet (GC_ESXI_LEASE_CLEAR_SCRIPT): our lease

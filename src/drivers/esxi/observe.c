@@ -38,6 +38,7 @@ enum section {
 	S_SRIOV,       /* only in the read-back after a reboot of an SR-IOV host */
 	S_LEASE,       /* GC_ESXI_OBS_LEASE: the fixed lease snippet (the apply's observation) */
 	S_EXIT,        /* GC_ESXI_OBS_EXIT_MM: leaving maintenance mode, after every read */
+	S_LEASE_CLEAR, /* GC_ESXI_OBS_LEASE_CLEAR: the lease's compare-and-clear, after the exit */
 	S_COUNT
 };
 
@@ -59,6 +60,7 @@ static const char *const commands[S_COUNT] = {
 	[S_SRIOV] = "esxcli --formatter=xml network sriovnic list",
 	[S_LEASE] = "sh -c (the cluster lease)",
 	[S_EXIT] = GC_ESXI_CMD_EXIT_MAINTENANCE,
+	[S_LEASE_CLEAR] = "sh -c (the cluster lease's compare-and-clear)",
 };
 
 char *gc_esxi_observe_script(const char *token, const char *learn_from)
@@ -89,7 +91,22 @@ static void snippet(struct gc_buf *b, const char *token, int sec, const char *sc
 
 char *gc_esxi_script(const char *token, const char *learn_from, unsigned flags)
 {
+	return gc_esxi_script_lease(token, learn_from, flags, NULL, NULL);
+}
+
+static bool lease_arg_ok(const char *s, const char *chars)
+{
+	return s != NULL && s[0] != '\0' && strspn(s, chars) == strlen(s);
+}
+
+#define LOCK_CHARS "0123456789abcdef"
+#define LEASE_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789@._:;=+-"
+
+char *gc_esxi_script_lease(const char *token, const char *learn_from, unsigned flags,
+			   const char *lock, const char *take)
+{
 	struct gc_buf b = GC_BUF_INIT;
+	bool have_lock = lease_arg_ok(lock, LOCK_CHARS);
 	int i;
 
 	for (i = S_VERSION; i < S_SOURCE_VIBS; i++)
@@ -107,11 +124,26 @@ char *gc_esxi_script(const char *token, const char *learn_from, unsigned flags)
 	snippet(&b, token, S_MFT, GC_ESXI_MFT_SCRIPT, "mft");
 	if (flags & GC_ESXI_OBS_SRIOV)
 		section(&b, token, S_SRIOV);
-	if (flags & GC_ESXI_OBS_LEASE)
+	if ((flags & GC_ESXI_OBS_LEASE) && have_lock && lease_arg_ok(take, LEASE_CHARS)) {
+		/* read, and write ours when the host is free or ours already */
+		gc_buf_printf(&b, "echo @@gc:%s:%d; sh -c ", token, S_LEASE);
+		gc_shell_quote(&b, GC_ESXI_LEASE_TAKE_SCRIPT);
+		gc_buf_printf(&b, " lease %s %s ", token, lock);
+		gc_shell_quote(&b, take);
+		gc_buf_printf(&b, " || echo @@gc:%s:failed; ", token);
+	} else if (flags & GC_ESXI_OBS_LEASE) {
 		snippet(&b, token, S_LEASE, GC_ESXI_LEASE_READ_SCRIPT, "lease");
-	/* last: every read above saw the host still in maintenance mode */
-	if (flags & GC_ESXI_OBS_EXIT_MM)
+	}
+	/* last: every read above saw the host still in maintenance mode; the
+	 * lease is cleared only once the host is out of it */
+	if ((flags & GC_ESXI_OBS_EXIT_MM) && (flags & GC_ESXI_OBS_LEASE_CLEAR) && have_lock) {
+		gc_buf_printf(&b, "echo @@gc:%s:%d; %s && echo @@gc:%s:%d && sh -c ", token, S_EXIT,
+			      commands[S_EXIT], token, S_LEASE_CLEAR);
+		gc_shell_quote(&b, GC_ESXI_LEASE_CLEAR_SCRIPT);
+		gc_buf_printf(&b, " lease %s || echo @@gc:%s:failed; ", lock, token);
+	} else if (flags & GC_ESXI_OBS_EXIT_MM) {
 		section(&b, token, S_EXIT);
+	}
 	gc_buf_printf(&b, "echo @@gc:%s:end", token);
 	return gc_buf_take(&b);
 }
@@ -124,8 +156,18 @@ static int read_lease(struct gc_esxi_facts *f, const char *token, const char *te
 	struct gc_esxcli_result r = {NULL, 0, NULL};
 	char none[64];
 	const char *v;
+	char took[64];
 	int n = snprintf(none, sizeof(none), "@@lease:%s:none", token);
+	int t = snprintf(took, sizeof(took), "@@lease:%s:took", token);
 
+	/* the take snippet's last line: it wrote our lease after reading */
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+		len--;
+	if (len >= (size_t)t && memcmp(text + len - t, took, (size_t)t) == 0 &&
+	    (len == (size_t)t || text[len - t - 1] == '\n')) {
+		f->lease_took = true;
+		len -= (size_t)t;
+	}
 	if (len >= (size_t)n && memcmp(text, none, (size_t)n) == 0) {
 		f->lease_read = true;
 		f->lease_option = false;
@@ -446,6 +488,16 @@ static int read_text_section(struct gc_esxi_facts *f, int sec, const char *token
 	case S_EXIT: /* the command prints nothing when it works */
 		f->exit_sent = true;
 		return 0;
+	case S_LEASE_CLEAR: /* the compare-and-clear's one line */
+		copy = gc_xstrndup(text, len);
+		if (strstr(copy, "@@lease:cleared") != NULL)
+			f->lease_clear = GC_ESXI_LEASE_CLEARED;
+		else if (strstr(copy, "@@lease:kept") != NULL)
+			f->lease_clear = GC_ESXI_LEASE_KEPT;
+		else if (strstr(copy, "@@lease:none") != NULL)
+			f->lease_clear = GC_ESXI_LEASE_ABSENT;
+		free(copy);
+		return 0;
 	case S_SRIOV: /* read against the spec by sriov.c, after the reboot */
 		free(f->sriov_xml);
 		f->sriov_xml = gc_xstrndup(text, len);
@@ -564,10 +616,11 @@ int gc_esxi_parse_observation(struct gc_esxi_facts *out, const char *token, cons
 					 * read-back reports as its own failure */
 					/* the lease unread: the driver reads it by itself;
 					 * the exit refused: the driver says so */
+					/* the lease's clear failed: cleared at the run's end */
 					if (sec == S_EXIT)
 						f.exit_failed = true;
-					else if (sec != S_ECC && sec != S_NMLX5 &&
-						 sec != S_SOURCE_VIBS && sec != S_SRIOV && sec != S_LEASE)
+					else if (sec != S_ECC && sec != S_NMLX5 && sec != S_SOURCE_VIBS &&
+						 sec != S_SRIOV && sec != S_LEASE && sec != S_LEASE_CLEAR)
 						note_failure(&f, sec, "command failed");
 				} else if (read_section(&f, sec, token, sec_start, slen, err) != 0) {
 					gc_esxi_facts_free(&f);

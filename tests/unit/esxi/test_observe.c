@@ -734,6 +734,97 @@ static void test_lease_and_exit_sections(void **state)
 	(void)state;
 }
 
+/* An apply that expects changes takes the lease in its observation (16,
+ * the take snippet with the token, our lock and the lease as its
+ * arguments): "took" last says it wrote ours, what it read is kept as the
+ * lease (what another apply held, or none).  The read-back of a host's last
+ * step clears it after the exit (17), only when the exit worked (18). */
+static void test_lease_take_and_clear_sections(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_esxi_facts f;
+	const char *lease = "cluster=c;holder=a@b;pid=1;lock=0123456789abcdef;since=1;expires=2";
+	char *s = gc_esxi_script_lease("T0K3N", NULL, GC_ESXI_OBS_LEASE, "0123456789abcdef", lease);
+	const char *took_new = "@@gc:K:16\n@@lease:K:none\n@@lease:K:took\n@@gc:K:end\n";
+	const char *took_held = "@@gc:K:16\n<?xml version=\"1.0\"?><output xmlns=\"" ESXCLI_NS "\"><root><list "
+				"type=\"structure\"><structure typeName=\"SettingsAdvancedOption\">"
+				"<field name=\"StringValue\"><string>none</string></field></structure>"
+				"</list></root></output>\n@@lease:K:took\n@@gc:K:end\n";
+	const char *theirs = "@@gc:K:16\n<?xml version=\"1.0\"?><output xmlns=\"" ESXCLI_NS "\"><root><list "
+			     "type=\"structure\"><structure typeName=\"SettingsAdvancedOption\">"
+			     "<field name=\"StringValue\"><string>cluster=c;lock=fedcba9876543210;</string>"
+			     "</field></structure></list></root></output>\n@@gc:K:end\n";
+	const char *cleared = "@@gc:K:17\n@@gc:K:18\n@@lease:cleared\n@@gc:K:end\n";
+	const char *kept = "@@gc:K:17\n@@gc:K:18\n@@lease:kept\n@@gc:K:end\n";
+	const char *exit_refused = "@@gc:K:17\n@@gc:K:failed\n@@gc:K:end\n";
+	const char *clear_failed = "@@gc:K:17\n@@gc:K:18\n@@gc:K:failed\n@@gc:K:end\n";
+
+	assert_non_null(strstr(s, " mft T0K3N || echo @@gc:T0K3N:failed; echo @@gc:T0K3N:16; sh -c "
+				  "'r=$(esxcli --formatter=xml system settings advanced list -o "
+				  "/UserVars/GpuclusterctlLease 2>&1) || { case \"$r\" in *\"Unable to find "
+				  "option\"*) echo @@lease:$1:none; esxcli system settings advanced add -o "
+				  "GpuclusterctlLease -t string -s none -d '\\''gpuclusterctl cluster "
+				  "lease'\\'' && esxcli system settings advanced set -o "
+				  "/UserVars/GpuclusterctlLease -s \"$3\" && echo @@lease:$1:took; exit 0;; "
+				  "esac; echo \"$r\" >&2; exit 1; }; echo \"$r\"; case \"$r\" in "
+				  "*\"lock=$2;\"*) ;; *\"lock=\"*) exit 0;; esac; esxcli system settings "
+				  "advanced set -o /UserVars/GpuclusterctlLease -s \"$3\" && echo "
+				  "@@lease:$1:took; exit 0' lease T0K3N 0123456789abcdef "
+				  "'cluster=c;holder=a@b;pid=1;lock=0123456789abcdef;since=1;expires=2' || "
+				  "echo @@gc:T0K3N:failed; echo @@gc:T0K3N:end"));
+	free(s);
+	/* a value outside the lease's characters, or a lock not ours: a read only */
+	s = gc_esxi_script_lease("T0K3N", NULL, GC_ESXI_OBS_LEASE, "0123456789abcdef", "a;$(reboot)");
+	assert_null(strstr(s, "took"));
+	assert_null(strstr(s, "$(reboot)"));
+	assert_non_null(strstr(s, "echo @@lease:$1:none;; *)"));
+	free(s);
+	s = gc_esxi_script_lease("T0K3N", NULL, GC_ESXI_OBS_EXIT_MM | GC_ESXI_OBS_LEASE_CLEAR, "0123456789abcdef",
+				 NULL);
+	assert_non_null(strstr(s, "echo @@gc:T0K3N:17; esxcli system maintenanceMode set -e false && "
+				  "echo @@gc:T0K3N:18 && sh -c 'r=$(esxcli system settings advanced list -o "
+				  "/UserVars/GpuclusterctlLease 2>&1) || { "));
+	assert_non_null(strstr(s, "' lease 0123456789abcdef || echo @@gc:T0K3N:failed; echo @@gc:T0K3N:end"));
+	free(s);
+	s = gc_esxi_script_lease("T0K3N", NULL, GC_ESXI_OBS_EXIT_MM | GC_ESXI_OBS_LEASE_CLEAR, "01;x", NULL);
+	assert_null(strstr(s, "@@gc:T0K3N:18"));
+	assert_non_null(strstr(s, "maintenanceMode set -e false || echo @@gc:T0K3N:failed; "));
+	free(s);
+
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", took_new, strlen(took_new), &err), 0);
+	assert_true(f.lease_read);
+	assert_true(f.lease_took);
+	assert_false(f.lease_option);
+	assert_string_equal(f.lease, "");
+	gc_esxi_facts_free(&f);
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", took_held, strlen(took_held), &err), 0);
+	assert_true(f.lease_took);
+	assert_true(f.lease_option);
+	assert_string_equal(f.lease, "");
+	gc_esxi_facts_free(&f);
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", theirs, strlen(theirs), &err), 0);
+	assert_false(f.lease_took);
+	assert_string_equal(f.lease, "cluster=c;lock=fedcba9876543210;");
+	gc_esxi_facts_free(&f);
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", cleared, strlen(cleared), &err), 0);
+	assert_true(f.exit_sent);
+	assert_int_equal(f.lease_clear, GC_ESXI_LEASE_CLEARED);
+	gc_esxi_facts_free(&f);
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", kept, strlen(kept), &err), 0);
+	assert_int_equal(f.lease_clear, GC_ESXI_LEASE_KEPT);
+	gc_esxi_facts_free(&f);
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", exit_refused, strlen(exit_refused), &err), 0);
+	assert_true(f.exit_failed);
+	assert_int_equal(f.lease_clear, 0);
+	gc_esxi_facts_free(&f);
+	assert_int_equal(gc_esxi_parse_observation(&f, "K", clear_failed, strlen(clear_failed), &err), 0);
+	assert_true(f.exit_sent);
+	assert_int_equal(f.lease_clear, 0);
+	assert_int_equal(f.nfailed, 0);
+	gc_esxi_facts_free(&f);
+	(void)state;
+}
+
 /* What the record makes of a PF's firmware: the next boot's values; more
  * VFs than the spec's is no change (the planner's "at least"); without MFT
  * the desired values (nothing to do). */
@@ -854,6 +945,7 @@ int main(void)
 		cmocka_unit_test(test_mft_not_installed),
 		cmocka_unit_test(test_verify_lists_the_vfs),
 		cmocka_unit_test(test_lease_and_exit_sections),
+		cmocka_unit_test(test_lease_take_and_clear_sections),
 		cmocka_unit_test(test_record_nic_firmware),
 		cmocka_unit_test(test_version_against_the_spec),
 	};

@@ -58,6 +58,29 @@ static void write_journal(const struct rec *recs, size_t n)
 	gc_journal_close(j);
 }
 
+/* What a run with one slot per target recalls of the journal (of a run
+ * of graph g, may be NULL): whether it expects changes. */
+static bool recall_graph(struct gc_target *ts, struct tslot *slots, size_t nt,
+			 const struct gc_graph *g)
+{
+	struct gc_exec_opts o = {0};
+	struct run r;
+
+	memset(&r, 0, sizeof(r));
+	r.ctx.graph = g;
+	o.state_dir = dir;
+	r.ctx.opts = &o;
+	pthread_mutex_init(&r.ctx.ev_mu, NULL);
+	r.slots = slots;
+	r.nslots = nt;
+	memset(slots, 0, nt * sizeof(*slots));
+	for (size_t i = 0; i < nt; i++)
+		slots[i].target = &ts[i];
+	gc_exec_recall_journal(&r, "lab");
+	pthread_mutex_destroy(&r.ctx.ev_mu);
+	return r.expect_changes;
+}
+
 /* What a run with one slot per target recalls of the journal. */
 static void recall_run(struct gc_target *ts, struct tslot *slots, size_t nt)
 {
@@ -228,6 +251,58 @@ static void test_a_start_without_a_guest_step_is_unseen(void **state)
 	assert_true(s[6].reboot_unseen_ts > 0 && !s[6].unseen_is_start);
 }
 
+/* An apply expects changes, and takes the cluster lease in its
+ * observation (lease.c), unless the journal's last `run` record says the
+ * run before converged on the very same desired state: no journal, a run
+ * that left changes, or another spec (its hash) all expect changes; a
+ * converged run's record is what the next one finds. */
+static void test_a_converged_run_of_the_same_spec_expects_no_change(void **state)
+{
+	struct gc_prop p1[] = {{"enabled", "true"}}, p2[] = {{"enabled", "false"}};
+	struct gc_resource res = {0};
+	struct gc_resource *resv[] = {&res};
+	struct gc_graph g = {0};
+	struct gc_target ts[] = {{GC_TARGET_ESXI, "esx01", 0, NULL, NULL, NULL}};
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_journal *j = NULL;
+	struct tslot s[1];
+	char hash[32], detail[48], path[128];
+
+	(void)state;
+	res.id = "esx01/ntp";
+	res.props = p1;
+	res.nprops = 1;
+	g.resources = resv;
+	g.nresources = 1;
+	snprintf(path, sizeof(path), "%s/lab.journal", dir);
+	unlink(path);
+	assert_true(recall_graph(ts, s, 1, &g)); /* no journal: a first apply */
+	gc_exec_desired_hash(&g, hash);
+	assert_int_equal(strlen(hash), 24);
+	assert_memory_equal(hash, "fnv1a64:", 8);
+	snprintf(detail, sizeof(detail), "converged %s", hash);
+	assert_int_equal(gc_journal_open(&j, dir, "lab", &err), 0);
+	assert_int_equal(gc_journal_append(j, "esx01", "a", "apply", GC_J_DONE, NULL, &err), 0);
+	assert_int_equal(gc_journal_append(j, "", "run", "run", GC_J_FAILED, "changes left", &err), 0);
+	gc_journal_close(j);
+	assert_true(recall_graph(ts, s, 1, &g));
+	assert_int_equal(gc_journal_open(&j, dir, "lab", &err), 0);
+	assert_int_equal(gc_journal_append(j, "", "run", "run", GC_J_DONE, detail, &err), 0);
+	gc_journal_close(j);
+	assert_false(recall_graph(ts, s, 1, &g));
+	assert_true(recall_graph(ts, s, 1, NULL));
+	res.props = p2; /* the spec changed since */
+	assert_true(recall_graph(ts, s, 1, &g));
+	res.props = p1;
+	assert_int_equal(gc_journal_open(&j, dir, "lab", &err), 0);
+	assert_int_equal(gc_journal_append(j, "esx01", "lease", "lease", GC_J_START, NULL, &err), 0);
+	gc_journal_close(j);
+	assert_false(recall_graph(ts, s, 1, &g)); /* the last run record decides */
+	assert_true(s[0].lease_left);
+	assert_true(s[0].lease_left_before);
+	(void)err;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -235,6 +310,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_what_sees_a_reboot_through, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_the_newest_reboot_decides, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_converged_run_of_the_same_spec_expects_no_change,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_start_without_a_guest_step_is_unseen, setup,
 						teardown),
 	};
