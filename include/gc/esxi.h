@@ -211,8 +211,8 @@ char *gc_esxi_script_lease(const char *token, const char *learn_from, unsigned f
  *     (XML), or `@@lease:TOKEN:none` when the option does not exist
  *     (esxcli's "Unable to find option": never leased); exit 1 with
  *     esxcli's words on any other failure.
- *   CLEAR, ARG our lock ([0-9a-f]{16}): sets the option to `none` when it
- *     holds `lock=ARG;` and prints `@@lease:cleared`; else prints
+ *   CLEAR, ARG our lock ([0-9a-f]{16}): sets the option to `none` when its
+ *     value holds `lock=ARG;` and prints `@@lease:cleared`; else prints
  *     `@@lease:kept` (another apply's, or none) or `@@lease:none` (no
  *     option).  A compare-and-clear in one exec.
  */
@@ -221,10 +221,13 @@ char *gc_esxi_script_lease(const char *token, const char *learn_from, unsigned f
  *   TAKE, ARGS the batch's token, our lock, the lease: what READ prints,
  *     then `@@lease:TOKEN:took` once it wrote the lease: when the option
  *     does not exist (created with `none` as its value and default, then
- *     set), or its listing holds no `lock=` (no lease) or `lock=LOCK;` (a
+ *     set), or its value holds no `lock=` (no lease) or `lock=LOCK;` (a
  *     run of ours).  Another's lease, even expired, is left to the caller.
- *     The option is created with the default `none`, so that only its
- *     value can hold a lease.
+ * TAKE and CLEAR judge the option's value alone (the XML's StringValue
+ * field, cut out with the shell's own ${r#...} and ${v%%...}): an option
+ * that an older apply created with its lease as the default string value
+ * keeps that lease there, whoever holds the value now.  The option is
+ * created with the default `none`.
  */
 #define GC_ESXI_LEASE_TAKE_SCRIPT                                                                \
 	"r=$(esxcli --formatter=xml system settings advanced list -o " GC_ESXI_LEASE_OPTION         \
@@ -232,7 +235,8 @@ char *gc_esxi_script_lease(const char *token, const char *learn_from, unsigned f
 	"esxcli system settings advanced add -o GpuclusterctlLease -t string -s none "             \
 	"-d 'gpuclusterctl cluster lease' && esxcli system settings advanced set -o "               \
 	GC_ESXI_LEASE_OPTION " -s \"$3\" && echo @@lease:$1:took; exit 0;; esac; echo \"$r\" >&2; "  \
-	"exit 1; }; echo \"$r\"; case \"$r\" in *\"lock=$2;\"*) ;; *\"lock=\"*) exit 0;; esac; "       \
+	"exit 1; }; echo \"$r\"; v=${r#*\\\"StringValue\\\">}; v=${v%%</field>*}; "                  \
+	"case \"$v\" in *\"lock=$2;\"*) ;; *\"lock=\"*) exit 0;; esac; "                               \
 	"esxcli system settings advanced set -o " GC_ESXI_LEASE_OPTION " -s \"$3\" && "              \
 	"echo @@lease:$1:took; exit 0"
 #define GC_ESXI_LEASE_READ_SCRIPT                                                                \
@@ -240,10 +244,11 @@ char *gc_esxi_script_lease(const char *token, const char *learn_from, unsigned f
 	" 2>&1) && { echo \"$r\"; exit 0; }; case \"$r\" in *\"Unable to find option\"*) "           \
 	"echo @@lease:$1:none;; *) echo \"$r\" >&2; exit 1;; esac"
 #define GC_ESXI_LEASE_CLEAR_SCRIPT                                                               \
-	"r=$(esxcli system settings advanced list -o " GC_ESXI_LEASE_OPTION " 2>&1) || { "         \
-	"case \"$r\" in *\"Unable to find option\"*) echo @@lease:none; exit 0;; esac; "             \
-	"echo \"$r\" >&2; exit 1; }; case \"$r\" in *\"lock=$1;\"*) esxcli system settings advanced " \
-	"set -o " GC_ESXI_LEASE_OPTION " -s none && echo @@lease:cleared;; *) echo @@lease:kept;; esac"
+	"r=$(esxcli --formatter=xml system settings advanced list -o " GC_ESXI_LEASE_OPTION         \
+	" 2>&1) || { case \"$r\" in *\"Unable to find option\"*) echo @@lease:none; exit 0;; esac; " \
+	"echo \"$r\" >&2; exit 1; }; v=${r#*\\\"StringValue\\\">}; v=${v%%</field>*}; "             \
+	"case \"$v\" in *\"lock=$1;\"*) esxcli system settings advanced set -o " GC_ESXI_LEASE_OPTION  \
+	" -s none && echo @@lease:cleared;; *) echo @@lease:kept;; esac"
 /* Read `esxcli --formatter=xml software sources vib list` output: the Name
  * and Version of each VIB, looked up by field name (order and extra fields
  * do not matter).  At most GC_ESXI_MAX_SOURCE_VIBS; a name or version that

@@ -153,7 +153,7 @@ class ApplyRoce(LabCase):
             self.assertIn("network sriovnic list || echo @@gc:", execs[len(changes) + 2], h)
             self.assertRegex(execs[len(changes) + 2], r"network sriovnic list \|\| echo @@gc:(\w+):failed; "
                              r"echo @@gc:\1:\d+; esxcli system maintenanceMode set -e false && "
-                             r"echo @@gc:\1:\d+ && sh -c 'r=\$\(esxcli system settings advanced list .*"
+                             r"echo @@gc:\1:\d+ && sh -c 'r=\$\(esxcli --formatter=xml system settings advanced list .*"
                              r"@@lease:cleared.*' lease [0-9a-f]{16} \|\| echo @@gc:\1:failed; "
                              r"echo @@gc:\1:end$", h)
             self.assertEqual(self.lease(h), "none", h)
@@ -793,7 +793,7 @@ class ApplyRoce(LabCase):
             # read the lease): the journal knows where a lease was left
             self.assertEqual(len(sent), 1 if h == "esx02" else 0, (h, sent))
             if sent:
-                self.assertRegex(sent[0], r"^sh -c 'r=\$\(esxcli system settings advanced list -o "
+                self.assertRegex(sent[0], r"^sh -c 'r=\$\(esxcli --formatter=xml system settings advanced list -o "
                                  + re.escape(LEASE) + r" 2>&1\).*@@lease:cleared.*' lease [0-9a-f]{16}$")
         before = len(self.log("esx02"))
         r = self.apply()  # and the journal forgot it: only the observation the third time

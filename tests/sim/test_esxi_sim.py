@@ -286,11 +286,11 @@ class TestFormats(SimTest):
             os.chmod(path, 0o755)
 
             def both(script, *args):
-                before = self.lease_now()
+                before, default = self.lease_now(), self.lease_default()
                 sim = self.lab.run("sh -c %s lease %s" % (shlex.quote(script),
                                                           " ".join(shlex.quote(a) for a in args)))
                 after_sim = self.lease_now()
-                self.set_lease(before)
+                self.set_lease(before, default)
                 real = subprocess.run(["/bin/sh", "-c", script, "lease"] + list(args), capture_output=True,
                                       text=True, timeout=60, env={"PATH": bindir + ":/usr/bin:/bin"})
                 after_real = self.lease_now()
@@ -326,22 +326,42 @@ class TestFormats(SimTest):
             self.assertEqual((rc, err, after), (0, "", theirs))
             self.assertNotIn("took", out)
             self.assertIn("<string>%s</string>" % theirs, out)
+            # only the value counts, not the default an older apply's `add`
+            # left: ours in the default, theirs in the value is theirs
+            self.set_lease(theirs, default=ours)
+            (rc, out, err), after = both(take, "T0K", "0123456789abcdef", mine)
+            self.assertEqual((rc, err, after), (0, "", theirs))
+            self.assertNotIn("took", out)
+            self.assertEqual(both(clear, "0123456789abcdef"), ((0, "@@lease:kept\n", ""), theirs))
+            self.set_lease("none", default=theirs)
+            (rc, out, err), after = both(take, "T0K", "0123456789abcdef", mine)
+            self.assertEqual((rc, err, after), (0, "", mine))
+            self.assertTrue(out.endswith("@@lease:T0K:took\n"), out)
+            self.set_lease(ours, default=theirs)
+            self.assertEqual(both(clear, "0123456789abcdef"), ((0, "@@lease:cleared\n", ""), "none"))
         finally:
             shutil.rmtree(bindir)
+
+    def lease_default(self):
+        with open(self.lab.host_file("esxi-1", "state.json")) as f:
+            return json.load(f).get("advanced_defaults", {}).get("/UserVars/GpuclusterctlLease", "")
 
     def lease_now(self):
         with open(self.lab.host_file("esxi-1", "state.json")) as f:
             return json.load(f)["advanced"].get("/UserVars/GpuclusterctlLease")
 
-    def set_lease(self, value):
-        """The lease option as value (None: no option), in the host's state file."""
+    def set_lease(self, value, default=""):
+        """The lease option as value (None: no option), with that default
+        string value, in the host's state file."""
         self.ok("esxcli system settings advanced set -o /Net/FollowHardwareMac -i 0")  # written
         path = self.lab.host_file("esxi-1", "state.json")
         with open(path) as f:
             st = json.load(f)
         st["advanced"].pop("/UserVars/GpuclusterctlLease", None)
+        st.setdefault("advanced_defaults", {}).pop("/UserVars/GpuclusterctlLease", None)
         if value is not None:
             st["advanced"]["/UserVars/GpuclusterctlLease"] = value
+            st["advanced_defaults"]["/UserVars/GpuclusterctlLease"] = default
         with open(path, "w") as f:
             json.dump(st, f)
 

@@ -766,7 +766,8 @@ static void test_lease_take_and_clear_sections(void **state)
 				  "GpuclusterctlLease -t string -s none -d '\\''gpuclusterctl cluster "
 				  "lease'\\'' && esxcli system settings advanced set -o "
 				  "/UserVars/GpuclusterctlLease -s \"$3\" && echo @@lease:$1:took; exit 0;; "
-				  "esac; echo \"$r\" >&2; exit 1; }; echo \"$r\"; case \"$r\" in "
+				  "esac; echo \"$r\" >&2; exit 1; }; echo \"$r\"; v=${r#*\\\"StringValue\\\">}; "
+				  "v=${v%%</field>*}; case \"$v\" in "
 				  "*\"lock=$2;\"*) ;; *\"lock=\"*) exit 0;; esac; esxcli system settings "
 				  "advanced set -o /UserVars/GpuclusterctlLease -s \"$3\" && echo "
 				  "@@lease:$1:took; exit 0' lease T0K3N 0123456789abcdef "
@@ -782,8 +783,8 @@ static void test_lease_take_and_clear_sections(void **state)
 	s = gc_esxi_script_lease("T0K3N", NULL, GC_ESXI_OBS_EXIT_MM | GC_ESXI_OBS_LEASE_CLEAR, "0123456789abcdef",
 				 NULL);
 	assert_non_null(strstr(s, "echo @@gc:T0K3N:17; esxcli system maintenanceMode set -e false && "
-				  "echo @@gc:T0K3N:18 && sh -c 'r=$(esxcli system settings advanced list -o "
-				  "/UserVars/GpuclusterctlLease 2>&1) || { "));
+				  "echo @@gc:T0K3N:18 && sh -c 'r=$(esxcli --formatter=xml system settings "
+				  "advanced list -o /UserVars/GpuclusterctlLease 2>&1) || { "));
 	assert_non_null(strstr(s, "' lease 0123456789abcdef || echo @@gc:T0K3N:failed; echo @@gc:T0K3N:end"));
 	free(s);
 	s = gc_esxi_script_lease("T0K3N", NULL, GC_ESXI_OBS_EXIT_MM | GC_ESXI_OBS_LEASE_CLEAR, "01;x", NULL);
