@@ -150,7 +150,7 @@ const char *gc_drv_lease_release_lock(struct gc_drv_ctx *ctx, const struct gc_ta
 	return yes ? r->lease_lock : NULL;
 }
 
-void gc_drv_lease_released(struct gc_drv_ctx *ctx, const struct gc_target *t)
+void gc_drv_lease_released(struct gc_drv_ctx *ctx, const struct gc_target *t, bool cleared)
 {
 	struct run *r = (struct run *)ctx;
 
@@ -158,6 +158,10 @@ void gc_drv_lease_released(struct gc_drv_ctx *ctx, const struct gc_target *t)
 		return;
 	pthread_mutex_lock(&r->mu);
 	r->slots[t->index].released_inline = true;
+	if (cleared) {
+		r->rep->lease_cleared++;
+		r->rep->lease_cleared_last_step++;
+	}
 	pthread_mutex_unlock(&r->mu);
 }
 

@@ -45,6 +45,14 @@
 
 #define LEASE_S (6 * 3600) /* the lease's life; renewed at half of it */
 
+/* One more target whose lease was taken (observing: in its observation)
+ * or cleared (in clear_if_ours; in a last step's exec, drvctx.c counts it); from
+ * many workers at once. */
+static void count(size_t *n)
+{
+	__atomic_fetch_add(n, 1, __ATOMIC_RELAXED);
+}
+
 static bool lease_capable(const struct run *r, const struct tslot *s)
 {
 	return s->drv != NULL && s->drv->lease_get != NULL && s->drv->lease_set != NULL &&
@@ -224,8 +232,11 @@ void gc_exec_lease_after_observe(struct run *r, struct tslot *s, bool observed)
 {
 	if (!s->lease_offered || s->conn == NULL)
 		return;
-	if (s->drv->lease_taken(s->conn))
+	if (s->drv->lease_taken(s->conn)) {
 		s->leased = true;
+		count(&r->rep->lease_taken);
+		count(&r->rep->lease_taken_observing);
+	}
 	else if (observed && !s->lease_left_before)
 		lease_cleared(r, s);
 }
@@ -315,8 +326,10 @@ static void write_one(struct run *r, struct tslot *s, size_t i, void *arg)
 	gc_exec_journal(r, s->target, "lease", "lease", GC_J_START, NULL);
 	s->lease_left = true;
 	p->rc[i] = gc_exec_lease_call(r, s, set_lease, r->lease, &p->errs[i]);
-	if (p->rc[i] == 0)
+	if (p->rc[i] == 0) {
 		s->leased = true;
+		count(&r->rep->lease_taken);
+	}
 }
 
 int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err)
@@ -356,6 +369,7 @@ int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err
 		if (gc_exec_lease_call(r, s, set_lease, r->lease, err) != 0)
 			return err->code;
 		s->leased = true;
+		count(&r->rep->lease_taken);
 	}
 	pass_init(&p, r, capable_plain);
 	gc_exec_for_slots(r, p.slots, p.n, write_one, &p);
@@ -477,13 +491,18 @@ static void clear_if_ours(struct run *r, struct tslot *s, const char *left_msg)
 	bool cleared = false;
 
 	if (s->drv->lease_clear_ours != NULL) {
-		if (s->drv->lease_clear_ours(s->conn, &r->ctx, r->lease_lock, &cleared, &err) == 0 &&
-		    cleared && left_msg != NULL)
-			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, left_msg, 0);
+		if (s->drv->lease_clear_ours(s->conn, &r->ctx, r->lease_lock, &cleared, &err) != 0)
+			cleared = false;
 	} else if (s->drv->lease_get(s->conn, &r->ctx, &held, &err) == 0 &&
 		   strcmp(field(held, "lock", lock, sizeof(lock)), r->lease_lock) == 0 &&
-		   s->drv->lease_set(s->conn, &r->ctx, "", &err) == 0 && left_msg != NULL)
-		gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, left_msg, 0);
+		   s->drv->lease_set(s->conn, &r->ctx, "", &err) == 0) {
+		cleared = true;
+	}
+	if (cleared) {
+		count(&r->rep->lease_cleared);
+		if (left_msg != NULL)
+			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, left_msg, 0);
+	}
 	if (err.code != 0)
 		gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
 	else

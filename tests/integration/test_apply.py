@@ -165,6 +165,8 @@ class ApplyRoce(LabCase):
         # and the tool counted the same (apply -v)
         self.assertIn("gpuclusterctl: round trips per ESXi host: %d to %d over %d hosts, besides "
                       % (min(trips.values()), max(trips.values()), len(self.hosts)), r.stderr)
+        self.assertIn("gpuclusterctl: cluster lease taken on 8 targets (8 in their observation), "
+                      "cleared on 8 (8 with their last step)\n", r.stderr)
 
         before = {h: len(self.log(h)) for h in self.hosts + self.switches}
         r2 = self.apply("-v")
@@ -813,7 +815,9 @@ class ApplyRoce(LabCase):
                              "-d 'gpuclusterctl cluster lease' && esxcli system settings advanced set -o %s "
                              "-s '%s'" % (LEASE, theirs))
         before = {h: len(self.execs(h)) for h in self.hosts}
-        r = self.apply(check=1)
+        r = self.apply("-v", check=1)
+        self.assertIn("gpuclusterctl: cluster lease taken on 7 targets (7 in their observation), "
+                      "cleared on 7 (0 with their last step)\n", r.stderr)
         self.assertRegex(r.stderr, r"gpuclusterctl: error: cluster 'roce-lab' is locked on esxi 'esx05' by "
                          r"ops@elsewhere pid 4242 since \S+Z \(until \S+Z\): another apply holds it, maybe "
                          r"from another copy of the spec; nothing was changed\.")
@@ -839,8 +843,10 @@ class ApplyRoce(LabCase):
         # each; the later waves start once the switch is done, and their
         # hosts clear the lease with their last step
         self.control("sn2700", {"latency_ms": 800})
-        r = self.apply()
+        r = self.apply("-v")
         self.assertIn("Apply complete", r.stdout)
+        self.assertIn("gpuclusterctl: cluster lease taken on 8 targets (8 in their observation), "
+                      "cleared on 8 (6 with their last step)\n", r.stderr)
         switch_done = max(parse_ts(t) for t, c in self.log("sn2700") if c != "exit")
         kept = []
         for h in self.hosts:

@@ -240,11 +240,12 @@ void gc_drv_maintenance_left(struct gc_drv_ctx *ctx, const struct gc_target *t, 
  * gc_drv_lease_release_lock: our lock when the step about to go out is the
  *   target's last of the run and the lease may be cleared in its exec (no
  *   action is left on a target that does not hold our lease); else NULL.
- * gc_drv_lease_released: that clear ran: the target holds no lease of ours.
+ * gc_drv_lease_released: that clear ran: the target holds no lease of ours
+ *   (cleared: it held ours, and now none; else it held another's or none).
  */
 const char *gc_drv_lease_offer(struct gc_drv_ctx *ctx, const char **lock);
 const char *gc_drv_lease_release_lock(struct gc_drv_ctx *ctx, const struct gc_target *t);
-void gc_drv_lease_released(struct gc_drv_ctx *ctx, const struct gc_target *t);
+void gc_drv_lease_released(struct gc_drv_ctx *ctx, const struct gc_target *t, bool cleared);
 /* True once the user asked to stop (Ctrl-C): finish the step, start no new one. */
 bool gc_drv_interrupted(const struct gc_drv_ctx *ctx);
 

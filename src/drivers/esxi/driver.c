@@ -194,7 +194,7 @@ static int observe_leased(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc
 		c->lease_option = 1;
 	}
 	if ((flags & GC_ESXI_OBS_LEASE_CLEAR) && f.lease_clear != 0)
-		gc_drv_lease_released(ctx, c->target);
+		gc_drv_lease_released(ctx, c->target, f.lease_clear == GC_ESXI_LEASE_CLEARED);
 	if (f.lease_read) {
 		c->lease_option = f.lease_option ? 1 : 0;
 		c->lease_seen = true;
