@@ -2,7 +2,7 @@
 """Apply benchmark: gpuclusterctl vs Ansible on the same simulated hosts.
 
     bench/apply_bench.py [--hosts 64] [--rtt-ms 50] [--reboot-seconds 2]
-                         [--forks 5,50] [--bin build/src/cli/gpuclusterctl]
+                         [--forks 5,50] [--runs 5] [--bin build/src/cli/gpuclusterctl]
 
 1. Writes a spec of N ESXi hosts like examples/roce-passthrough.yaml (one
    V100 passed through, one ConnectX-5 with 4 VFs, NTP; rolling.max_unavailable
@@ -10,7 +10,8 @@
    (scripts/lab.sh start --spec) with `rtt_ms` paid once by every exec (one
    SSH round trip: docs/lab.md) and a simulated reboot of --reboot-seconds,
    which gpuclusterctl polls every 100 ms (GC_REBOOT_POLL_MS).
-2. gpuclusterctl: a live `plan --json`, then `apply`, timed, with its CPU
+2. gpuclusterctl, --runs times on a reset lab (median and min-max of
+   each figure): a live `plan --json`, then `apply`, timed, with its CPU
    (user + system, from wait4) and the lab's (the simulator server and
    sshd, their own and their reaped children's, from /proc): the simulated
    hosts must cost less than the tool for the figure to measure the tool.
@@ -194,12 +195,97 @@ def ansible_run(lab, hosts, addrs, port, forks, env, reboot):
     return wall, c.cpu, lab_cpu(lab) - sim0
 
 
+def one_apply(args, lab, labspec, hosts, addrs, env, i):
+    """One gpuclusterctl apply on the reset lab: a live plan, then the apply
+    timed, with the figures of it that the report needs."""
+    state = os.path.join(lab, "state-%d" % i)
+    r = sh([args.bin, "plan", "--json", "--state-dir", state, labspec], env)
+    if r.returncode != 2:
+        sys.exit("plan: exit %d\n%s" % (r.returncode, r.stderr))
+    since = len(open(os.path.join(lab, "sshd.log"), errors="replace").readlines())
+    logs0 = log_lengths(lab, hosts)
+    sim0, sshd0 = lab_cpu(lab), lab_cpu(lab, ("sshd.pid",))
+    with ChildCPU() as c:
+        rc, out, err, wall = timed([args.bin, "apply", "--yes", "-v", "--parallelism",
+                                    str(args.hosts), "--state-dir", state, labspec], env)
+    time.sleep(1.0)  # the lab sshd reaps the sessions of the connections just closed
+    sim_cpu = lab_cpu(lab) - sim0
+    sshd_cpu = lab_cpu(lab, ("sshd.pid",)) - sshd0
+    if rc != 0:
+        sys.exit("apply: exit %d\n%s\n%s" % (rc, out[-3000:], err[-3000:]))
+    conns = connections_per_host(lab, since)
+    ex = execs_since(lab, hosts, logs0)
+    rtt = args.rtt_ms / 1000.0
+    floors = {h: (n - polls) * rtt + reboots * args.reboot_seconds
+              for h, (n, polls, reboots) in ex.items()}
+    phases = re.search(r"observe ([0-9.]+) s, apply ([0-9.]+) s, cluster lease ([0-9.]+) s", err)
+    return {"wall": wall, "cpu": c.cpu, "sim_cpu": sim_cpu, "sshd_cpu": sshd_cpu, "ex": ex,
+            "floors": floors, "floor": max(floors.values()), "conns": [conns.get(a, 0) for a in addrs],
+            "observe": float(phases.group(1)), "apply": float(phases.group(2)),
+            "lease": float(phases.group(3)),
+            "counters": [l for l in err.splitlines() if "changing commands" in l]}
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def spread(xs, fmt="%.2f"):
+    """median (min-max) of xs; the value alone for one run."""
+    if len(xs) == 1:
+        return fmt % xs[0]
+    return (fmt + " (" + fmt + "-" + fmt + ")") % (median(xs), min(xs), max(xs))
+
+
+def report(args, runs, rows):
+    walls = [r["wall"] for r in runs]
+    wall = median(walls)
+    print("%d simulated hosts, %d ms per exec (round trip), %.1f s simulated reboot; "
+          "gpuclusterctl %d run%s: median (min-max)\n"
+          % (args.hosts, args.rtt_ms, args.reboot_seconds, len(runs), "" if len(runs) == 1 else "s"))
+    print("| run | wall s | / gpuclusterctl | controller CPU s | simulated hosts' CPU s |")
+    print("|---|---:|---:|---:|---:|")
+    print("| gpuclusterctl apply --parallelism %d | %s | 1.00 | %s | %s |"
+          % (args.hosts, spread(walls, "%.2f"), spread([r["cpu"] for r in runs]),
+             spread([r["sim_cpu"] for r in runs])))
+    for name, w, cpu, scpu in rows:
+        print("| %s | %.1f | %.2f | %.2f | %.2f |" % (name, w, w / wall, cpu, scpu))
+    last = runs[-1]
+    slow = max(last["floors"], key=last["floors"].get)
+    n, polls, reboots = last["ex"][slow]
+    print("\nlatency floor %s s (last run: slowest host %s, %d execs less %d reboot polls x %d ms "
+          "+ %d reboots x %.1f s); wall / floor = %s, apply phase / floor = %s"
+          % (spread([r["floor"] for r in runs]), slow, n, polls, args.rtt_ms, reboots,
+             args.reboot_seconds, spread([r["wall"] / r["floor"] for r in runs]),
+             spread([r["apply"] / r["floor"] for r in runs])))
+    per = sorted(n - p for r in runs for n, p, _ in r["ex"].values())
+    print("execs per host besides reboot polls, all runs: min %d, median %d, max %d; reboot polls max %d"
+          % (per[0], per[len(per) // 2], per[-1],
+             max(p for r in runs for _, p, _ in r["ex"].values())))
+    print("simulated hosts' CPU during gpuclusterctl's apply: %s s, of which the lab sshd "
+          "(every connection's and exec's sshd processes) %s s and the simulator server %s s"
+          % (spread([r["sim_cpu"] for r in runs]), spread([r["sshd_cpu"] for r in runs]),
+             spread([r["sim_cpu"] - r["sshd_cpu"] for r in runs])))
+    print("wall %s s = observe %s s + cluster lease (of its own) %s s + apply phase %s s"
+          " + the rest (start, connections, plan) %s s"
+          % (spread(walls), spread([r["observe"] for r in runs]), spread([r["lease"] for r in runs]),
+             spread([r["apply"] for r in runs]),
+             spread([r["wall"] - r["observe"] - r["lease"] - r["apply"] for r in runs])))
+    print("connections per host during apply, all runs: min %d, max %d"
+          % (min(min(r["conns"]) for r in runs), max(max(r["conns"]) for r in runs)))
+    if last["counters"]:
+        print("last run: " + last["counters"][0])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hosts", type=int, default=64)
     ap.add_argument("--rtt-ms", type=int, default=50)
     ap.add_argument("--reboot-seconds", type=float, default=2.0)
     ap.add_argument("--forks", default="5,50")
+    ap.add_argument("--runs", type=int, default=5, help="gpuclusterctl applies, each on a reset lab")
     ap.add_argument("--port", type=int, default=2330)
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "src", "cli", "gpuclusterctl"))
     args = ap.parse_args()
@@ -220,33 +306,13 @@ def main():
         labspec = os.path.join(lab, "bench-src.yaml")
         hosts = ["esx%02d" % (i + 1) for i in range(args.hosts)]
         addrs = [addr_of(i) for i in range(args.hosts)]
-        set_controls(lab, hosts, args.rtt_ms, args.reboot_seconds)
-        state = os.path.join(lab, "state")
-        r = sh([args.bin, "plan", "--json", "--state-dir", state, labspec], env)
-        if r.returncode != 2:
-            sys.exit("plan: exit %d\n%s" % (r.returncode, r.stderr))
-        since = len(open(os.path.join(lab, "sshd.log"), errors="replace").readlines())
-        logs0 = log_lengths(lab, hosts)
-        sim0, sshd0 = lab_cpu(lab), lab_cpu(lab, ("sshd.pid",))
-        with ChildCPU() as c:
-            rc, out, err, wall = timed([args.bin, "apply", "--yes", "-v", "--parallelism",
-                                        str(args.hosts), "--state-dir", state, labspec], env)
-        time.sleep(1.0)  # the lab sshd reaps the sessions of the connections just closed
-        sim_cpu = lab_cpu(lab) - sim0
-        sshd_cpu = lab_cpu(lab, ("sshd.pid",)) - sshd0
-        if rc != 0:
-            sys.exit("apply: exit %d\n%s\n%s" % (rc, out[-3000:], err[-3000:]))
-        conns = connections_per_host(lab, since)
-        ex = execs_since(lab, hosts, logs0)
-        rtt = args.rtt_ms / 1000.0
-        floors = {h: (n - polls) * rtt + reboots * args.reboot_seconds
-                  for h, (n, polls, reboots) in ex.items()}
-        floor = max(floors.values())
-        counters = [l for l in err.splitlines() if "changing commands" in l]
-        phases = re.search(r"observe ([0-9.]+) s, apply ([0-9.]+) s, cluster lease ([0-9.]+) s", err)
-        observe_s, apply_s = float(phases.group(1)), float(phases.group(2))
-        lease_s = float(phases.group(3))
-        rows = [("gpuclusterctl apply --parallelism %d" % args.hosts, wall, c.cpu, sim_cpu)]
+        runs = []
+        for i in range(args.runs):
+            if i > 0:  # factory state again, and a state directory of its own
+                sh([os.path.join(ROOT, "scripts", "lab.sh"), "reset"], env)
+            set_controls(lab, hosts, args.rtt_ms, args.reboot_seconds)
+            runs.append(one_apply(args, lab, labspec, hosts, addrs, env, i))
+        rows = []
         if shutil.which("ansible-playbook"):
             for forks in (int(f) for f in args.forks.split(",")):
                 sh([os.path.join(ROOT, "scripts", "lab.sh"), "reset"], env)
@@ -254,31 +320,7 @@ def main():
                 w, cpu, scpu = ansible_run(lab, hosts, addrs, args.port, forks, env,
                                            args.reboot_seconds)
                 rows.append(("Ansible raw, linear, forks %d" % forks, w, cpu, scpu))
-        print("%d simulated hosts, %d ms per exec (round trip), %.1f s simulated reboot\n"
-              % (args.hosts, args.rtt_ms, args.reboot_seconds))
-        print("| run | wall s | / gpuclusterctl | controller CPU s | simulated hosts' CPU s |")
-        print("|---|---:|---:|---:|---:|")
-        for name, w, cpu, scpu in rows:
-            print("| %s | %.1f | %.2f | %.2f | %.2f |" % (name, w, w / wall, cpu, scpu))
-        slow = max(floors, key=floors.get)
-        n, polls, reboots = ex[slow]
-        print("\nlatency floor %.2f s (slowest host %s: %d execs less %d reboot polls x %d ms "
-              "+ %d reboots x %.1f s); wall / floor = %.2f, apply phase / floor = %.2f"
-              % (floor, slow, n, polls, args.rtt_ms, reboots, args.reboot_seconds, floor and wall / floor,
-                 floor and apply_s / floor))
-        per = sorted(n - p for n, p, _ in ex.values())
-        print("execs per host besides reboot polls: min %d, median %d, max %d; reboot polls max %d"
-              % (per[0], per[len(per) // 2], per[-1], max(p for _, p, _ in ex.values())))
-        print("simulated hosts' CPU during gpuclusterctl's apply: %.2f s, of which the lab sshd "
-              "(every connection's and exec's sshd processes) %.2f s and the simulator server %.2f s"
-              % (sim_cpu, sshd_cpu, sim_cpu - sshd_cpu))
-        print("wall %.2f s = observe %.2f s + cluster lease (take and clear) %.2f s + apply phase %.2f s"
-              " + the rest (start, connections, plan) %.2f s"
-              % (wall, observe_s, lease_s, apply_s, wall - observe_s - lease_s - apply_s))
-        print("connections per host during apply: min %d, max %d"
-              % (min(conns.get(a, 0) for a in addrs), max(conns.get(a, 0) for a in addrs)))
-        if counters:
-            print(counters[0])
+        report(args, runs, rows)
     finally:
         sh([os.path.join(ROOT, "scripts", "lab.sh"), "stop"], env)
         shutil.rmtree(lab, ignore_errors=True)
