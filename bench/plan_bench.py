@@ -94,8 +94,21 @@ def phases(binaries, sizes, runs, guests=False):
                       f" | {max(r[6] for r in rows) / 1024:.0f} MiB |")
 
 
+class Wall(float):
+    """A median wall time that keeps its runs' minimum and maximum."""
+    def __new__(cls, walls):
+        w = super().__new__(cls, statistics.median(walls))
+        w.lo, w.hi = min(walls), max(walls)
+        return w
+
+    def ms(self):
+        """ms, median (min-max)"""
+        return f"{self * 1e3:.1f} ({self.lo * 1e3:.1f}-{self.hi * 1e3:.1f})"
+
+
 def measure(argv, runs, ok_codes, cpu_too=False):
-    """Median wall (and, with cpu_too, median user+sys CPU) and the largest peak RSS."""
+    """Median wall (a Wall: with min and max; and, with cpu_too, median
+    user+sys CPU) and the largest peak RSS."""
     walls, cpus, rss = [], [], 0
     for _ in range(runs):
         wall, cpu, maxrss, code = run_once(argv)
@@ -105,8 +118,8 @@ def measure(argv, runs, ok_codes, cpu_too=False):
         cpus.append(cpu)
         rss = max(rss, maxrss)
     if cpu_too:
-        return statistics.median(walls), statistics.median(cpus), rss
-    return statistics.median(walls), rss
+        return Wall(walls), statistics.median(cpus), rss
+    return Wall(walls), rss
 
 
 def main() -> int:
@@ -140,17 +153,19 @@ def main() -> int:
             text, text_cpu, text_rss = measure([binary, "plan", "--offline", spec], runs, {2}, True)
             plan, plan_cpu, plan_rss = measure([binary, "plan", "--offline", "--json", spec], runs,
                                                {2}, True)
-            rows.append((n, size_mb, load, text, text_cpu, text_rss, plan, plan_cpu, plan_rss))
-    print("| hosts | spec MB | check (load) ms | plan (text) ms | plan --json ms | --json / text "
+            rows.append((n, size_mb, runs, load, text, text_cpu, text_rss, plan, plan_cpu, plan_rss))
+    print("| hosts | spec MB | runs | check (load) ms | plan (text) ms | plan --json ms | --json / text "
           "| CPU text ms | CPU --json ms | CPU --json / text | peak RSS text MiB | peak RSS --json MiB |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for n, size_mb, load, text, text_cpu, text_rss, plan, plan_cpu, rss in rows:
-        print(f"| {n:,} | {size_mb:.1f} | {load * 1e3:.1f} | {text * 1e3:.1f} | {plan * 1e3:.1f} | "
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, size_mb, nruns, load, text, text_cpu, text_rss, plan, plan_cpu, rss in rows:
+        print(f"| {n:,} | {size_mb:.1f} | {nruns} | {load.ms()} | {text.ms()} | {plan.ms()} | "
               f"{plan / text:.2f} | {text_cpu * 1e3:.1f} | {plan_cpu * 1e3:.1f} | "
               f"{plan_cpu / text_cpu:.2f} | {text_rss / 1024:.1f} | {rss / 1024:.1f} |")
+    print("\n(wall: median (min-max) of the runs)")
     if len(rows) >= 2:
         for r1, r2 in zip(rows, rows[1:]):
-            print(f"\nscaling {r1[0]:,} → {r2[0]:,} hosts: plan --json time × {r2[6] / r1[6]:.2f}")
+            print(f"\nscaling {r1[0]:,} → {r2[0]:,} hosts, by the medians: plan (text) time × "
+                  f"{r2[4] / r1[4]:.2f}, plan --json time × {r2[7] / r1[7]:.2f}")
     startup(binary, max(20, args.runs))
     return 0
 
