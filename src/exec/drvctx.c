@@ -158,11 +158,11 @@ void gc_drv_lease_released(struct gc_drv_ctx *ctx, const struct gc_target *t, bo
 		return;
 	pthread_mutex_lock(&r->mu);
 	r->slots[t->index].released_inline = true;
-	if (cleared) {
-		r->rep->lease_cleared++;
-		r->rep->lease_cleared_last_step++;
-	}
 	pthread_mutex_unlock(&r->mu);
+	if (cleared) { /* as lease.c counts its own clears: atomically */
+		__atomic_fetch_add(&r->rep->lease_cleared, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&r->rep->lease_cleared_last_step, 1, __ATOMIC_RELAXED);
+	}
 }
 
 void gc_drv_count_exec(struct gc_drv_ctx *ctx, const struct gc_target *t, bool poll)
