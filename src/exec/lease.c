@@ -178,8 +178,9 @@ static void lease_cleared(struct run *r, struct tslot *s)
 /* ---------------------------------------------------------------- the lease in the targets' own execs */
 
 /*
- * An apply that expects changes (the journal shows no run, or a last run
- * that did not converge) has its observation take the lease, in the same
+ * An apply that expects changes (the journal's last run record is not
+ * "converged" with this spec's hash: recover.c) has its observation take
+ * the lease, in the same
  * exec as its reads, on every target whose driver can (ESXi: the snippet
  * GC_ESXI_LEASE_TAKE_SCRIPT writes ours where the host holds none or one of
  * ours, and only reads another's).  gc_exec_take_leases then checks what
@@ -236,9 +237,9 @@ void gc_exec_lease_after_observe(struct run *r, struct tslot *s, bool observed)
 		s->leased = true;
 		count(&r->rep->lease_taken);
 		count(&r->rep->lease_taken_observing);
-	}
-	else if (observed && !s->lease_left_before)
+	} else if (observed && !s->lease_left_before) {
 		lease_cleared(r, s);
+	}
 }
 
 static int get_lease(struct tslot *s, struct run *r, void *arg, struct gc_error *err)
@@ -300,9 +301,11 @@ static int pass_result(const struct lease_pass *p, struct gc_error *err)
 	return 0;
 }
 
+/* to be read: not taken by its observation, whose read found it free or
+ * ours (a read now would cost an exec once the observation's is stale) */
 static bool capable(const struct run *r, const struct tslot *s)
 {
-	return lease_capable(r, s);
+	return lease_capable(r, s) && !s->leased;
 }
 
 /* not a compare-and-set target, and not taken by its observation */

@@ -48,8 +48,6 @@ struct esxi_conn {
 
 #define LEASE_SEEN_MS 30000u
 
-#define LEASE_SEEN_MS 30000u
-
 /* Every exec to the host goes through here, counted (`poll`: while it reboots). */
 int esxi_host_exec(struct esxi_conn *c, struct gc_ssh_conn *ssh, const char *cmd, bool poll,
 		   struct gc_ssh_result *res, struct gc_error *err);
