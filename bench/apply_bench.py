@@ -284,7 +284,7 @@ def main():
     ap.add_argument("--hosts", type=int, default=64)
     ap.add_argument("--rtt-ms", type=int, default=50)
     ap.add_argument("--reboot-seconds", type=float, default=2.0)
-    ap.add_argument("--forks", default="5,50")
+    ap.add_argument("--forks", default="5,50", help="Ansible's forks, comma-separated; '' for none")
     ap.add_argument("--runs", type=int, default=5, help="gpuclusterctl applies, each on a reset lab")
     ap.add_argument("--port", type=int, default=2330)
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "src", "cli", "gpuclusterctl"))
@@ -314,7 +314,7 @@ def main():
             runs.append(one_apply(args, lab, labspec, hosts, addrs, env, i))
         rows = []
         if shutil.which("ansible-playbook"):
-            for forks in (int(f) for f in args.forks.split(",")):
+            for forks in (int(f) for f in args.forks.split(",") if f.strip()):
                 sh([os.path.join(ROOT, "scripts", "lab.sh"), "reset"], env)
                 set_controls(lab, hosts, args.rtt_ms, args.reboot_seconds)
                 w, cpu, scpu = ansible_run(lab, hosts, addrs, args.port, forks, env,
