@@ -9,7 +9,9 @@
    N, so the planner puts every host in one wave) and starts a lab for it
    (scripts/lab.sh start --spec) with `rtt_ms` paid once by every exec (one
    SSH round trip: docs/lab.md) and a simulated reboot of --reboot-seconds,
-   which gpuclusterctl polls every 100 ms (GC_REBOOT_POLL_MS).
+   which gpuclusterctl polls every 100 ms (GC_REBOOT_POLL_MS); a rebooting
+   host's connections are reset before the SSH banner, as a real host that
+   is down takes none (tests/sim/downgate.c, docs/lab.md).
 2. gpuclusterctl, --runs times on a reset lab (median and min-max of
    each figure): a live `plan --json`, then `apply`, timed, with its CPU
    (user + system, from wait4) and the lab's (the simulator server and
@@ -21,7 +23,8 @@
    executor that sends those execs one after another can be faster.
    Ratio = apply wall / floor.
 4. Execs per host (every exec is one line of the host's command log) and
-   connections per host (the lab sshd's log).
+   connections per host (the lab sshd's log: the connections sshd took,
+   not the reboot polls reset before it saw them).
 5. Ansible (Debian's ansible-core, `raw` module, default linear strategy)
    drives the same changing commands against the same hosts, reset to
    factory state, for each --forks; the reboot is a `raw` reboot followed by

@@ -140,12 +140,36 @@ make_host_dirs() {
 	local user=$1 name
 	mkdir -p "$lab/hosts"
 	chmod 755 "$lab/hosts"
+	# down/ADDRESS: until when (Unix ms) a rebooting host refuses connections
+	# (written by the simulator, read by tests/sim/downgate.c in the sshd)
+	rm -rf "${lab:?}/down"
+	mkdir -p "$lab/down"
+	chown "$user" "$lab/down"
+	chmod 755 "$lab/down"
 	while read -r _ _ name _; do
 		[ -n "${name:-}" ] || continue
 		mkdir -p "$lab/hosts/$name"
 		chown "$user" "$lab/hosts/$name"
 		chmod 755 "$lab/hosts/$name"
 	done < <(grep -v '^#' "$lab/inventory")
+}
+
+# tests/sim/downgate.c into $lab/bin/downgate.so (for the sshd's
+# LD_PRELOAD); false without a C compiler: rebooting hosts then still
+# complete the handshake and only their sessions are dropped.
+build_downgate() {
+	local src=$root/tests/sim/downgate.c
+	mkdir -p "$lab/bin"
+	if [ ! -f "$lab/bin/downgate.so" ] || [ "$src" -nt "$lab/bin/downgate.so" ]; then
+		if ! command -v cc >/dev/null 2>&1 ||
+			! cc -O2 -Wall -Wextra -shared -fPIC -o "$lab/bin/downgate.so.tmp" "$src" 2>"$lab/bin/downgate.log"; then
+			echo "lab: cannot build $src (see $lab/bin/downgate.log): rebooting hosts answer SSH" >&2
+			rm -f "$lab/bin/downgate.so" "$lab/bin/downgate.so.tmp"
+			return 1
+		fi
+		chmod 644 "$lab/bin/downgate.so.tmp"
+		mv "$lab/bin/downgate.so.tmp" "$lab/bin/downgate.so"
+	fi
 }
 
 # The session command: the simulator server's client when it is built
@@ -440,7 +464,14 @@ cmd_start() {
 	# sshd keeps; here one sshd answers for every simulated host on this
 	# machine's cores, and the re-exec was a fifth to a quarter of its CPU per
 	# connection: the apply bench's reboot polls and handshakes)
-	if ! "$sshd_bin" -r -f "$lab/sshd_config" -E "$lab/sshd.log"; then
+	# A rebooting host takes no new connection (tests/sim/downgate.c, when
+	# a C compiler built it): the sshd's accept() resets a connection to an
+	# address whose $lab/down/ADDRESS names a time still to come.
+	local preload=()
+	if build_downgate; then
+		preload=(env "LD_PRELOAD=$lab/bin/downgate.so" "GC_LAB_DOWN_DIR=$lab/down")
+	fi
+	if ! "${preload[@]}" "$sshd_bin" -r -f "$lab/sshd_config" -E "$lab/sshd.log"; then
 		sed 's/^/lab: sshd: /' "$lab/sshd.log" >&2
 		start_failed "sshd did not start on port $port"
 	fi

@@ -124,11 +124,25 @@ def vib_active(state):
     return any(v["vendor"] == "NVIDIA" for v in state["vibs"])
 
 
+def mark_down(host, until):
+    """$GC_LAB_DIR/down/ADDRESS: the lab sshd's accept() resets connections
+    to this host until then (tests/sim/downgate.c); absent (a lab without
+    it, or the unit tests' own dir), sessions are refused instead."""
+    d = os.path.join(host.lab, "down")
+    if not os.path.isdir(d) or not re.fullmatch(r"[0-9.]+", host.address or ""):
+        return
+    tmp = os.path.join(d, ".%s.%d" % (host.address, os.getpid()))
+    with open(tmp, "w") as f:
+        f.write("%d\n" % int(until * 1000))
+    os.replace(tmp, os.path.join(d, host.address))
+
+
 def apply_reboot(state, host):
     control = simlab.read_control(host)
     state["boot_count"] += 1
     state["boot_time"] = time.time() + float(control.get("reboot_seconds", 2))
     state["down_until"] = time.time() + float(control.get("reboot_seconds", 2))
+    mark_down(host, state["down_until"])
     state["vibs"] = [dict(v) for v in state["vibs_pending"]]
     state["graphics_active"] = state["graphics"]["type"]
     # "passthru_stuck": the reboot does not make passthrough current (a

@@ -49,6 +49,27 @@ check "state kept" test "$(ssh_lab 127.0.0.11 'esxcli system maintenanceMode get
 check "reset forgets state" test "$(ssh_lab 127.0.0.11 'esxcli system maintenanceMode get')" = Disabled
 check "reset keeps sshd" test "$(cat "$GC_LAB_DIR/sshd.pid")" = "$pid"
 
+# a rebooting host takes no new connection (tests/sim/downgate.c): the
+# connection is reset before sshd's banner, sshd never logs it, the other
+# hosts answer, and the host answers again once its reboot is over
+echo '{"reboot_seconds": 4}' >"$GC_LAB_DIR/hosts/esxi-2/control.json"
+set +e
+ssh_lab 127.0.0.12 'reboot' >/dev/null 2>&1
+set -e
+check "the reboot marks the host down" test -s "$GC_LAB_DIR/down/127.0.0.12"
+seen=$(grep -c "on 127.0.0.12 port" "$GC_LAB_DIR/sshd.log" || true)
+set +e
+err=$(ssh_lab 127.0.0.12 'hostname' 2>&1 >/dev/null)
+rc=$?
+set -e
+check "a connection to the rebooting host fails (exit 255)" test "$rc" = 255
+check "... reset before the banner" grep -q "Connection reset" <<<"$err"
+check "... and never reaches sshd" test "$(grep -c "on 127.0.0.12 port" "$GC_LAB_DIR/sshd.log" || true)" = "$seen"
+check "... nor the simulator" test ! -e "$GC_LAB_DIR/hosts/esxi-2/refused.log"
+check "another host answers meanwhile" test "$(ssh_lab 127.0.0.11 hostname)" = esxi-1
+sleep 4
+check "the host answers after its reboot" test "$(ssh_lab 127.0.0.12 hostname)" = esxi-2
+
 check "status running" "$lab" status >/dev/null
 "$lab" stop >/dev/null
 check "stop ends sshd" bash -c '! [ -r /proc/$1/stat ] || [ "$(cut -d" " -f3 /proc/$1/stat)" = Z ]' _ "$pid"
