@@ -4,6 +4,7 @@
 #
 # Here:   scripts/device-bench-bundle.sh
 # There:  run carry=[".device"] command="scripts/device-bench.sh 64 256"
+#         (GC_BENCH_FORKS='' leaves Ansible out; GC_BENCH_FORKS=5 runs forks 5 only)
 #
 # Uses the machine's /usr/bin/python3 and the bundle's sshd, ssh,
 # ansible-core and Python packages.  Output: $OUT/bench-N.txt.
@@ -27,7 +28,8 @@ ansible-playbook --version 2>&1 | sed -n 1,2p | tee -a "$OUT/env.txt"
 rc=0
 for n in "$@"; do
 	echo "== $n hosts"
-	/usr/bin/python3 bench/apply_bench.py --hosts "$n" --bin "$B/bench/bin/gpuclusterctl" 2>&1 |
+	/usr/bin/python3 bench/apply_bench.py --hosts "$n" --bin "$B/bench/bin/gpuclusterctl" \
+		${GC_BENCH_FORKS+--forks "$GC_BENCH_FORKS"} 2>&1 |
 		tee "$OUT/bench-$n.txt" || rc=1
 done
 exit $rc
