@@ -834,6 +834,46 @@ class ApplyRoce(LabCase):
             self.assert_host_converged(h)
             self.assertEqual(self.lease(h), "none", h)
 
+    def test_a_stale_observation_reads_the_lease_again_but_never_one_it_took(self):
+        # The lease check trusts an observation's own read of the lease for
+        # 30 s (LEASE_SEEN_MS; 300 ms here), and never reads again a lease
+        # the observation took, however old (2529792).  esx08 answers each
+        # exec in 1.5 s, so the lease check comes 1.5 s after the other
+        # hosts' observations
+        env = dict(self.env, GC_TEST_LEASE_SEEN_MS="300")
+        self.control("esx08", {"reboot_seconds": self.reboot_seconds, "rtt_ms": 1500})
+        before = {h: len(self.execs(h)) for h in self.hosts}
+        r = self.apply("-v", env=env)
+        self.assertIn("gpuclusterctl: cluster lease taken on 8 targets (8 in their observation)", r.stderr)
+        for h in self.hosts:
+            kinds = [exec_kind(c) for _, c in self.execs(h)[before[h]:]]
+            self.assertEqual(kinds[0], "observe", h)
+            self.assertNotIn("lease read", kinds, h)
+            self.assert_host_converged(h)
+        # a converged re-apply changes nothing and takes no lease: the
+        # observation's read of it is all
+        before = {h: len(self.execs(h)) for h in self.hosts}
+        r = self.apply("-v", env=env)
+        self.assertIn("No changes on the selected targets", r.stdout)
+        for h in self.hosts:
+            self.assertEqual([exec_kind(c) for _, c in self.execs(h)[before[h]:]], ["observe"], h)
+        # NTP changed by hand everywhere: the journal's last run converged,
+        # so the observation only reads the lease; the lease check reads it
+        # again where that read is over 300 ms old by then (all but esx08),
+        # then writes ours, and each host's change is followed by the clear
+        for h in self.hosts:
+            self.remote(h, "esxcli system ntp set -s ntp9.lab.example")
+        before = {h: len(self.execs(h)) for h in self.hosts}
+        r = self.apply("-v", env=env)
+        self.assertIn("gpuclusterctl: cluster lease taken on 8 targets (0 in their observation), "
+                      "cleared on 8 (0 with their last step)\n", r.stderr)
+        for h in self.hosts:
+            kinds = [exec_kind(c) for _, c in self.execs(h)[before[h]:]]
+            self.assertEqual(kinds, ["observe"] + ([] if h == "esx08" else ["lease read"]) +
+                             ["lease write", ROCE_SEQUENCE[0], "lease clear"], h)
+            self.assertEqual(self.lease(h), "none", h)
+            self.assertEqual(self.state(h)["ntp"]["servers"], ["ntp1.lab.example"], h)
+
     def test_hosts_keep_the_lease_to_the_end_while_the_switch_has_work(self):
         # every command on the switch takes 0.8 s, so the first wave's hosts
         # are done long before it: no host may clear its lease with its last
