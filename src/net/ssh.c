@@ -146,8 +146,8 @@ static int wait_socket(struct gc_ssh_conn *c, uint64_t deadline, struct gc_error
 		 * while an sshd with Nagle on holds its next small packet until
 		 * the last one is acknowledged: a stall of about 40 ms at the
 		 * SERVICE_ACCEPT and again at the channel's open confirmation, in
-		 * every connection to OpenSSH 9.2 (the lab's; ESXi's sshd is also
-		 * OpenSSH, and sets TCP_NODELAY only for a terminal session).
+		 * every connection to the lab's OpenSSH 9.2 (its session.c sets
+		 * TCP_NODELAY only for a terminal or X11 session, and not before).
 		 * TCP_QUICKACK is not sticky (tcp(7)): set before every wait. */
 		int one = 1;
 
