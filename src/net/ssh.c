@@ -530,7 +530,19 @@ int gc_ssh_connect(struct gc_ssh_conn **out, const struct gc_ssh_opts *o, struct
 	SSH_RETRY(c, rc, libssh2_session_handshake(c->session, c->fd), deadline, err, "handshake",
 		  ms);
 	if (rc != 0) {
+		bool no_banner = (rc == LIBSSH2_ERROR_SOCKET_SEND || rc == LIBSSH2_ERROR_SOCKET_RECV ||
+				  rc == LIBSSH2_ERROR_SOCKET_DISCONNECT) &&
+				 libssh2_session_banner_get(c->session) == NULL;
+
 		rc = lib_fail(c, rc, "handshake", err);
+		/* libssh2 says "Failed sending banner": say what it means (a host
+		 * going down, a full MaxStartups, a firewall's reset) */
+		if (no_banner && err != NULL && err->code != 0) {
+			size_t n = strlen(err->msg);
+
+			snprintf(err->msg + n, sizeof(err->msg) - n,
+				 ": the host closed the connection before its SSH banner");
+		}
 		goto fail;
 	}
 	/* The host key is checked before a credential is sent. */
