@@ -157,8 +157,12 @@ def rtt_ms(host, control=None):
         return 0
 
 
-def take_fault(host, command):
+def take_fault(host, command, control=None):
     """Consume one-shot faults for the command about to run (lock held).
+
+    control: the control file as the caller just read it under the same
+    lock (it is changed in place when a fault is consumed, so the caller
+    holds what the file now says); None reads it here.
 
     Returns None, ("drop",), ("fail", message, exit_status, stream) or
     ("kill", signal_number).
@@ -169,7 +173,8 @@ def take_fault(host, command):
     kill_once {"match": prefix, "signal": 9}: the simulator kills itself with
     that signal when that command comes (sshd reports the exit signal).
     """
-    control = read_control(host)
+    if control is None:
+        control = read_control(host)
     result = None
     changed = False
     if "drop_after" in control:

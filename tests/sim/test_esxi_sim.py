@@ -618,6 +618,20 @@ class TestShellAndFaults(SimTest):
         self.assertEqual(self.ok("echo a; echo b"), "a\nb\n")
         self.assertGreaterEqual(time.monotonic() - t0, 0.4)
 
+    def test_a_fault_consumed_by_one_command_is_gone_for_the_next(self):
+        # run_simple reads control.json once per command and hands that read
+        # to the command: the one-shot fault it consumed must not come back
+        # through it, and a later command of the same exec sees the file as
+        # the fault left it
+        self.lab.control("esxi-1", {"fail_once": {"match": "esxcli system maintenanceMode get",
+                                                  "message": "Error: once", "exit": 1},
+                                    "nmlx5_without": ["max_vfs"]})
+        rc, out, err = self.lab.run("esxcli system maintenanceMode get; "
+                                    "esxcli system maintenanceMode get")
+        self.assertEqual((rc, out, err), (0, "Disabled\n", "Error: once\n"))
+        with open(self.lab.host_file("esxi-1", "control.json")) as f:
+            self.assertEqual(json.load(f), {"nmlx5_without": ["max_vfs"]})
+
     def test_dispatch_errors(self):
         self.assertEqual(self.lab.run("echo", "127.0.0.55"),
                          (255, "", "gclab: no simulated host at address '127.0.0.55' "
@@ -626,6 +640,67 @@ class TestShellAndFaults(SimTest):
             rc, out, err = self.lab.run("show version", "127.0.0.100")
             self.assertEqual(rc, 127)
             self.assertIn("simulator", err)
+
+
+class TokensTest(unittest.TestCase):
+    """esxi_sim.tokens() splits a plain line by regular expressions and
+    hands anything else to shlex: every line must give shlex's tokens, or
+    shlex's error."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, HERE)
+        import esxi_sim
+        cls.sim = esxi_sim
+
+    def same(self, line):
+        try:
+            want = ("ok", self.sim.shlex_tokens(line))
+        except ValueError as e:
+            want = ("error", str(e))
+        try:
+            got = ("ok", self.sim.tokens(line))
+        except ValueError as e:
+            got = ("error", str(e))
+        self.assertEqual(got, want, repr(line))
+        return got
+
+    def test_cases(self):
+        self.assertEqual(self.same("echo @@gc:ab12:1; vmware -v || echo @@gc:ab12:failed; "
+                                   "esxcli --formatter=xml system maintenanceMode get"),
+                         ("ok", ["echo", "@@gc:ab12:1", ";", "vmware", "-v", "||", "echo",
+                                 "@@gc:ab12:failed", ";", "esxcli", "--formatter=xml", "system",
+                                 "maintenanceMode", "get"]))
+        self.assertEqual(self.same("sh -c 'a=\"$1\"; echo \"#x\" && b' lease 0f"),
+                         ("ok", ["sh", "-c", 'a="$1"; echo "#x" && b', "lease", "0f"]))
+        self.assertEqual(self.same("a'b c'd;''\n&&|| x"),
+                         ("ok", ["ab cd", ";", "", "\n&&||", "x"]))
+        for line in ["", "  \t", "echo 'open", "a#b c", "# c\nd", 'say "x;y"', "a\\ b",
+                     "x\x0by \x0c", "é'ü ß'", "a;;b&c|d", "'#' #", "\r\n;", "'a'\"b\"'c'"]:
+            self.same(line)
+
+    def test_random_lines(self):
+        import random
+        rng = random.Random(20261201)
+        # the second alphabet has only what the regular expressions take
+        # (single quotes, no backslash, double quote or #), the first all
+        for alphabet in ("ab -=@:'\"\\#;&|\n\t\r\x0bé", "ab -@:'';&|\n\t\r\x0bé"):
+            for _ in range(10000):
+                self.same("".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 24))))
+
+    def test_the_tools_own_lines(self):
+        # an observation batch, a batch of changes and the lease snippet, as
+        # gpuclusterctl sends them (the shapes of execs.log)
+        lease = shlex.quote(self.sim.LEASE_CLEAR_SCRIPT)
+        for line in [
+            "echo @@gc:5f0e:1; vmware -v || echo @@gc:5f0e:failed; echo @@gc:5f0e:2; "
+            "esxcli --formatter=xml hardware pci list || echo @@gc:5f0e:failed",
+            "echo @@gc:ad45:c0 && esxcli system ntp set -e true -s ntp1.lab.example && "
+            "echo @@gc:ad45:c1 && esxcli system module parameters set -m nmlx5_core -p 'max_vfs=4'",
+            "echo @@gc:9a:7; esxcli system maintenanceMode set -e false && echo @@gc:9a:8 && "
+            "sh -c " + lease + " lease 0123456789abcdef || echo @@gc:9a:failed; ",
+        ]:
+            self.assertEqual(self.same(line)[0], "ok")
 
 
 if __name__ == "__main__":
