@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
 	# build
 	build-essential cmake pkg-config git
-	libyaml-dev libjson-c-dev libssh2-1-dev libcurl4-openssl-dev libxml2-dev libvirt-dev
+	libyaml-dev libjson-c-dev libssh2-1-dev libssl-dev libcurl4-openssl-dev libxml2-dev libvirt-dev
 	# tests (python3-jsonschema: every --json against specs/; graphviz: graph --dot
 	# rendered; man-db and zsh: the installed man page and completions, tests/install)
 	libcmocka-dev libibverbs-dev python3 python3-yaml python3-jsonschema graphviz man-db zsh

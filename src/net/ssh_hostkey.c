@@ -17,6 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
+#include <openssl/sha.h>
+
 #include "ssh_int.h"
 
 
@@ -102,11 +107,110 @@ char *gc_ssh_default_known_hosts(void)
 	return gc_xasprintf("%s/.ssh/known_hosts", home && *home ? home : ".");
 }
 
-/* Load the file into kh, skipping lines libssh2 cannot use. A missing file is empty. */
-static int load_known_hosts(LIBSSH2_KNOWNHOSTS *kh, const char *path, struct gc_error *err)
+/* The 20 bytes of an SHA-1 salt or hash in base64 (28 characters, one '='). */
+static bool sha1_b64(unsigned char out[SHA_DIGEST_LENGTH], const char *b64, size_t len)
 {
+	unsigned char buf[32];
+
+	if (len != 28 || b64[27] != '=' || b64[26] == '=')
+		return false;
+	if (EVP_DecodeBlock(buf, (const unsigned char *)b64, 28) != 21)
+		return false; /* 21: the padding's zero byte is counted */
+	memcpy(out, buf, SHA_DIGEST_LENGTH);
+	return true;
+}
+
+/* HMAC-SHA1 for the hashed lines of one load: fetched once (OpenSSL 3's
+ * one-shot HMAC() fetches the digest at every call, most of its cost). */
+struct hmac_sha1 {
+	EVP_MAC *mac;
+	EVP_MAC_CTX *ctx;
+	bool failed;
+};
+
+static void hmac_sha1_free(struct hmac_sha1 *h)
+{
+	EVP_MAC_CTX_free(h->ctx);
+	EVP_MAC_free(h->mac);
+}
+
+/* A hashed host field "|1|salt|hash" (OpenSSH's HashKnownHosts): is it
+ * name's?  The hash is HMAC-SHA1 keyed by the salt over the name, as
+ * libssh2 computes it in libssh2_knownhost_check.  A field that does not
+ * decode, or an HMAC that cannot be computed, is kept for libssh2 to judge
+ * (true). */
+static bool hashed_is(struct hmac_sha1 *h, const char *field, size_t len, const char *name,
+		      size_t name_len)
+{
+	unsigned char salt[SHA_DIGEST_LENGTH], hash[SHA_DIGEST_LENGTH], mac[EVP_MAX_MD_SIZE];
+	char digest[] = "SHA1";
+	OSSL_PARAM params[] = {
+		OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+		OSSL_PARAM_construct_end(),
+	};
+	size_t mac_len = 0;
+	const char *bar;
+
+	if (len < 3 || memcmp(field, "|1|", 3) != 0)
+		return true;
+	field += 3;
+	len -= 3;
+	bar = memchr(field, '|', len);
+	if (bar == NULL || !sha1_b64(salt, field, (size_t)(bar - field)) ||
+	    !sha1_b64(hash, bar + 1, len - (size_t)(bar + 1 - field)))
+		return true;
+	if (h->ctx == NULL && !h->failed) {
+		h->mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+		h->ctx = h->mac ? EVP_MAC_CTX_new(h->mac) : NULL;
+		h->failed = h->ctx == NULL || !EVP_MAC_CTX_set_params(h->ctx, params);
+	}
+	if (h->failed || !EVP_MAC_init(h->ctx, salt, sizeof(salt), NULL) ||
+	    !EVP_MAC_update(h->ctx, (const unsigned char *)name, name_len) ||
+	    !EVP_MAC_final(h->ctx, mac, &mac_len, sizeof(mac)) || mac_len != SHA_DIGEST_LENGTH)
+		return true;
+	return memcmp(mac, hash, SHA_DIGEST_LENGTH) == 0;
+}
+
+/*
+ * Can this line's entry be one for name?  libssh2 matches a plain entry by
+ * strcmp() of name with one of the line's comma-separated host names, and a
+ * hashed one ("|1|salt|hash") by HMAC-SHA1 of name keyed by the salt: so a
+ * plain host field that does not hold name as a substring, or a hashed one
+ * whose hash is not name's, can never match, and is not handed to libssh2
+ * at all.  Every check of a connection is for the one name, so the
+ * collection it builds holds only what could answer it.  Before, a
+ * known_hosts of a few thousand hosts cost every connection a decode of
+ * every line and, for each of about nine checks, a walk of them all
+ * (libssh2_knownhost_readline, _check), with an HMAC at every hashed line:
+ * an apply's CPU grew with the square of its hosts (docs/benchmarks.md,
+ * "known_hosts").
+ */
+static bool may_name(struct hmac_sha1 *h, const char *line, size_t len, const char *name,
+		     size_t name_len)
+{
+	size_t field;
+
+	while (len > 0 && (*line == ' ' || *line == '\t')) { /* libssh2 skips them too */
+		line++;
+		len--;
+	}
+	field = strcspn(line, " \t");
+	if (field > len)
+		field = len;
+	if (field > 0 && line[0] == '|')
+		return hashed_is(h, line, field, name, name_len);
+	return name_len > 0 && field >= name_len && memmem(line, field, name, name_len) != NULL;
+}
+
+/* Load into kh the file's lines that may be entries for name (may_name),
+ * skipping lines libssh2 cannot use. A missing file is empty. */
+static int load_known_hosts(LIBSSH2_KNOWNHOSTS *kh, const char *path, const char *name,
+			    struct gc_error *err)
+{
+	size_t name_len = strlen(name);
 	char *text = NULL, *line, *next;
 	struct gc_error e = GC_ERROR_INIT;
+	struct hmac_sha1 h = {NULL, NULL, false};
 
 	if (access(path, F_OK) != 0 && errno == ENOENT)
 		return 0;
@@ -121,10 +225,12 @@ static int load_known_hosts(LIBSSH2_KNOWNHOSTS *kh, const char *path, struct gc_
 			*next++ = '\0';
 		while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
 			line[--len] = '\0';
-		if (len == 0 || line[0] == '#' || line[0] == '@')
+		if (len == 0 || line[0] == '#' || line[0] == '@' ||
+		    !may_name(&h, line, len, name, name_len))
 			continue;
 		(void)libssh2_knownhost_readline(kh, line, len, LIBSSH2_KNOWNHOST_FILE_OPENSSH);
 	}
+	hmac_sha1_free(&h);
 	free(text);
 	return 0;
 }
@@ -256,12 +362,12 @@ int gc_ssh_load_known_hosts(struct gc_ssh_conn *c, LIBSSH2_KNOWNHOSTS **khp, con
 
 	if (kh == NULL)
 		return gc_ssh_fail(c, LIBSSH2_ERROR_ALLOC, "known_hosts", err);
-	if ((rc = load_known_hosts(kh, path, err)) < 0) {
+	known_hosts_name(name, sizeof(name), c->host, c->port);
+	if ((rc = load_known_hosts(kh, path, name, err)) < 0) {
 		libssh2_knownhost_free(kh);
 		return rc;
 	}
 	*khp = kh;
-	known_hosts_name(name, sizeof(name), c->host, c->port);
 	n = libssh2_session_supported_algs(c->session, LIBSSH2_METHOD_HOSTKEY, &algs);
 	for (i = 0; i < n; i++) {
 		int type = alg_key_type(algs[i]);

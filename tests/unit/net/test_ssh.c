@@ -548,6 +548,73 @@ static void test_other_key_type_refused(void **state)
 	free(after);
 }
 
+/*
+ * A connection hands libssh2 only the known_hosts lines that may be its
+ * host's (ssh_hostkey.c, may_name): with thousands of other hosts' lines,
+ * names like this one's ("127.0.0.12" on port 22, "[127.0.0.120]:PORT") or
+ * holding it ("x[127.0.0.12]:PORT", "[127.0.0.12]:PORT0"), and this host
+ * inside a comma list, plain and then
+ * hashed by ssh-keygen, the outcome is what it was with the one line: known,
+ * changed, or unknown.  The decoys carry another key, so a decoy taken for
+ * this host would be a changed key.
+ */
+static void test_large_known_hosts(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-2");
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c = NULL;
+	char kh[700], decoys[700], other[700];
+	int hashed;
+
+	snprintf(kh, sizeof(kh), "%s/large_known_hosts", tmp);
+	snprintf(decoys, sizeof(decoys), "%s/decoys", tmp);
+	snprintf(other, sizeof(other), "%s/other_key", tmp);
+	assert_int_equal(sh("rm -f '%s' '%s.pub' && ssh-keygen -q -t ed25519 -N '' -f '%s' && "
+			    "k=$(cut -d' ' -f1,2 '%s.pub') && for i in $(seq 1 1500); do "
+			    "echo \"10.$((i / 250)).$((i %% 250)).7 $k\"; "
+			    "echo \"[10.$((i / 250)).$((i %% 250)).8]:%u,esx$i $k\"; done >'%s' && "
+			    "printf '127.0.0.12 %%s\\n[127.0.0.120]:%u %%s\\n[127.0.0.1]:%u %%s\\n"
+			    "x[127.0.0.12]:%u,[127.0.0.12]:%u0 %%s\\n' "
+			    "\"$k\" \"$k\" \"$k\" \"$k\" >>'%s'",
+			    other, other, other, other, port, decoys, port, port, port, port, decoys),
+			 0);
+	o.known_hosts = kh;
+	for (hashed = 0; hashed < 2; hashed++) {
+		/* known: this host's ECDSA key in a comma list among the decoys */
+		assert_int_equal(sh("cp '%s' '%s' && printf 'alias-2,[127.0.0.12]:%u ' >>'%s' && "
+				    "cut -d' ' -f1,2 '%s/ssh_host_ecdsa_key.pub' >>'%s'",
+				    decoys, kh, port, kh, lab, kh),
+				 0);
+		if (hashed)
+			assert_int_equal(sh("ssh-keygen -q -H -f '%s' >/dev/null 2>&1", kh), 0);
+		c = connect_ok(&o);
+		gc_ssh_free(c);
+		c = NULL;
+
+		/* changed: the line for this host carries the other key */
+		assert_int_equal(sh("cp '%s' '%s' && printf '[127.0.0.12]:%u ' >>'%s' && "
+				    "cut -d' ' -f1,2 '%s.pub' >>'%s'",
+				    decoys, kh, port, kh, other, kh),
+				 0);
+		if (hashed)
+			assert_int_equal(sh("ssh-keygen -q -H -f '%s' >/dev/null 2>&1", kh), 0);
+		gc_error_clear(&err);
+		assert_int_equal(gc_ssh_connect(&c, &o, &err), GC_EHOSTKEY);
+		assert_null(c);
+		assert_non_null(strstr(err.msg, "HOST KEY CHANGED for '127.0.0.12'"));
+
+		/* unknown: only the decoys */
+		assert_int_equal(sh("cp '%s' '%s'", decoys, kh), 0);
+		if (hashed)
+			assert_int_equal(sh("ssh-keygen -q -H -f '%s' >/dev/null 2>&1", kh), 0);
+		gc_error_clear(&err);
+		assert_int_equal(gc_ssh_connect(&c, &o, &err), GC_EHOSTKEY);
+		assert_null(c);
+		assert_non_null(strstr(err.msg, "host key of '127.0.0.12' is not known"));
+	}
+	gc_error_clear(&err);
+}
+
 static void test_dropped_connection(void **state)
 {
 	struct gc_ssh_opts o = key_opts("esxi-3");
@@ -1038,6 +1105,7 @@ int main(void)
 		cmocka_unit_test(test_changed_host_key_refused),
 		cmocka_unit_test(test_known_key_type_preferred),
 		cmocka_unit_test(test_other_key_type_refused),
+		cmocka_unit_test(test_large_known_hosts),
 		cmocka_unit_test(test_dropped_connection),
 		cmocka_unit_test(test_command_timeout),
 		cmocka_unit_test(test_connect_refused),
