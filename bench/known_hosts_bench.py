@@ -13,7 +13,7 @@ hashed by `ssh-keygen -H` (OpenSSH's HashKnownHosts, Debian's default for
 ~/.ssh/known_hosts).  Each run is a live `gpuclusterctl plan` (one
 connection and one observation per host); the figure is the median over
 --runs of the process's CPU (user + system, wait4) divided by its 2
-connections.  --bin may be given more than once (a build before and after
+connections, and the largest peak RSS of the runs.  --bin may be given more than once (a build before and after
 a change); their runs alternate.  Prints a Markdown table for
 docs/benchmarks.md ("known_hosts").
 """
@@ -45,6 +45,18 @@ def pad(own, n, hashed, work):
     return path
 
 
+def run_plan(binary, spec, env):
+    """A live plan: (CPU seconds, peak RSS MiB) of the process (wait4)."""
+    p = subprocess.Popen([binary, "plan", spec], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    err = p.stderr.read()
+    _pid, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode not in (0, 2):
+        sys.exit("%s plan failed (%d): %s" % (binary, p.returncode, err.decode(errors="replace")))
+    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024.0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", action="append")
@@ -71,24 +83,26 @@ def main():
             for hashed in ((False, True) if n else (False,)):
                 path = pad(own, n, hashed, lab)
                 cpu = {b: [] for b in bins}
+                rss = {b: [] for b in bins}
                 for _ in range(args.runs):
                     for b in bins:
                         shutil.copy(path, kh)
-                        with apply_bench.ChildCPU() as c:
-                            code, _out, err, _wall = apply_bench.timed([b, "plan", spec], env)
-                        if code not in (0, 2):
-                            sys.exit("%s plan failed (%d): %s" % (b, code, err))
-                        cpu[b].append(c.cpu / 2)
+                        c, r = run_plan(b, spec, env)
+                        cpu[b].append(c / 2)
+                        rss[b].append(r)
                 rows.append((n, "hashed" if hashed else "plain",
-                             [statistics.median(cpu[b]) for b in bins]))
+                             [statistics.median(cpu[b]) for b in bins],
+                             [max(rss[b]) for b in bins]))
         with open(kh, "w") as f:
             f.write(own)
         head = " | ".join("ms per connection, %s" % os.path.relpath(b, ROOT) for b in bins)
+        head += " | " + " | ".join("peak RSS MiB, %s" % os.path.relpath(b, ROOT) for b in bins)
         print("| other lines | form | %s |" % head)
-        print("|---:|---|%s" % ("---:|" * len(bins)))
-        for n, form, meds in rows:
-            print("| %s | %s | %s |" % ("{:,}".format(n), form,
-                                        " | ".join("%.1f" % (m * 1000) for m in meds)))
+        print("|---:|---|%s" % ("---:|" * 2 * len(bins)))
+        for n, form, meds, peaks in rows:
+            print("| %s | %s | %s | %s |" % ("{:,}".format(n), form,
+                                             " | ".join("%.1f" % (m * 1000) for m in meds),
+                                             " | ".join("%.1f" % p for p in peaks)))
     finally:
         apply_bench.sh([os.path.join(ROOT, "scripts", "lab.sh"), "stop"], env)
         shutil.rmtree(lab, ignore_errors=True)

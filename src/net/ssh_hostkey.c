@@ -134,13 +134,20 @@ static void hmac_sha1_free(struct hmac_sha1 *h)
 	EVP_MAC_free(h->mac);
 }
 
+/* What a known_hosts line is to the name a connection checks. */
+enum line_for {
+	LINE_NOT,	   /* can never match it: left out */
+	LINE_MAYBE,	   /* libssh2 decides */
+	LINE_HASHED_NAME, /* a hashed entry for exactly this name */
+};
+
 /* A hashed host field "|1|salt|hash" (OpenSSH's HashKnownHosts): is it
  * name's?  The hash is HMAC-SHA1 keyed by the salt over the name, as
- * libssh2 computes it in libssh2_knownhost_check.  A field that does not
- * decode, or an HMAC that cannot be computed, is kept for libssh2 to judge
- * (true). */
-static bool hashed_is(struct hmac_sha1 *h, const char *field, size_t len, const char *name,
-		      size_t name_len)
+ * libssh2 computes it in libssh2_knownhost_check.  A field that is not as
+ * OpenSSH writes it (20-byte salt and hash in padded base64), or an HMAC
+ * that cannot be computed, is left to libssh2 (LINE_MAYBE). */
+static enum line_for hashed_for(struct hmac_sha1 *h, const char *field, size_t len,
+				const char *name, size_t name_len)
 {
 	unsigned char salt[SHA_DIGEST_LENGTH], hash[SHA_DIGEST_LENGTH], mac[EVP_MAX_MD_SIZE];
 	char digest[] = "SHA1";
@@ -152,13 +159,13 @@ static bool hashed_is(struct hmac_sha1 *h, const char *field, size_t len, const 
 	const char *bar;
 
 	if (len < 3 || memcmp(field, "|1|", 3) != 0)
-		return true;
+		return LINE_MAYBE;
 	field += 3;
 	len -= 3;
 	bar = memchr(field, '|', len);
 	if (bar == NULL || !sha1_b64(salt, field, (size_t)(bar - field)) ||
 	    !sha1_b64(hash, bar + 1, len - (size_t)(bar + 1 - field)))
-		return true;
+		return LINE_MAYBE;
 	if (h->ctx == NULL && !h->failed) {
 		h->mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
 		h->ctx = h->mac ? EVP_MAC_CTX_new(h->mac) : NULL;
@@ -167,8 +174,8 @@ static bool hashed_is(struct hmac_sha1 *h, const char *field, size_t len, const 
 	if (h->failed || !EVP_MAC_init(h->ctx, salt, sizeof(salt), NULL) ||
 	    !EVP_MAC_update(h->ctx, (const unsigned char *)name, name_len) ||
 	    !EVP_MAC_final(h->ctx, mac, &mac_len, sizeof(mac)) || mac_len != SHA_DIGEST_LENGTH)
-		return true;
-	return memcmp(mac, hash, SHA_DIGEST_LENGTH) == 0;
+		return LINE_MAYBE;
+	return memcmp(mac, hash, SHA_DIGEST_LENGTH) == 0 ? LINE_HASHED_NAME : LINE_NOT;
 }
 
 /*
@@ -183,41 +190,44 @@ static bool hashed_is(struct hmac_sha1 *h, const char *field, size_t len, const 
  * every line and, for each of about nine checks, a walk of them all
  * (libssh2_knownhost_readline, _check), with an HMAC at every hashed line:
  * an apply's CPU grew with the square of its hosts (docs/benchmarks.md,
- * "known_hosts").
+ * "known_hosts").  *field_end: where the host field ends in line.
  */
-static bool may_name(struct hmac_sha1 *h, const char *line, size_t len, const char *name,
-		     size_t name_len)
+static enum line_for line_for(struct hmac_sha1 *h, const char *line, size_t len,
+			      const char *name, size_t name_len, size_t *field_end)
 {
-	size_t field;
+	size_t lead = 0, field;
 
-	while (len > 0 && (*line == ' ' || *line == '\t')) { /* libssh2 skips them too */
-		line++;
-		len--;
-	}
+	while (lead < len && (line[lead] == ' ' || line[lead] == '\t')) /* libssh2 skips them too */
+		lead++;
+	line += lead;
+	len -= lead;
 	field = strcspn(line, " \t");
 	if (field > len)
 		field = len;
+	*field_end = lead + field;
 	if (field > 0 && line[0] == '|')
-		return hashed_is(h, line, field, name, name_len);
-	return name_len > 0 && field >= name_len && memmem(line, field, name, name_len) != NULL;
+		return hashed_for(h, line, field, name, name_len);
+	return name_len > 0 && field >= name_len && memmem(line, field, name, name_len) != NULL
+		       ? LINE_MAYBE
+		       : LINE_NOT;
 }
 
-/* Load into kh the file's lines that may be entries for name (may_name),
- * skipping lines libssh2 cannot use. A missing file is empty. */
-static int load_known_hosts(LIBSSH2_KNOWNHOSTS *kh, const char *path, const char *name,
-			    struct gc_error *err)
+/* Add to kh the lines of text (NUL-terminated, changed in place) that may be
+ * entries for name (line_for; every line for a NULL name), skipping lines
+ * libssh2 cannot use.  A hashed line of name's goes in as a plain line of
+ * name: libssh2 then matches it by strcmp() as it matched it by its HMAC,
+ * without an HMAC at each of the connection's checks. */
+void gc_ssh_known_hosts_add(LIBSSH2_KNOWNHOSTS *kh, char *text, const char *name)
 {
-	size_t name_len = strlen(name);
-	char *text = NULL, *line, *next;
-	struct gc_error e = GC_ERROR_INIT;
+	size_t name_len = name ? strlen(name) : 0;
+	bool plain_ok = name != NULL && name_len > 0 && strcspn(name, " \t,#@|") == name_len;
 	struct hmac_sha1 h = {NULL, NULL, false};
+	struct gc_buf as_plain = GC_BUF_INIT;
+	char *line, *next;
 
-	if (access(path, F_OK) != 0 && errno == ENOENT)
-		return 0;
-	if (gc_read_file(&text, NULL, path, (size_t)64 << 20, &e) < 0)
-		return gc_error_set(err, GC_EIO, "known_hosts: %s", e.msg);
 	for (line = text; line != NULL && *line != '\0'; line = next) {
-		size_t len;
+		enum line_for f = LINE_MAYBE;
+		size_t len, field_end = 0;
 
 		next = strchr(line, '\n');
 		len = next ? (size_t)(next - line) : strlen(line);
@@ -225,12 +235,38 @@ static int load_known_hosts(LIBSSH2_KNOWNHOSTS *kh, const char *path, const char
 			*next++ = '\0';
 		while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
 			line[--len] = '\0';
-		if (len == 0 || line[0] == '#' || line[0] == '@' ||
-		    !may_name(&h, line, len, name, name_len))
+		if (len == 0 || line[0] == '#' || line[0] == '@')
 			continue;
+		if (name != NULL && (f = line_for(&h, line, len, name, name_len, &field_end)) ==
+					    LINE_NOT)
+			continue;
+		if (f == LINE_HASHED_NAME && plain_ok) {
+			gc_buf_reset(&as_plain);
+			gc_buf_puts(&as_plain, name);
+			gc_buf_put(&as_plain, line + field_end, len - field_end);
+			(void)libssh2_knownhost_readline(kh, gc_buf_str(&as_plain), as_plain.len,
+							 LIBSSH2_KNOWNHOST_FILE_OPENSSH);
+			continue;
+		}
 		(void)libssh2_knownhost_readline(kh, line, len, LIBSSH2_KNOWNHOST_FILE_OPENSSH);
 	}
+	gc_buf_free(&as_plain);
 	hmac_sha1_free(&h);
+}
+
+/* Load into kh the file's lines that may be entries for name. A missing file
+ * is empty. */
+static int load_known_hosts(LIBSSH2_KNOWNHOSTS *kh, const char *path, const char *name,
+			    struct gc_error *err)
+{
+	char *text = NULL;
+	struct gc_error e = GC_ERROR_INIT;
+
+	if (access(path, F_OK) != 0 && errno == ENOENT)
+		return 0;
+	if (gc_read_file(&text, NULL, path, (size_t)64 << 20, &e) < 0)
+		return gc_error_set(err, GC_EIO, "known_hosts: %s", e.msg);
+	gc_ssh_known_hosts_add(kh, text, name);
 	free(text);
 	return 0;
 }

@@ -51,6 +51,10 @@ uint64_t gc_ssh_arena_leftovers(bool reset);
 int gc_ssh_fail(struct gc_ssh_conn *c, int rc, const char *what, struct gc_error *err);
 /* $HOME/.ssh/known_hosts (caller frees). */
 char *gc_ssh_default_known_hosts(void);
+/* Add the known_hosts lines of text (changed in place) that may be entries
+ * for name, the "host" or "[host]:port" libssh2 is asked about; all of them
+ * for a NULL name (ssh_hostkey.c; fuzz/fuzz_known_hosts.c compares the two). */
+void gc_ssh_known_hosts_add(LIBSSH2_KNOWNHOSTS *kh, char *text, const char *name);
 /* Read known_hosts into *khp and prefer, in the handshake, the key types it
  * already records for this host (as OpenSSH does). */
 int gc_ssh_load_known_hosts(struct gc_ssh_conn *c, LIBSSH2_KNOWNHOSTS **khp, const char *path,
