@@ -558,12 +558,26 @@ static void test_other_key_type_refused(void **state)
  * changed, or unknown.  The decoys carry another key, so a decoy taken for
  * this host would be a changed key.
  */
+/* kh = the decoys, then (names non-NULL) a line "NAMES KEY" with the key of
+ * the .pub file pub; hashed by ssh-keygen -H when hashed. */
+static void decoys_and(const char *kh, const char *decoys, const char *names, const char *pub,
+		       int hashed)
+{
+	assert_int_equal(sh("cp '%s' '%s'", decoys, kh), 0);
+	if (names != NULL)
+		assert_int_equal(sh("printf '%%s ' '%s' >>'%s' && cut -d' ' -f1,2 '%s' >>'%s'", names,
+				    kh, pub, kh),
+				 0);
+	if (hashed)
+		assert_int_equal(sh("ssh-keygen -q -H -f '%s' >/dev/null 2>&1", kh), 0);
+}
+
 static void test_large_known_hosts(void **state)
 {
 	struct gc_ssh_opts o = key_opts("esxi-2");
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_ssh_conn *c = NULL;
-	char kh[700], decoys[700], other[700];
+	char kh[700], decoys[700], other[700], other_pub[710], ecdsa[700], names[80], name[40];
 	int hashed;
 
 	snprintf(kh, sizeof(kh), "%s/large_known_hosts", tmp);
@@ -579,34 +593,26 @@ static void test_large_known_hosts(void **state)
 			    other, other, other, other, port, decoys, port, port, port, port, decoys),
 			 0);
 	o.known_hosts = kh;
+	snprintf(ecdsa, sizeof(ecdsa), "%s/ssh_host_ecdsa_key.pub", lab);
+	snprintf(other_pub, sizeof(other_pub), "%s.pub", other);
+	snprintf(names, sizeof(names), "alias-2,[127.0.0.12]:%u", port);
+	snprintf(name, sizeof(name), "[127.0.0.12]:%u", port);
 	for (hashed = 0; hashed < 2; hashed++) {
 		/* known: this host's ECDSA key in a comma list among the decoys */
-		assert_int_equal(sh("cp '%s' '%s' && printf 'alias-2,[127.0.0.12]:%u ' >>'%s' && "
-				    "cut -d' ' -f1,2 '%s/ssh_host_ecdsa_key.pub' >>'%s'",
-				    decoys, kh, port, kh, lab, kh),
-				 0);
-		if (hashed)
-			assert_int_equal(sh("ssh-keygen -q -H -f '%s' >/dev/null 2>&1", kh), 0);
+		decoys_and(kh, decoys, names, ecdsa, hashed);
 		c = connect_ok(&o);
 		gc_ssh_free(c);
 		c = NULL;
 
 		/* changed: the line for this host carries the other key */
-		assert_int_equal(sh("cp '%s' '%s' && printf '[127.0.0.12]:%u ' >>'%s' && "
-				    "cut -d' ' -f1,2 '%s.pub' >>'%s'",
-				    decoys, kh, port, kh, other, kh),
-				 0);
-		if (hashed)
-			assert_int_equal(sh("ssh-keygen -q -H -f '%s' >/dev/null 2>&1", kh), 0);
+		decoys_and(kh, decoys, name, other_pub, hashed);
 		gc_error_clear(&err);
 		assert_int_equal(gc_ssh_connect(&c, &o, &err), GC_EHOSTKEY);
 		assert_null(c);
 		assert_non_null(strstr(err.msg, "HOST KEY CHANGED for '127.0.0.12'"));
 
 		/* unknown: only the decoys */
-		assert_int_equal(sh("cp '%s' '%s'", decoys, kh), 0);
-		if (hashed)
-			assert_int_equal(sh("ssh-keygen -q -H -f '%s' >/dev/null 2>&1", kh), 0);
+		decoys_and(kh, decoys, NULL, NULL, hashed);
 		gc_error_clear(&err);
 		assert_int_equal(gc_ssh_connect(&c, &o, &err), GC_EHOSTKEY);
 		assert_null(c);
