@@ -1,8 +1,9 @@
 /*
  * ssh_hostkey.c - host keys for the SSH transport: the OpenSSH known_hosts
- * file read line by line into a libssh2 knownhost collection (lines libssh2
- * cannot parse - markers, certificates, unknown key types - are skipped, as
- * OpenSSH skips what it does not use), lookups of "host" (port 22) or
+ * file read line by line into a libssh2 knownhost collection, only the lines
+ * that may be the connecting host's (line_for; lines libssh2 cannot parse -
+ * markers, certificates, unknown key types - are skipped, as OpenSSH skips
+ * what it does not use), lookups of "host" (port 22) or
  * "[host]:port", hashed or not, the SHA256 fingerprint in OpenSSH's form for
  * messages, and the one plain line appended when the user trusts a new key.
  * The key types known_hosts already records for a host are preferred in the

@@ -550,7 +550,7 @@ static void test_other_key_type_refused(void **state)
 
 /*
  * A connection hands libssh2 only the known_hosts lines that may be its
- * host's (ssh_hostkey.c, may_name): with thousands of other hosts' lines,
+ * host's (ssh_hostkey.c, line_for): with thousands of other hosts' lines,
  * names like this one's ("127.0.0.12" on port 22, "[127.0.0.120]:PORT") or
  * holding it ("x[127.0.0.12]:PORT", "[127.0.0.12]:PORT0"), and this host
  * inside a comma list, plain and then
