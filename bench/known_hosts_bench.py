@@ -13,9 +13,9 @@ hashed by `ssh-keygen -H` (OpenSSH's HashKnownHosts, Debian's default for
 ~/.ssh/known_hosts).  Each run is a live `gpuclusterctl plan` (one
 connection and one observation per host); the figure is the median over
 --runs of the process's CPU (user + system, wait4) divided by its 2
-connections, and the largest peak RSS of the runs.  --bin may be given more than once (a build before and after
-a change); their runs alternate.  Prints a Markdown table for
-docs/benchmarks.md ("known_hosts").
+connections, and the largest peak RSS of the runs.  --bin may be given
+more than once (a build before and after a change); their runs alternate.
+Prints a Markdown table for docs/benchmarks.md ("known_hosts").
 """
 import argparse
 import os

@@ -29,6 +29,7 @@
 #include "ssh_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 #define MAX_NAMES 8
 #define MAX_KEYS 8
 
@@ -78,7 +79,6 @@ static bool malformed_hashed(const char *line, size_t len)
 
 		while (i + n < len && line[i + n] != '\0' && strchr(b64, line[i + n]) != NULL)
 			n++;
-
 		if (n != 27 || i + 28 > len || line[i + 27] != '=')
 			return true;
 		i += 28;
