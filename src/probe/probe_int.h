@@ -72,6 +72,8 @@ void pb_rdma_probe(struct gc_probe_rdma *r, const struct gc_probe_options *o);
 struct pb_verbs;
 int pb_verbs_load(struct pb_verbs **out, char *why, size_t whycap);
 void pb_verbs_unload(struct pb_verbs *v);
+/* enum ibv_wc_status's name for a completion status, NULL when unknown */
+const char *pb_wc_status_name(int status);
 /* Adds max/active MTU and LID of every port of r (devices already listed by sysfs). */
 void pb_verbs_query_ports(struct pb_verbs *v, struct gc_probe_rdma *r);
 /* Register len bytes at addr (device memory for GPUDirect) with dev's HCA. */

@@ -384,6 +384,46 @@ static int post_write(struct rc *c, const struct gc_probe_qpinfo *peer, size_t l
 	return c->qp->context->ops.post_send(c->qp, &wr, &bad);
 }
 
+/*
+ * A work completion's status by its name in rdma-core's <infiniband/verbs.h>
+ * (enum ibv_wc_status; test_probe_verbs_abi holds every value to the
+ * header), so an operator can look it up; NULL past the known ones.
+ */
+const char *pb_wc_status_name(int status)
+{
+	static const char *const names[] = {
+		"IBV_WC_SUCCESS",	     "IBV_WC_LOC_LEN_ERR",	 "IBV_WC_LOC_QP_OP_ERR",
+		"IBV_WC_LOC_EEC_OP_ERR",     "IBV_WC_LOC_PROT_ERR",	 "IBV_WC_WR_FLUSH_ERR",
+		"IBV_WC_MW_BIND_ERR",	     "IBV_WC_BAD_RESP_ERR",	 "IBV_WC_LOC_ACCESS_ERR",
+		"IBV_WC_REM_INV_REQ_ERR",    "IBV_WC_REM_ACCESS_ERR",	 "IBV_WC_REM_OP_ERR",
+		"IBV_WC_RETRY_EXC_ERR",	     "IBV_WC_RNR_RETRY_EXC_ERR", "IBV_WC_LOC_RDD_VIOL_ERR",
+		"IBV_WC_REM_INV_RD_REQ_ERR", "IBV_WC_REM_ABORT_ERR",	 "IBV_WC_INV_EECN_ERR",
+		"IBV_WC_INV_EEC_STATE_ERR",  "IBV_WC_FATAL_ERR",	 "IBV_WC_RESP_TIMEOUT_ERR",
+		"IBV_WC_GENERAL_ERR",	     "IBV_WC_TM_ERR",		 "IBV_WC_TM_RNDV_INCOMPLETE",
+	};
+
+	return status >= 0 && (size_t)status < sizeof(names) / sizeof(names[0]) ? names[status]
+										 : NULL;
+}
+
+/* What a failed RDMA write's status most often means, in our words. */
+static const char *wc_status_hint(int status)
+{
+	switch (status) {
+	case 9: /* IBV_WC_REM_INV_REQ_ERR */
+		return ": the peer's responder rejected a request (length, opcode sequence or a "
+		       "retransmission it could not take)";
+	case 10: /* IBV_WC_REM_ACCESS_ERR */
+		return ": the peer refused the write (rkey or address outside its registration)";
+	case 12: /* IBV_WC_RETRY_EXC_ERR */
+		return ": retry exceeded, peer unreachable over RDMA (GID/ToS/VLAN/PFC?)";
+	case 13: /* IBV_WC_RNR_RETRY_EXC_ERR */
+		return ": the peer was not ready to receive (RNR) on every retry";
+	default:
+		return "";
+	}
+}
+
 /* Poll until `want` completions arrived; 0, or -1 with reason set. */
 static int wait_cqes(struct rc *c, struct gc_probe_rdma_test *t, int want)
 {
@@ -399,12 +439,12 @@ static int wait_cqes(struct rc *c, struct gc_probe_rdma_test *t, int want)
 		}
 		for (i = 0; i < n; i++) {
 			if (wc[i].status != PB_IBV_WC_SUCCESS) {
+				const char *name = pb_wc_status_name((int)wc[i].status);
+
 				pb_fmt(t->reason, sizeof(t->reason),
-				       "RDMA write completed with status %d (vendor error 0x%x)%s",
-				       wc[i].status, wc[i].vendor_err,
-				       wc[i].status == 12 ? ": retry exceeded, peer unreachable "
-							    "over RDMA (GID/ToS/VLAN/PFC?)"
-							  : "");
+				       "RDMA write completed with status %d (%s, vendor error 0x%x)%s",
+				       wc[i].status, name ? name : "unknown", wc[i].vendor_err,
+				       wc_status_hint((int)wc[i].status));
 				return -1;
 			}
 		}

@@ -76,7 +76,7 @@ class FullExample(LabCase):
 
     # ---------------------------------------------------------------- an independent client
 
-    def ssh(self, vm, command, check=True, timeout=120):
+    def ssh(self, vm, command, check=True, timeout=300):
         g = self.vms[vm]["guest"]
         r = subprocess.run(["ssh", "-p", str(self.gport), "-i", os.path.join(self.lab, "guest_key"),
                             "-o", "UserKnownHostsFile=" + os.path.join(self.lab, "known_hosts"),

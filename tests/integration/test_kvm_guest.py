@@ -96,7 +96,7 @@ class KvmGuest(unittest.TestCase):
         return subprocess.run(["ssh", "-i", self.key, "-o", "BatchMode=yes",
                                "-o", "UserKnownHostsFile=" + self.known,
                                "-o", "StrictHostKeyChecking=yes", "gclab@" + ADDR] + list(cmd),
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=300)
 
     def test_1_apply_boots_seeds_and_configures(self):
         t0 = time.monotonic()

@@ -11,6 +11,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "probe_int.h"
 #include "verbs_abi.h"
 
 #define SAME_SIZE(a, b) _Static_assert(sizeof(struct a) == sizeof(struct b), #a " size")
@@ -123,10 +124,45 @@ static void test_layouts_compiled(void **state)
 	assert_int_equal(sizeof(struct pb_ibv_wc), sizeof(struct ibv_wc));
 }
 
+/* The names a failed completion is reported by are the header's, value for value. */
+static void test_wc_status_names_are_the_headers(void **state)
+{
+	(void)state;
+#define NAMED(e) assert_string_equal(pb_wc_status_name(e), #e)
+	NAMED(IBV_WC_SUCCESS);
+	NAMED(IBV_WC_LOC_LEN_ERR);
+	NAMED(IBV_WC_LOC_QP_OP_ERR);
+	NAMED(IBV_WC_LOC_EEC_OP_ERR);
+	NAMED(IBV_WC_LOC_PROT_ERR);
+	NAMED(IBV_WC_WR_FLUSH_ERR);
+	NAMED(IBV_WC_MW_BIND_ERR);
+	NAMED(IBV_WC_BAD_RESP_ERR);
+	NAMED(IBV_WC_LOC_ACCESS_ERR);
+	NAMED(IBV_WC_REM_INV_REQ_ERR);
+	NAMED(IBV_WC_REM_ACCESS_ERR);
+	NAMED(IBV_WC_REM_OP_ERR);
+	NAMED(IBV_WC_RETRY_EXC_ERR);
+	NAMED(IBV_WC_RNR_RETRY_EXC_ERR);
+	NAMED(IBV_WC_LOC_RDD_VIOL_ERR);
+	NAMED(IBV_WC_REM_INV_RD_REQ_ERR);
+	NAMED(IBV_WC_REM_ABORT_ERR);
+	NAMED(IBV_WC_INV_EECN_ERR);
+	NAMED(IBV_WC_INV_EEC_STATE_ERR);
+	NAMED(IBV_WC_FATAL_ERR);
+	NAMED(IBV_WC_RESP_TIMEOUT_ERR);
+	NAMED(IBV_WC_GENERAL_ERR);
+	NAMED(IBV_WC_TM_ERR);
+	NAMED(IBV_WC_TM_RNDV_INCOMPLETE);
+#undef NAMED
+	assert_null(pb_wc_status_name(IBV_WC_TM_RNDV_INCOMPLETE + 1));
+	assert_null(pb_wc_status_name(-1));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layouts_compiled),
+		cmocka_unit_test(test_wc_status_names_are_the_headers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
