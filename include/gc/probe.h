@@ -188,6 +188,7 @@ struct gc_probe_options {
 	uint64_t rdma_msg_bytes;  /* default 1 MiB */
 	int rdma_iters;           /* default 2000 */
 	int rdma_timeout_s;       /* default 60 */
+	int rdma_qp_timeout;      /* local ACK timeout 4.096 us * 2^N, default 14 */
 };
 void gc_probe_options_init(struct gc_probe_options *o);
 

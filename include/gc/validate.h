@@ -105,6 +105,7 @@ struct gc_validate_opts {
 	unsigned rdma_msg_kib;       /* RDMA write size; 0: 1024 */
 	unsigned rdma_iters;         /* RDMA writes for bandwidth; 0: 2000 */
 	unsigned rdma_timeout_s;     /* wait for the peer; 0: 60 */
+	unsigned rdma_qp_timeout;    /* the test QP's local ACK timeout; 0: the probe's (14) */
 	bool mpirun;                 /* run the workload across the guests (--mpirun) */
 	const char *mpi_command;     /* its program; NULL: all_reduce_perf, else the probe's --mpi-bw */
 	unsigned mpi_timeout_s;      /* 0: 600 */

@@ -107,6 +107,7 @@ static int parse_args(struct vargs *a, int argc, char **argv)
 		{"rdma-msg-kib", required_argument, NULL, 'm'},
 		{"rdma-iters", required_argument, NULL, 'i'},
 		{"rdma-timeout", required_argument, NULL, 'w'},
+		{"rdma-qp-timeout", required_argument, NULL, 'Q'},
 		{"parallelism", required_argument, NULL, 'p'},
 		{"known-hosts", required_argument, NULL, 'K'},
 		{"trust-new-host-keys", no_argument, NULL, 'T'},
@@ -156,6 +157,10 @@ static int parse_args(struct vargs *a, int argc, char **argv)
 		case 'w':
 			if (parse_num(&a->vo.rdma_timeout_s, optarg, 1, 3600) != 0)
 				return cli_usage_error("validate", "--rdma-timeout needs 1 to 3600 seconds, not '%s'", optarg);
+			break;
+		case 'Q':
+			if (parse_num(&a->vo.rdma_qp_timeout, optarg, 1, 31) != 0)
+				return cli_usage_error("validate", "--rdma-qp-timeout needs 1 to 31, not '%s'", optarg);
 			break;
 		case 'p':
 			if (parse_num(&a->vo.parallelism, optarg, 1, 4096) != 0)

@@ -92,6 +92,8 @@ const char cmd_validate_usage[] =
 	"  --rdma-msg-kib N   RDMA write size of the pair test (default 1024)\n"
 	"  --rdma-iters N     RDMA writes for its bandwidth (default 2000)\n"
 	"  --rdma-timeout S   seconds a pair waits for its peer (default 60)\n"
+	"  --rdma-qp-timeout N  the pair test's local ACK timeout, 4.096 us * 2^N, 1-31\n"
+	"                     (default 14, 67 ms; more where the peer's ACKs come late)\n"
 	"  --mpirun[=CMD]     then run a job across the guests with Open MPI's mpirun on the\n"
 	"                     first guest: CMD, else nccl-tests' all_reduce_perf when there,\n"
 	"                     else the probe's MPI bandwidth test; fails on NCCL's silent\n"

@@ -33,6 +33,7 @@ void gc_probe_options_init(struct gc_probe_options *o)
 	o->rdma_msg_bytes = 1u << 20;
 	o->rdma_iters = 2000;
 	o->rdma_timeout_s = 60;
+	o->rdma_qp_timeout = 14;
 }
 
 void gc_probe_run(struct gc_probe_report *r, const struct gc_probe_options *o)
@@ -77,6 +78,8 @@ const char gc_probe_usage[] =
 	"  --rdma-msg-kib N       RDMA write size in KiB (default 1024)\n"
 	"  --rdma-iters N         RDMA writes for bandwidth (default 2000)\n"
 	"  --rdma-timeout N       seconds to wait for the peer (default 60)\n"
+	"  --rdma-qp-timeout N    the test QP's local ACK timeout, 4.096 us * 2^N, 1-31\n"
+	"                         (default 14, 67 ms, as perftest's)\n"
 	"  --sysfs-root DIR       read /sys and /proc under DIR (test hook; env GC_PROBE_SYSFS)\n"
 	"  --no-tools             do not run mlnx_qos or nvidia-smi (env GC_PROBE_NO_TOOLS=1)\n"
 	"  --mpi-bw               under mpirun (one rank per node): the MPI bandwidth test alone;\n"
@@ -218,6 +221,8 @@ int gc_probe_main(int argc, char **argv)
 			o.rdma_iters = (int)v, i++;
 		} else if (strcmp(a, "--rdma-timeout") == 0 && arg_long(next, 1, 3600, &v)) {
 			o.rdma_timeout_s = (int)v, i++;
+		} else if (strcmp(a, "--rdma-qp-timeout") == 0 && arg_long(next, 1, 31, &v)) {
+			o.rdma_qp_timeout = (int)v, i++;
 		} else {
 			gc_error_set(&err, GC_EUSAGE, "unknown or incomplete option '%s'", a);
 			goto usage_err;

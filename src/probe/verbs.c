@@ -204,7 +204,16 @@ out:
 #define TEST_DEPTH   64
 #define LAT_ITERS    1000
 #define LAT_BYTES    64
-#define POLL_TIMEOUT_NS (5ull * 1000000000ull)
+#define RETRY_CNT    7
+/*
+ * A completion is waited for 5 s beyond the time the transport itself takes
+ * to give up on an unanswered write: RETRY_CNT + 1 local ACK timeouts of
+ * 4.096 us * 2^qp_timeout (IBTA's definition of the QP's Timeout field).
+ */
+static uint64_t poll_timeout_ns(int qp_timeout)
+{
+	return 5000000000ull + (uint64_t)(RETRY_CNT + 1) * (4096ull << qp_timeout);
+}
 
 struct rc {
 	struct pb_verbs *v;
@@ -215,7 +224,7 @@ struct rc {
 	struct pb_ibv_mr *mr;
 	void *buf;
 	size_t size;
-	int port, gid_index, mtu;
+	int port, gid_index, mtu, qp_timeout;
 	union pb_ibv_gid gid;
 	uint16_t lid;
 	bool ethernet;
@@ -350,8 +359,8 @@ static int rc_connect(struct rc *c, struct gc_probe_rdma_test *t, const struct g
 		return fail(t, "ibv_modify_qp(RTR)");
 	memset(&qa, 0, sizeof(qa));
 	qa.qp_state = PB_IBV_QPS_RTS;
-	qa.timeout = 14;
-	qa.retry_cnt = 7;
+	qa.timeout = (uint8_t)c->qp_timeout;
+	qa.retry_cnt = RETRY_CNT;
 	qa.rnr_retry = 7;
 	qa.sq_psn = me->psn;
 	qa.max_rd_atomic = 1;
@@ -428,7 +437,7 @@ static const char *wc_status_hint(int status)
 static int wait_cqes(struct rc *c, struct gc_probe_rdma_test *t, int want)
 {
 	struct pb_ibv_wc wc[16];
-	uint64_t deadline = pb_now_ns() + POLL_TIMEOUT_NS;
+	uint64_t wait = poll_timeout_ns(c->qp_timeout), deadline = pb_now_ns() + wait;
 	int got = 0, i, n;
 
 	while (got < want) {
@@ -451,7 +460,8 @@ static int wait_cqes(struct rc *c, struct gc_probe_rdma_test *t, int want)
 		got += n;
 		if (n == 0 && pb_now_ns() > deadline) {
 			pb_fmt(t->reason, sizeof(t->reason),
-			       "no RDMA completion within 5 s (%d of %d)", got, want);
+			       "no RDMA completion within %.1f s (%d of %d)", (double)wait / 1e9,
+			       got, want);
 			return -1;
 		}
 	}
@@ -568,6 +578,7 @@ void pb_rdma_test(struct gc_probe_rdma_test *t, const struct gc_probe_rdma *r,
 	}
 	c.port = t->port;
 	c.gid_index = t->gid_index;
+	c.qp_timeout = o->rdma_qp_timeout;
 	if (rc_setup(&c, t, o) != 0)
 		goto out;
 

@@ -36,6 +36,8 @@ static char *pair_cmd(struct gsess *s, const char *peer, const struct gc_validat
 	gc_buf_printf(&b, "%s --json --no-cuda --no-bw --rdma-timeout %u --rdma-msg-kib %u "
 		      "--rdma-iters %u", s->probe, o->rdma_timeout_s ? o->rdma_timeout_s : 60,
 		      o->rdma_msg_kib ? o->rdma_msg_kib : 1024, o->rdma_iters ? o->rdma_iters : 2000);
+	if (o->rdma_qp_timeout)
+		gc_buf_printf(&b, " --rdma-qp-timeout %u", o->rdma_qp_timeout);
 	if (s->hca != NULL) {
 		gc_buf_puts(&b, " --rdma-dev ");
 		gc_shell_quote(&b, s->hca);

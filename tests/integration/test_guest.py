@@ -211,9 +211,11 @@ class GuestLab(LabCase):
 
     def validate(self, *args, check=0, timeout=600):
         """`validate --json` (CUDA skipped: the lab's GPUs are stand-ins without
-        CUDA); small RDMA transfers, soft-RoCE under TCG is slow."""
+        CUDA); small RDMA transfers, soft-RoCE under TCG is slow; a local ACK
+        timeout of 1 s, as a TCG guest's ACKs come late (docs/lab.md)."""
         r = self.gc("validate", "--json", "--skip", "cuda", "--rdma-msg-kib", "256",
-                    "--rdma-iters", "50", *args, check=check, timeout=timeout)
+                    "--rdma-iters", "50", "--rdma-qp-timeout", "18", *args, check=check,
+                    timeout=timeout)
         return json.loads(r.stdout)
 
     @staticmethod

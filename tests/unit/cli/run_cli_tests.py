@@ -191,6 +191,10 @@ for args, msg in [(["plan", "--offline"], "missing SPEC"),
                   (["plan", "--offline", "--parallelism", "zero", "x.yaml"],
                    "--parallelism needs a number from 1 to 4096, not 'zero'"),
                   (["plan", "--offline", "a.yaml", "b.yaml"], "too many arguments (one SPEC)"),
+                  (["validate", "--rdma-qp-timeout", "32", "x.yaml"],
+                   "--rdma-qp-timeout needs 1 to 31, not '32'"),
+                  (["validate", "--rdma-qp-timeout", "0", "x.yaml"],
+                   "--rdma-qp-timeout needs 1 to 31, not '0'"),
                   (["check"], "missing SPEC"),
                   (["graph", "--dot", "--json", "x.yaml"], "--dot and --json exclude each other")]:
     rc, out, err = run(*args)

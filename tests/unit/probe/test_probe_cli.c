@@ -135,6 +135,8 @@ static void test_usage_errors(void **state)
 	const char *nofile[] = {"--expect", "/nonexistent/x.expect", NULL};
 	const char *both[] = {"--rdma-server", "--rdma-peer", "h", NULL};
 	const char *badnum[] = {"--bw-mib", "0", NULL};
+	const char *qpt_low[] = {"--rdma-qp-timeout", "0", NULL};
+	const char *qpt_high[] = {"--rdma-qp-timeout", "32", NULL};
 	char *out;
 
 	assert_int_equal(run(&out, "sysfs-none", unknown), GC_PROBE_EXIT_USAGE);
@@ -151,6 +153,13 @@ static void test_usage_errors(void **state)
 	assert_int_equal(run(&out, "sysfs-none", both), GC_PROBE_EXIT_USAGE);
 	free(out);
 	assert_int_equal(run(&out, "sysfs-none", badnum), GC_PROBE_EXIT_USAGE);
+	free(out);
+	/* the QP's Timeout field is 5 bits, and 0 would mean "wait forever" */
+	assert_int_equal(run(&out, "sysfs-none", qpt_low), GC_PROBE_EXIT_USAGE);
+	assert_non_null(strstr(out, "unknown or incomplete option '--rdma-qp-timeout'"));
+	free(out);
+	assert_int_equal(run(&out, "sysfs-none", qpt_high), GC_PROBE_EXIT_USAGE);
+	assert_non_null(strstr(out, "unknown or incomplete option '--rdma-qp-timeout'"));
 	free(out);
 }
 
