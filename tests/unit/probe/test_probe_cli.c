@@ -128,6 +128,17 @@ static void test_expect_exit_codes(void **state)
 	free(out);
 }
 
+/* args is a usage error (exit 64) whose output holds want (when given) */
+static void usage_error(const char *const *args, const char *want)
+{
+	char *out;
+
+	assert_int_equal(run(&out, "sysfs-none", args), GC_PROBE_EXIT_USAGE);
+	if (want != NULL && strstr(out, want) == NULL)
+		fail_msg("'%s' not in:\n%s", want, out);
+	free(out);
+}
+
 static void test_usage_errors(void **state)
 {
 	const char *unknown[] = {"--frobnicate", NULL};
@@ -144,23 +155,13 @@ static void test_usage_errors(void **state)
 	assert_true(strncmp(out, "gpuclusterctl-probe: unknown or incomplete option "
 				 "'--frobnicate'\nusage: ", 70) == 0);
 	free(out);
-	assert_int_equal(run(&out, "sysfs-none", badkey), GC_PROBE_EXIT_USAGE);
-	assert_non_null(strstr(out, "--expect-set:0: error: unknown key 'gpu.cuont'"));
-	free(out);
-	assert_int_equal(run(&out, "sysfs-none", nofile), GC_PROBE_EXIT_USAGE);
-	assert_non_null(strstr(out, "cannot open expect file '/nonexistent/x.expect'"));
-	free(out);
-	assert_int_equal(run(&out, "sysfs-none", both), GC_PROBE_EXIT_USAGE);
-	free(out);
-	assert_int_equal(run(&out, "sysfs-none", badnum), GC_PROBE_EXIT_USAGE);
-	free(out);
+	usage_error(badkey, "--expect-set:0: error: unknown key 'gpu.cuont'");
+	usage_error(nofile, "cannot open expect file '/nonexistent/x.expect'");
+	usage_error(both, NULL);
+	usage_error(badnum, NULL);
 	/* the QP's Timeout field is 5 bits, and 0 would mean "wait forever" */
-	assert_int_equal(run(&out, "sysfs-none", qpt_low), GC_PROBE_EXIT_USAGE);
-	assert_non_null(strstr(out, "unknown or incomplete option '--rdma-qp-timeout'"));
-	free(out);
-	assert_int_equal(run(&out, "sysfs-none", qpt_high), GC_PROBE_EXIT_USAGE);
-	assert_non_null(strstr(out, "unknown or incomplete option '--rdma-qp-timeout'"));
-	free(out);
+	usage_error(qpt_low, "unknown or incomplete option '--rdma-qp-timeout'");
+	usage_error(qpt_high, "unknown or incomplete option '--rdma-qp-timeout'");
 }
 
 static void test_rdma_server_without_device(void **state)
