@@ -91,9 +91,23 @@ const char gc_probe_usage[] =
 	"      no expectation (JSON \"result\": \"nothing_to_check\"); 64 usage error;\n"
 	"      130 interrupted\n";
 
+/* The range of the last numeric option whose value was refused (the
+ * option loop's usage error names it); missed is cleared per argument. */
+static struct {
+	bool missed;
+	long lo, hi;
+} g_arg_range;
+
 static bool arg_long(const char *s, long lo, long hi, long *v)
 {
-	return s && pb_parse_long(s, strlen(s), v) && *v >= lo && *v <= hi;
+	if (s && pb_parse_long(s, strlen(s), v) && *v >= lo && *v <= hi)
+		return true;
+	if (s != NULL) {
+		g_arg_range.missed = true;
+		g_arg_range.lo = lo;
+		g_arg_range.hi = hi;
+	}
+	return false;
 }
 
 /* --mpi-bw: the MPI bandwidth test; every rank runs this, rank 0 prints. */
@@ -166,6 +180,7 @@ int gc_probe_main(int argc, char **argv)
 		const char *a = argv[i];
 		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
 
+		g_arg_range.missed = false;
 		if (strcmp(a, "--json") == 0) {
 			json = true;
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -223,6 +238,10 @@ int gc_probe_main(int argc, char **argv)
 			o.rdma_timeout_s = (int)v, i++;
 		} else if (strcmp(a, "--rdma-qp-timeout") == 0 && arg_long(next, 1, 31, &v)) {
 			o.rdma_qp_timeout = (int)v, i++;
+		} else if (g_arg_range.missed) {
+			gc_error_set(&err, GC_EUSAGE, "%s needs a number from %ld to %ld, not '%s'", a,
+				     g_arg_range.lo, g_arg_range.hi, next);
+			goto usage_err;
 		} else {
 			gc_error_set(&err, GC_EUSAGE, "unknown or incomplete option '%s'", a);
 			goto usage_err;

@@ -148,6 +148,7 @@ static void test_usage_errors(void **state)
 	const char *badnum[] = {"--bw-mib", "0", NULL};
 	const char *qpt_low[] = {"--rdma-qp-timeout", "0", NULL};
 	const char *qpt_high[] = {"--rdma-qp-timeout", "32", NULL};
+	const char *noval[] = {"--rdma-iters", NULL};
 	char *out;
 
 	assert_int_equal(run(&out, "sysfs-none", unknown), GC_PROBE_EXIT_USAGE);
@@ -158,10 +159,13 @@ static void test_usage_errors(void **state)
 	usage_error(badkey, "--expect-set:0: error: unknown key 'gpu.cuont'");
 	usage_error(nofile, "cannot open expect file '/nonexistent/x.expect'");
 	usage_error(both, NULL);
-	usage_error(badnum, NULL);
+	usage_error(badnum, "gpuclusterctl-probe: --bw-mib needs a number from 1 to ");
 	/* the QP's Timeout field is 5 bits, and 0 would mean "wait forever" */
-	usage_error(qpt_low, "unknown or incomplete option '--rdma-qp-timeout'");
-	usage_error(qpt_high, "unknown or incomplete option '--rdma-qp-timeout'");
+	usage_error(qpt_low, "gpuclusterctl-probe: --rdma-qp-timeout needs a number from 1 to 31, "
+			     "not '0'\n");
+	usage_error(qpt_high, "gpuclusterctl-probe: --rdma-qp-timeout needs a number from 1 to 31, "
+			      "not '32'\n");
+	usage_error(noval, "gpuclusterctl-probe: unknown or incomplete option '--rdma-iters'\n");
 }
 
 static void test_rdma_server_without_device(void **state)
