@@ -161,127 +161,140 @@ static int read_expect(struct gc_probe_expect *e, const char *path, struct gc_er
 	return rc;
 }
 
-int gc_probe_main(int argc, char **argv)
-{
-	struct gc_error err = GC_ERROR_INIT;
+/* What the command line asks for. */
+struct cli {
 	struct gc_probe_options o;
-	struct gc_probe_expect *ex = calloc(1, sizeof(*ex));
-	struct gc_probe_report *r = calloc(1, sizeof(*r));
-	bool json = false, have_expect = false, mpibw = false;
-	int mpi_iters = 50;
-	char *out = NULL;
-	int i, code = GC_PROBE_EXIT_OK;
+	struct gc_probe_expect *ex;
+	bool json, have_expect, mpibw, help;
+	int mpi_iters;
+};
+
+/* argv into c (c->o and c->ex set up by the caller): 0, or -1 with a
+ * usage error in err; --help sets c->help and stops there. */
+static int parse_args(struct cli *c, int argc, char **argv, struct gc_error *err)
+{
 	long v;
 
-	if (!ex || !r)
-		abort();
-	gc_probe_options_init(&o);
-	for (i = 1; i < argc; i++) {
+	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *next = i + 1 < argc ? argv[i + 1] : NULL;
 
 		g_arg_range.missed = false;
 		if (strcmp(a, "--json") == 0) {
-			json = true;
+			c->json = true;
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			fputs(gc_probe_usage, stdout);
-			goto out;
+			c->help = true;
+			return 0;
 		} else if (strcmp(a, "--no-cuda") == 0) {
-			o.no_cuda = true;
+			c->o.no_cuda = true;
 		} else if (strcmp(a, "--no-rdma") == 0) {
-			o.no_rdma = true;
+			c->o.no_rdma = true;
 		} else if (strcmp(a, "--no-bw") == 0) {
-			o.no_bw = true;
+			c->o.no_bw = true;
 		} else if (strcmp(a, "--no-tools") == 0) {
-			o.no_tools = true;
+			c->o.no_tools = true;
 		} else if (strcmp(a, "--mpi-bw") == 0) {
-			mpibw = true;
+			c->mpibw = true;
 		} else if (strcmp(a, "--mpi-iters") == 0 && arg_long(next, 1, 100000, &v)) {
-			mpi_iters = (int)v, i++;
+			c->mpi_iters = (int)v, i++;
 		} else if (strcmp(a, "--rdma-server") == 0) {
-			o.rdma_server = true;
+			c->o.rdma_server = true;
 		} else if (strcmp(a, "--expect") == 0 && next) {
-			if (read_expect(ex, next, &err) != 0)
-				goto usage_err;
-			have_expect = true;
+			if (read_expect(c->ex, next, err) != 0)
+				return -1;
+			c->have_expect = true;
 			i++;
 		} else if (strcmp(a, "--expect-set") == 0 && next) {
-			if (gc_probe_expect_add(ex, next, &err) != 0)
-				goto usage_err;
-			have_expect = true;
+			if (gc_probe_expect_add(c->ex, next, err) != 0)
+				return -1;
+			c->have_expect = true;
 			i++;
 		} else if (strcmp(a, "--rdma-peer") == 0 && next) {
-			o.rdma_peer = next, i++;
+			c->o.rdma_peer = next, i++;
 		} else if (strcmp(a, "--rdma-dev") == 0 && next) {
-			o.rdma_dev = next, i++;
+			c->o.rdma_dev = next, i++;
 		} else if (strcmp(a, "--sysfs-root") == 0 && next) {
-			o.sysfs_root = next, i++;
+			c->o.sysfs_root = next, i++;
 		} else if (strcmp(a, "--bw-mib") == 0 && arg_long(next, 1, 16384, &v)) {
-			o.bw_bytes = (uint64_t)v << 20, i++;
+			c->o.bw_bytes = (uint64_t)v << 20, i++;
 		} else if (strcmp(a, "--bw-reps") == 0 && arg_long(next, 1, 10000, &v)) {
-			o.bw_reps = (int)v, i++;
+			c->o.bw_reps = (int)v, i++;
 		} else if (strcmp(a, "--bw-trials") == 0 && arg_long(next, 1, 64, &v)) {
-			o.bw_trials = (int)v, i++;
+			c->o.bw_trials = (int)v, i++;
 		} else if (strcmp(a, "--rdma-ib-port") == 0 && arg_long(next, 1, 255, &v)) {
-			o.rdma_ib_port = (int)v, i++;
+			c->o.rdma_ib_port = (int)v, i++;
 		} else if (strcmp(a, "--rdma-gid-index") == 0 && arg_long(next, 0, 255, &v)) {
-			o.rdma_gid_index = (int)v, i++;
+			c->o.rdma_gid_index = (int)v, i++;
 		} else if (strcmp(a, "--rdma-tcp-port") == 0 && arg_long(next, 1, 65535, &v)) {
-			o.rdma_tcp_port = (int)v, i++;
+			c->o.rdma_tcp_port = (int)v, i++;
 		} else if (strcmp(a, "--rdma-tclass") == 0 && arg_long(next, 0, 255, &v)) {
-			o.rdma_tclass = (int)v, i++;
+			c->o.rdma_tclass = (int)v, i++;
 		} else if (strcmp(a, "--rdma-msg-kib") == 0 && arg_long(next, 1, 1048576, &v)) {
-			o.rdma_msg_bytes = (uint64_t)v << 10, i++;
+			c->o.rdma_msg_bytes = (uint64_t)v << 10, i++;
 		} else if (strcmp(a, "--rdma-iters") == 0 && arg_long(next, 1, 10000000, &v)) {
-			o.rdma_iters = (int)v, i++;
+			c->o.rdma_iters = (int)v, i++;
 		} else if (strcmp(a, "--rdma-timeout") == 0 && arg_long(next, 1, 3600, &v)) {
-			o.rdma_timeout_s = (int)v, i++;
+			c->o.rdma_timeout_s = (int)v, i++;
 		} else if (strcmp(a, "--rdma-qp-timeout") == 0 && arg_long(next, 1, 31, &v)) {
-			o.rdma_qp_timeout = (int)v, i++;
+			c->o.rdma_qp_timeout = (int)v, i++;
 		} else if (g_arg_range.missed) {
-			gc_error_set(&err, GC_EUSAGE, "%s needs a number from %ld to %ld, not '%s'", a,
+			gc_error_set(err, GC_EUSAGE, "%s needs a number from %ld to %ld, not '%s'", a,
 				     g_arg_range.lo, g_arg_range.hi, next);
-			goto usage_err;
+			return -1;
 		} else {
-			gc_error_set(&err, GC_EUSAGE, "unknown or incomplete option '%s'", a);
-			goto usage_err;
+			gc_error_set(err, GC_EUSAGE, "unknown or incomplete option '%s'", a);
+			return -1;
 		}
 	}
-	if (o.rdma_server && o.rdma_peer) {
-		gc_error_set(&err, GC_EUSAGE, "--rdma-server and --rdma-peer exclude each other");
-		goto usage_err;
+	if (c->o.rdma_server && c->o.rdma_peer) {
+		gc_error_set(err, GC_EUSAGE, "--rdma-server and --rdma-peer exclude each other");
+		return -1;
 	}
-	if ((o.rdma_server || o.rdma_peer) && o.no_rdma) {
-		gc_error_set(&err, GC_EUSAGE, "an RDMA test needs RDMA: drop --no-rdma");
-		goto usage_err;
+	if ((c->o.rdma_server || c->o.rdma_peer) && c->o.no_rdma) {
+		gc_error_set(err, GC_EUSAGE, "an RDMA test needs RDMA: drop --no-rdma");
+		return -1;
 	}
 
-	if (mpibw && (have_expect || json || o.rdma_server || o.rdma_peer)) {
-		gc_error_set(&err, GC_EUSAGE, "--mpi-bw runs alone: no --json, --expect or RDMA test");
-		goto usage_err;
+	if (c->mpibw && (c->have_expect || c->json || c->o.rdma_server || c->o.rdma_peer)) {
+		gc_error_set(err, GC_EUSAGE, "--mpi-bw runs alone: no --json, --expect or RDMA test");
+		return -1;
 	}
-	if (mpibw) {
-		code = mpi_bw(mpi_iters);
-		goto out;
+	return 0;
+}
+
+int gc_probe_main(int argc, char **argv)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_probe_report *r = calloc(1, sizeof(*r));
+	struct cli c = {.ex = calloc(1, sizeof(*c.ex)), .mpi_iters = 50};
+	char *out = NULL;
+	int code = GC_PROBE_EXIT_OK;
+
+	if (!c.ex || !r)
+		abort();
+	gc_probe_options_init(&c.o);
+	if (parse_args(&c, argc, argv, &err) != 0) {
+		fprintf(stderr, "gpuclusterctl-probe: %s\n", err.msg);
+		fputs(gc_probe_usage, stderr);
+		code = GC_PROBE_EXIT_USAGE;
+	} else if (c.help) {
+		fputs(gc_probe_usage, stdout);
+	} else if (c.mpibw) {
+		code = mpi_bw(c.mpi_iters);
+	} else {
+		gc_probe_run(r, &c.o);
+		if (c.have_expect)
+			gc_probe_expect_eval(r, c.ex);
+		code = gc_probe_verdict(r);
+		if (c.json)
+			gc_probe_render_json(&out, r);
+		else
+			gc_probe_render_text(&out, r);
+		fputs(out, stdout);
+		fflush(stdout);
 	}
-	gc_probe_run(r, &o);
-	if (have_expect)
-		gc_probe_expect_eval(r, ex);
-	code = gc_probe_verdict(r);
-	if (json)
-		gc_probe_render_json(&out, r);
-	else
-		gc_probe_render_text(&out, r);
-	fputs(out, stdout);
-	fflush(stdout);
-	goto out;
-usage_err:
-	fprintf(stderr, "gpuclusterctl-probe: %s\n", err.msg);
-	fputs(gc_probe_usage, stderr);
-	code = GC_PROBE_EXIT_USAGE;
-out:
 	free(out);
-	free(ex);
+	free(c.ex);
 	free(r);
 	return code;
 }

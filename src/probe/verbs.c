@@ -528,26 +528,16 @@ static int run_client(struct rc *c, struct gc_probe_rdma_test *t, const struct g
 	return 0;
 }
 
-void pb_rdma_test(struct gc_probe_rdma_test *t, const struct gc_probe_rdma *r,
-		  const struct gc_probe_options *o)
+/* The test's device and port: named, or the first active one; 0, or -1
+ * with t's status and reason set. */
+static int choose_port(struct gc_probe_rdma_test *t, const struct gc_probe_rdma *r,
+		       const struct gc_probe_options *o)
 {
-	struct gc_error err = GC_ERROR_INIT;
-	struct gc_probe_qpinfo me, peer;
-	struct rc c;
-	char line[64];
-	int lfd = -1, fd = -1, i, j, tmo = o->rdma_timeout_s * 1000;
-
-	memset(&c, 0, sizeof(c));
-	pb_copy(t->role, sizeof(t->role), o->rdma_server ? "server" : "client", 6);
-	if (o->rdma_peer)
-		pb_copy(t->peer, sizeof(t->peer), o->rdma_peer, strlen(o->rdma_peer));
-	t->gid_index = -1;
-	/* choose device/port: named, or the first active port */
-	for (i = 0; i < r->ndev && !t->device[0]; i++) {
+	for (int i = 0; i < r->ndev && !t->device[0]; i++) {
 		const struct gc_probe_rdma_dev *d = &r->devs[i];
 		if (o->rdma_dev && strcmp(o->rdma_dev, d->name) != 0)
 			continue;
-		for (j = 0; j < d->nports; j++) {
+		for (int j = 0; j < d->nports; j++) {
 			const struct gc_probe_port *p = &d->ports[j];
 			if (o->rdma_ib_port ? p->num != o->rdma_ib_port
 					    : p->state_num != PB_IBV_PORT_ACTIVE)
@@ -562,14 +552,67 @@ void pb_rdma_test(struct gc_probe_rdma_test *t, const struct gc_probe_rdma *r,
 	if (r->ndev == 0) {
 		t->status = GC_PROBE_ABSENT;
 		pb_fmt(t->reason, sizeof(t->reason), "no RDMA device");
-		return;
+		return -1;
 	}
 	if (!t->device[0]) {
 		t->status = GC_PROBE_FAILED;
 		pb_fmt(t->reason, sizeof(t->reason), "no active port%s%s", o->rdma_dev ? " on " : "",
 		       o->rdma_dev ? o->rdma_dev : "");
-		return;
+		return -1;
 	}
+	return 0;
+}
+
+/* The server's half once both QPs are ready: wait for the client's DONE,
+ * check every byte it wrote and answer; 0 with t's status set, or -1 on a
+ * side-channel error (in err). */
+static int serve(struct rc *c, struct gc_probe_rdma_test *t, const struct gc_probe_qpinfo *peer,
+		 int fd, int tmo, struct gc_error *err)
+{
+	char line[64];
+	size_t k, n;
+	bool good = true;
+
+	/* the client runs the test; wait for DONE (or an abort) */
+	if (gc_probe_line_recv(line, sizeof(line), fd, tmo + 120000, err) < 0)
+		return -1;
+	if (strcmp(line, "GCPROBE-DONE\n") != 0) {
+		t->status = GC_PROBE_FAILED;
+		pb_fmt(t->reason, sizeof(t->reason), "client aborted the test");
+		return 0;
+	}
+	n = c->size < peer->size ? c->size : (size_t)peer->size;
+	for (k = 0; k < n && good; k++)
+		good = ((uint8_t *)c->buf)[k] == pattern(peer->psn, k);
+	gc_probe_line_send(fd, good ? "GCPROBE-OK\n" : "GCPROBE-BADDATA\n", err);
+	t->msg_bytes = n;
+	if (!good) {
+		t->status = GC_PROBE_FAILED;
+		pb_fmt(t->reason, sizeof(t->reason), "data written by the peer differs at byte %zu",
+		       k - 1);
+		return 0;
+	}
+	t->status = GC_PROBE_OK;
+	pb_fmt(t->reason, sizeof(t->reason), "peer wrote %zu bytes correctly", n);
+	return 0;
+}
+
+void pb_rdma_test(struct gc_probe_rdma_test *t, const struct gc_probe_rdma *r,
+		  const struct gc_probe_options *o)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_probe_qpinfo me, peer;
+	struct rc c;
+	char line[64];
+	int lfd = -1, fd = -1, tmo = o->rdma_timeout_s * 1000;
+
+	memset(&c, 0, sizeof(c));
+	pb_copy(t->role, sizeof(t->role), o->rdma_server ? "server" : "client", 6);
+	if (o->rdma_peer)
+		pb_copy(t->peer, sizeof(t->peer), o->rdma_peer, strlen(o->rdma_peer));
+	t->gid_index = -1;
+	if (choose_port(t, r, o) != 0)
+		return;
 	if (!r->verbs_loaded || pb_verbs_load(&c.v, t->reason, sizeof(t->reason)) != 0) {
 		t->status = GC_PROBE_ABSENT;
 		if (!t->reason[0])
@@ -611,30 +654,8 @@ void pb_rdma_test(struct gc_probe_rdma_test *t, const struct gc_probe_rdma *r,
 		goto neterr;
 	}
 	if (o->rdma_server) {
-		size_t k, n;
-		bool good = true;
-
-		/* the client runs the test; wait for DONE (or an abort) */
-		if (gc_probe_line_recv(line, sizeof(line), fd, tmo + 120000, &err) < 0)
+		if (serve(&c, t, &peer, fd, tmo, &err) != 0)
 			goto neterr;
-		if (strcmp(line, "GCPROBE-DONE\n") != 0) {
-			t->status = GC_PROBE_FAILED;
-			pb_fmt(t->reason, sizeof(t->reason), "client aborted the test");
-			goto out;
-		}
-		n = c.size < peer.size ? c.size : (size_t)peer.size;
-		for (k = 0; k < n && good; k++)
-			good = ((uint8_t *)c.buf)[k] == pattern(peer.psn, k);
-		gc_probe_line_send(fd, good ? "GCPROBE-OK\n" : "GCPROBE-BADDATA\n", &err);
-		t->msg_bytes = n;
-		if (!good) {
-			t->status = GC_PROBE_FAILED;
-			pb_fmt(t->reason, sizeof(t->reason),
-			       "data written by the peer differs at byte %zu", k - 1);
-			goto out;
-		}
-		t->status = GC_PROBE_OK;
-		pb_fmt(t->reason, sizeof(t->reason), "peer wrote %zu bytes correctly", n);
 		goto out;
 	}
 	if (run_client(&c, t, &me, &peer, o->rdma_iters) != 0) {
