@@ -53,9 +53,20 @@ static void maybe_flush(struct gc_jsonw *w)
 		flush(w);
 }
 
-static void put(struct gc_jsonw *w, const char *s, size_t n)
+/* Most pieces are a few bytes (a comma, an indent, a key): copied in
+ * place while the buffer has room, and only past it through gc_buf_put(),
+ * which grows it.  A 10,000-host plan is about 10 million of them. */
+static inline void put(struct gc_jsonw *w, const char *s, size_t n)
 {
-	gc_buf_put(w->out, s, n);
+	struct gc_buf *b = w->out;
+
+	if (b->cap - b->len > n) { /* room for the bytes and the NUL after them */
+		memcpy(b->ptr + b->len, s, n);
+		b->len += n;
+		b->ptr[b->len] = '\0';
+		return;
+	}
+	gc_buf_put(b, s, n);
 }
 
 #define PUT_LIT(w, lit) put((w), (lit), sizeof(lit) - 1)
@@ -120,6 +131,22 @@ static void put_u00(struct gc_jsonw *w, unsigned char c)
 	put(w, u, sizeof(u));
 }
 
+/* What a byte of a string needs: ESC_NONE, copied as it is; ESC_SLASH,
+ * '/', escaped unless NOSLASHESCAPE; ESC_HIGH, from 0x80, a UTF-8 check for
+ * text; ESC_NAMED, '"', '\\' and every byte below 0x20. */
+enum { ESC_NONE, ESC_SLASH, ESC_HIGH, ESC_NAMED };
+#define ESC_HIGH16 ESC_HIGH, ESC_HIGH, ESC_HIGH, ESC_HIGH, ESC_HIGH, ESC_HIGH, ESC_HIGH, ESC_HIGH, \
+                   ESC_HIGH, ESC_HIGH, ESC_HIGH, ESC_HIGH, ESC_HIGH, ESC_HIGH, ESC_HIGH, ESC_HIGH
+#define ESC_NAMED16 ESC_NAMED, ESC_NAMED, ESC_NAMED, ESC_NAMED, ESC_NAMED, ESC_NAMED, ESC_NAMED, \
+                    ESC_NAMED, ESC_NAMED, ESC_NAMED, ESC_NAMED, ESC_NAMED, ESC_NAMED, ESC_NAMED, \
+                    ESC_NAMED, ESC_NAMED
+static const unsigned char esc_class[256] = {
+	ESC_NAMED16, ESC_NAMED16, /* 0x00-0x1f */
+	[0x80] = ESC_HIGH16, ESC_HIGH16, ESC_HIGH16, ESC_HIGH16,
+	ESC_HIGH16, ESC_HIGH16, ESC_HIGH16, ESC_HIGH16,
+	['"'] = ESC_NAMED, ['\\'] = ESC_NAMED, ['/'] = ESC_SLASH,
+};
+
 /* s[0..n) as a JSON string; text: bytes that are not well-formed UTF-8
  * become U+FFFD (s is NUL-terminated then, which bounds gc_utf8_seq). */
 static void put_string(struct gc_jsonw *w, const char *str, size_t n, bool text)
@@ -133,7 +160,7 @@ static void put_string(struct gc_jsonw *w, const char *str, size_t n, bool text)
 		uint32_t cp;
 		size_t len;
 
-		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && (c != '/' || !slash)) {
+		if (esc_class[c] == ESC_NONE || (esc_class[c] == ESC_SLASH && !slash)) {
 			p++;
 			continue;
 		}
