@@ -53,20 +53,9 @@ static void maybe_flush(struct gc_jsonw *w)
 		flush(w);
 }
 
-/* Most pieces are a few bytes (a comma, an indent, a key): copied in
- * place while the buffer has room, and only past it through gc_buf_put(),
- * which grows it.  A 10,000-host plan is about 10 million of them. */
-static inline void put(struct gc_jsonw *w, const char *s, size_t n)
+static void put(struct gc_jsonw *w, const char *s, size_t n)
 {
-	struct gc_buf *b = w->out;
-
-	if (b->cap - b->len > n) { /* room for the bytes and the NUL after them */
-		memcpy(b->ptr + b->len, s, n);
-		b->len += n;
-		b->ptr[b->len] = '\0';
-		return;
-	}
-	gc_buf_put(b, s, n);
+	gc_buf_put(w->out, s, n); /* inline while the buffer has room (util.h) */
 }
 
 #define PUT_LIT(w, lit) put((w), (lit), sizeof(lit) - 1)

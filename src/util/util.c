@@ -120,7 +120,7 @@ static void buf_reserve(struct gc_buf *b, size_t extra)
 	b->ptr = gc_xrealloc(b->ptr, b->cap);
 }
 
-void gc_buf_put(struct gc_buf *b, const void *data, size_t n)
+void gc_buf_grow_put(struct gc_buf *b, const void *data, size_t n)
 {
 	buf_reserve(b, n);
 	memcpy(b->ptr + b->len, data, n);
