@@ -335,6 +335,31 @@ static void write_one(struct run *r, struct tslot *s, size_t i, void *arg)
 	}
 }
 
+/*
+ * Test hooks: hold the run between reading the leases and writing them, so
+ * that a test can make two applies race in that gap.  GC_TEST_LEASE_PAUSE_MS
+ * sleeps; GC_TEST_LEASE_BARRIER=PATH makes PATH.ready (this run has read)
+ * and waits until PATH exists, at most 120 s, so that a test on a busy
+ * machine can let each run on at the moment it chooses.
+ */
+static void test_pause(void)
+{
+	const char *ms = getenv("GC_TEST_LEASE_PAUSE_MS"), *barrier = getenv("GC_TEST_LEASE_BARRIER");
+
+	if (ms != NULL)
+		usleep((useconds_t)strtoul(ms, NULL, 10) * 1000u);
+	if (barrier != NULL && barrier[0] != '\0') {
+		char *ready = gc_xasprintf("%s.ready", barrier);
+		FILE *f = fopen(ready, "w");
+
+		if (f != NULL)
+			fclose(f);
+		free(ready);
+		for (int i = 0; i < 12000 && access(barrier, F_OK) != 0; i++)
+			usleep(10000);
+	}
+}
+
 int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err)
 {
 	struct lease_pass p;
@@ -355,10 +380,7 @@ int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err
 		r->lease = lease_string(r, cluster);
 		r->lease_ns = gc_now_ns();
 	}
-	/* test hook: widen the gap between reading and writing the leases, so
-	 * that a test can make two applies race in it */
-	if (getenv("GC_TEST_LEASE_PAUSE_MS") != NULL)
-		usleep((useconds_t)strtoul(getenv("GC_TEST_LEASE_PAUSE_MS"), NULL, 10) * 1000u);
+	test_pause();
 	/* compare-and-set targets first, one by one: a race is lost before
 	 * anything else is written (what was written is cleared again at the
 	 * end of the run); then the others, all at once */

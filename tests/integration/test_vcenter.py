@@ -640,25 +640,52 @@ class ApplyVmsMultiGpu(VcenterLab):
         return subprocess.Popen([BIN, "apply", "--yes", "--only", self.only, "--state-dir", state,
                                  spec], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
+    def wait_for(self, what, cond, timeout=120):
+        for _ in range(int(timeout / 0.02)):
+            if cond():
+                return
+            time.sleep(0.02)
+        self.fail("timed out waiting for " + what)
+
     def test_two_applies_racing_for_the_cluster_lease_only_one_goes_on(self):
-        # Both read the leases, find none and pause 6 s before writing them
-        # (GC_TEST_LEASE_PAUSE_MS): without a compare-and-set both would go
+        # Both read the leases, find none and wait before writing them
+        # (GC_TEST_LEASE_BARRIER): without a compare-and-set both would go
         # on and clone the VM twice.  vCenter's AddCustomFieldDef is one:
         # the second to make the definition gets DuplicateName, and is
         # refused before it writes anything (its ESXi lease included).
+        # The barrier, not a pause: with both paused 6 s, a busy machine
+        # once slowed the second apply's observation past the whole of the
+        # first one, which had then cleared its lease (CI, 2026-12-02).
+        # Here both have read before either writes, and the second writes
+        # once the first one's holder is on the datacenter.
         other = os.path.join(self.lab, "copy")
         os.makedirs(other, exist_ok=True)
         copy = os.path.join(other, os.path.basename(self.specfile))
         shutil.copy(self.specfile, copy)
-        env = dict(self.env, GC_TEST_LEASE_PAUSE_MS="6000")
-        a = self.apply_bg(self.specfile, self.state_dir, env)
-        time.sleep(0.3)
-        b = self.apply_bg(copy, os.path.join(other, "state"), env)
+        go_a, go_b = os.path.join(self.lab, "go-a"), os.path.join(self.lab, "go-b")
+        for p in (go_a, go_b, go_a + ".ready", go_b + ".ready"):
+            if os.path.exists(p):
+                os.unlink(p)
+        a = self.apply_bg(self.specfile, self.state_dir, dict(self.env, GC_TEST_LEASE_BARRIER=go_a))
+        b = self.apply_bg(copy, os.path.join(other, "state"), dict(self.env, GC_TEST_LEASE_BARRIER=go_b))
+        try:
+            self.wait_for("both applies to read the leases",
+                          lambda: os.path.exists(go_a + ".ready") and os.path.exists(go_b + ".ready"))
+            open(go_a, "w").close()
+
+            def a_holds():
+                cf = self.custom_fields()
+                keys = [f["key"] for f in cf["fields"] if f["name"] == self.LEASE]
+                return bool(keys) and ";pid=%d;" % a.pid in (cf["values"].get("DC0", {}).get(keys[0]) or "")
+            self.wait_for("the first apply's holder on the datacenter", a_holds)
+        finally:
+            open(go_a, "w").close()
+            open(go_b, "w").close()
         ra = a.communicate(timeout=300) + (a.returncode,)
         rb = b.communicate(timeout=300) + (b.returncode,)
-        won, lost = (ra, rb) if ra[2] == 0 else (rb, ra)
-        lost_pid = b.pid if ra[2] == 0 else a.pid
-        self.assertEqual(sorted([ra[2], rb[2]]), [0, 1], "a: %s\nb: %s" % (ra, rb))
+        won, lost = ra, rb
+        lost_pid = b.pid
+        self.assertEqual([ra[2], rb[2]], [0, 1], "a: %s\nb: %s" % (ra, rb))
         self.assertRegex(lost[1], r"gpuclusterctl: error: Datacenter 'DC0' was locked on vCenter 'vcenter' "
                          r"by another apply at the same moment \(cluster=multi-gpu;holder=\S+@\S+;pid=\d+;"
                          r"lock=[0-9a-f]+;since=\d+;expires=\d+\); nothing was changed\. If that apply is dead: "
