@@ -640,10 +640,17 @@ class ApplyVmsMultiGpu(VcenterLab):
         return subprocess.Popen([BIN, "apply", "--yes", "--only", self.only, "--state-dir", state,
                                  spec], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def wait_for(self, what, cond, timeout=120):
+    def wait_for(self, what, cond, procs, timeout=120):
+        """cond() within timeout, while every one of procs still runs (an
+        apply that ended early fails the test at once, with its output)."""
         for _ in range(int(timeout / 0.02)):
             if cond():
                 return
+            for p in procs:
+                if p.poll() is not None:
+                    out, err = p.communicate()
+                    self.fail("waiting for %s, apply pid %d ended with %d:\n%s%s" %
+                              (what, p.pid, p.returncode, out, err))
             time.sleep(0.02)
         self.fail("timed out waiting for " + what)
 
@@ -670,24 +677,26 @@ class ApplyVmsMultiGpu(VcenterLab):
         b = self.apply_bg(copy, os.path.join(other, "state"), dict(self.env, GC_TEST_LEASE_BARRIER=go_b))
         try:
             self.wait_for("both applies to read the leases",
-                          lambda: os.path.exists(go_a + ".ready") and os.path.exists(go_b + ".ready"))
+                          lambda: os.path.exists(go_a + ".ready") and os.path.exists(go_b + ".ready"),
+                          (a, b))
             open(go_a, "w").close()
 
             def a_holds():
                 cf = self.custom_fields()
                 keys = [f["key"] for f in cf["fields"] if f["name"] == self.LEASE]
                 return bool(keys) and ";pid=%d;" % a.pid in (cf["values"].get("DC0", {}).get(keys[0]) or "")
-            self.wait_for("the first apply's holder on the datacenter", a_holds)
+            self.wait_for("the first apply's holder on the datacenter", a_holds, (a, b))
         finally:
             open(go_a, "w").close()
             open(go_b, "w").close()
         ra = a.communicate(timeout=300) + (a.returncode,)
         rb = b.communicate(timeout=300) + (b.returncode,)
-        won, lost = ra, rb
+        lost = rb
         lost_pid = b.pid
         self.assertEqual([ra[2], rb[2]], [0, 1], "a: %s\nb: %s" % (ra, rb))
+        # the refusal names the holder it met: the first apply
         self.assertRegex(lost[1], r"gpuclusterctl: error: Datacenter 'DC0' was locked on vCenter 'vcenter' "
-                         r"by another apply at the same moment \(cluster=multi-gpu;holder=\S+@\S+;pid=\d+;"
+                         r"by another apply at the same moment \(cluster=multi-gpu;holder=\S+@\S+;pid=%d;" % a.pid +
                          r"lock=[0-9a-f]+;since=\d+;expires=\d+\); nothing was changed\. If that apply is dead: "
                          r"gpuclusterctl unlock --force SPEC\n")
         self.assertNotIn("Summary", lost[0])
