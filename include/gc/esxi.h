@@ -239,6 +239,33 @@ char *gc_esxi_script_lease(const char *token, const char *learn_from, unsigned f
 	"case \"$v\" in *\"lock=$2;\"*) ;; *\"lock=\"*) exit 0;; esac; "                               \
 	"esxcli system settings advanced set -o " GC_ESXI_LEASE_OPTION " -s \"$3\" && "              \
 	"echo @@lease:$1:took; exit 0"
+/*
+ *   CAS, ARGS the batch's token, our lock, the lease: TAKE's compare-and-set
+ *     without its reading aloud, for a chain of commands (the first
+ *     changing exec of a host: src/exec/lease.c) and for the plain write of
+ *     a lease: silent and exit 0 once it wrote the lease (the same cases as
+ *     TAKE); when the value holds another's `lock=`, the line
+ *     `@@lease:TOKEN:held:VALUE` on stderr (the <string> of the listing's
+ *     StringValue field) and exit 1, so that the chain
+ *     stops before its first change and the caller names the holder; exit 1
+ *     with esxcli's words on any other failure.
+ */
+#define GC_ESXI_LEASE_CAS_SCRIPT                                                                 \
+	"r=$(esxcli --formatter=xml system settings advanced list -o " GC_ESXI_LEASE_OPTION         \
+	" 2>&1) || { case \"$r\" in *\"Unable to find option\"*) esxcli system settings advanced "   \
+	"add -o GpuclusterctlLease -t string -s none -d 'gpuclusterctl cluster lease' && esxcli "    \
+	"system settings advanced set -o " GC_ESXI_LEASE_OPTION " -s \"$3\"; exit;; esac; "          \
+	"echo \"$r\" >&2; exit 1; }; v=${r#*\\\"StringValue\\\">}; v=${v%%</field>*}; "               \
+	"case \"$v\" in *\"lock=$2;\"*) ;; *\"lock=\"*) v=${v#*<string>}; echo "                    \
+	"\"@@lease:$1:held:${v%%</string>*}\" >&2; exit 1;; esac; esxcli system settings advanced set -o " GC_ESXI_LEASE_OPTION " -s \"$3\""
+/* `sh -c CAS lease TOKEN LOCK VALUE`, its arguments quoted, for an exec of
+ * its own or the head of a host's first changing exec (gc_xmalloc'd); NULL
+ * for a lock outside [0-9a-f] or a value outside [A-Za-z0-9@._:;=+-].  And
+ * the holder's lease in its refusal, as on a line of text (the device's
+ * words): what follows `@@lease:TOKEN:held:` up to the line's end,
+ * gc_xmalloc'd, or NULL when text has none with that token. */
+char *gc_esxi_lease_cas_command(const char *token, const char *lock, const char *value);
+char *gc_esxi_lease_held(const char *token, const char *text);
 #define GC_ESXI_LEASE_READ_SCRIPT                                                                \
 	"r=$(esxcli --formatter=xml system settings advanced list -o " GC_ESXI_LEASE_OPTION         \
 	" 2>&1) && { echo \"$r\"; exit 0; }; case \"$r\" in *\"Unable to find option\"*) "           \

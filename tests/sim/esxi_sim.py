@@ -1313,7 +1313,9 @@ def mlxconfig(ctx, argv):
 # ------------------------------------------------------------------ the cluster lease's snippets
 #
 # The driver's fixed `sh -c` snippets for the lease (include/gc/esxi.h:
-# GC_ESXI_LEASE_READ_SCRIPT in the apply's observation batch,
+# GC_ESXI_LEASE_READ_SCRIPT in the apply's observation batch, _TAKE_SCRIPT
+# there when it expects changes, _CAS_SCRIPT, a compare-and-set, for a
+# write and at the head of a host's first changing exec,
 # GC_ESXI_LEASE_CLEAR_SCRIPT, a compare-and-clear, at the end of the run),
 # run as their Python equivalents, for that exact text only.  Their esxcli
 # commands go through run_simple, so the lab's injected faults reach them.
@@ -1333,6 +1335,15 @@ LEASE_TAKE_SCRIPT = (
     'case "$v" in *"lock=$2;"*) ;; *"lock="*) exit 0;; esac; '
     'esxcli system settings advanced set -o ' + LEASE_OPTION + ' -s "$3" && '
     'echo @@lease:$1:took; exit 0')
+LEASE_CAS_SCRIPT = (
+    'r=$(esxcli --formatter=xml system settings advanced list -o ' + LEASE_OPTION +
+    ' 2>&1) || { case "$r" in *"Unable to find option"*) esxcli system settings advanced '
+    "add -o GpuclusterctlLease -t string -s none -d 'gpuclusterctl cluster lease' && esxcli "
+    'system settings advanced set -o ' + LEASE_OPTION + ' -s "$3"; exit;; esac; '
+    'echo "$r" >&2; exit 1; }; v=${r#*\\"StringValue\\">}; v=${v%%</field>*}; '
+    'case "$v" in *"lock=$2;"*) ;; *"lock="*) v=${v#*<string>}; echo '
+    '"@@lease:$1:held:${v%%</string>*}" >&2; exit 1;; esac; esxcli system settings advanced '
+    'set -o ' + LEASE_OPTION + ' -s "$3"')
 LEASE_CLEAR_SCRIPT = (
     'r=$(esxcli --formatter=xml system settings advanced list -o ' + LEASE_OPTION + ' 2>&1) || { '
     'case "$r" in *"Unable to find option"*) echo @@lease:none; exit 0;; esac; '
@@ -1428,6 +1439,29 @@ def lease_take(ctx, token, lock, value):
     return 0
 
 
+def lease_cas(ctx, token, lock, value):
+    """LEASE_CAS_SCRIPT: LEASE_TAKE_SCRIPT's compare-and-set, silent, that
+    fails naming the value when another apply's lease is there."""
+    listing = ["esxcli", "--formatter=xml", "system", "settings", "advanced", "list", "-o",
+               LEASE_OPTION]
+    set_ours = ["esxcli", "system", "settings", "advanced", "set", "-o", LEASE_OPTION, "-s", value]
+    rc, r = captured(ctx, listing)
+    if rc != 0:
+        if "Unable to find option" not in r:
+            ctx.io.err(r + "\n")
+            return 1
+        rc = run_simple(ctx, ["esxcli", "system", "settings", "advanced", "add", "-o",
+                              "GpuclusterctlLease", "-t", "string", "-s", "none", "-d",
+                              "gpuclusterctl cluster lease"])
+        return rc if rc != 0 else run_simple(ctx, set_ours)
+    v = string_value(r)
+    if "lock=%s;" % lock not in v and "lock=" in v:
+        v = v.split("<string>", 1)[-1]
+        ctx.io.err("@@lease:%s:held:%s\n" % (token, v.split("</string>", 1)[0]))
+        return 1
+    return run_simple(ctx, set_ours)
+
+
 def sh(ctx, argv):
     """Only `sh -c SNIPPET NAME ARG...` for the driver's fixed snippets (MFT,
     the lease's), each run as its Python equivalent."""
@@ -1435,6 +1469,8 @@ def sh(ctx, argv):
         return lease_snippet(ctx, argv[2], argv[4])
     if len(argv) == 7 and argv[1] == "-c" and argv[2] == LEASE_TAKE_SCRIPT:
         return lease_take(ctx, argv[4], argv[5], argv[6])
+    if len(argv) == 7 and argv[1] == "-c" and argv[2] == LEASE_CAS_SCRIPT:
+        return lease_cas(ctx, argv[4], argv[5], argv[6])
     if len(argv) != 5 or argv[1] != "-c" or argv[2] != MFT_SCRIPT:
         ctx.io.err("sh: the simulator runs only gpuclusterctl's fixed snippets under sh -c\n")
         return 2

@@ -339,6 +339,21 @@ class TestFormats(SimTest):
             self.assertTrue(out.endswith("@@lease:T0K:took\n"), out)
             self.set_lease(ours, default=theirs)
             self.assertEqual(both(clear, "0123456789abcdef"), ((0, "@@lease:cleared\n", ""), "none"))
+            # the compare-and-set (a host's first changing exec, the plain
+            # write of a lease): silent where it writes ours (no option, no
+            # lease, ours); another's stops it, named on stderr, and stays
+            cas = esxi_sim.LEASE_CAS_SCRIPT
+            self.set_lease(None)
+            self.assertEqual(both(cas, "T0K", "0123456789abcdef", mine), ((0, "", ""), mine))
+            for held in ("none", ours):
+                self.set_lease(held)
+                self.assertEqual(both(cas, "T0K", "0123456789abcdef", mine), ((0, "", ""), mine))
+            for default in ("", ours):
+                self.set_lease(theirs, default=default)
+                self.assertEqual(both(cas, "T0K", "0123456789abcdef", mine),
+                                 ((1, "", "@@lease:T0K:held:%s\n" % theirs), theirs))
+            self.set_lease("none", default=theirs)
+            self.assertEqual(both(cas, "T0K", "0123456789abcdef", mine), ((0, "", ""), mine))
         finally:
             shutil.rmtree(bindir)
 

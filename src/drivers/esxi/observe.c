@@ -89,6 +89,42 @@ static void snippet(struct gc_buf *b, const char *token, int sec, const char *sc
 	gc_buf_printf(b, " %s %s || echo @@gc:%s:failed; ", name, token, token);
 }
 
+/* The compare-and-set as one command, for an exec of its own or a chain's
+ * first (GC_ESXI_LEASE_CAS_SCRIPT); NULL for a lock or lease that does not
+ * fit their characters (caller frees). */
+char *gc_esxi_lease_cas_command(const char *token, const char *lock, const char *value)
+{
+	struct gc_buf cmd = GC_BUF_INIT;
+
+	if (lock == NULL || lock[0] == '\0' || strspn(lock, "0123456789abcdef") != strlen(lock) ||
+	    value == NULL || value[0] == '\0' ||
+	    strspn(value, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789@._:;=+-") !=
+		    strlen(value))
+		return NULL;
+	gc_buf_puts(&cmd, "sh -c ");
+	gc_shell_quote(&cmd, GC_ESXI_LEASE_CAS_SCRIPT);
+	gc_buf_printf(&cmd, " lease %s %s ", token, lock);
+	gc_shell_quote(&cmd, value);
+	return gc_buf_take(&cmd);
+}
+
+/* The holder's lease in a refusal of that command ("@@lease:TOKEN:held:V"
+ * on a line of text), gc_xmalloc'd; NULL when it is not one. */
+char *gc_esxi_lease_held(const char *token, const char *text)
+{
+	char mark[48];
+	const char *p;
+	size_t n;
+
+	snprintf(mark, sizeof(mark), "@@lease:%s:held:", token);
+	p = text != NULL ? strstr(text, mark) : NULL;
+	if (p == NULL)
+		return NULL;
+	p += strlen(mark);
+	n = strcspn(p, "\r\n");
+	return gc_xstrndup(p, n);
+}
+
 char *gc_esxi_script(const char *token, const char *learn_from, unsigned flags)
 {
 	return gc_esxi_script_lease(token, learn_from, flags, NULL, NULL);

@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "gc/esxi.h"
+#include "gc/pattern.h"
 #include "gc/sections.h"
+#include "gc/util.h"
 
 static void test_script_exact(void **state)
 {
@@ -30,6 +32,50 @@ static void test_script_exact(void **state)
 			       "-e true && echo @@gc:T0K3N:c2 && esxcli system module parameters set -m "
 			       "nmlx5_core -p 'max_vfs=4' && echo @@gc:T0K3N:end");
 	free(s);
+}
+
+/* A host's first changing exec when its cluster lease was left to it
+ * (src/exec/lease.c): the lease's compare-and-set heads the chain, its
+ * arguments quoted, so the first change goes out only once ours is there. */
+static void test_lease_heads_the_chain(void **state)
+{
+	char *cas = gc_esxi_lease_cas_command("L0K3N", "0123456789abcdef",
+					   "cluster=c;holder=a@b;pid=1;lock=0123456789abcdef;since=1;expires=2");
+	const char *cmds[] = {cas, GC_ESXI_CMD_ENTER_MAINTENANCE};
+	char *s = gc_esxi_batch_script("T0K3N", cmds, 2), *want;
+	struct gc_buf q = GC_BUF_INIT;
+
+	(void)state;
+	gc_shell_quote(&q, GC_ESXI_LEASE_CAS_SCRIPT);
+	want = gc_xasprintf("echo @@gc:T0K3N:c0 && sh -c %s lease L0K3N 0123456789abcdef "
+			    "'cluster=c;holder=a@b;pid=1;lock=0123456789abcdef;since=1;expires=2' && "
+			    "echo @@gc:T0K3N:c1 && esxcli system maintenanceMode set -e true && "
+			    "echo @@gc:T0K3N:end", gc_buf_str(&q));
+	assert_string_equal(s, want);
+	free(want);
+	free(s);
+	free(cas);
+	gc_buf_free(&q);
+	/* a lock or lease outside their characters never reaches the shell */
+	assert_null(gc_esxi_lease_cas_command("L0K3N", "01;x", "cluster=c"));
+	assert_null(gc_esxi_lease_cas_command("L0K3N", "0123456789abcdef", "a'$(reboot)"));
+	assert_null(gc_esxi_lease_cas_command("L0K3N", "0123456789abcdef", ""));
+}
+
+/* The refusal names the holder on its own line of stderr, with this
+ * exec's token: nothing else the host prints is taken for it. */
+static void test_lease_refusal_names_the_holder(void **state)
+{
+	char *held;
+
+	(void)state;
+	held = gc_esxi_lease_held("L0K3N", "host 'esx02': command 'x' failed: @@lease:L0K3N:held:"
+				       "cluster=c;holder=ops@elsewhere;pid=4242;lock=fedcba9876543210\n");
+	assert_string_equal(held, "cluster=c;holder=ops@elsewhere;pid=4242;lock=fedcba9876543210");
+	free(held);
+	assert_null(gc_esxi_lease_held("L0K3N", "@@lease:OTHER:held:cluster=c"));
+	assert_null(gc_esxi_lease_held("L0K3N", "Unable to set option"));
+	assert_null(gc_esxi_lease_held("L0K3N", NULL));
 }
 
 static void parse(struct gc_batch *b, size_t n, const char *text, int want)
@@ -115,6 +161,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_script_exact),
+		cmocka_unit_test(test_lease_heads_the_chain),
+		cmocka_unit_test(test_lease_refusal_names_the_holder),
 		cmocka_unit_test(test_complete),
 		cmocka_unit_test(test_refused_mid_chain),
 		cmocka_unit_test(test_cut_short),
