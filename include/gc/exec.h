@@ -129,9 +129,11 @@ struct gc_exec_report {
 	double observe_s, apply_s;
 	double lease_s; /* taking the cluster lease before the waves and clearing it after */
 	/* the cluster lease: on how many targets it was taken (of them, in the
-	 * observation's own exec) and cleared (of them, in the target's last
-	 * step's exec); `apply -v` */
-	size_t lease_taken, lease_taken_observing, lease_cleared, lease_cleared_last_step;
+	 * observation's own exec, and in the first exec of the target's first
+	 * changing step) and cleared (of them, in the target's last step's
+	 * exec); `apply -v` */
+	size_t lease_taken, lease_taken_observing, lease_taken_in_step, lease_cleared,
+		lease_cleared_last_step;
 };
 
 /*

@@ -645,7 +645,12 @@ static void print_text_result(const struct apply_args *a, const struct gc_exec_r
 			(unsigned long long)st->commands, (unsigned long long)st->shells, rep->observe_s,
 			rep->apply_s, rep->lease_s);
 		print_round_trips(rep);
-		if (rep->lease_taken + rep->lease_cleared > 0)
+		if (rep->lease_taken + rep->lease_cleared > 0 && rep->lease_taken_in_step > 0)
+			fprintf(stderr, "gpuclusterctl: cluster lease taken on %zu targets (%zu in their "
+				"observation, %zu in their first step), cleared on %zu (%zu with their last "
+				"step)\n", rep->lease_taken, rep->lease_taken_observing,
+				rep->lease_taken_in_step, rep->lease_cleared, rep->lease_cleared_last_step);
+		else if (rep->lease_taken + rep->lease_cleared > 0)
 			fprintf(stderr, "gpuclusterctl: cluster lease taken on %zu targets (%zu in their "
 				"observation), cleared on %zu (%zu with their last step)\n", rep->lease_taken,
 				rep->lease_taken_observing, rep->lease_cleared, rep->lease_cleared_last_step);

@@ -61,9 +61,11 @@ static int run_actions(struct run *r, struct tslot *s, const struct gc_action **
 		struct gc_buf problems = GC_BUF_INIT;
 		size_t left = n - *ndone, got = 0;
 
-		if (left == 1)
+		/* a lease left to this step that the driver does not take in it */
+		rc = gc_exec_lease_take_pending(r, s, acts[*ndone], &e);
+		if (rc == 0 && left == 1)
 			rc = s->drv->apply(&s->conn, &r->ctx, acts[*ndone], &e);
-		else
+		else if (rc == 0)
 			rc = s->drv->apply_batch(&s->conn, &r->ctx, acts + *ndone, left, &got, &e);
 		*ndone += rc == 0 ? left : got;
 		if (rc == 0)

@@ -165,6 +165,29 @@ void gc_drv_lease_released(struct gc_drv_ctx *ctx, const struct gc_target *t, bo
 	}
 }
 
+const char *gc_drv_lease_step_take(struct gc_drv_ctx *ctx, const struct gc_target *t, const char **lock)
+{
+	struct run *r = (struct run *)ctx;
+	const char *lease;
+
+	if (t == NULL || t->index >= r->nslots)
+		return NULL;
+	lease = gc_exec_lease_step_take(r, &r->slots[t->index]);
+	if (lease != NULL)
+		*lock = r->lease_lock;
+	return lease;
+}
+
+int gc_drv_lease_step_result(struct gc_drv_ctx *ctx, const struct gc_target *t, int outcome,
+			     const char *held, struct gc_error *err)
+{
+	struct run *r = (struct run *)ctx;
+
+	if (t == NULL || t->index >= r->nslots)
+		return 0;
+	return gc_exec_lease_step_result(r, &r->slots[t->index], outcome, held, err);
+}
+
 void gc_drv_count_exec(struct gc_drv_ctx *ctx, const struct gc_target *t, bool poll)
 {
 	/* the context is the first member of the run (exec_int.h) */

@@ -668,6 +668,8 @@ static int apply_phase(struct run *r, const struct gc_graph *g, const char *clus
 	r->rep->lease_s = since(t0);
 	if (opts->approve != NULL && !gc_plan_empty(plan) && !opts->approve(opts->approve_arg, plan))
 		return gc_error_set(err, GC_ERROR, "apply cancelled: nothing was changed");
+	if (gc_exec_lease_write_pending(r, err) != 0)
+		return err->code;
 	r->st = gc_xcalloc(plan->nactions ? plan->nactions : 1, sizeof(*r->st));
 	gc_exec_count_lease_work(r);
 	t0 = gc_now_ns();

@@ -45,6 +45,9 @@ struct tslot {
 	bool lease_left;       /* journal: a run of ours wrote the lease, never cleared it */
 	bool lease_left_before; /* lease_left as the journal had it before this run */
 	bool lease_offered;    /* the observation was to take the lease (journalled) */
+	bool lease_read_free;  /* the lease check read no lease, or one of ours */
+	bool lease_pending;    /* to be taken in its first changing step (journalled) */
+	bool lease_maybe;      /* a step's take of it may have written it: cleared at the end */
 	bool release_inline;   /* the step going out is its last: clear the lease in it */
 	bool released_inline;  /* ... and the driver did */
 	bool counted_unleased; /* its actions count in run.unleased_left */
@@ -108,6 +111,8 @@ struct run {
 	size_t remaining;
 	bool stop;           /* fail-fast or interrupt */
 	char *lease;         /* the lease we hold on the targets, or NULL */
+	const char *lease_cluster; /* the cluster it names (take_leases) */
+	uint64_t lease_taken_ns; /* when take_leases ended (the pending ones: lease.c) */
 	uint64_t lease_ns;   /* when it was written */
 	char lease_lock[17]; /* this machine and state directory, hashed */
 	bool expect_changes; /* journal: no run yet, or the last one did not converge */
@@ -172,6 +177,12 @@ void gc_exec_break_leases(struct run *r);
 void gc_exec_clear_left_leases(struct run *r);
 void gc_exec_offer_lease(struct run *r, const char *cluster);
 void gc_exec_lease_before_observe(struct run *r, struct tslot *s);
+int gc_exec_lease_write_pending(struct run *r, struct gc_error *err);
+int gc_exec_lease_take_pending(struct run *r, struct tslot *s, const struct gc_action *first,
+			       struct gc_error *err);
+const char *gc_exec_lease_step_take(struct run *r, struct tslot *s);
+int gc_exec_lease_step_result(struct run *r, struct tslot *s, int outcome, const char *held,
+			      struct gc_error *err);
 void gc_exec_lease_after_observe(struct run *r, struct tslot *s, bool observed);
 void gc_exec_count_lease_work(struct run *r);
 void gc_exec_lease_settled(struct run *r, struct tslot *s, size_t n);

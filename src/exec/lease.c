@@ -22,14 +22,18 @@
  * killed after its last change leaves a converged cluster, whose re-run
  * takes no lease; it clears the one of ours the journal says is left.
  *
- * On an ESXi host reading and writing are two commands, not a
- * compare-and-set (the read is the apply's observation's, which read the
- * lease in its batch; the clear at the end is one compare-and-clear exec,
- * the driver's lease_clear_ours).  A vCenter's lease is one (its driver's lease_atomic):
- * those are written first, so when the spec has a vCenter, of two applies
- * that both found the cluster free only the first to write it goes on; the
- * other is refused before it has written anything else.  Without a vCenter,
- * two applies started in the same second may both get through.
+ * On an ESXi host the check reads what the apply's observation read in its
+ * batch, and the write is a compare-and-set of its own (the driver's
+ * lease_take: another's lease, taken since the check, is named, never
+ * overwritten); the clear at the end is one compare-and-clear exec (the
+ * driver's lease_clear_ours).  A vCenter's lease is one too, atomic on the
+ * server (its driver's lease_atomic): those are written first, so when the
+ * spec has a vCenter, of two applies that both found the cluster free only
+ * the first to write it goes on; the other is refused before it has
+ * written anything else.  The hosts' leases then go out at the head of
+ * their first changing exec where that step starts at once
+ * (defer_to_steps).  Without a vCenter, two applies started in the same
+ * second may both get through.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -143,9 +147,11 @@ static char *lease_string(struct run *r, const char *cluster)
 }
 
 /* The lease another apply holds on s, or 0 when there is none, it expired,
- * or it is one of ours; then *err names the holder. */
-static int foreign(const struct tslot *s, const char *cluster, const char *lease, const char *ours,
-		   struct gc_error *err)
+ * or it is one of ours; then *err names the holder.  in_step: met by the
+ * compare-and-set of s's first changing step, once other targets may have
+ * changed: nothing changed on s, and the rollout stops there. */
+static int foreign_at(const struct tslot *s, const char *cluster, const char *lease, const char *ours,
+		      bool in_step, struct gc_error *err)
 {
 	char lock[64], exp[32], holder[160], pid[32], since[32], t0[32], t1[32];
 
@@ -160,10 +166,18 @@ static int foreign(const struct tslot *s, const char *cluster, const char *lease
 	iso_time(t1, sizeof(t1), exp);
 	return gc_error_set(err, GC_ELOCKED,
 			    "cluster '%s' is locked on %s '%s' by %s pid %s since %s (until %s): another "
-			    "apply holds it, maybe from another copy of the spec; nothing was changed. If "
+			    "apply %s, maybe from another copy of the spec; nothing was changed%s. If "
 			    "that apply is dead: gpuclusterctl unlock --force SPEC",
 			    cluster, gc_target_kind_name(s->target->kind), s->target->name,
-			    holder[0] ? holder : "?", pid[0] ? pid : "?", t0, t1);
+			    holder[0] ? holder : "?", pid[0] ? pid : "?", t0, t1,
+			    in_step ? "took it after this one read it" : "holds it",
+			    in_step ? " on it, and the rollout stops" : "");
+}
+
+static int foreign(const struct tslot *s, const char *cluster, const char *lease, const char *ours,
+		   struct gc_error *err)
+{
+	return foreign_at(s, cluster, lease, ours, false, err);
 }
 
 /* The journal forgets the lease of s: cleared, or never ours. */
@@ -308,10 +322,11 @@ static bool capable(const struct run *r, const struct tslot *s)
 	return lease_capable(r, s) && !s->leased;
 }
 
-/* not a compare-and-set target, and not taken by its observation */
+/* not a compare-and-set target, not taken by its observation, and not
+ * left to its first changing step */
 static bool capable_plain(const struct run *r, const struct tslot *s)
 {
-	return lease_capable(r, s) && !s->drv->lease_atomic && !s->leased;
+	return lease_capable(r, s) && !s->drv->lease_atomic && !s->leased && !s->lease_pending;
 }
 
 static void read_one(struct run *r, struct tslot *s, size_t i, void *arg)
@@ -321,6 +336,39 @@ static void read_one(struct run *r, struct tslot *s, size_t i, void *arg)
 	p->rc[i] = gc_exec_lease_call(r, s, get_lease, &p->held[i], &p->errs[i]);
 }
 
+/*
+ * Our lease written on s: with the driver's compare-and-set where it has
+ * one (lease_take), so that a lease another apply took since ours was read
+ * is never overwritten but named; one that expired is overwritten, as the
+ * read let it be.  Else a plain write.
+ */
+static int write_lease(struct run *r, struct tslot *s, bool in_step, struct gc_error *err)
+{
+	struct gc_error e = GC_ERROR_INIT;
+	char *held = NULL;
+	int rc;
+
+	if (s->drv->lease_take == NULL)
+		return s->drv->lease_set(s->conn, &r->ctx, r->lease, err);
+	rc = s->drv->lease_take(s->conn, &r->ctx, r->lease_lock, r->lease, &held, err);
+	if (rc == GC_ELOCKED && held != NULL) {
+		if (foreign_at(s, r->lease_cluster, held, r->lease_lock, in_step, &e) != 0) {
+			*err = e;
+		} else { /* expired: its holder stopped renewing it */
+			gc_error_clear(err);
+			rc = s->drv->lease_set(s->conn, &r->ctx, r->lease, err);
+		}
+	}
+	free(held);
+	return rc;
+}
+
+static int write_lease_call(struct tslot *s, struct run *r, void *arg, struct gc_error *err)
+{
+	(void)arg;
+	return write_lease(r, s, false, err);
+}
+
 /* journalled first: a run killed after the write clears it later */
 static void write_one(struct run *r, struct tslot *s, size_t i, void *arg)
 {
@@ -328,7 +376,7 @@ static void write_one(struct run *r, struct tslot *s, size_t i, void *arg)
 
 	gc_exec_journal(r, s->target, "lease", "lease", GC_J_START, NULL);
 	s->lease_left = true;
-	p->rc[i] = gc_exec_lease_call(r, s, set_lease, r->lease, &p->errs[i]);
+	p->rc[i] = gc_exec_lease_call(r, s, write_lease_call, NULL, &p->errs[i]);
 	if (p->rc[i] == 0) {
 		s->leased = true;
 		count(&r->rep->lease_taken);
@@ -360,6 +408,168 @@ static void test_pause(void)
 	}
 }
 
+/* ---------------------------------------------------------------- the lease in a host's first changing step */
+
+/*
+ * With a compare-and-set target (a vCenter) in scope, the others' leases
+ * are written after its own.  A host whose driver can (lease_in_step) has
+ * its lease taken by the first exec of its first changing step instead,
+ * ahead of the step's first change, by the same compare-and-set as the
+ * plain write: one exec fewer per host, and none on the critical path.
+ * Only where that step goes out at once: the host has actions in the first
+ * wave, whose targets all start together (no more of them than
+ * --parallelism), its first one waits for no other target's (a VM's
+ * power-off, a switch's change), and the check read no lease or one of
+ * ours there.  The
+ * other hosts (later waves, none to change, an expired lease to take over)
+ * are written here, as before.  The vCenter's lease is held all the while,
+ * so no apply of a spec with that vCenter gets in; one without it that
+ * takes a host in between makes that host's step fail before its first
+ * change, naming the holder, and the rollout stop.  Journalled now, as any
+ * write: a run killed after the step clears it later.
+ */
+/* Does a wait for another target's action? */
+static bool waits_on_others(const struct gc_action *a)
+{
+	for (size_t i = 0; i < a->ndeps; i++)
+		if (a->deps[i]->target != a->target)
+			return true;
+	return false;
+}
+
+static void defer_to_steps(struct run *r)
+{
+	const struct gc_plan *plan = r->rep->plan;
+	const struct gc_plan_wave *w;
+
+	if (plan == NULL || plan->nwaves == 0)
+		return;
+	w = &plan->waves[0];
+	if (w->ntargets > r->parallelism)
+		return;
+	for (size_t k = 0; k < w->ntargets; k++) {
+		struct tslot *s = &r->slots[w->targets[k].target->index];
+
+		if (w->targets[k].nactions == 0 || !capable_plain(r, s) || !s->lease_read_free ||
+		    s->drv->lease_in_step == NULL || s->drv->lease_take == NULL ||
+		    waits_on_others(w->targets[k].actions[0]))
+			continue;
+		gc_exec_journal(r, s->target, "lease", "lease", GC_J_START, NULL);
+		s->lease_left = true;
+		s->lease_pending = true;
+	}
+}
+
+/* The slots whose pending lease an approval that kept us waiting (an
+ * operator reading the plan) leaves to be written now, all at once. */
+static bool pending(const struct run *r, const struct tslot *s)
+{
+	(void)r;
+	return s->lease_pending;
+}
+
+static void write_pending_one(struct run *r, struct tslot *s, size_t i, void *arg)
+{
+	struct lease_pass *p = arg;
+
+	p->rc[i] = gc_exec_lease_call(r, s, write_lease_call, NULL, &p->errs[i]);
+	s->lease_pending = false;
+	if (p->rc[i] == 0) {
+		s->leased = true;
+		count(&r->rep->lease_taken);
+	} else {
+		s->lease_maybe = true; /* cleared at the end if ours */
+	}
+}
+
+/*
+ * After the plan's approval: an approval that took more than 2 s (an
+ * operator typed it) writes the pending leases now, so that no host waits
+ * unleased for its first step while a human reads; a refusal refuses the
+ * run before any change, as the check does.
+ */
+int gc_exec_lease_write_pending(struct run *r, struct gc_error *err)
+{
+	struct lease_pass p;
+	int rc;
+
+	if (r->lease == NULL || gc_now_ns() - r->lease_taken_ns < 2000000000ull)
+		return 0;
+	pass_init(&p, r, pending);
+	gc_exec_for_slots(r, p.slots, p.n, write_pending_one, &p);
+	rc = pass_result(&p, err);
+	pass_free(&p);
+	return rc;
+}
+
+/* The driver composing s's step asks for the lease to take in it. */
+const char *gc_exec_lease_step_take(struct run *r, struct tslot *s)
+{
+	return s->lease_pending ? r->lease : NULL;
+}
+
+/* ... and says what came of it (sys/driver.h). */
+int gc_exec_lease_step_result(struct run *r, struct tslot *s, int outcome, const char *held,
+			      struct gc_error *err)
+{
+	if (!s->lease_pending)
+		return 0;
+	switch (outcome) {
+	case GC_DRV_LEASE_TOOK:
+		s->lease_pending = false;
+		s->lease_maybe = false;
+		s->leased = true;
+		count(&r->rep->lease_taken);
+		count(&r->rep->lease_taken_in_step);
+		return 0;
+	case GC_DRV_LEASE_UNKNOWN:
+		s->lease_maybe = true; /* the retry asks again; cleared at the end if ours */
+		return 0;
+	default:
+		s->lease_pending = false;
+		if (held == NULL) { /* the write failed: the driver's error says how */
+			s->lease_maybe = true;
+			return err->code != 0 ? err->code : GC_EREMOTE;
+		}
+		gc_error_clear(err); /* the driver's words: said again, with the holder */
+		if (foreign_at(s, r->lease_cluster, held, r->lease_lock, true, err) == 0)
+			gc_error_set(err, GC_ELOCKED, "%s '%s': its cluster lease changed since it was "
+				     "read (%s); nothing was changed on it, and the rollout stops",
+				     gc_target_kind_name(s->target->kind), s->target->name, held);
+		if (!s->lease_maybe)
+			lease_cleared(r, s);
+		return GC_ELOCKED;
+	}
+}
+
+/* Before a step of s goes out (action.c): a pending lease that the driver
+ * does not take in a step starting with `first` is taken now, in an exec
+ * of its own.  0, or the error the step fails with (a transport fault is
+ * retried as the step's). */
+int gc_exec_lease_take_pending(struct run *r, struct tslot *s, const struct gc_action *first,
+			       struct gc_error *err)
+{
+	int rc;
+
+	if (!s->lease_pending || (s->drv->lease_in_step != NULL && s->drv->lease_in_step(first)))
+		return 0;
+	rc = write_lease(r, s, true, err);
+	if (rc == 0)
+		return gc_exec_lease_step_result(r, s, GC_DRV_LEASE_TOOK, NULL, err);
+	if (gc_exec_transport_fault(rc)) {
+		s->lease_maybe = true;
+		return rc;
+	}
+	s->lease_pending = false;
+	if (rc == GC_ELOCKED) { /* named by write_lease: nothing of ours there */
+		if (!s->lease_maybe)
+			lease_cleared(r, s);
+	} else {
+		s->lease_maybe = true;
+	}
+	return rc;
+}
+
 int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err)
 {
 	struct lease_pass p;
@@ -367,12 +577,19 @@ int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err
 	int rc;
 
 	our_lock(r->lease_lock, r->ctx.opts->state_dir);
+	r->lease_cluster = cluster;
 	/* every target read at once: any foreign lease refuses before a write */
 	pass_init(&p, r, capable);
 	gc_exec_for_slots(r, p.slots, p.n, read_one, &p);
 	rc = pass_result(&p, err);
-	for (i = 0; rc == 0 && i < p.n; i++)
+	for (i = 0; rc == 0 && i < p.n; i++) {
+		char lock[64];
+
 		rc = foreign(p.slots[i], cluster, p.held[i], r->lease_lock, err);
+		p.slots[i]->lease_read_free =
+			p.held[i][0] == '\0' ||
+			strcmp(field(p.held[i], "lock", lock, sizeof(lock)), r->lease_lock) == 0;
+	}
 	pass_free(&p);
 	if (rc != 0)
 		return rc; /* what the observation took is released at the end */
@@ -396,10 +613,12 @@ int gc_exec_take_leases(struct run *r, const char *cluster, struct gc_error *err
 		s->leased = true;
 		count(&r->rep->lease_taken);
 	}
+	defer_to_steps(r);
 	pass_init(&p, r, capable_plain);
 	gc_exec_for_slots(r, p.slots, p.n, write_one, &p);
 	rc = pass_result(&p, err);
 	pass_free(&p);
+	r->lease_taken_ns = gc_now_ns();
 	return rc;
 }
 
@@ -432,7 +651,8 @@ void gc_exec_count_lease_work(struct run *r)
 		struct tslot *s = &r->slots[i];
 
 		s->left = 0;
-		s->counted_unleased = !(s->leased && s->drv != NULL && s->drv->lease_taken != NULL);
+		s->counted_unleased = !((s->leased || s->lease_pending) && s->drv != NULL &&
+					s->drv->lease_taken != NULL);
 	}
 	for (size_t w = 0; w < plan->nwaves; w++)
 		for (size_t k = 0; k < plan->waves[w].ntargets; k++) {
@@ -464,7 +684,8 @@ void gc_exec_lease_settled(struct run *r, struct tslot *s, size_t n)
 void gc_exec_lease_step(struct run *r, struct tslot *s, size_t n)
 {
 	s->released_inline = false;
-	s->release_inline = r->inline_release && !r->stop && s->leased && !s->counted_unleased &&
+	s->release_inline = r->inline_release && !r->stop && (s->leased || s->lease_pending) &&
+			    !s->counted_unleased &&
 			    s->left == n && r->unleased_left == 0;
 }
 
@@ -535,13 +756,21 @@ static void clear_if_ours(struct run *r, struct tslot *s, const char *left_msg)
 	free(held);
 }
 
+/* ours on s, or maybe: a step's take that may have written it, or a
+ * pending one never taken where a run of ours left one before */
+static bool to_release(const struct run *r, const struct tslot *s)
+{
+	(void)r;
+	return s->leased || s->lease_maybe || (s->lease_pending && s->lease_left_before);
+}
+
 static void release_one(struct run *r, struct tslot *s, size_t i, void *arg)
 {
 	struct gc_error err = GC_ERROR_INIT;
 
 	(void)i;
 	(void)arg;
-	s->leased = false;
+	s->leased = s->lease_maybe = s->lease_pending = false;
 	if (gc_exec_connect_slot(r, s, true, &err) != 0) {
 		gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
 		return;
@@ -549,12 +778,21 @@ static void release_one(struct run *r, struct tslot *s, size_t i, void *arg)
 	clear_if_ours(r, s, NULL);
 }
 
-/* At the end of the run: clear the leases that are still ours, all at once. */
+/* At the end of the run: clear the leases that are still ours, all at once;
+ * a pending one whose step never went out was never written. */
 void gc_exec_release_leases(struct run *r)
 {
 	struct lease_pass p;
 
-	pass_init(&p, r, leased);
+	for (size_t i = 0; i < r->nslots; i++) {
+		struct tslot *s = &r->slots[i];
+
+		if (s->lease_pending && !to_release(r, s)) {
+			s->lease_pending = false;
+			lease_cleared(r, s);
+		}
+	}
+	pass_init(&p, r, to_release);
 	gc_exec_for_slots(r, p.slots, p.n, release_one, &p);
 	pass_free(&p);
 	free(r->lease);

@@ -199,6 +199,132 @@ class ApplyVmsRoce(VcenterLab):
             self.assert_worker(i)
         self.reapply_changes_nothing()
 
+    POLLS = ("vmware -v", "esxcli system stats uptime get")
+    LEASE_OPTION = "/UserVars/GpuclusterctlLease"
+
+    def host_lease(self, h):
+        return self.state(h)["advanced"].get(self.LEASE_OPTION)
+
+    def test_each_hosts_lease_heads_its_first_changing_exec(self):
+        # With a vCenter its compare-and-set lease goes first, alone; each
+        # host's lease then heads the chain of the host's first changing
+        # exec (GC_ESXI_LEASE_CAS_SCRIPT), not an exec of its own: the
+        # observation, the lease with the changes, the reboot, the
+        # read-back with the exit, and the lease's clear at the end (the
+        # VMs still had work): 5 execs a host besides the polls, 6 for a
+        # host of a later maintenance window, which sets its NTP first.
+        r = self.apply("-v")
+        self.assertIn("gpuclusterctl: cluster lease taken on 9 targets (0 in their observation, "
+                      "8 in their first step), cleared on 9 (0 with their last step)\n", r.stderr)
+        trips = {}
+        for i in range(1, 9):
+            h = "esx%02d" % i
+            execs = [c for _, c in self.execs(h) if c not in self.POLLS]
+            self.assertRegex(execs[1], r"^echo @@gc:(\w+):c0 && sh -c 'r=\$\(esxcli --formatter=xml system "
+                             r"settings advanced list -o /UserVars/GpuclusterctlLease .*@@lease:\$1:held:.*' "
+                             r"lease \w+ ([0-9a-f]{16}) 'cluster=roce-lab;holder=\S+;pid=\d+;lock=\2;"
+                             r"since=\d+;expires=\d+' && echo @@gc:\1:c1 && esxcli ", h)
+            # the lease in the observation (read), the first step and the
+            # clear at the end, nowhere else
+            self.assertEqual([k for k, c in enumerate(execs) if self.LEASE_OPTION in c],
+                             [0, 1, len(execs) - 1], h)
+            self.assertIn("@@lease:cleared", execs[-1], h)
+            first_window = "maintenanceMode set -e true" in execs[1]
+            self.assertEqual(len(execs), 5 if first_window else 6, h)
+            self.assertEqual(self.host_lease(h), "none", h)
+            trips[h] = len(execs)
+        self.assertEqual(sorted(trips.values()), [5, 5, 6, 6, 6, 6, 6, 6], trips)
+        self.assertIn("gpuclusterctl: round trips per ESXi host: 5 to 6 over 8 hosts", r.stderr)
+        self.assertNotIn("gpuclusterctl.lease", json.dumps(json.loads(self.vc("custom-fields").stdout)))
+        self.reapply_changes_nothing()
+
+    def race_a_lease_onto_esx02(self, *args):
+        """An apply held after its lease check (GC_TEST_LEASE_BARRIER) while
+        another apply, whose spec lacks the vCenter, takes esx02; then let
+        go.  (returncode, stdout, stderr, their lease)."""
+        barrier = os.path.join(self.lab, "go")
+        for p in (barrier, barrier + ".ready"):
+            if os.path.exists(p):
+                os.unlink(p)
+        p = subprocess.Popen([BIN, "apply", "--yes", "-v", "--only", self.only, "--state-dir",
+                              self.state_dir, *args, self.specfile],
+                             env=dict(self.env, GC_TEST_LEASE_BARRIER=barrier),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            for _ in range(6000):
+                if os.path.exists(barrier + ".ready") or p.poll() is not None:
+                    break
+                time.sleep(0.02)
+            self.assertTrue(os.path.exists(barrier + ".ready"), "the apply never reached the barrier")
+            now = int(time.time())
+            theirs = ("cluster=roce-lab;holder=ops@elsewhere;pid=4242;lock=0123456789abcdef;"
+                      "since=%d;expires=%d" % (now, now + 3600))
+            self.remote("esx02", "esxcli system settings advanced add -o GpuclusterctlLease -t string "
+                                 "-s none -d 'gpuclusterctl cluster lease' && esxcli system settings "
+                                 "advanced set -o %s -s '%s'" % (self.LEASE_OPTION, theirs))
+        finally:
+            open(barrier, "w").close()
+        out, err = p.communicate(timeout=300)
+        return p.returncode, out, err, theirs
+
+    def test_a_lease_taken_after_the_check_is_never_overwritten(self):
+        # --parallelism 1: the first wave's hosts do not all start at once,
+        # so every host's lease is written before the first wave, each by
+        # the same compare-and-set: esx02's, taken by another apply since
+        # the check, is named and kept, and nothing changes anywhere (a
+        # plain write would have overwritten it)
+        rc, out, err, theirs = self.race_a_lease_onto_esx02("--parallelism", "1")
+        self.assertEqual(rc, 1, out + err)
+        self.assertRegex(err, r"gpuclusterctl: error: cluster 'roce-lab' is locked on esxi 'esx02' by "
+                         r"ops@elsewhere pid 4242 since \S+Z \(until \S+Z\): another apply holds it, "
+                         r"maybe from another copy of the spec; nothing was changed\. If that apply is "
+                         r"dead: gpuclusterctl unlock --force SPEC\n")
+        self.assertIn("(0 in their observation)", err)
+        self.assertEqual(self.host_lease("esx02"), theirs)
+        for i in range(1, 9):
+            h = "esx%02d" % i
+            self.assertEqual(self.changes(h), [], h)
+            if h != "esx02":
+                self.assertIn(self.host_lease(h), (None, "none"), h)
+        self.assertEqual(json.loads(self.vc("inventory").stdout)["VirtualMachine"].count("worker-01"), 0)
+        self.assertNotIn("gpuclusterctl.lease", json.dumps(json.loads(self.vc("custom-fields").stdout)))
+
+    def test_a_lease_taken_after_the_check_stops_that_hosts_first_step(self):
+        # Another apply, whose spec lacks the vCenter, takes esx02 after
+        # this one read the leases and before its first step
+        # (GC_TEST_LEASE_BARRIER holds this one there): the compare-and-set
+        # at the head of esx02's first exec stops that exec before its
+        # first change, naming the holder; esx02 keeps that lease and
+        # nothing changed on it; the rollout stops, no host is left in
+        # maintenance mode, and every lease of ours is cleared.
+        rc, out, err, theirs = self.race_a_lease_onto_esx02()
+        self.assertEqual(rc, 1, out + err)
+        self.assertRegex(err, r"esx02: .*cluster 'roce-lab' is locked on esxi 'esx02' by ops@elsewhere pid "
+                         r"4242 since \S+Z \(until \S+Z\): another apply took it after this one read "
+                         r"it, maybe from another copy of the spec; nothing was changed on it, and the "
+                         r"rollout stops\. If that apply is dead: gpuclusterctl unlock --force SPEC")
+        # esx02: the observation, the other apply's write, then the first
+        # step's exec, which stopped at the lease; nothing after it
+        execs = [c for _, c in self.execs("esx02") if c not in self.POLLS]
+        self.assertEqual(len(execs), 3, execs)
+        self.assertTrue(execs[1].startswith("esxcli system settings advanced add -o GpuclusterctlLease "))
+        self.assertRegex(execs[2], r"^echo @@gc:\w+:c0 && sh -c ")
+        self.assertEqual(self.changes("esx02"), [])
+        self.assertEqual(self.host_lease("esx02"), theirs)
+        for i in range(1, 9):
+            h = "esx%02d" % i
+            self.assertFalse(self.state(h)["maintenance"], h)
+            if h != "esx02":
+                self.assertIn(self.host_lease(h), (None, "none"), h)
+        self.assertNotIn("gpuclusterctl.lease", json.dumps(json.loads(self.vc("custom-fields").stdout)))
+        self.assertEqual(json.loads(self.vc("inventory").stdout)["VirtualMachine"].count("worker-02"), 0)
+        # once that apply is done with esx02, the next apply converges
+        self.remote("esx02", "esxcli system settings advanced set -o %s -s none" % self.LEASE_OPTION)
+        self.apply()
+        for i in range(1, 9):
+            self.assert_worker(i)
+        self.reapply_changes_nothing()
+
     def test_vm_drift_by_hand_shows_in_plan_exactly_and_apply_restores_it(self):
         self.apply()
         self.vc("worker-03", "set-extra", "pciPassthru.64bitMMIOSizeGB", "32")

@@ -114,6 +114,18 @@ struct gc_driver {
 	 * the lease in its last step's exec when gc_drv_lease_release_lock
 	 * says so.  Never on a lease_atomic target. */
 	bool (*lease_taken)(void *conn);
+	/* Optional: write `value` where the target holds no lease or one whose
+	 * lock is `lock`, in one exchange (a compare-and-set); where another
+	 * apply's is there, GC_ELOCKED with *held its value (caller frees) and
+	 * nothing written.  The executor's write of a lease when the driver
+	 * has it (lease.c). */
+	int (*lease_take)(void *conn, struct gc_drv_ctx *ctx, const char *lock, const char *value,
+			  char **held, struct gc_error *err);
+	/* Optional, with lease_take: the driver takes a pending lease in the
+	 * first exec of a step that starts with a (gc_drv_lease_step_take),
+	 * before that step's first change.  For any other step the executor
+	 * takes it first, in an exec of its own (lease_take). */
+	bool (*lease_in_step)(const struct gc_action *a);
 	void (*disconnect)(void *conn);
 };
 
@@ -246,6 +258,27 @@ void gc_drv_maintenance_left(struct gc_drv_ctx *ctx, const struct gc_target *t, 
 const char *gc_drv_lease_offer(struct gc_drv_ctx *ctx, const char **lock);
 const char *gc_drv_lease_release_lock(struct gc_drv_ctx *ctx, const struct gc_target *t);
 void gc_drv_lease_released(struct gc_drv_ctx *ctx, const struct gc_target *t, bool cleared);
+/*
+ * The lease taken in a target's first changing step (lease_in_step: a
+ * vCenter's compare-and-set went first, and this target's lease is written
+ * by the step that would change it, not in an exec of its own):
+ * gc_drv_lease_step_take: the lease to take, with a compare-and-set, ahead
+ *   of the step's first change, *lock ours; NULL when there is none to
+ *   take (held already, or written by the executor).
+ * gc_drv_lease_step_result: what came of it, once the driver knows:
+ *   GC_DRV_LEASE_TOOK (the changes after it went out under our lease),
+ *   GC_DRV_LEASE_REFUSED (another apply's lease was there, held its value,
+ *   or the write failed, held NULL: nothing changed; returns GC_ELOCKED,
+ *   or the driver's error, with *err saying so for the step's failure), or
+ *   GC_DRV_LEASE_UNKNOWN (the connection went before the answer: asked
+ *   again in the step's retry, cleared at the end if ours).
+ */
+#define GC_DRV_LEASE_TOOK 1
+#define GC_DRV_LEASE_REFUSED 2
+#define GC_DRV_LEASE_UNKNOWN 3
+const char *gc_drv_lease_step_take(struct gc_drv_ctx *ctx, const struct gc_target *t, const char **lock);
+int gc_drv_lease_step_result(struct gc_drv_ctx *ctx, const struct gc_target *t, int outcome,
+			     const char *held, struct gc_error *err);
 /* True once the user asked to stop (Ctrl-C): finish the step, start no new one. */
 bool gc_drv_interrupted(const struct gc_drv_ctx *ctx);
 

@@ -606,12 +606,14 @@ static void batch_uptime(struct esxi_conn *c, const struct gc_batch *b)
 }
 
 /* One exec of cmds[0..n); *ndone as sys/driver.h's apply_batch.
+ * names[i]: what an error calls cmds[i] when not NULL (the lease's
+ * compare-and-set, which is no change).
  * *tolerated: the failing command failed with words that mean it holds.
  * With `uptime`, the host's uptime is read last, for the reboot that
  * follows (send_reboot): a failure of that read fails nothing. */
 static int run_batch_exec(struct esxi_conn *c, struct gc_drv_ctx *ctx, char *const *cmds,
-			  const char *const *tolerate, size_t n, bool uptime, size_t *ndone,
-			  bool *tolerated, struct gc_error *err)
+			  const char *const *tolerate, const char *const *names, size_t n, bool uptime,
+			  size_t *ndone, bool *tolerated, struct gc_error *err)
 {
 	unsigned timeout = c->command_timeout_ms;
 	const char **all = gc_xcalloc(n + 1, sizeof(*all));
@@ -634,7 +636,8 @@ static int run_batch_exec(struct esxi_conn *c, struct gc_drv_ctx *ctx, char *con
 	script = gc_esxi_batch_script(token, all, ncmds);
 	free(all);
 	for (size_t i = 0; i < n; i++)
-		gc_drv_count_change(ctx);
+		if (names[i] == NULL) /* a named one is the lease's bookkeeping */
+			gc_drv_count_change(ctx);
 	gc_drv_count_exec(ctx, c->target, false);
 	/* the spec's timeout is sized for the slowest command (a VIB install):
 	 * each further command of the batch gets a read-only command's */
@@ -688,47 +691,118 @@ static int run_batch_exec(struct esxi_conn *c, struct gc_drv_ctx *ctx, char *con
 		rc = gc_error_set(err, GC_EREMOTE, "%s", gc_buf_str(&msg));
 	} else {
 		rc = gc_error_set(err, GC_EREMOTE, "host '%s': command '%s' failed: %s",
-				  c->target->name, cmds[f], gc_buf_str(&msg));
+				  c->target->name, names[f] != NULL ? names[f] : cmds[f], gc_buf_str(&msg));
 	}
 	gc_buf_free(&msg);
 	gc_ssh_result_free(&res);
 	return rc;
 }
 
+#define LEASE_CAS_NAME "sh -c (the cluster lease's compare-and-set)"
+
+/*
+ * What the lease's compare-and-set at the head of a step's first exec came
+ * to (sys/driver.h, gc_drv_lease_step_result): the chain went past it
+ * (got > 0), or stopped at it, with another apply's lease named on its
+ * stderr, or with esxcli's words; or the connection went first.  Returns
+ * the step's error (rc, or the refusal's).
+ */
+static int lease_outcome(struct esxi_conn *c, struct gc_drv_ctx *ctx, const char *token, size_t got,
+			 int rc, struct gc_error *err)
+{
+	char *held;
+
+	if (got > 0 || rc == 0) {
+		gc_drv_lease_step_result(ctx, c->target, GC_DRV_LEASE_TOOK, NULL, err);
+		return rc;
+	}
+	if (rc == GC_ENET || rc == GC_ETIMEOUT) {
+		gc_drv_lease_step_result(ctx, c->target, GC_DRV_LEASE_UNKNOWN, NULL, err);
+		return rc;
+	}
+	held = gc_esxi_lease_held(token, err->msg);
+	if (held == NULL) {
+		char words[GC_ERROR_MSG_MAX];
+		const char *w = strstr(err->msg, "' failed: ");
+
+		snprintf(words, sizeof(words), "%s", w != NULL ? w + 10 : err->msg);
+		gc_error_clear(err);
+		gc_error_set(err, GC_EREMOTE, "host '%s': cannot write the cluster lease: %s",
+			     c->target->name, words);
+	}
+	rc = gc_drv_lease_step_result(ctx, c->target, GC_DRV_LEASE_REFUSED, held, err);
+	free(held);
+	return rc;
+}
+
+/* Is the host's cluster lease left to the step going out? */
+static bool lease_pending(const struct esxi_conn *c, struct gc_drv_ctx *ctx)
+{
+	const char *lock;
+
+	return gc_drv_lease_step_take(ctx, c->target, &lock) != NULL;
+}
+
 static int change_batch(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *const *acts,
 			size_t n, size_t *ndone, struct gc_error *err)
 {
 	struct esxi_conn *c = *conn;
-	char **cmds = gc_xcalloc(n, sizeof(*cmds));
-	const char **tolerate = gc_xcalloc(n, sizeof(*tolerate));
+	char **cmds = gc_xcalloc(n + 1, sizeof(*cmds));
+	const char **tolerate = gc_xcalloc(n + 1, sizeof(*tolerate));
+	const char **names = gc_xcalloc(n + 1, sizeof(*names));
 	struct gc_error built = GC_ERROR_INIT;
-	size_t nbuilt = 0, i = 0;
+	size_t nbuilt = 0, i = 0, lead = 0, total;
 	bool reboot_next = false;
+	char token[17];
+	/* the host's first changing step, when its cluster lease was left to
+	 * it (src/exec/lease.c): the lease's compare-and-set heads the chain,
+	 * so a lease another apply took since ours was read stops it before
+	 * its first change */
+	const char *lock = NULL, *take = gc_drv_lease_step_take(ctx, c->target, &lock);
 	int rc = 0;
 
+	if (take != NULL) {
+		gc_random_token(token);
+		cmds[0] = gc_esxi_lease_cas_command(token, lock, take);
+		names[0] = LEASE_CAS_NAME;
+		if (cmds[0] == NULL) {
+			gc_error_set(err, GC_EINVAL, "host '%s': bad lease value", c->target->name);
+			rc = gc_drv_lease_step_result(ctx, c->target, GC_DRV_LEASE_REFUSED, NULL, err);
+			free(cmds);
+			free(tolerate);
+			free(names);
+			*ndone = 0;
+			return rc;
+		}
+		lead = 1;
+	}
 	/* a change that takes effect at the reboot: the reboot comes next, and
 	 * the batch reads the uptime it is proven with */
 	for (size_t k = 0; k < n; k++)
 		reboot_next = reboot_next || (acts[k]->flags & GC_RES_NEEDS_REBOOT) != 0;
 	/* every command first: one that cannot be built (a value that fails
 	 * its pattern) ends the batch before it, and fails where it stands */
-	while (nbuilt < n && batch_command(c, acts[nbuilt], &cmds[nbuilt], &tolerate[nbuilt], &built) == 0)
+	while (nbuilt < n && batch_command(c, acts[nbuilt], &cmds[lead + nbuilt], &tolerate[lead + nbuilt],
+					   &built) == 0)
 		nbuilt++;
+	total = lead + nbuilt;
 	if (nbuilt > 0)
-		gc_drv_note(ctx, c->target, "%s%s", cmds[0],
+		gc_drv_note(ctx, c->target, "%s%s", cmds[lead],
 			    nbuilt > 1 ? " (and the next commands, in one exec)" : "");
-	while (i < nbuilt && rc == 0) {
+	while (i < total && rc == 0) {
 		size_t got = 0;
 		bool tolerated = false;
 
-		if (nbuilt - i == 1 && !reboot_next) {
+		if (total - i == 1 && !reboot_next && i >= lead) {
 			rc = run_change(c, ctx, cmds[i], tolerate[i], err);
 			got = rc == 0 ? 1 : 0;
 		} else {
-			rc = run_batch_exec(c, ctx, cmds + i, tolerate + i, nbuilt - i, reboot_next, &got,
-					    &tolerated, err);
+			rc = run_batch_exec(c, ctx, cmds + i, tolerate + i, names + i, total - i, reboot_next,
+					    &got, &tolerated, err);
 			if (rc == 0)
-				got = nbuilt - i;
+				got = total - i;
+			if (i < lead)
+				rc = lease_outcome(c, ctx, token, got, rc, err);
 		}
 		i += got;
 		if (tolerated) { /* it already held: go on with the commands after it */
@@ -741,11 +815,12 @@ static int change_batch(void **conn, struct gc_drv_ctx *ctx, const struct gc_act
 		*err = built;
 		rc = built.code;
 	}
-	*ndone = i;
-	for (size_t k = 0; k < nbuilt; k++)
+	*ndone = i > lead ? i - lead : 0;
+	for (size_t k = 0; k < total; k++)
 		free(cmds[k]);
 	free(cmds);
 	free(tolerate);
+	free(names);
 	return rc;
 }
 
@@ -811,6 +886,14 @@ static int esxi_apply_batch(void **conn, struct gc_drv_ctx *ctx, const struct gc
 	return rc;
 }
 
+/* The steps that take a lease left to them in their own first exec
+ * (change_batch); the executor takes it before any other (sys/driver.h). */
+static bool esxi_lease_in_step(const struct gc_action *a)
+{
+	return (a->kind == GC_ACT_APPLY && a->op != GC_OP_DELETE) ||
+	       a->kind == GC_ACT_ENTER_MAINTENANCE || a->kind == GC_ACT_EXIT_MAINTENANCE;
+}
+
 static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_action *a,
 		      struct gc_error *err)
 {
@@ -823,7 +906,8 @@ static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_actio
 		if (a->op == GC_OP_DELETE)
 			return gc_error_set(err, GC_ENOTSUP, "host '%s': removing '%s' is not supported",
 					    c->target->name, a->resource_id);
-		if (a->flags & GC_RES_NEEDS_REBOOT) { /* with the uptime for the reboot */
+		if ((a->flags & GC_RES_NEEDS_REBOOT) || lease_pending(c, ctx)) {
+			/* with the uptime for the reboot, or the lease's take */
 			size_t ndone;
 
 			return change_batch(conn, ctx, &a, 1, &ndone, err);
@@ -836,9 +920,19 @@ static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_actio
 		return rc;
 	case GC_ACT_ENTER_MAINTENANCE:
 		gc_drv_maintenance_left(ctx, c->target, false);
+		if (lease_pending(c, ctx)) {
+			size_t ndone;
+
+			return change_batch(conn, ctx, &a, 1, &ndone, err);
+		}
 		gc_drv_note(ctx, c->target, "entering maintenance mode");
 		return run_change(c, ctx, GC_ESXI_CMD_ENTER_MAINTENANCE, "already enabled", err);
 	case GC_ACT_EXIT_MAINTENANCE:
+		if (lease_pending(c, ctx)) {
+			size_t ndone;
+
+			return change_batch(conn, ctx, &a, 1, &ndone, err);
+		}
 		gc_drv_note(ctx, c->target, "leaving maintenance mode");
 		return run_change(c, ctx, GC_ESXI_CMD_EXIT_MAINTENANCE, "already disabled", err);
 	case GC_ACT_REBOOT:
@@ -892,5 +986,7 @@ const struct gc_driver gc_driver_esxi = {
 	.lease_taken = esxi_lease_taken,
 	.lease_set = esxi_lease_set,
 	.lease_clear_ours = esxi_lease_clear_ours,
+	.lease_take = esxi_lease_take,
+	.lease_in_step = esxi_lease_in_step,
 	.disconnect = esxi_disconnect,
 };

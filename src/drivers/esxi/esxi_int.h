@@ -58,6 +58,8 @@ void esxi_device_message(struct gc_buf *out, const struct gc_ssh_result *r);
 int esxi_lease_get(void *conn, struct gc_drv_ctx *ctx, char **out, struct gc_error *err);
 int esxi_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value, struct gc_error *err);
 bool esxi_lease_taken(void *conn);
+int esxi_lease_take(void *conn, struct gc_drv_ctx *ctx, const char *lock, const char *value,
+		    char **held, struct gc_error *err);
 int esxi_lease_clear_ours(void *conn, struct gc_drv_ctx *ctx, const char *lock, bool *cleared,
 			  struct gc_error *err);
 

@@ -1,9 +1,13 @@
 /*
  * lease.c - the cluster lease on an ESXi host (src/exec/lease.c says what it
  * is for): a user-defined advanced option, read by the apply's observation
- * batch or on its own, written with `advanced set` (or `add` the first
- * time), and cleared by a compare-and-clear snippet in one exec.
+ * batch or on its own, written by a compare-and-set snippet in one exec
+ * (esxi_lease_take; or at the head of the host's first changing exec,
+ * driver.c) or plainly with `advanced set` (or `add` the first time: a
+ * renewal, an expired lease taken over), and cleared by a compare-and-clear
+ * snippet in one exec.
  */
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +148,37 @@ int esxi_lease_set(void *conn, struct gc_drv_ctx *ctx, const char *value, struct
 	}
 	gc_buf_free(&cmd);
 	gc_buf_free(&q);
+	return rc;
+}
+
+int esxi_lease_take(void *conn, struct gc_drv_ctx *ctx, const char *lock, const char *value,
+		    char **held, struct gc_error *err)
+{
+	struct esxi_conn *c = conn;
+	struct gc_ssh_result res;
+	char token[17], *cmd;
+	int rc;
+
+	(void)ctx;
+	*held = NULL;
+	gc_random_token(token);
+	cmd = gc_esxi_lease_cas_command(token, lock, value);
+	if (cmd == NULL)
+		return gc_error_set(err, GC_EINVAL, "host '%s': bad lease value", c->target->name);
+	c->lease_seen = false;
+	rc = lease_exec(c, cmd, &res, err);
+	free(cmd);
+	if (rc != 0)
+		return rc;
+	if (res.exit_status == 0) {
+		c->lease_option = 1;
+	} else if ((*held = gc_esxi_lease_held(token, res.err)) != NULL) {
+		rc = gc_error_set(err, GC_ELOCKED, "host '%s': another apply holds the cluster lease: %s",
+				  c->target->name, *held);
+	} else {
+		rc = refused(c, &res, "write", err);
+	}
+	gc_ssh_result_free(&res);
 	return rc;
 }
 
