@@ -544,14 +544,18 @@ int gc_exec_lease_step_result(struct run *r, struct tslot *s, int outcome, const
 
 /* Before a step of s goes out (action.c): a pending lease that the driver
  * does not take in a step starting with `first` is taken now, in an exec
- * of its own.  0, or the error the step fails with (a transport fault is
- * retried as the step's). */
+ * of its own (not before a wait for a reboot, which changes nothing).  0,
+ * or the error the step fails with (a transport fault is retried as the
+ * step's). */
 int gc_exec_lease_take_pending(struct run *r, struct tslot *s, const struct gc_action *first,
 			       struct gc_error *err)
 {
 	int rc;
 
-	if (!s->lease_pending || (s->drv->lease_in_step != NULL && s->drv->lease_in_step(first)))
+	/* a wait for a host's reboot changes nothing, and may find it down:
+	 * the lease goes with the step after it */
+	if (!s->lease_pending || first->kind == GC_ACT_WAIT_HOST ||
+	    (s->drv->lease_in_step != NULL && s->drv->lease_in_step(first)))
 		return 0;
 	rc = write_lease(r, s, true, err);
 	if (rc == 0)

@@ -238,6 +238,38 @@ class ApplyVmsRoce(VcenterLab):
         self.assertNotIn("gpuclusterctl.lease", json.dumps(json.loads(self.vc("custom-fields").stdout)))
         self.reapply_changes_nothing()
 
+    def test_an_approval_that_takes_time_writes_every_lease_before_the_first_wave(self):
+        # an operator who reads the plan for 3 s before typing yes: no host
+        # waits unleased for its first step meanwhile; each host's lease is
+        # written by the compare-and-set in an exec of its own once the
+        # plan is approved, and no changing exec carries it
+        import pty
+        master, slave = pty.openpty()
+        timer = threading.Timer(3.0, lambda: os.write(master, b"yes\n"))
+        timer.start()
+        try:
+            r = subprocess.run([BIN, "apply", "-v", "--only", self.only, "--state-dir", self.state_dir,
+                                self.specfile], env=self.env, stdin=slave, capture_output=True, text=True,
+                               timeout=300)
+        finally:
+            timer.join()
+            os.close(slave)
+            os.close(master)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("Enter a value: ", r.stdout)
+        self.assertIn("gpuclusterctl: cluster lease taken on 9 targets (0 in their observation), "
+                      "cleared on 9 (0 with their last step)\n", r.stderr)
+        for i in range(1, 9):
+            h = "esx%02d" % i
+            execs = [c for _, c in self.execs(h) if c not in self.POLLS]
+            self.assertRegex(execs[1], r"^sh -c 'r=\$\(esxcli --formatter=xml system settings advanced list "
+                             r"-o /UserVars/GpuclusterctlLease .*@@lease:\$1:held:.*' lease \w+ [0-9a-f]{16} "
+                             r"'cluster=roce-lab;holder=\S+;pid=\d+;lock=[0-9a-f]{16};since=\d+;expires=\d+'$", h)
+            self.assertEqual([k for k, c in enumerate(execs) if self.LEASE_OPTION in c],
+                             [0, 1, len(execs) - 1], h)
+            self.assertEqual(self.host_lease(h), "none", h)
+        self.reapply_changes_nothing()
+
     def race_a_lease_onto_esx02(self, *args):
         """An apply held after its lease check (GC_TEST_LEASE_BARRIER) while
         another apply, whose spec lacks the vCenter, takes esx02; then let
