@@ -1412,29 +1412,49 @@ def lease_snippet(ctx, script, arg):
     return rc
 
 
+LEASE_LISTING = ["esxcli", "--formatter=xml", "system", "settings", "advanced", "list", "-o",
+                 LEASE_OPTION]
+LEASE_ADD = ["esxcli", "system", "settings", "advanced", "add", "-o", "GpuclusterctlLease", "-t",
+             "string", "-s", "none", "-d", "gpuclusterctl cluster lease"]
+
+
+def lease_listing(ctx):
+    """(status, words) of the option's listing; status None when it is
+    missing (never leased), 1 after printing any other failure's words."""
+    rc, r = captured(ctx, LEASE_LISTING)
+    if rc == 0:
+        return 0, r
+    if "Unable to find option" in r:
+        return None, r
+    ctx.io.err(r + "\n")
+    return 1, r
+
+
+def lease_set(ctx, value):
+    return run_simple(ctx, ["esxcli", "system", "settings", "advanced", "set", "-o", LEASE_OPTION,
+                            "-s", value])
+
+
+def others(listing, lock):
+    """The value holds another apply's lease (its own `lock=`, not ours)."""
+    v = string_value(listing)
+    return "lock=%s;" % lock not in v and "lock=" in v
+
+
 def lease_take(ctx, token, lock, value):
     """LEASE_TAKE_SCRIPT: the read, then ours written where the host holds
     no lease or one of ours (the listing's own words decide, as the snippet's
     `case` does)."""
-    listing = ["esxcli", "--formatter=xml", "system", "settings", "advanced", "list", "-o",
-               LEASE_OPTION]
-    set_ours = ["esxcli", "system", "settings", "advanced", "set", "-o", LEASE_OPTION, "-s", value]
-    rc, r = captured(ctx, listing)
-    if rc != 0:
-        if "Unable to find option" not in r:
-            ctx.io.err(r + "\n")
-            return 1
+    rc, r = lease_listing(ctx)
+    if rc == 1:
+        return 1
+    if rc is None:
         ctx.io.out("@@lease:%s:none\n" % token)
-        if run_simple(ctx, ["esxcli", "system", "settings", "advanced", "add", "-o",
-                            "GpuclusterctlLease", "-t", "string", "-s", "none", "-d",
-                            "gpuclusterctl cluster lease"]) == 0 and run_simple(ctx, set_ours) == 0:
+        if run_simple(ctx, LEASE_ADD) == 0 and lease_set(ctx, value) == 0:
             ctx.io.out("@@lease:%s:took\n" % token)
         return 0
     ctx.io.out(r + "\n")
-    v = string_value(r)
-    if "lock=%s;" % lock not in v and "lock=" in v:
-        return 0
-    if run_simple(ctx, set_ours) == 0:
+    if not others(r, lock) and lease_set(ctx, value) == 0:
         ctx.io.out("@@lease:%s:took\n" % token)
     return 0
 
@@ -1442,24 +1462,17 @@ def lease_take(ctx, token, lock, value):
 def lease_cas(ctx, token, lock, value):
     """LEASE_CAS_SCRIPT: LEASE_TAKE_SCRIPT's compare-and-set, silent, that
     fails naming the value when another apply's lease is there."""
-    listing = ["esxcli", "--formatter=xml", "system", "settings", "advanced", "list", "-o",
-               LEASE_OPTION]
-    set_ours = ["esxcli", "system", "settings", "advanced", "set", "-o", LEASE_OPTION, "-s", value]
-    rc, r = captured(ctx, listing)
-    if rc != 0:
-        if "Unable to find option" not in r:
-            ctx.io.err(r + "\n")
-            return 1
-        rc = run_simple(ctx, ["esxcli", "system", "settings", "advanced", "add", "-o",
-                              "GpuclusterctlLease", "-t", "string", "-s", "none", "-d",
-                              "gpuclusterctl cluster lease"])
-        return rc if rc != 0 else run_simple(ctx, set_ours)
-    v = string_value(r)
-    if "lock=%s;" % lock not in v and "lock=" in v:
-        v = v.split("<string>", 1)[-1]
+    rc, r = lease_listing(ctx)
+    if rc == 1:
+        return 1
+    if rc is None:
+        rc = run_simple(ctx, LEASE_ADD)
+        return rc if rc != 0 else lease_set(ctx, value)
+    if others(r, lock):
+        v = string_value(r).split("<string>", 1)[-1]
         ctx.io.err("@@lease:%s:held:%s\n" % (token, v.split("</string>", 1)[0]))
         return 1
-    return run_simple(ctx, set_ours)
+    return lease_set(ctx, value)
 
 
 def sh(ctx, argv):
