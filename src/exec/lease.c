@@ -411,8 +411,9 @@ static void test_pause(void)
 /* ---------------------------------------------------------------- the lease in a host's first changing step */
 
 /*
- * With a compare-and-set target (a vCenter) in scope, the others' leases
- * are written after its own.  A host whose driver can (lease_in_step) has
+ * The hosts' leases written here, not in their observation (a vCenter in
+ * scope, whose compare-and-set goes first; or an apply whose journal
+ * expected no change, so that its observation only read them): a host whose driver can (lease_in_step) has
  * its lease taken by the first exec of its first changing step instead,
  * ahead of the step's first change, by the same compare-and-set as the
  * plain write: one exec fewer per host, and none on the critical path.
@@ -424,8 +425,9 @@ static void test_pause(void)
  * other hosts (later waves, none to change, an expired lease to take over)
  * are written here, as before.  The vCenter's lease is held all the while,
  * so no apply of a spec with that vCenter gets in; one without it that
- * takes a host in between makes that host's step fail before its first
- * change, naming the holder, and the rollout stop.  Journalled now, as any
+ * takes a host in between (without a vCenter: any other apply) makes that
+ * host's step fail before its first change, naming the holder, and the
+ * rollout stop.  Journalled now, as any
  * write: a run killed after the step clears it later.
  */
 /* Does a wait for another target's action? */

@@ -860,17 +860,22 @@ class ApplyRoce(LabCase):
         # NTP changed by hand everywhere: the journal's last run converged,
         # so the observation only reads the lease; the lease check reads it
         # again where that read is over 300 ms old by then (all but esx08),
-        # then writes ours, and each host's change is followed by the clear
+        # and each host's lease then heads the exec of its change (its
+        # compare-and-set, src/exec/lease.c), which is followed by the clear
         for h in self.hosts:
             self.remote(h, "esxcli system ntp set -s ntp9.lab.example")
         before = {h: len(self.execs(h)) for h in self.hosts}
         r = self.apply("-v", env=env)
-        self.assertIn("gpuclusterctl: cluster lease taken on 8 targets (0 in their observation), "
-                      "cleared on 8 (0 with their last step)\n", r.stderr)
+        self.assertIn("gpuclusterctl: cluster lease taken on 8 targets (0 in their observation, "
+                      "8 in their first step), cleared on 8 (0 with their last step)\n", r.stderr)
         for h in self.hosts:
-            kinds = [exec_kind(c) for _, c in self.execs(h)[before[h]:]]
+            execs = [c for _, c in self.execs(h)[before[h]:]]
+            kinds = [exec_kind(c) for c in execs]
             self.assertEqual(kinds, ["observe"] + ([] if h == "esx08" else ["lease read"]) +
-                             ["lease write", ROCE_SEQUENCE[0], "lease clear"], h)
+                             ["batch of 2", "lease clear"], h)
+            self.assertRegex(execs[-2], r"^echo @@gc:(\w+):c0 && sh -c '.*@@lease:\$1:held:.*' lease \w+ "
+                             r"[0-9a-f]{16} 'cluster=roce-lab;[^']*' && echo @@gc:\1:c1 && " +
+                             re.escape(ROCE_SEQUENCE[0]) + r" && echo @@gc:\1:end$", h)
             self.assertEqual(self.lease(h), "none", h)
             self.assertEqual(self.state(h)["ntp"]["servers"], ["ntp1.lab.example"], h)
 
