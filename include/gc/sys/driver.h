@@ -259,9 +259,11 @@ const char *gc_drv_lease_offer(struct gc_drv_ctx *ctx, const char **lock);
 const char *gc_drv_lease_release_lock(struct gc_drv_ctx *ctx, const struct gc_target *t);
 void gc_drv_lease_released(struct gc_drv_ctx *ctx, const struct gc_target *t, bool cleared);
 /*
- * The lease taken in a target's first changing step (lease_in_step: a
- * vCenter's compare-and-set went first, and this target's lease is written
- * by the step that would change it, not in an exec of its own):
+ * The lease taken in a target's first changing step (lease_in_step: the
+ * leases are written before the first wave, after a vCenter's
+ * compare-and-set or because the observation only read them, and this
+ * target's is written by the step that would change it, not in an exec of
+ * its own):
  * gc_drv_lease_step_take: the lease to take, with a compare-and-set, ahead
  *   of the step's first change, *lock ours; NULL when there is none to
  *   take (held already, or written by the executor).
