@@ -615,5 +615,23 @@ for code, who in rows:
     check(f"man page: exit {code} ({who}) seen from each of them", not missing,
           f"never seen: {missing}")
 
+# every long option a command's help lists is in the man page (roff's "\-"
+# read as "-"): an option added to one and not the other is found here
+man_text = man.replace("\\-", "-")
+for name in commands:
+    if name in ("version", "help"):
+        continue
+    opts = sorted(set(re.findall(r"--[a-z][a-z0-9-]*", run("help", name)[1])))
+    missing = [o for o in opts if not re.search(re.escape(o) + r"(?![a-z0-9-])", man_text)]
+    check(f"man page: every option of 'help {name}' ({len(opts)})", opts and not missing,
+          f"not in docs/gpuclusterctl.1: {missing}")
+# the probe's own options are documented in docs/probe.md, where the man
+# page and 'help probe' send the reader
+probe_doc = open(os.path.join(SRC, "docs/probe.md")).read()
+opts = sorted(set(re.findall(r"--[a-z][a-z0-9-]*", run("probe", "--help")[1])))
+missing = [o for o in opts if not re.search(re.escape(o) + r"(?![a-z0-9-])", probe_doc)]
+check(f"docs/probe.md: every option of 'probe --help' ({len(opts)})", len(opts) > 10 and not missing,
+      f"not in docs/probe.md: {missing}")
+
 print(f"\n{len(failures)} failure(s)")
 sys.exit(1 if failures else 0)
