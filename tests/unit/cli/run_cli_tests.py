@@ -615,16 +615,22 @@ for code, who in rows:
     check(f"man page: exit {code} ({who}) seen from each of them", not missing,
           f"never seen: {missing}")
 
-# every long option a command's help lists is in the man page (roff's "\-"
-# read as "-"): an option added to one and not the other is found here
-man_text = man.replace("\\-", "-")
+# every option a command's help lists (on its lines that start with an
+# option) is in that command's own entry of the man page's COMMANDS section
+# (roff's "\-" read as "-"): an option added to one and not the other is
+# found here.  probe's options are in docs/probe.md (below).
+body = man[man.index(".SH COMMANDS"):man.index(".SH EXIT STATUS")]
+heads = [(h.start(), h.group(1)) for h in re.finditer(r"^\.TP\n\.B (\w+)[ \n]", body, re.M)]
+entry = {n: body[at:heads[i + 1][0] if i + 1 < len(heads) else len(body)].replace("\\-", "-")
+         for i, (at, n) in enumerate(heads)}
 for name in commands:
-    if name in ("version", "help"):
+    if name in ("version", "help", "probe"):
         continue
-    opts = sorted(set(re.findall(r"--[a-z][a-z0-9-]*", run("help", name)[1])))
-    missing = [o for o in opts if not re.search(re.escape(o) + r"(?![a-z0-9-])", man_text)]
-    check(f"man page: every option of 'help {name}' ({len(opts)})", opts and not missing,
-          f"not in docs/gpuclusterctl.1: {missing}")
+    lines = [l for l in run("help", name)[1].splitlines() if re.match(r" +-", l)]
+    opts = sorted(set(re.findall(r"--[a-z][a-z0-9-]*", "\n".join(lines))) - {"--help"})
+    missing = [o for o in opts if not re.search(re.escape(o) + r"(?![a-z0-9-])", entry.get(name, ""))]
+    check(f"man page: every option of 'help {name}' in its entry ({len(opts)})",
+          name in entry and not missing, f"not in docs/gpuclusterctl.1's {name} entry: {missing}")
 # the probe's own options are documented in docs/probe.md, where the man
 # page and 'help probe' send the reader
 probe_doc = open(os.path.join(SRC, "docs/probe.md")).read()
