@@ -195,6 +195,10 @@ for args, msg in [(["plan", "--offline"], "missing SPEC"),
                    "--rdma-qp-timeout needs 1 to 31, not '32'"),
                   (["validate", "--rdma-qp-timeout", "0", "x.yaml"],
                    "--rdma-qp-timeout needs 1 to 31, not '0'"),
+                  (["validate", "--mpi-timeout", "0", "x.yaml"],
+                   "--mpi-timeout needs 1 to 86400 seconds, not '0'"),
+                  (["validate", "--mpi-timeout", "86401", "x.yaml"],
+                   "--mpi-timeout needs 1 to 86400 seconds, not '86401'"),
                   (["check"], "missing SPEC"),
                   (["graph", "--dot", "--json", "x.yaml"], "--dot and --json exclude each other")]:
     rc, out, err = run(*args)
