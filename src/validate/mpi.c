@@ -268,6 +268,7 @@ enum program { PROG_NCCL, PROG_PROBE, PROG_USER };
 /* Where ranks go and how mpirun finds the nodes. */
 struct launch {
 	const char *hostfile; /* --hostfile; NULL: the environment gives it */
+	unsigned limit_s;     /* 0, or `timeout --kill-after=K S` before mpirun */
 	bool np;              /* print -np (not under Slurm, which sizes the job) */
 	bool env_values;      /* -x NAME=VALUE; else -x NAME (exported by the caller) */
 	const char *indent;   /* before mpirun: "" or a tab in a script */
@@ -304,7 +305,10 @@ static void put_mpirun(struct gc_buf *b, const struct gc_mpi_job *job, const str
 	struct env_var ev[ENV_MAX];
 	size_t i, nev = 0;
 
-	gc_buf_printf(b, "%smpirun", l->indent);
+	gc_buf_puts(b, l->indent);
+	if (l->limit_s > 0)
+		gc_buf_printf(b, "timeout --kill-after=%u %u ", GC_MPI_KILL_AFTER_S, l->limit_s);
+	gc_buf_puts(b, "mpirun");
 	if (job->as_root)
 		gc_buf_puts(b, " --allow-run-as-root");
 	if (l->hostfile != NULL) {
@@ -364,7 +368,7 @@ static void put_default(struct gc_buf *b, const struct gc_mpi_job *job, const st
 int gc_mpi_command(struct gc_buf *out, const struct gc_mpi_job *job, const char *hostfile_path,
 		   struct gc_error *err)
 {
-	struct launch l = {hostfile_path, true, true, ""};
+	struct launch l = {hostfile_path, job->time_limit_s, true, true, ""};
 	struct gc_buf b = GC_BUF_INIT;
 	int rc = check_job(job, err);
 
@@ -394,7 +398,7 @@ int gc_mpi_command(struct gc_buf *out, const struct gc_mpi_job *job, const char 
  */
 int gc_mpi_emit_slurm(struct gc_buf *out, const struct gc_mpi_job *job, struct gc_error *err)
 {
-	struct launch l = {NULL, false, false, ""};
+	struct launch l = {NULL, 0, false, false, ""};
 	struct gc_buf b = GC_BUF_INIT;
 	struct env_var ev[ENV_MAX];
 	size_t i, nev;

@@ -49,7 +49,15 @@ struct gc_mpi_job {
 	                           test run when nccl-tests is absent */
 	bool expect_rdma;       /* the spec gives every guest an RDMA NIC: a socket transport fails */
 	bool as_root;           /* mpirun runs as root: add --allow-run-as-root */
+	unsigned time_limit_s;  /* gc_mpi_command only: 0, no limit; else each mpirun runs
+	                           under coreutils' timeout, which after that many seconds
+	                           sends SIGTERM to mpirun's process group (mpirun stops
+	                           the ranks on every node) and SIGKILL
+	                           GC_MPI_KILL_AFTER_S later */
 };
+
+/* The grace between timeout's SIGTERM and its SIGKILL. */
+#define GC_MPI_KILL_AFTER_S 10u
 
 /*
  * The job of a cluster: every VM whose guest has an rdma_interface, in spec

@@ -93,6 +93,8 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 	struct gsess *l = n > 0 ? &gs[0] : NULL;
 	char line[320], *hostfile = NULL;
 	uint64_t t0 = gc_now_ns();
+	unsigned limit_s = v->o->mpi_timeout_s ? v->o->mpi_timeout_s : 600;
+	double took;
 
 	if (mpi_job(&job, &arena, v, gs, n, &err) != 0) {
 		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", err.msg, NULL);
@@ -106,6 +108,7 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 	job.command = v->o->mpi_command;
 	job.probe_path = l->probe;
 	job.as_root = l->root;
+	job.time_limit_s = limit_s;
 	vd_progress(v, "mpirun", "running the workload");
 	hostfile = gc_xasprintf("%.*s/mpi-hosts", (int)(strrchr(l->probe, '/') - l->probe), l->probe);
 	if (gc_mpi_hostfile(&hosts, &job, &err) != 0 ||
@@ -120,13 +123,36 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 		gc_shell_quote(&w, gc_buf_str(&hosts));
 		gc_buf_printf(&w, " > %s && ", hostfile);
 		gc_buf_put(&w, cmd.ptr, cmd.len);
-		gc_ssh_set_command_timeout(l->ssh, (v->o->mpi_timeout_s ? v->o->mpi_timeout_s : 600) * 1000u);
+		/*
+		 * The limit is kept on the launcher (coreutils' timeout around
+		 * mpirun, mpi.c), so that a job over it is stopped on every node
+		 * rather than left running when we hang up; our own wait is a
+		 * backstop, long enough for timeout's TERM, its KILL and mpirun's
+		 * cleanup.
+		 */
+		gc_ssh_set_command_timeout(l->ssh, (limit_s + GC_MPI_KILL_AFTER_S + 30) * 1000u);
 		if (gc_ssh_exec(l->ssh, gc_buf_str(&w), &res, &err) != 0) {
 			gc_buf_free(&w);
 			mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", err.msg, NULL);
 			goto out;
 		}
 		gc_buf_free(&w);
+	}
+	took = (double)(gc_now_ns() - t0) / 1e9;
+	/* timeout(1): 124 when it sent SIGTERM, 128+9 when it had to send
+	 * SIGKILL; the time tells a job's own 124 from ours */
+	if ((res.exit_status == 124 || res.exit_status == 137) && took >= (double)limit_s) {
+		char f[96], h[256];
+
+		snprintf(f, sizeof(f), "timed out after %u s, stopped%s", limit_s,
+			 res.exit_status == 137 ? " (SIGKILL)" : "");
+		snprintf(h, sizeof(h),
+			 "the job ran past --mpi-timeout (%u s) and was stopped on every node (SIGTERM to "
+			 "mpirun, SIGKILL %u s later): give a longer workload more time, or look for a "
+			 "rank waiting on a peer it cannot reach",
+			 limit_s, GC_MPI_KILL_AFTER_S);
+		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "exit 0 and a result", f, h);
+		goto out;
 	}
 	if (res.exit_status != 0 || gc_mpi_parse_output(&m, res.out ? res.out : "", res.out_len, &err) != 0) {
 		const char *why = res.exit_status != 0 ? vd_stderr_line(&res, line, sizeof(line)) : err.msg;
@@ -139,9 +165,8 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 	{
 		char f[64];
 
-		snprintf(f, sizeof(f), "exit 0 in %.1f s, %u ranks", (double)(gc_now_ns() - t0) / 1e9,
-			 gc_mpi_job_ranks(&job));
-		vd_add_timed(v, (double)(gc_now_ns() - t0) / 1e9, GC_CT_MPI, "mpirun", "mpi.run",
+		snprintf(f, sizeof(f), "exit 0 in %.1f s, %u ranks", took, gc_mpi_job_ranks(&job));
+		vd_add_timed(v, took, GC_CT_MPI, "mpirun", "mpi.run",
 			     GC_CHECK_PASS, "exit 0 and a result", f, NULL);
 	}
 	mpi_results(v, &job, &m);

@@ -404,6 +404,26 @@ class GuestLab(LabCase):
                                       "|| true")
         self.assertGreater(int(after), int(before))
 
+    def test_2fa_a_job_past_mpi_timeout_is_stopped_on_every_node(self):
+        marker = "/tmp/gc-test-rank-started"
+        vms = ("worker-01", "worker-02")
+        for vm in vms:
+            self.ssh(vm, "rm -f %s" % marker)
+        rep = self.validate("--mpirun=touch %s && exec sleep 300" % marker,
+                            "--mpi-timeout", "40", "--skip", "pairs", check=1)
+        self.assertEqual(self.failed(rep), [("mpi", "mpirun", "mpi.run", "exit 0 and a result",
+                                             "timed out after 40 s, stopped")])
+        run = self.checks(rep, "mpi", "mpirun")["mpi.run"]
+        self.assertIn("was stopped on every node", run["hint"])
+        # a rank really ran on each guest, and none is left: the guests' own
+        # process tables, read over our own SSH, not through the tool
+        for vm in vms:
+            self.assertEqual(self.ssh(vm, "test -e %s && echo started" % marker).strip(),
+                             "started", vm)
+            self.assertEqual(self.ssh(vm, "pgrep -a -x sleep | grep -c ' 300$' || true").strip(),
+                             "0", vm)
+            self.assertEqual(self.ssh(vm, "pgrep -c -x 'mpirun|orted' || true").strip(), "0", vm)
+
     def test_2g_nccl_falling_back_to_sockets_is_a_failure(self):
         vm = "worker-02"
         nccl = "--mpirun=/usr/lib/gc-lab/nccl-tests/all_reduce_perf"
