@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "gc/error.h"
 
@@ -134,5 +135,20 @@ void gc_random_token(char out[17]);
 #ifndef GC_FALLTHROUGH
 #define GC_FALLTHROUGH ((void)0)
 #endif
+
+/*
+ * A GC_TEST_* environment hook of the lab tests: getenv(name) in a build with
+ * GC_TEST_HOOKS (CMake, on with the tests), NULL in any other, so that an
+ * installed build (-DGC_TESTS=OFF) has no test-only behaviour at all.
+ */
+static inline const char *gc_test_hook(const char *name)
+{
+#ifdef GC_TEST_HOOKS
+	return getenv(name);
+#else
+	(void)name;
+	return NULL;
+#endif
+}
 
 #endif

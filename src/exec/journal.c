@@ -91,8 +91,9 @@ int gc_journal_open(struct gc_journal **out, const char *state_dir, const char *
 	pthread_mutex_init(&j->mu, NULL);
 	pthread_cond_init(&j->synced_cv, NULL);
 	/* test hook: each fsync takes this much longer, as on a slow disk */
-	if (getenv("GC_TEST_JOURNAL_SYNC_DELAY_MS") != NULL)
-		j->sync_delay_ms = (unsigned)strtoul(getenv("GC_TEST_JOURNAL_SYNC_DELAY_MS"), NULL, 10);
+	if (gc_test_hook("GC_TEST_JOURNAL_SYNC_DELAY_MS") != NULL)
+		j->sync_delay_ms =
+			(unsigned)strtoul(gc_test_hook("GC_TEST_JOURNAL_SYNC_DELAY_MS"), NULL, 10);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(j->run, sizeof(j->run), "%lld.%06ld-%d", (long long)ts.tv_sec,
 		 ts.tv_nsec / 1000, (int)getpid());

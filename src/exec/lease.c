@@ -392,7 +392,8 @@ static void write_one(struct run *r, struct tslot *s, size_t i, void *arg)
  */
 static void test_pause(void)
 {
-	const char *ms = getenv("GC_TEST_LEASE_PAUSE_MS"), *barrier = getenv("GC_TEST_LEASE_BARRIER");
+	const char *ms = gc_test_hook("GC_TEST_LEASE_PAUSE_MS"),
+		   *barrier = gc_test_hook("GC_TEST_LEASE_BARRIER");
 
 	if (ms != NULL)
 		usleep((useconds_t)strtoul(ms, NULL, 10) * 1000u);

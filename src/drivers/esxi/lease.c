@@ -51,7 +51,7 @@ static int lease_exec(struct esxi_conn *c, const char *cmd, struct gc_ssh_result
  * without waiting 30 s). */
 static uint64_t lease_seen_ns(void)
 {
-	const char *t = getenv("GC_TEST_LEASE_SEEN_MS");
+	const char *t = gc_test_hook("GC_TEST_LEASE_SEEN_MS");
 
 	return (t != NULL && t[0] != '\0' ? strtoull(t, NULL, 10) : LEASE_SEEN_MS) * 1000000u;
 }

@@ -79,7 +79,7 @@ static void sleep_ms(unsigned ms)
 static void test_pause(struct gc_drv_ctx *ctx, const struct gc_target *t, const char *name,
 		       const char *doing)
 {
-	const char *v = getenv("GC_TEST_LIBVIRT_CREATE_PAUSE"), *colon;
+	const char *v = gc_test_hook("GC_TEST_LIBVIRT_CREATE_PAUSE"), *colon;
 	size_t n = strlen(name);
 	unsigned ms;
 
