@@ -9,7 +9,8 @@
    N, so the planner puts every host in one wave) and starts a lab for it
    (scripts/lab.sh start --spec) with `rtt_ms` paid once by every exec (one
    SSH round trip: docs/lab.md) and a simulated reboot of --reboot-seconds,
-   which gpuclusterctl polls every 100 ms (GC_REBOOT_POLL_MS); a rebooting
+   which gpuclusterctl polls every 100 ms (GC_REBOOT_POLL_MS, a test hook:
+   --bin must be a build with the tests, as build/ is); a rebooting
    host's connections are reset before the SSH banner, as a real host that
    is down takes none (tests/sim/downgate.c, docs/lab.md).
 2. gpuclusterctl, --runs times on a reset lab (median and min-max of

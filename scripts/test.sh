@@ -61,10 +61,11 @@ fuzz_pass() {
 	echo "== fuzz $dir"
 	(cd "$dir" && ctest --output-on-failure -j"$jobs" -L fuzz-run)
 	# This build has no tests, as one built to install: its binaries must
-	# carry none of the lab tests' GC_TEST_* hooks (gc_test_hook, util.h).
+	# carry none of the lab tests' hooks (gc_test_hook, util.h).
 	echo "== build $dir (the CLI, as built without tests: no test hooks in it)"
 	cmake --build "$dir" -j"$jobs" --target gpuclusterctl gpuclusterctl-online
-	if grep -a -o 'GC_TEST_[A-Z_]*' "$dir/src/cli/gpuclusterctl" "$dir/src/cli/gpuclusterctl-online"; then
+	if grep -a -o -E 'GC_(TEST_[A-Z_]*|REBOOT_POLL_MS|GUEST_SHUTDOWN_TIMEOUT_MS)' \
+		"$dir/src/cli/gpuclusterctl" "$dir/src/cli/gpuclusterctl-online"; then
 		echo "== FAILED: a build without tests has test hooks (above)"
 		return 1
 	fi

@@ -137,9 +137,10 @@ void gc_random_token(char out[17]);
 #endif
 
 /*
- * A GC_TEST_* environment hook of the lab tests: getenv(name) in a build with
- * GC_TEST_HOOKS (CMake, on with the tests), NULL in any other, so that an
- * installed build (-DGC_TESTS=OFF) has no test-only behaviour at all.
+ * An environment hook of the lab tests (GC_TEST_*, GC_REBOOT_POLL_MS,
+ * GC_GUEST_SHUTDOWN_TIMEOUT_MS): getenv(name) in a build with GC_TEST_HOOKS
+ * (CMake, on with the tests), NULL in any other, so that an installed build
+ * (-DGC_TESTS=OFF) has no test-only behaviour at all.
  */
 static inline const char *gc_test_hook(const char *name)
 {

@@ -801,8 +801,8 @@ int cmd_apply(int argc, char **argv)
 	o.approve_arg = &ap;
 	o.drv.reboot_timeout_ms = args.reboot_s * 1000u;
 	o.drv.verify_timeout_ms = args.verify_s * 1000u;
-	if (getenv("GC_REBOOT_POLL_MS") != NULL) /* test hook: faster polling in the lab */
-		parse_uint(&o.drv.reboot_poll_ms, getenv("GC_REBOOT_POLL_MS"), 10, 60000);
+	if (gc_test_hook("GC_REBOOT_POLL_MS") != NULL) /* faster polling in the lab */
+		parse_uint(&o.drv.reboot_poll_ms, gc_test_hook("GC_REBOOT_POLL_MS"), 10, 60000);
 	o.interrupted = &interrupted;
 	ui_start(&u, &ec, &o, g);
 	have_sigthread = sigint_start(&sc, &ec, &sigth);

@@ -40,7 +40,7 @@
  * driver reads the same, docs/vcenter.md). */
 static unsigned shutdown_timeout_ms(void)
 {
-	const char *v = getenv("GC_GUEST_SHUTDOWN_TIMEOUT_MS");
+	const char *v = gc_test_hook("GC_GUEST_SHUTDOWN_TIMEOUT_MS");
 
 	return v != NULL && *v != '\0' ? (unsigned)strtoul(v, NULL, 10) : SHUTDOWN_TIMEOUT_S * 1000u;
 }

@@ -101,8 +101,9 @@ static int vc_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_targe
 	/* the spec's vcenter.shutdown_timeout_s (default 300) */
 	c->shutdown_timeout_ms =
 		(cl->vcenter->shutdown_timeout_s ? cl->vcenter->shutdown_timeout_s : 300) * 1000u;
-	if (getenv("GC_GUEST_SHUTDOWN_TIMEOUT_MS") != NULL) /* tests: below a second */
-		c->shutdown_timeout_ms = (unsigned)strtoul(getenv("GC_GUEST_SHUTDOWN_TIMEOUT_MS"), NULL, 10);
+	if (gc_test_hook("GC_GUEST_SHUTDOWN_TIMEOUT_MS") != NULL) /* tests: below a second */
+		c->shutdown_timeout_ms =
+			(unsigned)strtoul(gc_test_hook("GC_GUEST_SHUTDOWN_TIMEOUT_MS"), NULL, 10);
 	*conn = c;
 	return 0;
 }
