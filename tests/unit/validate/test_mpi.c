@@ -181,6 +181,12 @@ static void test_command_user_root_exact(void **state)
 /* validate's --mpi-timeout: each mpirun under coreutils' timeout, so that a
  * job over the limit is stopped on the launcher (and through mpirun on every
  * node); the Slurm script, which has the scheduler's own limit, has none. */
+/* the roce job's Open MPI interface and NCCL settings, as every mpirun gets them */
+#define ROCE_TCP "--mca btl_tcp_if_include 'ens224' --mca oob_tcp_if_include 'ens224' "
+#define ROCE_NCCL                                                                      \
+	"-x 'NCCL_IB_HCA==mlx5_0' -x 'NCCL_IB_GID_INDEX=3' -x 'NCCL_IB_TC=106' "       \
+	"-x 'NCCL_SOCKET_IFNAME==ens224' -x 'NCCL_DEBUG=INFO' "
+
 static void test_command_time_limit_exact(void **state)
 {
 	struct gc_error err = GC_ERROR_INIT;
@@ -193,15 +199,9 @@ static void test_command_time_limit_exact(void **state)
 		gc_buf_str(&b),
 		"if command -v all_reduce_perf >/dev/null 2>&1; then "
 		"timeout --kill-after=10 600 mpirun --hostfile '/tmp/gc-mpi-hosts' -np 2 --map-by slot "
-		"--bind-to none "
-		"--mca btl_tcp_if_include 'ens224' --mca oob_tcp_if_include 'ens224' "
-		"-x 'NCCL_IB_HCA==mlx5_0' -x 'NCCL_IB_GID_INDEX=3' -x 'NCCL_IB_TC=106' "
-		"-x 'NCCL_SOCKET_IFNAME==ens224' -x 'NCCL_DEBUG=INFO' "
-		"all_reduce_perf -b 8 -e 256M -f 2 -g 1; "
+		"--bind-to none " ROCE_TCP ROCE_NCCL "all_reduce_perf -b 8 -e 256M -f 2 -g 1; "
 		"else timeout --kill-after=10 600 mpirun --hostfile '/tmp/gc-mpi-hosts' -np 2 "
-		"--map-by ppr:1:node --bind-to none "
-		"--mca btl_tcp_if_include 'ens224' --mca oob_tcp_if_include 'ens224' "
-		"'/opt/gpuclusterctl/bin/gpuclusterctl-probe' --mpi-bw; fi");
+		"--map-by ppr:1:node --bind-to none " ROCE_TCP "'/opt/gpuclusterctl/bin/gpuclusterctl-probe' --mpi-bw; fi");
 	gc_buf_reset(&b);
 	j.command = "sleep 20";
 	j.time_limit_s = 2;
@@ -209,9 +209,7 @@ static void test_command_time_limit_exact(void **state)
 	assert_string_equal(
 		gc_buf_str(&b),
 		"timeout --kill-after=10 2 mpirun --hostfile '/tmp/h' -np 2 --map-by slot --bind-to none "
-		"--mca btl_tcp_if_include 'ens224' --mca oob_tcp_if_include 'ens224' "
-		"-x 'NCCL_IB_HCA==mlx5_0' -x 'NCCL_IB_GID_INDEX=3' -x 'NCCL_IB_TC=106' "
-		"-x 'NCCL_SOCKET_IFNAME==ens224' -x 'NCCL_DEBUG=INFO' sh -c 'sleep 20'");
+		ROCE_TCP ROCE_NCCL "sh -c 'sleep 20'");
 	gc_buf_reset(&b);
 	assert_int_equal(gc_mpi_emit_slurm(&b, &j, &err), 0);
 	assert_null(strstr(gc_buf_str(&b), "timeout"));
