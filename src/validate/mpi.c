@@ -52,6 +52,14 @@ static bool printable(const char *s, size_t max)
 	return true;
 }
 
+/* A run tag: 1-64 of [0-9a-f] (gc_random_token's alphabet). */
+static bool valid_tag(const char *t)
+{
+	size_t n = strspn(t, "0123456789abcdef");
+
+	return n > 0 && n <= 64 && t[n] == '\0';
+}
+
 static int check_job(const struct gc_mpi_job *job, struct gc_error *err)
 {
 	size_t i;
@@ -81,6 +89,8 @@ static int check_job(const struct gc_mpi_job *job, struct gc_error *err)
 		return gc_error_set(err, GC_EINVAL, "GID index %d out of range", job->gid_index);
 	if (job->tos < -1 || job->tos > 255)
 		return gc_error_set(err, GC_EINVAL, "ToS %d out of range", job->tos);
+	if (job->run_tag != NULL && !valid_tag(job->run_tag))
+		return gc_error_set(err, GC_EINVAL, "invalid MPI run tag");
 	if (job->command != NULL && (job->command[0] == '\0' || !printable(job->command, CMD_MAX)))
 		return gc_error_set(err, GC_EINVAL,
 				    "the MPI command must be one line of printable ASCII (at most %d)",
@@ -269,6 +279,7 @@ enum program { PROG_NCCL, PROG_PROBE, PROG_USER };
 struct launch {
 	const char *hostfile; /* --hostfile; NULL: the environment gives it */
 	unsigned limit_s;     /* 0, or `timeout --kill-after=K S` before mpirun */
+	const char *run_tag;  /* NULL, or -x GC_MPI_RUN_TAG=tag (checked by check_job) */
 	bool np;              /* print -np (not under Slurm, which sizes the job) */
 	bool env_values;      /* -x NAME=VALUE; else -x NAME (exported by the caller) */
 	const char *indent;   /* before mpirun: "" or a tab in a script */
@@ -306,8 +317,16 @@ static void put_mpirun(struct gc_buf *b, const struct gc_mpi_job *job, const str
 	size_t i, nev = 0;
 
 	gc_buf_puts(b, l->indent);
+	/*
+	 * --foreground: one SIGTERM, to mpirun alone.  Without it timeout
+	 * signals the child and then its whole process group, so mpirun gets
+	 * SIGTERM twice, and Open MPI's mpirun takes a second signal within
+	 * 5 s as "terminate now": it exits before it has stopped its own ranks,
+	 * which run in process groups of their own (found in the guest lab).
+	 */
 	if (l->limit_s > 0)
-		gc_buf_printf(b, "timeout --kill-after=%u %u ", GC_MPI_KILL_AFTER_S, l->limit_s);
+		gc_buf_printf(b, "timeout --foreground --kill-after=%u %u ", GC_MPI_KILL_AFTER_S,
+			      l->limit_s);
 	gc_buf_puts(b, "mpirun");
 	if (job->as_root)
 		gc_buf_puts(b, " --allow-run-as-root");
@@ -340,6 +359,8 @@ static void put_mpirun(struct gc_buf *b, const struct gc_mpi_job *job, const str
 		}
 	}
 	env_free(ev, nev);
+	if (l->run_tag != NULL)
+		gc_buf_printf(b, " -x " GC_MPI_RUN_TAG_VAR "=%s", l->run_tag);
 	gc_buf_putc(b, ' ');
 	put_program(b, job, p);
 }
@@ -368,7 +389,7 @@ static void put_default(struct gc_buf *b, const struct gc_mpi_job *job, const st
 int gc_mpi_command(struct gc_buf *out, const struct gc_mpi_job *job, const char *hostfile_path,
 		   struct gc_error *err)
 {
-	struct launch l = {hostfile_path, job->time_limit_s, true, true, ""};
+	struct launch l = {hostfile_path, job->time_limit_s, job->run_tag, true, true, ""};
 	struct gc_buf b = GC_BUF_INIT;
 	int rc = check_job(job, err);
 
@@ -386,6 +407,25 @@ int gc_mpi_command(struct gc_buf *out, const struct gc_mpi_job *job, const char 
 	return 0;
 }
 
+/*
+ * grep -z reads /proc/PID/environ as NUL-ended records; -x -F: the whole
+ * record, literally.  The loop's own shell has the tag only in its command
+ * line, never in its environment, so it does not find itself; processes of
+ * other users are unreadable and skipped.
+ */
+int gc_mpi_sweep_command(struct gc_buf *out, const char *run_tag, struct gc_error *err)
+{
+	if (run_tag == NULL || !valid_tag(run_tag))
+		return gc_error_set(err, GC_EINVAL, "invalid MPI run tag");
+	gc_buf_printf(out,
+		      "n=0; for f in /proc/[0-9]*/environ; do "
+		      "grep -q -z -x -F " GC_MPI_RUN_TAG_VAR "=%s \"$f\" 2>/dev/null || continue; "
+		      "p=${f#/proc/}; kill -KILL \"${p%%/environ}\" 2>/dev/null && n=$((n+1)); "
+		      "done; echo \"$n\"",
+		      run_tag);
+	return 0;
+}
+
 /* ---------------------------------------------------------------- Slurm */
 
 /*
@@ -398,7 +438,7 @@ int gc_mpi_command(struct gc_buf *out, const struct gc_mpi_job *job, const char 
  */
 int gc_mpi_emit_slurm(struct gc_buf *out, const struct gc_mpi_job *job, struct gc_error *err)
 {
-	struct launch l = {NULL, 0, false, false, ""};
+	struct launch l = {NULL, 0, NULL, false, false, ""};
 	struct gc_buf b = GC_BUF_INIT;
 	struct env_var ev[ENV_MAX];
 	size_t i, nev;

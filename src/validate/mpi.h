@@ -54,7 +54,13 @@ struct gc_mpi_job {
 	                           sends SIGTERM to mpirun's process group (mpirun stops
 	                           the ranks on every node) and SIGKILL
 	                           GC_MPI_KILL_AFTER_S later */
+	const char *run_tag;    /* gc_mpi_command only: NULL, or a token ([0-9a-f], at most
+	                           64) put in every rank's environment as
+	                           GC_MPI_RUN_TAG=token, which gc_mpi_sweep_command finds */
 };
+
+/* The environment variable that marks a run's ranks (job->run_tag). */
+#define GC_MPI_RUN_TAG_VAR "GC_MPI_RUN_TAG"
 
 /* The grace between timeout's SIGTERM and its SIGKILL. */
 #define GC_MPI_KILL_AFTER_S 10u
@@ -88,6 +94,16 @@ int gc_mpi_hostfile(struct gc_buf *out, const struct gc_mpi_job *job, struct gc_
  */
 int gc_mpi_command(struct gc_buf *out, const struct gc_mpi_job *job, const char *hostfile_path,
 		   struct gc_error *err);
+
+/*
+ * One POSIX-shell command line for any node: SIGKILL to every process of the
+ * login user whose environment holds GC_MPI_RUN_TAG=run_tag (a stopped run's
+ * ranks and whatever they started), then print how many it killed.  Run on
+ * every node after a run was stopped, so that nothing of it is left even when
+ * mpirun itself had to be killed before it could stop its ranks.
+ * GC_EINVAL when run_tag is not 1-64 characters of [0-9a-f].
+ */
+int gc_mpi_sweep_command(struct gc_buf *out, const char *run_tag, struct gc_error *err);
 
 /* A Kubeflow MPIJob (kubeflow.org/v2beta1) with the same settings; image
  * holds nccl-tests (or job->command) and sshd, like mpi-operator's images. */

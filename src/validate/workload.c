@@ -80,6 +80,56 @@ static void mpi_results(struct vctx *v, const struct gc_mpi_job *job, const stru
 		m->bw.data_ok ? "verified" : "corrupted", "messages arrived changed");
 }
 
+/*
+ * After a run was stopped: every node's processes that carry the run's tag
+ * killed, over the node's own connection (the launcher's ranks are orphaned
+ * when mpirun itself had to be killed; a node's orted may still be stopping
+ * its own).  The nodes with something left, and those the sweep could not
+ * reach, go into `left` ("worker-01: 2 killed, worker-02: not swept (...)");
+ * returns the number of nodes not swept.
+ */
+static size_t sweep_nodes(struct gsess *gs, size_t n, const char *tag, char *left, size_t cap)
+{
+	struct gc_buf cmd = GC_BUF_INIT;
+	struct gc_error err = GC_ERROR_INIT;
+	size_t i, len = 0, failed = 0;
+
+	left[0] = '\0';
+	if (gc_mpi_sweep_command(&cmd, tag, &err) != 0)
+		return n;
+	for (i = 0; i < n; i++) {
+		struct gc_ssh_result r = {0};
+		const char *name = gs[i].t->name;
+		char line[96];
+		unsigned long k = 0;
+		char *end = NULL;
+		int w = 0;
+
+		if (!gs[i].usable || gs[i].ssh == NULL) {
+			failed++;
+			w = snprintf(left + len, cap - len, "%s%s: not swept (no connection)",
+				     len ? ", " : "", name);
+		} else {
+			gc_ssh_set_command_timeout(gs[i].ssh, 60000u);
+			if (gc_ssh_exec(gs[i].ssh, gc_buf_str(&cmd), &r, &err) != 0 || r.exit_status != 0 ||
+			    r.out == NULL || (k = strtoul(r.out, &end, 10), end == r.out)) {
+				failed++;
+				w = snprintf(left + len, cap - len, "%s%s: not swept (%s)", len ? ", " : "",
+					     name, err.code ? err.msg : vd_stderr_line(&r, line, sizeof(line)));
+				gc_error_clear(&err);
+			} else if (k > 0) {
+				w = snprintf(left + len, cap - len, "%s%s: %lu killed", len ? ", " : "", name,
+					     k);
+			}
+			gc_ssh_result_free(&r);
+		}
+		if (w > 0)
+			len = (size_t)w < cap - len ? len + (size_t)w : cap - 1;
+	}
+	gc_buf_free(&cmd);
+	return failed;
+}
+
 /* mpirun on the first guest (the launcher), over its SSH connection, as the
  * login user: Open MPI starts the other ranks over SSH between the guests. */
 void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
@@ -91,7 +141,7 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 	struct gc_ssh_result res = {0};
 	struct gc_buf hosts = GC_BUF_INIT, cmd = GC_BUF_INIT;
 	struct gsess *l = n > 0 ? &gs[0] : NULL;
-	char line[320], *hostfile = NULL;
+	char line[320], tag[17], *hostfile = NULL;
 	uint64_t t0 = gc_now_ns();
 	unsigned limit_s = v->o->mpi_timeout_s ? v->o->mpi_timeout_s : 600;
 	double took;
@@ -109,6 +159,8 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 	job.probe_path = l->probe;
 	job.as_root = l->root;
 	job.time_limit_s = limit_s;
+	gc_random_token(tag);
+	job.run_tag = tag;
 	vd_progress(v, "mpirun", "running the workload");
 	hostfile = gc_xasprintf("%.*s/mpi-hosts", (int)(strrchr(l->probe, '/') - l->probe), l->probe);
 	if (gc_mpi_hostfile(&hosts, &job, &err) != 0 ||
@@ -142,15 +194,31 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 	/* timeout(1): 124 when it sent SIGTERM, 128+9 when it had to send
 	 * SIGKILL; the time tells a job's own 124 from ours */
 	if ((res.exit_status == 124 || res.exit_status == 137) && took >= (double)limit_s) {
-		char f[96], h[256];
+		char f[96], h[512], left[256];
+		size_t unswept = sweep_nodes(gs, n, tag, left, sizeof(left));
 
 		snprintf(f, sizeof(f), "timed out after %u s, stopped%s", limit_s,
 			 res.exit_status == 137 ? " (SIGKILL)" : "");
-		snprintf(h, sizeof(h),
-			 "the job ran past --mpi-timeout (%u s) and was stopped on every node (SIGTERM to "
-			 "mpirun, SIGKILL %u s later): give a longer workload more time, or look for a "
-			 "rank waiting on a peer it cannot reach",
-			 limit_s, GC_MPI_KILL_AFTER_S);
+		if (unswept == 0 && left[0] == '\0')
+			snprintf(h, sizeof(h),
+				 "the job ran past --mpi-timeout (%u s) and was stopped on every node "
+				 "(SIGTERM to mpirun, SIGKILL %u s later; no process of it left on any "
+				 "node): give a longer workload more time, or look for a rank waiting on a "
+				 "peer it cannot reach",
+				 limit_s, GC_MPI_KILL_AFTER_S);
+		else if (unswept == 0)
+			snprintf(h, sizeof(h),
+				 "the job ran past --mpi-timeout (%u s) and was stopped on every node "
+				 "(SIGTERM to mpirun, SIGKILL %u s later; what mpirun left behind was "
+				 "killed by its " GC_MPI_RUN_TAG_VAR ", %s): give a longer workload more "
+				 "time, or look for a rank waiting on a peer it cannot reach",
+				 limit_s, GC_MPI_KILL_AFTER_S, left);
+		else
+			snprintf(h, sizeof(h),
+				 "the job ran past --mpi-timeout (%u s) and mpirun was stopped, but ranks may "
+				 "still run where the sweep for them failed (%s): look for processes with "
+				 GC_MPI_RUN_TAG_VAR "=%s in their environment",
+				 limit_s, left, tag);
 		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "exit 0 and a result", f, h);
 		goto out;
 	}

@@ -409,19 +409,31 @@ class GuestLab(LabCase):
         vms = ("worker-01", "worker-02")
         for vm in vms:
             self.ssh(vm, "rm -f %s" % marker)
-        rep = self.validate("--mpirun=touch %s && exec sleep 300" % marker,
-                            "--mpi-timeout", "40", "--skip", "pairs", check=1)
-        self.assertEqual(self.failed(rep), [("mpi", "mpirun", "mpi.run", "exit 0 and a result",
-                                             "timed out after 40 s, stopped")])
-        run = self.checks(rep, "mpi", "mpirun")["mpi.run"]
-        self.assertIn("was stopped on every node", run["hint"])
+        # each rank also leaves a process in a session of its own, which
+        # mpirun's stop does not reach: the sweep by the run's tag must
+        rank = ("touch %s && { setsid sleep 301 </dev/null >/dev/null 2>&1 & } "
+                "&& exec sleep 300" % marker)
+        rep = self.validate("--mpirun=" + rank, "--mpi-timeout", "40", "--skip", "pairs",
+                            check=1)
+        (failed,) = self.failed(rep)
+        self.assertEqual(failed[:4], ("mpi", "mpirun", "mpi.run", "exit 0 and a result"))
+        self.assertIn(failed[4], ("timed out after 40 s, stopped",
+                                  "timed out after 40 s, stopped (SIGKILL)"))
+        hint = self.checks(rep, "mpi", "mpirun")["mpi.run"]["hint"]
+        self.assertIn("was stopped on every node", hint)
+        if failed[4].endswith("stopped"):
+            # mpirun stopped its ranks; only the detached processes were left
+            self.assertIn("killed by its GC_MPI_RUN_TAG, worker-01: 1 killed, "
+                          "worker-02: 1 killed)", hint)
+        else:
+            self.assertRegex(hint, r"worker-01: [12] killed, worker-02: [12] killed\)")
         # a rank really ran on each guest, and none is left: the guests' own
         # process tables, read over our own SSH, not through the tool
         for vm in vms:
             self.assertEqual(self.ssh(vm, "test -e %s && echo started" % marker).strip(),
                              "started", vm)
-            self.assertEqual(self.ssh(vm, "pgrep -a -x sleep | grep -c ' 300$' || true").strip(),
-                             "0", vm)
+            self.assertEqual(self.ssh(vm, "pgrep -a -x sleep | grep -c ' 30[01]$' || true")
+                             .strip(), "0", vm)
             self.assertEqual(self.ssh(vm, "pgrep -c -x 'mpirun|orted' || true").strip(), "0", vm)
 
     def test_2g_nccl_falling_back_to_sockets_is_a_failure(self):

@@ -13,6 +13,9 @@
 #include <cmocka.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "gc/spec.h"
@@ -198,9 +201,9 @@ static void test_command_time_limit_exact(void **state)
 	assert_string_equal(
 		gc_buf_str(&b),
 		"if command -v all_reduce_perf >/dev/null 2>&1; then "
-		"timeout --kill-after=10 600 mpirun --hostfile '/tmp/gc-mpi-hosts' -np 2 --map-by slot "
+		"timeout --foreground --kill-after=10 600 mpirun --hostfile '/tmp/gc-mpi-hosts' -np 2 --map-by slot "
 		"--bind-to none " ROCE_TCP ROCE_NCCL "all_reduce_perf -b 8 -e 256M -f 2 -g 1; "
-		"else timeout --kill-after=10 600 mpirun --hostfile '/tmp/gc-mpi-hosts' -np 2 "
+		"else timeout --foreground --kill-after=10 600 mpirun --hostfile '/tmp/gc-mpi-hosts' -np 2 "
 		"--map-by ppr:1:node --bind-to none " ROCE_TCP "'/opt/gpuclusterctl/bin/gpuclusterctl-probe' --mpi-bw; fi");
 	gc_buf_reset(&b);
 	j.command = "sleep 20";
@@ -208,11 +211,90 @@ static void test_command_time_limit_exact(void **state)
 	assert_int_equal(gc_mpi_command(&b, &j, "/tmp/h", &err), 0);
 	assert_string_equal(
 		gc_buf_str(&b),
-		"timeout --kill-after=10 2 mpirun --hostfile '/tmp/h' -np 2 --map-by slot --bind-to none "
+		"timeout --foreground --kill-after=10 2 mpirun --hostfile '/tmp/h' -np 2 --map-by slot --bind-to none "
 		ROCE_TCP ROCE_NCCL "sh -c 'sleep 20'");
+	/* the run's tag, after the spec's environment, before the program */
+	gc_buf_reset(&b);
+	j.run_tag = "0123456789abcdef";
+	assert_int_equal(gc_mpi_command(&b, &j, "/tmp/h", &err), 0);
+	assert_string_equal(
+		gc_buf_str(&b),
+		"timeout --foreground --kill-after=10 2 mpirun --hostfile '/tmp/h' -np 2 --map-by slot --bind-to none "
+		ROCE_TCP ROCE_NCCL "-x GC_MPI_RUN_TAG=0123456789abcdef sh -c 'sleep 20'");
+	gc_buf_reset(&b);
+	j.run_tag = "abc;reboot";
+	assert_int_equal(gc_mpi_command(&b, &j, "/tmp/h", &err), GC_EINVAL);
+	assert_string_equal(err.msg, "invalid MPI run tag");
+	assert_int_equal(b.len, 0);
+	gc_error_clear(&err);
+	j.run_tag = NULL;
 	gc_buf_reset(&b);
 	assert_int_equal(gc_mpi_emit_slurm(&b, &j, &err), 0);
 	assert_null(strstr(gc_buf_str(&b), "timeout"));
+	gc_buf_free(&b);
+}
+
+/* The sweep, run by sh here: it kills the tagged process, and what
+ * that process started, and leaves an untagged one alone. */
+static pid_t spawn_sleep(const char *tag)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* a group of its own, so that the test can stop the shell and its
+		 * sleep together; no inherited stdout holding ctest's pipe open */
+		setpgid(0, 0);
+		if (freopen("/dev/null", "w", stdout) == NULL)
+			_exit(126);
+		if (tag != NULL)
+			setenv("GC_MPI_RUN_TAG", tag, 1);
+		else
+			unsetenv("GC_MPI_RUN_TAG");
+		execlp("sh", "sh", "-c", "sleep 300 & wait", (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static void test_sweep_kills_only_the_tagged(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_buf b = GC_BUF_INIT;
+	pid_t tagged, other, near;
+	int st = 0;
+	char out[32] = "";
+	FILE *p;
+
+	assert_int_equal(gc_mpi_sweep_command(&b, "0123456789abcdef", &err), 0);
+	assert_string_equal(gc_buf_str(&b),
+			    "n=0; for f in /proc/[0-9]*/environ; do grep -q -z -x -F "
+			    "GC_MPI_RUN_TAG=0123456789abcdef \"$f\" 2>/dev/null || continue; "
+			    "p=${f#/proc/}; kill -KILL \"${p%/environ}\" 2>/dev/null && n=$((n+1)); "
+			    "done; echo \"$n\"");
+	tagged = spawn_sleep("0123456789abcdef");
+	near = spawn_sleep("0123456789abcdef0"); /* a longer tag is another run */
+	other = spawn_sleep(NULL);
+	usleep(300 * 1000); /* the shells have started their sleeps */
+	p = popen(gc_buf_str(&b), "r");
+	assert_non_null(p);
+	assert_non_null(fgets(out, sizeof(out), p));
+	assert_int_equal(pclose(p), 0);
+	/* the shell and its sleep, which inherited the environment */
+	assert_string_equal(out, "2\n");
+	assert_int_equal(waitpid(tagged, &st, 0), tagged);
+	assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	assert_int_equal(waitpid(near, &st, WNOHANG), 0);
+	assert_int_equal(waitpid(other, &st, WNOHANG), 0);
+	kill(-near, SIGKILL);
+	kill(-other, SIGKILL);
+	waitpid(near, &st, 0);
+	waitpid(other, &st, 0);
+	gc_buf_reset(&b);
+	assert_int_equal(gc_mpi_sweep_command(&b, "", &err), GC_EINVAL);
+	assert_int_equal(gc_mpi_sweep_command(&b, "ABC", &err), GC_EINVAL);
+	assert_int_equal(gc_mpi_sweep_command(&b, "a b", &err), GC_EINVAL);
+	assert_int_equal(b.len, 0);
 	gc_buf_free(&b);
 }
 
@@ -700,6 +782,7 @@ int main(void)
 		cmocka_unit_test(test_command_user_root_exact),
 		cmocka_unit_test(test_command_time_limit_exact),
 		cmocka_unit_test(test_command_hostile_values),
+		cmocka_unit_test(test_sweep_kills_only_the_tagged),
 		cmocka_unit_test(test_slurm_exact),
 		cmocka_unit_test(test_mpijob_parsed_back),
 		cmocka_unit_test(test_parse_roce_no_fallback),
