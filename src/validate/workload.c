@@ -194,7 +194,7 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 	/* timeout(1): 124 when it sent SIGTERM, 128+9 when it had to send
 	 * SIGKILL; the time tells a job's own 124 from ours */
 	if ((res.exit_status == 124 || res.exit_status == 137) && took >= (double)limit_s) {
-		char f[96], h[512], left[256];
+		char f[96], h[768], left[256];
 		size_t unswept = sweep_nodes(gs, n, tag, left, sizeof(left));
 
 		snprintf(f, sizeof(f), "timed out after %u s, stopped%s", limit_s,
