@@ -38,6 +38,7 @@
 #ifndef GC_SSH_H
 #define GC_SSH_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -101,6 +102,15 @@ bool gc_ssh_alive(const struct gc_ssh_conn *conn);
 const char *gc_ssh_target(const struct gc_ssh_conn *conn);
 /* Change the per-command deadline (e.g. a long VIB install); 0: default. */
 void gc_ssh_set_command_timeout(struct gc_ssh_conn *conn, unsigned timeout_ms);
+/*
+ * While *flag (set by a signal handler) is zero nothing changes.  Once it is
+ * non-zero, a command being run by gc_ssh_exec / gc_ssh_exec_partial gets
+ * the end of its standard input (EOF on the channel), once, and the exec
+ * goes on to the command's exit as usual: the command decides what an
+ * interrupt means to it.  Waits are cut into slices of at most 200 ms so the
+ * flag is seen whichever thread took the signal.  NULL: no flag (default).
+ */
+void gc_ssh_set_interrupt(struct gc_ssh_conn *conn, volatile sig_atomic_t *flag);
 
 /*
  * Run one command on a new exec channel (the remote shell parses it; compose

@@ -49,6 +49,7 @@ struct gc_validate_report {
 	char *spec;        /* the spec's path as given */
 	double wall_s;     /* whole run */
 	time_t started;    /* when the run began (JUnit timestamp); 0: when written */
+	bool interrupted;  /* SIGINT/SIGTERM stopped the MPI workload (the CLI exits 130) */
 };
 
 /* A check's strings (a remote host's output among them) are cut to this many

@@ -283,6 +283,11 @@ int cmd_validate(int argc, char **argv)
 	}
 	gc_vreport_count(&rep, &pass, &fail, NULL);
 	rc = fail > 0 ? GC_EXIT_ERROR : pass > 0 ? GC_EXIT_OK : GC_EXIT_NOTHING;
+	if (rep.interrupted) {
+		fputs("gpuclusterctl: error: interrupted: the MPI job was stopped (see mpi.run)\n",
+		      stderr);
+		rc = GC_EXIT_INTERRUPTED;
+	}
 	if (rc == GC_EXIT_NOTHING)
 		fputs("gpuclusterctl: nothing to check: every check was skipped or left out "
 		      "(exit 5)\n", stderr);

@@ -120,6 +120,9 @@ static uint64_t deadline_after(unsigned ms)
 	return gc_now_ns() + (uint64_t)ms * 1000000u;
 }
 
+/* How long a wait may be while an interrupt flag is set on the connection. */
+#define INTERRUPT_SLICE_MS 200
+
 /*
  * Wait until the socket is ready in the direction libssh2 is blocked on, the
  * deadline passes (returns GC_ETIMEOUT, err untouched) or poll fails (GC_ENET).
@@ -154,6 +157,8 @@ static int wait_socket(struct gc_ssh_conn *c, uint64_t deadline, struct gc_error
 		(void)setsockopt(c->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
 	}
 	ms = (int)((deadline - now + 999999) / 1000000);
+	if (c->interrupt != NULL && ms > INTERRUPT_SLICE_MS)
+		ms = INTERRUPT_SLICE_MS;
 	if (c->keepalive_s > 0 && c->ready) {
 		int next = 0;
 
@@ -164,7 +169,7 @@ static int wait_socket(struct gc_ssh_conn *c, uint64_t deadline, struct gc_error
 	for (;;) {
 		int r = poll(&p, 1, ms);
 
-		if (r >= 0)
+		if (r >= 0 || (c->interrupt != NULL && *c->interrupt))
 			return 0;
 		if (errno != EINTR) {
 			c->alive = false;
@@ -610,6 +615,11 @@ void gc_ssh_set_command_timeout(struct gc_ssh_conn *c, unsigned timeout_ms)
 	c->command_ms = timeout_ms ? timeout_ms : DEFAULT_COMMAND_MS;
 }
 
+void gc_ssh_set_interrupt(struct gc_ssh_conn *c, volatile sig_atomic_t *flag)
+{
+	c->interrupt = flag;
+}
+
 /* ---------------------------------------------------------------- exec */
 
 static int dead_fail(struct gc_ssh_conn *c, struct gc_error *err)
@@ -732,6 +742,7 @@ static int exec_common(struct gc_ssh_conn *c, const char *command, int in, bool 
 	uint64_t deadline = deadline_after(ms);
 	char *signame = NULL;
 	size_t siglen = 0;
+	bool eof_sent = in >= 0; /* a fed stdin has had its EOF */
 	int rc;
 
 	if (keep_partial) {
@@ -772,6 +783,17 @@ static int exec_common(struct gc_ssh_conn *c, const char *command, int in, bool 
 			continue;
 		if (libssh2_channel_eof(ch))
 			break;
+		if (!eof_sent && c->interrupt != NULL && *c->interrupt) {
+			/* the command's stdin ends: what it does then is its own */
+			eof_sent = true;
+			SSH_RETRY(c, rc, libssh2_channel_send_eof(ch), deadline, err,
+				  "sending EOF", ms);
+			if (rc != 0) {
+				rc = lib_fail(c, rc, "sending EOF", err);
+				goto fail;
+			}
+			continue;
+		}
 		rc = wait_socket(c, deadline, err);
 		if (rc == GC_ETIMEOUT) {
 			rc = timeout_fail(c, "command", ms, err);

@@ -5,6 +5,7 @@
 #ifndef GC_NET_SSH_INT_H
 #define GC_NET_SSH_INT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <libssh2.h>
 
@@ -26,6 +27,7 @@ struct gc_ssh_conn {
 	unsigned command_ms;
 	unsigned keepalive_s;
 	size_t max_output;
+	volatile sig_atomic_t *interrupt; /* gc_ssh_set_interrupt; NULL: none */
 	struct gc_ssh_arena *arena; /* the session's memory (ssh_alloc.c) */
 };
 

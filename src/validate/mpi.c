@@ -280,6 +280,7 @@ struct launch {
 	const char *hostfile; /* --hostfile; NULL: the environment gives it */
 	unsigned limit_s;     /* 0, or `timeout --kill-after=K S` before mpirun */
 	const char *run_tag;  /* NULL, or -x GC_MPI_RUN_TAG=tag (checked by check_job) */
+	bool stop_on_eof;     /* gc_run before each mpirun (GC_MPI_STOP_ON_EOF_PROLOGUE) */
 	bool np;              /* print -np (not under Slurm, which sizes the job) */
 	bool env_values;      /* -x NAME=VALUE; else -x NAME (exported by the caller) */
 	const char *indent;   /* before mpirun: "" or a tab in a script */
@@ -324,6 +325,8 @@ static void put_mpirun(struct gc_buf *b, const struct gc_mpi_job *job, const str
 	 * 5 s as "terminate now": it exits before it has stopped its own ranks,
 	 * which run in process groups of their own (found in the guest lab).
 	 */
+	if (l->stop_on_eof)
+		gc_buf_puts(b, "gc_run ");
 	if (l->limit_s > 0)
 		gc_buf_printf(b, "timeout --foreground --kill-after=%u %u ", GC_MPI_KILL_AFTER_S,
 			      l->limit_s);
@@ -389,7 +392,8 @@ static void put_default(struct gc_buf *b, const struct gc_mpi_job *job, const st
 int gc_mpi_command(struct gc_buf *out, const struct gc_mpi_job *job, const char *hostfile_path,
 		   struct gc_error *err)
 {
-	struct launch l = {hostfile_path, job->time_limit_s, job->run_tag, true, true, ""};
+	struct launch l = {hostfile_path, job->time_limit_s, job->run_tag, job->stop_on_eof, true, true,
+			   ""};
 	struct gc_buf b = GC_BUF_INIT;
 	int rc = check_job(job, err);
 
@@ -398,6 +402,8 @@ int gc_mpi_command(struct gc_buf *out, const struct gc_mpi_job *job, const char 
 	if (hostfile_path == NULL || !gc_valid_abs_path(hostfile_path))
 		return gc_error_set(err, GC_EINVAL, "invalid hostfile path '%s'",
 				    hostfile_path ? hostfile_path : "(null)");
+	if (job->stop_on_eof)
+		gc_buf_puts(&b, GC_MPI_STOP_ON_EOF_PROLOGUE);
 	if (job->command != NULL)
 		put_mpirun(&b, job, &l, PROG_USER);
 	else
@@ -438,7 +444,7 @@ int gc_mpi_sweep_command(struct gc_buf *out, const char *run_tag, struct gc_erro
  */
 int gc_mpi_emit_slurm(struct gc_buf *out, const struct gc_mpi_job *job, struct gc_error *err)
 {
-	struct launch l = {NULL, 0, NULL, false, false, ""};
+	struct launch l = {NULL, 0, NULL, false, false, false, ""};
 	struct gc_buf b = GC_BUF_INIT;
 	struct env_var ev[ENV_MAX];
 	size_t i, nev;

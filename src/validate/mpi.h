@@ -54,6 +54,11 @@ struct gc_mpi_job {
 	                           sends SIGTERM to mpirun's process group (mpirun stops
 	                           the ranks on every node) and SIGKILL
 	                           GC_MPI_KILL_AFTER_S later */
+	bool stop_on_eof;       /* gc_mpi_command only: each mpirun runs in the background
+	                           and is stopped (SIGTERM to timeout, which passes one
+	                           to mpirun) when the command's standard input ends:
+	                           the caller's EOF on an interrupt, or its connection
+	                           gone (GC_MPI_STOP_ON_EOF_PROLOGUE) */
 	const char *run_tag;    /* gc_mpi_command only: NULL, or a token ([0-9a-f], at most
 	                           64) put in every rank's environment as
 	                           GC_MPI_RUN_TAG=token, which gc_mpi_sweep_command finds */
@@ -61,6 +66,19 @@ struct gc_mpi_job {
 
 /* The environment variable that marks a run's ranks (job->run_tag). */
 #define GC_MPI_RUN_TAG_VAR "GC_MPI_RUN_TAG"
+
+/*
+ * With job->stop_on_eof the command starts with this: the command's stdin
+ * kept as fd 3, and gc_run, which runs its arguments in the background with
+ * stdin from /dev/null, reads fd 3 to its end in a watcher beside them, and
+ * sends them SIGTERM when it ends first; the watcher goes when they exit
+ * first, and gc_run returns their status.  Both waits have stderr closed:
+ * the shell reports a job that a signal ended ("Terminated").
+ */
+#define GC_MPI_STOP_ON_EOF_PROLOGUE                                                            \
+	"exec 3<&0; gc_run() { \"$@\" </dev/null 3<&- & p=$!; "                                  \
+	"{ while read -r gc_line; do :; done <&3; kill -TERM \"$p\"; } 2>/dev/null & w=$!; "     \
+	"wait \"$p\" 2>/dev/null; r=$?; kill \"$w\" 2>/dev/null; wait \"$w\" 2>/dev/null; return \"$r\"; }; "
 
 /* The grace between timeout's SIGTERM and its SIGKILL. */
 #define GC_MPI_KILL_AFTER_S 10u

@@ -681,6 +681,8 @@ int gc_validate_run(struct gc_validate_report *r, const struct gc_graph *g,
 	}
 	if (o->mpirun && !(o->skip & GC_VSKIP_NODE))
 		vd_workload(&v, gs, ng);
+	if (v.r->interrupted) /* the user asked to stop: no files written after that */
+		goto out;
 	if ((o->emit_mpijob != NULL || o->emit_slurm != NULL) && (rc = vd_emit(&v, gs, ng, err)) != 0)
 		goto out;
 out:

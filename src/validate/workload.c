@@ -6,9 +6,11 @@
  * And --emit-mpijob / --emit-slurm: the same job for other launchers.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gc/pattern.h"
 #include "mpi.h"
@@ -130,6 +132,48 @@ static size_t sweep_nodes(struct gsess *gs, size_t n, const char *tag, char *lef
 	return failed;
 }
 
+/*
+ * Ctrl-C or SIGTERM while the job runs: the first sets the flag (the launcher
+ * connection then ends the command's stdin, and the command stops mpirun:
+ * GC_MPI_STOP_ON_EOF_PROLOGUE), the second exits at once, as the signal
+ * would have.  Installed around the launcher's exec only; elsewhere validate
+ * keeps the CLI's handling (exit at once: it has nothing running to stop).
+ */
+static volatile sig_atomic_t job_interrupted;
+
+static void on_job_signal(int sig)
+{
+	static const char msg[] = "\ngpuclusterctl: interrupted: stopping the MPI job on every "
+				  "node (again to exit at once)\n";
+
+	if (job_interrupted)
+		_exit(128 + sig);
+	job_interrupted = 1;
+	(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+}
+
+struct job_signals {
+	struct sigaction old_int, old_term;
+};
+
+static void job_signals_on(struct job_signals *js)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_job_signal;
+	sigemptyset(&sa.sa_mask);
+	job_interrupted = 0;
+	sigaction(SIGINT, &sa, &js->old_int);
+	sigaction(SIGTERM, &sa, &js->old_term);
+}
+
+static void job_signals_off(struct job_signals *js)
+{
+	sigaction(SIGINT, &js->old_int, NULL);
+	sigaction(SIGTERM, &js->old_term, NULL);
+}
+
 /* mpirun on the first guest (the launcher), over its SSH connection, as the
  * login user: Open MPI starts the other ranks over SSH between the guests. */
 void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
@@ -161,6 +205,7 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 	job.time_limit_s = limit_s;
 	gc_random_token(tag);
 	job.run_tag = tag;
+	job.stop_on_eof = true;
 	vd_progress(v, "mpirun", "running the workload");
 	hostfile = gc_xasprintf("%.*s/mpi-hosts", (int)(strrchr(l->probe, '/') - l->probe), l->probe);
 	if (gc_mpi_hostfile(&hosts, &job, &err) != 0 ||
@@ -171,9 +216,12 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 	{
 		struct gc_buf w = GC_BUF_INIT;
 
+		struct job_signals js;
+		int erc;
+
 		gc_buf_puts(&w, "printf '%s' ");
 		gc_shell_quote(&w, gc_buf_str(&hosts));
-		gc_buf_printf(&w, " > %s && ", hostfile);
+		gc_buf_printf(&w, " > %s || exit; ", hostfile);
 		gc_buf_put(&w, cmd.ptr, cmd.len);
 		/*
 		 * The limit is kept on the launcher (coreutils' timeout around
@@ -183,14 +231,40 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 		 * cleanup.
 		 */
 		gc_ssh_set_command_timeout(l->ssh, (limit_s + GC_MPI_KILL_AFTER_S + 30) * 1000u);
-		if (gc_ssh_exec(l->ssh, gc_buf_str(&w), &res, &err) != 0) {
-			gc_buf_free(&w);
+		job_signals_on(&js);
+		gc_ssh_set_interrupt(l->ssh, &job_interrupted);
+		erc = gc_ssh_exec(l->ssh, gc_buf_str(&w), &res, &err);
+		gc_ssh_set_interrupt(l->ssh, NULL);
+		job_signals_off(&js);
+		gc_buf_free(&w);
+		if (erc != 0 && !job_interrupted) {
 			mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", err.msg, NULL);
 			goto out;
 		}
-		gc_buf_free(&w);
 	}
 	took = (double)(gc_now_ns() - t0) / 1e9;
+	if (job_interrupted) {
+		char f[96], h[768], left[256];
+		size_t unswept = sweep_nodes(gs, n, tag, left, sizeof(left));
+
+		v->r->interrupted = true;
+		snprintf(f, sizeof(f), "interrupted after %.0f s, stopped", took);
+		if (unswept == 0)
+			snprintf(h, sizeof(h),
+				 "the run was interrupted (SIGINT or SIGTERM) and stopped on every node "
+				 "(SIGTERM to mpirun%s%s)",
+				 left[0] ? "; what it left behind was killed by its "
+					   GC_MPI_RUN_TAG_VAR ", " : "; no process of it left on any node",
+				 left);
+		else
+			snprintf(h, sizeof(h),
+				 "the run was interrupted and mpirun told to stop, but ranks may still run "
+				 "where the sweep for them failed (%s): look for processes with "
+				 GC_MPI_RUN_TAG_VAR "=%s in their environment",
+				 left, tag);
+		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "exit 0 and a result", f, h);
+		goto out;
+	}
 	/* timeout(1): 124 when it sent SIGTERM, 128+9 when it had to send
 	 * SIGKILL; the time tells a job's own 124 from ours */
 	if ((res.exit_status == 124 || res.exit_status == 137) && took >= (double)limit_s) {

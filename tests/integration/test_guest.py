@@ -14,6 +14,7 @@ later ones start from that converged state.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 import unittest
@@ -435,6 +436,49 @@ class GuestLab(LabCase):
             self.assertEqual(self.ssh(vm, "pgrep -a -x sleep | grep -c ' 30[01]$' || true")
                              .strip(), "0", vm)
             self.assertEqual(self.ssh(vm, "pgrep -c -x 'mpirun|orted' || true").strip(), "0", vm)
+
+    def test_2fb_ctrl_c_stops_the_job_on_every_node(self):
+        marker = "/tmp/gc-test-rank-started"
+        vms = ("worker-01", "worker-02")
+        for vm in vms:
+            self.ssh(vm, "rm -f %s" % marker)
+        argv = [BIN, "validate", "--json", "--skip", "cuda,pairs",
+                "--mpirun=touch %s && exec sleep 300" % marker, "--mpi-timeout", "900",
+                "--state-dir", self.state_dir, self.specfile]
+        p = subprocess.Popen(argv, env=self.env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            # Ctrl-C once a rank runs on each guest, as a user would press it
+            deadline = time.monotonic() + 300
+            while not all(self.ssh(vm, "test -e %s && echo started || true" % marker)
+                          .strip() == "started" for vm in vms):
+                self.assertIsNone(p.poll(), "validate ended before its ranks started")
+                self.assertLess(time.monotonic(), deadline, "the ranks never started")
+                time.sleep(2)
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=300)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        self.assertEqual(p.returncode, 130, err)
+        self.assertIn("gpuclusterctl: interrupted: stopping the MPI job on every node "
+                      "(again to exit at once)\n", err)
+        self.assertTrue(err.endswith("gpuclusterctl: error: interrupted: the MPI job was "
+                                     "stopped (see mpi.run)\n"), err)
+        run = self.checks(json.loads(out), "mpi", "mpirun")["mpi.run"]
+        self.assertEqual(run["status"], "fail")
+        self.assertRegex(run["found"], r"^interrupted after \d+ s, stopped$")
+        # mpirun stops its ranks itself; the sweep by the run's tag would
+        # name any it had to kill
+        self.assertRegex(run["hint"], r"stopped on every node \(SIGTERM to mpirun; "
+                         r"(no process of it left on any node|what it left behind was killed "
+                         r"by its GC_MPI_RUN_TAG, worker-0[12]: \d killed.*)\)$")
+        for vm in vms:
+            self.assertEqual(self.ssh(vm, "pgrep -a -x sleep | grep -c ' 300$' || true").strip(),
+                             "0", vm)
+            self.assertEqual(self.ssh(vm, "pgrep -c -x 'mpirun|orted|timeout' || true").strip(),
+                             "0", vm)
 
     def test_2g_nccl_falling_back_to_sockets_is_a_failure(self):
         vm = "worker-02"

@@ -1160,6 +1160,20 @@ def lab_bytes(ctx, argv):
     return 0
 
 
+def lab_stdin(ctx, argv):
+    """gclab-stdin: read standard input to its end, then print how many bytes
+    it held (lab-only, for the transport's interrupt test: the EOF the
+    client sends)."""
+    n = 0
+    while True:
+        chunk = os.read(0, 65536)
+        if not chunk:
+            break
+        n += len(chunk)
+    ctx.io.out("eof after %d bytes\n" % n)
+    return 0
+
+
 def hostname(ctx, argv):
     ctx.io.out(ctx.host.name + "\n")
     return 0
@@ -1505,7 +1519,7 @@ COMMANDS = {
     "esxcli": esxcli,
     "sh": sh, MFT_BIN + "/mst": mst, MFT_BIN + "/mlxconfig": mlxconfig, "nvidia-smi": nvidia_smi, "vmware": vmware, "reboot": reboot,
     "echo": echo, "sleep": sleep, "hostname": hostname, "exit": exit_cmd,
-    "gclab-bytes": lab_bytes,
+    "gclab-bytes": lab_bytes, "gclab-stdin": lab_stdin,
     "true": lambda ctx, argv: 0, "false": lambda ctx, argv: 1,
 }
 

@@ -672,6 +672,57 @@ static void test_command_timeout(void **state)
 	gc_ssh_free(c);
 }
 
+/* The interrupt flag: no EOF while it is clear (a command reading its stdin
+ * waits, here into the command timeout), one EOF once it is set, and the
+ * exec then runs to the command's own end on a connection still usable. */
+static volatile sig_atomic_t interrupt_flag;
+
+static void *set_flag_later(void *arg)
+{
+	(void)arg;
+	usleep(300 * 1000);
+	interrupt_flag = 1;
+	return NULL;
+}
+
+static void test_interrupt_sends_eof_once(void **state)
+{
+	struct gc_ssh_opts o = key_opts("esxi-1");
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_ssh_conn *c;
+	struct gc_ssh_result r;
+	pthread_t th;
+	uint64_t t0, took;
+
+	interrupt_flag = 0;
+	o.command_timeout_ms = 1500;
+	c = connect_ok(&o);
+	gc_ssh_set_interrupt(c, &interrupt_flag);
+	assert_int_equal(gc_ssh_exec(c, "gclab-stdin", &r, &err), GC_ETIMEOUT);
+	assert_non_null(strstr(err.msg, "timed out after 1.500 s"));
+	gc_ssh_free(c);
+
+	c = connect_ok(&o);
+	gc_ssh_set_interrupt(c, &interrupt_flag);
+	assert_int_equal(pthread_create(&th, NULL, set_flag_later, NULL), 0);
+	t0 = gc_now_ns();
+	exec_ok(c, "gclab-stdin", &r);
+	took = gc_now_ns() - t0;
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_string_equal(r.out, "eof after 0 bytes\n");
+	assert_int_equal(r.exit_status, 0);
+	assert_true(took >= 300000000ull && took < 1500000000ull);
+	gc_ssh_result_free(&r);
+	/* the flag still set: a command that does not read its stdin ends as
+	 * usual, and the connection goes on */
+	exec_ok(c, "echo still here", &r);
+	assert_string_equal(r.out, "still here\n");
+	gc_ssh_result_free(&r);
+	gc_ssh_set_interrupt(c, NULL);
+	assert_true(gc_ssh_alive(c));
+	gc_ssh_free(c);
+}
+
 static void test_connect_refused(void **state)
 {
 	struct gc_ssh_opts o = key_opts("esxi-1");
@@ -1114,6 +1165,7 @@ int main(void)
 		cmocka_unit_test(test_large_known_hosts),
 		cmocka_unit_test(test_dropped_connection),
 		cmocka_unit_test(test_command_timeout),
+		cmocka_unit_test(test_interrupt_sends_eof_once),
 		cmocka_unit_test(test_connect_refused),
 		cmocka_unit_test(test_handshake_stalls_mid_key_exchange),
 		cmocka_unit_test(test_output_cap),

@@ -298,6 +298,99 @@ static void test_sweep_kills_only_the_tagged(void **state)
 	gc_buf_free(&b);
 }
 
+/* The launcher's command with stop_on_eof: the prologue once, gc_run before
+ * each mpirun. */
+static void test_command_stop_on_eof_exact(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_buf b = GC_BUF_INIT;
+	struct gc_mpi_job j = roce_job();
+
+	j.time_limit_s = 600;
+	j.stop_on_eof = true;
+	assert_int_equal(gc_mpi_command(&b, &j, "/tmp/h", &err), 0);
+	assert_string_equal(
+		gc_buf_str(&b),
+		"exec 3<&0; gc_run() { \"$@\" </dev/null 3<&- & p=$!; "
+		"{ while read -r gc_line; do :; done <&3; kill -TERM \"$p\"; } 2>/dev/null & w=$!; "
+		"wait \"$p\" 2>/dev/null; r=$?; kill \"$w\" 2>/dev/null; wait \"$w\" 2>/dev/null; return \"$r\"; }; "
+		"if command -v all_reduce_perf >/dev/null 2>&1; then "
+		"gc_run timeout --foreground --kill-after=10 600 mpirun --hostfile '/tmp/h' -np 2 "
+		"--map-by slot --bind-to none " ROCE_TCP ROCE_NCCL "all_reduce_perf -b 8 -e 256M -f 2 -g 1; "
+		"else gc_run timeout --foreground --kill-after=10 600 mpirun --hostfile '/tmp/h' -np 2 "
+		"--map-by ppr:1:node --bind-to none " ROCE_TCP
+		"'/opt/gpuclusterctl/bin/gpuclusterctl-probe' --mpi-bw; fi");
+	gc_buf_free(&b);
+}
+
+/*
+ * The prologue under dash and bash, stdin a pipe we hold: a command that
+ * ends by itself gives its status and leaves no watcher (the shell waits
+ * for it, so a watcher left running would hang the test); the pipe closed
+ * while the command runs stops it with SIGTERM.  Nothing on stderr.
+ */
+static int run_prologue(const char *shell, const char *cmd, bool close_early, char *errbuf,
+			size_t errcap)
+{
+	int in[2], errp[2], st = 0;
+	char *script = gc_xasprintf("%s%s", GC_MPI_STOP_ON_EOF_PROLOGUE, cmd);
+	pid_t pid;
+	ssize_t n, got = 0;
+
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(errp), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(errp[1], 2);
+		close(in[0]);
+		close(in[1]);
+		close(errp[0]);
+		close(errp[1]);
+		execlp(shell, shell, "-c", script, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(errp[1]);
+	if (close_early) {
+		usleep(300 * 1000);
+		close(in[1]);
+	}
+	while ((n = read(errp[0], errbuf + got, errcap - 1 - (size_t)got)) > 0)
+		got += n;
+	errbuf[got] = '\0';
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!close_early)
+		close(in[1]);
+	close(errp[0]);
+	free(script);
+	assert_true(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static void test_stop_on_eof_under_sh_and_bash(void **state)
+{
+	static const char *const shells[] = {"sh", "bash"};
+	char errs[256];
+
+	for (size_t i = 0; i < 2; i++) {
+		assert_int_equal(run_prologue(shells[i], "gc_run sh -c 'exit 7'", false, errs,
+					      sizeof(errs)), 7);
+		assert_string_equal(errs, "");
+		/* SIGTERM: 128 + 15 */
+		assert_int_equal(run_prologue(shells[i], "gc_run sleep 30", true, errs, sizeof(errs)),
+				 143);
+		assert_string_equal(errs, "");
+		/* timeout --foreground passes the TERM on to its command and
+		 * exits with the command's status */
+		assert_int_equal(run_prologue(shells[i],
+					      "gc_run timeout --foreground --kill-after=10 60 sleep 30",
+					      true, errs, sizeof(errs)), 143);
+		assert_string_equal(errs, "");
+	}
+}
+
 /* A value that got past the loader is still one quoted word; what cannot be
  * quoted safely (newlines, a host the hostfile would split) is refused. */
 static void test_command_hostile_values(void **state)
@@ -783,6 +876,8 @@ int main(void)
 		cmocka_unit_test(test_command_time_limit_exact),
 		cmocka_unit_test(test_command_hostile_values),
 		cmocka_unit_test(test_sweep_kills_only_the_tagged),
+		cmocka_unit_test(test_command_stop_on_eof_exact),
+		cmocka_unit_test(test_stop_on_eof_under_sh_and_bash),
 		cmocka_unit_test(test_slurm_exact),
 		cmocka_unit_test(test_mpijob_parsed_back),
 		cmocka_unit_test(test_parse_roce_no_fallback),
