@@ -133,6 +133,30 @@ static size_t sweep_nodes(struct gsess *gs, size_t n, const char *tag, char *lef
 }
 
 /*
+ * A run that was stopped (`what`: why, `how`: by what signals): its nodes
+ * swept, and mpi.run failed with `found` and a hint that says what the sweep
+ * found, or where it could not look.
+ */
+static void report_stopped(struct vctx *v, struct gsess *gs, size_t n, const char *tag,
+			   const char *found, const char *what, const char *how, const char *advice)
+{
+	char h[768], left[256];
+
+	if (sweep_nodes(gs, n, tag, left, sizeof(left)) > 0)
+		snprintf(h, sizeof(h),
+			 "%s and mpirun was stopped, but ranks may still run where the sweep for them "
+			 "failed (%s): look for processes with " GC_MPI_RUN_TAG_VAR "=%s in their "
+			 "environment",
+			 what, left, tag);
+	else
+		snprintf(h, sizeof(h), "%s and was stopped on every node (%s; %s%s)%s", what, how,
+			 left[0] ? "what it left behind was killed by its " GC_MPI_RUN_TAG_VAR ", "
+				 : "no process of it left on any node",
+			 left, advice);
+	mpi_add(v, "mpi.run", GC_CHECK_FAIL, "exit 0 and a result", found, h);
+}
+
+/*
  * Ctrl-C or SIGTERM while the job runs: the first sets the flag (the launcher
  * connection then ends the command's stdin, and the command stops mpirun:
  * GC_MPI_STOP_ON_EOF_PROLOGUE), the second exits at once, as the signal
@@ -244,56 +268,26 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 	}
 	took = (double)(gc_now_ns() - t0) / 1e9;
 	if (job_interrupted) {
-		char f[96], h[768], left[256];
-		size_t unswept = sweep_nodes(gs, n, tag, left, sizeof(left));
+		char f[64];
 
 		v->r->interrupted = true;
 		snprintf(f, sizeof(f), "interrupted after %.0f s, stopped", took);
-		if (unswept == 0)
-			snprintf(h, sizeof(h),
-				 "the run was interrupted (SIGINT or SIGTERM) and stopped on every node "
-				 "(SIGTERM to mpirun%s%s)",
-				 left[0] ? "; what it left behind was killed by its "
-					   GC_MPI_RUN_TAG_VAR ", " : "; no process of it left on any node",
-				 left);
-		else
-			snprintf(h, sizeof(h),
-				 "the run was interrupted and mpirun told to stop, but ranks may still run "
-				 "where the sweep for them failed (%s): look for processes with "
-				 GC_MPI_RUN_TAG_VAR "=%s in their environment",
-				 left, tag);
-		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "exit 0 and a result", f, h);
+		report_stopped(v, gs, n, tag, f, "the run was interrupted (SIGINT or SIGTERM)",
+			       "SIGTERM to mpirun", "");
 		goto out;
 	}
 	/* timeout(1): 124 when it sent SIGTERM, 128+9 when it had to send
 	 * SIGKILL; the time tells a job's own 124 from ours */
 	if ((res.exit_status == 124 || res.exit_status == 137) && took >= (double)limit_s) {
-		char f[96], h[768], left[256];
-		size_t unswept = sweep_nodes(gs, n, tag, left, sizeof(left));
+		char f[64], what[64], how[64];
 
 		snprintf(f, sizeof(f), "timed out after %u s, stopped%s", limit_s,
 			 res.exit_status == 137 ? " (SIGKILL)" : "");
-		if (unswept == 0 && left[0] == '\0')
-			snprintf(h, sizeof(h),
-				 "the job ran past --mpi-timeout (%u s) and was stopped on every node "
-				 "(SIGTERM to mpirun, SIGKILL %u s later; no process of it left on any "
-				 "node): give a longer workload more time, or look for a rank waiting on a "
-				 "peer it cannot reach",
-				 limit_s, GC_MPI_KILL_AFTER_S);
-		else if (unswept == 0)
-			snprintf(h, sizeof(h),
-				 "the job ran past --mpi-timeout (%u s) and was stopped on every node "
-				 "(SIGTERM to mpirun, SIGKILL %u s later; what mpirun left behind was "
-				 "killed by its " GC_MPI_RUN_TAG_VAR ", %s): give a longer workload more "
-				 "time, or look for a rank waiting on a peer it cannot reach",
-				 limit_s, GC_MPI_KILL_AFTER_S, left);
-		else
-			snprintf(h, sizeof(h),
-				 "the job ran past --mpi-timeout (%u s) and mpirun was stopped, but ranks may "
-				 "still run where the sweep for them failed (%s): look for processes with "
-				 GC_MPI_RUN_TAG_VAR "=%s in their environment",
-				 limit_s, left, tag);
-		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "exit 0 and a result", f, h);
+		snprintf(what, sizeof(what), "the job ran past --mpi-timeout (%u s)", limit_s);
+		snprintf(how, sizeof(how), "SIGTERM to mpirun, SIGKILL %u s later", GC_MPI_KILL_AFTER_S);
+		report_stopped(v, gs, n, tag, f, what, how,
+			       ": give a longer workload more time, or look for a rank waiting on a "
+			       "peer it cannot reach");
 		goto out;
 	}
 	if (res.exit_status != 0 || gc_mpi_parse_output(&m, res.out ? res.out : "", res.out_len, &err) != 0) {
