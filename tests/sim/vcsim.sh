@@ -140,6 +140,12 @@ start() {
 	set -- "$@" -host-calls "$lab/host-calls.log" # host configuration SOAP bodies as received
 	set -- "$@" -dvs-calls "$lab/dvs-calls.log"   # CreateDVS_Task, ReconfigureDvs_Task bodies
 	case $vms in '' | *[!0-9]*) [ -z "$vms" ] || die "bad --vms '$vms'" ;; *) set -- "$@" -vm "$vms" ;; esac
+	# The line below is read to learn that it listens: a restart's old line
+	# must be gone before the new process starts, or the wait loop can read
+	# it before the background job's redirection truncates the file (seen
+	# in CI on a loaded machine: the first request after a lab reset got
+	# "connection refused").
+	rm -f "$lab/vcsim.out"
 	setsid "$bindir/vcsim" "$@" >"$lab/vcsim.out" 2>"$lab/vcsim.log" </dev/null &
 	echo $! >"$lab/vcsim.pid"
 	case $wait_s in '' | *[!0-9]*) die "bad GC_VCSIM_START_S '$wait_s'" ;; esac

@@ -55,6 +55,7 @@ hub_pid() {
 
 start_hub() {
 	hub_pid >/dev/null && return 0
+	rm -f "$gdir/hub.sock" # a dead hub's socket is not a sign the new one listens
 	setsid "$py" "$here/hub.py" "$gdir" </dev/null >>"$gdir/hub.log" 2>&1 &
 	echo $! >"$gdir/hub.pid"
 	for _ in $(seq 50); do

@@ -45,6 +45,16 @@ for f in "$GC_VCSIM_DIR"/vcsim.out "$GC_VCSIM_DIR"/vcsim.log; do
 done
 tr '\0' ' ' <"/proc/$(cat "$GC_VCSIM_DIR/vcsim.pid")/cmdline" | grep -qF -- "$pw" && fail "password in argv"
 
+# A restart (the lab's reset) with the last run's vcsim.out still there:
+# start returns only once the new process listens, never on the old line.
+for i in 1 2 3 4 5; do
+	"$sim" stop
+	grep -q '^export GOVC_URL=' "$GC_VCSIM_DIR/vcsim.out" || fail "restart $i: no old line to mislead"
+	"$sim" start --port "$port" || fail "restart $i"
+	/usr/bin/python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5).close()' "$port" ||
+		fail "restart $i: start returned before vcsim listened"
+done
+
 "$sim" stop
 "$sim" status >/dev/null && fail "still running after stop"
 bin=${GC_VCSIM_BIN:-$root/.lab/vcsim/bin}/vcsim
