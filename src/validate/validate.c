@@ -562,27 +562,45 @@ out:
 	return rc;
 }
 
+static int guest_connect(struct gsess *s, struct gc_error *err)
+{
+	struct gc_ssh_opts so;
+	char *known = NULL;
+	int rc;
+
+	gc_ssh_opts_from_spec(&so, &known, &s->v->o->drv, s->gst->address, &s->gst->ssh,
+			      s->gst->credentials, "root");
+	rc = gc_ssh_connect(&s->ssh, &so, err);
+	free(known);
+	if (rc == 0)
+		gc_ssh_set_command_timeout(s->ssh, 600u * 1000u);
+	return rc;
+}
+
+int vd_reconnect(struct gsess *s, struct gc_error *err)
+{
+	gc_ssh_free(s->ssh);
+	s->ssh = NULL;
+	return guest_connect(s, err);
+}
+
 static void *guest_session(void *arg)
 {
 	struct gsess *s = arg;
-	struct gc_ssh_opts so;
 	struct gc_ssh_result res = {0};
 	struct gc_error err = GC_ERROR_INIT;
 	struct gc_guest_facts f;
-	char token[17], line[320], *known = NULL, *script = NULL;
+	char token[17], line[320], *script = NULL;
 	bool have_facts = false;
 
 	memset(&f, 0, sizeof(f));
 	vd_progress(s->v, s->t->name, "connecting");
-	gc_ssh_opts_from_spec(&so, &known, &s->v->o->drv, s->gst->address, &s->gst->ssh,
-			      s->gst->credentials, "root");
-	if (gc_ssh_connect(&s->ssh, &so, &err) != 0) {
+	if (guest_connect(s, &err) != 0) {
 		gadd(s, "ssh", GC_CHECK_FAIL, "connected", err.msg,
 		     "the guest does not answer SSH: is the VM powered on, its address and "
 		     "credentials right, its host key known?");
 		goto out;
 	}
-	gc_ssh_set_command_timeout(s->ssh, 600u * 1000u);
 	vd_progress(s->v, s->t->name, "reading nvidia-smi and the RDMA interface");
 	gc_random_token(token);
 	script = gc_guest_observe_script(s->gst, token);
@@ -622,7 +640,6 @@ out:
 		gc_guest_facts_free(&f);
 	gc_ssh_result_free(&res);
 	free(script);
-	free(known);
 	return NULL;
 }
 

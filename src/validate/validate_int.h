@@ -49,6 +49,9 @@ void vd_progress(struct vctx *v, const char *target, const char *what);
 /* Run a script as root on the guest (sudo -n for another login user). */
 int vd_run_root(struct gsess *s, const char *script, struct gc_ssh_result *res,
 		struct gc_error *err);
+/* A new connection to the guest in place of one that failed (the old one
+ * freed; s->ssh NULL when this fails too). */
+int vd_reconnect(struct gsess *s, struct gc_error *err);
 /* The remote side's first line of stderr (else stdout), cut to n. */
 const char *vd_stderr_line(const struct gc_ssh_result *r, char *buf, size_t n);
 

@@ -140,7 +140,7 @@ static size_t sweep_nodes(struct gsess *gs, size_t n, const char *tag, char *lef
 static void report_stopped(struct vctx *v, struct gsess *gs, size_t n, const char *tag,
 			   const char *found, const char *what, const char *how, const char *advice)
 {
-	char h[768], left[256];
+	char h[1024], left[256];
 
 	if (sweep_nodes(gs, n, tag, left, sizeof(left)) > 0)
 		snprintf(h, sizeof(h),
@@ -212,6 +212,7 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 	char line[320], tag[17], *hostfile = NULL;
 	uint64_t t0 = gc_now_ns();
 	unsigned limit_s = v->o->mpi_timeout_s ? v->o->mpi_timeout_s : 600;
+	bool lost = false; /* the launcher's connection failed under the job */
 	double took;
 
 	if (mpi_job(&job, &arena, v, gs, n, &err) != 0) {
@@ -261,12 +262,37 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 		gc_ssh_set_interrupt(l->ssh, NULL);
 		job_signals_off(&js);
 		gc_buf_free(&w);
-		if (erc != 0 && !job_interrupted) {
+		if (erc != 0 && !job_interrupted && gc_ssh_alive(l->ssh)) {
 			mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", err.msg, NULL);
 			goto out;
 		}
+		lost = erc != 0 && !job_interrupted;
 	}
 	took = (double)(gc_now_ns() - t0) / 1e9;
+	if (lost) {
+		/*
+		 * The launcher's connection broke under the job (or our backstop
+		 * wait ran out): the job's stdin ended with it, and its watcher
+		 * sends mpirun SIGTERM (GC_MPI_STOP_ON_EOF_PROLOGUE).  Whatever
+		 * of it is still running goes by its tag: the launcher through a
+		 * new connection, the other nodes through theirs.
+		 */
+		struct gc_error rerr = GC_ERROR_INIT;
+		char f[64], what[640];
+		int w;
+
+		w = snprintf(what, sizeof(what), "the run lost its connection to the launcher %s (%s)",
+			     l->t->name, err.msg);
+		if (vd_reconnect(l, &rerr) != 0) {
+			l->usable = false;
+			snprintf(what + w, sizeof(what) - (size_t)w, "; a new one failed (%s)", rerr.msg);
+			gc_error_clear(&rerr);
+		}
+		snprintf(f, sizeof(f), "connection lost after %.0f s", took);
+		report_stopped(v, gs, n, tag, f, what, "its stdin ended with the connection: SIGTERM "
+			       "to mpirun", ": look at the network to the launcher and its sshd's log");
+		goto out;
+	}
 	if (job_interrupted) {
 		char f[64];
 

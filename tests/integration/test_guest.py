@@ -480,6 +480,55 @@ class GuestLab(LabCase):
             self.assertEqual(self.ssh(vm, "pgrep -c -x 'mpirun|orted|timeout' || true").strip(),
                              "0", vm)
 
+    def test_2fc_a_lost_launcher_connection_stops_the_job_on_every_node(self):
+        marker = "/tmp/gc-test-rank-started"
+        vms = ("worker-01", "worker-02")
+        for vm in vms:
+            self.ssh(vm, "rm -f %s" % marker)
+        argv = [BIN, "validate", "--json", "--skip", "cuda,pairs",
+                "--mpirun=touch %s && exec sleep 300" % marker, "--mpi-timeout", "900",
+                "--state-dir", self.state_dir, self.specfile]
+        p = subprocess.Popen(argv, env=self.env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 300
+            while not all(self.ssh(vm, "test -e %s && echo started || true" % marker)
+                          .strip() == "started" for vm in vms):
+                self.assertIsNone(p.poll(), "validate ended before its ranks started")
+                self.assertLess(time.monotonic(), deadline, "the ranks never started")
+                time.sleep(2)
+            # the launcher's end of the tool's connection goes, as when its
+            # sshd dies or a firewall resets it: the sshd session above
+            # mpirun on worker-01 is killed
+            killed = self.ssh("worker-01", (
+                "p=$(pgrep -o -x mpirun) || exit 1; "
+                "while p=$(awk '/^PPid:/ {print $2}' /proc/$p/status) && [ \"$p\" -gt 1 ]; do "
+                "case $(tr '\\0' ' ' </proc/$p/cmdline) in "
+                "'sshd: '*@notty*) sudo -n kill -KILL $p && echo killed; exit ;; esac; done"))
+            self.assertEqual(killed.strip(), "killed")
+            out, err = p.communicate(timeout=300)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        self.assertEqual(p.returncode, 1, err)
+        run = self.checks(json.loads(out), "mpi", "mpirun")["mpi.run"]
+        self.assertEqual(run["status"], "fail")
+        self.assertRegex(run["found"], r"^connection lost after \d+ s$")
+        # a new connection to the launcher swept it like the other node:
+        # no "not swept" in the hint
+        self.assertRegex(run["hint"],
+                         r"^the run lost its connection to the launcher worker-01 \(ssh .+\) "
+                         r"and was stopped on every node \(its stdin ended with the connection: "
+                         r"SIGTERM to mpirun; (no process of it left on any node|what it left "
+                         r"behind was killed by its GC_MPI_RUN_TAG, worker-0[12]: \d killed.*)\): "
+                         r"look at the network to the launcher and its sshd's log$")
+        for vm in vms:
+            self.assertEqual(self.ssh(vm, "pgrep -a -x sleep | grep -c ' 300$' || true").strip(),
+                             "0", vm)
+            self.assertEqual(self.ssh(vm, "pgrep -c -x 'mpirun|orted|timeout' || true").strip(),
+                             "0", vm)
+
     def test_2g_nccl_falling_back_to_sockets_is_a_failure(self):
         vm = "worker-02"
         nccl = "--mpirun=/usr/lib/gc-lab/nccl-tests/all_reduce_perf"
