@@ -198,6 +198,74 @@ static void job_signals_off(struct job_signals *js)
 	sigaction(SIGTERM, &js->old_term, NULL);
 }
 
+/* How the launcher's exec of the job ended. */
+enum launch_end {
+	LAUNCH_ANSWERED,    /* it answered: res holds the exit status and output */
+	LAUNCH_FAILED,      /* the exec failed on a live connection: err says why */
+	LAUNCH_INTERRUPTED, /* SIGINT or SIGTERM: the job was told to stop */
+	LAUNCH_LOST,        /* the connection failed under the job: err says how */
+};
+
+/* The hostfile written and the job run on the launcher, signals handled as
+ * above while it runs. */
+static enum launch_end launch(struct gsess *l, const struct gc_buf *hosts,
+			      const struct gc_buf *cmd, const char *hostfile, unsigned limit_s,
+			      struct gc_ssh_result *res, struct gc_error *err)
+{
+	struct gc_buf w = GC_BUF_INIT;
+	struct job_signals js;
+	int erc;
+
+	gc_buf_puts(&w, "printf '%s' ");
+	gc_shell_quote(&w, gc_buf_str(hosts));
+	gc_buf_printf(&w, " > %s || exit; ", hostfile);
+	gc_buf_put(&w, cmd->ptr, cmd->len);
+	/*
+	 * The limit is kept on the launcher (coreutils' timeout around mpirun,
+	 * mpi.c), so that a job over it is stopped on every node rather than
+	 * left running when we hang up; our own wait is a backstop, long
+	 * enough for timeout's TERM, its KILL and mpirun's cleanup.
+	 */
+	gc_ssh_set_command_timeout(l->ssh, (limit_s + GC_MPI_KILL_AFTER_S + 30) * 1000u);
+	job_signals_on(&js);
+	gc_ssh_set_interrupt(l->ssh, &job_interrupted);
+	erc = gc_ssh_exec(l->ssh, gc_buf_str(&w), res, err);
+	gc_ssh_set_interrupt(l->ssh, NULL);
+	job_signals_off(&js);
+	gc_buf_free(&w);
+	if (job_interrupted)
+		return LAUNCH_INTERRUPTED;
+	if (erc == 0)
+		return LAUNCH_ANSWERED;
+	return gc_ssh_alive(l->ssh) ? LAUNCH_FAILED : LAUNCH_LOST;
+}
+
+/*
+ * The launcher's connection broke under the job (or our backstop wait ran
+ * out): the job's stdin ended with it, and its watcher sends mpirun SIGTERM
+ * (GC_MPI_STOP_ON_EOF_PROLOGUE).  Whatever of it still runs goes by its tag:
+ * on the launcher through a new connection, on the other nodes through theirs.
+ */
+static void report_lost(struct vctx *v, struct gsess *gs, size_t n, const char *tag, double took,
+			const struct gc_error *err)
+{
+	struct gsess *l = &gs[0];
+	struct gc_error rerr = GC_ERROR_INIT;
+	char f[64], what[640];
+	int w;
+
+	w = snprintf(what, sizeof(what), "the run lost its connection to the launcher %s (%s)",
+		     l->t->name, err->msg);
+	if (vd_reconnect(l, &rerr) != 0) {
+		l->usable = false;
+		snprintf(what + w, sizeof(what) - (size_t)w, "; a new one failed (%s)", rerr.msg);
+		gc_error_clear(&rerr);
+	}
+	snprintf(f, sizeof(f), "connection lost after %.0f s", took);
+	report_stopped(v, gs, n, tag, f, what, "its stdin ended with the connection: SIGTERM to mpirun",
+		       ": look at the network to the launcher and its sshd's log");
+}
+
 /* mpirun on the first guest (the launcher), over its SSH connection, as the
  * login user: Open MPI starts the other ranks over SSH between the guests. */
 void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
@@ -212,7 +280,7 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 	char line[320], tag[17], *hostfile = NULL;
 	uint64_t t0 = gc_now_ns();
 	unsigned limit_s = v->o->mpi_timeout_s ? v->o->mpi_timeout_s : 600;
-	bool lost = false; /* the launcher's connection failed under the job */
+	enum launch_end end;
 	double took;
 
 	if (mpi_job(&job, &arena, v, gs, n, &err) != 0) {
@@ -238,62 +306,17 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", err.msg, NULL);
 		goto out;
 	}
-	{
-		struct gc_buf w = GC_BUF_INIT;
-
-		struct job_signals js;
-		int erc;
-
-		gc_buf_puts(&w, "printf '%s' ");
-		gc_shell_quote(&w, gc_buf_str(&hosts));
-		gc_buf_printf(&w, " > %s || exit; ", hostfile);
-		gc_buf_put(&w, cmd.ptr, cmd.len);
-		/*
-		 * The limit is kept on the launcher (coreutils' timeout around
-		 * mpirun, mpi.c), so that a job over it is stopped on every node
-		 * rather than left running when we hang up; our own wait is a
-		 * backstop, long enough for timeout's TERM, its KILL and mpirun's
-		 * cleanup.
-		 */
-		gc_ssh_set_command_timeout(l->ssh, (limit_s + GC_MPI_KILL_AFTER_S + 30) * 1000u);
-		job_signals_on(&js);
-		gc_ssh_set_interrupt(l->ssh, &job_interrupted);
-		erc = gc_ssh_exec(l->ssh, gc_buf_str(&w), &res, &err);
-		gc_ssh_set_interrupt(l->ssh, NULL);
-		job_signals_off(&js);
-		gc_buf_free(&w);
-		if (erc != 0 && !job_interrupted && gc_ssh_alive(l->ssh)) {
-			mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", err.msg, NULL);
-			goto out;
-		}
-		lost = erc != 0 && !job_interrupted;
-	}
+	end = launch(l, &hosts, &cmd, hostfile, limit_s, &res, &err);
 	took = (double)(gc_now_ns() - t0) / 1e9;
-	if (lost) {
-		/*
-		 * The launcher's connection broke under the job (or our backstop
-		 * wait ran out): the job's stdin ended with it, and its watcher
-		 * sends mpirun SIGTERM (GC_MPI_STOP_ON_EOF_PROLOGUE).  Whatever
-		 * of it is still running goes by its tag: the launcher through a
-		 * new connection, the other nodes through theirs.
-		 */
-		struct gc_error rerr = GC_ERROR_INIT;
-		char f[64], what[640];
-		int w;
-
-		w = snprintf(what, sizeof(what), "the run lost its connection to the launcher %s (%s)",
-			     l->t->name, err.msg);
-		if (vd_reconnect(l, &rerr) != 0) {
-			l->usable = false;
-			snprintf(what + w, sizeof(what) - (size_t)w, "; a new one failed (%s)", rerr.msg);
-			gc_error_clear(&rerr);
-		}
-		snprintf(f, sizeof(f), "connection lost after %.0f s", took);
-		report_stopped(v, gs, n, tag, f, what, "its stdin ended with the connection: SIGTERM "
-			       "to mpirun", ": look at the network to the launcher and its sshd's log");
+	if (end == LAUNCH_FAILED) {
+		mpi_add(v, "mpi.run", GC_CHECK_FAIL, "ran", err.msg, NULL);
 		goto out;
 	}
-	if (job_interrupted) {
+	if (end == LAUNCH_LOST) {
+		report_lost(v, gs, n, tag, took, &err);
+		goto out;
+	}
+	if (end == LAUNCH_INTERRUPTED) {
 		char f[64];
 
 		v->r->interrupted = true;
