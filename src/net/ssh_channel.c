@@ -82,6 +82,17 @@ static void sink_put(struct sink *s, const char *p, size_t n, size_t cap)
 		gc_buf_put(&s->buf, p, n);
 }
 
+/* What was read goes to the result (the sinks are left empty). */
+static void take_output(struct gc_ssh_result *result, struct sink *out, struct sink *errs)
+{
+	result->out_len = out->buf.len;
+	result->out = gc_buf_take(&out->buf);
+	result->out_truncated = out->truncated;
+	result->err_len = errs->buf.len;
+	result->err = gc_buf_take(&errs->buf);
+	result->err_truncated = errs->truncated;
+}
+
 /*
  * Feed the command's standard input from `in` (a file, read to its end),
  * then send EOF.  Output is drained while writing so a command that talks
@@ -218,23 +229,13 @@ static int exec_common(struct gc_ssh_conn *c, const char *command, int in, bool 
 		libssh2_free(c->session, signame);
 	}
 	channel_discard(c, ch);
-	result->out_len = out.buf.len;
-	result->out = gc_buf_take(&out.buf);
-	result->out_truncated = out.truncated;
-	result->err_len = errs.buf.len;
-	result->err = gc_buf_take(&errs.buf);
-	result->err_truncated = errs.truncated;
+	take_output(result, &out, &errs);
 	return 0;
 fail:
 	if (ch != NULL)
 		channel_discard(c, ch);
 	if (keep_partial) {
-		result->out_len = out.buf.len;
-		result->out = gc_buf_take(&out.buf);
-		result->out_truncated = out.truncated;
-		result->err_len = errs.buf.len;
-		result->err = gc_buf_take(&errs.buf);
-		result->err_truncated = errs.truncated;
+		take_output(result, &out, &errs);
 		return rc;
 	}
 	gc_buf_free(&out.buf);

@@ -437,7 +437,9 @@ class GuestLab(LabCase):
                              .strip(), "0", vm)
             self.assertEqual(self.ssh(vm, "pgrep -c -x 'mpirun|orted' || true").strip(), "0", vm)
 
-    def test_2fb_ctrl_c_stops_the_job_on_every_node(self):
+    def job_stopped_while_it_runs(self, stop):
+        """validate --mpirun with a rank that sleeps 300 s on each guest;
+        stop(p) once both ranks run.  Returns (exit status, stdout, stderr)."""
         marker = "/tmp/gc-test-rank-started"
         vms = ("worker-01", "worker-02")
         for vm in vms:
@@ -448,20 +450,33 @@ class GuestLab(LabCase):
         p = subprocess.Popen(argv, env=self.env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         try:
-            # Ctrl-C once a rank runs on each guest, as a user would press it
             deadline = time.monotonic() + 300
             while not all(self.ssh(vm, "test -e %s && echo started || true" % marker)
                           .strip() == "started" for vm in vms):
                 self.assertIsNone(p.poll(), "validate ended before its ranks started")
                 self.assertLess(time.monotonic(), deadline, "the ranks never started")
                 time.sleep(2)
-            p.send_signal(signal.SIGINT)
+            stop(p)
             out, err = p.communicate(timeout=300)
         finally:
             if p.poll() is None:
                 p.kill()
                 p.communicate()
-        self.assertEqual(p.returncode, 130, err)
+        return p.returncode, out, err
+
+    def assert_no_job_left(self):
+        """No rank, mpirun, orted or timeout(1) of job_stopped_while_it_runs
+        on either guest: their process tables, over our own SSH."""
+        for vm in ("worker-01", "worker-02"):
+            self.assertEqual(self.ssh(vm, "pgrep -a -x sleep | grep -c ' 300$' || true").strip(),
+                             "0", vm)
+            self.assertEqual(self.ssh(vm, "pgrep -c -x 'mpirun|orted|timeout' || true").strip(),
+                             "0", vm)
+
+    def test_2fb_ctrl_c_stops_the_job_on_every_node(self):
+        # Ctrl-C once a rank runs on each guest, as a user would press it
+        rc, out, err = self.job_stopped_while_it_runs(lambda p: p.send_signal(signal.SIGINT))
+        self.assertEqual(rc, 130, err)
         self.assertIn("gpuclusterctl: interrupted: stopping the MPI job on every node "
                       "(again to exit at once)\n", err)
         self.assertTrue(err.endswith("gpuclusterctl: error: interrupted: the MPI job was "
@@ -474,29 +489,10 @@ class GuestLab(LabCase):
         self.assertRegex(run["hint"], r"stopped on every node \(SIGTERM to mpirun; "
                          r"(no process of it left on any node|what it left behind was killed "
                          r"by its GC_MPI_RUN_TAG, worker-0[12]: \d killed.*)\)$")
-        for vm in vms:
-            self.assertEqual(self.ssh(vm, "pgrep -a -x sleep | grep -c ' 300$' || true").strip(),
-                             "0", vm)
-            self.assertEqual(self.ssh(vm, "pgrep -c -x 'mpirun|orted|timeout' || true").strip(),
-                             "0", vm)
+        self.assert_no_job_left()
 
     def test_2fc_a_lost_launcher_connection_stops_the_job_on_every_node(self):
-        marker = "/tmp/gc-test-rank-started"
-        vms = ("worker-01", "worker-02")
-        for vm in vms:
-            self.ssh(vm, "rm -f %s" % marker)
-        argv = [BIN, "validate", "--json", "--skip", "cuda,pairs",
-                "--mpirun=touch %s && exec sleep 300" % marker, "--mpi-timeout", "900",
-                "--state-dir", self.state_dir, self.specfile]
-        p = subprocess.Popen(argv, env=self.env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 300
-            while not all(self.ssh(vm, "test -e %s && echo started || true" % marker)
-                          .strip() == "started" for vm in vms):
-                self.assertIsNone(p.poll(), "validate ended before its ranks started")
-                self.assertLess(time.monotonic(), deadline, "the ranks never started")
-                time.sleep(2)
+        def cut(_p):
             # the launcher's end of the tool's connection goes, as when its
             # sshd dies or a firewall resets it: the sshd session above
             # mpirun on worker-01 is killed
@@ -506,12 +502,9 @@ class GuestLab(LabCase):
                 "case $(tr '\\0' ' ' </proc/$p/cmdline) in "
                 "'sshd: '*@notty*) sudo -n kill -KILL $p && echo killed; exit ;; esac; done"))
             self.assertEqual(killed.strip(), "killed")
-            out, err = p.communicate(timeout=300)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
-        self.assertEqual(p.returncode, 1, err)
+
+        rc, out, err = self.job_stopped_while_it_runs(cut)
+        self.assertEqual(rc, 1, err)
         run = self.checks(json.loads(out), "mpi", "mpirun")["mpi.run"]
         self.assertEqual(run["status"], "fail")
         self.assertRegex(run["found"], r"^connection lost after \d+ s$")
@@ -523,11 +516,7 @@ class GuestLab(LabCase):
                          r"SIGTERM to mpirun; (no process of it left on any node|what it left "
                          r"behind was killed by its GC_MPI_RUN_TAG, worker-0[12]: \d killed.*)\): "
                          r"look at the network to the launcher and its sshd's log$")
-        for vm in vms:
-            self.assertEqual(self.ssh(vm, "pgrep -a -x sleep | grep -c ' 300$' || true").strip(),
-                             "0", vm)
-            self.assertEqual(self.ssh(vm, "pgrep -c -x 'mpirun|orted|timeout' || true").strip(),
-                             "0", vm)
+        self.assert_no_job_left()
 
     def test_2g_nccl_falling_back_to_sockets_is_a_failure(self):
         vm = "worker-02"
