@@ -319,6 +319,9 @@ class Run:
 
     def __init__(self, lab, state_dir, only, verbose=False):
         self.started = time.time()
+        # a guard against a hung run, not a measure: roce-passthrough's whole
+        # apply with its eight TCG guests takes 22-27 minutes here
+        self.limit = 3600 if getattr(lab, "guests", None) else 900
         self.waited = 0  # "an earlier apply rebooted it" warnings: it met a target still booting
         self.err = tempfile.TemporaryFile(mode="w+")
         self.p = subprocess.Popen([BIN, "apply", "--yes"] + (["-v"] if verbose else []) +
@@ -343,8 +346,8 @@ class Run:
         self.waited = err.count(RESUME_WAIT)
         return err
 
-    def wait(self, timeout=900):
-        rc = self.p.wait(timeout=timeout)
+    def wait(self, timeout=None):
+        rc = self.p.wait(timeout=timeout or self.limit)
         return rc, self.read_err()
 
 
