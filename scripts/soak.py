@@ -347,7 +347,13 @@ class Run:
         return err
 
     def wait(self, timeout=None):
-        rc = self.p.wait(timeout=timeout or self.limit)
+        try:
+            rc = self.p.wait(timeout=timeout or self.limit)
+        except subprocess.TimeoutExpired:
+            # no hung apply left behind the soak's report (and its lab's stop)
+            self.p.kill()
+            self.p.wait()
+            raise
         return rc, self.read_err()
 
 
