@@ -4,7 +4,7 @@
  * The expect file is "key = value" lines ('#' comments, blank lines
  * allowed), written by the cluster half of validate from the spec or by
  * hand; the probe is libc-only so no JSON/YAML.  Keys are listed in
- * `keys[]` below and in docs/probe.md.  Each evaluated key becomes one
+ * `evals[]` below and in docs/probe.md.  Each evaluated key becomes one
  * gc_probe_check with the expected value, the found value, and on failure a
  * hint at the usual cause (an MMIO window too small, no IP on the RoCE
  * netdev, PFC not matching the switch, ...).
@@ -16,23 +16,7 @@
 
 #include "probe_int.h"
 
-static const char *const keys[] = {
-	"gpu.count",       "gpu.model",        "gpu.memory_mib_min", "gpu.vgpu_framebuffer_mib",
-	"gpu.virtualization", "gpu.license",   "gpu.ecc",            "gpu.peer_access",
-	"cuda.vector_add", "rdma.device",      "rdma.link_layer",    "rdma.mtu",
-	"rdma.roce_v2_gid", "rdma.gid_index",  "rdma.tos",           "rdma.trust",
-	"rdma.pfc",        "rdma.peermem",     "gdr.ready",
-};
-
-static bool known_key(const char *k)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (strcmp(keys[i], k) == 0)
-			return true;
-	return false;
-}
+static bool known_key(const char *k);
 
 static int add(struct gc_probe_expect *e, const char *k, size_t kn, const char *v, size_t vn,
 	       int line, const char *file, struct gc_error *err)
@@ -236,223 +220,427 @@ static void normalize_list(char *out, size_t cap, const char *in)
 		pb_fmt(out, cap, "none");
 }
 
-static void eval_one(struct gc_probe_report *r, const char *k, const char *v)
-{
-	const struct gc_probe_cuda *cu = &r->cuda;
-	const struct gc_probe_rdma *rd = &r->rdma;
-	const struct gc_probe_rdma_dev *dev = NULL;
-	const struct gc_probe_port *port = pick_port(rd, &dev);
-	struct gc_probe_check *c = check(r, k, v);
-	bool ok;
-	long x;
-	int i;
+/*
+ * What one key's handler sees: the report, the check it fills (its key and
+ * expected value already set), the expected value, and the RDMA device and
+ * port that the port checks look at (pick_port).
+ */
+struct eval {
+	const struct gc_probe_report *r;
+	struct gc_probe_check *c;
+	const char *v;
+	const struct gc_probe_rdma_dev *dev;
+	const struct gc_probe_port *port;
+};
 
-	if (!c)
-		return;
 #define FOUND(...) pb_fmt(c->found, sizeof(c->found), __VA_ARGS__)
 #define HINT(...) pb_fmt(c->hint, sizeof(c->hint), __VA_ARGS__)
-	if (strcmp(k, "gpu.count") == 0) {
-		x = num(v, &ok);
-		FOUND("%d", cu->ngpu);
-		c->pass = ok && x == cu->ngpu;
-		if (!c->pass && cu->ngpu == 0)
-			HINT("no GPU visible (%s): is the PCI device attached to the VM, the NVIDIA "
-			     "driver loaded (lsmod | grep nvidia)? Large-BAR GPUs need "
-			     "pciPassthru.use64bitMMIO and pciPassthru.64bitMMIOSizeGB",
-			     cu->reason[0] ? cu->reason : gc_probe_status_name(cu->status));
-		else if (!c->pass)
-			HINT("a GPU is missing or extra: check the VM's PCI devices / vGPU profiles "
-			     "and 'dmesg | grep -i nvrm' for devices the driver refused");
-	} else if (strcmp(k, "gpu.model") == 0) {
-		c->pass = cu->ngpu > 0;
-		FOUND("%s", cu->ngpu ? cu->gpus[0].name : "no GPU");
-		for (i = 0; i < cu->ngpu; i++)
-			if (!ci_contains(cu->gpus[i].name, v)) {
-				c->pass = false;
-				FOUND("%s", cu->gpus[i].name);
+
+static void eval_gpu_count(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_cuda *cu = &e->r->cuda;
+	bool ok;
+	long x;
+
+	x = num(v, &ok);
+	FOUND("%d", cu->ngpu);
+	c->pass = ok && x == cu->ngpu;
+	if (!c->pass && cu->ngpu == 0)
+		HINT("no GPU visible (%s): is the PCI device attached to the VM, the NVIDIA "
+		     "driver loaded (lsmod | grep nvidia)? Large-BAR GPUs need "
+		     "pciPassthru.use64bitMMIO and pciPassthru.64bitMMIOSizeGB",
+		     cu->reason[0] ? cu->reason : gc_probe_status_name(cu->status));
+	else if (!c->pass)
+		HINT("a GPU is missing or extra: check the VM's PCI devices / vGPU profiles "
+		     "and 'dmesg | grep -i nvrm' for devices the driver refused");
+}
+
+static void eval_gpu_model(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_cuda *cu = &e->r->cuda;
+	int i;
+
+	c->pass = cu->ngpu > 0;
+	FOUND("%s", cu->ngpu ? cu->gpus[0].name : "no GPU");
+	for (i = 0; i < cu->ngpu; i++)
+		if (!ci_contains(cu->gpus[i].name, v)) {
+			c->pass = false;
+			FOUND("%s", cu->gpus[i].name);
+		}
+	if (!c->pass)
+		HINT("a different GPU model is attached than the spec says");
+}
+
+static void eval_gpu_memory_mib_min(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_cuda *cu = &e->r->cuda;
+	bool ok;
+	long x;
+	uint64_t minmib = ~0ull;
+	int i;
+
+	x = num(v, &ok);
+	for (i = 0; i < cu->ngpu; i++)
+		if (cu->gpus[i].mem_bytes / 1048576 < minmib)
+			minmib = cu->gpus[i].mem_bytes / 1048576;
+	if (cu->ngpu == 0)
+		minmib = 0;
+	FOUND("%llu MiB", (unsigned long long)minmib);
+	c->pass = ok && cu->ngpu > 0 && minmib >= (uint64_t)x;
+	if (!c->pass)
+		HINT("GPU memory %llu MiB: MMIO too small? check pciPassthru.use64bitMMIO "
+		     "and pciPassthru.64bitMMIOSizeGB (>= the sum of the GPUs' memory, "
+		     "rounded up to a power of two)", (unsigned long long)minmib);
+}
+
+static void eval_gpu_vgpu_framebuffer_mib(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_cuda *cu = &e->r->cuda;
+	bool ok;
+	long x;
+	uint64_t mib = cu->ngpu ? cu->gpus[0].mem_bytes / 1048576 : 0;
+
+	x = num(v, &ok);
+	FOUND("%llu MiB", (unsigned long long)mib);
+	/* the guest sees the profile's framebuffer less a small reservation */
+	c->pass = ok && x > 0 && mib <= (uint64_t)x && mib * 10 >= (uint64_t)x * 9;
+	if (!c->pass)
+		HINT("the vGPU profile differs from the spec (e.g. -8Q vs -16Q): check the "
+		     "VM's vGPU device; a framebuffer of 0 means the vGPU did not start "
+		     "(vGPU manager log on the host)");
+}
+
+static void eval_gpu_virtualization(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_cuda *cu = &e->r->cuda;
+	int i;
+
+	c->pass = cu->ngpu > 0;
+	FOUND("%s", cu->ngpu ? (cu->gpus[0].virt_mode[0] ? cu->gpus[0].virt_mode
+							   : "unknown")
+			     : "no GPU");
+	for (i = 0; i < cu->ngpu; i++)
+		if (strcasecmp(cu->gpus[i].virt_mode, v) != 0) {
+			c->pass = false;
+			FOUND("%s", cu->gpus[i].virt_mode[0] ? cu->gpus[i].virt_mode
+							     : "unknown");
+		}
+	if (!c->pass)
+		HINT("'VGPU' means a vGPU profile, 'Pass-Through' a whole GPU by PCI "
+		     "passthrough; 'unknown' means NVML (libnvidia-ml.so.1) was not usable");
+}
+
+static void eval_gpu_license(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_cuda *cu = &e->r->cuda;
+	const char *lic = cu->ngpu ? cu->gpus[0].license : "";
+	bool want = truthy(v) || strcasecmp(v, "licensed") == 0;
+	bool is = strncasecmp(lic, "Licensed", 8) == 0;
+
+	FOUND("%s", lic[0] ? lic : "unknown");
+	c->pass = want == is;
+	if (!c->pass)
+		HINT("vGPU licence: check /etc/nvidia/gridd.conf (FeatureType), the client "
+		     "configuration token in /etc/nvidia/ClientConfigToken/ and "
+		     "'systemctl status nvidia-gridd'");
+}
+
+static void eval_gpu_ecc(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_cuda *cu = &e->r->cuda;
+	int i;
+
+	FOUND("%s", cu->ngpu && cu->gpus[0].ecc[0] ? cu->gpus[0].ecc : "unknown");
+	c->pass = cu->ngpu > 0;
+	for (i = 0; i < cu->ngpu; i++)
+		if (strncasecmp(cu->gpus[i].ecc, v, strlen(v)) != 0)
+			c->pass = false;
+	if (!c->pass)
+		HINT("toggle with 'nvidia-smi -e 0|1' and reboot; vGPU guests often report N/A");
+}
+
+static void eval_gpu_peer_access(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_cuda *cu = &e->r->cuda;
+	int pairs = 0, yes = 0, j;
+	int i;
+
+	for (i = 0; i < cu->ngpu; i++)
+		for (j = 0; j < cu->ngpu; j++)
+			if (i != j) {
+				pairs++;
+				yes += cu->peer[i][j] == 1;
 			}
-		if (!c->pass)
-			HINT("a different GPU model is attached than the spec says");
-	} else if (strcmp(k, "gpu.memory_mib_min") == 0) {
-		uint64_t minmib = ~0ull;
-		x = num(v, &ok);
-		for (i = 0; i < cu->ngpu; i++)
-			if (cu->gpus[i].mem_bytes / 1048576 < minmib)
-				minmib = cu->gpus[i].mem_bytes / 1048576;
-		if (cu->ngpu == 0)
-			minmib = 0;
-		FOUND("%llu MiB", (unsigned long long)minmib);
-		c->pass = ok && cu->ngpu > 0 && minmib >= (uint64_t)x;
-		if (!c->pass)
-			HINT("GPU memory %llu MiB: MMIO too small? check pciPassthru.use64bitMMIO "
-			     "and pciPassthru.64bitMMIOSizeGB (>= the sum of the GPUs' memory, "
-			     "rounded up to a power of two)", (unsigned long long)minmib);
-	} else if (strcmp(k, "gpu.vgpu_framebuffer_mib") == 0) {
-		uint64_t mib = cu->ngpu ? cu->gpus[0].mem_bytes / 1048576 : 0;
-		x = num(v, &ok);
-		FOUND("%llu MiB", (unsigned long long)mib);
-		/* the guest sees the profile's framebuffer less a small reservation */
-		c->pass = ok && x > 0 && mib <= (uint64_t)x && mib * 10 >= (uint64_t)x * 9;
-		if (!c->pass)
-			HINT("the vGPU profile differs from the spec (e.g. -8Q vs -16Q): check the "
-			     "VM's vGPU device; a framebuffer of 0 means the vGPU did not start "
-			     "(vGPU manager log on the host)");
-	} else if (strcmp(k, "gpu.virtualization") == 0) {
-		c->pass = cu->ngpu > 0;
-		FOUND("%s", cu->ngpu ? (cu->gpus[0].virt_mode[0] ? cu->gpus[0].virt_mode
-								   : "unknown")
-				     : "no GPU");
-		for (i = 0; i < cu->ngpu; i++)
-			if (strcasecmp(cu->gpus[i].virt_mode, v) != 0) {
-				c->pass = false;
-				FOUND("%s", cu->gpus[i].virt_mode[0] ? cu->gpus[i].virt_mode
-								     : "unknown");
-			}
-		if (!c->pass)
-			HINT("'VGPU' means a vGPU profile, 'Pass-Through' a whole GPU by PCI "
-			     "passthrough; 'unknown' means NVML (libnvidia-ml.so.1) was not usable");
-	} else if (strcmp(k, "gpu.license") == 0) {
-		const char *lic = cu->ngpu ? cu->gpus[0].license : "";
-		bool want = truthy(v) || strcasecmp(v, "licensed") == 0;
-		bool is = strncasecmp(lic, "Licensed", 8) == 0;
-		FOUND("%s", lic[0] ? lic : "unknown");
-		c->pass = want == is;
-		if (!c->pass)
-			HINT("vGPU licence: check /etc/nvidia/gridd.conf (FeatureType), the client "
-			     "configuration token in /etc/nvidia/ClientConfigToken/ and "
-			     "'systemctl status nvidia-gridd'");
-	} else if (strcmp(k, "gpu.ecc") == 0) {
-		FOUND("%s", cu->ngpu && cu->gpus[0].ecc[0] ? cu->gpus[0].ecc : "unknown");
-		c->pass = cu->ngpu > 0;
-		for (i = 0; i < cu->ngpu; i++)
-			if (strncasecmp(cu->gpus[i].ecc, v, strlen(v)) != 0)
-				c->pass = false;
-		if (!c->pass)
-			HINT("toggle with 'nvidia-smi -e 0|1' and reboot; vGPU guests often report N/A");
-	} else if (strcmp(k, "gpu.peer_access") == 0) {
-		int pairs = 0, yes = 0, j;
-		for (i = 0; i < cu->ngpu; i++)
-			for (j = 0; j < cu->ngpu; j++)
-				if (i != j) {
-					pairs++;
-					yes += cu->peer[i][j] == 1;
-				}
-		FOUND("%d of %d pairs", yes, pairs);
-		c->pass = truthy(v) || strcasecmp(v, "all") == 0 ? yes == pairs
-								 : true;
-		if (!c->pass)
-			HINT("GPUs cannot reach each other: set pciPassthru.allowP2P=true on the "
-			     "VM and check the host's PCIe topology/ACS");
-	} else if (strcmp(k, "cuda.vector_add") == 0) {
-		FOUND("%s", gc_probe_status_name(cu->vadd_status));
-		c->pass = truthy(v) ? cu->vadd_status == GC_PROBE_OK : true;
-		if (!c->pass)
-			HINT("the CUDA driver cannot run a kernel (%s): driver and kernel module "
-			     "mismatch? check 'dmesg | grep -i xid'",
-			     cu->vadd_reason[0] ? cu->vadd_reason : cu->reason);
-	} else if (strcmp(k, "rdma.device") == 0) {
-		const struct gc_probe_rdma_dev *d = NULL;
-		bool active = false;
-		int j;
-		for (i = 0; i < rd->ndev; i++)
-			if (strcasecmp(v, "any") == 0 || truthy(v) ||
-			    strcmp(rd->devs[i].name, v) == 0) {
-				d = &rd->devs[i];
-				for (j = 0; j < d->nports; j++)
-					active |= d->ports[j].state_num == 4;
-				if (active)
-					break;
-			}
-		if (!d)
-			FOUND("no RDMA device");
-		else
-			FOUND("%s %s", d->name, active ? "active" : "no active port");
-		c->pass = d && active;
-		if (!d)
-			HINT("no RDMA device: is the SR-IOV VF or PVRDMA adapter attached to the VM "
-			     "and its driver (mlx5_ib, vmw_pvrdma) loaded?");
-		else if (!active)
-			HINT("port not active: check the link (ibdev2netdev, 'rdma link') and the "
-			     "switch port");
-	} else if (strcmp(k, "rdma.link_layer") == 0) {
-		FOUND("%s", port ? port->link_layer : "no RDMA port");
-		c->pass = port && strcasecmp(port->link_layer, v) == 0;
-		if (!c->pass)
-			HINT("RoCE needs link_layer Ethernet; a VPI card may need its port type set "
-			     "with mlxconfig LINK_TYPE_P1");
-	} else if (strcmp(k, "rdma.mtu") == 0) {
-		x = num(v, &ok);
-		FOUND("%d", port ? port->active_mtu : 0);
-		c->pass = ok && port && port->active_mtu >= x;
-		if (!c->pass)
-			HINT("active MTU follows the netdev MTU for RoCE: set the interface and the "
-			     "switch port/vSwitch MTU to 9000 for 4096");
-	} else if (strcmp(k, "rdma.roce_v2_gid") == 0) {
-		bool have = port && port->roce_v2_index >= 0;
-		FOUND("%s", have ? "yes" : "no");
-		c->pass = have == truthy(v);
-		if (!c->pass)
-			HINT("no RoCE v2 GID: the RoCE netdev has no IP address, or RoCE v2 is off "
-			     "(cma_roce_mode -d DEV -p 1 -m 2)");
-	} else if (strcmp(k, "rdma.gid_index") == 0) {
-		x = num(v, &ok);
-		FOUND("%d", port ? port->roce_v2_index : -1);
-		c->pass = ok && port && port->roce_v2_index == x;
-		if (!c->pass)
-			HINT("the RoCE v2 IPv4 GID sits at another index: set NCCL_IB_GID_INDEX to "
-			     "the found index or fix the interface addresses");
-	} else if (strcmp(k, "rdma.tos") == 0) {
-		int tc = port ? port->traffic_class : -1;
-		x = num(v, &ok);
-		if (port && port->default_tos >= 0 && tc < 0)
-			tc = port->default_tos;
-		if (tc < 0)
-			FOUND("unset");
-		else
-			FOUND("%d", tc);
-		c->pass = ok && tc == x;
-		if (!c->pass)
-			HINT("set with 'echo %ld > /sys/class/infiniband/%s/tc/1/traffic_class' and "
-			     "'cma_roce_tos -d %s -t %ld'", x, dev ? dev->name : "DEV",
-			     dev ? dev->name : "DEV", x);
-	} else if (strcmp(k, "rdma.trust") == 0) {
-		FOUND("%s", dev && dev->qos.present ? dev->qos.trust : "unknown");
-		c->pass = dev && dev->qos.present && strcasecmp(dev->qos.trust, v) == 0;
-		if (!c->pass)
-			HINT("'mlnx_qos -i %s --trust %s'%s%s",
-			     dev && dev->qos.netdev[0] ? dev->qos.netdev : "IF", v,
-			     dev && !dev->qos.present ? "; " : "",
-			     dev && !dev->qos.present ? dev->qos.reason : "");
-	} else if (strcmp(k, "rdma.pfc") == 0) {
-		char want[32], got[32];
-		normalize_list(want, sizeof(want), v);
-		if (dev && dev->qos.present)
-			pfc_string(got, sizeof(got), dev->qos.pfc);
-		else
-			pb_fmt(got, sizeof(got), "unknown");
-		pb_fmt(c->expected, sizeof(c->expected), "%s", want);
-		FOUND("%s", got);
-		c->pass = strcmp(want, got) == 0;
-		if (!c->pass)
-			HINT("PFC must be on exactly the switch's lossless priority: 'mlnx_qos -i %s "
-			     "--pfc 0,0,0,1,0,0,0,0' for priority 3",
-			     dev && dev->qos.netdev[0] ? dev->qos.netdev : "IF");
-	} else if (strcmp(k, "rdma.peermem") == 0) {
-		FOUND("%s", rd->peermem[0] ? rd->peermem : "not loaded");
-		c->pass = (rd->peermem[0] != '\0') == truthy(v);
-		if (!c->pass)
-			HINT("'modprobe nvidia-peermem' (driver >= R470; nv_peer_mem is the legacy "
-			     "module)");
-	} else if (strcmp(k, "gdr.ready") == 0) {
-		FOUND("%s", gc_probe_status_name(r->gdr.status));
-		c->pass = (r->gdr.status == GC_PROBE_OK) == truthy(v);
-		if (!c->pass)
-			HINT("%s; needs nvidia_peermem and pciPassthru.allowP2P / ACS allowing the "
-			     "HCA to reach the GPU BAR", r->gdr.reason);
-	}
+	FOUND("%d of %d pairs", yes, pairs);
+	c->pass = truthy(v) || strcasecmp(v, "all") == 0 ? yes == pairs
+							 : true;
+	if (!c->pass)
+		HINT("GPUs cannot reach each other: set pciPassthru.allowP2P=true on the "
+		     "VM and check the host's PCIe topology/ACS");
+}
+
+static void eval_cuda_vector_add(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_cuda *cu = &e->r->cuda;
+
+	FOUND("%s", gc_probe_status_name(cu->vadd_status));
+	c->pass = truthy(v) ? cu->vadd_status == GC_PROBE_OK : true;
+	if (!c->pass)
+		HINT("the CUDA driver cannot run a kernel (%s): driver and kernel module "
+		     "mismatch? check 'dmesg | grep -i xid'",
+		     cu->vadd_reason[0] ? cu->vadd_reason : cu->reason);
+}
+
+static void eval_rdma_device(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_rdma *rd = &e->r->rdma;
+	const struct gc_probe_rdma_dev *d = NULL;
+	bool active = false;
+	int i, j;
+
+	for (i = 0; i < rd->ndev; i++)
+		if (strcasecmp(v, "any") == 0 || truthy(v) ||
+		    strcmp(rd->devs[i].name, v) == 0) {
+			d = &rd->devs[i];
+			for (j = 0; j < d->nports; j++)
+				active |= d->ports[j].state_num == 4;
+			if (active)
+				break;
+		}
+	if (!d)
+		FOUND("no RDMA device");
+	else
+		FOUND("%s %s", d->name, active ? "active" : "no active port");
+	c->pass = d && active;
+	if (!d)
+		HINT("no RDMA device: is the SR-IOV VF or PVRDMA adapter attached to the VM "
+		     "and its driver (mlx5_ib, vmw_pvrdma) loaded?");
+	else if (!active)
+		HINT("port not active: check the link (ibdev2netdev, 'rdma link') and the "
+		     "switch port");
+}
+
+static void eval_rdma_link_layer(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_port *port = e->port;
+
+	FOUND("%s", port ? port->link_layer : "no RDMA port");
+	c->pass = port && strcasecmp(port->link_layer, v) == 0;
+	if (!c->pass)
+		HINT("RoCE needs link_layer Ethernet; a VPI card may need its port type set "
+		     "with mlxconfig LINK_TYPE_P1");
+}
+
+static void eval_rdma_mtu(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_port *port = e->port;
+	bool ok;
+	long x;
+
+	x = num(v, &ok);
+	FOUND("%d", port ? port->active_mtu : 0);
+	c->pass = ok && port && port->active_mtu >= x;
+	if (!c->pass)
+		HINT("active MTU follows the netdev MTU for RoCE: set the interface and the "
+		     "switch port/vSwitch MTU to 9000 for 4096");
+}
+
+static void eval_rdma_roce_v2_gid(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_port *port = e->port;
+	bool have = port && port->roce_v2_index >= 0;
+
+	FOUND("%s", have ? "yes" : "no");
+	c->pass = have == truthy(v);
+	if (!c->pass)
+		HINT("no RoCE v2 GID: the RoCE netdev has no IP address, or RoCE v2 is off "
+		     "(cma_roce_mode -d DEV -p 1 -m 2)");
+}
+
+static void eval_rdma_gid_index(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_port *port = e->port;
+	bool ok;
+	long x;
+
+	x = num(v, &ok);
+	FOUND("%d", port ? port->roce_v2_index : -1);
+	c->pass = ok && port && port->roce_v2_index == x;
+	if (!c->pass)
+		HINT("the RoCE v2 IPv4 GID sits at another index: set NCCL_IB_GID_INDEX to "
+		     "the found index or fix the interface addresses");
+}
+
+static void eval_rdma_tos(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_rdma_dev *dev = e->dev;
+	const struct gc_probe_port *port = e->port;
+	bool ok;
+	long x;
+	int tc = port ? port->traffic_class : -1;
+
+	x = num(v, &ok);
+	if (port && port->default_tos >= 0 && tc < 0)
+		tc = port->default_tos;
+	if (tc < 0)
+		FOUND("unset");
+	else
+		FOUND("%d", tc);
+	c->pass = ok && tc == x;
+	if (!c->pass)
+		HINT("set with 'echo %ld > /sys/class/infiniband/%s/tc/1/traffic_class' and "
+		     "'cma_roce_tos -d %s -t %ld'", x, dev ? dev->name : "DEV",
+		     dev ? dev->name : "DEV", x);
+}
+
+static void eval_rdma_trust(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_rdma_dev *dev = e->dev;
+
+	FOUND("%s", dev && dev->qos.present ? dev->qos.trust : "unknown");
+	c->pass = dev && dev->qos.present && strcasecmp(dev->qos.trust, v) == 0;
+	if (!c->pass)
+		HINT("'mlnx_qos -i %s --trust %s'%s%s",
+		     dev && dev->qos.netdev[0] ? dev->qos.netdev : "IF", v,
+		     dev && !dev->qos.present ? "; " : "",
+		     dev && !dev->qos.present ? dev->qos.reason : "");
+}
+
+static void eval_rdma_pfc(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_rdma_dev *dev = e->dev;
+	char want[32], got[32];
+
+	normalize_list(want, sizeof(want), v);
+	if (dev && dev->qos.present)
+		pfc_string(got, sizeof(got), dev->qos.pfc);
+	else
+		pb_fmt(got, sizeof(got), "unknown");
+	pb_fmt(c->expected, sizeof(c->expected), "%s", want);
+	FOUND("%s", got);
+	c->pass = strcmp(want, got) == 0;
+	if (!c->pass)
+		HINT("PFC must be on exactly the switch's lossless priority: 'mlnx_qos -i %s "
+		     "--pfc 0,0,0,1,0,0,0,0' for priority 3",
+		     dev && dev->qos.netdev[0] ? dev->qos.netdev : "IF");
+}
+
+static void eval_rdma_peermem(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_rdma *rd = &e->r->rdma;
+
+	FOUND("%s", rd->peermem[0] ? rd->peermem : "not loaded");
+	c->pass = (rd->peermem[0] != '\0') == truthy(v);
+	if (!c->pass)
+		HINT("'modprobe nvidia-peermem' (driver >= R470; nv_peer_mem is the legacy "
+		     "module)");
+}
+
+static void eval_gdr_ready(const struct eval *e)
+{
+	struct gc_probe_check *c = e->c;
+	const char *v = e->v;
+	const struct gc_probe_report *r = e->r;
+
+	FOUND("%s", gc_probe_status_name(r->gdr.status));
+	c->pass = (r->gdr.status == GC_PROBE_OK) == truthy(v);
+	if (!c->pass)
+		HINT("%s; needs nvidia_peermem and pciPassthru.allowP2P / ACS allowing the "
+		     "HCA to reach the GPU BAR", r->gdr.reason);
+}
+
 #undef FOUND
 #undef HINT
-	if (!c->pass)
+
+/* Every key an expect file may hold and its handler, in docs/probe.md's order. */
+static const struct key_eval {
+	const char *key;
+	void (*eval)(const struct eval *e);
+} evals[] = {
+	{"gpu.count", eval_gpu_count},
+	{"gpu.model", eval_gpu_model},
+	{"gpu.memory_mib_min", eval_gpu_memory_mib_min},
+	{"gpu.vgpu_framebuffer_mib", eval_gpu_vgpu_framebuffer_mib},
+	{"gpu.virtualization", eval_gpu_virtualization},
+	{"gpu.license", eval_gpu_license},
+	{"gpu.ecc", eval_gpu_ecc},
+	{"gpu.peer_access", eval_gpu_peer_access},
+	{"cuda.vector_add", eval_cuda_vector_add},
+	{"rdma.device", eval_rdma_device},
+	{"rdma.link_layer", eval_rdma_link_layer},
+	{"rdma.mtu", eval_rdma_mtu},
+	{"rdma.roce_v2_gid", eval_rdma_roce_v2_gid},
+	{"rdma.gid_index", eval_rdma_gid_index},
+	{"rdma.tos", eval_rdma_tos},
+	{"rdma.trust", eval_rdma_trust},
+	{"rdma.pfc", eval_rdma_pfc},
+	{"rdma.peermem", eval_rdma_peermem},
+	{"gdr.ready", eval_gdr_ready},
+};
+
+static const struct key_eval *key_eval(const char *k)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(evals) / sizeof(evals[0]); i++)
+		if (strcmp(evals[i].key, k) == 0)
+			return &evals[i];
+	return NULL;
+}
+
+static bool known_key(const char *k)
+{
+	return key_eval(k) != NULL;
+}
+
+static void eval_one(struct gc_probe_report *r, const char *k, const char *v)
+{
+	const struct key_eval *ke = key_eval(k);
+	struct eval e = {.r = r, .v = v};
+
+	e.port = pick_port(&r->rdma, &e.dev);
+	e.c = check(r, k, v);
+	if (!e.c)
+		return;
+	if (ke)
+		ke->eval(&e);
+	if (!e.c->pass)
 		r->nfailed++;
 }
 
