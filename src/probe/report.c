@@ -307,26 +307,23 @@ static const char *or_dash(const char *s)
 	return s && *s ? s : "-";
 }
 
-int gc_probe_render_text(char **out, const struct gc_probe_report *r)
+static void text_rdma(struct pb_buf *b, const struct gc_probe_rdma *rd)
 {
-	const struct gc_probe_rdma *rd = &r->rdma;
-	const struct gc_probe_cuda *c = &r->cuda;
-	struct pb_buf b = {0};
 	int i, j, k;
 
-	pb_buf_puts(&b, "RDMA\n");
+	pb_buf_puts(b, "RDMA\n");
 	if (rd->status == GC_PROBE_NOT_RUN)
-		pb_buf_puts(&b, "  not run\n");
+		pb_buf_puts(b, "  not run\n");
 	else if (rd->status != GC_PROBE_OK)
-		pb_buf_printf(&b, "  %s: %s\n", gc_probe_status_name(rd->status), rd->reason);
+		pb_buf_printf(b, "  %s: %s\n", gc_probe_status_name(rd->status), rd->reason);
 	if (!rd->verbs_loaded && rd->status != GC_PROBE_NOT_RUN)
-		pb_buf_printf(&b, "  verbs: %s\n", or_dash(rd->verbs_reason));
+		pb_buf_printf(b, "  verbs: %s\n", or_dash(rd->verbs_reason));
 	for (i = 0; i < rd->ndev; i++) {
 		const struct gc_probe_rdma_dev *d = &rd->devs[i];
 
-		pb_buf_printf(&b, "  %-12s fw %s  guid %s\n", d->name, or_dash(d->fw_ver),
+		pb_buf_printf(b, "  %-12s fw %s  guid %s\n", d->name, or_dash(d->fw_ver),
 			      or_dash(d->node_guid));
-		pb_buf_printf(&b, "    %-4s %-14s %-6s %-10s %-8s %-9s %-5s %s\n", "PORT", "STATE",
+		pb_buf_printf(b, "    %-4s %-14s %-6s %-10s %-8s %-9s %-5s %s\n", "PORT", "STATE",
 			      "MTU", "LINK", "NETDEV", "ROCEv2IDX", "TCLASS", "DEFAULT_TOS");
 		for (j = 0; j < d->nports; j++) {
 			const struct gc_probe_port *p = &d->ports[j];
@@ -336,40 +333,45 @@ int gc_probe_render_text(char **out, const struct gc_probe_report *r)
 			pb_fmt(idx, sizeof(idx), "%d", p->roce_v2_index);
 			pb_fmt(tc, sizeof(tc), "%d", p->traffic_class);
 			pb_fmt(tos, sizeof(tos), "%d", p->default_tos);
-			pb_buf_printf(&b, "    %-4d %-14s %-6s %-10s %-8s %-9s %-6s %s\n", p->num,
+			pb_buf_printf(b, "    %-4d %-14s %-6s %-10s %-8s %-9s %-6s %s\n", p->num,
 				      or_dash(p->state), p->active_mtu ? mtu : "?",
 				      or_dash(p->link_layer), or_dash(p->netdev),
 				      p->roce_v2_index >= 0 ? idx : "none",
 				      p->traffic_class >= 0 ? tc : "unset",
 				      p->default_tos >= 0 ? tos : "unknown");
 			for (k = 0; k < p->ngids; k++)
-				pb_buf_printf(&b, "      gid %-3d %s %-10s %s\n", p->gids[k].index,
+				pb_buf_printf(b, "      gid %-3d %s %-10s %s\n", p->gids[k].index,
 					      p->gids[k].gid, or_dash(p->gids[k].type),
 					      p->gids[k].ipv4);
 		}
 		if (d->qos.present) {
-			pb_buf_printf(&b, "    qos %s: trust %s, PFC", d->qos.netdev, d->qos.trust);
+			pb_buf_printf(b, "    qos %s: trust %s, PFC", d->qos.netdev, d->qos.trust);
 			for (k = 0; k < 8; k++)
-				pb_buf_printf(&b, " %d", d->qos.pfc[k]);
-			pb_buf_printf(&b, " (dcbx %s)\n", or_dash(d->qos.dcbx));
+				pb_buf_printf(b, " %d", d->qos.pfc[k]);
+			pb_buf_printf(b, " (dcbx %s)\n", or_dash(d->qos.dcbx));
 		} else {
-			pb_buf_printf(&b, "    qos: %s\n", or_dash(d->qos.reason));
+			pb_buf_printf(b, "    qos: %s\n", or_dash(d->qos.reason));
 		}
 	}
 	if (rd->status != GC_PROBE_NOT_RUN)
-		pb_buf_printf(&b, "  peermem: %s\n", rd->peermem[0] ? rd->peermem : "not loaded");
+		pb_buf_printf(b, "  peermem: %s\n", rd->peermem[0] ? rd->peermem : "not loaded");
+}
 
-	pb_buf_puts(&b, "CUDA\n");
+static void text_cuda(struct pb_buf *b, const struct gc_probe_cuda *c)
+{
+	int i, j;
+
+	pb_buf_puts(b, "CUDA\n");
 	if (c->status == GC_PROBE_NOT_RUN) {
-		pb_buf_puts(&b, "  not run\n");
+		pb_buf_puts(b, "  not run\n");
 	} else if (c->status != GC_PROBE_OK) {
-		pb_buf_printf(&b, "  %s: %s\n", gc_probe_status_name(c->status), c->reason);
+		pb_buf_printf(b, "  %s: %s\n", gc_probe_status_name(c->status), c->reason);
 	} else {
-		pb_buf_printf(&b, "  driver %s (CUDA %d.%d)%s%s\n", or_dash(c->driver_version),
+		pb_buf_printf(b, "  driver %s (CUDA %d.%d)%s%s\n", or_dash(c->driver_version),
 			      c->cuda_driver_version / 1000, c->cuda_driver_version % 1000 / 10,
 			      c->nvml_status == GC_PROBE_OK ? "" : "  nvml: ",
 			      c->nvml_status == GC_PROBE_OK ? "" : c->nvml_reason);
-		pb_buf_printf(&b, "  %-3s %-28s %-10s %-14s %-4s %-13s %-8s %8s %8s %8s\n", "GPU",
+		pb_buf_printf(b, "  %-3s %-28s %-10s %-14s %-4s %-13s %-8s %8s %8s %8s\n", "GPU",
 			      "NAME", "MEMORY", "PCI", "CC", "VIRT", "ECC", "H2D GB/s",
 			      "D2H GB/s", "D2D GB/s");
 		for (i = 0; i < c->ngpu; i++) {
@@ -378,39 +380,48 @@ int gc_probe_render_text(char **out, const struct gc_probe_report *r)
 
 			pb_fmt(mem, sizeof(mem), "%llu MiB", (unsigned long long)(g->mem_bytes >> 20));
 			pb_fmt(cc, sizeof(cc), "%d.%d", g->cc_major, g->cc_minor);
-			pb_buf_printf(&b, "  %-3d %-28s %-10s %-14s %-4s %-13s %-8s", g->index, g->name,
+			pb_buf_printf(b, "  %-3d %-28s %-10s %-14s %-4s %-13s %-8s", g->index, g->name,
 				      mem, g->pci_bus_id, cc, or_dash(g->virt_mode), or_dash(g->ecc));
 			if (c->bw_status == GC_PROBE_NOT_RUN)
-				pb_buf_printf(&b, " %8s %8s %8s\n", "-", "-", "-");
+				pb_buf_printf(b, " %8s %8s %8s\n", "-", "-", "-");
 			else
-				pb_buf_printf(&b, " %8.1f %8.1f %8.1f\n", g->h2d_gbs, g->d2h_gbs,
+				pb_buf_printf(b, " %8.1f %8.1f %8.1f\n", g->h2d_gbs, g->d2h_gbs,
 					      g->d2d_gbs);
 			if (g->license[0])
-				pb_buf_printf(&b, "      vGPU licence: %s\n", g->license);
+				pb_buf_printf(b, "      vGPU licence: %s\n", g->license);
 		}
-		pb_buf_printf(&b, "  vector-add: %s (%s)\n", gc_probe_status_name(c->vadd_status),
+		pb_buf_printf(b, "  vector-add: %s (%s)\n", gc_probe_status_name(c->vadd_status),
 			      or_dash(c->vadd_reason));
 		if (c->bw_status == GC_PROBE_NOT_RUN)
-			pb_buf_puts(&b, "  bandwidth: not run\n");
+			pb_buf_puts(b, "  bandwidth: not run\n");
 		else
-			pb_buf_printf(&b, "  bandwidth: %s, %llu MiB x %d copies, median of %d%s%s\n",
+			pb_buf_printf(b, "  bandwidth: %s, %llu MiB x %d copies, median of %d%s%s\n",
 				      gc_probe_status_name(c->bw_status),
 				      (unsigned long long)(c->bw_bytes >> 20), c->bw_reps,
 				      c->bw_trials, c->bw_reason[0] ? ": " : "", c->bw_reason);
 		if (c->ngpu > 1) {
-			pb_buf_puts(&b, "  peer access (row -> column):\n      ");
+			pb_buf_puts(b, "  peer access (row -> column):\n      ");
 			for (j = 0; j < c->ngpu; j++)
-				pb_buf_printf(&b, " %3d", j);
-			pb_buf_puts(&b, "\n");
+				pb_buf_printf(b, " %3d", j);
+			pb_buf_puts(b, "\n");
 			for (i = 0; i < c->ngpu; i++) {
-				pb_buf_printf(&b, "    %2d", i);
+				pb_buf_printf(b, "    %2d", i);
 				for (j = 0; j < c->ngpu; j++)
-					pb_buf_printf(&b, " %3s", i == j ? "-"
+					pb_buf_printf(b, " %3s", i == j ? "-"
 							     : c->peer[i][j] == 1 ? "yes" : "no");
-				pb_buf_puts(&b, "\n");
+				pb_buf_puts(b, "\n");
 			}
 		}
 	}
+}
+
+int gc_probe_render_text(char **out, const struct gc_probe_report *r)
+{
+	struct pb_buf b = {0};
+	int i;
+
+	text_rdma(&b, &r->rdma);
+	text_cuda(&b, &r->cuda);
 	if (r->gdr.status == GC_PROBE_NOT_RUN)
 		pb_buf_puts(&b, "GPUDirect RDMA\n  not run\n");
 	else
