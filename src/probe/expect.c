@@ -221,13 +221,15 @@ static void normalize_list(char *out, size_t cap, const char *in)
 }
 
 /*
- * What one key's handler sees: the report, the check it fills (its key and
- * expected value already set), the expected value, and the RDMA device and
- * port that the port checks look at (pick_port).
+ * What one key's handler sees besides the check it fills (its key and
+ * expected value already set): the report and its two halves, the expected
+ * value, and the RDMA device and port that the port checks look at
+ * (pick_port).
  */
 struct eval {
 	const struct gc_probe_report *r;
-	struct gc_probe_check *c;
+	const struct gc_probe_cuda *cu;
+	const struct gc_probe_rdma *rd;
 	const char *v;
 	const struct gc_probe_rdma_dev *dev;
 	const struct gc_probe_port *port;
@@ -236,79 +238,67 @@ struct eval {
 #define FOUND(...) pb_fmt(c->found, sizeof(c->found), __VA_ARGS__)
 #define HINT(...) pb_fmt(c->hint, sizeof(c->hint), __VA_ARGS__)
 
-static void eval_gpu_count(const struct eval *e)
+static void eval_gpu_count(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_cuda *cu = &e->r->cuda;
 	bool ok;
 	long x;
 
-	x = num(v, &ok);
-	FOUND("%d", cu->ngpu);
-	c->pass = ok && x == cu->ngpu;
-	if (!c->pass && cu->ngpu == 0)
+	x = num(e->v, &ok);
+	FOUND("%d", e->cu->ngpu);
+	c->pass = ok && x == e->cu->ngpu;
+	if (!c->pass && e->cu->ngpu == 0)
 		HINT("no GPU visible (%s): is the PCI device attached to the VM, the NVIDIA "
 		     "driver loaded (lsmod | grep nvidia)? Large-BAR GPUs need "
 		     "pciPassthru.use64bitMMIO and pciPassthru.64bitMMIOSizeGB",
-		     cu->reason[0] ? cu->reason : gc_probe_status_name(cu->status));
+		     e->cu->reason[0] ? e->cu->reason : gc_probe_status_name(e->cu->status));
 	else if (!c->pass)
 		HINT("a GPU is missing or extra: check the VM's PCI devices / vGPU profiles "
 		     "and 'dmesg | grep -i nvrm' for devices the driver refused");
 }
 
-static void eval_gpu_model(const struct eval *e)
+static void eval_gpu_model(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_cuda *cu = &e->r->cuda;
 	int i;
 
-	c->pass = cu->ngpu > 0;
-	FOUND("%s", cu->ngpu ? cu->gpus[0].name : "no GPU");
-	for (i = 0; i < cu->ngpu; i++)
-		if (!ci_contains(cu->gpus[i].name, v)) {
+	c->pass = e->cu->ngpu > 0;
+	FOUND("%s", e->cu->ngpu ? e->cu->gpus[0].name : "no GPU");
+	for (i = 0; i < e->cu->ngpu; i++)
+		if (!ci_contains(e->cu->gpus[i].name, e->v)) {
 			c->pass = false;
-			FOUND("%s", cu->gpus[i].name);
+			FOUND("%s", e->cu->gpus[i].name);
 		}
 	if (!c->pass)
 		HINT("a different GPU model is attached than the spec says");
 }
 
-static void eval_gpu_memory_mib_min(const struct eval *e)
+static void eval_gpu_memory_mib_min(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_cuda *cu = &e->r->cuda;
 	bool ok;
 	long x;
 	uint64_t minmib = ~0ull;
 	int i;
 
-	x = num(v, &ok);
-	for (i = 0; i < cu->ngpu; i++)
-		if (cu->gpus[i].mem_bytes / 1048576 < minmib)
-			minmib = cu->gpus[i].mem_bytes / 1048576;
-	if (cu->ngpu == 0)
+	x = num(e->v, &ok);
+	for (i = 0; i < e->cu->ngpu; i++)
+		if (e->cu->gpus[i].mem_bytes / 1048576 < minmib)
+			minmib = e->cu->gpus[i].mem_bytes / 1048576;
+	if (e->cu->ngpu == 0)
 		minmib = 0;
 	FOUND("%llu MiB", (unsigned long long)minmib);
-	c->pass = ok && cu->ngpu > 0 && minmib >= (uint64_t)x;
+	c->pass = ok && e->cu->ngpu > 0 && minmib >= (uint64_t)x;
 	if (!c->pass)
 		HINT("GPU memory %llu MiB: MMIO too small? check pciPassthru.use64bitMMIO "
 		     "and pciPassthru.64bitMMIOSizeGB (>= the sum of the GPUs' memory, "
 		     "rounded up to a power of two)", (unsigned long long)minmib);
 }
 
-static void eval_gpu_vgpu_framebuffer_mib(const struct eval *e)
+static void eval_gpu_vgpu_framebuffer_mib(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_cuda *cu = &e->r->cuda;
 	bool ok;
 	long x;
-	uint64_t mib = cu->ngpu ? cu->gpus[0].mem_bytes / 1048576 : 0;
+	uint64_t mib = e->cu->ngpu ? e->cu->gpus[0].mem_bytes / 1048576 : 0;
 
-	x = num(v, &ok);
+	x = num(e->v, &ok);
 	FOUND("%llu MiB", (unsigned long long)mib);
 	/* the guest sees the profile's framebuffer less a small reservation */
 	c->pass = ok && x > 0 && mib <= (uint64_t)x && mib * 10 >= (uint64_t)x * 9;
@@ -318,21 +308,18 @@ static void eval_gpu_vgpu_framebuffer_mib(const struct eval *e)
 		     "(vGPU manager log on the host)");
 }
 
-static void eval_gpu_virtualization(const struct eval *e)
+static void eval_gpu_virtualization(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_cuda *cu = &e->r->cuda;
 	int i;
 
-	c->pass = cu->ngpu > 0;
-	FOUND("%s", cu->ngpu ? (cu->gpus[0].virt_mode[0] ? cu->gpus[0].virt_mode
+	c->pass = e->cu->ngpu > 0;
+	FOUND("%s", e->cu->ngpu ? (e->cu->gpus[0].virt_mode[0] ? e->cu->gpus[0].virt_mode
 							   : "unknown")
 			     : "no GPU");
-	for (i = 0; i < cu->ngpu; i++)
-		if (strcasecmp(cu->gpus[i].virt_mode, v) != 0) {
+	for (i = 0; i < e->cu->ngpu; i++)
+		if (strcasecmp(e->cu->gpus[i].virt_mode, e->v) != 0) {
 			c->pass = false;
-			FOUND("%s", cu->gpus[i].virt_mode[0] ? cu->gpus[i].virt_mode
+			FOUND("%s", e->cu->gpus[i].virt_mode[0] ? e->cu->gpus[i].virt_mode
 							     : "unknown");
 		}
 	if (!c->pass)
@@ -340,13 +327,10 @@ static void eval_gpu_virtualization(const struct eval *e)
 		     "passthrough; 'unknown' means NVML (libnvidia-ml.so.1) was not usable");
 }
 
-static void eval_gpu_license(const struct eval *e)
+static void eval_gpu_license(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_cuda *cu = &e->r->cuda;
-	const char *lic = cu->ngpu ? cu->gpus[0].license : "";
-	bool want = truthy(v) || strcasecmp(v, "licensed") == 0;
+	const char *lic = e->cu->ngpu ? e->cu->gpus[0].license : "";
+	bool want = truthy(e->v) || strcasecmp(e->v, "licensed") == 0;
 	bool is = strncasecmp(lic, "Licensed", 8) == 0;
 
 	FOUND("%s", lic[0] ? lic : "unknown");
@@ -357,71 +341,58 @@ static void eval_gpu_license(const struct eval *e)
 		     "'systemctl status nvidia-gridd'");
 }
 
-static void eval_gpu_ecc(const struct eval *e)
+static void eval_gpu_ecc(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_cuda *cu = &e->r->cuda;
 	int i;
 
-	FOUND("%s", cu->ngpu && cu->gpus[0].ecc[0] ? cu->gpus[0].ecc : "unknown");
-	c->pass = cu->ngpu > 0;
-	for (i = 0; i < cu->ngpu; i++)
-		if (strncasecmp(cu->gpus[i].ecc, v, strlen(v)) != 0)
+	FOUND("%s", e->cu->ngpu && e->cu->gpus[0].ecc[0] ? e->cu->gpus[0].ecc : "unknown");
+	c->pass = e->cu->ngpu > 0;
+	for (i = 0; i < e->cu->ngpu; i++)
+		if (strncasecmp(e->cu->gpus[i].ecc, e->v, strlen(e->v)) != 0)
 			c->pass = false;
 	if (!c->pass)
 		HINT("toggle with 'nvidia-smi -e 0|1' and reboot; vGPU guests often report N/A");
 }
 
-static void eval_gpu_peer_access(const struct eval *e)
+static void eval_gpu_peer_access(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_cuda *cu = &e->r->cuda;
 	int pairs = 0, yes = 0, j;
 	int i;
 
-	for (i = 0; i < cu->ngpu; i++)
-		for (j = 0; j < cu->ngpu; j++)
+	for (i = 0; i < e->cu->ngpu; i++)
+		for (j = 0; j < e->cu->ngpu; j++)
 			if (i != j) {
 				pairs++;
-				yes += cu->peer[i][j] == 1;
+				yes += e->cu->peer[i][j] == 1;
 			}
 	FOUND("%d of %d pairs", yes, pairs);
-	c->pass = truthy(v) || strcasecmp(v, "all") == 0 ? yes == pairs
+	c->pass = truthy(e->v) || strcasecmp(e->v, "all") == 0 ? yes == pairs
 							 : true;
 	if (!c->pass)
 		HINT("GPUs cannot reach each other: set pciPassthru.allowP2P=true on the "
 		     "VM and check the host's PCIe topology/ACS");
 }
 
-static void eval_cuda_vector_add(const struct eval *e)
+static void eval_cuda_vector_add(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_cuda *cu = &e->r->cuda;
-
-	FOUND("%s", gc_probe_status_name(cu->vadd_status));
-	c->pass = truthy(v) ? cu->vadd_status == GC_PROBE_OK : true;
+	FOUND("%s", gc_probe_status_name(e->cu->vadd_status));
+	c->pass = truthy(e->v) ? e->cu->vadd_status == GC_PROBE_OK : true;
 	if (!c->pass)
 		HINT("the CUDA driver cannot run a kernel (%s): driver and kernel module "
 		     "mismatch? check 'dmesg | grep -i xid'",
-		     cu->vadd_reason[0] ? cu->vadd_reason : cu->reason);
+		     e->cu->vadd_reason[0] ? e->cu->vadd_reason : e->cu->reason);
 }
 
-static void eval_rdma_device(const struct eval *e)
+static void eval_rdma_device(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_rdma *rd = &e->r->rdma;
 	const struct gc_probe_rdma_dev *d = NULL;
 	bool active = false;
 	int i, j;
 
-	for (i = 0; i < rd->ndev; i++)
-		if (strcasecmp(v, "any") == 0 || truthy(v) ||
-		    strcmp(rd->devs[i].name, v) == 0) {
-			d = &rd->devs[i];
+	for (i = 0; i < e->rd->ndev; i++)
+		if (strcasecmp(e->v, "any") == 0 || truthy(e->v) ||
+		    strcmp(e->rd->devs[i].name, e->v) == 0) {
+			d = &e->rd->devs[i];
 			for (j = 0; j < d->nports; j++)
 				active |= d->ports[j].state_num == 4;
 			if (active)
@@ -440,78 +411,61 @@ static void eval_rdma_device(const struct eval *e)
 		     "switch port");
 }
 
-static void eval_rdma_link_layer(const struct eval *e)
+static void eval_rdma_link_layer(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_port *port = e->port;
-
-	FOUND("%s", port ? port->link_layer : "no RDMA port");
-	c->pass = port && strcasecmp(port->link_layer, v) == 0;
+	FOUND("%s", e->port ? e->port->link_layer : "no RDMA port");
+	c->pass = e->port && strcasecmp(e->port->link_layer, e->v) == 0;
 	if (!c->pass)
 		HINT("RoCE needs link_layer Ethernet; a VPI card may need its port type set "
 		     "with mlxconfig LINK_TYPE_P1");
 }
 
-static void eval_rdma_mtu(const struct eval *e)
+static void eval_rdma_mtu(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_port *port = e->port;
 	bool ok;
 	long x;
 
-	x = num(v, &ok);
-	FOUND("%d", port ? port->active_mtu : 0);
-	c->pass = ok && port && port->active_mtu >= x;
+	x = num(e->v, &ok);
+	FOUND("%d", e->port ? e->port->active_mtu : 0);
+	c->pass = ok && e->port && e->port->active_mtu >= x;
 	if (!c->pass)
 		HINT("active MTU follows the netdev MTU for RoCE: set the interface and the "
 		     "switch port/vSwitch MTU to 9000 for 4096");
 }
 
-static void eval_rdma_roce_v2_gid(const struct eval *e)
+static void eval_rdma_roce_v2_gid(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_port *port = e->port;
-	bool have = port && port->roce_v2_index >= 0;
+	bool have = e->port && e->port->roce_v2_index >= 0;
 
 	FOUND("%s", have ? "yes" : "no");
-	c->pass = have == truthy(v);
+	c->pass = have == truthy(e->v);
 	if (!c->pass)
 		HINT("no RoCE v2 GID: the RoCE netdev has no IP address, or RoCE v2 is off "
 		     "(cma_roce_mode -d DEV -p 1 -m 2)");
 }
 
-static void eval_rdma_gid_index(const struct eval *e)
+static void eval_rdma_gid_index(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_port *port = e->port;
 	bool ok;
 	long x;
 
-	x = num(v, &ok);
-	FOUND("%d", port ? port->roce_v2_index : -1);
-	c->pass = ok && port && port->roce_v2_index == x;
+	x = num(e->v, &ok);
+	FOUND("%d", e->port ? e->port->roce_v2_index : -1);
+	c->pass = ok && e->port && e->port->roce_v2_index == x;
 	if (!c->pass)
 		HINT("the RoCE v2 IPv4 GID sits at another index: set NCCL_IB_GID_INDEX to "
 		     "the found index or fix the interface addresses");
 }
 
-static void eval_rdma_tos(const struct eval *e)
+static void eval_rdma_tos(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_rdma_dev *dev = e->dev;
-	const struct gc_probe_port *port = e->port;
 	bool ok;
 	long x;
-	int tc = port ? port->traffic_class : -1;
+	int tc = e->port ? e->port->traffic_class : -1;
 
-	x = num(v, &ok);
-	if (port && port->default_tos >= 0 && tc < 0)
-		tc = port->default_tos;
+	x = num(e->v, &ok);
+	if (e->port && e->port->default_tos >= 0 && tc < 0)
+		tc = e->port->default_tos;
 	if (tc < 0)
 		FOUND("unset");
 	else
@@ -519,35 +473,28 @@ static void eval_rdma_tos(const struct eval *e)
 	c->pass = ok && tc == x;
 	if (!c->pass)
 		HINT("set with 'echo %ld > /sys/class/infiniband/%s/tc/1/traffic_class' and "
-		     "'cma_roce_tos -d %s -t %ld'", x, dev ? dev->name : "DEV",
-		     dev ? dev->name : "DEV", x);
+		     "'cma_roce_tos -d %s -t %ld'", x, e->dev ? e->dev->name : "DEV",
+		     e->dev ? e->dev->name : "DEV", x);
 }
 
-static void eval_rdma_trust(const struct eval *e)
+static void eval_rdma_trust(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_rdma_dev *dev = e->dev;
-
-	FOUND("%s", dev && dev->qos.present ? dev->qos.trust : "unknown");
-	c->pass = dev && dev->qos.present && strcasecmp(dev->qos.trust, v) == 0;
+	FOUND("%s", e->dev && e->dev->qos.present ? e->dev->qos.trust : "unknown");
+	c->pass = e->dev && e->dev->qos.present && strcasecmp(e->dev->qos.trust, e->v) == 0;
 	if (!c->pass)
 		HINT("'mlnx_qos -i %s --trust %s'%s%s",
-		     dev && dev->qos.netdev[0] ? dev->qos.netdev : "IF", v,
-		     dev && !dev->qos.present ? "; " : "",
-		     dev && !dev->qos.present ? dev->qos.reason : "");
+		     e->dev && e->dev->qos.netdev[0] ? e->dev->qos.netdev : "IF", e->v,
+		     e->dev && !e->dev->qos.present ? "; " : "",
+		     e->dev && !e->dev->qos.present ? e->dev->qos.reason : "");
 }
 
-static void eval_rdma_pfc(const struct eval *e)
+static void eval_rdma_pfc(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_rdma_dev *dev = e->dev;
 	char want[32], got[32];
 
-	normalize_list(want, sizeof(want), v);
-	if (dev && dev->qos.present)
-		pfc_string(got, sizeof(got), dev->qos.pfc);
+	normalize_list(want, sizeof(want), e->v);
+	if (e->dev && e->dev->qos.present)
+		pfc_string(got, sizeof(got), e->dev->qos.pfc);
 	else
 		pb_fmt(got, sizeof(got), "unknown");
 	pb_fmt(c->expected, sizeof(c->expected), "%s", want);
@@ -556,33 +503,25 @@ static void eval_rdma_pfc(const struct eval *e)
 	if (!c->pass)
 		HINT("PFC must be on exactly the switch's lossless priority: 'mlnx_qos -i %s "
 		     "--pfc 0,0,0,1,0,0,0,0' for priority 3",
-		     dev && dev->qos.netdev[0] ? dev->qos.netdev : "IF");
+		     e->dev && e->dev->qos.netdev[0] ? e->dev->qos.netdev : "IF");
 }
 
-static void eval_rdma_peermem(const struct eval *e)
+static void eval_rdma_peermem(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_rdma *rd = &e->r->rdma;
-
-	FOUND("%s", rd->peermem[0] ? rd->peermem : "not loaded");
-	c->pass = (rd->peermem[0] != '\0') == truthy(v);
+	FOUND("%s", e->rd->peermem[0] ? e->rd->peermem : "not loaded");
+	c->pass = (e->rd->peermem[0] != '\0') == truthy(e->v);
 	if (!c->pass)
 		HINT("'modprobe nvidia-peermem' (driver >= R470; nv_peer_mem is the legacy "
 		     "module)");
 }
 
-static void eval_gdr_ready(const struct eval *e)
+static void eval_gdr_ready(struct gc_probe_check *c, const struct eval *e)
 {
-	struct gc_probe_check *c = e->c;
-	const char *v = e->v;
-	const struct gc_probe_report *r = e->r;
-
-	FOUND("%s", gc_probe_status_name(r->gdr.status));
-	c->pass = (r->gdr.status == GC_PROBE_OK) == truthy(v);
+	FOUND("%s", gc_probe_status_name(e->r->gdr.status));
+	c->pass = (e->r->gdr.status == GC_PROBE_OK) == truthy(e->v);
 	if (!c->pass)
 		HINT("%s; needs nvidia_peermem and pciPassthru.allowP2P / ACS allowing the "
-		     "HCA to reach the GPU BAR", r->gdr.reason);
+		     "HCA to reach the GPU BAR", e->r->gdr.reason);
 }
 
 #undef FOUND
@@ -591,7 +530,7 @@ static void eval_gdr_ready(const struct eval *e)
 /* Every key an expect file may hold and its handler, in docs/probe.md's order. */
 static const struct key_eval {
 	const char *key;
-	void (*eval)(const struct eval *e);
+	void (*eval)(struct gc_probe_check *c, const struct eval *e);
 } evals[] = {
 	{"gpu.count", eval_gpu_count},
 	{"gpu.model", eval_gpu_model},
@@ -632,15 +571,15 @@ static bool known_key(const char *k)
 static void eval_one(struct gc_probe_report *r, const char *k, const char *v)
 {
 	const struct key_eval *ke = key_eval(k);
-	struct eval e = {.r = r, .v = v};
+	struct eval e = {.r = r, .cu = &r->cuda, .rd = &r->rdma, .v = v};
+	struct gc_probe_check *c = check(r, k, v);
 
-	e.port = pick_port(&r->rdma, &e.dev);
-	e.c = check(r, k, v);
-	if (!e.c)
+	if (!c)
 		return;
+	e.port = pick_port(&r->rdma, &e.dev);
 	if (ke)
-		ke->eval(&e);
-	if (!e.c->pass)
+		ke->eval(c, &e);
+	if (!c->pass)
 		r->nfailed++;
 }
 
