@@ -152,6 +152,151 @@ static void test_eval_pfc_forms(void **state)
 	free(r);
 }
 
+/* A vGPU guest: profile framebuffer, virtualization mode, licence, ECC. */
+static void test_eval_vgpu_guest(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_probe_expect e;
+	struct gc_probe_report *r = gpu_report(7680ull << 20);
+	struct gc_probe_gpu *g = &r->cuda.gpus[0];
+
+	snprintf(g->name, sizeof(g->name), "GRID A100-8C");
+	snprintf(g->virt_mode, sizeof(g->virt_mode), "VGPU");
+	snprintf(g->license, sizeof(g->license), "Unlicensed (Restricted)");
+	snprintf(g->ecc, sizeof(g->ecc), "N/A");
+	memset(&e, 0, sizeof(e));
+	gc_probe_expect_add(&e, "gpu.vgpu_framebuffer_mib=8192", &err);
+	gc_probe_expect_add(&e, "gpu.vgpu_framebuffer_mib=16384", &err);
+	gc_probe_expect_add(&e, "gpu.virtualization=vgpu", &err);
+	gc_probe_expect_add(&e, "gpu.license=licensed", &err);
+	gc_probe_expect_add(&e, "gpu.license=no", &err);
+	gc_probe_expect_add(&e, "gpu.ecc=Enabled", &err);
+	assert_int_equal(gc_probe_expect_eval(r, &e), 3);
+	/* 7,680 MiB is within a tenth under the 8C profile's 8,192 */
+	assert_true(r->checks[0].pass);
+	assert_string_equal(r->checks[0].found, "7680 MiB");
+	assert_false(r->checks[1].pass);
+	assert_string_equal(r->checks[1].found, "7680 MiB");
+	assert_string_equal(r->checks[1].hint,
+			    "the vGPU profile differs from the spec (e.g. -8Q vs -16Q): check the "
+			    "VM's vGPU device; a framebuffer of 0 means the vGPU did not start "
+			    "(vGPU manager log on the host)");
+	assert_true(r->checks[2].pass); /* case-insensitive */
+	assert_false(r->checks[3].pass);
+	assert_string_equal(r->checks[3].found, "Unlicensed (Restricted)");
+	assert_string_equal(r->checks[3].hint,
+			    "vGPU licence: check /etc/nvidia/gridd.conf (FeatureType), the client "
+			    "configuration token in /etc/nvidia/ClientConfigToken/ and "
+			    "'systemctl status nvidia-gridd'");
+	assert_true(r->checks[4].pass);
+	assert_false(r->checks[5].pass);
+	assert_string_equal(r->checks[5].found, "N/A");
+	assert_string_equal(r->checks[5].hint,
+			    "toggle with 'nvidia-smi -e 0|1' and reboot; vGPU guests often report N/A");
+	free(r);
+}
+
+/* Two GPUs: peer access counted over ordered pairs, ECC over every GPU. */
+static void test_eval_peer_access(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_probe_expect e;
+	struct gc_probe_report *r = gpu_report(80ull << 30);
+
+	r->cuda.ngpu = 2;
+	r->cuda.gpus[1] = r->cuda.gpus[0];
+	snprintf(r->cuda.gpus[0].ecc, sizeof(r->cuda.gpus[0].ecc), "Enabled");
+	snprintf(r->cuda.gpus[1].ecc, sizeof(r->cuda.gpus[1].ecc), "Disabled");
+	r->cuda.peer[0][1] = 1;
+	r->cuda.peer[1][0] = -1; /* unknown counts as no */
+	memset(&e, 0, sizeof(e));
+	gc_probe_expect_add(&e, "gpu.peer_access=all", &err);
+	gc_probe_expect_add(&e, "gpu.peer_access=no", &err);
+	gc_probe_expect_add(&e, "gpu.ecc=enabled", &err);
+	gc_probe_expect_add(&e, "gpu.count=2", &err);
+	assert_int_equal(gc_probe_expect_eval(r, &e), 2);
+	assert_false(r->checks[0].pass);
+	assert_string_equal(r->checks[0].found, "1 of 2 pairs");
+	assert_string_equal(r->checks[0].hint,
+			    "GPUs cannot reach each other: set pciPassthru.allowP2P=true on the "
+			    "VM and check the host's PCIe topology/ACS");
+	assert_true(r->checks[1].pass); /* not asked for: any answer will do */
+	assert_string_equal(r->checks[1].found, "1 of 2 pairs");
+	assert_false(r->checks[2].pass); /* the second GPU's is off */
+	assert_string_equal(r->checks[2].found, "Enabled");
+	assert_true(r->checks[3].pass);
+	free(r);
+}
+
+/* An active RoCE port: link layer, MTU, GID index, ToS hint naming the device, GDR. */
+static void test_eval_rdma_port(void **state)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	struct gc_probe_expect e;
+	struct gc_probe_report *r = gpu_report(80ull << 30);
+	struct gc_probe_rdma_dev *d = &r->rdma.devs[1];
+	struct gc_probe_port *p = &d->ports[0];
+
+	r->rdma.status = GC_PROBE_OK;
+	r->rdma.ndev = 2;
+	snprintf(r->rdma.devs[0].name, sizeof(r->rdma.devs[0].name), "mlx5_0"); /* no port */
+	snprintf(d->name, sizeof(d->name), "mlx5_1");
+	d->nports = 1;
+	p->num = 1;
+	p->state_num = 4;
+	p->active_mtu = 4096;
+	snprintf(p->link_layer, sizeof(p->link_layer), "Ethernet");
+	p->roce_v2_index = 3;
+	p->traffic_class = 96;
+	p->default_tos = -1;
+	r->gdr.status = GC_PROBE_ABSENT;
+	snprintf(r->gdr.reason, sizeof(r->gdr.reason), "nvidia_peermem is not loaded");
+	memset(&e, 0, sizeof(e));
+	gc_probe_expect_add(&e, "rdma.device=mlx5_1", &err);
+	gc_probe_expect_add(&e, "rdma.device=mlx5_0", &err);
+	gc_probe_expect_add(&e, "rdma.link_layer=ethernet", &err);
+	gc_probe_expect_add(&e, "rdma.link_layer=InfiniBand", &err);
+	gc_probe_expect_add(&e, "rdma.mtu=1024", &err);
+	gc_probe_expect_add(&e, "rdma.mtu=4096", &err);
+	gc_probe_expect_add(&e, "rdma.mtu=9000", &err);
+	gc_probe_expect_add(&e, "rdma.gid_index=3", &err);
+	gc_probe_expect_add(&e, "rdma.gid_index=1", &err);
+	gc_probe_expect_add(&e, "rdma.tos=106", &err);
+	gc_probe_expect_add(&e, "gdr.ready=yes", &err);
+	assert_int_equal(gc_probe_expect_eval(r, &e), 6);
+	assert_true(r->checks[0].pass);
+	assert_string_equal(r->checks[0].found, "mlx5_1 active");
+	assert_false(r->checks[1].pass);
+	assert_string_equal(r->checks[1].found, "mlx5_0 no active port");
+	assert_string_equal(r->checks[1].hint,
+			    "port not active: check the link (ibdev2netdev, 'rdma link') and the "
+			    "switch port");
+	assert_true(r->checks[2].pass);
+	assert_false(r->checks[3].pass);
+	assert_string_equal(r->checks[3].found, "Ethernet");
+	assert_true(r->checks[4].pass); /* at least */
+	assert_true(r->checks[5].pass);
+	assert_false(r->checks[6].pass);
+	assert_string_equal(r->checks[6].found, "4096");
+	assert_true(r->checks[7].pass);
+	assert_false(r->checks[8].pass);
+	assert_string_equal(r->checks[8].found, "3");
+	assert_string_equal(r->checks[8].hint,
+			    "the RoCE v2 IPv4 GID sits at another index: set NCCL_IB_GID_INDEX to "
+			    "the found index or fix the interface addresses");
+	assert_false(r->checks[9].pass);
+	assert_string_equal(r->checks[9].found, "96");
+	assert_string_equal(r->checks[9].hint,
+			    "set with 'echo 106 > /sys/class/infiniband/mlx5_1/tc/1/traffic_class' "
+			    "and 'cma_roce_tos -d mlx5_1 -t 106'");
+	assert_false(r->checks[10].pass);
+	assert_string_equal(r->checks[10].found, "absent");
+	assert_string_equal(r->checks[10].hint,
+			    "nvidia_peermem is not loaded; needs nvidia_peermem and "
+			    "pciPassthru.allowP2P / ACS allowing the HCA to reach the GPU BAR");
+	free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -160,6 +305,9 @@ int main(void)
 		cmocka_unit_test(test_eval_gpu),
 		cmocka_unit_test(test_eval_rdma_absent),
 		cmocka_unit_test(test_eval_pfc_forms),
+		cmocka_unit_test(test_eval_vgpu_guest),
+		cmocka_unit_test(test_eval_peer_access),
+		cmocka_unit_test(test_eval_rdma_port),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
