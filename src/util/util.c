@@ -5,6 +5,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +42,136 @@ void *gc_xcalloc(size_t n, size_t size)
 	return p;
 }
 
+/*
+ * Prefaulting.  A large plan's first touch of its huge tables is the
+ * kernel's work, not ours: `perf` put 40 % of a 10,000-host plan in
+ * clear_page_erms, each fresh huge page zeroed (and, when the kernel has
+ * none free, compacted for) on the planner's thread as it first writes.
+ * So each mapping of gc_xcalloc_huge is queued for one worker thread that
+ * faults it in ahead of the planner with MADV_POPULATE_WRITE (Linux 5.14,
+ * madvise(2)), 2 MiB at a time: the pages are made present and writable
+ * without their contents being touched, so the worker and the planner may
+ * be in the same page at once and neither sees the other.  Where the
+ * kernel lacks the advice (EINVAL) the worker stops and the planner faults
+ * as before.  The CPU spent is the same; it is spent on another core.
+ *
+ * gc_free_huge takes a range out of the queue and waits while the worker
+ * is inside it before unmapping, so the worker never populates what a later
+ * mapping put at the same address.  The queue is a fixed ring: a mapping
+ * that finds it full is simply not prefaulted.
+ */
+#define PF_RING 64
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t work; /* the worker waits for a range */
+	pthread_cond_t left; /* gc_free_huge waits for the worker to leave one */
+	struct {
+		unsigned char *p;
+		size_t len;
+	} ring[PF_RING];
+	unsigned head, count;		 /* the queue: ring[head], ring[head + 1] ... */
+	unsigned char *busy;		 /* the 2 MiB the worker populates now, or NULL */
+	enum { PF_OFF, PF_ON, PF_NONE } state; /* no worker yet, running, unavailable */
+} pf = {.mu = PTHREAD_MUTEX_INITIALIZER,
+	.work = PTHREAD_COND_INITIALIZER,
+	.left = PTHREAD_COND_INITIALIZER};
+
+static void *pf_worker(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&pf.mu);
+	for (;;) {
+		unsigned char *step;
+		int rc, err;
+
+		/* ranges that gc_free_huge emptied are dropped unvisited */
+		while (pf.count > 0 && pf.ring[pf.head].len == 0) {
+			pf.head = (pf.head + 1) % PF_RING;
+			pf.count--;
+		}
+		if (pf.count == 0) {
+			pthread_cond_wait(&pf.work, &pf.mu);
+			continue;
+		}
+		step = pf.ring[pf.head].p;
+		pf.ring[pf.head].p += GC_HUGE;
+		pf.ring[pf.head].len -= GC_HUGE; /* every length is whole huge pages */
+		if (pf.ring[pf.head].len == 0) {
+			pf.head = (pf.head + 1) % PF_RING;
+			pf.count--;
+		}
+		pf.busy = step;
+		pthread_mutex_unlock(&pf.mu);
+		rc = madvise(step, GC_HUGE, MADV_POPULATE_WRITE);
+		err = errno;
+		pthread_mutex_lock(&pf.mu);
+		pf.busy = NULL;
+		pthread_cond_broadcast(&pf.left);
+		if (rc != 0 && err == EINVAL) {
+			/* a kernel before 5.14: no prefaulting from here on */
+			pf.state = PF_NONE;
+			pf.count = 0;
+			pthread_mutex_unlock(&pf.mu);
+			return NULL;
+		}
+		/* ENOMEM and the like: that step is faulted by its first write */
+	}
+}
+
+/* Queue [p, p + len) (whole huge pages) for the worker; start it first. */
+static void pf_queue(unsigned char *p, size_t len)
+{
+	pthread_mutex_lock(&pf.mu);
+	if (pf.state == PF_OFF) {
+		pthread_attr_t at;
+		pthread_t th;
+		sigset_t all, old;
+
+		/* the worker takes no signal: the CLI's handlers run on its own
+		 * threads, and a worker's default signal mask is its creator's */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&at, 64 * 1024);
+		pf.state = pthread_create(&th, &at, pf_worker, NULL) == 0 ? PF_ON : PF_NONE;
+		pthread_attr_destroy(&at);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	if (pf.state == PF_ON && pf.count < PF_RING) {
+		unsigned tail = (pf.head + pf.count) % PF_RING;
+
+		pf.ring[tail].p = p;
+		pf.ring[tail].len = len;
+		pf.count++;
+		pthread_cond_signal(&pf.work);
+	}
+	pthread_mutex_unlock(&pf.mu);
+}
+
+/* Nothing of [p, p + len) is queued or being populated once this returns. */
+static void pf_forget(unsigned char *p, size_t len)
+{
+	pthread_mutex_lock(&pf.mu);
+	if (pf.state == PF_ON) {
+		for (unsigned i = 0; i < pf.count; i++) {
+			unsigned k = (pf.head + i) % PF_RING;
+
+			/* a queued range is the unqueued rest of one mapping */
+			if (pf.ring[k].p >= p && pf.ring[k].p < p + len)
+				pf.ring[k].len = 0;
+		}
+		while (pf.busy != NULL && pf.busy >= p && pf.busy < p + len)
+			pthread_cond_wait(&pf.left, &pf.mu);
+	}
+	pthread_mutex_unlock(&pf.mu);
+}
+
 /* Zeroed memory for the big tables of a large plan (see util.h): from
  * GC_HUGE on, an anonymous mapping that starts on a 2 MiB boundary, advised
- * MADV_HUGEPAGE, its length rounded up to whole huge pages. */
+ * MADV_HUGEPAGE, its length rounded up to whole huge pages, and queued to be
+ * prefaulted on another core (above). */
 void *gc_xcalloc_huge(size_t n)
 {
 	size_t len, map, head;
@@ -60,6 +189,7 @@ void *gc_xcalloc_huge(size_t n)
 		munmap(p, head);
 	munmap(p + head + len, map - head - len);
 	(void)madvise(p + head, len, MADV_HUGEPAGE); /* advice: THP may be off */
+	pf_queue(p + head, len);
 	return p + head;
 }
 
@@ -67,10 +197,12 @@ void gc_free_huge(void *p, size_t n)
 {
 	if (p == NULL)
 		return;
-	if (n < GC_HUGE)
+	if (n < GC_HUGE) {
 		free(p);
-	else
-		munmap(p, gc_huge_len(n));
+		return;
+	}
+	pf_forget(p, gc_huge_len(n));
+	munmap(p, gc_huge_len(n));
 }
 
 void *gc_xrealloc(void *p, size_t n)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "gc/arena.h"
@@ -139,6 +140,97 @@ static void test_xcalloc_huge(void **state)
 		gc_free_huge(p, sizes[i]);
 	}
 	gc_free_huge(NULL, 0);
+}
+
+/* How many of [p, p + len)'s pages are resident (mincore). */
+static size_t resident(const unsigned char *p, size_t len)
+{
+	size_t pages = len / 4096, n = 0;
+	unsigned char *v = calloc(pages, 1);
+
+	assert_non_null(v);
+	assert_int_equal(mincore((void *)p, len, v), 0);
+	for (size_t i = 0; i < pages; i++)
+		n += v[i] & 1;
+	free(v);
+	return n;
+}
+
+/* Wait up to 20 s for all of [p, p + len) to be resident. */
+static size_t wait_resident(const unsigned char *p, size_t len)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < 2000 && (n = resident(p, len)) < len / 4096; i++)
+		usleep(10000);
+	return n;
+}
+
+/* A mapping of gc_xcalloc_huge is faulted in by the prefault worker
+ * (util.c) without this thread touching it, stays zero, and what this
+ * thread writes while the worker is in the same pages is kept. */
+static void test_xcalloc_huge_prefault(void **state)
+{
+	const size_t len = 16 * GC_HUGE;
+	unsigned char *probe, *p, *q;
+
+	(void)state;
+	probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(probe != MAP_FAILED);
+	if (madvise(probe, 4096, MADV_POPULATE_WRITE) != 0) {
+		munmap(probe, 4096);
+		skip(); /* a kernel before 5.14: nothing is prefaulted */
+	}
+	munmap(probe, 4096);
+
+	p = gc_xcalloc_huge(len);
+	assert_int_equal(wait_resident(p, len), len / 4096);
+	for (size_t i = 0; i < len; i += 512)
+		assert_int_equal(p[i], 0);
+
+	/* written from the first byte on while the worker populates it */
+	q = gc_xcalloc_huge(len);
+	for (size_t i = 0; i < len; i += 64)
+		q[i] = (unsigned char)(i / 64 * 31 + 1);
+	assert_int_equal(wait_resident(q, len), len / 4096);
+	for (size_t i = 0; i < len; i++)
+		assert_int_equal(q[i], i % 64 ? 0 : (unsigned char)(i / 64 * 31 + 1));
+	gc_free_huge(p, len);
+	gc_free_huge(q, len);
+}
+
+/* A mapping freed before the worker reached it, or while it is inside it,
+ * is not populated afterwards: a fresh mapping put at the same address and
+ * left untouched stays out of memory.  More mappings than the worker's
+ * queue holds are made and freed, the queue's overflow among them. */
+static void test_xcalloc_huge_free_queued(void **state)
+{
+	enum { N = 80 };
+	const size_t len = 8 * GC_HUGE;
+	unsigned char *p[N];
+
+	(void)state;
+	for (int i = 0; i < N; i++)
+		p[i] = gc_xcalloc_huge(len);
+	for (int i = N - 1; i >= 0; i--) {
+		unsigned char *again;
+
+		gc_free_huge(p[i], len);
+		again = mmap(p[i], len, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		assert_true(again == p[i]);
+		p[i] = again;
+	}
+	usleep(300000); /* the worker, if it were to touch them, has had time */
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(resident(p[i], len), 0);
+		munmap(p[i], len);
+	}
+	/* and the worker still serves new mappings */
+	p[0] = gc_xcalloc_huge(len);
+	p[0][len - 1] = 7;
+	assert_int_equal(p[0][0], 0);
+	gc_free_huge(p[0], len);
 }
 
 /* The file read whole into a buffer of its size, and refused past max. */
@@ -372,7 +464,8 @@ int main(void)
 		cmocka_unit_test(test_printf_lengths),
 		cmocka_unit_test(test_arena),        cmocka_unit_test(test_did_you_mean),
 		cmocka_unit_test(test_arena_objects_stay_zero_across_chunks),
-		cmocka_unit_test(test_xcalloc_huge), cmocka_unit_test(test_read_file),
+		cmocka_unit_test(test_xcalloc_huge), cmocka_unit_test(test_xcalloc_huge_prefault),
+		cmocka_unit_test(test_xcalloc_huge_free_queued), cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_sets),          cmocka_unit_test(test_strmap),
 		cmocka_unit_test(test_patterns),     cmocka_unit_test(test_shell_quote),
 		cmocka_unit_test(test_shown_text_cannot_drive_the_terminal),
