@@ -9,7 +9,9 @@
 #include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gc/arena.h"
@@ -166,6 +168,58 @@ static size_t wait_resident(const unsigned char *p, size_t len)
 	return n;
 }
 
+static int cpus(void)
+{
+	cpu_set_t set;
+
+	assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
+	return CPU_COUNT(&set);
+}
+
+/* What a fresh process bound to one CPU does (main, GC_TEST_ONE_CPU): a
+ * mapping of gc_xcalloc_huge is left to be faulted in by its first writes,
+ * since a worker would only take turns with this thread on that CPU. */
+static int one_cpu_child(void)
+{
+	const size_t len = 8 * GC_HUGE;
+	unsigned char *p = gc_xcalloc_huge(len);
+
+	usleep(300000);
+	return resident(p, len) == 0 ? 0 : 1;
+}
+
+static void test_xcalloc_huge_one_cpu(void **state)
+{
+	cpu_set_t one;
+	pid_t pid;
+	int status;
+
+	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof(one), &one), 0);
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (CPU_ISSET(c, &one)) {
+			CPU_ZERO(&one);
+			CPU_SET(c, &one);
+			break;
+		}
+	}
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* a fresh image: this one's worker, if started, is not in a
+		 * fork's child, but its state is */
+		char *argv[] = {"test_util", NULL};
+
+		if (sched_setaffinity(0, sizeof(one), &one) != 0 || setenv("GC_TEST_ONE_CPU", "1", 1) != 0)
+			_exit(3);
+		execv("/proc/self/exe", argv);
+		_exit(4);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* A mapping of gc_xcalloc_huge is faulted in by the prefault worker
  * (util.c) without this thread touching it, stays zero, and what this
  * thread writes while the worker is in the same pages is kept. */
@@ -175,6 +229,8 @@ static void test_xcalloc_huge_prefault(void **state)
 	unsigned char *probe, *p, *q;
 
 	(void)state;
+	if (cpus() < 2)
+		skip(); /* one CPU: no worker (test_xcalloc_huge_one_cpu) */
 	probe = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	assert_true(probe != MAP_FAILED);
 	if (madvise(probe, 4096, MADV_POPULATE_WRITE) != 0) {
@@ -459,13 +515,16 @@ static void test_put_utf8_keeps_json_utf8(void **state)
 
 int main(void)
 {
+	if (getenv("GC_TEST_ONE_CPU") != NULL)
+		return one_cpu_child();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_buf),          cmocka_unit_test(test_error_first_wins),
 		cmocka_unit_test(test_printf_lengths),
 		cmocka_unit_test(test_arena),        cmocka_unit_test(test_did_you_mean),
 		cmocka_unit_test(test_arena_objects_stay_zero_across_chunks),
 		cmocka_unit_test(test_xcalloc_huge), cmocka_unit_test(test_xcalloc_huge_prefault),
-		cmocka_unit_test(test_xcalloc_huge_free_queued), cmocka_unit_test(test_read_file),
+		cmocka_unit_test(test_xcalloc_huge_free_queued),
+		cmocka_unit_test(test_xcalloc_huge_one_cpu), cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_sets),          cmocka_unit_test(test_strmap),
 		cmocka_unit_test(test_patterns),     cmocka_unit_test(test_shell_quote),
 		cmocka_unit_test(test_shown_text_cannot_drive_the_terminal),
