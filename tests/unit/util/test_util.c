@@ -168,6 +168,13 @@ static size_t wait_resident(const unsigned char *p, size_t len)
 	return n;
 }
 
+/* Map and free what it takes for prefaulting to start (util.c's PF_FROM:
+ * 64 MiB in all). */
+static void past_threshold(void)
+{
+	gc_free_huge(gc_xcalloc_huge(32 * GC_HUGE), 32 * GC_HUGE);
+}
+
 static int cpus(void)
 {
 	cpu_set_t set;
@@ -176,25 +183,29 @@ static int cpus(void)
 	return CPU_COUNT(&set);
 }
 
-/* What a fresh process bound to one CPU does (main, GC_TEST_ONE_CPU): a
- * mapping of gc_xcalloc_huge is left to be faulted in by its first writes,
- * since a worker would only take turns with this thread on that CPU. */
-static int one_cpu_child(void)
+/* What a fresh process does (main, GC_TEST_CHILD): "one-cpu", bound to one
+ * CPU, leaves a mapping made past PF_FROM to be faulted in by its first
+ * writes, since a worker would only take turns with this thread there;
+ * "below", on every CPU it has, leaves the mappings of its first 64 MiB so. */
+static int child(const char *what)
 {
 	const size_t len = 8 * GC_HUGE;
-	unsigned char *p = gc_xcalloc_huge(len);
+	unsigned char *p;
 
+	if (strcmp(what, "one-cpu") == 0)
+		past_threshold();
+	p = gc_xcalloc_huge(len); /* 80 MiB in all or 16 */
 	usleep(300000);
 	return resident(p, len) == 0 ? 0 : 1;
 }
 
-static void test_xcalloc_huge_one_cpu(void **state)
+/* Run this program again as child(what), bound to one CPU or not. */
+static void run_child(const char *what, bool one_cpu)
 {
 	cpu_set_t one;
 	pid_t pid;
 	int status;
 
-	(void)state;
 	assert_int_equal(sched_getaffinity(0, sizeof(one), &one), 0);
 	for (int c = 0; c < CPU_SETSIZE; c++) {
 		if (CPU_ISSET(c, &one)) {
@@ -210,7 +221,8 @@ static void test_xcalloc_huge_one_cpu(void **state)
 		 * fork's child, but its state is */
 		char *argv[] = {"test_util", NULL};
 
-		if (sched_setaffinity(0, sizeof(one), &one) != 0 || setenv("GC_TEST_ONE_CPU", "1", 1) != 0)
+		if ((one_cpu && sched_setaffinity(0, sizeof(one), &one) != 0) ||
+		    setenv("GC_TEST_CHILD", what, 1) != 0)
 			_exit(3);
 		execv("/proc/self/exe", argv);
 		_exit(4);
@@ -218,6 +230,18 @@ static void test_xcalloc_huge_one_cpu(void **state)
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_xcalloc_huge_one_cpu(void **state)
+{
+	(void)state;
+	run_child("one-cpu", true);
+}
+
+static void test_xcalloc_huge_below_threshold(void **state)
+{
+	(void)state;
+	run_child("below", false);
 }
 
 /* A mapping of gc_xcalloc_huge is faulted in by the prefault worker
@@ -238,6 +262,7 @@ static void test_xcalloc_huge_prefault(void **state)
 		skip(); /* a kernel before 5.14: nothing is prefaulted */
 	}
 	munmap(probe, 4096);
+	past_threshold();
 
 	p = gc_xcalloc_huge(len);
 	assert_int_equal(wait_resident(p, len), len / 4096);
@@ -515,8 +540,8 @@ static void test_put_utf8_keeps_json_utf8(void **state)
 
 int main(void)
 {
-	if (getenv("GC_TEST_ONE_CPU") != NULL)
-		return one_cpu_child();
+	if (getenv("GC_TEST_CHILD") != NULL)
+		return child(getenv("GC_TEST_CHILD"));
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_buf),          cmocka_unit_test(test_error_first_wins),
 		cmocka_unit_test(test_printf_lengths),
@@ -524,7 +549,8 @@ int main(void)
 		cmocka_unit_test(test_arena_objects_stay_zero_across_chunks),
 		cmocka_unit_test(test_xcalloc_huge), cmocka_unit_test(test_xcalloc_huge_prefault),
 		cmocka_unit_test(test_xcalloc_huge_free_queued),
-		cmocka_unit_test(test_xcalloc_huge_one_cpu), cmocka_unit_test(test_read_file),
+		cmocka_unit_test(test_xcalloc_huge_one_cpu),
+		cmocka_unit_test(test_xcalloc_huge_below_threshold), cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_sets),          cmocka_unit_test(test_strmap),
 		cmocka_unit_test(test_patterns),     cmocka_unit_test(test_shell_quote),
 		cmocka_unit_test(test_shown_text_cannot_drive_the_terminal),
