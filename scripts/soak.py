@@ -112,6 +112,16 @@ REOBSERVE_S = 60.0
 # apply's warning when a re-run meets a target still coming back from the
 # reboot a killed run sent (src/exec/exec.c, observe_after_reboot)
 RESUME_WAIT = "an earlier apply rebooted it and never saw it back"
+
+# What keep_evidence asks each guest after a violation: its boot and load,
+# its processes oldest first (an earlier run's orphaned commands among them),
+# systemd's queued jobs (a stuck one holds logins and systemctl), the boots
+# wtmp knows and the end of this boot's journal.  Each bounded by timeout.
+GUEST_EVIDENCE = ("uptime; cat /proc/sys/kernel/random/boot_id; echo '-- ps'; "
+                  "timeout 30 ps -eo pid,ppid,lstart,etime,stat,pcpu,args --sort=start_time | cut -c1-220; "
+                  "echo '-- systemctl list-jobs'; timeout 30 systemctl list-jobs --no-pager; "
+                  "echo '-- last -x'; last -x | head -20; "
+                  "echo '-- journal'; timeout 60 sudo -n journalctl -b --no-pager -n 150")
 # apply -v's note when a reboot wait's poll logs in and is cut before it
 # reads the boot (src/exec/drvctx.c, gc_drv_wait_reboot): the wait polls
 # again, no "retrying after:" line
@@ -436,6 +446,7 @@ class Example:
                     "absorbed_guest": 0}
         self.guest_drops = []  # (episode, guest, seconds into the run, what its session ran)
         self.episode = "clean"
+        self.kept = set()  # the episodes whose evidence keep_evidence kept
         self.state_dir = os.path.join(self.lab.dir, "state")
         self.t0 = time.time()
 
@@ -511,10 +522,55 @@ class Example:
 
     # ------------------------------------------------------------ checks
 
-    def violation(self, what):
+    def violation(self, what, full=None):
         line = "%s %s (seed %d): %s" % (self.name, self.episode, self.args.seed, what)
         print("VIOLATION " + line, flush=True)
         self.violations.append(line)
+        self.keep_evidence(line, full)
+
+    def keep_evidence(self, line, full=None):
+        """What the first violation of an episode leaves to look at once the
+        lab is gone: the violation, the failing run's whole stderr, the state
+        directory (the journal) and, for each guest, its serial console and
+        what it runs (GUEST_EVIDENCE, read over plain ssh, all guests at
+        once), in --evidence DIR/EXAMPLE-EPISODE.  Never raises: a guest that
+        does not answer is recorded as such."""
+        if not getattr(self.args, "evidence", None) or self.episode in self.kept:
+            return
+        self.kept.add(self.episode)
+        d = os.path.join(self.args.evidence, "%s-%s" % (self.name, self.episode.replace(" ", "-")))
+        try:
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, "violation.txt"), "w", encoding="utf-8") as f:
+                f.write(line + "\n")
+            if full:
+                with open(os.path.join(d, "stderr.txt"), "w", encoding="utf-8") as f:
+                    f.write(full)
+            if os.path.isdir(self.state_dir):
+                shutil.copytree(self.state_dir, os.path.join(d, "state"), dirs_exist_ok=True)
+            guests = sorted(getattr(self.lab, "guests", None) or {})
+            got = {}
+
+            def ask(vm):
+                try:
+                    got[vm] = self.lab.guest_ssh(vm, GUEST_EVIDENCE, timeout=150)
+                except (RuntimeError, subprocess.TimeoutExpired, AttributeError, OSError) as e:
+                    got[vm] = "not read: %s\n" % e
+            threads = [threading.Thread(target=ask, args=(vm,)) for vm in guests]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            for vm in guests:
+                os.makedirs(os.path.join(d, "guests", vm), exist_ok=True)
+                with open(os.path.join(d, "guests", vm, "now.txt"), "w", encoding="utf-8") as f:
+                    f.write(got.get(vm, ""))
+                console = os.path.join(self.lab.dir, "guests", vm, "console.log")
+                if os.path.exists(console):
+                    shutil.copy(console, os.path.join(d, "guests", vm, "console.log"))
+            print("soak: evidence of the violation kept in %s" % d, flush=True)
+        except OSError as e:
+            print("soak: keeping the evidence in %s failed: %s" % (d, e), flush=True)
 
     def check_plan(self):
         r = subprocess.run([BIN, "plan", "--only", self.args.only, "--state-dir", self.state_dir, self.lab.spec],
@@ -609,7 +665,7 @@ class Example:
                 self.whole_s = time.time() - run.started
             if self.ended(rc, err):
                 return
-            self.violation("a re-run exited %d: %s" % (rc, err[-2000:]))
+            self.violation("a re-run exited %d: %s" % (rc, err[-2000:]), err)
             return
 
     def ended(self, rc, err):
@@ -651,7 +707,7 @@ class Example:
         self.fig["retries_vc"] += len(re.findall(r"^vcenter: retrying after:", err, re.M))
         if rc != 0:
             self.violation("an apply with %s dropping after %d commands exited %d in %.1f s: %s"
-                           % (target, after, rc, time.time() - t0, err[-2000:]))
+                           % (target, after, rc, time.time() - t0, err[-2000:]), err)
             return
         self.check()
 
@@ -685,7 +741,7 @@ class Example:
         self.fig["retries_vc"] += len(re.findall(r"^vcenter: retrying after:", err, re.M))
         if rc != 0:
             self.violation("an apply with guest drops at %s exited %d: %s" % (
-                ", ".join("%s %.0f s" % (vm, t) for t, vm in plan), rc, err[-2000:]))
+                ", ".join("%s %.0f s" % (vm, t) for t, vm in plan), rc, err[-2000:]), err)
             return
         self.check()
 
@@ -1129,6 +1185,10 @@ def parse_args(argv):
                          "(observing, waiting for a target still booting); its window is what "
                          "the kills left of T plus this, and never below it (default %(default)s; "
                          "a smaller one lands more kills late in a re-run)")
+    ap.add_argument("--evidence", default=None, metavar="DIR",
+                    help="where a violation's evidence is kept (the run's stderr, the journal, "
+                         "each guest's processes and console); default /tmp/gc-soak-evidence-SEED, "
+                         "'' keeps none")
     ap.add_argument("--reboot-seconds", type=float, default=0.5)
     ap.add_argument("--port", type=int, default=2350 + offset)
     ap.add_argument("--vcsim-port", type=int, default=9020 + offset)
@@ -1143,6 +1203,8 @@ def parse_args(argv):
         args.drops = 0 if args.guests or own_only else 4
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 1 << 31)
+    if args.evidence is None:
+        args.evidence = "/tmp/gc-soak-evidence-%d" % args.seed
     return args
 
 

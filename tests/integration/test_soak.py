@@ -68,6 +68,55 @@ class ShortSoak(unittest.TestCase):
                          "/usr/bin/dpkg --status-fd 35 --unpack /var/cache/apt/archives/x.deb; "
                          "/bin/bash /usr/bin/nvidia-smi -q -x")
 
+    def test_violation_keeps_evidence(self):
+        # a violation's evidence outlives the lab: the violation, the run's
+        # whole stderr, the journal, each guest's answer or why there is none,
+        # and its console; kept once per episode
+        import tempfile
+
+        class FakeLab:
+            guests = {"worker-01": "127.0.0.51", "worker-02": "127.0.0.52"}
+
+            def __init__(self, d):
+                self.dir = d
+
+            def guest_ssh(self, vm, command, timeout=120):
+                if vm == "worker-02":
+                    raise soak.subprocess.TimeoutExpired(["ssh", vm], timeout)
+                return "asked: " + command
+
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "lab", "state"))
+            os.makedirs(os.path.join(d, "lab", "guests", "worker-01"))
+            with open(os.path.join(d, "lab", "state", "c.journal"), "w") as f:
+                f.write('{"run":"1"}\n')
+            with open(os.path.join(d, "lab", "guests", "worker-01", "console.log"), "w") as f:
+                f.write("A stop job is running\n")
+            args = self.args("esxi,guest", 1, 1, 0)
+            args.evidence = os.path.join(d, "kept")
+            ex = soak.Example("roce-pair", args, soak.random.Random(1), lab=FakeLab(os.path.join(d, "lab")))
+            ex.episode = "kill episode 2"
+            ex.violation("a re-run exited 1: tail", "whole stderr\ntail")
+            ex.violation("a second one")
+            kept = os.path.join(d, "kept", "roce-pair-kill-episode-2")
+            with open(os.path.join(kept, "violation.txt")) as f:
+                self.assertEqual(f.read(), "roce-pair kill episode 2 (seed %d): a re-run exited 1: tail\n"
+                                 % args.seed)
+            with open(os.path.join(kept, "stderr.txt")) as f:
+                self.assertEqual(f.read(), "whole stderr\ntail")
+            with open(os.path.join(kept, "state", "c.journal")) as f:
+                self.assertEqual(f.read(), '{"run":"1"}\n')
+            with open(os.path.join(kept, "guests", "worker-01", "now.txt")) as f:
+                self.assertEqual(f.read(), "asked: " + soak.GUEST_EVIDENCE)
+            with open(os.path.join(kept, "guests", "worker-01", "console.log")) as f:
+                self.assertEqual(f.read(), "A stop job is running\n")
+            with open(os.path.join(kept, "guests", "worker-02", "now.txt")) as f:
+                self.assertEqual(f.read(), "not read: Command '['ssh', 'worker-02']' timed out "
+                                 "after 150 seconds\n")
+            self.assertFalse(os.path.exists(os.path.join(kept, "guests", "worker-02", "console.log")))
+            self.assertEqual(len(ex.violations), 2)
+            self.assertEqual(os.listdir(os.path.join(d, "kept")), ["roce-pair-kill-episode-2"])
+
     def test_vgpu_example_converges_after_kills(self):
         # two reboots a host (the ECC change needs the driver the first
         # reboot loads) and a VIB: the costliest example to get wrong
