@@ -55,7 +55,8 @@ void *gc_xcalloc(size_t n, size_t size)
  * be in the same page at once and neither sees the other.  Where the
  * kernel lacks the advice (EINVAL) the worker stops and the planner faults
  * as before; where this process may run on one CPU only, no worker is
- * started (other_cpu), nor before a process has mapped PF_FROM.  The work is the same; it is done on another core.
+ * started (other_cpu), nor before it has mapped PF_FROM.  The work is the
+ * same; it is done on another core.
  *
  * gc_free_huge takes a range out of the queue and waits while the worker
  * is inside it before unmapping, so the worker never populates what a later
@@ -82,12 +83,12 @@ static struct {
 		unsigned char *p;
 		size_t len;
 	} ring[PF_RING];
-	unsigned head, count;		 /* the queue: ring[head], ring[head + 1] ... */
-	unsigned char *busy;		 /* the 2 MiB the worker populates now, or NULL */
+	unsigned head, count;                  /* the queue: ring[head], ring[head + 1] ... */
+	unsigned char *busy;                   /* the 2 MiB the worker populates now, or NULL */
 	enum { PF_OFF, PF_ON, PF_NONE } state; /* no worker yet, running, unavailable */
 } pf = {.mu = PTHREAD_MUTEX_INITIALIZER,
-	.work = PTHREAD_COND_INITIALIZER,
-	.left = PTHREAD_COND_INITIALIZER};
+        .work = PTHREAD_COND_INITIALIZER,
+        .left = PTHREAD_COND_INITIALIZER};
 
 static void *pf_worker(void *arg)
 {
