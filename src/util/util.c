@@ -68,7 +68,7 @@ void *gc_xcalloc(size_t n, size_t size)
 /* Prefaulting starts once a process has mapped this much through
  * gc_xcalloc_huge (in all, freed or not).  Below it the first touch is a
  * small part of the work (3 % of a 1,000-host plan's samples, which maps
- * about 40 MiB) and a second thread costs more than it saves: on the
+ * about 44 MiB) and a second thread costs more than it saves: on the
  * 2-core machine a 1,000-host plan took 130 ms with the worker against 114
  * without, a 10,000-host one (335 MiB) 1,161 against 1,321 ms. */
 #define PF_FROM ((size_t)64 << 20)
