@@ -29,7 +29,9 @@ char *gc_xasprintf(const char *fmt, ...) GC_PRINTF(1, 2);
  * mapping of their own in transparent huge pages where the kernel allows
  * them (MADV_HUGEPAGE), below it calloc.  A 10,000-host plan touched 200 MiB
  * 4 KiB at a time: 72,000 page faults, each zeroing a page that a memset
- * then wrote again.  Freed with gc_free_huge and the same n. */
+ * then wrote again.  Once a process has mapped 64 MiB this way, a worker
+ * thread faults each new mapping in ahead of its first writes, on another
+ * core (util.c, "Prefaulting").  Freed with gc_free_huge and the same n. */
 #define GC_HUGE ((size_t)2 << 20) /* the x86-64 huge page */
 static inline size_t gc_huge_len(size_t n)
 {

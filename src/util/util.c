@@ -176,6 +176,13 @@ static void pf_queue(unsigned char *p, size_t len)
 	pthread_mutex_unlock(&pf.mu);
 }
 
+/* Is q in [p, p + len)?  As addresses: q may be in another mapping, and
+ * comparing pointers into different objects is undefined in C. */
+static bool within(const unsigned char *q, const unsigned char *p, size_t len)
+{
+	return (uintptr_t)q - (uintptr_t)p < len;
+}
+
 /* Nothing of [p, p + len) is queued or being populated once this returns. */
 static void pf_forget(unsigned char *p, size_t len)
 {
@@ -185,10 +192,10 @@ static void pf_forget(unsigned char *p, size_t len)
 			unsigned k = (pf.head + i) % PF_RING;
 
 			/* a queued range is the unqueued rest of one mapping */
-			if (pf.ring[k].p >= p && pf.ring[k].p < p + len)
+			if (within(pf.ring[k].p, p, len))
 				pf.ring[k].len = 0;
 		}
-		while (pf.busy != NULL && pf.busy >= p && pf.busy < p + len)
+		while (pf.busy != NULL && within(pf.busy, p, len))
 			pthread_cond_wait(&pf.left, &pf.mu);
 	}
 	pthread_mutex_unlock(&pf.mu);
