@@ -355,7 +355,8 @@ efi_disk() {
 	[ -f "$stub" ] || die "no $stub (apt-get install systemd-boot-efi)"
 	d=$w/efi
 	mkdir -p "$d"
-	echo "root=LABEL=gclab-root rw console=ttyS0 net.ifnames=0 panic=-1" >"$d/cmdline"
+	# as guests.sh boots the BIOS guests (no_timer_check: see its kernel_cmdline)
+	echo "root=LABEL=gclab-root rw console=ttyS0 net.ifnames=0 panic=-1 no_timer_check" >"$d/cmdline"
 	objcopy \
 		--add-section .osrel="$r/usr/lib/os-release" --change-section-vma .osrel=0x20000 \
 		--add-section .cmdline="$d/cmdline" --change-section-vma .cmdline=0x30000 \
