@@ -37,10 +37,19 @@ build_dir() {
 	cmake --build "$dir" -j"$jobs"
 }
 test_dir() {
-	local dir=$1 ctest_args=$2
+	local dir=$1 ctest_args=$2 rc=0
 	echo "== test $dir"
+	rm -f "$dir/lab-test-times.txt"
 	# shellcheck disable=SC2086 # ctest_args is a word list
-	(cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 2400 $ctest_args)
+	(cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 2400 $ctest_args) || rc=$?
+	# ctest shows a passing test's output only with -V: each lab test's
+	# wall time and its lab's start (tests/integration/labtest.py), in the
+	# order they ended
+	if [ -s "$dir/lab-test-times.txt" ]; then
+		echo "== lab test times ($dir)"
+		sed 's/^/    /' "$dir/lab-test-times.txt"
+	fi
+	return $rc
 }
 
 # run_pass DIR "CTEST ARGS" CMAKE ARGS...

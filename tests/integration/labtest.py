@@ -39,6 +39,18 @@ def observation(line):
             or LEASE_OPTION in line or "advanced add -o GpuclusterctlLease " in line)
 
 
+def time_line(text):
+    """A wall-time line on stderr and, where GC_IT_TIMES names a file (ctest
+    sets it: tests/integration/CMakeLists.txt), appended to it as well:
+    ctest shows a passing test's output only with -V, so scripts/test.sh
+    prints that file after the lab tests."""
+    sys.stderr.write("    (%s)\n" % text)
+    path = os.environ.get("GC_IT_TIMES")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text + "\n")
+
+
 class LabCase(unittest.TestCase):
     spec = "examples/roce-passthrough.yaml"
     guests = 0  # real guest VMs to boot (scripts/lab.sh --guests); most tests need none
@@ -46,13 +58,14 @@ class LabCase(unittest.TestCase):
     reboot_seconds = 0.3
 
     def run(self, result=None):
-        # Each test's wall time on stderr after its verdict, and the class's
-        # lab start-up once: where the suite's minutes go, in every CI log.
+        # Each test's wall time after its verdict, and the class's lab
+        # start-up once: where the suite's minutes go, in every CI log.
         t0 = time.monotonic()
         try:
             return super().run(result)
         finally:
-            sys.stderr.write("    (%s: %.1f s)\n" % (self._testMethodName, time.monotonic() - t0))
+            time_line("%s.%s: %.1f s" % (type(self).__name__, self._testMethodName,
+                                         time.monotonic() - t0))
 
     @classmethod
     def setUpClass(cls):
@@ -60,7 +73,7 @@ class LabCase(unittest.TestCase):
         try:
             cls._start_lab()
         finally:
-            sys.stderr.write("    (%s lab start: %.1f s)\n" % (cls.__name__, time.monotonic() - t0))
+            time_line("%s lab start: %.1f s" % (cls.__name__, time.monotonic() - t0))
 
     @classmethod
     def _start_lab(cls):
