@@ -125,6 +125,10 @@ struct gc_credential {
 	bool agent;          /* use ssh-agent */
 };
 
+/* How long a command that only reads may run when the spec does not say
+ * (ssh.read_timeout_s): observation, verification, reboot polls. */
+#define GC_SSH_READ_TIMEOUT_S 60u
+
 struct gc_ssh {
 	struct gc_mark mark;
 	unsigned port;              /* default 22 */
@@ -132,6 +136,7 @@ struct gc_ssh {
 	bool trust_new_host_keys;   /* default false: unknown keys are refused */
 	unsigned connect_timeout_s; /* default 10 */
 	unsigned command_timeout_s; /* default 300 */
+	unsigned read_timeout_s;    /* default 60 (GC_SSH_READ_TIMEOUT_S) */
 	unsigned keepalive_s;       /* default 15 */
 };
 

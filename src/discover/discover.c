@@ -21,9 +21,6 @@
 #include "gc/json.h"
 #include "gc/ssh.h"
 
-/* Read-only commands are capped like the executor's observation. */
-#define READ_TIMEOUT_MS 60000u
-
 static int read_esxi(json_object *o, const struct gc_host *h, const struct gc_drv_settings *set,
 		     struct gc_error *err)
 {
@@ -35,7 +32,7 @@ static int read_esxi(json_object *o, const struct gc_host *h, const struct gc_dr
 	int rc;
 
 	gc_ssh_opts_from_spec(&so, &known, set, h->address, &h->ssh, h->credentials, "root");
-	so.command_timeout_ms = READ_TIMEOUT_MS;
+	so.command_timeout_ms = gc_ssh_read_ms(&h->ssh); /* it only reads, as the observation */
 	rc = gc_ssh_connect(&ssh, &so, err);
 	free(known);
 	if (rc != 0)
@@ -80,7 +77,7 @@ static int read_switch(json_object *o, const struct gc_switch *sw,
 		memset(&oo, 0, sizeof(oo));
 		oo.switch_name = sw->name;
 		oo.enable_password_env = sw->enable_password_env;
-		oo.timeout_ms = (int)READ_TIMEOUT_MS;
+		oo.timeout_ms = (int)gc_ssh_read_ms(&sw->ssh);
 		gc_onyx_chan_ssh(&ch, shell);
 		rc = gc_onyx_session_open(&s, &ch, &oo, err);
 	}

@@ -233,6 +233,7 @@ static void ssh_map(struct out *o, const struct gc_ssh *s)
 	key_bool(o, "trust_new_host_keys", s->trust_new_host_keys);
 	key_uint(o, "connect_timeout_s", s->connect_timeout_s);
 	key_uint(o, "command_timeout_s", s->command_timeout_s);
+	key_uint(o, "read_timeout_s", s->read_timeout_s);
 	key_uint(o, "keepalive_s", s->keepalive_s);
 	map_end(o);
 }
@@ -244,7 +245,8 @@ static bool ssh_same(const struct gc_ssh *a, const struct gc_ssh *b)
 
 	return kh && a->port == b->port && a->trust_new_host_keys == b->trust_new_host_keys &&
 	       a->connect_timeout_s == b->connect_timeout_s &&
-	       a->command_timeout_s == b->command_timeout_s && a->keepalive_s == b->keepalive_s;
+	       a->command_timeout_s == b->command_timeout_s &&
+	       a->read_timeout_s == b->read_timeout_s && a->keepalive_s == b->keepalive_s;
 }
 
 static void vcenter(struct out *o, const struct gc_vcenter *vc)

@@ -253,6 +253,11 @@ void gc_ssh_opts_from_spec(struct gc_ssh_opts *o, char **known, const struct gc_
 	o->keepalive_s = ssh->keepalive_s;
 }
 
+unsigned gc_ssh_read_ms(const struct gc_ssh *ssh)
+{
+	return (ssh->read_timeout_s ? ssh->read_timeout_s : GC_SSH_READ_TIMEOUT_S) * 1000u;
+}
+
 int gc_drv_ssh_connect(struct gc_ssh_conn **out, const struct gc_drv_ctx *ctx,
 		       const char *address, const struct gc_ssh *ssh,
 		       const struct gc_credential *cred, const char *default_user,

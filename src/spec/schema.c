@@ -75,6 +75,7 @@ static const struct spec_field ssh_fields[] = {
 	FBOOL(struct gc_ssh, "trust_new_host_keys", trust_new_host_keys),
 	FUINT(struct gc_ssh, "connect_timeout_s", connect_timeout_s, 1, 3600, false),
 	FUINT(struct gc_ssh, "command_timeout_s", command_timeout_s, 1, 86400, false),
+	FUINT(struct gc_ssh, "read_timeout_s", read_timeout_s, 1, 3600, false),
 	FUINT(struct gc_ssh, "keepalive_s", keepalive_s, 0, 3600, false),
 	FEND(struct gc_ssh),
 };
@@ -777,6 +778,7 @@ void spec_parse_root(struct spec_ctx *x, struct spec_node *root)
 	c->ssh_defaults.port = 22;
 	c->ssh_defaults.connect_timeout_s = 10;
 	c->ssh_defaults.command_timeout_s = 300;
+	c->ssh_defaults.read_timeout_s = GC_SSH_READ_TIMEOUT_S;
 	c->ssh_defaults.keepalive_s = 15;
 	c->rolling.max_unavailable = 1;
 	c->rolling.max_unavailable_vms = 1;

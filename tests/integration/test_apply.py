@@ -297,6 +297,36 @@ class ApplyRoce(LabCase):
         plan = json.loads(r.stdout)
         self.assertEqual(plan["unknown"], [{"kind": "esxi", "target": "esx03", "error": refused}])
 
+    def test_a_read_slower_than_the_hosts_read_timeout_fails_that_host_alone(self):
+        # esx03 answers every command a second late, so its observation
+        # batch (some thirty commands) runs for half a minute; its own
+        # `ssh: {read_timeout_s: 3}` cuts each try short at 3 s.  A read
+        # past its timeout is a transport fault: tried on a new connection,
+        # then the host is unknown and the others are planned as usual.
+        spec = os.path.join(self.lab, "read-timeout.yaml")
+        with open(self.specfile) as f:
+            text = f.read()
+        self.assertIn("- name: esx03\n  address: 127.0.0.13\n", text)
+        with open(spec, "w") as f:
+            f.write(text.replace("- name: esx03\n  address: 127.0.0.13\n",
+                                 "- name: esx03\n  address: 127.0.0.13\n  ssh: {read_timeout_s: 3}\n"))
+        self.control("esx03", {"latency_ms": 1000})
+        before = len(self.execs("esx03"))
+        r = self.gc("plan", "--only", "esxi", spec=spec, check=1)
+        timed_out = "host 'esx03': ssh gclab@127.0.0.13:%d: command: timed out after 3.000 s" % self.port
+        self.assertEqual(r.stderr.count("esx03: retrying after: " + timed_out + "\n"), 3, r.stderr)
+        self.assertTrue(r.stderr.endswith("gpuclusterctl: error: esxi 'esx03' failed: " + timed_out + "\n"),
+                        r.stderr)
+        self.assertIn("\nUnknown: not observed, nothing planned for them\n\n"
+                      "  esxi esx03: unknown: " + timed_out + "\n", r.stdout)
+        self.assertIn("Wave 4 of 4 (maintenance: esx08)\n", r.stdout)
+        # four observations sent, each cut short; the spec's other hosts keep
+        # the default read timeout and answered in time
+        kinds = [exec_kind(c) for _, c in self.execs("esx03")[before:]]
+        self.assertEqual(kinds, ["observe"] * 4, kinds)
+        for h in self.hosts:
+            self.assertEqual(self.changes(h), [], h)
+
     def test_dropped_connection_while_taking_the_lease_is_retried(self):
         # a first apply takes the lease in its observation (the take
         # snippet: read, then written where the host holds none).  The

@@ -169,6 +169,10 @@ void gc_drv_ssh_opts(struct gc_ssh_opts *o, char **known, const struct gc_drv_ct
 void gc_ssh_opts_from_spec(struct gc_ssh_opts *o, char **known, const struct gc_drv_settings *set,
 			   const char *address, const struct gc_ssh *ssh,
 			   const struct gc_credential *cred, const char *default_user);
+/* How long a command that only reads may run on a target, in ms: its
+ * ssh.read_timeout_s (GC_SSH_READ_TIMEOUT_S when the struct came from
+ * elsewhere than the spec loader and holds 0). */
+unsigned gc_ssh_read_ms(const struct gc_ssh *ssh);
 /* gc_drv_ssh_opts() and gc_ssh_connect() in one: connect_ms 0 keeps the
  * spec's connect timeout; the connection's command timeout becomes read_ms
  * (the Linux targets keep the spec's for changes only). */

@@ -64,8 +64,8 @@ static int ssh_open(struct gc_ssh_conn **out, struct gc_drv_ctx *ctx, const stru
 		o.connect_timeout_ms = connect_timeout_ms;
 	rc = gc_ssh_connect(out, &o, err);
 	free(known);
-	if (rc == 0 && (o.command_timeout_ms == 0 || o.command_timeout_ms > READ_TIMEOUT_MS))
-		gc_ssh_set_command_timeout(*out, READ_TIMEOUT_MS);
+	if (rc == 0 && (o.command_timeout_ms == 0 || o.command_timeout_ms > gc_ssh_read_ms(&h->ssh)))
+		gc_ssh_set_command_timeout(*out, gc_ssh_read_ms(&h->ssh));
 	if (rc != 0)
 		gc_error_prefix(err, "host '%s': ", t->name);
 	return rc;
@@ -88,6 +88,9 @@ static int esxi_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_tar
 	c->lease_option = -1;
 	c->command_timeout_ms = set->command_timeout_ms ? set->command_timeout_ms
 						       : t->host->ssh.command_timeout_s * 1000u;
+	c->read_ms = gc_ssh_read_ms(&t->host->ssh);
+	if (c->command_timeout_ms != 0 && c->command_timeout_ms < c->read_ms)
+		c->read_ms = c->command_timeout_ms;
 	*conn = c;
 	return 0;
 }
@@ -175,8 +178,10 @@ static int observe_leased(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc
 	script = gc_esxi_script_lease(token, learn_source(c), flags, lock, take);
 	rc = esxi_host_exec(c, c->ssh, script, false, &res, err);
 	free(script);
-	if (rc != 0)
+	if (rc != 0) { /* named as a connection that fails is (ssh_open) */
+		gc_error_prefix(err, "host '%s': ", c->target->name);
 		return rc;
+	}
 	rc = gc_esxi_parse_observation(&f, token, res.out, res.out_len, err);
 	if (stderr_out != NULL)
 		last_line(stderr_out, res.err, res.err_len);
@@ -291,8 +296,8 @@ static int run_change(struct esxi_conn *c, struct gc_drv_ctx *ctx, const char *c
 	gc_drv_count_change(ctx);
 	gc_ssh_set_command_timeout(c->ssh, c->command_timeout_ms);
 	rc = esxi_host_exec(c, c->ssh, cmd, false, &res, err);
-	if (gc_ssh_alive(c->ssh) && (c->command_timeout_ms == 0 || c->command_timeout_ms > READ_TIMEOUT_MS))
-		gc_ssh_set_command_timeout(c->ssh, READ_TIMEOUT_MS);
+	if (gc_ssh_alive(c->ssh))
+		gc_ssh_set_command_timeout(c->ssh, c->read_ms);
 	if (rc != 0) {
 		gc_error_prefix(err, "host '%s': ", c->target->name);
 		return rc;
@@ -642,12 +647,12 @@ static int run_batch_exec(struct esxi_conn *c, struct gc_drv_ctx *ctx, char *con
 	/* the spec's timeout is sized for the slowest command (a VIB install):
 	 * each further command of the batch gets a read-only command's */
 	if (timeout != 0)
-		timeout += (unsigned)(n - 1) * READ_TIMEOUT_MS;
+		timeout += (unsigned)(n - 1) * c->read_ms;
 	gc_ssh_set_command_timeout(c->ssh, timeout);
 	rc = gc_ssh_exec_partial(c->ssh, script, &res, err);
 	free(script);
-	if (gc_ssh_alive(c->ssh) && (c->command_timeout_ms == 0 || c->command_timeout_ms > READ_TIMEOUT_MS))
-		gc_ssh_set_command_timeout(c->ssh, READ_TIMEOUT_MS);
+	if (gc_ssh_alive(c->ssh))
+		gc_ssh_set_command_timeout(c->ssh, c->read_ms);
 	prc = gc_batch_parse(&b, token, ncmds, res.out, res.out_len,
 				  rc == 0 ? err : &(struct gc_error)GC_ERROR_INIT);
 	if (rc != 0) { /* cut short: the commands before the last started one ran */

@@ -13,15 +13,15 @@
 #include "gc/ssh.h"
 #include "gc/sys/driver.h"
 
-/* Read-only commands (the observation batch, the reboot ping) answer in
- * seconds on a healthy host; a silent connection must not hold them for the
- * whole command timeout, which is sized for VIB installs. */
-#define READ_TIMEOUT_MS 60000u
-
 struct esxi_conn {
 	struct gc_ssh_conn *ssh;
 	struct gc_drv_ctx *ctx;     /* of the run that connected: exec counts */
 	unsigned command_timeout_ms; /* for changing commands */
+	/* Read-only commands (the observation batch, the reboot ping) answer in
+	 * seconds on a healthy host; a silent connection must not hold them for
+	 * the whole command timeout, which is sized for VIB installs: they get
+	 * ssh.read_timeout_s, or command_timeout_ms when that is less. */
+	unsigned read_ms;
 	const struct gc_target *target;
 	struct gc_esxi_facts facts; /* last observation */
 	bool have_facts;

@@ -41,7 +41,7 @@ int guest_ssh_open(struct guest_conn *c, struct gc_drv_ctx *ctx, unsigned connec
 		   struct gc_error *err)
 {
 	int rc = gc_drv_ssh_connect(&c->ssh, ctx, c->g->address, &c->g->ssh, c->g->credentials,
-				    "root", connect_ms, GUEST_READ_TIMEOUT_MS, err);
+				    "root", connect_ms, gc_ssh_read_ms(&c->g->ssh), err);
 
 	if (rc != 0)
 		gc_error_prefix(err, "guest '%s': ", c->t->name);
@@ -114,7 +114,7 @@ int guest_run(struct guest_conn *c, struct gc_drv_ctx *ctx, const char *what, co
 	}
 	rc = gc_ssh_run_root(c->ssh, what, script, in, cr ? cr->username : NULL, NULL, err);
 	if (change && gc_ssh_alive(c->ssh))
-		gc_ssh_set_command_timeout(c->ssh, GUEST_READ_TIMEOUT_MS);
+		gc_ssh_set_command_timeout(c->ssh, gc_ssh_read_ms(&c->g->ssh));
 	if (rc != 0)
 		gc_error_prefix(err, "guest '%s': ", c->t->name);
 	return rc;
@@ -441,7 +441,7 @@ static int guest_apply_batch(void **conn, struct gc_drv_ctx *ctx, const struct g
 		free(cmd);
 	}
 	if (gc_ssh_alive(c->ssh))
-		gc_ssh_set_command_timeout(c->ssh, GUEST_READ_TIMEOUT_MS);
+		gc_ssh_set_command_timeout(c->ssh, gc_ssh_read_ms(&c->g->ssh));
 	prc = gc_batch_parse(&b, token, ncmds, res.out, res.out_len,
 			     rc == 0 ? err : &(struct gc_error)GC_ERROR_INIT);
 	if (rc == 0 && gc_ssh_sudo_refused(&res)) {

@@ -8,9 +8,9 @@
 #include "gc/ssh.h"
 #include "gc/sys/driver.h"
 
-/* Read-only commands answer in seconds; changing ones get the spec's
- * ssh.command_timeout_s (package installs). */
-#define GUEST_READ_TIMEOUT_MS 60000u
+/* Read-only commands get the spec's ssh.read_timeout_s (60 s unless it
+ * says otherwise); changing ones its ssh.command_timeout_s (package
+ * installs). */
 
 struct guest_conn {
 	struct gc_ssh_conn *ssh;     /* NULL while deferred or rebooting */

@@ -30,9 +30,8 @@
 #include "gc/ssh.h"
 #include "gc/sys/driver.h"
 
-/* Read-only commands answer in seconds; changing ones get the spec's
+/* Read-only commands get the spec's ssh.read_timeout_s; changing ones its
  * ssh.command_timeout_s (update-grub on a host with many kernels). */
-#define KVM_READ_TIMEOUT_MS 60000u
 /* A server's firmware takes minutes to POST: a host still up with the old
  * boot id this long after the reboot went out gets it once more. */
 #define KVM_REBOOT_GRACE_S 300u
@@ -58,7 +57,7 @@ static int ssh_open(struct kvm_conn *c, struct gc_drv_ctx *ctx, unsigned connect
                     struct gc_error *err)
 {
 	int rc = gc_drv_ssh_connect(&c->ssh, ctx, c->h->address, &c->h->ssh, c->h->credentials,
-	                            "root", connect_ms, KVM_READ_TIMEOUT_MS, err);
+	                            "root", connect_ms, gc_ssh_read_ms(&c->h->ssh), err);
 
 	if (rc != 0)
 		gc_error_prefix(err, "host '%s': ", c->t->name);
@@ -113,7 +112,7 @@ static int run(struct kvm_conn *c, struct gc_drv_ctx *ctx, const char *what, con
 	}
 	rc = gc_ssh_run_root(c->ssh, what, script, -1, cr ? cr->username : "root", out, err);
 	if (change && gc_ssh_alive(c->ssh))
-		gc_ssh_set_command_timeout(c->ssh, KVM_READ_TIMEOUT_MS);
+		gc_ssh_set_command_timeout(c->ssh, gc_ssh_read_ms(&c->h->ssh));
 	if (rc != 0)
 		gc_error_prefix(err, "host '%s': ", c->t->name);
 	return rc;

@@ -598,8 +598,8 @@ static void test_insecure_warning(void **state)
 static void test_merge_key_own_keys_win(void **state)
 {
 	struct gc_cluster *c = load_ok(
-		HEAD "x-ssh: &ssh {port: 2222, keepalive_s: 0}\n"
-		     "ssh: {port: 22, command_timeout_s: 60}\n"
+		HEAD "x-ssh: &ssh {port: 2222, keepalive_s: 0, read_timeout_s: 240}\n"
+		     "ssh: {port: 22, command_timeout_s: 60, read_timeout_s: 90}\n"
 		     "hosts:\n"
 		     "  - name: h1\n    address: 127.0.0.1\n    credentials: root\n"
 		     "    ssh: {<<: *ssh, port: 2200}\n"
@@ -610,6 +610,8 @@ static void test_merge_key_own_keys_win(void **state)
 	assert_int_equal(c->hosts[0].ssh.command_timeout_s, 60); /* from the cluster default */
 	assert_int_equal(c->hosts[1].ssh.port, 22);
 	assert_int_equal(c->hosts[1].ssh.keepalive_s, 15);
+	assert_int_equal(c->hosts[0].ssh.read_timeout_s, 240); /* its own, from the anchor */
+	assert_int_equal(c->hosts[1].ssh.read_timeout_s, 90);  /* the cluster default */
 	gc_cluster_free(c);
 }
 

@@ -64,6 +64,7 @@ static void test_roce_passthrough(void **state)
 		assert_string_equal(h->credentials->name, "esxi-root");
 		assert_int_equal(h->ssh.port, 22);
 		assert_int_equal(h->ssh.command_timeout_s, 300);
+		assert_int_equal(h->ssh.read_timeout_s, 60);
 		assert_int_equal(h->ngpus, 1);
 		assert_string_equal(h->gpus[0].model->name, "V100-32GB");
 		assert_int_equal(h->gpus[0].memory_gb, 32);
