@@ -271,14 +271,19 @@ class ApplyRoce(LabCase):
                                             "cannot connect: Connection refused\n" % (self.port + 50)), r.stdout)
         self.assertTrue(r.stdout.endswith(" 8 targets unknown.\n"), r.stdout)
 
-    def test_plan_with_one_unreachable_host_plans_the_others(self):
-        spec = os.path.join(self.lab, "one-unreachable.yaml")
+    def spec_with_esx03_ssh(self, name, ssh):
+        """The lab's spec with esx03 given its own `ssh:` map (flow YAML)."""
+        spec = os.path.join(self.lab, name)
         with open(self.specfile) as f:
             text = f.read()
         self.assertIn("- name: esx03\n  address: 127.0.0.13\n", text)
         with open(spec, "w") as f:
             f.write(text.replace("- name: esx03\n  address: 127.0.0.13\n",
-                                 "- name: esx03\n  address: 127.0.0.13\n  ssh: {port: %d}\n" % (self.port + 50)))
+                                 "- name: esx03\n  address: 127.0.0.13\n  ssh: %s\n" % ssh))
+        return spec
+
+    def test_plan_with_one_unreachable_host_plans_the_others(self):
+        spec = self.spec_with_esx03_ssh("one-unreachable.yaml", "{port: %d}" % (self.port + 50))
         r = self.gc("plan", "--only", "esxi,switch", spec=spec, check=1)
         refused = "host 'esx03': ssh gclab@127.0.0.13:%d: cannot connect: Connection refused" % (self.port + 50)
         self.assertIn("Wave 2 of 4 (maintenance: esx04, esx05)\n", r.stdout)
@@ -303,13 +308,7 @@ class ApplyRoce(LabCase):
         # `ssh: {read_timeout_s: 3}` cuts each try short at 3 s.  A read
         # past its timeout is a transport fault: tried on a new connection,
         # then the host is unknown and the others are planned as usual.
-        spec = os.path.join(self.lab, "read-timeout.yaml")
-        with open(self.specfile) as f:
-            text = f.read()
-        self.assertIn("- name: esx03\n  address: 127.0.0.13\n", text)
-        with open(spec, "w") as f:
-            f.write(text.replace("- name: esx03\n  address: 127.0.0.13\n",
-                                 "- name: esx03\n  address: 127.0.0.13\n  ssh: {read_timeout_s: 3}\n"))
+        spec = self.spec_with_esx03_ssh("read-timeout.yaml", "{read_timeout_s: 3}")
         self.control("esx03", {"latency_ms": 1000})
         before = len(self.execs("esx03"))
         r = self.gc("plan", "--only", "esxi", spec=spec, check=1)
