@@ -21,6 +21,11 @@ out=$("$lab" start --hosts 2 --switches 1 --port "$port")
 check "start says where" grep -q "on port $port: 2 ESXi hosts, 1 switches" <<<"$out"
 pid=$(cat "$GC_LAB_DIR/sshd.pid")
 check "sshd runs" kill -0 "$pid"
+# one listener for every host: an accept queue of 4096 (downgate.c's
+# listen(), capped by somaxconn), not sshd's 128 (ss: Send-Q of a listener)
+want=$(( $(cat /proc/sys/net/core/somaxconn) < 4096 ? $(cat /proc/sys/net/core/somaxconn) : 4096 ))
+check "the listener's accept queue is $want" \
+	test "$(ss -Hltn "sport = :$port" | awk '{print $3}')" = "$want"
 out=$("$lab" start --hosts 3 --switches 1 --port "$port")
 check "second start is a no-op" grep -q "already running (pid $pid" <<<"$out"
 check "second start adds the host" grep -q '^127.0.0.13 esxi esxi-3 version=8.0.2$' "$GC_LAB_DIR/inventory"
