@@ -19,8 +19,9 @@ packages=(
 	# the MPI bandwidth test of the probe
 	libxml2-utils openmpi-bin
 	# the local lab: a real OpenSSH server on loopback behind our simulated shells
-	# (procps: ps/pgrep in scripts/lab.sh and the lab tests; openssl: test certificates)
-	openssh-server openssh-client procps openssl
+	# (procps: ps/pgrep in scripts/lab.sh and the lab tests; openssl: test
+	# certificates; iproute2: ss, the listener's accept queue in tests/sim/test_lab.sh)
+	openssh-server openssh-client procps openssl iproute2
 	# the lab's vCenter: a simulator built from Debian's govmomi (tests/sim/vcsim.sh)
 	golang-go golang-github-vmware-govmomi-dev
 	# the lab's real Linux guests (tests/sim/guestlab): QEMU/TCG VMs booted from
