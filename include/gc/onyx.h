@@ -289,6 +289,10 @@ int gc_onyx_session_end_configure(struct gc_onyx_session *s, struct gc_error *er
  */
 int gc_onyx_session_apply(struct gc_onyx_session *s, const struct gc_onyx_cmds *cmds,
 			  struct gc_error *err);
+/* The wait for each later command's prompt (> 0; the open's is opts->timeout_ms):
+ * the driver reads with the spec's read timeout and changes with its command
+ * timeout. */
+void gc_onyx_session_set_timeout(struct gc_onyx_session *s, int timeout_ms);
 enum gc_onyx_mode gc_onyx_session_mode(const struct gc_onyx_session *s);
 const char *gc_onyx_session_hostname(const struct gc_onyx_session *s);
 /* Clean `exit` (waits briefly for the far end to close) and free.  NULL ok. */

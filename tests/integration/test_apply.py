@@ -326,6 +326,55 @@ class ApplyRoce(LabCase):
         for h in self.hosts:
             self.assertEqual(self.changes(h), [], h)
 
+    def spec_with_switch_ssh(self, name, ssh):
+        """The lab's spec with the switch given its own `ssh:` map."""
+        spec = os.path.join(self.lab, name)
+        with open(self.specfile) as f:
+            text = f.read()
+        head = "- name: sn2700\n  address: 127.0.0.100\n"
+        self.assertEqual(text.count(head), 1)
+        with open(spec, "w") as f:
+            f.write(text.replace(head, head + "  ssh: %s\n" % ssh))
+        return spec
+
+    def test_a_switch_slower_than_its_read_timeout_is_unknown(self):
+        # every line the switch gets waits 3 s; its `ssh: {read_timeout_s:
+        # 2}` cuts the session's first read (the prompt after `enable`)
+        # short: retried on a new connection, then the switch is unknown
+        spec = self.spec_with_switch_ssh("switch-read-timeout.yaml", "{read_timeout_s: 2}")
+        self.control("sn2700", {"latency_ms": 3000})
+        r = self.gc("plan", "--only", "switch", spec=spec, check=1)
+        timed_out = "switch 'sn2700': no prompt after 'enable' within 2000 ms"
+        self.assertEqual(r.stderr.count("sn2700: retrying after: " + timed_out + "\n"), 3, r.stderr)
+        self.assertTrue(r.stderr.endswith("gpuclusterctl: error: switch 'sn2700' failed: " + timed_out + "\n"),
+                        r.stderr)
+        self.assertEqual(r.stdout, "Unknown: not observed, nothing planned for them\n\n"
+                         "  switch sn2700: unknown: " + timed_out + "\n\n"
+                         "Plan: 0 to add, 0 to change, 0 to destroy, 0 synthesized steps "
+                         "(0 hosts need maintenance, 0 reboots). 1 target unknown.\n")
+        self.assertEqual([c for _, c in self.log("sn2700")], ["enable"] * 4)
+
+    def test_a_switch_change_waits_the_command_timeout_not_the_read_timeout(self):
+        # `configuration write` takes 3 s, longer than the switch's 2 s read
+        # timeout: a change waits ssh.command_timeout_s (300 s), so the
+        # apply saves the recipe, and the reads around it still answer in time
+        spec = self.spec_with_switch_ssh("switch-slow-write.yaml", "{read_timeout_s: 2}")
+        self.control("sn2700", {"slow": {"match": "configuration write", "ms": 3000}})
+        r = self.gc("apply", "--only", "switch", spec=spec, check=0)
+        self.assertNotIn("retrying after", r.stderr)
+        self.assertEqual(self.switch_config_commands(), SWITCH_CONFIG)
+        # one `configure terminal` ... `configuration write` per action, each
+        # sent once: none was cut short and tried again
+        lines = [c for _, c in self.log("sn2700")]
+        writes = lines.count("configuration write")
+        self.assertEqual(writes, lines.count("configure terminal"))
+        self.assertIn("Apply complete: %d actions done, 0 failed, 0 skipped." % writes, r.stdout)
+        # saved (what a reload brings back is what runs), and nothing left to do
+        sw = self.host_dir("sn2700")
+        with open(os.path.join(sw, "startup.json")) as a, open(os.path.join(sw, "running.json")) as b:
+            self.assertEqual(json.load(a), json.load(b))
+        self.gc("plan", "--only", "switch", spec=spec, check=0)
+
     def test_dropped_connection_while_taking_the_lease_is_retried(self):
         # a first apply takes the lease in its observation (the take
         # snippet: read, then written where the host holds none).  The

@@ -698,7 +698,7 @@ def drop(sw, injected):
 def handle(sw, term, line):
     """One received line; returns False when the session ends."""
     control = simlab.read_control(sw.host)
-    delay = simlab.latency_ms(sw.host, control)
+    delay = simlab.latency_ms(sw.host, control) + simlab.slow_ms(control, line.strip())
     with simlab.Lock(sw.host):
         fault = simlab.take_fault(sw.host, line)
     if delay:

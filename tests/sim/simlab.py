@@ -11,7 +11,7 @@ hands over to a simulator; this module gives simulators what they share:
   "<UTC ISO-8601 timestamp with ms> <command>" with backslash, newline and
   carriage return escaped as \\\\, \\n and \\r;
 - faults from the control file hosts/<name>/control.json (see docs/lab.md):
-  latency_ms, rtt_ms, drop_after, fail_once, kill_once, reboot_seconds;
+  latency_ms, rtt_ms, slow, drop_after, fail_once, kill_once, reboot_seconds;
 - drop_session(): end the SSH connection the way a dying host does, by
   killing this session's sshd process (the client sees the socket close, no
   exit status; ssh(1) would exit 255).
@@ -142,6 +142,19 @@ def latency_ms(host, control=None):
     try:
         return int(os.environ.get("GC_SIM_LATENCY_MS", "0") or 0)
     except ValueError:
+        return 0
+
+
+def slow_ms(control, command):
+    """Milliseconds more for this one command: control's `slow`,
+    {"match": prefix, "ms": N}, delays every command starting with prefix
+    (a switch's `configuration write`, slower than its reads)."""
+    slow = control.get("slow")
+    if not isinstance(slow, dict) or not command.startswith(slow.get("match", "")):
+        return 0
+    try:
+        return int(slow.get("ms", 0) or 0)
+    except (TypeError, ValueError):
         return 0
 
 

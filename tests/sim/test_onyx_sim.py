@@ -207,5 +207,16 @@ class Sim(unittest.TestCase):
         self.assertGreaterEqual(time.monotonic() - t, 0.1)
 
 
+    def test_slow_delays_only_its_commands(self):
+        import time
+        self.control(slow={"match": "configuration write", "ms": 400})
+        t = time.monotonic()
+        self.session(["show version", "exit"])
+        self.assertLess(time.monotonic() - t, 0.4)
+        t = time.monotonic()
+        self.session(["enable", "configure terminal", "configuration write", "exit", "exit"])
+        self.assertGreaterEqual(time.monotonic() - t, 0.4)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -29,6 +29,8 @@ struct onyx_conn {
 	struct gc_onyx_state st; /* last observation */
 	const struct gc_resource *const *res; /* borrowed from the executor */
 	size_t nres;
+	int read_ms;    /* a prompt after a read: the lesser of the two timeouts */
+	int command_ms; /* after a changing command: ssh.command_timeout_s */
 };
 
 static int open_cli(struct onyx_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
@@ -52,7 +54,14 @@ static int open_cli(struct onyx_conn *c, struct gc_drv_ctx *ctx, struct gc_error
 	memset(&so, 0, sizeof(so));
 	so.switch_name = sw->name;
 	so.enable_password_env = sw->enable_password_env;
-	so.timeout_ms = (int)(o.command_timeout_ms ? o.command_timeout_ms : 300000u);
+	/* As on ESXi hosts: reads (the session's set-up, the observation, the
+	 * re-read before each change) wait ssh.read_timeout_s, or
+	 * command_timeout_s where that is less, as every read here used to. */
+	c->command_ms = (int)(o.command_timeout_ms ? o.command_timeout_ms : 300000u);
+	c->read_ms = (int)gc_ssh_read_ms(&sw->ssh);
+	if (c->command_ms < c->read_ms)
+		c->read_ms = c->command_ms;
+	so.timeout_ms = c->read_ms;
 	gc_onyx_chan_ssh(&ch, c->shell);
 	return gc_onyx_session_open(&c->s, &ch, &so, err);
 }
@@ -165,7 +174,9 @@ static int apply_category(struct onyx_conn *c, struct gc_drv_ctx *ctx, const str
 	for (i = 0; i < cmds.n; i++)
 		gc_drv_count_change(ctx);
 	gc_drv_note(ctx, c->target, "%s%s", cmds.v[0], cmds.n > 1 ? " ..." : "");
+	gc_onyx_session_set_timeout(c->s, c->command_ms);
 	rc = gc_onyx_session_apply(c->s, &cmds, err);
+	gc_onyx_session_set_timeout(c->s, c->read_ms);
 	gc_onyx_cmds_free(&cmds);
 	return rc;
 }
@@ -203,11 +214,13 @@ static int onyx_save(void *conn, struct gc_drv_ctx *ctx, const struct gc_target 
 
 	gc_drv_count_change(ctx);
 	gc_drv_note(ctx, t, "configuration write (an earlier apply did not save)");
+	gc_onyx_session_set_timeout(c->s, c->command_ms);
 	rc = gc_onyx_session_configure(c->s, err);
 	if (rc == 0)
 		rc = gc_onyx_session_exec(c->s, NULL, "configuration write", err);
 	if (rc == 0)
 		rc = gc_onyx_session_end_configure(c->s, err);
+	gc_onyx_session_set_timeout(c->s, c->read_ms);
 	return rc;
 }
 

@@ -373,6 +373,12 @@ static int enable(struct gc_onyx_session *s, struct gc_error *err)
 	return 0;
 }
 
+void gc_onyx_session_set_timeout(struct gc_onyx_session *s, int timeout_ms)
+{
+	if (s != NULL && timeout_ms > 0)
+		s->timeout_ms = timeout_ms;
+}
+
 int gc_onyx_session_open(struct gc_onyx_session **out, const struct gc_onyx_chan *chan,
 			 const struct gc_onyx_session_opts *opts, struct gc_error *err)
 {

@@ -260,6 +260,7 @@ static void test_fake_timeout_and_cap(void **state)
 	static const struct step steps[] = {
 		{"no cli session paging enable\n", P " # "},
 		{"show running-config\n", "##\r\n## Running database\r\n"},
+		{"show clock\n", ""},
 		{"show version\n", "0123456789012345678901234567890123456789"},
 		{"exit\n", ""},
 	};
@@ -270,9 +271,14 @@ static void test_fake_timeout_and_cap(void **state)
 	struct gc_onyx_session *s = NULL;
 
 	assert_int_equal(gc_onyx_session_open(&s, &ch, &o, &err), 0);
+	gc_onyx_session_set_timeout(s, 0); /* ignored: stays 100 ms */
 	assert_int_equal(gc_onyx_session_exec(s, NULL, "show running-config", &err), GC_ETIMEOUT);
 	assert_string_equal(err.msg, "switch 'sn2700': no prompt after 'show running-config' "
 				     "within 100 ms");
+	gc_error_clear(&err);
+	gc_onyx_session_set_timeout(s, 40); /* the commands after wait this */
+	assert_int_equal(gc_onyx_session_exec(s, NULL, "show clock", &err), GC_ETIMEOUT);
+	assert_string_equal(err.msg, "switch 'sn2700': no prompt after 'show clock' within 40 ms");
 	gc_error_clear(&err);
 	assert_int_equal(gc_onyx_session_exec(s, NULL, "show version", &err), GC_ENOMEM);
 	assert_string_equal(err.msg, "switch 'sn2700': output of 'show version' exceeds 32 bytes");
