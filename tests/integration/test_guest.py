@@ -556,6 +556,30 @@ class GuestLab(LabCase):
         self.assertIn("#SBATCH --nodes=2\n", text)
         self.assertIn("export NCCL_IB_HCA='=mlx5_0'\n", text)
 
+    def test_2i_a_guest_slower_than_its_read_timeout_is_unknown(self):
+        # nvidia-smi (the observation's `-q -x`) takes 4 s on worker-01; its
+        # `ssh: {read_timeout_s: 2}` cuts each read short: tried again on a
+        # new connection, then that guest is unknown and the other planned
+        vm = "worker-01"
+
+        def edit(d):
+            d["vms"][0]["guest"]["ssh"]["read_timeout_s"] = 2
+        spec = self.variant(edit, "read-timeout.yaml")
+        self.ssh(vm, "printf '#!/bin/sh\\nsleep 4\\nexec /usr/bin/nvidia-smi \"$@\"\\n' | "
+                     "sudo -n tee /usr/local/sbin/nvidia-smi >/dev/null && "
+                     "sudo -n chmod 755 /usr/local/sbin/nvidia-smi")
+        try:
+            r = self.gc("plan", "--only", "guest", spec=spec, check=1)
+        finally:
+            self.ssh(vm, "sudo -n rm -f /usr/local/sbin/nvidia-smi")
+        timed_out = ("guest '%s': ssh gclab@%s:%d: command: timed out after 2.000 s"
+                     % (vm, self.gaddr[vm], self.gport))
+        self.assertEqual(r.stderr.count("%s: retrying after: %s\n" % (vm, timed_out)), 3, r.stderr)
+        self.assertTrue(r.stderr.endswith("gpuclusterctl: error: guest '%s' failed: %s\n"
+                                          % (vm, timed_out)), r.stderr)
+        self.assertIn("  guest %s: unknown: %s\n" % (vm, timed_out), r.stdout)
+        self.assertNotIn("worker-02", r.stderr)
+
     def test_3_drift_by_hand_is_planned_and_restored(self):
         vm = "worker-01"
         self.ssh(vm, "sudo -n rmmod nvidia_peermem && sudo -n ip link set ens224 mtu 1500 && "

@@ -101,6 +101,30 @@ class KvmHostLab(LabCase):
         self.assertEqual(self.ssh("ls /etc/default/grub.d 2>&1 || true"),
                          "ls: cannot access '/etc/default/grub.d': No such file or directory\n")
 
+    def test_1a_a_host_slower_than_its_read_timeout_is_unknown(self):
+        # `wc` (in the observation's IOMMU-group count) takes 4 s on this
+        # host; the host's `ssh: {read_timeout_s: 2}` cuts each read short:
+        # tried again on a new connection, then the host is unknown
+        spec = os.path.join(self.lab, "kvmhost-read-timeout.yaml")
+        with open(self.hostspec, encoding="utf-8") as f:
+            text = f.read()
+        head = "    address: %s\n" % self.addr
+        self.assertEqual(text.count(head), 1)
+        with open(spec, "w", encoding="utf-8") as f:
+            f.write(text.replace(head, head + "    ssh: {read_timeout_s: 2}\n"))
+        self.ssh("sudo tee /usr/local/sbin/wc >/dev/null && sudo chmod 755 /usr/local/sbin/wc",
+                 stdin="#!/bin/sh\nsleep 4\nexec /usr/bin/wc \"$@\"\n")
+        try:
+            r = self.gc("plan", "--only", "kvm", spec=spec, check=1)
+        finally:
+            self.ssh("sudo rm -f /usr/local/sbin/wc")
+        timed_out = ("host 'kvmlab': observation: ssh gclab@%s:%d: command: timed out after 2.000 s"
+                     % (self.addr, self.gport))
+        self.assertEqual(r.stderr.count("kvmlab: retrying after: " + timed_out + "\n"), 3, r.stderr)
+        self.assertTrue(r.stderr.endswith("gpuclusterctl: error: kvm 'kvmlab' failed: %s\n"
+                                          % timed_out), r.stderr)
+        self.assertIn("  kvm kvmlab: unknown: %s\n" % timed_out, r.stdout)
+
     def test_2_plans_the_kernel_arguments(self):
         self.install("update-grub", "/usr/local/sbin/update-grub", "755")
         self.install("default-grub", "/etc/default/grub", "644")
