@@ -1025,6 +1025,37 @@ class ApplyRoce(LabCase):
             self.assert_host_converged(h, boots=self.state(h)["boot_count"])
             self.assertIn(self.state(h)["boot_count"], (1, 2), h)
 
+    def test_sigterm_finishes_in_flight_steps_as_ctrl_c_does(self):
+        # a service manager or a cancelled CI job stops apply with SIGTERM:
+        # the steps in flight finish and are journalled, no new one starts
+        for h in self.hosts:
+            self.control(h, {"reboot_seconds": self.reboot_seconds, "latency_ms": 100})
+        outpath = os.path.join(self.lab, "sigterm.out")
+        with open(outpath, "w") as outf:
+            p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
+                                  self.state_dir, self.specfile], env=self.env,
+                                 stdout=outf, stderr=subprocess.PIPE, text=True)
+            for _ in range(600):
+                if "Plan: " in open(outpath).read():
+                    break
+                time.sleep(0.05)
+            time.sleep(1.0)
+            p.send_signal(signal.SIGTERM)
+            _, err = p.communicate(timeout=300)
+        out = open(outpath).read()
+        self.assertEqual(p.returncode, 130, err)
+        self.assertIn("gpuclusterctl: terminated (SIGTERM): finishing the steps in flight "
+                      "(a second SIGTERM or Ctrl-C stops at once)\n", err)
+        self.assertIn("\nApply interrupted: ", out)
+        started, ended = set(), set()
+        for line in open(os.path.join(self.state_dir, "roce-lab.journal")):
+            rec = json.loads(line)
+            if rec["kind"] in ("maintenance", "reboot_owed"):
+                continue
+            (started if rec["state"] == "start" else ended).add((rec["target"], rec["action"]))
+        self.assertNotEqual(started, set())
+        self.assertEqual(started - ended, set())
+
     def test_second_ctrl_c_prints_hosts_in_maintenance_then_the_summary(self):
         # wave 1's hosts are down in their reboot (30 s) when Ctrl-C comes twice
         for h in self.hosts:
