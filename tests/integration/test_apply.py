@@ -355,11 +355,11 @@ class ApplyRoce(LabCase):
         self.assertEqual([c for _, c in self.log("sn2700")], ["enable"] * 4)
 
     def test_a_switch_change_waits_the_command_timeout_not_the_read_timeout(self):
-        # `configuration write` takes 3 s, longer than the switch's 2 s read
+        # `configuration write` takes 2.5 s, longer than the switch's 2 s read
         # timeout: a change waits ssh.command_timeout_s (300 s), so the
         # apply saves the recipe, and the reads around it still answer in time
         spec = self.spec_with_switch_ssh("switch-slow-write.yaml", "{read_timeout_s: 2}")
-        self.control("sn2700", {"slow": {"match": "configuration write", "ms": 3000}})
+        self.control("sn2700", {"slow": {"match": "configuration write", "ms": 2500}})
         r = self.gc("apply", "--only", "switch", spec=spec, check=0)
         self.assertNotIn("retrying after", r.stderr)
         self.assertEqual(self.switch_config_commands(), SWITCH_CONFIG)
