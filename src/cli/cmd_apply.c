@@ -4,11 +4,12 @@
  * Everything happens in src/exec; this file parses options, shows the plan
  * it is about to carry out, prints progress events (a line per target kept
  * up to date on a TTY, plain lines otherwise), the final per-target summary,
- * and picks the exit code.  SIGINT or SIGTERM (a service manager, a CI job
- * cancelled, kill(1)) asks the executor to finish the actions in flight and
- * start no new ones (exit 130).  A second signal of either stops at once, but
+ * and picks the exit code.  SIGINT, SIGTERM (a service manager, a CI job
+ * cancelled, kill(1)) or SIGHUP (the operator's terminal or SSH session gone)
+ * asks the executor to finish the actions in flight and start no new ones
+ * (exit 130).  A second signal of either stops at once, but
  * first prints what the events told us: the hosts left in maintenance mode,
- * then the per-target summary, then exits 130.  Both are taken by a thread of
+ * then the per-target summary, then exits 130.  They are taken by a thread of
  * its own (sigwait), so the printing runs outside signal context.
  */
 #include <errno.h>
@@ -240,12 +241,16 @@ static void *sigint_thread(void *arg)
 			interrupted = 1;
 			if (!sc->ec->u->json) {
 				pthread_mutex_lock(&sc->ec->u->mu);
-				fputs(sig == SIGTERM ? "gpuclusterctl: terminated (SIGTERM): finishing the "
-						       "steps in flight (a second SIGTERM or Ctrl-C stops "
-						       "at once)\n"
-						     : "gpuclusterctl: interrupted: finishing the steps in "
-						       "flight (Ctrl-C again stops at once)\n",
-				      sc->ec->u->f);
+				if (sig == SIGINT)
+					fputs("gpuclusterctl: interrupted: finishing the steps in "
+					      "flight (Ctrl-C again stops at once)\n",
+					      sc->ec->u->f);
+				else
+					fprintf(sc->ec->u->f,
+						"gpuclusterctl: %s: finishing the steps in flight (a "
+						"second signal or Ctrl-C stops at once)\n",
+						sig == SIGTERM ? "terminated (SIGTERM)"
+							       : "hung up (SIGHUP)");
 				fflush(sc->ec->u->f);
 				if (sc->ec->u->tty)
 					sc->ec->u->drawn = 0;
@@ -715,9 +720,9 @@ static void ui_free(struct ui *u)
 	pthread_mutex_destroy(&u->mu);
 }
 
-/* SIGINT and SIGTERM blocked here and in every thread the run starts: only
- * sigint_thread takes them.  False when no thread could start: then Ctrl-C
- * exits 130 at once (main.c) and SIGTERM ends the process. */
+/* SIGINT, SIGTERM and SIGHUP blocked here and in every thread the run starts:
+ * only sigint_thread takes them.  False when no thread could start: then
+ * Ctrl-C exits 130 at once (main.c) and the others end the process. */
 static bool sigint_start(struct sigctx *sc, struct evctx *ec, pthread_t *th)
 {
 	sc->ec = ec;
@@ -725,6 +730,7 @@ static bool sigint_start(struct sigctx *sc, struct evctx *ec, pthread_t *th)
 	sigemptyset(&sc->set);
 	sigaddset(&sc->set, SIGINT);
 	sigaddset(&sc->set, SIGTERM);
+	sigaddset(&sc->set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sc->set, NULL);
 	if (pthread_create(th, NULL, sigint_thread, sc) == 0)
 		return true;

@@ -45,8 +45,9 @@ const char cmd_apply_usage[] =
 	"  -v, --verbose          print every step, and the connection counters\n"
 	"  -h, --help             show this help\n"
 	"\n"
-	"Ctrl-C (or SIGTERM) finishes the steps in flight and starts no new one; a\n"
-	"second stops at once, after naming the hosts left in maintenance mode.\n"
+	"Ctrl-C (or SIGTERM, or SIGHUP when the terminal goes) finishes the steps in\n"
+	"flight and starts no new one; a second stops at once, after naming the hosts\n"
+	"left in maintenance mode.\n"
 	"\n"
 	"Exit status: 0 done (or nothing to do), 1 a target failed or an error,\n"
 	"64 usage, 130 interrupted.\n";

@@ -1025,12 +1025,12 @@ class ApplyRoce(LabCase):
             self.assert_host_converged(h, boots=self.state(h)["boot_count"])
             self.assertIn(self.state(h)["boot_count"], (1, 2), h)
 
-    def test_sigterm_finishes_in_flight_steps_as_ctrl_c_does(self):
-        # a service manager or a cancelled CI job stops apply with SIGTERM:
-        # the steps in flight finish and are journalled, no new one starts
+    def stop_with(self, sig, words):
+        """apply stopped by sig after its plan is shown: exit 130, its
+        warning, and every step that started was journalled as ended."""
         for h in self.hosts:
             self.control(h, {"reboot_seconds": self.reboot_seconds, "latency_ms": 100})
-        outpath = os.path.join(self.lab, "sigterm.out")
+        outpath = os.path.join(self.lab, "stopped.out")
         with open(outpath, "w") as outf:
             p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
                                   self.state_dir, self.specfile], env=self.env,
@@ -1040,12 +1040,12 @@ class ApplyRoce(LabCase):
                     break
                 time.sleep(0.05)
             time.sleep(1.0)
-            p.send_signal(signal.SIGTERM)
+            p.send_signal(sig)
             _, err = p.communicate(timeout=300)
         out = open(outpath).read()
         self.assertEqual(p.returncode, 130, err)
-        self.assertIn("gpuclusterctl: terminated (SIGTERM): finishing the steps in flight "
-                      "(a second SIGTERM or Ctrl-C stops at once)\n", err)
+        self.assertIn("gpuclusterctl: %s: finishing the steps in flight "
+                      "(a second signal or Ctrl-C stops at once)\n" % words, err)
         self.assertIn("\nApply interrupted: ", out)
         started, ended = set(), set()
         for line in open(os.path.join(self.state_dir, "roce-lab.journal")):
@@ -1055,6 +1055,14 @@ class ApplyRoce(LabCase):
             (started if rec["state"] == "start" else ended).add((rec["target"], rec["action"]))
         self.assertNotEqual(started, set())
         self.assertEqual(started - ended, set())
+
+    def test_sigterm_finishes_in_flight_steps_as_ctrl_c_does(self):
+        # a service manager or a cancelled CI job stops apply with SIGTERM
+        self.stop_with(signal.SIGTERM, "terminated (SIGTERM)")
+
+    def test_sighup_finishes_in_flight_steps_as_ctrl_c_does(self):
+        # the operator's SSH session to the machine running apply is gone
+        self.stop_with(signal.SIGHUP, "hung up (SIGHUP)")
 
     def test_second_ctrl_c_prints_hosts_in_maintenance_then_the_summary(self):
         # wave 1's hosts are down in their reboot (30 s) when Ctrl-C comes twice
