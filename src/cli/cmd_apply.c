@@ -166,6 +166,7 @@ struct sigctx {
 	struct evctx *ec;
 	sigset_t set;
 	volatile bool finished; /* the run is over: the next signal only ends the thread */
+	int wake;               /* a signal of set: sigint_stop sends it to end the thread */
 };
 
 /* The second Ctrl-C: the steps in flight are abandoned.  Hosts in
@@ -721,16 +722,29 @@ static void ui_free(struct ui *u)
 }
 
 /* SIGINT, SIGTERM and SIGHUP blocked here and in every thread the run starts:
- * only sigint_thread takes them.  False when no thread could start: then
- * Ctrl-C exits 130 at once (main.c) and the others end the process. */
+ * only sigint_thread takes them.  One that whoever started us ignores stays
+ * ignored (nohup's SIGHUP, a script's background job's SIGINT): a blocked
+ * signal is never discarded, so sigwait would take it.  False when no thread
+ * could start: then Ctrl-C exits 130 at once (main.c) and the others end the
+ * process. */
 static bool sigint_start(struct sigctx *sc, struct evctx *ec, pthread_t *th)
 {
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	struct sigaction now;
+
 	sc->ec = ec;
 	sc->finished = false;
+	sc->wake = 0;
 	sigemptyset(&sc->set);
-	sigaddset(&sc->set, SIGINT);
-	sigaddset(&sc->set, SIGTERM);
-	sigaddset(&sc->set, SIGHUP);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		if (sigaction(sigs[i], NULL, &now) == 0 && now.sa_handler == SIG_IGN)
+			continue;
+		sigaddset(&sc->set, sigs[i]);
+		if (sc->wake == 0)
+			sc->wake = sigs[i];
+	}
+	if (sc->wake == 0)
+		return false;
 	pthread_sigmask(SIG_BLOCK, &sc->set, NULL);
 	if (pthread_create(th, NULL, sigint_thread, sc) == 0)
 		return true;
@@ -741,7 +755,7 @@ static bool sigint_start(struct sigctx *sc, struct evctx *ec, pthread_t *th)
 static void sigint_stop(struct sigctx *sc, pthread_t th)
 {
 	sc->finished = true;
-	pthread_kill(th, SIGINT);
+	pthread_kill(th, sc->wake);
 	pthread_join(th, NULL);
 }
 

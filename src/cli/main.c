@@ -299,7 +299,10 @@ int main(int argc, char **argv)
 	const char *const *names;
 
 	saved_argv = argv;
-	signal(SIGINT, on_sigint);
+	/* An inherited SIG_IGN stays (a background job of a script): whoever
+	 * started us chose it. */
+	if (signal(SIGINT, SIG_IGN) != SIG_IGN)
+		signal(SIGINT, on_sigint);
 #ifndef GC_CLI_FRONT
 	/*
 	 * libxml2 wants xmlInitParser() once, from the main thread, before any

@@ -16,6 +16,7 @@ static void on_sigint(int sig)
 
 int main(int argc, char **argv)
 {
-	signal(SIGINT, on_sigint);
+	if (signal(SIGINT, SIG_IGN) != SIG_IGN) /* an inherited SIG_IGN stays */
+		signal(SIGINT, on_sigint);
 	return gc_probe_main(argc, argv);
 }

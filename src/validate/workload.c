@@ -188,8 +188,14 @@ static void job_signals_on(struct job_signals *js)
 	sa.sa_handler = on_job_signal;
 	sigemptyset(&sa.sa_mask);
 	job_interrupted = 0;
-	sigaction(SIGINT, &sa, &js->old_int);
-	sigaction(SIGTERM, &sa, &js->old_term);
+	/* a signal whoever started us ignores stays ignored (nohup, a script's
+	 * background job) */
+	sigaction(SIGINT, NULL, &js->old_int);
+	sigaction(SIGTERM, NULL, &js->old_term);
+	if (js->old_int.sa_handler != SIG_IGN)
+		sigaction(SIGINT, &sa, NULL);
+	if (js->old_term.sa_handler != SIG_IGN)
+		sigaction(SIGTERM, &sa, NULL);
 }
 
 static void job_signals_off(struct job_signals *js)

@@ -1064,6 +1064,29 @@ class ApplyRoce(LabCase):
         # the operator's SSH session to the machine running apply is gone
         self.stop_with(signal.SIGHUP, "hung up (SIGHUP)")
 
+    def test_under_nohup_sighup_changes_nothing_and_the_apply_completes(self):
+        # `nohup gpuclusterctl apply ...`: SIGHUP ignored by whoever started
+        # it stays ignored; the session's end does not stop the rollout
+        def nohup():
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        outpath = os.path.join(self.lab, "nohup.out")
+        with open(outpath, "w") as outf:
+            p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
+                                  self.state_dir, self.specfile], env=self.env, preexec_fn=nohup,
+                                 stdout=outf, stderr=subprocess.PIPE, text=True)
+            for _ in range(600):
+                if "Plan: " in open(outpath).read():
+                    break
+                time.sleep(0.05)
+            self.assertIsNone(p.poll())  # still applying: the signal comes mid-run
+            p.send_signal(signal.SIGHUP)
+            _, err = p.communicate(timeout=300)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertNotIn("hung up", err)
+        self.assertIn("Apply complete: 70 actions done, 0 failed, 0 skipped.", open(outpath).read())
+        for h in self.hosts:
+            self.assert_host_converged(h)
+
     def test_second_ctrl_c_prints_hosts_in_maintenance_then_the_summary(self):
         # wave 1's hosts are down in their reboot (30 s) when Ctrl-C comes twice
         for h in self.hosts:

@@ -597,6 +597,33 @@ for args in (["check", "FIFO"], ["graph", "FIFO"], ["plan", "--offline", "FIFO"]
           rc == 130 and out == "" and err == "", f"exit {rc}\n{out}{err}")
 shutil.rmtree(state)
 
+
+def ignoring_sigint():
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# a command started with SIGINT ignored (a background job of a script) keeps
+# it ignored: Ctrl-C sent to it changes nothing, and it finishes its work
+d = tempfile.mkdtemp()
+fifo = os.path.join(d, "spec.yaml")
+os.mkfifo(fifo)
+p = subprocess.Popen([BIN, "check", fifo], cwd=SRC, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True, preexec_fn=ignoring_sigint)
+with open(fifo, "w") as w:  # opens once check has it open for reading
+    p.send_signal(__import__("signal").SIGINT)
+    try:
+        p.wait(timeout=0.5)
+    except subprocess.TimeoutExpired:
+        pass
+    alive = p.poll() is None
+    w.write("kind: Cluster\n")
+out, err = p.communicate(timeout=20)
+shutil.rmtree(d)
+check("check with SIGINT ignored by its parent: SIGINT changes nothing, the spec is read",
+      alive and p.returncode == 1 and "missing required key 'apiVersion'" in err,
+      f"alive {alive}, exit {p.returncode}\n{out}{err}")
+
 # only where a target answers: validate's exit 0 (all checks passed) is
 # asserted on the lab by tests/integration/test_apply.py; discover's exit 0
 # (every target read) by tests/integration/test_discover.py
