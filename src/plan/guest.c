@@ -161,12 +161,18 @@ static void guests_last(struct builder *b)
 void plan_guest_reboots(struct builder *b)
 {
 	size_t nt = b->g->ntargets, n0 = b->n, nw = 0;
+	size_t *start;
+	struct gc_action **acts;
+	struct gwin *w;
+
+	if (!plan_has_kind(b->g, GC_TARGET_GUEST))
+		return; /* nothing to window, and no guest step to put last */
 	/* the guests' resource actions grouped by target, in creation order,
 	 * in one pass (a scan of every action per guest was quadratic: 39 s
 	 * for 10,000 guests); the windows' own steps come after n0 */
-	size_t *start = gc_xcalloc(nt + 2, sizeof(*start));
-	struct gc_action **acts = gc_xcalloc(n0 + 1, sizeof(*acts));
-	struct gwin *w = gc_xcalloc(nt + 1, sizeof(*w));
+	start = gc_xcalloc(nt + 2, sizeof(*start));
+	acts = gc_xcalloc(n0 + 1, sizeof(*acts));
+	w = gc_xcalloc(nt + 1, sizeof(*w));
 
 	for (size_t i = 0; i < n0; i++) {
 		const struct gc_action *a = b->list[i];

@@ -521,6 +521,14 @@ bool gc_plan_empty(const struct gc_plan *p)
 
 /* ---------------------------------------------------------------- lookups used above */
 
+bool plan_has_kind(const struct gc_graph *g, enum gc_target_kind kind)
+{
+	for (size_t t = 0; t < g->ntargets; t++)
+		if (g->targets[t]->kind == kind)
+			return true;
+	return false;
+}
+
 struct vmstate *plan_vmstate(struct builder *b, const char *vm)
 {
 	return gc_strmap_get(b->vmindex, vm);

@@ -106,6 +106,9 @@ void plan_vmotion_order(struct builder *b, const char *dest, const char *from_ho
 void plan_guest_reboots(struct builder *b);
 /* Does r depend on a reboot-needing resource of its own target? (guest.c) */
 bool plan_behind_reboot(const struct gc_resource *r);
+/* Whether the graph has a target of this kind: the passes for KVM hosts and
+ * guests return at once without one (each touches every action). */
+bool plan_has_kind(const struct gc_graph *g, enum gc_target_kind kind);
 /* kvm.c: one reboot per KVM host whose changes need it, its VMs off around it */
 void plan_kvm_reboots(struct builder *b);
 /* Sort, add target chains, number, cut waves, fill stats (order.c). */
