@@ -989,34 +989,48 @@ class ApplyRoce(LabCase):
             self.assert_host_converged(h)
         self.assertEqual(kept, ["esx01", "esx02"])  # the first wave
 
-    def test_ctrl_c_finishes_in_flight_steps_then_rerun_converges(self):
+    def start_apply(self, outname, **popen):
+        """An apply whose stdout goes to a file and stderr to a pipe, returned
+        once it has shown its plan (still running: the test makes sure)."""
+        outpath = os.path.join(self.lab, outname)
+        outf = open(outpath, "w")
+        p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
+                              self.state_dir, self.specfile], env=self.env,
+                             stdout=outf, stderr=subprocess.PIPE, text=True, **popen)
+        outf.close()
+        for _ in range(600):
+            if "Plan: " in open(outpath).read():
+                break
+            time.sleep(0.05)
+        return p, outpath
+
+    def stop_with(self, sig, line):
+        """apply stopped by sig in the middle of its run: exit 130, the line
+        that says so, and every step that started journalled as ended (done
+        or failed)."""
         for h in self.hosts:
             self.control(h, {"reboot_seconds": self.reboot_seconds, "latency_ms": 100})
-        outpath = os.path.join(self.lab, "ctrl-c.out")
-        with open(outpath, "w") as outf:
-            p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
-                                  self.state_dir, self.specfile], env=self.env,
-                                 stdout=outf, stderr=subprocess.PIPE, text=True)
-            # interrupt in the middle of the apply: after the plan is shown
-            for _ in range(600):
-                if "Plan: " in open(outpath).read():
-                    break
-                time.sleep(0.05)
-            time.sleep(1.0)
-            p.send_signal(signal.SIGINT)
-            _, err = p.communicate(timeout=300)
+        p, outpath = self.start_apply("stopped.out")
+        time.sleep(1.0)
+        self.assertIsNone(p.poll())
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=300)
         out = open(outpath).read()
         self.assertEqual(p.returncode, 130, err)
-        self.assertIn("Apply interrupted", out)
-        # every step that started was recorded as finished (done or failed)
+        self.assertIn("gpuclusterctl: %s\n" % line, err)
+        self.assertIn("\nApply interrupted: ", out)
         started, ended = set(), set()
-        for line in open(os.path.join(self.state_dir, "roce-lab.journal")):
-            rec = json.loads(line)
+        for l in open(os.path.join(self.state_dir, "roce-lab.journal")):
+            rec = json.loads(l)
             if rec["kind"] in ("maintenance", "reboot_owed"):
                 continue
-            key = (rec["target"], rec["action"])
-            (started if rec["state"] == "start" else ended).add(key)
+            (started if rec["state"] == "start" else ended).add((rec["target"], rec["action"]))
+        self.assertNotEqual(started, set())
         self.assertEqual(started - ended, set())
+
+    def test_ctrl_c_finishes_in_flight_steps_then_rerun_converges(self):
+        self.stop_with(signal.SIGINT, "interrupted: finishing the steps in flight "
+                                      "(Ctrl-C again stops at once)")
         for h in self.hosts:
             self.control(h, {"reboot_seconds": self.reboot_seconds})
         self.apply()
@@ -1025,62 +1039,25 @@ class ApplyRoce(LabCase):
             self.assert_host_converged(h, boots=self.state(h)["boot_count"])
             self.assertIn(self.state(h)["boot_count"], (1, 2), h)
 
-    def stop_with(self, sig, words):
-        """apply stopped by sig after its plan is shown: exit 130, its
-        warning, and every step that started was journalled as ended."""
-        for h in self.hosts:
-            self.control(h, {"reboot_seconds": self.reboot_seconds, "latency_ms": 100})
-        outpath = os.path.join(self.lab, "stopped.out")
-        with open(outpath, "w") as outf:
-            p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
-                                  self.state_dir, self.specfile], env=self.env,
-                                 stdout=outf, stderr=subprocess.PIPE, text=True)
-            for _ in range(600):
-                if "Plan: " in open(outpath).read():
-                    break
-                time.sleep(0.05)
-            time.sleep(1.0)
-            p.send_signal(sig)
-            _, err = p.communicate(timeout=300)
-        out = open(outpath).read()
-        self.assertEqual(p.returncode, 130, err)
-        self.assertIn("gpuclusterctl: %s: finishing the steps in flight "
-                      "(a second signal or Ctrl-C stops at once)\n" % words, err)
-        self.assertIn("\nApply interrupted: ", out)
-        started, ended = set(), set()
-        for line in open(os.path.join(self.state_dir, "roce-lab.journal")):
-            rec = json.loads(line)
-            if rec["kind"] in ("maintenance", "reboot_owed"):
-                continue
-            (started if rec["state"] == "start" else ended).add((rec["target"], rec["action"]))
-        self.assertNotEqual(started, set())
-        self.assertEqual(started - ended, set())
-
     def test_sigterm_finishes_in_flight_steps_as_ctrl_c_does(self):
         # a service manager or a cancelled CI job stops apply with SIGTERM
-        self.stop_with(signal.SIGTERM, "terminated (SIGTERM)")
+        self.stop_with(signal.SIGTERM, "terminated (SIGTERM): finishing the steps in flight "
+                                       "(a second signal or Ctrl-C stops at once)")
 
     def test_sighup_finishes_in_flight_steps_as_ctrl_c_does(self):
         # the operator's SSH session to the machine running apply is gone
-        self.stop_with(signal.SIGHUP, "hung up (SIGHUP)")
+        self.stop_with(signal.SIGHUP, "hung up (SIGHUP): finishing the steps in flight "
+                                      "(a second signal or Ctrl-C stops at once)")
 
     def test_under_nohup_sighup_changes_nothing_and_the_apply_completes(self):
         # `nohup gpuclusterctl apply ...`: SIGHUP ignored by whoever started
         # it stays ignored; the session's end does not stop the rollout
         def nohup():
             signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        outpath = os.path.join(self.lab, "nohup.out")
-        with open(outpath, "w") as outf:
-            p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
-                                  self.state_dir, self.specfile], env=self.env, preexec_fn=nohup,
-                                 stdout=outf, stderr=subprocess.PIPE, text=True)
-            for _ in range(600):
-                if "Plan: " in open(outpath).read():
-                    break
-                time.sleep(0.05)
-            self.assertIsNone(p.poll())  # still applying: the signal comes mid-run
-            p.send_signal(signal.SIGHUP)
-            _, err = p.communicate(timeout=300)
+        p, outpath = self.start_apply("nohup.out", preexec_fn=nohup)
+        self.assertIsNone(p.poll())  # still applying: the signal comes mid-run
+        p.send_signal(signal.SIGHUP)
+        _, err = p.communicate(timeout=300)
         self.assertEqual(p.returncode, 0, err)
         self.assertNotIn("hung up", err)
         self.assertIn("Apply complete: 70 actions done, 0 failed, 0 skipped.", open(outpath).read())
