@@ -16,6 +16,7 @@
 #include <getopt.h>
 #include <json-c/json.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -31,6 +32,9 @@
 #include "gc/ssh.h"
 
 static volatile sig_atomic_t interrupted;
+/* The approval question is on the terminal: a signal cancels it (approve()
+ * says so), there are no steps in flight to finish. */
+static volatile sig_atomic_t asking;
 
 /* What the events told us of one target: enough for a summary when a
  * second Ctrl-C does not wait for the executor's report. */
@@ -240,7 +244,7 @@ static void *sigint_thread(void *arg)
 			return NULL;
 		if (!interrupted) {
 			interrupted = 1;
-			if (!sc->ec->u->json) {
+			if (!sc->ec->u->json && !asking) {
 				pthread_mutex_lock(&sc->ec->u->mu);
 				if (sig == SIGINT)
 					fputs("gpuclusterctl: interrupted: finishing the steps in "
@@ -499,7 +503,26 @@ struct approval {
 	bool yes;                         /* --yes / --auto-approve */
 	const struct cli_saved_plan *saved; /* apply FILE */
 	bool declined, differs;
+	bool cancelled; /* Ctrl-C (or SIGTERM, SIGHUP) at the question */
 };
+
+/* One line from the terminal, or false on end of file, an error or a signal
+ * (the signal thread sets `interrupted`; this thread has them blocked, so a
+ * plain read would wait on for the line). */
+static bool read_answer(char *line, size_t n)
+{
+	struct pollfd p = {STDIN_FILENO, POLLIN, 0};
+
+	while (!interrupted) {
+		int r = poll(&p, 1, 100);
+
+		if (r < 0 && errno != EINTR)
+			return false;
+		if (r > 0)
+			return fgets(line, (int)n, stdin) != NULL && !interrupted;
+	}
+	return false;
+}
 
 /* Called once the plan is shown, before anything changes: a saved plan must
  * be this very plan; else --yes, or the operator types "yes". */
@@ -518,9 +541,12 @@ static bool approve(void *arg, const struct gc_plan *p)
 	      "  Only 'yes' will be accepted to approve.\n\n"
 	      "  Enter a value: ", stdout);
 	fflush(stdout);
-	if (fgets(line, sizeof(line), stdin) == NULL || interrupted)
+	asking = 1;
+	if (!read_answer(line, sizeof(line)))
 		line[0] = '\0';
+	asking = 0;
 	line[strcspn(line, "\r\n")] = '\0';
+	ap->cancelled = interrupted;
 	ap->declined = strcmp(line, "yes") != 0;
 	return !ap->declined;
 }
@@ -846,7 +872,7 @@ int cmd_apply(int argc, char **argv)
 			cli_error("the plan differs from the saved plan: nothing was changed; run plan "
 				  "--out again and review it");
 		gc_exec_report_free(&rep);
-		rc = GC_EXIT_ERROR;
+		rc = ap.cancelled ? GC_EXIT_INTERRUPTED : GC_EXIT_ERROR;
 		goto out_ui;
 	}
 	if (u.json) {

@@ -59,6 +59,11 @@ VGPU_SEQUENCE = [
 LEASE = "/UserVars/GpuclusterctlLease"
 
 
+def text_of(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
 def exec_kind(line):
     """What one exec to a simulated ESXi host was, for exact sequences."""
     if CHANGE_BATCH.match(line):
@@ -627,6 +632,32 @@ class ApplyRoce(LabCase):
         self.assertIn("standard input is not a terminal, so nobody can approve the plan: pass --yes",
                       r.stderr)
 
+    def test_ctrl_c_at_the_question_cancels_at_once(self):
+        # nobody answers; Ctrl-C (SIGINT: the pty is not the child's
+        # controlling terminal, so the test sends it) ends the wait at once
+        import pty
+        master, slave = pty.openpty()
+        outpath = os.path.join(self.lab, "question.out")
+        try:
+            with open(outpath, "w") as outf:
+                p = subprocess.Popen([self.gc_bin(), "apply", "--only", "esxi,switch", "--target", "esx01",
+                                      "--state-dir", self.state_dir, self.specfile], env=self.env,
+                                     stdin=slave, stdout=outf, stderr=subprocess.PIPE, text=True)
+                for _ in range(600):
+                    if text_of(outpath).endswith("  Enter a value: "):
+                        break
+                    time.sleep(0.05)
+                p.send_signal(signal.SIGINT)
+                _, err = p.communicate(timeout=10)
+        finally:
+            os.close(slave)
+            os.close(master)
+        self.assertEqual(p.returncode, 130, err)
+        self.assertTrue(text_of(outpath).endswith("  Enter a value: \nApply cancelled.\n"))
+        self.assertNotIn("finishing the steps in flight", err)
+        self.assertEqual(self.changes("esx01"), [])
+        self.assertIn(self.lease("esx01"), (None, "none"))  # nor a lease left behind
+
     def test_saved_plan_is_applied_exactly_or_refused_after_drift(self):
         planfile = os.path.join(self.lab, "roce.plan")
         r = self.gc("plan", "--only", "esxi,switch", "-out", planfile, check=2)   # Terraform's spelling
@@ -999,7 +1030,7 @@ class ApplyRoce(LabCase):
                              stdout=outf, stderr=subprocess.PIPE, text=True, **popen)
         outf.close()
         for _ in range(600):
-            if "Plan: " in open(outpath).read():
+            if "Plan: " in text_of(outpath):
                 break
             time.sleep(0.05)
         return p, outpath
@@ -1015,12 +1046,12 @@ class ApplyRoce(LabCase):
         self.assertIsNone(p.poll())
         p.send_signal(sig)
         _, err = p.communicate(timeout=300)
-        out = open(outpath).read()
+        out = text_of(outpath)
         self.assertEqual(p.returncode, 130, err)
         self.assertIn("gpuclusterctl: %s\n" % line, err)
         self.assertIn("\nApply interrupted: ", out)
         started, ended = set(), set()
-        for l in open(os.path.join(self.state_dir, "roce-lab.journal")):
+        for l in text_of(os.path.join(self.state_dir, "roce-lab.journal")).splitlines():
             rec = json.loads(l)
             if rec["kind"] in ("maintenance", "reboot_owed"):
                 continue
@@ -1060,7 +1091,7 @@ class ApplyRoce(LabCase):
         _, err = p.communicate(timeout=300)
         self.assertEqual(p.returncode, 0, err)
         self.assertNotIn("hung up", err)
-        self.assertIn("Apply complete: 70 actions done, 0 failed, 0 skipped.", open(outpath).read())
+        self.assertIn("Apply complete: 70 actions done, 0 failed, 0 skipped.", text_of(outpath))
         for h in self.hosts:
             self.assert_host_converged(h)
 
