@@ -32,7 +32,8 @@ static int read_esxi(json_object *o, const struct gc_host *h, const struct gc_dr
 	int rc;
 
 	gc_ssh_opts_from_spec(&so, &known, set, h->address, &h->ssh, h->credentials, "root");
-	so.command_timeout_ms = gc_ssh_read_ms(&h->ssh); /* it only reads, as the observation */
+	/* it only reads, as the observation */
+	so.command_timeout_ms = gc_ssh_read_cap_ms(&h->ssh, so.command_timeout_ms);
 	rc = gc_ssh_connect(&ssh, &so, err);
 	free(known);
 	if (rc != 0)
@@ -77,7 +78,7 @@ static int read_switch(json_object *o, const struct gc_switch *sw,
 		memset(&oo, 0, sizeof(oo));
 		oo.switch_name = sw->name;
 		oo.enable_password_env = sw->enable_password_env;
-		oo.timeout_ms = (int)gc_ssh_read_ms(&sw->ssh);
+		oo.timeout_ms = (int)gc_ssh_read_cap_ms(&sw->ssh, so.command_timeout_ms);
 		gc_onyx_chan_ssh(&ch, shell);
 		rc = gc_onyx_session_open(&s, &ch, &oo, err);
 	}

@@ -258,6 +258,13 @@ unsigned gc_ssh_read_ms(const struct gc_ssh *ssh)
 	return (ssh->read_timeout_s ? ssh->read_timeout_s : GC_SSH_READ_TIMEOUT_S) * 1000u;
 }
 
+unsigned gc_ssh_read_cap_ms(const struct gc_ssh *ssh, unsigned command_ms)
+{
+	unsigned read_ms = gc_ssh_read_ms(ssh);
+
+	return command_ms != 0 && command_ms < read_ms ? command_ms : read_ms;
+}
+
 int gc_drv_ssh_connect(struct gc_ssh_conn **out, const struct gc_drv_ctx *ctx,
 		       const char *address, const struct gc_ssh *ssh,
 		       const struct gc_credential *cred, const char *default_user,

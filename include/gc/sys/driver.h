@@ -173,6 +173,10 @@ void gc_ssh_opts_from_spec(struct gc_ssh_opts *o, char **known, const struct gc_
  * ssh.read_timeout_s (GC_SSH_READ_TIMEOUT_S when the struct came from
  * elsewhere than the spec loader and holds 0). */
 unsigned gc_ssh_read_ms(const struct gc_ssh *ssh);
+/* The read timeout of an ESXi host or a switch: gc_ssh_read_ms(), or
+ * command_ms where that is less (0: none), as every read there waited the
+ * command timeout before read_timeout_s existed. */
+unsigned gc_ssh_read_cap_ms(const struct gc_ssh *ssh, unsigned command_ms);
 /* gc_drv_ssh_opts() and gc_ssh_connect() in one: connect_ms 0 keeps the
  * spec's connect timeout; the connection's command timeout becomes read_ms
  * (the Linux targets keep the spec's for changes only). */

@@ -64,8 +64,8 @@ static int ssh_open(struct gc_ssh_conn **out, struct gc_drv_ctx *ctx, const stru
 		o.connect_timeout_ms = connect_timeout_ms;
 	rc = gc_ssh_connect(out, &o, err);
 	free(known);
-	if (rc == 0 && (o.command_timeout_ms == 0 || o.command_timeout_ms > gc_ssh_read_ms(&h->ssh)))
-		gc_ssh_set_command_timeout(*out, gc_ssh_read_ms(&h->ssh));
+	if (rc == 0)
+		gc_ssh_set_command_timeout(*out, gc_ssh_read_cap_ms(&h->ssh, o.command_timeout_ms));
 	if (rc != 0)
 		gc_error_prefix(err, "host '%s': ", t->name);
 	return rc;
@@ -88,9 +88,7 @@ static int esxi_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_tar
 	c->lease_option = -1;
 	c->command_timeout_ms = set->command_timeout_ms ? set->command_timeout_ms
 						       : t->host->ssh.command_timeout_s * 1000u;
-	c->read_ms = gc_ssh_read_ms(&t->host->ssh);
-	if (c->command_timeout_ms != 0 && c->command_timeout_ms < c->read_ms)
-		c->read_ms = c->command_timeout_ms;
+	c->read_ms = gc_ssh_read_cap_ms(&t->host->ssh, c->command_timeout_ms);
 	*conn = c;
 	return 0;
 }

@@ -58,9 +58,7 @@ static int open_cli(struct onyx_conn *c, struct gc_drv_ctx *ctx, struct gc_error
 	 * re-read before each change) wait ssh.read_timeout_s, or
 	 * command_timeout_s where that is less, as every read here used to. */
 	c->command_ms = (int)(o.command_timeout_ms ? o.command_timeout_ms : 300000u);
-	c->read_ms = (int)gc_ssh_read_ms(&sw->ssh);
-	if (c->command_ms < c->read_ms)
-		c->read_ms = c->command_ms;
+	c->read_ms = (int)gc_ssh_read_cap_ms(&sw->ssh, (unsigned)c->command_ms);
 	so.timeout_ms = c->read_ms;
 	gc_onyx_chan_ssh(&ch, c->shell);
 	return gc_onyx_session_open(&c->s, &ch, &so, err);
