@@ -10,13 +10,16 @@ changes." and exit 0; drifted -> exactly the drift.  Usage and spec errors:
 exit 64 / 1 with the exact message, nothing on stdout.  Every JSON output
 validates against its schema in specs/; DOT output renders with Graphviz.
 """
+import errno
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 BIN, SRC = sys.argv[1], sys.argv[2]
 UPDATE = os.environ.get("GC_UPDATE_GOLDEN") == "1"
@@ -561,9 +564,6 @@ check("help of an unknown command: exit 64",
 def interrupted(args):
     """Run a command that reads FIFO (a spec, an expect file); once it has it
     open (our non-blocking open for writing succeeds), send SIGINT."""
-    import errno
-    import signal
-    import time
     d = tempfile.mkdtemp()
     fifo = os.path.join(d, "spec.yaml")
     os.mkfifo(fifo)
@@ -599,7 +599,6 @@ shutil.rmtree(state)
 
 
 def ignoring_sigint():
-    import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -610,14 +609,26 @@ fifo = os.path.join(d, "spec.yaml")
 os.mkfifo(fifo)
 p = subprocess.Popen([BIN, "check", fifo], cwd=SRC, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                      stderr=subprocess.PIPE, text=True, preexec_fn=ignoring_sigint)
-with open(fifo, "w") as w:  # opens once check has it open for reading
-    p.send_signal(__import__("signal").SIGINT)
+# our non-blocking open for writing succeeds once check has the FIFO open for
+# reading (a deadline, not a blocking open: a check that died first would hang it)
+fd, deadline = None, time.monotonic() + 20
+while fd is None and p.poll() is None and time.monotonic() < deadline:
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno != errno.ENXIO:
+            raise
+        time.sleep(0.01)
+alive = False
+if fd is not None:
+    p.send_signal(signal.SIGINT)
     try:
         p.wait(timeout=0.5)
     except subprocess.TimeoutExpired:
         pass
     alive = p.poll() is None
-    w.write("kind: Cluster\n")
+    os.write(fd, b"kind: Cluster\n")
+    os.close(fd)
 out, err = p.communicate(timeout=20)
 shutil.rmtree(d)
 check("check with SIGINT ignored by its parent: SIGINT changes nothing, the spec is read",
