@@ -106,6 +106,7 @@ struct gc_exec_target_report {
 	bool reboot_owed;            /* a change still waits for a reboot */
 	size_t not_started;          /* actions in waves the halted rollout did not start */
 	bool recovered;              /* taken out of maintenance mode after its failure */
+	bool recovered_on_stop;      /* ... after the user's signal stopped its window */
 	/* round trips to the target (drivers that count them: ESXi), besides
 	 * the polls while it rebooted */
 	uint64_t execs, poll_execs;

@@ -6,8 +6,8 @@
  * up to date on a TTY, plain lines otherwise), the final per-target summary,
  * and picks the exit code.  SIGINT, SIGTERM (a service manager, a CI job
  * cancelled, kill(1)) or SIGHUP (the operator's terminal or SSH session gone)
- * asks the executor to finish the actions in flight and start no new ones
- * (exit 130).  A second signal of any of them stops at once, but first prints
+ * asks the executor to finish the actions in flight, start no new ones and
+ * take the hosts whose window it stopped out of maintenance mode (exit 130).  A second signal of any of them stops at once, but first prints
  * what the events told us: the hosts left in maintenance mode, then the
  * per-target summary, then exits 130.  They are taken by a thread of their
  * own (sigwait), so the printing runs outside signal context.
@@ -135,8 +135,10 @@ static void tally_event(struct ui *u, const struct gc_exec_event *ev)
 		t->skipped++;
 		return;
 	case GC_EV_NOTE:
-		/* the recovery's exit after a failure is not a plan action */
-		if (ev->message != NULL && strcmp(ev->message, "left maintenance mode after the failure") == 0)
+		/* the recovery's exit (after a failure or the first Ctrl-C) is
+		 * not a plan action */
+		if (ev->message != NULL && strncmp(ev->message, "left maintenance mode after the ",
+						   strlen("left maintenance mode after the ")) == 0)
 			t->in_maint = false;
 		return;
 	case GC_EV_CONNECT:
@@ -248,12 +250,14 @@ static void *sigint_thread(void *arg)
 				pthread_mutex_lock(&sc->ec->u->mu);
 				if (sig == SIGINT)
 					fputs("gpuclusterctl: interrupted: finishing the steps in "
-					      "flight (Ctrl-C again stops at once)\n",
+					      "flight, then taking hosts out of maintenance mode "
+					      "(Ctrl-C again stops at once)\n",
 					      sc->ec->u->f);
 				else
 					fprintf(sc->ec->u->f,
-						"gpuclusterctl: %s: finishing the steps in flight (a "
-						"second signal or Ctrl-C stops at once)\n",
+						"gpuclusterctl: %s: finishing the steps in flight, then "
+						"taking hosts out of maintenance mode (a second signal or "
+						"Ctrl-C stops at once)\n",
 						sig == SIGTERM ? "terminated (SIGTERM)"
 							       : "hung up (SIGHUP)");
 				fflush(sc->ec->u->f);
@@ -412,9 +416,9 @@ static void print_summary(FILE *f, const struct gc_exec_report *rep, const struc
 		if (t->left_in_maintenance)
 			loud++;
 		if (t->recovered)
-			fprintf(f, "  %-12s          left maintenance mode after the failure\n",
-				t->target->name);
-		if (t->reboot_owed && t->failed)
+			fprintf(f, "  %-12s          left maintenance mode after the %s\n",
+				t->target->name, t->recovered_on_stop ? "interruption" : "failure");
+		if (t->reboot_owed && (t->failed || t->recovered_on_stop))
 			fprintf(f, "  %-12s          a change still waits for a reboot: re-run apply\n",
 				t->target->name);
 	}

@@ -353,66 +353,89 @@ static bool window_in_wave(const struct gc_plan_wave *w, const struct gc_target 
 	return false;
 }
 
+/* One host's way out of maintenance mode after a failure or an
+ * interruption (gc_exec_for_slots: the hosts of a wave at once). */
+static void exit_one(struct run *r, struct tslot *s, size_t i, void *arg)
+{
+	struct gc_action exit_a;
+	struct gc_error err = GC_ERROR_INIT;
+	/* a host whose window a failure (its own, or another's under
+	 * --fail-fast) stopped leaves after the failure; one in a wave that the
+	 * user's signal stopped, after the interruption (a step that the signal
+	 * cut short, such as a reboot's wait, fails as well) */
+	bool on_stop = r->rep->interrupted;
+	const char *note = on_stop ? "left maintenance mode after the interruption"
+				   : "left maintenance mode after the failure";
+
+	(void)i;
+	(void)arg;
+	if (s->maint_left) { /* the failed step's own exec took it out */
+		s->maint_left = false;
+		gc_exec_journal(r, s->target, "recover: exit maintenance", "maintenance", GC_J_DONE,
+				"left in the failed step's exec");
+		s->maint_ours = false;
+		s->rep->recovered = true;
+		gc_exec_emit(&r->ctx, GC_EV_NOTE, s->target, NULL,
+			     "left maintenance mode after the failure (in the read-back's exec)", 0);
+		return;
+	}
+	memset(&exit_a, 0, sizeof(exit_a));
+	exit_a.kind = GC_ACT_EXIT_MAINTENANCE;
+	exit_a.target = s->target;
+	exit_a.host = s->target->name;
+	exit_a.synthesized = true;
+	exit_a.why = on_stop ? "recover: leave maintenance mode after an interruption"
+			     : "recover: leave maintenance mode after a failure";
+	if (gc_exec_run_action(r, s, &exit_a, &err) == 0) {
+		gc_exec_journal(r, s->target, "recover: exit maintenance", "maintenance", GC_J_DONE, NULL);
+		s->maint_ours = false;
+		s->rep->recovered = true;
+		s->rep->recovered_on_stop = on_stop;
+		gc_exec_emit(&r->ctx, GC_EV_NOTE, s->target, NULL, note, 0);
+	} else {
+		s->rep->left_in_maintenance = true;
+		s->rep->maintenance_why = gc_xasprintf("leaving maintenance mode failed: %s", err.msg);
+	}
+}
+
 /*
  * After a wave (w) or all of them (w NULL): an ESXi host that we put into
  * maintenance mode and whose window did not finish (it failed, its verify
- * failed, or --fail-fast stopped it) is taken out again, unless it was
- * rebooted and never answered again, or the user interrupted us: then it
- * stays, loudly, and the journal remembers for the next run.  After a wave,
- * only the hosts whose window was in that wave: a later wave's window may
- * still need the maintenance mode an earlier run left.
+ * failed, --fail-fast stopped it, or the user's signal did: Ctrl-C,
+ * SIGTERM, SIGHUP) is taken out again, the hosts of the wave at once:
+ * a stopped rollout leaves no host out of service that it can bring back.
+ * A host whose reboot was not seen through (it never answered again, or the
+ * signal came while we waited for it) stays, loudly, and the journal
+ * remembers for the next run; so does a host we could not take out.  After
+ * a wave, only the hosts whose window was in that wave: a later wave's
+ * window may still need the maintenance mode an earlier run left.  The
+ * second signal never gets here (cmd_apply.c abandons the run at once).
  */
 void gc_exec_recover_hosts(struct run *r, const struct gc_plan_wave *w)
 {
-	size_t i;
+	struct tslot **out = gc_xcalloc(r->nslots ? r->nslots : 1, sizeof(*out));
+	size_t i, n = 0;
 
 	for (i = 0; i < r->nslots; i++) {
 		struct tslot *s = &r->slots[i];
-		struct gc_action exit_a;
-		struct gc_error err = GC_ERROR_INIT;
 
 		if (s->target->kind != GC_TARGET_ESXI || !s->maint_ours || s->drv == NULL ||
 		    !gc_exec_selected(r->ctx.opts, s->target->kind) || s->rep->left_in_maintenance)
 			continue;
 		if (w != NULL && !window_in_wave(w, s->target))
 			continue;
-		if (r->rep->interrupted) {
-			s->rep->left_in_maintenance = true;
-			s->rep->maintenance_why = gc_xasprintf(
-				"interrupted; re-run apply to finish (the journal remembers)");
-			continue;
-		}
 		if (s->in_reboot) {
 			s->rep->left_in_maintenance = true;
 			s->rep->maintenance_why = gc_xasprintf(
-				"its reboot was not confirmed (it did not answer again, or did not "
-				"go down): check the host, then re-run apply");
+				r->rep->interrupted
+					? "interrupted while it rebooted; re-run apply to finish "
+					  "(the journal remembers)"
+					: "its reboot was not confirmed (it did not answer again, or did "
+					  "not go down): check the host, then re-run apply");
 			continue;
 		}
-		if (s->maint_left) { /* the failed step's own exec took it out */
-			s->maint_left = false;
-			gc_exec_journal(r, s->target, "recover: exit maintenance", "maintenance", GC_J_DONE,
-					"left in the failed step's exec");
-			s->maint_ours = false;
-			s->rep->recovered = true;
-			gc_exec_emit(&r->ctx, GC_EV_NOTE, s->target, NULL,
-				     "left maintenance mode after the failure (in the read-back's exec)", 0);
-			continue;
-		}
-		memset(&exit_a, 0, sizeof(exit_a));
-		exit_a.kind = GC_ACT_EXIT_MAINTENANCE;
-		exit_a.target = s->target;
-		exit_a.host = s->target->name;
-		exit_a.synthesized = true;
-		exit_a.why = "recover: leave maintenance mode after a failure";
-		if (gc_exec_run_action(r, s, &exit_a, &err) == 0) {
-			gc_exec_journal(r, s->target, "recover: exit maintenance", "maintenance", GC_J_DONE, NULL);
-			s->maint_ours = false;
-			s->rep->recovered = true;
-			gc_exec_emit(&r->ctx, GC_EV_NOTE, s->target, NULL, "left maintenance mode after the failure", 0);
-		} else {
-			s->rep->left_in_maintenance = true;
-			s->rep->maintenance_why = gc_xasprintf("leaving maintenance mode failed: %s", err.msg);
-		}
+		out[n++] = s;
 	}
+	gc_exec_for_slots(r, out, n, exit_one, NULL);
+	free(out);
 }

@@ -1060,8 +1060,8 @@ class ApplyRoce(LabCase):
         self.assertEqual(started - ended, set())
 
     def test_ctrl_c_finishes_in_flight_steps_then_rerun_converges(self):
-        self.stop_with(signal.SIGINT, "interrupted: finishing the steps in flight "
-                                      "(Ctrl-C again stops at once)")
+        self.stop_with(signal.SIGINT, "interrupted: finishing the steps in flight, then taking "
+                                      "hosts out of maintenance mode (Ctrl-C again stops at once)")
         for h in self.hosts:
             self.control(h, {"reboot_seconds": self.reboot_seconds})
         self.apply()
@@ -1072,13 +1072,58 @@ class ApplyRoce(LabCase):
 
     def test_sigterm_finishes_in_flight_steps_as_ctrl_c_does(self):
         # a service manager or a cancelled CI job stops apply with SIGTERM
-        self.stop_with(signal.SIGTERM, "terminated (SIGTERM): finishing the steps in flight "
-                                       "(a second signal or Ctrl-C stops at once)")
+        self.stop_with(signal.SIGTERM, "terminated (SIGTERM): finishing the steps in flight, then "
+                                       "taking hosts out of maintenance mode (a second signal or "
+                                       "Ctrl-C stops at once)")
 
     def test_sighup_finishes_in_flight_steps_as_ctrl_c_does(self):
         # the operator's SSH session to the machine running apply is gone
-        self.stop_with(signal.SIGHUP, "hung up (SIGHUP): finishing the steps in flight "
-                                      "(a second signal or Ctrl-C stops at once)")
+        self.stop_with(signal.SIGHUP, "hung up (SIGHUP): finishing the steps in flight, then "
+                                      "taking hosts out of maintenance mode (a second signal or "
+                                      "Ctrl-C stops at once)")
+
+    def test_a_signal_mid_window_takes_the_hosts_out_of_maintenance(self):
+        # wave 1's hosts are in maintenance mode, their change exec held open
+        # (the passthrough command takes 4 s), when SIGTERM comes: the exec
+        # finishes, no reboot goes out, and both leave maintenance mode at
+        # once; their changes wait for the reboot the next apply sends
+        for h in self.hosts:
+            self.control(h, {"slow": {"match": "esxcli hardware pci pcipassthru set", "ms": 4000}})
+        p, outpath = self.start_apply("mid-window.out")
+        for _ in range(600):
+            if all(self.state(h)["maintenance"] for h in ("esx01", "esx02")):
+                break
+            time.sleep(0.05)
+        self.assertIsNone(p.poll())
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=120)
+        out = text_of(outpath)
+        self.assertEqual(p.returncode, 130, err)
+        self.assertIn("gpuclusterctl: terminated (SIGTERM): finishing the steps in flight, then "
+                      "taking hosts out of maintenance mode (a second signal or Ctrl-C stops at "
+                      "once)\n", err)
+        self.assertNotIn("LEFT IN MAINTENANCE", out)
+        for h in ("esx01", "esx02"):
+            self.assertIn("\n  %-12s          left maintenance mode after the interruption\n"
+                          "  %-12s          a change still waits for a reboot: re-run apply\n"
+                          % (h, h), out)
+            self.assertEqual(self.changes(h), ROCE_SEQUENCE[:4] + [ROCE_SEQUENCE[-1]], h)
+            # the host's own words, through another SSH client
+            self.assertEqual(self.remote(h, "esxcli system maintenanceMode get"), "Disabled\n")
+            st = self.state(h)
+            gpu = [d for d in st["pci"] if d["addr"] == "0000:3b:00.0"][0]
+            self.assertEqual((gpu["passthru"], gpu["passthru_active"], st["boot_count"]),
+                             (True, False, 0), h)
+            self.assertEqual(self.lease(h), "none", h)
+        for h in self.hosts[2:]:  # later waves: not started
+            self.assertNotIn("esxcli system maintenanceMode set -e true", self.changes(h), h)
+        # the next apply gives each its window again, and the one reboot
+        for h in self.hosts:
+            self.control(h, {})
+        r = self.apply()
+        self.assertIn("Apply complete", r.stdout)
+        for h in self.hosts:
+            self.assert_host_converged(h)
 
     def test_under_nohup_sighup_changes_nothing_and_the_apply_completes(self):
         # `nohup gpuclusterctl apply ...`: SIGHUP ignored by whoever started

@@ -1622,7 +1622,7 @@ def run_simple(ctx, argv):
         ctx.io.stdout.flush()
         ctx.io.stderr.flush()
         os.kill(os.getpid(), fault[1])
-    delay = simlab.latency_ms(ctx.host, control)
+    delay = simlab.latency_ms(ctx.host, control) + simlab.slow_ms(control, " ".join(argv))
     if delay > 0:
         time.sleep(delay / 1000.0)
     else:

@@ -625,6 +625,18 @@ class TestShellAndFaults(SimTest):
         self.ok("echo a; echo b")
         self.assertGreaterEqual(time.monotonic() - t0, 0.3)
 
+    def test_slow_delays_only_its_commands(self):
+        # the match is a prefix of the simple command (its words joined);
+        # a lower bound for the slow one, and the other well under its delay
+        self.lab.control("esxi-1", {"slow": {"match": "esxcli system maintenanceMode get",
+                                             "ms": 3000}})
+        t0 = time.monotonic()
+        self.assertEqual(self.ok("echo a"), "a\n")
+        self.assertLess(time.monotonic() - t0, 3.0)
+        t0 = time.monotonic()
+        self.assertEqual(self.ok("esxcli system maintenanceMode get"), "Disabled\n")
+        self.assertGreaterEqual(time.monotonic() - t0, 3.0)
+
     def test_rtt(self):
         # rtt_ms delays the exec (once, before its first command: session());
         # a lower bound only, as test_latency: no upper timing bound in tests

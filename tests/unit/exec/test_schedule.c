@@ -16,10 +16,14 @@
  *   any other target's (one worker, so the order is the scheduler's alone);
  * - a failed VM action skips what depends on it and nothing else;
  * - with --fail-fast, nothing starts after the failure and every pending
- *   action, the vCenter's included, is skipped as "not started: --fail-fast".
+ *   action, the vCenter's included, is skipped as "not started: --fail-fast";
+ * - a Ctrl-C while hosts are in their maintenance windows lets the steps in
+ *   flight finish, starts none (no reboot), and takes those hosts out of
+ *   maintenance mode again, at once, each remembered as owing its reboot.
  */
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fake_drivers.h"
@@ -69,6 +74,7 @@ struct watch {
 	size_t nviolations;
 	size_t started_after_failure;
 	size_t skipped_fail_fast;
+	size_t left_on_stop;  /* notes: "left maintenance mode after the interruption" */
 };
 
 static void violate(struct watch *w, const char *fmt, ...) GC_PRINTF(2, 3);
@@ -125,6 +131,9 @@ static void on_event(void *arg, const struct gc_exec_event *ev)
 		w->order = gc_xcalloc(ev->plan->nactions + 1, sizeof(*w->order));
 		return;
 	}
+	if (ev->kind == GC_EV_NOTE && ev->message != NULL &&
+	    strcmp(ev->message, "left maintenance mode after the interruption") == 0)
+		w->left_on_stop++;
 	if (a == NULL || w->st == NULL)
 		return;
 	switch (ev->kind) {
@@ -357,6 +366,91 @@ static void test_fail_fast_skips_every_pending_lane_action(void **state)
 	done(&x);
 }
 
+/* ------------------------------------------------------------ Ctrl-C mid-window */
+
+/* The hook of the Ctrl-C test: the first change of each of two hosts waits
+ * for the other's (both hosts are then in maintenance mode, neither has
+ * rebooted), then "Ctrl-C" is pressed; each recovery exit waits up to 5 s
+ * for the other's, so met says whether they were in flight at once. */
+static volatile sig_atomic_t ctrl_c;
+static pthread_mutex_t stop_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t stop_cv = PTHREAD_COND_INITIALIZER;
+static size_t changes_in, exits_in, reboots_in;
+static bool exits_met;
+
+static void meet(size_t *count, size_t want, bool *met)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	(*count)++;
+	pthread_cond_broadcast(&stop_cv);
+	while (*count < want)
+		if (pthread_cond_timedwait(&stop_cv, &stop_mu, &until) != 0)
+			break;
+	if (met != NULL)
+		*met = *count >= want;
+}
+
+static int stop_mid_window(const struct gc_action *a, struct gc_error *err)
+{
+	(void)err;
+	if (a->target->kind != GC_TARGET_ESXI)
+		return 0;
+	pthread_mutex_lock(&stop_mu);
+	if (a->kind == GC_ACT_APPLY && (a->flags & GC_RES_NEEDS_REBOOT) && changes_in < 2) {
+		meet(&changes_in, 2, NULL);
+		ctrl_c = 1;
+	} else if (a->kind == GC_ACT_EXIT_MAINTENANCE && a->synthesized) {
+		meet(&exits_in, 2, &exits_met);
+	} else if (a->kind == GC_ACT_REBOOT) {
+		reboots_in++;
+	}
+	pthread_mutex_unlock(&stop_mu);
+	return 0;
+}
+
+static void test_ctrl_c_mid_window_takes_the_hosts_out_at_once(void **state)
+{
+	struct run x;
+	struct gc_exec_opts o;
+	struct gc_error err = GC_ERROR_INIT;
+
+	(void)state;
+	load(&x, 2);
+	memset(&o, 0, sizeof(o));
+	o.state_dir = x.state;
+	o.parallelism = 2;
+	o.drv.reboot_poll_ms = 1;
+	o.event = on_event;
+	o.event_arg = &x.w;
+	o.interrupted = &ctrl_c;
+	gc_fake_apply_hook = stop_mid_window;
+	assert_int_equal(gc_exec_run(&x.rep, x.g, &o, &err), GC_EINTR);
+	assert_string_equal(err.msg, "interrupted");
+	assert_true(x.rep.interrupted);
+	assert_int_equal(changes_in, 2);
+	assert_int_equal(reboots_in, 0); /* nothing started after the Ctrl-C */
+	assert_int_equal(exits_in, 2);
+	assert_true(exits_met); /* both hosts left maintenance mode at once */
+	assert_int_equal(x.w.left_on_stop, 2);
+	for (size_t i = 0; i < x.rep.ntargets; i++) {
+		const struct gc_exec_target_report *t = &x.rep.targets[i];
+
+		if (t->target->kind != GC_TARGET_ESXI)
+			continue;
+		assert_true(t->recovered);
+		assert_true(t->recovered_on_stop);
+		assert_false(t->left_in_maintenance);
+		assert_true(t->reboot_owed); /* its change waits for the next apply's reboot */
+		assert_int_equal(t->failed, 0);
+	}
+	assert_int_equal(x.rep.failed, 0);
+	assert_int_equal(x.w.nviolations, 0);
+	done(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -364,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_many_workers_keep_every_prerequisite),
 		cmocka_unit_test(test_a_failed_vm_action_skips_only_its_dependents),
 		cmocka_unit_test(test_fail_fast_skips_every_pending_lane_action),
+		cmocka_unit_test(test_ctrl_c_mid_window_takes_the_hosts_out_at_once),
 	};
 	setenv("GC_ESXI_PASSWORD", "x", 1);
 	setenv("GC_VC_PASSWORD", "x", 1);
