@@ -358,6 +358,10 @@ int gc_drv_wait_reboot(struct gc_drv_ctx *ctx, struct gc_drv_reboot *r, struct g
 		(void)r->resend(r->arg, &e);
 		r->disconnect(r->arg);
 	}
+	if (gc_drv_interrupted(ctx)) /* not the timeout: say what happened */
+		return gc_error_set(err, GC_EINTR, "interrupted %.0f s into the wait for the %s "
+				    "to come back after its reboot (%s)", (double)(gc_now_ns() - t0) / 1e9,
+				    r->noun, last);
 	/* final, not a transport fault to retry: the whole wait was the retry */
 	return gc_error_set(err, GC_EREMOTE, "%s '%s' did not come back within %u s after its "
 			    "reboot (%s)", r->noun, r->t->name, timeout / 1000, last);

@@ -4,8 +4,10 @@
  * reconnection answers, in order.  A refused login while the machine goes
  * down or boots (pam_nologin) is waited out; a refused host key is not; a
  * login refused for GC_DRV_NOLOGIN_GRACE_S in a row is the credentials.
+ * Ctrl-C ends the wait, and the error says so (not a timeout).
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,7 +27,10 @@ struct script {
 	size_t n, next;
 	size_t connects, disconnects, resends;
 	char notes[4096];
+	size_t interrupt_at; /* the connect that "presses Ctrl-C" (1-based); 0 none */
 };
+
+static volatile sig_atomic_t ctrl_c;
 
 static enum answer current(struct script *s)
 {
@@ -39,6 +44,8 @@ static int fake_connect(void *arg, unsigned connect_ms, struct gc_error *err)
 
 	(void)connect_ms;
 	s->connects++;
+	if (s->interrupt_at != 0 && s->connects == s->interrupt_at)
+		ctrl_c = 1;
 	switch (a) {
 	case DOWN:
 		s->next++;
@@ -101,6 +108,8 @@ static int run(struct script *s, unsigned timeout_ms, struct gc_error *err)
 	o.drv.reboot_timeout_ms = timeout_ms;
 	o.event = on_event;
 	o.event_arg = s;
+	o.interrupted = &ctrl_c;
+	ctrl_c = 0;
 	ctx.opts = &o;
 	pthread_mutex_init(&ctx.ev_mu, NULL);
 	t.name = "worker-01";
@@ -123,7 +132,7 @@ static int run(struct script *s, unsigned timeout_ms, struct gc_error *err)
 static void test_refused_logins_around_the_reboot_are_waited_out(void **state)
 {
 	static const enum answer v[] = {AUTH, DOWN, AUTH, NEW_BOOT};
-	struct script s = {v, 4, 0, 0, 0, 0, ""};
+	struct script s = {v, 4, 0, 0, 0, 0, "", 0};
 	struct gc_error err = GC_ERROR_INIT;
 
 	(void)state;
@@ -140,7 +149,7 @@ static void test_refused_logins_around_the_reboot_are_waited_out(void **state)
 static void test_a_cut_read_of_the_boot_is_asked_again_and_said(void **state)
 {
 	static const enum answer v[] = {CUT, DOWN, NEW_BOOT};
-	struct script s = {v, 3, 0, 0, 0, 0, ""};
+	struct script s = {v, 3, 0, 0, 0, 0, "", 0};
 	struct gc_error err = GC_ERROR_INIT;
 
 	(void)state;
@@ -159,7 +168,7 @@ static void test_a_cut_read_of_the_boot_is_asked_again_and_said(void **state)
 static void test_a_changed_host_key_fails_at_once(void **state)
 {
 	static const enum answer v[] = {DOWN, HOSTKEY, NEW_BOOT};
-	struct script s = {v, 3, 0, 0, 0, 0, ""};
+	struct script s = {v, 3, 0, 0, 0, 0, "", 0};
 	struct gc_error err = GC_ERROR_INIT;
 
 	(void)state;
@@ -173,7 +182,7 @@ static void test_a_changed_host_key_fails_at_once(void **state)
 static void test_logins_refused_to_the_end_fail_with_the_refusal(void **state)
 {
 	static const enum answer v[] = {AUTH};
-	struct script s = {v, 1, 0, 0, 0, 0, ""};
+	struct script s = {v, 1, 0, 0, 0, 0, "", 0};
 	struct gc_error err = GC_ERROR_INIT;
 
 	(void)state;
@@ -197,6 +206,24 @@ static void test_the_nologin_grace_runs_from_the_first_refusal(void **state)
 	assert_false(gc_drv_auth_may_pass(&since));
 }
 
+/* Ctrl-C while the guest is down: the wait ends after that poll, without
+ * another, and the error is the interruption, with the last answer. */
+static void test_ctrl_c_ends_the_wait_and_says_so(void **state)
+{
+	static const enum answer v[] = {DOWN, DOWN, DOWN, NEW_BOOT};
+	struct script s = {v, 4, 0, 0, 0, 0, "", 2};
+	struct gc_error err = GC_ERROR_INIT;
+	const char *tail = " s into the wait for the guest to come back after its reboot "
+			   "(ssh gclab@192.0.2.7:22: connection refused)";
+
+	(void)state;
+	assert_int_equal(run(&s, 60000, &err), GC_EINTR);
+	assert_int_equal(s.connects, 2);
+	assert_true(strncmp(err.msg, "interrupted ", strlen("interrupted ")) == 0);
+	assert_true(strlen(err.msg) > strlen(tail));
+	assert_string_equal(err.msg + strlen(err.msg) - strlen(tail), tail);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -205,6 +232,7 @@ int main(void)
 		cmocka_unit_test(test_a_changed_host_key_fails_at_once),
 		cmocka_unit_test(test_logins_refused_to_the_end_fail_with_the_refusal),
 		cmocka_unit_test(test_the_nologin_grace_runs_from_the_first_refusal),
+		cmocka_unit_test(test_ctrl_c_ends_the_wait_and_says_so),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
