@@ -118,16 +118,21 @@ static void tally_event(struct ui *u, const struct gc_exec_event *ev)
 		gc_action_describe(&b, ev->action);
 		free(t->running);
 		t->running = gc_buf_take(&b);
+		/* from the moment the command may have gone out (a batch's
+		 * events end together, after its one exec) */
+		if (ev->action->kind == GC_ACT_ENTER_MAINTENANCE)
+			t->in_maint = true;
 		return;
 	case GC_EV_DONE:
 		t->done++;
-		if (ev->action->kind == GC_ACT_ENTER_MAINTENANCE)
-			t->in_maint = true;
 		if (ev->action->kind == GC_ACT_EXIT_MAINTENANCE)
 			t->in_maint = false;
 		break;
 	case GC_EV_FAILED:
 		t->failed++;
+		/* the host said no: not in maintenance because of us (exec's view) */
+		if (ev->action != NULL && ev->action->kind == GC_ACT_ENTER_MAINTENANCE)
+			t->in_maint = false;
 		if (t->error == NULL && ev->message != NULL)
 			t->error = gc_xstrdup(ev->message);
 		break;
@@ -247,23 +252,26 @@ static void *sigint_thread(void *arg)
 		if (!interrupted) {
 			interrupted = 1;
 			if (!sc->ec->u->json && !asking) {
-				pthread_mutex_lock(&sc->ec->u->mu);
+				struct ui *u = sc->ec->u;
+				const char *then = "";
+
+				pthread_mutex_lock(&u->mu);
+				for (size_t i = 0; i < u->ntargets; i++)
+					if (u->tally[i].in_maint)
+						then = ", then taking hosts out of maintenance mode";
 				if (sig == SIGINT)
-					fputs("gpuclusterctl: interrupted: finishing the steps in "
-					      "flight, then taking hosts out of maintenance mode "
-					      "(Ctrl-C again stops at once)\n",
-					      sc->ec->u->f);
+					fprintf(u->f, "gpuclusterctl: interrupted: finishing the steps in "
+						"flight%s (Ctrl-C again stops at once)\n", then);
 				else
-					fprintf(sc->ec->u->f,
-						"gpuclusterctl: %s: finishing the steps in flight, then "
-						"taking hosts out of maintenance mode (a second signal or "
-						"Ctrl-C stops at once)\n",
+					fprintf(u->f,
+						"gpuclusterctl: %s: finishing the steps in flight%s (a "
+						"second signal or Ctrl-C stops at once)\n",
 						sig == SIGTERM ? "terminated (SIGTERM)"
-							       : "hung up (SIGHUP)");
-				fflush(sc->ec->u->f);
-				if (sc->ec->u->tty)
-					sc->ec->u->drawn = 0;
-				pthread_mutex_unlock(&sc->ec->u->mu);
+							       : "hung up (SIGHUP)", then);
+				fflush(u->f);
+				if (u->tty)
+					u->drawn = 0;
+				pthread_mutex_unlock(&u->mu);
 			}
 			continue;
 		}

@@ -680,6 +680,15 @@ static int apply_phase(struct run *r, const struct gc_graph *g, const char *clus
 			continue;
 		}
 		gc_exec_run_wave(r, i);
+		/* a signal during the wave's last steps, which the scheduler
+		 * never got back to look at: the waves after it are not started,
+		 * and a step it cut short (a guest's shutdown) makes the run
+		 * interrupted, not failed; a run it left nothing to stop is done */
+		if (!r->stop && gc_drv_interrupted(&r->ctx) &&
+		    (i + 1 < plan->nwaves || r->rep->failed > 0)) {
+			r->stop = true;
+			r->rep->interrupted = true;
+		}
 		gc_exec_recover_hosts(r, &plan->waves[i]);
 	}
 	gc_exec_recover_hosts(r, NULL);

@@ -13,6 +13,7 @@ code): the domain XML, the overlay volume, the networks.
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import unittest
@@ -500,6 +501,43 @@ class KvmLibvirt(unittest.TestCase):
             self.assertEqual(virsh("domstate", "kvm-plain").stdout.strip(), "shut off")
             p = self.gc("plan", "--only", "libvirt", spec=off)
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        finally:
+            remove_plain()
+
+    def test_9f_ctrl_c_in_a_guest_shutdown_forces_nothing_off(self):
+        """Ctrl-C while apply waits for a guest's own shutdown (300 s by
+        default) ends the wait at once and does not destroy the VM: a
+        graceful stop never forces a VM off; the step fails saying so, and
+        the next apply asks again."""
+        on, off = self.plain_spec(power_on=True), self.plain_spec(power_on=False)
+        try:
+            p = self.gc("apply", "--only", "libvirt", "--yes", spec=on)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            # nothing boots in this VM: its ACPI shutdown is never answered
+            p = subprocess.Popen([BIN, "apply", "-v", "--only", "libvirt", "--yes", "--state-dir",
+                                  self.state, off], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True)
+            out, seen = [], False
+            for line in p.stdout:
+                out.append(line)
+                if "kvm-plain: guest shutdown, 1 s" in line:
+                    p.send_signal(signal.SIGINT)
+                    seen = True
+                    break
+            out.append(p.stdout.read())
+            p.stdout.close()
+            rc = p.wait(timeout=60)
+            out = "".join(out)
+            self.assertTrue(seen, out)
+            self.assertEqual(rc, 130, out)
+            self.assertRegex(out, r"VM 'kvm-plain': interrupted \d+ s into its guest shutdown: "
+                                  r"not destroyed \(the guest may still shut down\)")
+            self.assertIn("\nApply interrupted: 0 actions done, 1 failed, 0 skipped.\n", out)
+            self.assertEqual(virsh("domstate", "kvm-plain").stdout.strip(), "running")
+            # the power-off is still to do
+            p = self.gc("plan", "--only", "libvirt", spec=off)
+            self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+            self.assertIn("power off kvm-plain", p.stdout)
         finally:
             remove_plain()
 

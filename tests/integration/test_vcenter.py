@@ -12,6 +12,7 @@ firmware, the reservation lock, power state, host, CPUs and memory.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -431,6 +432,44 @@ class ApplyVmsRoce(VcenterLab):
             if l == want]
         self.assertEqual(len(order), 4, r.stderr)
         self.assertEqual(order, sorted(order), r.stderr)
+        self.assert_worker(2)
+        self.assertFalse(self.state("esx02")["maintenance"])
+        self.reapply_changes_nothing()
+
+    def test_ctrl_c_in_a_guest_shutdown_forces_nothing_off(self):
+        # worker-02's guest never acts on its shutdown request (a real
+        # vCenter answers ShutdownGuest at once; the guest may take minutes):
+        # Ctrl-C during that wait ends it without powering the VM off, and
+        # nothing after it starts (esx02 never enters maintenance mode)
+        self.apply()
+        self.remote("esx02", "esxcli hardware pci pcipassthru set -d 0000:3b:00.0 -e false")
+        self.faults({"ShutdownGuest": {"worker-02": {"ignore": True}}})
+        errpath = os.path.join(self.lab, "shutdown-ctrl-c.err")
+        with open(errpath, "w") as errf:
+            p = subprocess.Popen([BIN, "apply", "-v", "--yes", "--only", self.only, "--state-dir",
+                                  self.state_dir, self.specfile], env=self.env,
+                                 stdout=subprocess.PIPE, stderr=errf, text=True)
+            for _ in range(1200):
+                with open(errpath, encoding="utf-8") as f:
+                    if "vcenter: shutting down the guest of worker-02" in f.read():
+                        break
+                time.sleep(0.05)
+            time.sleep(1.5)  # a poll of its power state or two
+            p.send_signal(signal.SIGINT)
+            out, _ = p.communicate(timeout=60)
+        with open(errpath, encoding="utf-8") as f:
+            err = f.read()
+        self.assertEqual(p.returncode, 130, err)
+        self.assertRegex(out, r"\n  vcenter +vcenter +0 done, 1 failed, 1 skipped: VM 'worker-02': "
+                              r"interrupted \d+ s into its guest shutdown: not powered off \(the "
+                              r"guest may still shut down\)\n")
+        self.assertNotIn("powering it off", err)
+        self.assertNotIn("esx02: enter maintenance mode", err)
+        self.assertEqual(self.show("worker-02")["power"], "poweredOn")
+        self.assertFalse(self.state("esx02")["maintenance"])
+        # once the guest answers again, the next apply does the rest
+        self.faults(None)
+        self.apply()
         self.assert_worker(2)
         self.assertFalse(self.state("esx02")["maintenance"])
         self.reapply_changes_nothing()

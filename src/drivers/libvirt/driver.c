@@ -838,12 +838,21 @@ static int power(struct lvconn *c, struct gc_drv_ctx *ctx, const struct gc_actio
 		if (virDomainShutdown(d) != 0)
 			waited = limit; /* no ACPI: go straight to destroy */
 		while (waited < limit && virDomainGetState(d, &state, &reason, 0) == 0 &&
-		       state != VIR_DOMAIN_SHUTOFF) {
+		       state != VIR_DOMAIN_SHUTOFF && !gc_drv_interrupted(ctx)) {
 			unsigned step = limit - waited < 1000 ? limit - waited : 1000;
 
 			gc_drv_note(ctx, a->target, "%s: guest shutdown, %u s", a->vm, waited / 1000);
 			sleep_ms(step);
 			waited += step;
+		}
+		/* Ctrl-C: the shutdown asked stays asked, but a graceful stop
+		 * forces nothing off (nor waits out the rest of the timeout) */
+		if (waited < limit && gc_drv_interrupted(ctx) &&
+		    virDomainGetState(d, &state, &reason, 0) == 0 && state != VIR_DOMAIN_SHUTOFF) {
+			virDomainFree(d);
+			return gc_error_set(err, GC_EINTR, "VM '%s': interrupted %u s into its guest "
+					    "shutdown: not destroyed (the guest may still shut down)",
+					    a->vm, waited / 1000);
 		}
 		if (virDomainGetState(d, &state, &reason, 0) == 0 && state != VIR_DOMAIN_SHUTOFF) {
 			test_pause(ctx, a->target, a->vm, "destroying it");

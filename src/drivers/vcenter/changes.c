@@ -504,7 +504,7 @@ static int power_off(struct vc_conn *c, struct gc_drv_ctx *ctx, const char *name
 	const struct gc_vcenter_vm *vm = gc_vcdrv_find_vm(c, ctx, &inv, name, err);
 	struct gc_error e = GC_ERROR_INIT;
 	char state[32];
-	uint64_t deadline;
+	uint64_t deadline, started;
 	int rc;
 
 	if (vm == NULL)
@@ -516,13 +516,22 @@ static int power_off(struct vc_conn *c, struct gc_drv_ctx *ctx, const char *name
 	gc_drv_count_change(ctx);
 	if (gc_vcenter_shutdown_guest(c->vc, vm->moref, &e) == 0) {
 		gc_drv_note(ctx, c->t, "shutting down the guest of %s", name);
-		deadline = gc_now_ns() + (uint64_t)c->shutdown_timeout_ms * 1000000u;
+		started = gc_now_ns();
+		deadline = started + (uint64_t)c->shutdown_timeout_ms * 1000000u;
 		for (;;) {
 			if (gc_vcenter_power_state(c->vc, vm->moref, state, sizeof(state), err) != 0)
 				return vm_fail(GC_EREMOTE, err, name);
 			if (strcmp(state, "poweredOff") == 0)
 				return 0;
-			if (gc_now_ns() > deadline || gc_drv_interrupted(ctx))
+			/* Ctrl-C: the shutdown asked stays asked, but a graceful
+			 * stop forces nothing off (nor waits out the timeout) */
+			if (gc_drv_interrupted(ctx))
+				return vm_fail(gc_error_set(err, GC_EINTR,
+							    "interrupted %.0f s into its guest shutdown: "
+							    "not powered off (the guest may still shut down)",
+							    (double)(gc_now_ns() - started) / 1e9),
+					       err, name);
+			if (gc_now_ns() > deadline)
 				break;
 			sleep_ms(1000);
 		}

@@ -40,6 +40,10 @@
 // closes at once, and the call is carried out N ms later; meanwhile a
 // task of that name runs in the entity's recentTask (as vCenter shows a
 // running task), so a client can wait for it instead of sending again.
+// "ignore": true on a method that is not a *_Task answers it as done
+// without handing it to vcsim: a guest that never acts on ShutdownGuest
+// (vCenter answers that call at once; the guest's OS shuts down, or not,
+// afterwards; vcsim powers the VM off at once).
 package main
 
 import (
@@ -70,6 +74,7 @@ type faultRule struct {
 	Match   string   `json:"match"`   // only calls whose body holds this text
 	TaskMs  int      `json:"task_ms"` // with drop "after" on a *_Task: the task runs this long
 	Replace []string `json:"replace"` // [from, to]: the call goes through, its reply edited
+	Ignore  bool     `json:"ignore"`  // not a *_Task: answered as done, vcsim never sees it
 }
 
 type faultBook struct {
@@ -231,6 +236,15 @@ func (fb *faultBook) inject(w http.ResponseWriter, r *http.Request, inner http.H
 	}
 	if len(rule.Replace) == 2 {
 		return false, rule
+	}
+	if rule.Ignore {
+		if task || !authenticated(inner, r) {
+			return false, nil // a task is never ignored; vcsim refuses the unauthenticated
+		}
+		w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprintf(w, `%s<%sResponse xmlns="urn:vim25"></%sResponse>%s`, soapHead, m.Name, m.Name, soapTail)
+		return true, nil
 	}
 	switch rule.Drop {
 	case "before", "after", "mid":
