@@ -7,8 +7,9 @@
  * and picks the exit code.  SIGINT, SIGTERM (a service manager, a CI job
  * cancelled, kill(1)) or SIGHUP (the operator's terminal or SSH session gone)
  * asks the executor to finish the actions in flight, start no new ones and
- * take the hosts whose window it stopped out of maintenance mode (exit 130).  A second signal of any of them stops at once, but first prints
- * what the events told us: the hosts left in maintenance mode, then the
+ * take the hosts whose window it stopped out of maintenance mode (exit 130).
+ * A second signal of any of them stops at once, but first prints what the
+ * events told us: the hosts left in maintenance mode, then the
  * per-target summary, then exits 130.  They are taken by a thread of their
  * own (sigwait), so the printing runs outside signal context.
  */

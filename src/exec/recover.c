@@ -405,7 +405,7 @@ static void exit_one(struct run *r, struct tslot *s, size_t i, void *arg)
  * SIGTERM, SIGHUP) is taken out again, the hosts of the wave at once:
  * a stopped rollout leaves no host out of service that it can bring back.
  * A host whose reboot was not seen through (it never answered again, or the
- * signal came while we waited for it) stays, loudly, and the journal
+ * signal came between its reboot and the wait for it) stays, loudly, and the journal
  * remembers for the next run; so does a host we could not take out.  After
  * a wave, only the hosts whose window was in that wave: a later wave's
  * window may still need the maintenance mode an earlier run left.  The

@@ -654,6 +654,24 @@ class GuestLab(LabCase):
             self.assertRegex(r.stderr, r"guest 'worker-01': the licence did not come within 6 s "
                                        r"\(nvidia-smi: 'Unlicensed \(Unrestricted\)'\)")
             self.assertNotIn("guest 'worker-02'", r.stderr)
+            # Ctrl-C in the same wait (its 300 s default): the error is the
+            # interruption, not a timeout that never came
+            p = subprocess.Popen([BIN, "apply", "--only", "guest", "-v", "--yes", "--state-dir",
+                                  self.state_dir, self.specfile], env=self.env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            err = []
+            for line in p.stderr:
+                err.append(line)
+                if "worker-01: waiting for the licence (" in line:
+                    p.send_signal(signal.SIGINT)
+                    break
+            out, rest = p.communicate(timeout=120)
+            err = "".join(err) + rest
+            self.assertEqual(p.returncode, 130, err)
+            self.assertRegex(err, r"worker-01: .* FAILED: guest 'worker-01': interrupted \d+ s into "
+                                  r"the wait for the licence \(nvidia-smi: 'Unlicensed "
+                                  r"\(Unrestricted\)'\)\n")
+            self.assertNotIn("did not come within", err)
         finally:
             self.ssh(vm, "sudo -n rm -f /etc/gc-lab/faults/licence-never")
         self.guest_apply()

@@ -262,7 +262,11 @@ static int wait_licence(struct guest_conn *c, struct gc_drv_ctx *ctx, struct gc_
 		seen = c->facts.license_status ? c->facts.license_status
 		       : c->facts.smi_error    ? c->facts.smi_error
 					       : "no licence status";
-		if (gc_now_ns() >= deadline || gc_drv_interrupted(ctx))
+		if (gc_drv_interrupted(ctx)) /* not the timeout: say what happened */
+			return gc_error_set(err, GC_EINTR, "guest '%s': interrupted %.0f s into the "
+					    "wait for the licence (nvidia-smi: '%s')", c->t->name,
+					    (double)(gc_now_ns() - t0) / 1e9, seen);
+		if (gc_now_ns() >= deadline)
 			break;
 		gc_drv_note(ctx, c->t, "waiting for the licence (%.0f s): %s",
 			    (double)(gc_now_ns() - t0) / 1e9, seen);
