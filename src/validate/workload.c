@@ -157,7 +157,8 @@ static void report_stopped(struct vctx *v, struct gsess *gs, size_t n, const cha
 }
 
 /*
- * Ctrl-C or SIGTERM while the job runs: the first sets the flag (the launcher
+ * Ctrl-C, SIGTERM or SIGHUP (the operator's session gone) while the job
+ * runs: the first sets the flag (the launcher
  * connection then ends the command's stdin, and the command stops mpirun:
  * GC_MPI_STOP_ON_EOF_PROLOGUE), the second exits at once, as the signal
  * would have.  Installed around the launcher's exec only; elsewhere validate
@@ -177,7 +178,7 @@ static void on_job_signal(int sig)
 }
 
 struct job_signals {
-	struct sigaction old_int, old_term;
+	struct sigaction old_int, old_term, old_hup;
 };
 
 static void job_signals_on(struct job_signals *js)
@@ -192,23 +193,27 @@ static void job_signals_on(struct job_signals *js)
 	 * background job) */
 	sigaction(SIGINT, NULL, &js->old_int);
 	sigaction(SIGTERM, NULL, &js->old_term);
+	sigaction(SIGHUP, NULL, &js->old_hup);
 	if (js->old_int.sa_handler != SIG_IGN)
 		sigaction(SIGINT, &sa, NULL);
 	if (js->old_term.sa_handler != SIG_IGN)
 		sigaction(SIGTERM, &sa, NULL);
+	if (js->old_hup.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
 }
 
 static void job_signals_off(struct job_signals *js)
 {
 	sigaction(SIGINT, &js->old_int, NULL);
 	sigaction(SIGTERM, &js->old_term, NULL);
+	sigaction(SIGHUP, &js->old_hup, NULL);
 }
 
 /* How the launcher's exec of the job ended. */
 enum launch_end {
 	LAUNCH_ANSWERED,    /* it answered: res holds the exit status and output */
 	LAUNCH_FAILED,      /* the exec failed on a live connection: err says why */
-	LAUNCH_INTERRUPTED, /* SIGINT or SIGTERM: the job was told to stop */
+	LAUNCH_INTERRUPTED, /* SIGINT, SIGTERM or SIGHUP: the job was told to stop */
 	LAUNCH_LOST,        /* the connection failed under the job: err says how */
 };
 
@@ -327,7 +332,7 @@ void vd_workload(struct vctx *v, struct gsess *gs, size_t n)
 
 		v->r->interrupted = true;
 		snprintf(f, sizeof(f), "interrupted after %.0f s, stopped", took);
-		report_stopped(v, gs, n, tag, f, "the run was interrupted (SIGINT or SIGTERM)",
+		report_stopped(v, gs, n, tag, f, "the run was interrupted (SIGINT, SIGTERM or SIGHUP)",
 			       "SIGTERM to mpirun", "");
 		goto out;
 	}

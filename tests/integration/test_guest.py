@@ -491,6 +491,18 @@ class GuestLab(LabCase):
                          r"by its GC_MPI_RUN_TAG, worker-0[12]: \d killed.*)\)$")
         self.assert_no_job_left()
 
+    def test_2fd_sighup_stops_the_job_as_ctrl_c_does(self):
+        # the operator's SSH session to the machine running validate is gone
+        rc, out, err = self.job_stopped_while_it_runs(lambda p: p.send_signal(signal.SIGHUP))
+        self.assertEqual(rc, 130, err)
+        self.assertIn("gpuclusterctl: interrupted: stopping the MPI job on every node "
+                      "(again to exit at once)\n", err)
+        run = self.checks(json.loads(out), "mpi", "mpirun")["mpi.run"]
+        self.assertEqual(run["status"], "fail")
+        self.assertRegex(run["found"], r"^interrupted after \d+ s, stopped$")
+        self.assertIn("the run was interrupted (SIGINT, SIGTERM or SIGHUP)", run["hint"])
+        self.assert_no_job_left()
+
     def test_2fc_a_lost_launcher_connection_stops_the_job_on_every_node(self):
         def cut(_p):
             # the launcher's end of the tool's connection goes, as when its
