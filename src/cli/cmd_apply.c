@@ -499,6 +499,9 @@ static void print_json(const struct gc_exec_report *rep, int status)
 		json_object_object_add(j, "error", gc_json_text(t->error));
 		json_object_object_add(j, "left_in_maintenance", json_object_new_boolean(t->left_in_maintenance));
 		json_object_object_add(j, "maintenance_reason", gc_json_text(t->maintenance_why));
+		json_object_object_add(j, "exited_maintenance_early",
+				       json_object_new_boolean(t->recovered));
+		json_object_object_add(j, "reboot_owed", json_object_new_boolean(t->reboot_owed));
 		if (t->execs + t->poll_execs > 0) {
 			json_object_object_add(j, "round_trips", json_object_new_int64((int64_t)t->execs));
 			json_object_object_add(j, "reboot_polls", json_object_new_int64((int64_t)t->poll_execs));

@@ -131,6 +131,15 @@ void gc_exec_execute(struct run *r, struct tslot *s, const struct gc_action *a)
 	} else {
 		gc_exec_journal(r, s->target, aid, gc_action_kind_name(a->kind), GC_J_FAILED, err.msg);
 		gc_exec_remember_after(r, s, a, aid, false);
+		/* the target answered and refused the reboot (a transport fault
+		 * may have left it sent): it is not going down, so the recovery
+		 * may take it out of maintenance mode, and the next run need not
+		 * wait for a reboot that never started (recover.c reboot_unseen) */
+		if (a->kind == GC_ACT_REBOOT && rc == GC_EREMOTE) {
+			s->in_reboot = false;
+			gc_exec_journal(r, s->target, aid, "reboot_seen", GC_J_DONE,
+					"refused: the target did not go down");
+		}
 		gc_exec_emit(&r->ctx, GC_EV_FAILED, s->target, a, err.msg, r->wave_index);
 	}
 	pthread_mutex_lock(&r->mu);
