@@ -107,6 +107,13 @@ struct gc_exec_target_report {
 	size_t not_started;          /* actions in waves the halted rollout did not start */
 	bool recovered;              /* taken out of maintenance mode after its failure */
 	bool recovered_on_stop;      /* ... after the user's signal stopped its window */
+	/* a vCenter or KVM host (libvirt) target: the VMs this run powered off
+	 * for a window that did not finish, powered back on by the recovery,
+	 * and those left off, ", "-separated; vms_off_why: a line for each left
+	 * off, saying why; NULL none */
+	char *vms_back_on;
+	char *vms_left_off;
+	char *vms_off_why;
 	/* round trips to the target (drivers that count them: ESXi), besides
 	 * the polls while it rebooted */
 	uint64_t execs, poll_execs;

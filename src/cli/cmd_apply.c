@@ -427,6 +427,12 @@ static void print_summary(FILE *f, const struct gc_exec_report *rep, const struc
 		if (t->recovered)
 			fprintf(f, "  %-12s          left maintenance mode after the %s\n",
 				t->target->name, t->recovered_on_stop ? "interruption" : "failure");
+		if (t->vms_back_on != NULL)
+			fprintf(f, "  %-12s          powered back on after the %s: %s\n",
+				t->target->name, rep->interrupted ? "interruption" : "failure",
+				t->vms_back_on);
+		if (t->vms_left_off != NULL)
+			loud++;
 		if (t->reboot_owed && (t->failed || t->recovered_on_stop))
 			fprintf(f, "  %-12s          a change still waits for a reboot: re-run apply\n",
 				t->target->name);
@@ -440,6 +446,16 @@ static void print_summary(FILE *f, const struct gc_exec_report *rep, const struc
 			fprintf(f, "\n!!! host '%s' is LEFT IN MAINTENANCE MODE: ", t->target->name);
 			cli_put_shown(f, t->maintenance_why, true);
 			fputc('\n', f);
+		}
+		for (const char *w = t->vms_off_why, *nl; w != NULL && *w != '\0'; w = nl ? nl + 1 : NULL) {
+			char *line;
+
+			nl = strchr(w, '\n');
+			line = nl ? gc_xstrndup(w, (size_t)(nl - w)) : gc_xstrdup(w);
+			fputs("\n!!! ", f);
+			cli_put_shown(f, line, true);
+			fputc('\n', f);
+			free(line);
 		}
 	}
 	if (rep->out_of_scope > 0)
@@ -467,6 +483,19 @@ static void print_round_trips(const struct gc_exec_report *rep)
 		fprintf(stderr, "gpuclusterctl: round trips per ESXi host: %llu to %llu over %zu hosts, "
 			"besides %llu polls while they rebooted\n", (unsigned long long)lo,
 			(unsigned long long)hi, hosts, (unsigned long long)polls);
+}
+
+/* A ", "-separated list of names as a JSON array ([] for NULL). */
+static struct json_object *name_list(const char *list)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (const char *p = list, *comma; p != NULL && *p != '\0'; p = comma ? comma + 2 : NULL) {
+		comma = strstr(p, ", ");
+		json_object_array_add(a, comma ? json_object_new_string_len(p, (int)(comma - p))
+					       : json_object_new_string(p));
+	}
+	return a;
 }
 
 static void print_json(const struct gc_exec_report *rep, int status)
@@ -502,6 +531,8 @@ static void print_json(const struct gc_exec_report *rep, int status)
 		json_object_object_add(j, "exited_maintenance_early",
 				       json_object_new_boolean(t->recovered));
 		json_object_object_add(j, "reboot_owed", json_object_new_boolean(t->reboot_owed));
+		json_object_object_add(j, "vms_powered_back_on", name_list(t->vms_back_on));
+		json_object_object_add(j, "vms_left_powered_off", name_list(t->vms_left_off));
 		if (t->execs + t->poll_execs > 0) {
 			json_object_object_add(j, "round_trips", json_object_new_int64((int64_t)t->execs));
 			json_object_object_add(j, "reboot_polls", json_object_new_int64((int64_t)t->poll_execs));

@@ -690,6 +690,7 @@ static int apply_phase(struct run *r, const struct gc_graph *g, const char *clus
 			r->rep->interrupted = true;
 		}
 		gc_exec_recover_hosts(r, &plan->waves[i]);
+		gc_exec_restore_vm_power(r, i);
 	}
 	gc_exec_recover_hosts(r, NULL);
 	gc_exec_settle_saves(r);
@@ -759,6 +760,9 @@ void gc_exec_report_free(struct gc_exec_report *r)
 	for (i = 0; i < r->ntargets; i++) {
 		free(r->targets[i].error);
 		free(r->targets[i].maintenance_why);
+		free(r->targets[i].vms_back_on);
+		free(r->targets[i].vms_left_off);
+		free(r->targets[i].vms_off_why);
 	}
 	free(r->targets);
 	gc_plan_free(r->plan);

@@ -199,5 +199,6 @@ void gc_exec_remember_after(struct run *r, struct tslot *s, const struct gc_acti
 			    const char *aid, bool ok);
 void gc_exec_settle_saves(struct run *r);
 void gc_exec_recover_hosts(struct run *r, const struct gc_plan_wave *w);
+void gc_exec_restore_vm_power(struct run *r, size_t wave);
 
 #endif

@@ -439,3 +439,98 @@ void gc_exec_recover_hosts(struct run *r, const struct gc_plan_wave *w)
 	gc_exec_for_slots(r, out, n, exit_one, NULL);
 	free(out);
 }
+
+/* Append item to a sep-separated list. */
+static void list_add(char **list, const char *sep, const char *item)
+{
+	char *old = *list;
+
+	*list = old ? gc_xasprintf("%s%s%s", old, sep, item) : gc_xstrdup(item);
+	free(old);
+}
+
+/* The host slot named `name` (ESXi or KVM host), or NULL. */
+static struct tslot *host_slot(struct run *r, const char *name)
+{
+	for (size_t i = 0; i < r->nslots; i++) {
+		enum gc_target_kind k = r->slots[i].target->kind;
+
+		if ((k == GC_TARGET_ESXI || k == GC_TARGET_KVM) &&
+		    strcmp(r->slots[i].target->name, name) == 0)
+			return &r->slots[i];
+	}
+	return NULL;
+}
+
+/* This run powered `on`'s VM off (its POWER_OFF on the same target, done). */
+static bool powered_off_here(const struct run *r, const struct gc_action *on)
+{
+	const struct gc_plan *p = r->rep->plan;
+
+	for (size_t i = 0; i < p->nactions; i++) {
+		const struct gc_action *a = p->actions[i];
+
+		if (a->kind == GC_ACT_POWER_OFF && a->target == on->target && a->vm != NULL &&
+		    strcmp(a->vm, on->vm) == 0 && r->st[a->seq - 1] == A_DONE)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * After wave `wave`'s hosts are recovered: a VM that this run powered off
+ * (for its host's window, or a change of its own) and whose power-on did
+ * not run, because something it waited for failed or the user stopped the
+ * run, is powered back on, as it was found: a stopped rollout leaves no VM
+ * off that it turned off.  Unless its host stayed in maintenance mode or
+ * in its reboot: then the VM stays off, loudly.  One VM after another (a
+ * wave's VMs are few: those of its maintenance hosts); each a task of its
+ * own on the vCenter or libvirtd connection.
+ */
+void gc_exec_restore_vm_power(struct run *r, size_t wave)
+{
+	const struct gc_plan *p = r->rep->plan;
+	const char *after = r->rep->interrupted ? "the interruption" : "the failure";
+
+	for (size_t i = 0; i < p->nactions; i++) {
+		const struct gc_action *on = p->actions[i];
+		struct tslot *vs, *hs;
+		struct gc_error err = GC_ERROR_INIT;
+		char *aid, *note;
+
+		if (on->wave != wave || on->kind != GC_ACT_POWER_ON || on->vm == NULL ||
+		    r->st[on->seq - 1] != A_SKIPPED || !powered_off_here(r, on))
+			continue;
+		vs = &r->slots[on->target->index];
+		if (vs->drv == NULL || !gc_exec_selected(r->ctx.opts, vs->target->kind))
+			continue;
+		hs = on->host != NULL ? host_slot(r, on->host) : NULL;
+		if (hs != NULL && (hs->rep->left_in_maintenance || hs->in_reboot)) {
+			list_add(&vs->rep->vms_left_off, ", ", on->vm);
+			note = gc_xasprintf("VM '%s' is LEFT POWERED OFF: its host '%s' is %s; "
+					    "re-run apply once it is back", on->vm, on->host,
+					    hs->rep->left_in_maintenance ? "left in maintenance mode"
+									 : "in its reboot");
+			list_add(&vs->rep->vms_off_why, "\n", note);
+			free(note);
+			continue;
+		}
+		aid = gc_xasprintf("recover: power on %s", on->vm);
+		gc_exec_journal(r, vs->target, aid, "power_on", GC_J_START, NULL);
+		if (gc_exec_run_action(r, vs, on, &err) == 0) {
+			gc_exec_journal(r, vs->target, aid, "power_on", GC_J_DONE, NULL);
+			list_add(&vs->rep->vms_back_on, ", ", on->vm);
+			note = gc_xasprintf("powered %s back on after %s", on->vm, after);
+			gc_exec_emit(&r->ctx, GC_EV_NOTE, vs->target, NULL, note, 0);
+			free(note);
+		} else {
+			gc_exec_journal(r, vs->target, aid, "power_on", GC_J_FAILED, err.msg);
+			list_add(&vs->rep->vms_left_off, ", ", on->vm);
+			note = gc_xasprintf("VM '%s' is LEFT POWERED OFF: powering it back on failed: "
+					    "%s", on->vm, err.msg);
+			list_add(&vs->rep->vms_off_why, "\n", note);
+			free(note);
+		}
+		free(aid);
+	}
+}

@@ -436,6 +436,60 @@ class ApplyVmsRoce(VcenterLab):
         self.assertFalse(self.state("esx02")["maintenance"])
         self.reapply_changes_nothing()
 
+    def test_a_failed_window_powers_its_vm_back_on(self):
+        # esx02's passthrough change fails in its window, after worker-02
+        # (a passthrough VM: no vMotion) was powered off for it: the host
+        # leaves maintenance mode, and worker-02 is powered back on, as
+        # it was found; the re-run then does the whole window
+        self.apply()
+        self.remote("esx02", "esxcli hardware pci pcipassthru set -d 0000:3b:00.0 -e false")
+        msg = "Error: Unable to configure passthrough: device busy"
+        self.control("esx02", {"reboot_seconds": self.reboot_seconds, "fail_once": {
+            "match": "esxcli hardware pci pcipassthru set", "message": msg}})
+        r = self.apply("-v", check=1)
+        self.assertIn("\n  esx02                 left maintenance mode after the failure\n", r.stdout)
+        self.assertIn("\n  vcenter               powered back on after the failure: worker-02\n",
+                      r.stdout)
+        self.assertNotIn("LEFT", r.stdout)
+        self.assertIn("vcenter: powered worker-02 back on after the failure\n", r.stderr)
+        self.assertEqual(self.show("worker-02")["power"], "poweredOn")
+        self.assertFalse(self.state("esx02")["maintenance"])
+        # --json of a run that fails the same way names it too
+        self.apply()
+        self.remote("esx02", "esxcli hardware pci pcipassthru set -d 0000:3b:00.0 -e false")
+        self.control("esx02", {"reboot_seconds": self.reboot_seconds, "fail_once": {
+            "match": "esxcli hardware pci pcipassthru set", "message": msg}})
+        from test_apply import schema_valid
+        rep = schema_valid(self, "apply-v1", self.apply("--json", check=1).stdout)
+        t = {t["name"]: t for t in rep["targets"]}
+        self.assertEqual((t["vcenter"]["vms_powered_back_on"], t["vcenter"]["vms_left_powered_off"]),
+                         (["worker-02"], []))
+        self.assertEqual((t["esx02"]["exited_maintenance_early"], t["esx02"]["left_in_maintenance"]),
+                         (True, False))
+        self.assertEqual(self.show("worker-02")["power"], "poweredOn")
+        self.apply()
+        self.assert_worker(2)
+        self.assertFalse(self.state("esx02")["maintenance"])
+        self.reapply_changes_nothing()
+
+    def test_a_vm_whose_host_stays_in_maintenance_stays_off_by_name(self):
+        # esx02 does not answer within --reboot-timeout after its reboot: it
+        # stays in maintenance mode, and worker-02, on it, cannot be powered
+        # back on
+        self.apply()
+        self.remote("esx02", "esxcli hardware pci pcipassthru set -d 0000:3b:00.0 -e false")
+        self.control("esx02", {"reboot_seconds": 8})
+        r = self.apply("--reboot-timeout", "2", check=1)
+        self.assertIn("\n!!! VM 'worker-02' is LEFT POWERED OFF: its host 'esx02' is left in "
+                      "maintenance mode; re-run apply once it is back\n", r.stdout)
+        self.assertIn("\n!!! host 'esx02' is LEFT IN MAINTENANCE MODE: ", r.stdout)
+        self.assertEqual(self.show("worker-02")["power"], "poweredOff")
+        while self.state("esx02")["down_until"] > time.time():  # back at last
+            time.sleep(0.2)
+        self.apply()
+        self.assert_worker(2)
+        self.reapply_changes_nothing()
+
     def test_ctrl_c_in_a_guest_shutdown_forces_nothing_off(self):
         # worker-02's guest never acts on its shutdown request (a real
         # vCenter answers ShutdownGuest at once; the guest may take minutes):
