@@ -436,16 +436,24 @@ class ApplyVmsRoce(VcenterLab):
         self.assertFalse(self.state("esx02")["maintenance"])
         self.reapply_changes_nothing()
 
-    def test_a_failed_window_powers_its_vm_back_on(self):
-        # esx02's passthrough change fails in its window, after worker-02
-        # (a passthrough VM: no vMotion) was powered off for it: the host
-        # leaves maintenance mode, and worker-02 is powered back on, as
-        # it was found; the re-run then does the whole window
+    def esx02_needs_its_window(self, fail_passthrough=None):
+        """A converged cluster, then passthrough turned off by hand on esx02:
+        its next window powers worker-02 (a passthrough VM: no vMotion) off;
+        with fail_passthrough, the host refuses the change with that message."""
         self.apply()
         self.remote("esx02", "esxcli hardware pci pcipassthru set -d 0000:3b:00.0 -e false")
+        if fail_passthrough is not None:
+            self.control("esx02", {"reboot_seconds": self.reboot_seconds, "fail_once": {
+                "match": "esxcli hardware pci pcipassthru set", "message": fail_passthrough}})
+
+    def test_a_failed_window_powers_its_vm_back_on(self):
+        # esx02's passthrough change fails in its window, after worker-02
+        # was powered off for it: the host leaves maintenance mode, and
+        # worker-02 is powered back on, as it was found (said in the
+        # summary, then in --json); the re-run then does the whole window
+        from test_apply import schema_valid
         msg = "Error: Unable to configure passthrough: device busy"
-        self.control("esx02", {"reboot_seconds": self.reboot_seconds, "fail_once": {
-            "match": "esxcli hardware pci pcipassthru set", "message": msg}})
+        self.esx02_needs_its_window(fail_passthrough=msg)
         r = self.apply("-v", check=1)
         self.assertIn("\n  esx02                 left maintenance mode after the failure\n", r.stdout)
         self.assertIn("\n  vcenter               powered back on after the failure: worker-02\n",
@@ -454,12 +462,7 @@ class ApplyVmsRoce(VcenterLab):
         self.assertIn("vcenter: powered worker-02 back on after the failure\n", r.stderr)
         self.assertEqual(self.show("worker-02")["power"], "poweredOn")
         self.assertFalse(self.state("esx02")["maintenance"])
-        # --json of a run that fails the same way names it too
-        self.apply()
-        self.remote("esx02", "esxcli hardware pci pcipassthru set -d 0000:3b:00.0 -e false")
-        self.control("esx02", {"reboot_seconds": self.reboot_seconds, "fail_once": {
-            "match": "esxcli hardware pci pcipassthru set", "message": msg}})
-        from test_apply import schema_valid
+        self.esx02_needs_its_window(fail_passthrough=msg)
         rep = schema_valid(self, "apply-v1", self.apply("--json", check=1).stdout)
         t = {t["name"]: t for t in rep["targets"]}
         self.assertEqual((t["vcenter"]["vms_powered_back_on"], t["vcenter"]["vms_left_powered_off"]),
@@ -476,8 +479,7 @@ class ApplyVmsRoce(VcenterLab):
         # esx02 does not answer within --reboot-timeout after its reboot: it
         # stays in maintenance mode, and worker-02, on it, cannot be powered
         # back on
-        self.apply()
-        self.remote("esx02", "esxcli hardware pci pcipassthru set -d 0000:3b:00.0 -e false")
+        self.esx02_needs_its_window()
         self.control("esx02", {"reboot_seconds": 8})
         r = self.apply("--reboot-timeout", "2", check=1)
         self.assertIn("\n!!! VM 'worker-02' is LEFT POWERED OFF: its host 'esx02' is left in "
@@ -495,8 +497,7 @@ class ApplyVmsRoce(VcenterLab):
         # vCenter answers ShutdownGuest at once; the guest may take minutes):
         # Ctrl-C during that wait ends it without powering the VM off, and
         # nothing after it starts (esx02 never enters maintenance mode)
-        self.apply()
-        self.remote("esx02", "esxcli hardware pci pcipassthru set -d 0000:3b:00.0 -e false")
+        self.esx02_needs_its_window()
         self.faults({"ShutdownGuest": {"worker-02": {"ignore": True}}})
         errpath = os.path.join(self.lab, "shutdown-ctrl-c.err")
         with open(errpath, "w") as errf:
