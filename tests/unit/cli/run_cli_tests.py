@@ -561,6 +561,21 @@ check("help of an unknown command: exit 64",
       rc == 64 and err.startswith("gpuclusterctl help: unknown command 'plna'\n"), err)
 
 
+def open_fifo_writer(fifo, p):
+    """Our end of FIFO, open for writing once process p has it open for
+    reading (a non-blocking open succeeds then); None if p ended first or 20 s
+    passed: a deadline, not a blocking open, which a p that died would hang."""
+    fd, deadline = None, time.monotonic() + 20
+    while fd is None and p.poll() is None and time.monotonic() < deadline:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            if e.errno != errno.ENXIO:
+                raise
+            time.sleep(0.01)
+    return fd
+
+
 def interrupted(args):
     """Run a command that reads FIFO (a spec, an expect file); once it has it
     open (our non-blocking open for writing succeeds), send SIGINT."""
@@ -570,14 +585,7 @@ def interrupted(args):
     p = subprocess.Popen([BIN, *[fifo if a == "FIFO" else a for a in args]], cwd=SRC,
                          stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
-    fd, deadline = None, time.monotonic() + 20
-    while fd is None and p.poll() is None and time.monotonic() < deadline:
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as e:
-            if e.errno != errno.ENXIO:
-                raise
-            time.sleep(0.01)
+    fd = open_fifo_writer(fifo, p)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=20)
     if fd is not None:
@@ -609,16 +617,7 @@ fifo = os.path.join(d, "spec.yaml")
 os.mkfifo(fifo)
 p = subprocess.Popen([BIN, "check", fifo], cwd=SRC, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                      stderr=subprocess.PIPE, text=True, preexec_fn=ignoring_sigint)
-# our non-blocking open for writing succeeds once check has the FIFO open for
-# reading (a deadline, not a blocking open: a check that died first would hang it)
-fd, deadline = None, time.monotonic() + 20
-while fd is None and p.poll() is None and time.monotonic() < deadline:
-    try:
-        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-    except OSError as e:
-        if e.errno != errno.ENXIO:
-            raise
-        time.sleep(0.01)
+fd = open_fifo_writer(fifo, p)
 alive = False
 if fd is not None:
     p.send_signal(signal.SIGINT)
