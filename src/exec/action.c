@@ -71,7 +71,7 @@ static int run_actions(struct run *r, struct tslot *s, const struct gc_action **
 		if (rc == 0)
 			break;
 		if (!gc_exec_transport_fault(rc) || attempt >= gc_exec_retries(r->ctx.opts) ||
-		    gc_drv_interrupted(&r->ctx)) {
+		    gc_exec_no_retry(r)) {
 			retried_error(err, &e, first);
 			return rc;
 		}
@@ -86,7 +86,7 @@ static int run_actions(struct run *r, struct tslot *s, const struct gc_action **
 		 * attempts are spent (a driver is never handed a NULL conn) */
 		while ((rc = gc_exec_connect_slot(r, s, false, &e)) != 0) {
 			if (!gc_exec_transport_fault(rc) || ++attempt >= gc_exec_retries(r->ctx.opts) ||
-			    gc_drv_interrupted(&r->ctx)) {
+			    gc_exec_no_retry(r)) {
 				retried_error(err, &e, first);
 				return rc;
 			}

@@ -35,6 +35,11 @@ bool gc_exec_transport_fault(int code)
 	return code == GC_ENET || code == GC_ETIMEOUT;
 }
 
+bool gc_exec_no_retry(const struct run *r)
+{
+	return gc_drv_interrupted(&r->ctx) && !r->recovering;
+}
+
 unsigned gc_exec_retries(const struct gc_exec_opts *o)
 {
 	return o->retries ? o->retries : 3;
@@ -96,7 +101,7 @@ int gc_exec_connect_slot(struct run *r, struct tslot *s, bool retry, struct gc_e
 		if (rc == 0)
 			return 0;
 		if (!retry || !gc_exec_transport_fault(rc) || attempt >= gc_exec_retries(r->ctx.opts) ||
-		    gc_drv_interrupted(&r->ctx)) {
+		    gc_exec_no_retry(r)) {
 			*err = e;
 			return rc;
 		}

@@ -110,6 +110,7 @@ struct run {
 	bool stop_queued;     /* r->stop seen: every target queued once, to skip the rest */
 	size_t remaining;
 	bool stop;           /* fail-fast or interrupt */
+	bool recovering;     /* recover.c at work: a first signal ends no retry */
 	char *lease;         /* the lease we hold on the targets, or NULL */
 	const char *lease_cluster; /* the cluster it names (take_leases) */
 	uint64_t lease_taken_ns; /* when take_leases ended (the pending ones: lease.c) */
@@ -128,6 +129,9 @@ void gc_exec_run_pool(unsigned n, void *(*fn)(void *), void *arg);
 void gc_exec_run_wave(struct run *r, size_t wi);
 void gc_exec_sleep_ms(unsigned ms);
 bool gc_exec_transport_fault(int code);
+/* A transport fault is not retried: the user's first signal came, and this is
+ * not the recovery (which retries as ever: a second signal ends it) */
+bool gc_exec_no_retry(const struct run *r);
 unsigned gc_exec_retries(const struct gc_exec_opts *o);
 unsigned gc_exec_backoff_ms(const struct gc_exec_opts *o, unsigned attempt);
 char *gc_exec_action_id(const struct gc_action *a);

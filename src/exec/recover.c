@@ -406,7 +406,9 @@ static void exit_one(struct run *r, struct tslot *s, size_t i, void *arg)
  * a stopped rollout leaves no host out of service that it can bring back.
  * A host whose reboot was not seen through (it never answered again, or the
  * signal came between its reboot and the wait for it) stays, loudly, and the journal
- * remembers for the next run; so does a host we could not take out.  After
+ * remembers for the next run; so does a host we could not take out.  Its
+ * exit is retried on a transport fault as any step is, the user's first
+ * signal notwithstanding (r->recovering): that signal asked for this.  After
  * a wave, only the hosts whose window was in that wave: a later wave's
  * window may still need the maintenance mode an earlier run left.  The
  * second signal never gets here (cmd_apply.c abandons the run at once).
@@ -436,7 +438,9 @@ void gc_exec_recover_hosts(struct run *r, const struct gc_plan_wave *w)
 		}
 		out[n++] = s;
 	}
+	r->recovering = true;
 	gc_exec_for_slots(r, out, n, exit_one, NULL);
+	r->recovering = false;
 	free(out);
 }
 
@@ -492,6 +496,7 @@ void gc_exec_restore_vm_power(struct run *r, size_t wave)
 	const struct gc_plan *p = r->rep->plan;
 	const char *after = r->rep->interrupted ? "the interruption" : "the failure";
 
+	r->recovering = true; /* retried after a first signal too: gc_exec_no_retry */
 	for (size_t i = 0; i < p->nactions; i++) {
 		const struct gc_action *on = p->actions[i];
 		struct tslot *vs, *hs;
@@ -533,4 +538,5 @@ void gc_exec_restore_vm_power(struct run *r, size_t wave)
 		}
 		free(aid);
 	}
+	r->recovering = false;
 }

@@ -1037,13 +1037,13 @@ class ApplyRoce(LabCase):
             self.assert_host_converged(h)
         self.assertEqual(kept, ["esx01", "esx02"])  # the first wave
 
-    def start_apply(self, outname, **popen):
+    def start_apply(self, outname, spec=None, **popen):
         """An apply whose stdout goes to a file and stderr to a pipe, returned
         once it has shown its plan (still running: the test makes sure)."""
         outpath = os.path.join(self.lab, outname)
         outf = open(outpath, "w")
         p = subprocess.Popen([self.gc_bin(), "apply", "--yes", "--only", "esxi,switch", "--state-dir",
-                              self.state_dir, self.specfile], env=self.env,
+                              self.state_dir, spec or self.specfile], env=self.env,
                              stdout=outf, stderr=subprocess.PIPE, text=True, **popen)
         outf.close()
         for _ in range(600):
@@ -1147,6 +1147,49 @@ class ApplyRoce(LabCase):
         for h in self.hosts[2:]:  # later waves: not started
             self.assertNotIn("esxcli system maintenanceMode set -e true", self.changes(h), h)
         # the next apply gives each its window again, and the one reboot
+        for h in self.hosts:
+            self.control(h, {})
+        r = self.apply()
+        self.assertIn("Apply complete", r.stdout)
+        for h in self.hosts:
+            self.assert_host_converged(h)
+
+    def test_the_exit_a_signal_asked_for_is_retried_when_its_connection_drops(self):
+        # as above, but esx01's connection drops on its way out of maintenance
+        # mode: the exit the signal asked for is retried on a new connection
+        # (the steps the signal stopped are not), and the host leaves
+        for h in self.hosts:
+            self.control(h, {"slow": {"match": "esxcli hardware pci pcipassthru set", "ms": 4000}})
+        self.control("esx01", {"slow": {"match": "esxcli hardware pci pcipassthru set", "ms": 4000},
+                               "drop_once": {"match": "esxcli system maintenanceMode set -e false"}})
+        # a dropped session may leave its TCP connection open and silent (as in
+        # test_dropped_connection_is_retried_and_converges): a quick timeout
+        spec = os.path.join(self.lab, "short-timeout.yaml")
+        with open(self.specfile) as f:
+            text = f.read()
+        with open(spec, "w") as f:
+            f.write(text.replace("command_timeout_s: 300", "command_timeout_s: 15"))
+        p, outpath = self.start_apply("mid-window-drop.out", spec=spec)
+        for _ in range(600):
+            if all(self.state(h)["maintenance"] for h in ("esx01", "esx02")):
+                break
+            time.sleep(0.05)
+        self.assertIsNone(p.poll())
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=120)
+        out = text_of(outpath)
+        self.assertEqual(p.returncode, 130, err)
+        self.assertIn("esx01: retrying after: ", err)
+        self.assertNotIn("esx02: retrying after: ", err)
+        self.assertNotIn("LEFT IN MAINTENANCE", out)
+        for h in ("esx01", "esx02"):
+            self.assertIn("\n  %-12s          left maintenance mode after the interruption\n" % h, out)
+            # the host logs the dropped exit as received, then its retry
+            exits = [ROCE_SEQUENCE[-1]] * (2 if h == "esx01" else 1)
+            self.assertEqual(self.changes(h), ROCE_SEQUENCE[:4] + exits, h)
+            self.assertEqual(self.remote(h, "esxcli system maintenanceMode get"), "Disabled\n")
+        with open(os.path.join(self.host_dir("esx01"), "control.json"), encoding="utf-8") as f:
+            self.assertNotIn("drop_once", json.load(f))  # the drop happened
         for h in self.hosts:
             self.control(h, {})
         r = self.apply()

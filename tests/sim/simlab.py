@@ -11,7 +11,7 @@ hands over to a simulator; this module gives simulators what they share:
   "<UTC ISO-8601 timestamp with ms> <command>" with backslash, newline and
   carriage return escaped as \\\\, \\n and \\r;
 - faults from the control file hosts/<name>/control.json (see docs/lab.md):
-  latency_ms, rtt_ms, slow, drop_after, fail_once, kill_once, reboot_seconds;
+  latency_ms, rtt_ms, slow, drop_after, drop_once, fail_once, kill_once, reboot_seconds;
 - drop_session(): end the SSH connection the way a dying host does, by
   killing this session's sshd process (the client sees the socket close, no
   exit status; ssh(1) would exit 255).
@@ -180,6 +180,8 @@ def take_fault(host, command, control=None):
     Returns None, ("drop",), ("fail", message, exit_status, stream) or
     ("kill", signal_number).
     drop_after N: N commands run normally, the next drops the connection.
+    drop_once {"match": prefix}: the first command starting with prefix drops
+    the connection instead of running.
     fail_once {"match": prefix, "message": text, "exit": 1, "stream": "stderr",
     "times": 1}: the first command starting with prefix fails with that
     text, and the next ones up to `times` in all.
@@ -198,6 +200,11 @@ def take_fault(host, command, control=None):
         else:
             control["drop_after"] = n - 1
         changed = True
+    drop = control.get("drop_once")
+    if result is None and drop and command.startswith(drop.get("match", "")):
+        del control["drop_once"]
+        changed = True
+        result = ("drop",)
     fail = control.get("fail_once")
     if result is None and fail and command.startswith(fail.get("match", "")):
         if int(fail.get("times", 1)) > 1:

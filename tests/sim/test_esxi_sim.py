@@ -610,6 +610,16 @@ class TestShellAndFaults(SimTest):
         self.assertEqual(self.lab.run("echo 1; echo 2; echo 3; echo 4"), (255, "1\n2\n", ""))
         self.assertEqual(self.ok("echo again"), "again\n")
 
+    def test_drop_once_drops_its_command_and_no_other(self):
+        self.lab.control("esxi-1", {"drop_once": {"match": "esxcli system maintenanceMode set"}})
+        self.assertEqual(self.lab.run("echo 1; esxcli system maintenanceMode get; "
+                                      "esxcli system maintenanceMode set -e true; echo 2"),
+                         (255, "1\nDisabled\n", ""))
+        # it ran nothing: still out of maintenance; then the fault is gone
+        self.assertEqual(self.ok("esxcli system maintenanceMode get"), "Disabled\n")
+        self.ok("esxcli system maintenanceMode set -e true")
+        self.assertEqual(self.ok("esxcli system maintenanceMode get"), "Enabled\n")
+
     def test_reboot_refuses_while_down(self):
         self.lab.control("esxi-1", {"reboot_seconds": 30})
         self.assertEqual(self.lab.run("echo before; reboot; echo after"), (255, "before\n", ""))

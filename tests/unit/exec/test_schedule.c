@@ -451,6 +451,72 @@ static void test_ctrl_c_mid_window_takes_the_hosts_out_at_once(void **state)
 	done(&x);
 }
 
+/* The hook of the flaky-recovery test: as stop_mid_window, but the first
+ * recovery exit of each host loses its connection (a transport fault). */
+static size_t exit_faults;
+
+static int stop_mid_window_flaky_exit(const struct gc_action *a, struct gc_error *err)
+{
+	if (a->target->kind != GC_TARGET_ESXI)
+		return 0;
+	pthread_mutex_lock(&stop_mu);
+	if (a->kind == GC_ACT_APPLY && (a->flags & GC_RES_NEEDS_REBOOT) && changes_in < 2) {
+		meet(&changes_in, 2, NULL);
+		ctrl_c = 1;
+	} else if (a->kind == GC_ACT_EXIT_MAINTENANCE && a->synthesized && exits_in++ < 2) {
+		exit_faults++;
+		pthread_mutex_unlock(&stop_mu);
+		return gc_error_set(err, GC_ENET, "host '%s': connection reset by peer",
+				    a->target->name);
+	} else if (a->kind == GC_ACT_REBOOT) {
+		reboots_in++;
+	}
+	pthread_mutex_unlock(&stop_mu);
+	return 0;
+}
+
+/* The exit after a first Ctrl-C is the step that signal asked for: a
+ * transport fault in it is retried as in any step, where the steps the
+ * signal stopped are not (a second signal still ends it at once). */
+static void test_ctrl_c_recovery_exit_is_retried_on_a_transport_fault(void **state)
+{
+	struct run x;
+	struct gc_exec_opts o;
+	struct gc_error err = GC_ERROR_INIT;
+
+	(void)state;
+	ctrl_c = 0;
+	changes_in = exits_in = reboots_in = exit_faults = 0;
+	load(&x, 2);
+	memset(&o, 0, sizeof(o));
+	o.state_dir = x.state;
+	o.parallelism = 2;
+	o.retry_base_ms = 1;
+	o.drv.reboot_poll_ms = 1;
+	o.event = on_event;
+	o.event_arg = &x.w;
+	o.interrupted = &ctrl_c;
+	gc_fake_apply_hook = stop_mid_window_flaky_exit;
+	assert_int_equal(gc_exec_run(&x.rep, x.g, &o, &err), GC_EINTR);
+	gc_fake_apply_hook = NULL;
+	assert_true(x.rep.interrupted);
+	assert_int_equal(exit_faults, 2);
+	assert_int_equal(exits_in, 4); /* each host: the faulted exit, then its retry */
+	assert_int_equal(reboots_in, 0);
+	assert_int_equal(x.w.left_on_stop, 2);
+	for (size_t i = 0; i < x.rep.ntargets; i++) {
+		const struct gc_exec_target_report *t = &x.rep.targets[i];
+
+		if (t->target->kind != GC_TARGET_ESXI)
+			continue;
+		assert_true(t->recovered_on_stop);
+		assert_false(t->left_in_maintenance);
+		assert_null(t->maintenance_why);
+	}
+	assert_int_equal(x.w.nviolations, 0);
+	done(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -459,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_a_failed_vm_action_skips_only_its_dependents),
 		cmocka_unit_test(test_fail_fast_skips_every_pending_lane_action),
 		cmocka_unit_test(test_ctrl_c_mid_window_takes_the_hosts_out_at_once),
+		cmocka_unit_test(test_ctrl_c_recovery_exit_is_retried_on_a_transport_fault),
 	};
 	setenv("GC_ESXI_PASSWORD", "x", 1);
 	setenv("GC_VC_PASSWORD", "x", 1);
