@@ -116,8 +116,8 @@ void gc_exec_drop_conn(struct tslot *s)
 	s->conn = NULL;
 }
 
-int gc_exec_lease_call(struct run *r, struct tslot *s, gc_exec_lease_fn call, void *arg,
-		       struct gc_error *err)
+static int lease_call(struct run *r, struct tslot *s, gc_exec_lease_fn call, void *arg,
+		      bool repeatable, struct gc_error *err)
 {
 	for (unsigned attempt = 0;; attempt++) {
 		struct gc_error e = GC_ERROR_INIT;
@@ -125,8 +125,8 @@ int gc_exec_lease_call(struct run *r, struct tslot *s, gc_exec_lease_fn call, vo
 
 		if (rc == 0)
 			rc = call(s, r, arg, &e);
-		if (rc == 0 || !gc_exec_transport_fault(rc) || s->drv->lease_atomic ||
-		    attempt >= gc_exec_retries(r->ctx.opts) || gc_drv_interrupted(&r->ctx)) {
+		if (rc == 0 || !gc_exec_transport_fault(rc) || !repeatable ||
+		    attempt >= gc_exec_retries(r->ctx.opts) || gc_exec_no_retry(r)) {
 			if (rc != 0)
 				*err = e;
 			return rc;
@@ -136,6 +136,18 @@ int gc_exec_lease_call(struct run *r, struct tslot *s, gc_exec_lease_fn call, vo
 			gc_exec_drop_conn(s);
 		gc_exec_sleep_ms(gc_exec_backoff_ms(r->ctx.opts, attempt));
 	}
+}
+
+int gc_exec_lease_call(struct run *r, struct tslot *s, gc_exec_lease_fn call, void *arg,
+		       struct gc_error *err)
+{
+	return lease_call(r, s, call, arg, !s->drv->lease_atomic, err);
+}
+
+int gc_exec_lease_call_repeatable(struct run *r, struct tslot *s, gc_exec_lease_fn call, void *arg,
+				  struct gc_error *err)
+{
+	return lease_call(r, s, call, arg, true, err);
 }
 
 /* One connect and observe of s: 0, or the driver's code; problems holds what

@@ -155,6 +155,10 @@ int gc_exec_connect_slot(struct run *r, struct tslot *s, bool retry, struct gc_e
 typedef int (*gc_exec_lease_fn)(struct tslot *s, struct run *r, void *arg, struct gc_error *err);
 int gc_exec_lease_call(struct run *r, struct tslot *s, gc_exec_lease_fn call, void *arg,
 		       struct gc_error *err);
+/* ... repeated on every target: for a call that a second try cannot get
+ * wrong (the compare-and-clear of our own lease) */
+int gc_exec_lease_call_repeatable(struct run *r, struct tslot *s, gc_exec_lease_fn call, void *arg,
+				  struct gc_error *err);
 
 /* action.c: one action, or a batch of them (sys/driver.h's apply_batch) */
 #define GC_EXEC_BATCH_MAX 64

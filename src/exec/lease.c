@@ -737,20 +737,38 @@ void gc_exec_renew_leases(struct run *r, const char *cluster)
 /* Clear s's lease when it is still ours (its lock is ours); say why not.
  * In one exchange where the driver can compare and clear (ESXi), else a
  * read, then a write when the lease read is ours. */
+static int clear_call(struct tslot *s, struct run *r, void *arg, struct gc_error *err)
+{
+	bool *cleared = arg;
+	char *held = NULL, lock[64];
+	int rc;
+
+	*cleared = false;
+	if (s->drv->lease_clear_ours != NULL) {
+		rc = s->drv->lease_clear_ours(s->conn, &r->ctx, r->lease_lock, cleared, err);
+		if (rc != 0)
+			*cleared = false;
+		return rc;
+	}
+	rc = s->drv->lease_get(s->conn, &r->ctx, &held, err);
+	if (rc == 0 && strcmp(field(held, "lock", lock, sizeof(lock)), r->lease_lock) == 0) {
+		rc = s->drv->lease_set(s->conn, &r->ctx, "", err);
+		*cleared = rc == 0;
+	}
+	free(held);
+	return rc;
+}
+
 static void clear_if_ours(struct run *r, struct tslot *s, const char *left_msg)
 {
 	struct gc_error err = GC_ERROR_INIT;
-	char *held = NULL, lock[64];
 	bool cleared = false;
 
-	if (s->drv->lease_clear_ours != NULL) {
-		if (s->drv->lease_clear_ours(s->conn, &r->ctx, r->lease_lock, &cleared, &err) != 0)
-			cleared = false;
-	} else if (s->drv->lease_get(s->conn, &r->ctx, &held, &err) == 0 &&
-		   strcmp(field(held, "lock", lock, sizeof(lock)), r->lease_lock) == 0 &&
-		   s->drv->lease_set(s->conn, &r->ctx, "", &err) == 0) {
-		cleared = true;
-	}
+	/* a transport fault is retried on a new connection: a second
+	 * compare-and-clear finds our lease gone or still ours, never
+	 * another's to clear */
+	if (gc_exec_lease_call_repeatable(r, s, clear_call, &cleared, &err) != 0)
+		cleared = false;
 	if (cleared) {
 		count(&r->rep->lease_cleared);
 		if (left_msg != NULL)
@@ -760,7 +778,6 @@ static void clear_if_ours(struct run *r, struct tslot *s, const char *left_msg)
 		gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, err.msg, 0);
 	else
 		lease_cleared(r, s);
-	free(held);
 }
 
 /* ours on s, or maybe: a step's take that may have written it, or a
@@ -800,7 +817,9 @@ void gc_exec_release_leases(struct run *r)
 		}
 	}
 	pass_init(&p, r, to_release);
+	r->recovering = true; /* retried after a first signal too: gc_exec_no_retry */
 	gc_exec_for_slots(r, p.slots, p.n, release_one, &p);
+	r->recovering = false;
 	pass_free(&p);
 	free(r->lease);
 	r->lease = NULL;
