@@ -9,8 +9,8 @@
  * asks the executor to finish the actions in flight, start no new ones and
  * take the hosts whose window it stopped out of maintenance mode (exit 130).
  * A second signal of any of them stops at once, but first prints what the
- * events told us: the hosts left in maintenance mode, then the
- * per-target summary, then exits 130.  They are taken by a thread of their
+ * events told us: the hosts left in maintenance mode, the VMs it powered
+ * off and not yet on again, then the per-target summary, then exits 130.  They are taken by a thread of their
  * own (sigwait), so the printing runs outside signal context.
  */
 #include <errno.h>
@@ -47,6 +47,16 @@ struct tally {
 	bool in_maint;   /* in maintenance mode (entered, or planned to leave) */
 };
 
+/* A VM the plan powers on (after a window, or a change of its own): what
+ * the events told us of its power, for the second Ctrl-C. */
+struct vmtally {
+	const char *vm;     /* the plan's */
+	size_t target;      /* graph index of its vCenter or libvirt */
+	bool off_started;   /* its power-off went out (may be in flight) */
+	bool off_done;
+	bool on_done;       /* powered on: its step, or the recovery's */
+};
+
 struct ui {
 	bool tty;
 	bool verbose;
@@ -57,6 +67,8 @@ struct ui {
 	size_t drawn; /* lines drawn last time */
 	pthread_mutex_t mu; /* events vs the second Ctrl-C */
 	struct tally *tally; /* per target (graph index) */
+	struct vmtally *vms; /* sorted by (target, vm) */
+	size_t nvms;
 };
 
 static const char *kind_word(const struct gc_action *a)
@@ -81,8 +93,61 @@ struct evctx {
 	const struct gc_graph *g;
 };
 
+static int vmtally_cmp(const void *pa, const void *pb)
+{
+	const struct vmtally *a = pa, *b = pb;
+
+	if (a->target != b->target)
+		return a->target < b->target ? -1 : 1;
+	return strcmp(a->vm, b->vm);
+}
+
+/* The VM `vm` (of length len) on graph target `target`, or NULL. */
+static struct vmtally *vmtally_find(struct ui *u, size_t target, const char *vm, size_t len)
+{
+	char name[256];
+	struct vmtally key;
+
+	if (u->nvms == 0 || len >= sizeof(name))
+		return NULL;
+	memcpy(name, vm, len);
+	name[len] = '\0';
+	key.vm = name;
+	key.target = target;
+	return bsearch(&key, u->vms, u->nvms, sizeof(*u->vms), vmtally_cmp);
+}
+
+/* The VM power steps of an event: its VM's tally (power-off, power-on, or
+ * the recovery's note "powered VM back on after ..."). */
+static void tally_vm(struct ui *u, const struct gc_exec_event *ev)
+{
+	static const char back_on[] = " back on after ";
+	const struct gc_action *a = ev->action;
+	struct vmtally *v;
+	const char *end;
+
+	if (ev->kind == GC_EV_NOTE) {
+		if (ev->message == NULL || strncmp(ev->message, "powered ", 8) != 0 ||
+		    (end = strstr(ev->message + 8, back_on)) == NULL)
+			return;
+		if ((v = vmtally_find(u, ev->target->index, ev->message + 8,
+				      (size_t)(end - ev->message - 8))) != NULL)
+			v->on_done = true;
+		return;
+	}
+	if (a == NULL || a->vm == NULL || (a->kind != GC_ACT_POWER_OFF && a->kind != GC_ACT_POWER_ON) ||
+	    (v = vmtally_find(u, ev->target->index, a->vm, strlen(a->vm))) == NULL)
+		return;
+	if (a->kind == GC_ACT_POWER_OFF && ev->kind == GC_EV_START)
+		v->off_started = true;
+	else if (a->kind == GC_ACT_POWER_OFF && ev->kind == GC_EV_DONE)
+		v->off_done = true;
+	else if (a->kind == GC_ACT_POWER_ON && ev->kind == GC_EV_DONE)
+		v->on_done = true;
+}
+
 /* Hosts that are in maintenance mode before anything runs: the plan
- * leaves maintenance without entering it. */
+ * leaves maintenance without entering it.  The VMs it powers on. */
 static void tally_plan(struct ui *u, const struct gc_plan *p)
 {
 	size_t i;
@@ -93,7 +158,20 @@ static void tally_plan(struct ui *u, const struct gc_plan *p)
 		u->tally[a->target->index].planned++;
 		if (a->kind == GC_ACT_EXIT_MAINTENANCE)
 			u->tally[a->target->index].in_maint = true;
+		if (a->kind == GC_ACT_POWER_ON && a->vm != NULL)
+			u->nvms++;
 	}
+	u->vms = gc_xcalloc(u->nvms ? u->nvms : 1, sizeof(*u->vms));
+	u->nvms = 0;
+	for (i = 0; i < p->nactions; i++) {
+		const struct gc_action *a = p->actions[i];
+
+		if (a->kind == GC_ACT_POWER_ON && a->vm != NULL) {
+			u->vms[u->nvms].vm = a->vm;
+			u->vms[u->nvms++].target = a->target->index;
+		}
+	}
+	qsort(u->vms, u->nvms, sizeof(*u->vms), vmtally_cmp);
 	for (i = 0; i < p->nactions; i++) {
 		const struct gc_action *a = p->actions[i];
 
@@ -113,6 +191,7 @@ static void tally_event(struct ui *u, const struct gc_exec_event *ev)
 	}
 	if (ev->target == NULL)
 		return;
+	tally_vm(u, ev);
 	t = &u->tally[ev->target->index];
 	switch (ev->kind) {
 	case GC_EV_START:
@@ -204,6 +283,17 @@ static void abandon(struct evctx *ec)
 			fputc('\'', stdout);
 		}
 		fputs("; re-run apply to finish (the journal remembers)\n", stdout);
+	}
+	/* a VM this run powered off whose power-on (its step, or the
+	 * recovery's) did not come: the next apply powers it on */
+	for (i = 0; i < u->nvms; i++) {
+		const struct vmtally *v = &u->vms[i];
+
+		if (!v->off_started || v->on_done)
+			continue;
+		printf("!!! VM '%s' %s LEFT POWERED OFF: interrupted twice%s; re-run apply to power it "
+		       "on\n", v->vm, v->off_done ? "is" : "may be",
+		       v->off_done ? "" : " during its power-off");
 	}
 	fputs("\nSummary (interrupted twice: the steps in flight were abandoned):\n", stdout);
 	for (i = 0; i < u->ntargets; i++) {
@@ -791,6 +881,7 @@ static void ui_free(struct ui *u)
 	}
 	free(u->lines);
 	free(u->tally);
+	free(u->vms);
 	pthread_mutex_destroy(&u->mu);
 }
 

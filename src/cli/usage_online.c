@@ -49,7 +49,7 @@ const char cmd_apply_usage[] =
 	"flight, starts no new one, takes the hosts whose window it stopped out of\n"
 	"maintenance mode and powers their VMs back on (not one in the middle of its\n"
 	"reboot); a second stops at once, after naming the hosts left in maintenance\n"
-	"mode.\n"
+	"mode and the VMs left powered off.\n"
 	"\n"
 	"Exit status: 0 done (or nothing to do), 1 a target failed or an error,\n"
 	"64 usage, 130 interrupted.\n";

@@ -492,6 +492,50 @@ class ApplyVmsRoce(VcenterLab):
         self.assert_worker(2)
         self.reapply_changes_nothing()
 
+    def test_a_second_ctrl_c_names_the_vm_it_left_off(self):
+        # Ctrl-C twice while esx02's change exec is held open in its window:
+        # the run stops at once, without the recovery, and says what it
+        # leaves: the host in maintenance mode, and worker-02, powered off
+        # for the window, still off; the next apply finishes both
+        self.esx02_needs_its_window()
+        self.control("esx02", {"reboot_seconds": self.reboot_seconds,
+                               "slow": {"match": "esxcli hardware pci pcipassthru set", "ms": 5000}})
+        errpath = os.path.join(self.lab, "twice-vm.err")
+        with open(errpath, "w") as errf:
+            p = subprocess.Popen([BIN, "apply", "--yes", "--only", self.only, "--state-dir",
+                                  self.state_dir, self.specfile], env=self.env,
+                                 stdout=subprocess.PIPE, stderr=errf, text=True)
+            for _ in range(1200):
+                if self.state("esx02")["maintenance"]:
+                    break
+                time.sleep(0.05)
+            p.send_signal(signal.SIGINT)
+            for _ in range(600):
+                with open(errpath, encoding="utf-8") as f:
+                    if "interrupted: finishing the steps in flight" in f.read():
+                        break
+                time.sleep(0.05)
+            p.send_signal(signal.SIGINT)
+            out, _ = p.communicate(timeout=60)
+        with open(errpath, encoding="utf-8") as f:
+            err = f.read()
+        self.assertEqual(p.returncode, 130, err)
+        self.assertIn("gpuclusterctl: interrupted: finishing the steps in flight, then taking "
+                      "hosts out of maintenance mode (Ctrl-C again stops at once)\n", err)
+        self.assertRegex(out, r"\n!!! host 'esx02' is LEFT IN MAINTENANCE MODE: interrupted twice "
+                              r"during '[^']+'; re-run apply to finish \(the journal remembers\)\n"
+                              r"!!! VM 'worker-02' is LEFT POWERED OFF: interrupted twice; re-run "
+                              r"apply to power it on\n\nSummary \(interrupted twice")
+        self.assertEqual(out.count("LEFT POWERED OFF"), 1, out)
+        self.assertEqual(self.show("worker-02")["power"], "poweredOff")
+        self.assertTrue(self.state("esx02")["maintenance"])
+        time.sleep(5)  # the abandoned exec ends on the host's side
+        self.control("esx02", {"reboot_seconds": self.reboot_seconds})
+        self.apply()
+        self.assert_worker(2)
+        self.assertFalse(self.state("esx02")["maintenance"])
+        self.reapply_changes_nothing()
+
     def test_ctrl_c_in_a_guest_shutdown_forces_nothing_off(self):
         # worker-02's guest never acts on its shutdown request (a real
         # vCenter answers ShutdownGuest at once; the guest may take minutes):
