@@ -265,6 +265,8 @@ struct sigctx {
 static void abandon(struct evctx *ec)
 {
 	struct ui *u = ec->u;
+	/* --json: standard output holds a report or nothing, never this */
+	FILE *out = u->json ? stderr : stdout;
 	size_t i, done = 0, failed = 0, skipped = 0, unreached = 0;
 
 	pthread_mutex_lock(&u->mu); /* held until exit: no event prints after this */
@@ -276,13 +278,14 @@ static void abandon(struct evctx *ec)
 
 		if (!t->in_maint)
 			continue;
-		printf("!!! host '%s' is LEFT IN MAINTENANCE MODE: interrupted twice", ec->g->targets[i]->name);
+		fprintf(out, "!!! host '%s' is LEFT IN MAINTENANCE MODE: interrupted twice",
+			ec->g->targets[i]->name);
 		if (t->running != NULL) {
-			fputs(" during '", stdout);
-			cli_put_shown(stdout, t->running, true);
-			fputc('\'', stdout);
+			fputs(" during '", out);
+			cli_put_shown(out, t->running, true);
+			fputc('\'', out);
 		}
-		fputs("; re-run apply to finish (the journal remembers)\n", stdout);
+		fputs("; re-run apply to finish (the journal remembers)\n", out);
 	}
 	/* a VM this run powered off whose power-on (its step, or the
 	 * recovery's) did not come: the next apply powers it on */
@@ -291,11 +294,12 @@ static void abandon(struct evctx *ec)
 
 		if (!v->off_started || v->on_done)
 			continue;
-		printf("!!! VM '%s' %s LEFT POWERED OFF: interrupted twice%s; re-run apply to power it "
-		       "on\n", v->vm, v->off_done ? "is" : "may be",
-		       v->off_done ? "" : " during its power-off");
+		fprintf(out,
+			"!!! VM '%s' %s LEFT POWERED OFF: interrupted twice%s; re-run apply to "
+			"power it on\n",
+			v->vm, v->off_done ? "is" : "may be", v->off_done ? "" : " during its power-off");
 	}
-	fputs("\nSummary (interrupted twice: the steps in flight were abandoned):\n", stdout);
+	fputs("\nSummary (interrupted twice: the steps in flight were abandoned):\n", out);
 	for (i = 0; i < u->ntargets; i++) {
 		const struct tally *t = &u->tally[i];
 		/* neither done, failed, skipped nor in flight: the steps after an
@@ -310,23 +314,23 @@ static void abandon(struct evctx *ec)
 		if (t->done + t->failed + t->skipped + left == 0 && t->running == NULL &&
 		    t->error == NULL)
 			continue;
-		printf("  %-12s %-8s %zu done, %zu failed, %zu skipped", ec->g->targets[i]->name,
-		       gc_target_kind_name(ec->g->targets[i]->kind), t->done, t->failed, t->skipped);
+		fprintf(out, "  %-12s %-8s %zu done, %zu failed, %zu skipped", ec->g->targets[i]->name,
+			gc_target_kind_name(ec->g->targets[i]->kind), t->done, t->failed, t->skipped);
 		if (left > 0)
-			printf(", %zu not reached", left);
+			fprintf(out, ", %zu not reached", left);
 		if (t->running != NULL) {
-			fputs("; abandoned: ", stdout);
-			cli_put_shown(stdout, t->running, true);
+			fputs("; abandoned: ", out);
+			cli_put_shown(out, t->running, true);
 		}
 		if (t->error != NULL) {
-			fputs(": ", stdout);
-			cli_put_shown(stdout, t->error, true);
+			fputs(": ", out);
+			cli_put_shown(out, t->error, true);
 		}
-		fputc('\n', stdout);
+		fputc('\n', out);
 	}
-	printf("\nApply interrupted: %zu actions done, %zu failed, %zu skipped, %zu not reached.\n",
-	       done, failed, skipped, unreached);
-	fflush(stdout);
+	fprintf(out, "\nApply interrupted: %zu actions done, %zu failed, %zu skipped, %zu not reached.\n",
+		done, failed, skipped, unreached);
+	fflush(out);
 	fputs("gpuclusterctl: error: interrupted twice: stopped with steps in flight\n", stderr);
 	fflush(stderr);
 	_exit(GC_EXIT_INTERRUPTED); /* the journal is fsync'd; the kernel drops the lock */
