@@ -22,12 +22,33 @@ The tests run in order on one VM (two reboots, ~5 min on 2 cores).
 Everything asserted about the VM is read back over plain ssh.
 """
 import os
+import shutil
 import subprocess
+import tempfile
 import unittest
 
 from labtest import ROOT, LabCase
 
 STANDINS = os.path.join(ROOT, "tests", "sim", "kvmhost")
+# test_3's VM on the host's libvirtd (this machine's, tests/sim/libvirtd.sh)
+VM = "kvmlab-vm"
+VM_POOL = "gc-it-kvmhost"
+
+
+def virsh(*args, check=True):
+    p = subprocess.run(["virsh", "-q", "-c", "qemu:///system"] + list(args), capture_output=True,
+                       text=True, timeout=120)
+    if check and p.returncode != 0:
+        raise AssertionError("virsh %s: %s" % (" ".join(args), p.stderr))
+    return p
+
+
+def forget_vm():
+    """What test_3 left in libvirtd: its VM, the VM's volumes, the pool."""
+    virsh("destroy", VM, check=False)
+    virsh("undefine", "--nvram", VM, check=False)
+    virsh("pool-destroy", VM_POOL, check=False)
+    virsh("pool-undefine", VM_POOL, check=False)
 # guests.sh boots every lab VM with this (its kernel_cmdline)
 QEMU_APPEND = "root=LABEL=gclab-root rw console=ttyS0 net.ifnames=0 panic=-1 no_timer_check"
 
@@ -147,10 +168,54 @@ class KvmHostLab(LabCase):
                          "Plan: 0 to add, 1 to change, 0 to destroy, 3 synthesized steps "
                          "(0 hosts need maintenance, 1 reboots).\n")
 
+    def vm_on_the_host(self):
+        """The host spec with a VM on the host's libvirtd (this machine's
+        qemu:///system, the default for a loopback address), and that VM
+        running, defined by hand (virsh): its path."""
+        subprocess.run([os.path.join(ROOT, "tests", "sim", "libvirtd.sh")], check=True,
+                       capture_output=True)
+        pool = tempfile.mkdtemp(prefix="gc-it-kvmhost-pool-")
+        os.chmod(pool, 0o755)
+        self.addCleanup(shutil.rmtree, pool, ignore_errors=True)
+        self.addCleanup(forget_vm)
+        forget_vm()
+        base = os.path.join(pool, "base.qcow2")
+        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", base, "1G"], check=True)
+        virsh("pool-define-as", VM_POOL, "dir", "--target", pool)
+        virsh("pool-start", VM_POOL)
+        xml = os.path.join(self.lab, "kvmlab-vm.xml")
+        with open(xml, "w", encoding="utf-8") as f:
+            f.write("<domain type='qemu'><name>%s</name><memory unit='MiB'>128</memory>"
+                    "<vcpu>1</vcpu><os><type arch='x86_64'>hvm</type></os></domain>" % VM)
+        virsh("define", xml)
+        virsh("start", VM)
+        with open(self.hostspec, encoding="utf-8") as f:
+            text = f.read()
+        head = "    address: %s\n" % self.addr
+        self.assertEqual(text.count(head), 1)
+        text = text.replace(head, head + "    accel: tcg\n")
+        text += ("vms:\n  - {name: %s, host: kvmlab, image: %s, pool: %s, cpus: 1, memory_gb: 1, "
+                 "power_on: true}\n" % (VM, base, VM_POOL))
+        spec = os.path.join(self.lab, "kvmhost-vm.yaml")
+        with open(spec, "w", encoding="utf-8") as f:
+            f.write(text)
+        return spec
+
     def test_3_apply_reboots_and_verify_finds_the_loader_did_not_boot_them(self):
+        # with a VM running on the host: powered off for the host's reboot
+        # (its guest, none here, never shuts down: destroyed after 1 s), and
+        # powered back on when the window fails, as it was found
+        spec = self.vm_on_the_host()
+        vm_before = virsh("domid", VM).stdout.strip()
         before = self.boot_id()
-        r = self.kvm("apply", check=1, timeout=900)
+        r = self.gc("apply", "--only", "kvm,libvirt", spec=spec, check=1, timeout=900,
+                    env=dict(self.env, GC_GUEST_SHUTDOWN_TIMEOUT_MS="1000"))
         self.assertNotEqual(self.boot_id(), before, "no reboot happened")
+        self.assertRegex(r.stdout, r"\n  kvmlab +powered back on after the failure: kvmlab-vm\n")
+        self.assertNotIn("LEFT", r.stdout)
+        # read back by libvirt's own client: running, in a new QEMU process
+        self.assertEqual(virsh("domstate", VM).stdout.strip(), "running")
+        self.assertNotEqual(virsh("domid", VM).stdout.strip(), vm_before)
         self.assertTrue(r.stderr.endswith(
             "gpuclusterctl: error: kvm 'kvmlab' failed: host 'kvmlab': after the reboot kernel "
             "arguments %(k)s=on iommu=pt configured, the running kernel has %(k)s=off "
