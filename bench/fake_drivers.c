@@ -8,6 +8,8 @@
 #include "gc/util.h"
 
 int (*gc_fake_apply_hook)(const struct gc_action *a, struct gc_error *err);
+void (*gc_fake_observe_hook)(struct gc_drv_ctx *ctx, const struct gc_target *t,
+			     const struct gc_resource *const *res, size_t nres);
 
 static int fake_connect(void **conn, struct gc_drv_ctx *ctx, const struct gc_target *t,
 			struct gc_error *err)
@@ -25,12 +27,12 @@ static int fake_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_targ
 	struct gc_drv_host_state hs = {false, false, NULL};
 
 	(void)conn;
-	(void)res;
-	(void)nres;
 	(void)problems;
 	(void)err;
 	if (t->kind == GC_TARGET_ESXI || t->kind == GC_TARGET_KVM)
 		gc_drv_host_state(ctx, t->name, &hs);
+	if (gc_fake_observe_hook != NULL)
+		gc_fake_observe_hook(ctx, t, res, nres);
 	return 0;
 }
 

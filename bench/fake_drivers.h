@@ -15,5 +15,11 @@
 
 /* Called for every action when set; its return is the action's. */
 extern int (*gc_fake_apply_hook)(const struct gc_action *a, struct gc_error *err);
+/* Called at the end of every observation when set: it may record what the
+ * target holds (gc_drv_record), as a real driver would. */
+struct gc_drv_ctx;
+struct gc_resource;
+extern void (*gc_fake_observe_hook)(struct gc_drv_ctx *ctx, const struct gc_target *t,
+				    const struct gc_resource *const *res, size_t nres);
 
 #endif

@@ -9,6 +9,7 @@
  * after a failure is taken out again unless that would be unsafe, and a
  * configuration an earlier run left unsaved is saved.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -481,27 +482,82 @@ static bool powered_off_here(const struct run *r, const struct gc_action *on)
 	return false;
 }
 
+/* One VM to power back on (gc_exec_restore_vm_power), and how it went. */
+struct restore_job {
+	const struct gc_action *on;
+	struct tslot *vs;
+	bool ok;
+	char *why; /* the failure, when !ok */
+};
+
+struct restore_pool {
+	struct run *r;
+	struct restore_job *jobs;
+	size_t n, next;
+	pthread_mutex_t mu;
+	const char *after;
+};
+
+static void restore_one(struct run *r, struct restore_job *j, const char *after)
+{
+	struct gc_error err = GC_ERROR_INIT;
+	char *aid = gc_xasprintf("recover: power on %s", j->on->vm), *note;
+
+	gc_exec_journal(r, j->vs->target, aid, "power_on", GC_J_START, NULL);
+	if (gc_exec_run_action(r, j->vs, j->on, &err) == 0) {
+		gc_exec_journal(r, j->vs->target, aid, "power_on", GC_J_DONE, NULL);
+		j->ok = true;
+		note = gc_xasprintf("powered %s back on after %s", j->on->vm, after);
+		gc_exec_emit(&r->ctx, GC_EV_NOTE, j->vs->target, NULL, note, 0);
+		free(note);
+	} else {
+		gc_exec_journal(r, j->vs->target, aid, "power_on", GC_J_FAILED, err.msg);
+		j->why = gc_xstrdup(err.msg);
+	}
+	free(aid);
+}
+
+static void *restore_worker(void *arg)
+{
+	struct restore_pool *p = arg;
+
+	for (;;) {
+		struct restore_job *j = NULL;
+
+		pthread_mutex_lock(&p->mu);
+		if (p->next < p->n)
+			j = &p->jobs[p->next++];
+		pthread_mutex_unlock(&p->mu);
+		if (j == NULL)
+			return NULL;
+		restore_one(p->r, j, p->after);
+	}
+}
+
 /*
  * After wave `wave`'s hosts are recovered: a VM that this run powered off
  * (for its host's window, or a change of its own) and whose power-on did
  * not run, because something it waited for failed or the user stopped the
  * run, is powered back on, as it was found: a stopped rollout leaves no VM
  * off that it turned off.  Unless its host stayed in maintenance mode or
- * in its reboot: then the VM stays off, loudly.  One VM after another (a
- * wave's VMs are few: those of its maintenance hosts); each a task of its
- * own on the vCenter or libvirtd connection.
+ * in its reboot: then the VM stays off, loudly.  The wave's VMs at once
+ * (up to --parallelism), each a task of its own on the vCenter's or
+ * libvirtd's connection (shared, as the VMs' lanes share it); the summary
+ * lists them in plan order, whatever order they came back in.
  */
 void gc_exec_restore_vm_power(struct run *r, size_t wave)
 {
 	const struct gc_plan *p = r->rep->plan;
-	const char *after = r->rep->interrupted ? "the interruption" : "the failure";
+	struct restore_pool pool;
+	size_t i;
 
-	r->recovering = true; /* retried after a first signal too: gc_exec_no_retry */
-	for (size_t i = 0; i < p->nactions; i++) {
+	memset(&pool, 0, sizeof(pool));
+	pool.r = r;
+	pool.after = r->rep->interrupted ? "the interruption" : "the failure";
+	for (i = 0; i < p->nactions; i++) {
 		const struct gc_action *on = p->actions[i];
 		struct tslot *vs, *hs;
-		struct gc_error err = GC_ERROR_INIT;
-		char *aid, *note;
+		char *note;
 
 		if (on->wave != wave || on->kind != GC_ACT_POWER_ON || on->vm == NULL ||
 		    r->st[on->seq - 1] != A_SKIPPED || !powered_off_here(r, on))
@@ -520,23 +576,33 @@ void gc_exec_restore_vm_power(struct run *r, size_t wave)
 			free(note);
 			continue;
 		}
-		aid = gc_xasprintf("recover: power on %s", on->vm);
-		gc_exec_journal(r, vs->target, aid, "power_on", GC_J_START, NULL);
-		if (gc_exec_run_action(r, vs, on, &err) == 0) {
-			gc_exec_journal(r, vs->target, aid, "power_on", GC_J_DONE, NULL);
-			list_add(&vs->rep->vms_back_on, ", ", on->vm);
-			note = gc_xasprintf("powered %s back on after %s", on->vm, after);
-			gc_exec_emit(&r->ctx, GC_EV_NOTE, vs->target, NULL, note, 0);
-			free(note);
-		} else {
-			gc_exec_journal(r, vs->target, aid, "power_on", GC_J_FAILED, err.msg);
-			list_add(&vs->rep->vms_left_off, ", ", on->vm);
-			note = gc_xasprintf("VM '%s' is LEFT POWERED OFF: powering it back on failed: "
-					    "%s", on->vm, err.msg);
-			list_add(&vs->rep->vms_off_why, "\n", note);
-			free(note);
-		}
-		free(aid);
+		pool.jobs = gc_xrealloc(pool.jobs, (pool.n + 1) * sizeof(*pool.jobs));
+		memset(&pool.jobs[pool.n], 0, sizeof(*pool.jobs));
+		pool.jobs[pool.n].on = on;
+		pool.jobs[pool.n++].vs = vs;
 	}
+	if (pool.n == 0)
+		return;
+	pthread_mutex_init(&pool.mu, NULL);
+	r->recovering = true; /* retried after a first signal too: gc_exec_no_retry */
+	gc_exec_run_pool(pool.n < r->parallelism ? (unsigned)pool.n : r->parallelism, restore_worker,
+			 &pool);
 	r->recovering = false;
+	pthread_mutex_destroy(&pool.mu);
+	for (i = 0; i < pool.n; i++) {
+		struct restore_job *j = &pool.jobs[i];
+
+		if (j->ok) {
+			list_add(&j->vs->rep->vms_back_on, ", ", j->on->vm);
+		} else {
+			char *note = gc_xasprintf("VM '%s' is LEFT POWERED OFF: powering it back on "
+						  "failed: %s", j->on->vm, j->why);
+
+			list_add(&j->vs->rep->vms_left_off, ", ", j->on->vm);
+			list_add(&j->vs->rep->vms_off_why, "\n", note);
+			free(note);
+			free(j->why);
+		}
+	}
+	free(pool.jobs);
 }

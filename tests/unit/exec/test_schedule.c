@@ -37,6 +37,8 @@
 #include "fake_drivers.h"
 #include "gc/exec.h"
 #include "gc/graph.h"
+#include "gc/observed.h"
+#include "gc/sys/driver.h"
 #include "gc/spec.h"
 #include "gc/util.h"
 
@@ -181,6 +183,9 @@ struct run {
 	char state[64];
 };
 
+/* more of the spec's rolling: map (", max_unavailable_vms: 8") */
+static const char *rolling_more = "";
+
 /* hosts ESXi hosts with two 1-GPU VMs each, all in one wave (max_unavailable) */
 static void load(struct run *x, int hosts)
 {
@@ -199,8 +204,8 @@ static void load(struct run *x, int hosts)
 		      "  - {name: vc, username: administrator@vsphere.local, password_env: GC_VC_PASSWORD}\n"
 		      "vcenter: {url: https://vc.test.example/, datacenter: DC1, credentials: vc,"
 		      " ca_file: /etc/gpuclusterctl/vc-ca.pem}\n"
-		      "rolling: {max_unavailable: %d}\nhosts:\n",
-		      hosts);
+		      "rolling: {max_unavailable: %d%s}\nhosts:\n",
+		      hosts, rolling_more);
 	for (int i = 0; i < hosts; i++)
 		gc_buf_printf(&b,
 			      "  - name: esx%02d\n    address: esx%02d.test.example\n    credentials: root\n"
@@ -371,7 +376,8 @@ static void test_fail_fast_skips_every_pending_lane_action(void **state)
 /* The hook of the Ctrl-C test: the first change of each of two hosts waits
  * for the other's (both hosts are then in maintenance mode, neither has
  * rebooted), then "Ctrl-C" is pressed; each recovery exit waits up to 5 s
- * for the other's, so met says whether they were in flight at once. */
+ * for the other's, so met (true before) stays true only when none of them
+ * gave up: they were in flight at once. */
 static volatile sig_atomic_t ctrl_c;
 static pthread_mutex_t stop_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t stop_cv = PTHREAD_COND_INITIALIZER;
@@ -389,8 +395,8 @@ static void meet(size_t *count, size_t want, bool *met)
 	while (*count < want)
 		if (pthread_cond_timedwait(&stop_cv, &stop_mu, &until) != 0)
 			break;
-	if (met != NULL)
-		*met = *count >= want;
+	if (met != NULL && *count < want)
+		*met = false; /* this one gave up waiting: they were not all in flight at once */
 }
 
 static int stop_mid_window(const struct gc_action *a, struct gc_error *err)
@@ -426,6 +432,7 @@ static void test_ctrl_c_mid_window_takes_the_hosts_out_at_once(void **state)
 	o.event = on_event;
 	o.event_arg = &x.w;
 	o.interrupted = &ctrl_c;
+	exits_met = true;
 	gc_fake_apply_hook = stop_mid_window;
 	assert_int_equal(gc_exec_run(&x.rep, x.g, &o, &err), GC_EINTR);
 	assert_string_equal(err.msg, "interrupted");
@@ -517,6 +524,110 @@ static void test_ctrl_c_recovery_exit_is_retried_on_a_transport_fault(void **sta
 	done(&x);
 }
 
+/* ------------------------------------------------------------ VMs back on */
+
+/* The observe hook of the VM test: the vCenter holds every VM as the spec
+ * says, running on its host (passthrough GPUs: no vMotion), so each host's
+ * window powers its two VMs off first. */
+struct vcenter_view {
+	const struct gc_resource *const *res;
+	size_t nres;
+};
+
+static void record_running(struct gc_observed *obs, void *arg)
+{
+	const struct vcenter_view *v = arg;
+
+	for (size_t i = 0; i < v->nres; i++) {
+		const struct gc_resource *r = v->res[i];
+
+		for (size_t k = 0; k < r->nprops; k++)
+			if (!gc_prop_is_learned(r->props[k].value))
+				gc_observed_set(obs, r->id, r->props[k].key, r->props[k].value);
+		if (r->kind == GC_RES_VM)
+			gc_observed_set_vm(obs, r->vm, GC_POWER_ON, r->host, false);
+	}
+}
+
+static void vms_running(struct gc_drv_ctx *ctx, const struct gc_target *t,
+			const struct gc_resource *const *res, size_t nres)
+{
+	struct vcenter_view v = {res, nres};
+
+	if (t->kind == GC_TARGET_VCENTER)
+		gc_drv_record(ctx, record_running, &v);
+}
+
+/* The apply hook: as stop_mid_window (Ctrl-C once both hosts are in their
+ * change), and each power-on after it waits up to 5 s for the other three:
+ * ons_met says whether the four were in flight at once. */
+static size_t ons_in, offs_done;
+static bool ons_met;
+
+static int stop_then_meet_ons(const struct gc_action *a, struct gc_error *err)
+{
+	(void)err;
+	pthread_mutex_lock(&stop_mu);
+	if (a->kind == GC_ACT_POWER_OFF)
+		offs_done++;
+	else if (a->kind == GC_ACT_POWER_ON && ctrl_c)
+		meet(&ons_in, 4, &ons_met);
+	else if (a->target->kind == GC_TARGET_ESXI && a->kind == GC_ACT_APPLY &&
+		 (a->flags & GC_RES_NEEDS_REBOOT) && changes_in < 2) {
+		meet(&changes_in, 2, NULL);
+		ctrl_c = 1;
+	}
+	pthread_mutex_unlock(&stop_mu);
+	return 0;
+}
+
+/* Ctrl-C in two hosts' windows, each host's two VMs powered off for it:
+ * the four VMs are powered back on at once (--parallelism 4), not one
+ * after another, and the report lists them in plan order. */
+static void test_the_vms_of_a_stopped_wave_come_back_on_at_once(void **state)
+{
+	struct run x;
+	struct gc_exec_opts o;
+	struct gc_error err = GC_ERROR_INIT;
+	const char *back = NULL;
+
+	(void)state;
+	ctrl_c = 0;
+	changes_in = ons_in = offs_done = 0;
+	ons_met = true;
+	rolling_more = ", max_unavailable_vms: 8";
+	load(&x, 2);
+	rolling_more = "";
+	memset(&o, 0, sizeof(o));
+	o.state_dir = x.state;
+	o.parallelism = 4;
+	o.drv.reboot_poll_ms = 1;
+	o.event = on_event;
+	o.event_arg = &x.w;
+	o.interrupted = &ctrl_c;
+	gc_fake_observe_hook = vms_running;
+	gc_fake_apply_hook = stop_then_meet_ons;
+	assert_int_equal(gc_exec_run(&x.rep, x.g, &o, &err), GC_EINTR);
+	gc_fake_apply_hook = NULL;
+	gc_fake_observe_hook = NULL;
+	assert_int_equal(offs_done, 4);
+	assert_int_equal(ons_in, 4);
+	assert_true(ons_met); /* in flight at once */
+	assert_int_equal(x.w.left_on_stop, 2);
+	for (size_t i = 0; i < x.rep.ntargets; i++) {
+		const struct gc_exec_target_report *t = &x.rep.targets[i];
+
+		if (t->target->kind == GC_TARGET_VCENTER) {
+			back = t->vms_back_on;
+			assert_null(t->vms_left_off);
+		}
+	}
+	assert_non_null(back);
+	assert_string_equal(back, "vm00, vm01, vm02, vm03");
+	assert_int_equal(x.w.nviolations, 0);
+	done(&x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -526,6 +637,7 @@ int main(void)
 		cmocka_unit_test(test_fail_fast_skips_every_pending_lane_action),
 		cmocka_unit_test(test_ctrl_c_mid_window_takes_the_hosts_out_at_once),
 		cmocka_unit_test(test_ctrl_c_recovery_exit_is_retried_on_a_transport_fault),
+		cmocka_unit_test(test_the_vms_of_a_stopped_wave_come_back_on_at_once),
 	};
 	setenv("GC_ESXI_PASSWORD", "x", 1);
 	setenv("GC_VC_PASSWORD", "x", 1);
