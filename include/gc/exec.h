@@ -114,6 +114,13 @@ struct gc_exec_target_report {
 	char *vms_back_on;
 	char *vms_left_off;
 	char *vms_off_why;
+	/* a vCenter: the VMs vMotion moved off a host for a window that did not
+	 * finish, moved back by the recovery, and those left where they run
+	 * (their host stayed out of service, or the move failed); vms_away_why:
+	 * a line for each left away; NULL none */
+	char *vms_moved_back;
+	char *vms_left_away;
+	char *vms_away_why;
 	/* round trips to the target (drivers that count them: ESXi), besides
 	 * the polls while it rebooted */
 	uint64_t execs, poll_execs;

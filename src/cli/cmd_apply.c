@@ -525,6 +525,21 @@ static void print_summary(FILE *f, const struct gc_exec_report *rep, const struc
 			fprintf(f, "  %-12s          powered back on after the %s: %s\n",
 				t->target->name, rep->interrupted ? "interruption" : "failure",
 				t->vms_back_on);
+		if (t->vms_moved_back != NULL)
+			fprintf(f, "  %-12s          moved back to their hosts after the %s: %s\n",
+				t->target->name, rep->interrupted ? "interruption" : "failure",
+				t->vms_moved_back);
+		for (const char *w = t->vms_away_why, *nl; w != NULL && *w != '\0';
+		     w = nl ? nl + 1 : NULL) {
+			char *line;
+
+			nl = strchr(w, '\n');
+			line = nl ? gc_xstrndup(w, (size_t)(nl - w)) : gc_xstrdup(w);
+			fprintf(f, "  %-12s          ", t->target->name);
+			cli_put_shown(f, line, true);
+			fputc('\n', f);
+			free(line);
+		}
 		if (t->vms_left_off != NULL)
 			loud++;
 		if (t->reboot_owed && (t->failed || t->recovered_on_stop))
@@ -627,6 +642,8 @@ static void print_json(const struct gc_exec_report *rep, int status)
 		json_object_object_add(j, "reboot_owed", json_object_new_boolean(t->reboot_owed));
 		json_object_object_add(j, "vms_powered_back_on", name_list(t->vms_back_on));
 		json_object_object_add(j, "vms_left_powered_off", name_list(t->vms_left_off));
+		json_object_object_add(j, "vms_moved_back", name_list(t->vms_moved_back));
+		json_object_object_add(j, "vms_left_moved_away", name_list(t->vms_left_away));
 		if (t->execs + t->poll_execs > 0) {
 			json_object_object_add(j, "round_trips", json_object_new_int64((int64_t)t->execs));
 			json_object_object_add(j, "reboot_polls", json_object_new_int64((int64_t)t->poll_execs));

@@ -47,9 +47,9 @@ const char cmd_apply_usage[] =
 	"\n"
 	"Ctrl-C (or SIGTERM, or SIGHUP when the terminal goes) finishes the steps in\n"
 	"flight, starts no new one, takes the hosts whose window it stopped out of\n"
-	"maintenance mode and powers their VMs back on (not one in the middle of its\n"
-	"reboot); a second stops at once, after naming the hosts left in maintenance\n"
-	"mode and the VMs left powered off.\n"
+	"maintenance mode, powers their VMs back on and moves back those vMotion\n"
+	"moved (not one in the middle of its reboot); a second stops at once, after\n"
+	"naming the hosts left in maintenance mode and the VMs left powered off.\n"
 	"\n"
 	"Exit status: 0 done (or nothing to do), 1 a target failed or an error,\n"
 	"64 usage, 130 interrupted.\n";

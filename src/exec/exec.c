@@ -780,6 +780,9 @@ void gc_exec_report_free(struct gc_exec_report *r)
 		free(r->targets[i].vms_back_on);
 		free(r->targets[i].vms_left_off);
 		free(r->targets[i].vms_off_why);
+		free(r->targets[i].vms_moved_back);
+		free(r->targets[i].vms_left_away);
+		free(r->targets[i].vms_away_why);
 	}
 	free(r->targets);
 	gc_plan_free(r->plan);

@@ -482,9 +482,41 @@ static bool powered_off_here(const struct run *r, const struct gc_action *on)
 	return false;
 }
 
-/* One VM to power back on (gc_exec_restore_vm_power), and how it went. */
+/* This run moved `back`'s VM off its host (the outbound half of its
+ * migration pair, on the same target, done). */
+static bool moved_away_here(const struct run *r, const struct gc_action *back)
+{
+	const struct gc_plan *p = r->rep->plan;
+
+	for (size_t i = 0; i < p->nactions; i++) {
+		const struct gc_action *a = p->actions[i];
+
+		if (a != back && a->kind == GC_ACT_MIGRATE && a->target == back->target &&
+		    a->vm != NULL && strcmp(a->vm, back->vm) == 0 && a->host != NULL &&
+		    strcmp(a->host, back->host) == 0 &&
+		    (a->dest_host == NULL || strcmp(a->dest_host, a->host) != 0) &&
+		    r->st[a->seq - 1] == A_DONE)
+			return true;
+	}
+	return false;
+}
+
+/* A step the recovery undoes: a VM's power-on, or its vMotion back to the
+ * host it left for the window (the migration pair's return half). */
+static bool restores(const struct run *r, const struct gc_action *a)
+{
+	if (a->vm == NULL || r->st[a->seq - 1] != A_SKIPPED)
+		return false;
+	if (a->kind == GC_ACT_POWER_ON)
+		return powered_off_here(r, a);
+	return a->kind == GC_ACT_MIGRATE && a->host != NULL && a->dest_host != NULL &&
+	       strcmp(a->dest_host, a->host) == 0 && moved_away_here(r, a);
+}
+
+/* One VM to power back on or move back (gc_exec_restore_vm_power), and how
+ * it went. */
 struct restore_job {
-	const struct gc_action *on;
+	const struct gc_action *on; /* its POWER_ON, or its return MIGRATE */
 	struct tslot *vs;
 	bool ok;
 	char *why; /* the failure, when !ok */
@@ -501,17 +533,23 @@ struct restore_pool {
 static void restore_one(struct run *r, struct restore_job *j, const char *after)
 {
 	struct gc_error err = GC_ERROR_INIT;
-	char *aid = gc_xasprintf("recover: power on %s", j->on->vm), *note;
+	bool move = j->on->kind == GC_ACT_MIGRATE;
+	const char *kind = move ? "migrate" : "power_on";
+	char *aid = move ? gc_xasprintf("recover: move %s back to %s", j->on->vm, j->on->dest_host)
+			 : gc_xasprintf("recover: power on %s", j->on->vm);
+	char *note;
 
-	gc_exec_journal(r, j->vs->target, aid, "power_on", GC_J_START, NULL);
+	gc_exec_journal(r, j->vs->target, aid, kind, GC_J_START, NULL);
 	if (gc_exec_run_action(r, j->vs, j->on, &err) == 0) {
-		gc_exec_journal(r, j->vs->target, aid, "power_on", GC_J_DONE, NULL);
+		gc_exec_journal(r, j->vs->target, aid, kind, GC_J_DONE, NULL);
 		j->ok = true;
-		note = gc_xasprintf("powered %s back on after %s", j->on->vm, after);
+		note = move ? gc_xasprintf("moved %s back to %s after %s", j->on->vm, j->on->dest_host,
+					   after)
+			    : gc_xasprintf("powered %s back on after %s", j->on->vm, after);
 		gc_exec_emit(&r->ctx, GC_EV_NOTE, j->vs->target, NULL, note, 0);
 		free(note);
 	} else {
-		gc_exec_journal(r, j->vs->target, aid, "power_on", GC_J_FAILED, err.msg);
+		gc_exec_journal(r, j->vs->target, aid, kind, GC_J_FAILED, err.msg);
 		j->why = gc_xstrdup(err.msg);
 	}
 	free(aid);
@@ -540,7 +578,10 @@ static void *restore_worker(void *arg)
  * not run, because something it waited for failed or the user stopped the
  * run, is powered back on, as it was found: a stopped rollout leaves no VM
  * off that it turned off.  Unless its host stayed in maintenance mode or
- * in its reboot: then the VM stays off, loudly.  The wave's VMs at once
+ * in its reboot: then the VM stays off, loudly.  A VM that vMotion moved
+ * off its host for the window is moved back the same way (it ran all
+ * along: where its host stays out of service it stays where it runs, said
+ * in the summary, not loudly).  The wave's VMs at once
  * (up to --parallelism), each a task of its own on the vCenter's or
  * libvirtd's connection (shared, as the VMs' lanes share it); the summary
  * lists them in plan order, whatever order they came back in.
@@ -559,13 +600,23 @@ void gc_exec_restore_vm_power(struct run *r, size_t wave)
 		struct tslot *vs, *hs;
 		char *note;
 
-		if (on->wave != wave || on->kind != GC_ACT_POWER_ON || on->vm == NULL ||
-		    r->st[on->seq - 1] != A_SKIPPED || !powered_off_here(r, on))
+		if (on->wave != wave || !restores(r, on))
 			continue;
 		vs = &r->slots[on->target->index];
 		if (vs->drv == NULL || !gc_exec_selected(r->ctx.opts, vs->target->kind))
 			continue;
 		hs = on->host != NULL ? host_slot(r, on->host) : NULL;
+		if (hs != NULL && (hs->rep->left_in_maintenance || hs->in_reboot) &&
+		    on->kind == GC_ACT_MIGRATE) {
+			list_add(&vs->rep->vms_left_away, ", ", on->vm);
+			note = gc_xasprintf("%s runs where vMotion moved it: its host '%s' is %s; "
+					    "re-run apply once it is back", on->vm, on->host,
+					    hs->rep->left_in_maintenance ? "left in maintenance mode"
+									 : "in its reboot");
+			list_add(&vs->rep->vms_away_why, "\n", note);
+			free(note);
+			continue;
+		}
 		if (hs != NULL && (hs->rep->left_in_maintenance || hs->in_reboot)) {
 			list_add(&vs->rep->vms_left_off, ", ", on->vm);
 			note = gc_xasprintf("VM '%s' is LEFT POWERED OFF: its host '%s' is %s; "
@@ -592,7 +643,20 @@ void gc_exec_restore_vm_power(struct run *r, size_t wave)
 	for (i = 0; i < pool.n; i++) {
 		struct restore_job *j = &pool.jobs[i];
 
-		if (j->ok) {
+		if (j->on->kind == GC_ACT_MIGRATE) {
+			char *note;
+
+			if (j->ok) {
+				list_add(&j->vs->rep->vms_moved_back, ", ", j->on->vm);
+				continue;
+			}
+			note = gc_xasprintf("%s runs where vMotion moved it: moving it back to '%s' "
+					    "failed: %s", j->on->vm, j->on->dest_host, j->why);
+			list_add(&j->vs->rep->vms_left_away, ", ", j->on->vm);
+			list_add(&j->vs->rep->vms_away_why, "\n", note);
+			free(note);
+			free(j->why);
+		} else if (j->ok) {
 			list_add(&j->vs->rep->vms_back_on, ", ", j->on->vm);
 		} else {
 			char *note = gc_xasprintf("VM '%s' is LEFT POWERED OFF: powering it back on "

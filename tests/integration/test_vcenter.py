@@ -717,6 +717,62 @@ class ApplyVmsVgpu(VcenterLab):
         self.assertEqual((vm["host"], vm["power"]), ("esx01", "poweredOn"))
         self.reapply_changes_nothing(spec=spec)
 
+    def test_a_failed_window_moves_its_vmotioned_vm_back(self):
+        # esx01's window moves worker-01 to esx02 by vMotion, then esx01
+        # refuses its change: it leaves maintenance mode, and worker-01 goes
+        # back to it, as it was found (the summary, then --json, say so)
+        from test_apply import schema_valid
+        spec = self.half_t4s()
+        self.apply(spec=spec)
+        msg = "Error: Unable to set the default graphics type: device busy"
+        for leg in ("text", "json"):
+            self.remote("esx01", "esxcli graphics host set --default-type Shared")
+            self.control("esx01", {"reboot_seconds": self.reboot_seconds, "fail_once": {
+                "match": "esxcli graphics host set", "message": msg}})
+            if leg == "text":
+                r = self.apply("-v", spec=spec, check=1)
+                self.assertIn("vcenter: migrate worker-01 off esx01 to esx02", r.stderr)
+                self.assertIn("vcenter: moved worker-01 back to esx01 after the failure\n", r.stderr)
+                self.assertIn("\n  esx01                 left maintenance mode after the failure\n",
+                              r.stdout)
+                self.assertIn("\n  vcenter               moved back to their hosts after the "
+                              "failure: worker-01\n", r.stdout)
+                self.assertNotIn("LEFT", r.stdout)
+            else:
+                rep = schema_valid(self, "apply-v1", self.apply("--json", spec=spec, check=1).stdout)
+                t = {t["name"]: t for t in rep["targets"]}
+                self.assertEqual((t["vcenter"]["vms_moved_back"],
+                                  t["vcenter"]["vms_left_moved_away"],
+                                  t["vcenter"]["vms_powered_back_on"]), (["worker-01"], [], []))
+            vm = self.show("worker-01")
+            self.assertEqual((vm["host"], vm["power"]), ("esx01", "poweredOn"), leg)
+            self.assertFalse(self.state("esx01")["maintenance"], leg)
+        self.apply(spec=spec)
+        self.assertEqual(self.show("worker-01")["host"], "esx01")
+        self.reapply_changes_nothing(spec=spec)
+
+    def test_a_vmotioned_vm_whose_host_stays_in_maintenance_runs_where_it_was_moved(self):
+        # esx01 does not answer within --reboot-timeout after its reboot: it
+        # stays in maintenance mode, and worker-01 keeps running on esx02,
+        # said in the summary (not loudly: it runs); the next apply, once
+        # esx01 is back, moves it home
+        spec = self.half_t4s()
+        self.apply(spec=spec)
+        self.remote("esx01", "esxcli graphics host set --default-type Shared")
+        self.control("esx01", {"reboot_seconds": 8})
+        r = self.apply("--reboot-timeout", "2", spec=spec, check=1)
+        self.assertIn("\n  vcenter               worker-01 runs where vMotion moved it: its host "
+                      "'esx01' is left in maintenance mode; re-run apply once it is back\n", r.stdout)
+        self.assertIn("\n!!! host 'esx01' is LEFT IN MAINTENANCE MODE: ", r.stdout)
+        self.assertNotIn("moved back", r.stdout)
+        vm = self.show("worker-01")
+        self.assertEqual((vm["host"], vm["power"]), ("esx02", "poweredOn"))
+        while self.state("esx01")["down_until"] > time.time():  # back at last
+            time.sleep(0.2)
+        self.apply(spec=spec)
+        self.assertEqual(self.show("worker-01")["host"], "esx01")
+        self.reapply_changes_nothing(spec=spec)
+
     def test_with_no_room_elsewhere_a_vgpu_vm_is_powered_off_and_the_plan_says_why(self):
         # the example as it is: every T4 carries a 16 GB vGPU, and esx05 has
         # no GPU, so no host can take worker-01 while esx01 is down
