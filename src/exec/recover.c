@@ -606,24 +606,18 @@ void gc_exec_restore_vm_power(struct run *r, size_t wave)
 		if (vs->drv == NULL || !gc_exec_selected(r->ctx.opts, vs->target->kind))
 			continue;
 		hs = on->host != NULL ? host_slot(r, on->host) : NULL;
-		if (hs != NULL && (hs->rep->left_in_maintenance || hs->in_reboot) &&
-		    on->kind == GC_ACT_MIGRATE) {
-			list_add(&vs->rep->vms_left_away, ", ", on->vm);
-			note = gc_xasprintf("%s runs where vMotion moved it: its host '%s' is %s; "
-					    "re-run apply once it is back", on->vm, on->host,
-					    hs->rep->left_in_maintenance ? "left in maintenance mode"
-									 : "in its reboot");
-			list_add(&vs->rep->vms_away_why, "\n", note);
-			free(note);
-			continue;
-		}
 		if (hs != NULL && (hs->rep->left_in_maintenance || hs->in_reboot)) {
-			list_add(&vs->rep->vms_left_off, ", ", on->vm);
-			note = gc_xasprintf("VM '%s' is LEFT POWERED OFF: its host '%s' is %s; "
-					    "re-run apply once it is back", on->vm, on->host,
+			bool move = on->kind == GC_ACT_MIGRATE;
+
+			/* it stays as it is: off, or running where vMotion put it */
+			list_add(move ? &vs->rep->vms_left_away : &vs->rep->vms_left_off, ", ", on->vm);
+			note = gc_xasprintf("%s%s%s: its host '%s' is %s; re-run apply once it is back",
+					    move ? "" : "VM '", on->vm,
+					    move ? " runs where vMotion moved it" : "' is LEFT POWERED OFF",
+					    on->host,
 					    hs->rep->left_in_maintenance ? "left in maintenance mode"
 									 : "in its reboot");
-			list_add(&vs->rep->vms_off_why, "\n", note);
+			list_add(move ? &vs->rep->vms_away_why : &vs->rep->vms_off_why, "\n", note);
 			free(note);
 			continue;
 		}

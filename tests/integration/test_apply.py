@@ -1037,6 +1037,16 @@ class ApplyRoce(LabCase):
             self.assert_host_converged(h)
         self.assertEqual(kept, ["esx01", "esx02"])  # the first wave
 
+    def faults_gone_then_converges(self):
+        """Every host's faults cleared, the next apply completes and every
+        host reads back converged."""
+        for h in self.hosts:
+            self.control(h, {})
+        r = self.apply()
+        self.assertIn("Apply complete", r.stdout)
+        for h in self.hosts:
+            self.assert_host_converged(h)
+
     def start_apply(self, outname, spec=None, **popen):
         """An apply whose stdout goes to a file and stderr to a pipe, returned
         once it has shown its plan (still running: the test makes sure)."""
@@ -1147,12 +1157,7 @@ class ApplyRoce(LabCase):
         for h in self.hosts[2:]:  # later waves: not started
             self.assertNotIn("esxcli system maintenanceMode set -e true", self.changes(h), h)
         # the next apply gives each its window again, and the one reboot
-        for h in self.hosts:
-            self.control(h, {})
-        r = self.apply()
-        self.assertIn("Apply complete", r.stdout)
-        for h in self.hosts:
-            self.assert_host_converged(h)
+        self.faults_gone_then_converges()
 
     def test_the_exit_a_signal_asked_for_is_retried_when_its_connection_drops(self):
         # as above, but esx01's connection drops on its way out of maintenance
@@ -1198,12 +1203,7 @@ class ApplyRoce(LabCase):
             self.assertEqual(self.lease(h), "none", h)
             with open(os.path.join(self.host_dir(h), "control.json"), encoding="utf-8") as f:
                 self.assertNotIn("drop_once", json.load(f))  # the drop happened
-        for h in self.hosts:
-            self.control(h, {})
-        r = self.apply()
-        self.assertIn("Apply complete", r.stdout)
-        for h in self.hosts:
-            self.assert_host_converged(h)
+        self.faults_gone_then_converges()
 
     def test_under_nohup_sighup_changes_nothing_and_the_apply_completes(self):
         # `nohup gpuclusterctl apply ...`: SIGHUP ignored by whoever started
