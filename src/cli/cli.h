@@ -76,6 +76,13 @@ int cli_error(const char *fmt, ...) GC_PRINTF(1, 2);
 /* Write s to f as gc_buf_put_shown() shows it: what a remote host said
  * cannot drive the terminal. */
 void cli_put_shown(FILE *f, const char *s, bool multiline);
+/* apply_report.c: apply's summary (text), its -v round-trip counters
+ * (stderr) and its --json report (stdout) */
+struct gc_exec_report;
+struct gc_graph;
+void cli_apply_print_summary(FILE *f, const struct gc_exec_report *rep, const struct gc_graph *g);
+void cli_apply_print_round_trips(const struct gc_exec_report *rep);
+void cli_apply_print_json(const struct gc_exec_report *rep, int status);
 /* Print a command's --help text to stdout; returns GC_EXIT_OK. */
 int cli_print_usage(const char *verb);
 /* Colour on this stream: a TTY and NO_COLOR unset or empty. */

@@ -3,8 +3,9 @@
  *
  * Everything happens in src/exec; this file parses options, shows the plan
  * it is about to carry out, prints progress events (a line per target kept
- * up to date on a TTY, plain lines otherwise), the final per-target summary,
- * and picks the exit code.  SIGINT, SIGTERM (a service manager, a CI job
+ * up to date on a TTY, plain lines otherwise), has the outcome printed
+ * (apply_report.c: the summary, or the --json report) and picks the exit
+ * code.  SIGINT, SIGTERM (a service manager, a CI job
  * cancelled, kill(1)) or SIGHUP (the operator's terminal or SSH session gone)
  * asks the executor to finish the actions in flight, start no new ones and
  * take the hosts whose window it stopped out of maintenance mode (exit 130).
@@ -15,7 +16,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <json-c/json.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -28,7 +28,6 @@
 #include "cli.h"
 #include "gc/exec.h"
 #include "gc/graph.h"
-#include "gc/json.h"
 #include "gc/plan.h"
 #include "gc/ssh.h"
 
@@ -479,182 +478,6 @@ char *cli_default_state_dir(const char *spec)
 	return gc_xasprintf("%.*s/.gpuclusterctl", (int)(slash - spec), spec);
 }
 
-/* The halted rollout: why, and what it did not start. */
-static void print_not_started(FILE *f, const struct gc_exec_report *rep, const struct gc_graph *g)
-{
-	size_t i, n = 0, nwaves = rep->plan->nwaves;
-
-	fprintf(f, "\nRollout halted: %zu failed target%s, rolling.max_failures is %u.\n",
-		rep->failed_targets, rep->failed_targets == 1 ? "" : "s", g->rolling.max_failures);
-	if (rep->halted_before_wave == nwaves)
-		fprintf(f, "Not started: wave %zu of %zu, %zu actions on", nwaves, nwaves,
-			rep->not_started);
-	else
-		fprintf(f, "Not started: waves %zu-%zu of %zu, %zu actions on", rep->halted_before_wave,
-			nwaves, nwaves, rep->not_started);
-	for (i = 0; i < rep->ntargets; i++) {
-		if (rep->targets[i].not_started == 0)
-			continue;
-		fprintf(f, "%s %s", n++ ? "," : "", rep->targets[i].target->name);
-	}
-	fputs(".\nFix the failure and re-run apply (--continue-on-error starts the next waves "
-	      "anyway).\n", f);
-}
-
-static void print_summary(FILE *f, const struct gc_exec_report *rep, const struct gc_graph *g)
-{
-	size_t i, loud = 0;
-
-	fputs("\nSummary:\n", f);
-	for (i = 0; i < rep->ntargets; i++) {
-		const struct gc_exec_target_report *t = &rep->targets[i];
-
-		if (t->done + t->failed + t->skipped == 0 && t->error == NULL)
-			continue;
-		fprintf(f, "  %-12s %-8s %zu done, %zu failed, %zu skipped%s", t->target->name,
-			gc_target_kind_name(t->target->kind), t->done, t->failed, t->skipped,
-			t->error ? ": " : "");
-		cli_put_shown(f, t->error, true);
-		fputc('\n', f);
-		if (t->left_in_maintenance)
-			loud++;
-		if (t->recovered)
-			fprintf(f, "  %-12s          left maintenance mode after the %s\n",
-				t->target->name, t->recovered_on_stop ? "interruption" : "failure");
-		if (t->vms_back_on != NULL)
-			fprintf(f, "  %-12s          powered back on after the %s: %s\n",
-				t->target->name, rep->interrupted ? "interruption" : "failure",
-				t->vms_back_on);
-		if (t->vms_moved_back != NULL)
-			fprintf(f, "  %-12s          moved back to their hosts after the %s: %s\n",
-				t->target->name, rep->interrupted ? "interruption" : "failure",
-				t->vms_moved_back);
-		for (const char *w = t->vms_away_why, *nl; w != NULL && *w != '\0';
-		     w = nl ? nl + 1 : NULL) {
-			char *line;
-
-			nl = strchr(w, '\n');
-			line = nl ? gc_xstrndup(w, (size_t)(nl - w)) : gc_xstrdup(w);
-			fprintf(f, "  %-12s          ", t->target->name);
-			cli_put_shown(f, line, true);
-			fputc('\n', f);
-			free(line);
-		}
-		if (t->vms_left_off != NULL)
-			loud++;
-		if (t->reboot_owed && (t->failed || t->recovered_on_stop))
-			fprintf(f, "  %-12s          a change still waits for a reboot: re-run apply\n",
-				t->target->name);
-	}
-	if (rep->halted_before_wave != 0)
-		print_not_started(f, rep, g);
-	for (i = 0; i < rep->ntargets && loud; i++) {
-		const struct gc_exec_target_report *t = &rep->targets[i];
-
-		if (t->left_in_maintenance) {
-			fprintf(f, "\n!!! host '%s' is LEFT IN MAINTENANCE MODE: ", t->target->name);
-			cli_put_shown(f, t->maintenance_why, true);
-			fputc('\n', f);
-		}
-		for (const char *w = t->vms_off_why, *nl; w != NULL && *w != '\0'; w = nl ? nl + 1 : NULL) {
-			char *line;
-
-			nl = strchr(w, '\n');
-			line = nl ? gc_xstrndup(w, (size_t)(nl - w)) : gc_xstrdup(w);
-			fputs("\n!!! ", f);
-			cli_put_shown(f, line, true);
-			fputc('\n', f);
-			free(line);
-		}
-	}
-	if (rep->out_of_scope > 0)
-		fprintf(f, "  %zu actions on target kinds not selected with --only were not run\n",
-			rep->out_of_scope);
-}
-
-/* -v: the round trips per ESXi host (the fewest, the most, and polls). */
-static void print_round_trips(const struct gc_exec_report *rep)
-{
-	uint64_t lo = UINT64_MAX, hi = 0, polls = 0;
-	size_t hosts = 0;
-
-	for (size_t i = 0; i < rep->ntargets; i++) {
-		const struct gc_exec_target_report *t = &rep->targets[i];
-
-		if (t->execs + t->poll_execs == 0)
-			continue;
-		hosts++;
-		lo = t->execs < lo ? t->execs : lo;
-		hi = t->execs > hi ? t->execs : hi;
-		polls += t->poll_execs;
-	}
-	if (hosts > 0)
-		fprintf(stderr, "gpuclusterctl: round trips per ESXi host: %llu to %llu over %zu hosts, "
-			"besides %llu polls while they rebooted\n", (unsigned long long)lo,
-			(unsigned long long)hi, hosts, (unsigned long long)polls);
-}
-
-/* A ", "-separated list of names as a JSON array ([] for NULL). */
-static struct json_object *name_list(const char *list)
-{
-	struct json_object *a = json_object_new_array();
-
-	for (const char *p = list, *comma; p != NULL && *p != '\0'; p = comma ? comma + 2 : NULL) {
-		comma = strstr(p, ", ");
-		json_object_array_add(a, comma ? json_object_new_string_len(p, (int)(comma - p))
-					       : json_object_new_string(p));
-	}
-	return a;
-}
-
-static void print_json(const struct gc_exec_report *rep, int status)
-{
-	struct json_object *o = json_object_new_object(), *ts = json_object_new_array();
-	size_t i;
-
-	json_object_object_add(o, "format_version", json_object_new_int(1));
-	json_object_object_add(o, "status", json_object_new_string(status == 0 ? "ok" : status == GC_EXIT_INTERRUPTED ? "interrupted" : "failed"));
-	json_object_object_add(o, "done", json_object_new_int64((int64_t)rep->done));
-	json_object_object_add(o, "failed", json_object_new_int64((int64_t)rep->failed));
-	json_object_object_add(o, "skipped", json_object_new_int64((int64_t)rep->skipped));
-	json_object_object_add(o, "out_of_scope", json_object_new_int64((int64_t)rep->out_of_scope));
-	json_object_object_add(o, "not_started", json_object_new_int64((int64_t)rep->not_started));
-	json_object_object_add(o, "halted_before_wave",
-			       rep->halted_before_wave ? json_object_new_int64((int64_t)rep->halted_before_wave) : NULL);
-	json_object_object_add(o, "changing_commands", json_object_new_int64((int64_t)rep->changing_commands));
-	json_object_object_add(o, "observe_seconds", json_object_new_double(rep->observe_s));
-	json_object_object_add(o, "apply_seconds", json_object_new_double(rep->apply_s));
-	for (i = 0; i < rep->ntargets; i++) {
-		const struct gc_exec_target_report *t = &rep->targets[i];
-		struct json_object *j = json_object_new_object();
-
-		json_object_object_add(j, "name", json_object_new_string(t->target->name));
-		json_object_object_add(j, "kind", json_object_new_string(gc_target_kind_name(t->target->kind)));
-		json_object_object_add(j, "done", json_object_new_int64((int64_t)t->done));
-		json_object_object_add(j, "failed", json_object_new_int64((int64_t)t->failed));
-		json_object_object_add(j, "skipped", json_object_new_int64((int64_t)t->skipped));
-		json_object_object_add(j, "not_started", json_object_new_int64((int64_t)t->not_started));
-		json_object_object_add(j, "error", gc_json_text(t->error));
-		json_object_object_add(j, "left_in_maintenance", json_object_new_boolean(t->left_in_maintenance));
-		json_object_object_add(j, "maintenance_reason", gc_json_text(t->maintenance_why));
-		json_object_object_add(j, "exited_maintenance_early",
-				       json_object_new_boolean(t->recovered));
-		json_object_object_add(j, "reboot_owed", json_object_new_boolean(t->reboot_owed));
-		json_object_object_add(j, "vms_powered_back_on", name_list(t->vms_back_on));
-		json_object_object_add(j, "vms_left_powered_off", name_list(t->vms_left_off));
-		json_object_object_add(j, "vms_moved_back", name_list(t->vms_moved_back));
-		json_object_object_add(j, "vms_left_moved_away", name_list(t->vms_left_away));
-		if (t->execs + t->poll_execs > 0) {
-			json_object_object_add(j, "round_trips", json_object_new_int64((int64_t)t->execs));
-			json_object_object_add(j, "reboot_polls", json_object_new_int64((int64_t)t->poll_execs));
-		}
-		json_object_array_add(ts, j);
-	}
-	json_object_object_add(o, "targets", ts);
-	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
-	json_object_put(o);
-}
-
 /* ---------------------------------------------------------------- approval */
 
 struct approval {
@@ -819,7 +642,7 @@ static void print_text_result(const struct apply_args *a, const struct gc_exec_r
 		else
 			fputs("No changes: the cluster matches the spec.\n", stdout);
 	} else if (rep->plan != NULL && rep->done + rep->failed + rep->skipped > 0) {
-		print_summary(stdout, rep, g);
+		cli_apply_print_summary(stdout, rep, g);
 		printf("\n%s: %zu actions done, %zu failed, %zu skipped.\n",
 		       rc == 0 ? "Apply complete" : rc == GC_EINTR ? "Apply interrupted" : "Apply FAILED",
 		       rep->done, rep->failed, rep->skipped);
@@ -839,7 +662,7 @@ static void print_text_result(const struct apply_args *a, const struct gc_exec_r
 			(unsigned long long)rep->changing_commands, (unsigned long long)st->connections,
 			(unsigned long long)st->commands, (unsigned long long)st->shells, rep->observe_s,
 			rep->apply_s, rep->lease_s);
-		print_round_trips(rep);
+		cli_apply_print_round_trips(rep);
 		if (rep->lease_taken + rep->lease_cleared > 0 && rep->lease_taken_in_step > 0)
 			fprintf(stderr, "gpuclusterctl: cluster lease taken on %zu targets (%zu in their "
 				"observation, %zu in their first step), cleared on %zu (%zu with their last "
@@ -1036,7 +859,7 @@ int cmd_apply(int argc, char **argv)
 	}
 	if (u.json) {
 		if (rep.plan != NULL)
-			print_json(&rep, status);
+			cli_apply_print_json(&rep, status);
 		else
 			cli_error("%s", err.msg);
 	} else {
