@@ -46,15 +46,24 @@ struct tally {
 	bool in_maint;   /* in maintenance mode (entered, or planned to leave) */
 };
 
-/* A VM the plan powers on (after a window, or a change of its own): what
- * the events told us of its power, for the second Ctrl-C. */
+/* A VM the plan powers on (after a window, or a change of its own), or
+ * moves back to its host after the window (move): what the events told us
+ * of it, for the second Ctrl-C. */
 struct vmtally {
 	const char *vm;     /* the plan's */
 	size_t target;      /* graph index of its vCenter or libvirt */
-	bool off_started;   /* its power-off went out (may be in flight) */
+	bool move;          /* a vMotion pair, not a power-off and power-on */
+	bool off_started;   /* its power-off (move away) went out (may be in flight) */
 	bool off_done;
-	bool on_done;       /* powered on: its step, or the recovery's */
+	bool on_done;       /* powered on (moved back): its step, or the recovery's */
 };
+
+/* A MIGRATE that returns its VM to the host it left (the pair's second half). */
+static bool migrates_back(const struct gc_action *a)
+{
+	return a->kind == GC_ACT_MIGRATE && a->vm != NULL && a->host != NULL &&
+	       a->dest_host != NULL && strcmp(a->dest_host, a->host) == 0;
+}
 
 struct ui {
 	bool tty;
@@ -98,11 +107,14 @@ static int vmtally_cmp(const void *pa, const void *pb)
 
 	if (a->target != b->target)
 		return a->target < b->target ? -1 : 1;
+	if (a->move != b->move)
+		return a->move ? 1 : -1;
 	return strcmp(a->vm, b->vm);
 }
 
 /* The VM `vm` (of length len) on graph target `target`, or NULL. */
-static struct vmtally *vmtally_find(struct ui *u, size_t target, const char *vm, size_t len)
+static struct vmtally *vmtally_find(struct ui *u, size_t target, const char *vm, size_t len,
+				    bool move)
 {
 	char name[256];
 	struct vmtally key;
@@ -113,36 +125,51 @@ static struct vmtally *vmtally_find(struct ui *u, size_t target, const char *vm,
 	name[len] = '\0';
 	key.vm = name;
 	key.target = target;
+	key.move = move;
 	return bsearch(&key, u->vms, u->nvms, sizeof(*u->vms), vmtally_cmp);
 }
 
-/* The VM power steps of an event: its VM's tally (power-off, power-on, or
- * the recovery's note "powered VM back on after ..."). */
-static void tally_vm(struct ui *u, const struct gc_exec_event *ev)
+/* The recovery's note "<prefix>VM<infix>...": its VM's tally. */
+static struct vmtally *noted_vm(struct ui *u, const struct gc_exec_event *ev, const char *prefix,
+				const char *infix, bool move)
 {
-	static const char back_on[] = " back on after ";
-	const struct gc_action *a = ev->action;
-	struct vmtally *v;
+	size_t n = strlen(prefix);
 	const char *end;
 
+	if (strncmp(ev->message, prefix, n) != 0 || (end = strstr(ev->message + n, infix)) == NULL)
+		return NULL;
+	return vmtally_find(u, ev->target->index, ev->message + n, (size_t)(end - ev->message - n),
+			    move);
+}
+
+/* The VM steps of an event: its VM's tally (power-off, power-on, the
+ * vMotion away and back, or the recovery's notes "powered VM back on
+ * after ..." and "moved VM back to ..."). */
+static void tally_vm(struct ui *u, const struct gc_exec_event *ev)
+{
+	const struct gc_action *a = ev->action;
+	struct vmtally *v;
+	bool move;
+
 	if (ev->kind == GC_EV_NOTE) {
-		if (ev->message == NULL || strncmp(ev->message, "powered ", 8) != 0 ||
-		    (end = strstr(ev->message + 8, back_on)) == NULL)
-			return;
-		if ((v = vmtally_find(u, ev->target->index, ev->message + 8,
-				      (size_t)(end - ev->message - 8))) != NULL)
+		if (ev->message != NULL &&
+		    ((v = noted_vm(u, ev, "powered ", " back on after ", false)) != NULL ||
+		     (v = noted_vm(u, ev, "moved ", " back to ", true)) != NULL))
 			v->on_done = true;
 		return;
 	}
-	if (a == NULL || a->vm == NULL || (a->kind != GC_ACT_POWER_OFF && a->kind != GC_ACT_POWER_ON) ||
-	    (v = vmtally_find(u, ev->target->index, a->vm, strlen(a->vm))) == NULL)
+	if (a == NULL || a->vm == NULL ||
+	    (a->kind != GC_ACT_POWER_OFF && a->kind != GC_ACT_POWER_ON && a->kind != GC_ACT_MIGRATE))
 		return;
-	if (a->kind == GC_ACT_POWER_OFF && ev->kind == GC_EV_START)
-		v->off_started = true;
-	else if (a->kind == GC_ACT_POWER_OFF && ev->kind == GC_EV_DONE)
-		v->off_done = true;
-	else if (a->kind == GC_ACT_POWER_ON && ev->kind == GC_EV_DONE)
+	move = a->kind == GC_ACT_MIGRATE;
+	if ((v = vmtally_find(u, ev->target->index, a->vm, strlen(a->vm), move)) == NULL)
+		return;
+	if ((a->kind == GC_ACT_POWER_ON || migrates_back(a)) && ev->kind == GC_EV_DONE)
 		v->on_done = true;
+	else if (a->kind != GC_ACT_POWER_ON && !migrates_back(a) && ev->kind == GC_EV_START)
+		v->off_started = true;
+	else if (a->kind != GC_ACT_POWER_ON && !migrates_back(a) && ev->kind == GC_EV_DONE)
+		v->off_done = true;
 }
 
 /* Hosts that are in maintenance mode before anything runs: the plan
@@ -157,7 +184,7 @@ static void tally_plan(struct ui *u, const struct gc_plan *p)
 		u->tally[a->target->index].planned++;
 		if (a->kind == GC_ACT_EXIT_MAINTENANCE)
 			u->tally[a->target->index].in_maint = true;
-		if (a->kind == GC_ACT_POWER_ON && a->vm != NULL)
+		if ((a->kind == GC_ACT_POWER_ON && a->vm != NULL) || migrates_back(a))
 			u->nvms++;
 	}
 	u->vms = gc_xcalloc(u->nvms ? u->nvms : 1, sizeof(*u->vms));
@@ -165,8 +192,9 @@ static void tally_plan(struct ui *u, const struct gc_plan *p)
 	for (i = 0; i < p->nactions; i++) {
 		const struct gc_action *a = p->actions[i];
 
-		if (a->kind == GC_ACT_POWER_ON && a->vm != NULL) {
+		if ((a->kind == GC_ACT_POWER_ON && a->vm != NULL) || migrates_back(a)) {
 			u->vms[u->nvms].vm = a->vm;
+			u->vms[u->nvms].move = a->kind == GC_ACT_MIGRATE;
 			u->vms[u->nvms++].target = a->target->index;
 		}
 	}
@@ -293,6 +321,11 @@ static void abandon(struct evctx *ec)
 
 		if (!v->off_started || v->on_done)
 			continue;
+		if (v->move) { /* it runs: not loud */
+			fprintf(out, "VM '%s' %s where vMotion moved it: interrupted twice; re-run "
+				"apply to move it back\n", v->vm, v->off_done ? "runs" : "may run");
+			continue;
+		}
 		fprintf(out,
 			"!!! VM '%s' %s LEFT POWERED OFF: interrupted twice%s; re-run apply to "
 			"power it on\n",

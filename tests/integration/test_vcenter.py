@@ -773,6 +773,41 @@ class ApplyVmsVgpu(VcenterLab):
         self.assertEqual(self.show("worker-01")["host"], "esx01")
         self.reapply_changes_nothing(spec=spec)
 
+    def test_a_second_ctrl_c_says_where_the_vmotioned_vm_runs(self):
+        # Ctrl-C twice while esx01's change exec is held open in its window,
+        # worker-01 moved to esx02 for it: the run stops at once and says
+        # where worker-01 runs (not loudly: it runs); the next apply moves
+        # it home
+        spec = self.half_t4s()
+        self.apply(spec=spec)
+        self.remote("esx01", "esxcli graphics host set --default-type Shared")
+        self.control("esx01", {"reboot_seconds": self.reboot_seconds,
+                               "slow": {"match": "esxcli graphics host set", "ms": 5000}})
+        errpath = os.path.join(self.lab, "twice-vmotion.err")
+        with open(errpath, "w") as errf:
+            p = subprocess.Popen([BIN, "apply", "--yes", "--only", self.only, "--state-dir",
+                                  self.state_dir, spec], env=self.env,
+                                 stdout=subprocess.PIPE, stderr=errf, text=True)
+            for _ in range(1200):
+                if self.state("esx01")["maintenance"]:
+                    break
+                time.sleep(0.05)
+            p.send_signal(signal.SIGINT)
+            p.send_signal(signal.SIGTERM)  # another kind: no pending first one absorbs it
+            out, _ = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 130, out)
+        self.assertRegex(out, r"\n?!!! host 'esx01' is LEFT IN MAINTENANCE MODE: interrupted twice "
+                              r"during '[^']+'; re-run apply to finish \(the journal remembers\)\n"
+                              r"VM 'worker-01' runs where vMotion moved it: interrupted twice; "
+                              r"re-run apply to move it back\n\nSummary \(interrupted twice")
+        self.assertEqual(self.show("worker-01")["host"], "esx02")
+        time.sleep(5)  # the abandoned exec ends on the host's side
+        self.control("esx01", {"reboot_seconds": self.reboot_seconds})
+        self.apply(spec=spec)
+        vm = self.show("worker-01")
+        self.assertEqual((vm["host"], vm["power"]), ("esx01", "poweredOn"))
+        self.reapply_changes_nothing(spec=spec)
+
     def test_with_no_room_elsewhere_a_vgpu_vm_is_powered_off_and_the_plan_says_why(self):
         # the example as it is: every T4 carries a 16 GB vGPU, and esx05 has
         # no GPU, so no host can take worker-01 while esx01 is down
