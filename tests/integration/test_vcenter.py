@@ -862,6 +862,34 @@ class ApplyVmsVgpu(VcenterLab):
         self.reapply_changes_nothing()
 
 
+    def test_a_refused_change_of_a_vm_off_for_it_powers_it_back_on(self):
+        # the vGPU added by hand is to be removed with worker-02 off, and
+        # vCenter refuses that reconfiguration: worker-02 is powered back on
+        # as it was found (its extra vGPU still there); once vCenter accepts,
+        # the next apply does it
+        self.apply()
+        self.vc("worker-02", "add-vgpu", "grid_t4-8c")
+        self.faults({"ReconfigVM_Task": {"worker-02": {
+            "fault": "InvalidDeviceSpec", "message": "Invalid configuration for device '1'."}}})
+        r = self.apply("-v", check=1)
+        self.assertIn("vcenter: powered worker-02 back on after the failure\n", r.stderr)
+        self.assertIn("\n  vcenter               powered back on after the failure: worker-02\n",
+                      r.stdout)
+        self.assertIn("Invalid configuration for device '1'. (InvalidDeviceSpec)", r.stdout)
+        self.assertNotIn("LEFT", r.stdout)
+        vm = self.show("worker-02")
+        self.assertEqual(vm["power"], "poweredOn")
+        self.assertEqual(sorted(d["backing"]["vgpu"] for d in
+                                self.devices(vm, "VirtualPCIPassthrough")),
+                         ["grid_t4-16c", "grid_t4-8c"])
+        self.faults(None)
+        self.apply()
+        vm = self.show("worker-02")
+        self.assertEqual([d["backing"]["vgpu"] for d in self.devices(vm, "VirtualPCIPassthrough")],
+                         ["grid_t4-16c"])
+        self.assertEqual(vm["power"], "poweredOn")
+        self.reapply_changes_nothing()
+
     def test_an_uplink_moved_by_hand_is_moved_back(self):
         self.apply()
         self.vc("dvs-uplink", "dvs-rdma", "esx02", "vmnic7")
