@@ -527,6 +527,7 @@ static void free_run(struct run *r, const struct gc_graph *g)
 	free(r->ntres);
 	free(r->slots);
 	free(r->st);
+	free(r->halves);
 	free(r->wait_head);
 	gc_journal_close(r->journal);
 	pthread_mutex_destroy(&r->mu);

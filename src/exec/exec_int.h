@@ -111,6 +111,10 @@ struct run {
 	size_t remaining;
 	bool stop;           /* fail-fast or interrupt */
 	bool recovering;     /* recover.c at work: a first signal ends no retry */
+	/* recover.c: the first halves of the VMs' pairs (a power-off, a vMotion
+	 * away), sorted by target, kind and VM; built at the first need */
+	const struct gc_action **halves;
+	size_t nhalves;
 	char *lease;         /* the lease we hold on the targets, or NULL */
 	const char *lease_cluster; /* the cluster it names (take_leases) */
 	uint64_t lease_taken_ns; /* when take_leases ended (the pending ones: lease.c) */

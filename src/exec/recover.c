@@ -467,35 +467,76 @@ static struct tslot *host_slot(struct run *r, const char *name)
 	return NULL;
 }
 
-/* This run powered `on`'s VM off (its POWER_OFF on the same target, done). */
-static bool powered_off_here(const struct run *r, const struct gc_action *on)
+/* The first half of a VM's pair: its power-off, or its vMotion away from
+ * its host (the return names the host as its destination). */
+static bool first_half(const struct gc_action *a)
 {
-	const struct gc_plan *p = r->rep->plan;
-
-	for (size_t i = 0; i < p->nactions; i++) {
-		const struct gc_action *a = p->actions[i];
-
-		if (a->kind == GC_ACT_POWER_OFF && a->target == on->target && a->vm != NULL &&
-		    strcmp(a->vm, on->vm) == 0 && r->st[a->seq - 1] == A_DONE)
-			return true;
-	}
-	return false;
+	if (a->vm == NULL)
+		return false;
+	if (a->kind == GC_ACT_POWER_OFF)
+		return true;
+	return a->kind == GC_ACT_MIGRATE && a->host != NULL &&
+	       (a->dest_host == NULL || strcmp(a->dest_host, a->host) != 0);
 }
 
-/* This run moved `back`'s VM off its host (the outbound half of its
- * migration pair, on the same target, done). */
-static bool moved_away_here(const struct run *r, const struct gc_action *back)
+static int half_cmp(const void *pa, const void *pb)
+{
+	const struct gc_action *a = *(const struct gc_action *const *)pa;
+	const struct gc_action *b = *(const struct gc_action *const *)pb;
+
+	if (a->target->index != b->target->index)
+		return a->target->index < b->target->index ? -1 : 1;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	return strcmp(a->vm, b->vm);
+}
+
+/* r->halves, once: one pass and a sort, where a scan of the plan for each
+ * VM to restore cost (VMs x actions) in a large rollout stopped early. */
+static void index_halves(struct run *r)
 {
 	const struct gc_plan *p = r->rep->plan;
+	size_t i, n = 0;
 
-	for (size_t i = 0; i < p->nactions; i++) {
-		const struct gc_action *a = p->actions[i];
+	if (r->halves != NULL)
+		return;
+	for (i = 0; i < p->nactions; i++)
+		n += first_half(p->actions[i]);
+	r->halves = gc_xcalloc(n ? n : 1, sizeof(*r->halves));
+	for (i = 0; i < p->nactions; i++)
+		if (first_half(p->actions[i]))
+			r->halves[r->nhalves++] = p->actions[i];
+	qsort(r->halves, r->nhalves, sizeof(*r->halves), half_cmp);
+}
 
-		if (a != back && a->kind == GC_ACT_MIGRATE && a->target == back->target &&
-		    a->vm != NULL && strcmp(a->vm, back->vm) == 0 && a->host != NULL &&
-		    strcmp(a->host, back->host) == 0 &&
-		    (a->dest_host == NULL || strcmp(a->dest_host, a->host) != 0) &&
-		    r->st[a->seq - 1] == A_DONE)
+/* This run did the first half of `second`'s pair (a POWER_ON, or a vMotion
+ * back to its host): the VM's power-off, or its vMotion away from that
+ * host, on the same target, done. */
+static bool first_half_done(struct run *r, const struct gc_action *second)
+{
+	struct gc_action key;
+	const struct gc_action *kp = &key;
+	size_t lo = 0, hi;
+
+	index_halves(r);
+	memset(&key, 0, sizeof(key));
+	key.target = second->target;
+	key.kind = second->kind == GC_ACT_POWER_ON ? GC_ACT_POWER_OFF : GC_ACT_MIGRATE;
+	key.vm = second->vm;
+	hi = r->nhalves;
+	while (lo < hi) { /* the first not below the key */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (half_cmp(&r->halves[mid], &kp) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < r->nhalves && half_cmp(&r->halves[lo], &kp) == 0; lo++) {
+		const struct gc_action *a = r->halves[lo];
+
+		if (r->st[a->seq - 1] == A_DONE &&
+		    (a->kind == GC_ACT_POWER_OFF || strcmp(a->host, second->host) == 0))
 			return true;
 	}
 	return false;
@@ -503,14 +544,14 @@ static bool moved_away_here(const struct run *r, const struct gc_action *back)
 
 /* A step the recovery undoes: a VM's power-on, or its vMotion back to the
  * host it left for the window (the migration pair's return half). */
-static bool restores(const struct run *r, const struct gc_action *a)
+static bool restores(struct run *r, const struct gc_action *a)
 {
 	if (a->vm == NULL || r->st[a->seq - 1] != A_SKIPPED)
 		return false;
 	if (a->kind == GC_ACT_POWER_ON)
-		return powered_off_here(r, a);
+		return first_half_done(r, a);
 	return a->kind == GC_ACT_MIGRATE && a->host != NULL && a->dest_host != NULL &&
-	       strcmp(a->dest_host, a->host) == 0 && moved_away_here(r, a);
+	       strcmp(a->dest_host, a->host) == 0 && first_half_done(r, a);
 }
 
 /* One VM to power back on or move back (gc_exec_restore_vm_power), and how
