@@ -333,7 +333,9 @@ static void read_one(struct run *r, struct tslot *s, size_t i, void *arg)
 {
 	struct lease_pass *p = arg;
 
-	p->rc[i] = gc_exec_lease_call(r, s, get_lease, &p->held[i], &p->errs[i]);
+	/* a read: repeated on a transport fault on any target (only a
+	 * compare-and-set write may not be) */
+	p->rc[i] = gc_exec_lease_call_repeatable(r, s, get_lease, &p->held[i], &p->errs[i]);
 }
 
 /*

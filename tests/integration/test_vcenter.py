@@ -446,6 +446,22 @@ class ApplyVmsRoce(VcenterLab):
             self.control("esx02", {"reboot_seconds": self.reboot_seconds, "fail_once": {
                 "match": "esxcli hardware pci pcipassthru set", "message": fail_passthrough}})
 
+    def test_a_lost_lease_read_on_the_vcenter_is_retried(self):
+        # the first read of the vCenter's cluster lease (before any write)
+        # loses its connection twice (libcurl sends a read again once by
+        # itself): read again on a new one, as a host's would be, where it
+        # failed the run
+        self.esx02_needs_its_window()
+        self.faults({"RetrievePropertiesEx": {"*": {"drop": "before", "times": 2,
+                                                    "match": "CustomFieldsManager"}}})
+        r = self.apply("-v")
+        self.assertRegex(r.stderr, r"\nvcenter: retrying after: [^\n]*vCenter \(https://127\.0\.0\.1:"
+                                   r"\d+\)")
+        self.assertIn("Apply complete", r.stdout)
+        self.faults(None)
+        self.assert_worker(2)
+        self.reapply_changes_nothing()
+
     def test_a_failed_window_powers_its_vm_back_on(self):
         # esx02's passthrough change fails in its window, after worker-02
         # was powered off for it: the host leaves maintenance mode, and
