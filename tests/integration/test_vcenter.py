@@ -600,6 +600,35 @@ class ApplyVmsRoce(VcenterLab):
         self.assertFalse(self.state("esx02")["maintenance"])
         self.reapply_changes_nothing()
 
+    def test_a_second_signal_during_a_guest_shutdown_says_the_vm_may_be_off(self):
+        # both signals while worker-02's guest is asked to shut down (and
+        # never does): whether its power-off ended "interrupted" first or
+        # not, the guest may still go down, and the run says so
+        self.esx02_needs_its_window()
+        self.faults({"ShutdownGuest": {"worker-02": {"ignore": True}}})
+        errpath = os.path.join(self.lab, "shutdown-twice.err")
+        with open(errpath, "w") as errf:
+            p = subprocess.Popen([BIN, "apply", "-v", "--yes", "--only", self.only, "--state-dir",
+                                  self.state_dir, self.specfile], env=self.env,
+                                 stdout=subprocess.PIPE, stderr=errf, text=True)
+            for _ in range(1200):
+                with open(errpath, encoding="utf-8") as f:
+                    if "vcenter: shutting down the guest of worker-02" in f.read():
+                        break
+                time.sleep(0.05)
+            p.send_signal(signal.SIGINT)
+            p.send_signal(signal.SIGTERM)
+            out, _ = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 130, out)
+        self.assertIn("!!! VM 'worker-02' may be LEFT POWERED OFF: interrupted twice during its "
+                      "power-off; re-run apply to power it on\n", out)
+        self.assertNotIn("LEFT IN MAINTENANCE", out)  # esx02 never entered it
+        self.assertEqual(self.show("worker-02")["power"], "poweredOn")  # the guest did not go
+        self.faults(None)
+        self.apply()
+        self.assert_worker(2)
+        self.reapply_changes_nothing()
+
     def test_untrusted_certificate_is_refused_and_nothing_changes(self):
         # the lab's CA is not in the system store: without ca_file, no trust
         spec = self.spec_variant(lambda d: d["vcenter"].pop("ca_file"))
