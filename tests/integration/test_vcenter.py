@@ -34,6 +34,21 @@ class VcenterLab(LabCase):
     def plan(self, *args, check=0, **kw):
         return self.gc("plan", "--only", self.only, *args, check=check, **kw)
 
+    def apply_in_background(self, errname, ready, *args, spec=None):
+        """An apply (stdout piped, stderr to a file in the lab), returned once
+        ready(its stderr so far) is true, or after 60 s: (process, stderr path)."""
+        errpath = os.path.join(self.lab, errname)
+        with open(errpath, "w") as errf:
+            p = subprocess.Popen([BIN, "apply", "--yes", "--only", self.only, "--state-dir",
+                                  self.state_dir, *args, spec or self.specfile], env=self.env,
+                                 stdout=subprocess.PIPE, stderr=errf, text=True)
+        for _ in range(1200):
+            with open(errpath, encoding="utf-8") as f:
+                if ready(f.read()):
+                    break
+            time.sleep(0.05)
+        return p, errpath
+
     def vc(self, *args, check=True):
         """vcsim_edit.py against the lab's vCenter, as an operator would."""
         d = os.path.join(self.lab, "vcsim")
@@ -519,25 +534,18 @@ class ApplyVmsRoce(VcenterLab):
             self.esx02_needs_its_window()
             self.control("esx02", {"reboot_seconds": self.reboot_seconds, "slow": {
                 "match": "esxcli hardware pci pcipassthru set", "ms": 5000}})
-            errpath = os.path.join(self.lab, "twice-vm.err")
-            with open(errpath, "w") as errf:
-                p = subprocess.Popen([BIN, "apply", "--yes", "--only", self.only, "--state-dir",
-                                      self.state_dir, *extra, self.specfile], env=self.env,
-                                     stdout=subprocess.PIPE, stderr=errf, text=True)
-                for _ in range(1200):
-                    if self.state("esx02")["maintenance"]:
+            p, errpath = self.apply_in_background(
+                "twice-vm.err", lambda err: self.state("esx02")["maintenance"], *extra)
+            p.send_signal(signal.SIGINT)
+            for _ in range(600):
+                with open(errpath, encoding="utf-8") as f:
+                    if extra or "interrupted: finishing the steps in flight" in f.read():
                         break
-                    time.sleep(0.05)
-                p.send_signal(signal.SIGINT)
-                for _ in range(600):
-                    with open(errpath, encoding="utf-8") as f:
-                        if extra or "interrupted: finishing the steps in flight" in f.read():
-                            break
-                    time.sleep(0.05)
-                # --json prints no line to wait for: a second signal of
-                # another kind, which no pending first one can absorb
-                p.send_signal(signal.SIGTERM if extra else signal.SIGINT)
-                out, _ = p.communicate(timeout=60)
+                time.sleep(0.05)
+            # --json prints no line to wait for: a second signal of another
+            # kind, which no pending first one can absorb
+            p.send_signal(signal.SIGTERM if extra else signal.SIGINT)
+            out, _ = p.communicate(timeout=60)
             with open(errpath, encoding="utf-8") as f:
                 err = f.read()
             self.assertEqual(p.returncode, 130, err)
@@ -570,19 +578,12 @@ class ApplyVmsRoce(VcenterLab):
         # nothing after it starts (esx02 never enters maintenance mode)
         self.esx02_needs_its_window()
         self.faults({"ShutdownGuest": {"worker-02": {"ignore": True}}})
-        errpath = os.path.join(self.lab, "shutdown-ctrl-c.err")
-        with open(errpath, "w") as errf:
-            p = subprocess.Popen([BIN, "apply", "-v", "--yes", "--only", self.only, "--state-dir",
-                                  self.state_dir, self.specfile], env=self.env,
-                                 stdout=subprocess.PIPE, stderr=errf, text=True)
-            for _ in range(1200):
-                with open(errpath, encoding="utf-8") as f:
-                    if "vcenter: shutting down the guest of worker-02" in f.read():
-                        break
-                time.sleep(0.05)
-            time.sleep(1.5)  # a poll of its power state or two
-            p.send_signal(signal.SIGINT)
-            out, _ = p.communicate(timeout=60)
+        p, errpath = self.apply_in_background(
+            "shutdown-ctrl-c.err", lambda err: "vcenter: shutting down the guest of worker-02" in err,
+            "-v")
+        time.sleep(1.5)  # a poll of its power state or two
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=60)
         with open(errpath, encoding="utf-8") as f:
             err = f.read()
         self.assertEqual(p.returncode, 130, err)
@@ -606,19 +607,12 @@ class ApplyVmsRoce(VcenterLab):
         # not, the guest may still go down, and the run says so
         self.esx02_needs_its_window()
         self.faults({"ShutdownGuest": {"worker-02": {"ignore": True}}})
-        errpath = os.path.join(self.lab, "shutdown-twice.err")
-        with open(errpath, "w") as errf:
-            p = subprocess.Popen([BIN, "apply", "-v", "--yes", "--only", self.only, "--state-dir",
-                                  self.state_dir, self.specfile], env=self.env,
-                                 stdout=subprocess.PIPE, stderr=errf, text=True)
-            for _ in range(1200):
-                with open(errpath, encoding="utf-8") as f:
-                    if "vcenter: shutting down the guest of worker-02" in f.read():
-                        break
-                time.sleep(0.05)
-            p.send_signal(signal.SIGINT)
-            p.send_signal(signal.SIGTERM)
-            out, _ = p.communicate(timeout=60)
+        p, _ = self.apply_in_background(
+            "shutdown-twice.err", lambda err: "vcenter: shutting down the guest of worker-02" in err,
+            "-v")
+        p.send_signal(signal.SIGINT)
+        p.send_signal(signal.SIGTERM)
+        out, _ = p.communicate(timeout=60)
         self.assertEqual(p.returncode, 130, out)
         self.assertIn("!!! VM 'worker-02' may be LEFT POWERED OFF: interrupted twice during its "
                       "power-off; re-run apply to power it on\n", out)
@@ -828,18 +822,11 @@ class ApplyVmsVgpu(VcenterLab):
         self.remote("esx01", "esxcli graphics host set --default-type Shared")
         self.control("esx01", {"reboot_seconds": self.reboot_seconds,
                                "slow": {"match": "esxcli graphics host set", "ms": 5000}})
-        errpath = os.path.join(self.lab, "twice-vmotion.err")
-        with open(errpath, "w") as errf:
-            p = subprocess.Popen([BIN, "apply", "--yes", "--only", self.only, "--state-dir",
-                                  self.state_dir, spec], env=self.env,
-                                 stdout=subprocess.PIPE, stderr=errf, text=True)
-            for _ in range(1200):
-                if self.state("esx01")["maintenance"]:
-                    break
-                time.sleep(0.05)
-            p.send_signal(signal.SIGINT)
-            p.send_signal(signal.SIGTERM)  # another kind: no pending first one absorbs it
-            out, _ = p.communicate(timeout=60)
+        p, _ = self.apply_in_background(
+            "twice-vmotion.err", lambda err: self.state("esx01")["maintenance"], spec=spec)
+        p.send_signal(signal.SIGINT)
+        p.send_signal(signal.SIGTERM)  # another kind: no pending first one absorbs it
+        out, _ = p.communicate(timeout=60)
         self.assertEqual(p.returncode, 130, out)
         self.assertRegex(out, r"\n?!!! host 'esx01' is LEFT IN MAINTENANCE MODE: interrupted twice "
                               r"during '[^']+'; re-run apply to finish \(the journal remembers\)\n"
