@@ -34,6 +34,15 @@ class VcenterLab(LabCase):
     def plan(self, *args, check=0, **kw):
         return self.gc("plan", "--only", self.only, *args, check=check, **kw)
 
+    def assert_powered_back_on(self, r, vm):
+        """apply -v's r says the failure's recovery powered vm back on, and
+        nothing was left; vCenter shows it on."""
+        self.assertIn("vcenter: powered %s back on after the failure\n" % vm, r.stderr)
+        self.assertIn("\n  vcenter               powered back on after the failure: %s\n" % vm,
+                      r.stdout)
+        self.assertNotIn("LEFT", r.stdout)
+        self.assertEqual(self.show(vm)["power"], "poweredOn")
+
     def apply_in_background(self, errname, ready, *args, spec=None):
         """An apply (stdout piped, stderr to a file in the lab), returned once
         ready(its stderr so far) is true, or after 60 s: (process, stderr path)."""
@@ -477,6 +486,23 @@ class ApplyVmsRoce(VcenterLab):
         self.assert_worker(2)
         self.reapply_changes_nothing()
 
+    def shutdown_never_comes(self, errname):
+        """esx02's window, whose power-off of worker-02 asks a guest that
+        never acts on it (a real vCenter answers ShutdownGuest at once; the
+        guest may take minutes): an apply -v, returned once it waits for it."""
+        self.esx02_needs_its_window()
+        self.faults({"ShutdownGuest": {"worker-02": {"ignore": True}}})
+        return self.apply_in_background(
+            errname, lambda err: "vcenter: shutting down the guest of worker-02" in err, "-v")
+
+    def worker02_done(self):
+        """The next apply converges worker-02 and esx02, the one after
+        changes nothing."""
+        self.apply()
+        self.assert_worker(2)
+        self.assertFalse(self.state("esx02")["maintenance"])
+        self.reapply_changes_nothing()
+
     def test_a_failed_window_powers_its_vm_back_on(self):
         # esx02's passthrough change fails in its window, after worker-02
         # was powered off for it: the host leaves maintenance mode, and
@@ -487,11 +513,7 @@ class ApplyVmsRoce(VcenterLab):
         self.esx02_needs_its_window(fail_passthrough=msg)
         r = self.apply("-v", check=1)
         self.assertIn("\n  esx02                 left maintenance mode after the failure\n", r.stdout)
-        self.assertIn("\n  vcenter               powered back on after the failure: worker-02\n",
-                      r.stdout)
-        self.assertNotIn("LEFT", r.stdout)
-        self.assertIn("vcenter: powered worker-02 back on after the failure\n", r.stderr)
-        self.assertEqual(self.show("worker-02")["power"], "poweredOn")
+        self.assert_powered_back_on(r, "worker-02")
         self.assertFalse(self.state("esx02")["maintenance"])
         self.esx02_needs_its_window(fail_passthrough=msg)
         rep = schema_valid(self, "apply-v1", self.apply("--json", check=1).stdout)
@@ -566,21 +588,13 @@ class ApplyVmsRoce(VcenterLab):
             self.assertTrue(self.state("esx02")["maintenance"])
             time.sleep(5)  # the abandoned exec ends on the host's side
             self.control("esx02", {"reboot_seconds": self.reboot_seconds})
-            self.apply()
-            self.assert_worker(2)
-            self.assertFalse(self.state("esx02")["maintenance"])
-        self.reapply_changes_nothing()
+            self.worker02_done()
 
     def test_ctrl_c_in_a_guest_shutdown_forces_nothing_off(self):
-        # worker-02's guest never acts on its shutdown request (a real
-        # vCenter answers ShutdownGuest at once; the guest may take minutes):
-        # Ctrl-C during that wait ends it without powering the VM off, and
-        # nothing after it starts (esx02 never enters maintenance mode)
-        self.esx02_needs_its_window()
-        self.faults({"ShutdownGuest": {"worker-02": {"ignore": True}}})
-        p, errpath = self.apply_in_background(
-            "shutdown-ctrl-c.err", lambda err: "vcenter: shutting down the guest of worker-02" in err,
-            "-v")
+        # worker-02's guest never acts on its shutdown request: Ctrl-C during
+        # that wait ends it without powering the VM off, and nothing after it
+        # starts (esx02 never enters maintenance mode)
+        p, errpath = self.shutdown_never_comes("shutdown-ctrl-c.err")
         time.sleep(1.5)  # a poll of its power state or two
         p.send_signal(signal.SIGINT)
         out, _ = p.communicate(timeout=60)
@@ -596,20 +610,13 @@ class ApplyVmsRoce(VcenterLab):
         self.assertFalse(self.state("esx02")["maintenance"])
         # once the guest answers again, the next apply does the rest
         self.faults(None)
-        self.apply()
-        self.assert_worker(2)
-        self.assertFalse(self.state("esx02")["maintenance"])
-        self.reapply_changes_nothing()
+        self.worker02_done()
 
     def test_a_second_signal_during_a_guest_shutdown_says_the_vm_may_be_off(self):
         # both signals while worker-02's guest is asked to shut down (and
         # never does): whether its power-off ended "interrupted" first or
         # not, the guest may still go down, and the run says so
-        self.esx02_needs_its_window()
-        self.faults({"ShutdownGuest": {"worker-02": {"ignore": True}}})
-        p, _ = self.apply_in_background(
-            "shutdown-twice.err", lambda err: "vcenter: shutting down the guest of worker-02" in err,
-            "-v")
+        p, _ = self.shutdown_never_comes("shutdown-twice.err")
         p.send_signal(signal.SIGINT)
         p.send_signal(signal.SIGTERM)
         out, _ = p.communicate(timeout=60)
@@ -619,9 +626,7 @@ class ApplyVmsRoce(VcenterLab):
         self.assertNotIn("LEFT IN MAINTENANCE", out)  # esx02 never entered it
         self.assertEqual(self.show("worker-02")["power"], "poweredOn")  # the guest did not go
         self.faults(None)
-        self.apply()
-        self.assert_worker(2)
-        self.reapply_changes_nothing()
+        self.worker02_done()
 
     def test_untrusted_certificate_is_refused_and_nothing_changes(self):
         # the lab's CA is not in the system store: without ca_file, no trust
@@ -705,6 +710,22 @@ class ApplyVmsVgpu(VcenterLab):
                         g["vgpu"] = "grid_t4-8c"
         return self.spec_variant(edit)
 
+    def esx01_needs_its_window(self):
+        """half_t4s() converged, then esx01's default graphics type changed by
+        hand: its next window moves worker-01 to esx02 by vMotion.  The spec."""
+        spec = self.half_t4s()
+        self.apply(spec=spec)
+        self.remote("esx01", "esxcli graphics host set --default-type Shared")
+        return spec
+
+    def worker01_goes_home(self, spec):
+        """The next apply leaves worker-01 on esx01, and the one after changes
+        nothing."""
+        self.apply(spec=spec)
+        vm = self.show("worker-01")
+        self.assertEqual((vm["host"], vm["power"]), ("esx01", "poweredOn"))
+        self.reapply_changes_nothing(spec=spec)
+
     def test_host_maintenance_migrates_its_vgpu_vm_away_and_back(self):
         # issue 12: the plan names the destination (another host on
         # dvs-rdma with room for the vGPU, outside the wave) and apply
@@ -761,11 +782,11 @@ class ApplyVmsVgpu(VcenterLab):
         # refuses its change: it leaves maintenance mode, and worker-01 goes
         # back to it, as it was found (the summary, then --json, say so)
         from test_apply import schema_valid
-        spec = self.half_t4s()
-        self.apply(spec=spec)
+        spec = self.esx01_needs_its_window()
         msg = "Error: Unable to set the default graphics type: device busy"
         for leg in ("text", "json"):
-            self.remote("esx01", "esxcli graphics host set --default-type Shared")
+            if leg == "json":
+                self.remote("esx01", "esxcli graphics host set --default-type Shared")
             self.control("esx01", {"reboot_seconds": self.reboot_seconds, "fail_once": {
                 "match": "esxcli graphics host set", "message": msg}})
             if leg == "text":
@@ -786,18 +807,14 @@ class ApplyVmsVgpu(VcenterLab):
             vm = self.show("worker-01")
             self.assertEqual((vm["host"], vm["power"]), ("esx01", "poweredOn"), leg)
             self.assertFalse(self.state("esx01")["maintenance"], leg)
-        self.apply(spec=spec)
-        self.assertEqual(self.show("worker-01")["host"], "esx01")
-        self.reapply_changes_nothing(spec=spec)
+        self.worker01_goes_home(spec)
 
     def test_a_vmotioned_vm_whose_host_stays_in_maintenance_runs_where_it_was_moved(self):
         # esx01 does not answer within --reboot-timeout after its reboot: it
         # stays in maintenance mode, and worker-01 keeps running on esx02,
         # said in the summary (not loudly: it runs); the next apply, once
         # esx01 is back, moves it home
-        spec = self.half_t4s()
-        self.apply(spec=spec)
-        self.remote("esx01", "esxcli graphics host set --default-type Shared")
+        spec = self.esx01_needs_its_window()
         self.control("esx01", {"reboot_seconds": 8})
         r = self.apply("--reboot-timeout", "2", spec=spec, check=1)
         self.assertIn("\n  vcenter               worker-01 runs where vMotion moved it: its host "
@@ -808,18 +825,14 @@ class ApplyVmsVgpu(VcenterLab):
         self.assertEqual((vm["host"], vm["power"]), ("esx02", "poweredOn"))
         while self.state("esx01")["down_until"] > time.time():  # back at last
             time.sleep(0.2)
-        self.apply(spec=spec)
-        self.assertEqual(self.show("worker-01")["host"], "esx01")
-        self.reapply_changes_nothing(spec=spec)
+        self.worker01_goes_home(spec)
 
     def test_a_second_ctrl_c_says_where_the_vmotioned_vm_runs(self):
         # Ctrl-C twice while esx01's change exec is held open in its window,
         # worker-01 moved to esx02 for it: the run stops at once and says
         # where worker-01 runs (not loudly: it runs); the next apply moves
         # it home
-        spec = self.half_t4s()
-        self.apply(spec=spec)
-        self.remote("esx01", "esxcli graphics host set --default-type Shared")
+        spec = self.esx01_needs_its_window()
         self.control("esx01", {"reboot_seconds": self.reboot_seconds,
                                "slow": {"match": "esxcli graphics host set", "ms": 5000}})
         p, _ = self.apply_in_background(
@@ -835,10 +848,7 @@ class ApplyVmsVgpu(VcenterLab):
         self.assertEqual(self.show("worker-01")["host"], "esx02")
         time.sleep(5)  # the abandoned exec ends on the host's side
         self.control("esx01", {"reboot_seconds": self.reboot_seconds})
-        self.apply(spec=spec)
-        vm = self.show("worker-01")
-        self.assertEqual((vm["host"], vm["power"]), ("esx01", "poweredOn"))
-        self.reapply_changes_nothing(spec=spec)
+        self.worker01_goes_home(spec)
 
     def test_with_no_room_elsewhere_a_vgpu_vm_is_powered_off_and_the_plan_says_why(self):
         # the example as it is: every T4 carries a 16 GB vGPU, and esx05 has
@@ -886,13 +896,17 @@ class ApplyVmsVgpu(VcenterLab):
                          r.stdout)
         self.assertIn("profile: grid_t4-8c → (removed)", r.stdout)
         self.assertIn("Plan: 0 to add, 0 to change, 1 to destroy", r.stdout)
+        self.extra_vgpu_removed()
+
+    def extra_vgpu_removed(self):
+        """The next apply leaves worker-02 on with its one grid_t4-16c vGPU;
+        the one after changes nothing."""
         self.apply()
         vm = self.show("worker-02")
         self.assertEqual([d["backing"]["vgpu"] for d in self.devices(vm, "VirtualPCIPassthrough")],
                          ["grid_t4-16c"])
         self.assertEqual(vm["power"], "poweredOn")
         self.reapply_changes_nothing()
-
 
     def test_a_refused_change_of_a_vm_off_for_it_powers_it_back_on(self):
         # the vGPU added by hand is to be removed with worker-02 off, and
@@ -904,23 +918,14 @@ class ApplyVmsVgpu(VcenterLab):
         self.faults({"ReconfigVM_Task": {"worker-02": {
             "fault": "InvalidDeviceSpec", "message": "Invalid configuration for device '1'."}}})
         r = self.apply("-v", check=1)
-        self.assertIn("vcenter: powered worker-02 back on after the failure\n", r.stderr)
-        self.assertIn("\n  vcenter               powered back on after the failure: worker-02\n",
-                      r.stdout)
         self.assertIn("Invalid configuration for device '1'. (InvalidDeviceSpec)", r.stdout)
-        self.assertNotIn("LEFT", r.stdout)
+        self.assert_powered_back_on(r, "worker-02")
         vm = self.show("worker-02")
-        self.assertEqual(vm["power"], "poweredOn")
         self.assertEqual(sorted(d["backing"]["vgpu"] for d in
                                 self.devices(vm, "VirtualPCIPassthrough")),
                          ["grid_t4-16c", "grid_t4-8c"])
         self.faults(None)
-        self.apply()
-        vm = self.show("worker-02")
-        self.assertEqual([d["backing"]["vgpu"] for d in self.devices(vm, "VirtualPCIPassthrough")],
-                         ["grid_t4-16c"])
-        self.assertEqual(vm["power"], "poweredOn")
-        self.reapply_changes_nothing()
+        self.extra_vgpu_removed()
 
     def test_an_uplink_moved_by_hand_is_moved_back(self):
         self.apply()
