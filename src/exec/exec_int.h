@@ -151,16 +151,16 @@ void gc_exec_journal(struct run *r, const struct gc_target *t, const char *actio
 bool gc_exec_selected(const struct gc_exec_opts *o, enum gc_target_kind k);
 void gc_exec_slot_error(struct tslot *s, const char *msg);
 int gc_exec_connect_slot(struct run *r, struct tslot *s, bool retry, struct gc_error *err);
-/* A lease read or write on s (lease.c): call(s, r, arg, err) on s's
- * connection.  On a transport fault the connection is made again and the
- * call repeated, as for an action, except on compare-and-set targets
- * (lease_atomic), where a second try could not tell our own write from
- * another apply's. */
+/* A lease write on s (lease.c): call(s, r, arg, err) on s's connection.
+ * On a transport fault the connection is made again and the call repeated,
+ * as for an action, except on compare-and-set targets (lease_atomic),
+ * where a second try could not tell our own write from another apply's. */
 typedef int (*gc_exec_lease_fn)(struct tslot *s, struct run *r, void *arg, struct gc_error *err);
 int gc_exec_lease_call(struct run *r, struct tslot *s, gc_exec_lease_fn call, void *arg,
 		       struct gc_error *err);
 /* ... repeated on every target: for a call that a second try cannot get
- * wrong (the compare-and-clear of our own lease) */
+ * wrong (the lease read before any write, the compare-and-clear of our
+ * own lease at the end) */
 int gc_exec_lease_call_repeatable(struct run *r, struct tslot *s, gc_exec_lease_fn call, void *arg,
 				  struct gc_error *err);
 
