@@ -34,6 +34,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 import traceback
 from importlib.machinery import SourceFileLoader
 
@@ -124,7 +125,7 @@ def run_session(fds, fields):
     return status
 
 
-def serve(path):
+def bind(path):
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -133,7 +134,15 @@ def serve(path):
     old = os.umask(0o077)  # the lab user's clients only
     listener.bind(path)
     os.umask(old)
-    listener.listen(128)
+    # a burst of every simulated host at once (bench/apply_bench.py: 256)
+    listener.listen(1024)
+    listener.setblocking(False)  # the forkers share it: one takes each client
+    return listener
+
+
+def forker(listener, master_r):
+    """Take sessions off the shared listener and fork each; answer its client
+    when it ends.  Returns when the master is gone (master_r at EOF)."""
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     os.set_blocking(wake_r, False)
@@ -143,9 +152,11 @@ def serve(path):
     children = {}  # pid -> the client's connection
     while True:
         try:
-            ready, _, _ = select.select([listener, wake_r], [], [])
+            ready, _, _ = select.select([listener, wake_r, master_r], [], [])
         except InterruptedError:
             continue
+        if master_r in ready:
+            return
         if wake_r in ready:
             try:
                 while os.read(wake_r, 512):
@@ -175,8 +186,9 @@ def serve(path):
             continue
         try:
             conn, _ = listener.accept()
-        except OSError:
+        except OSError:  # another forker took it (BlockingIOError), or it left
             continue
+        conn.setblocking(True)
         try:
             req = recv_request(conn)
         except OSError:
@@ -192,10 +204,8 @@ def serve(path):
                 signal.set_wakeup_fd(-1)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                listener.close()
-                conn.close()
-                os.close(wake_r)
-                os.close(wake_w)
+                for fd in (listener.fileno(), conn.fileno(), wake_r, wake_w, master_r):
+                    os.close(fd)
                 for c in children.values():
                     c.close()
                 status = run_session(fds, fields)
@@ -204,6 +214,82 @@ def serve(path):
         for fd in fds:
             os.close(fd)
         children[pid] = conn
+
+
+def forkers_wanted():
+    """GC_SIMD_FORKERS, else one per CPU this process may run on (at most 32).
+
+    One forker serialised every session's accept and fork: about 1 ms of a
+    warm Python's CPU each (most of it the copy-on-write faults a fork costs
+    the parent), so 256 hosts dialled at once queued a quarter of a second
+    behind it however many cores the machine had."""
+    try:
+        n = int(os.environ.get("GC_SIMD_FORKERS", ""))
+    except ValueError:
+        n = len(os.sched_getaffinity(0))
+    return max(1, min(n, 32))
+
+
+def serve(path, nforkers):
+    """The master: binds, starts the forkers (each a fork of this warm
+    process) and keeps that many running until SIGTERM, which ends them."""
+    listener = bind(path)
+    master_r, master_w = os.pipe()  # at EOF when the master is gone
+    forkers = set()
+
+    def stop(*_):
+        raise Stopping()
+
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGTERM, stop)
+
+    def start_one():
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.close(master_w)
+                forker(listener, master_r)
+            except SystemExit:
+                pass
+            except BaseException:  # noqa: B902 - said in simd.log, then gone
+                traceback.print_exc()
+                code = 1
+            finally:
+                os._exit(code)
+        forkers.add(pid)
+
+    try:
+        for _ in range(nforkers):
+            start_one()
+        while True:
+            try:
+                pid, _ = os.wait()
+            except ChildProcessError:
+                time.sleep(0.1)
+                continue
+            if pid in forkers:
+                forkers.discard(pid)
+                time.sleep(0.1)  # not a tight loop if one keeps failing
+                start_one()
+    except Stopping:
+        pass
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for pid in forkers:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for pid in forkers:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+class Stopping(Exception):
+    """SIGTERM to the master."""
 
 
 def main():
@@ -217,7 +303,7 @@ def main():
     with open(os.path.join(d, "pid.tmp"), "w", encoding="utf-8") as f:
         f.write("%d\n" % os.getpid())
     os.replace(os.path.join(d, "pid.tmp"), os.path.join(d, "pid"))
-    serve(os.path.join(d, "sock"))
+    serve(os.path.join(d, "sock"), forkers_wanted())
     return 0
 
 

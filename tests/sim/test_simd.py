@@ -9,7 +9,8 @@ status, stdout, stderr and the command log must be identical, faults
 included: a failing command, a dropped connection (drop_after), a host down
 after its reboot, a simulator killed by a signal (kill_once), a command of
 odd bytes.  And the server path must really be the server's: while a slow
-command runs, its session is a child of simd, not a fresh dispatch.
+command runs, its session is a fork of one of simd's forkers, not a fresh
+dispatch; a forker killed is replaced, and none outlives the server.
 Needs root (as CI) and openssh-server.  Port: 23900 + pid % 90.
 """
 
@@ -48,7 +49,7 @@ class SimServer(unittest.TestCase):
         os.chmod(cls.tmp, 0o755)
         cls.lab = os.path.join(cls.tmp, "lab")
         cls.port = 23900 + os.getpid() % 90
-        cls.env = dict(os.environ, GC_LAB_DIR=cls.lab)
+        cls.env = dict(os.environ, GC_LAB_DIR=cls.lab, GC_SIMD_FORKERS="2")
         subprocess.run([LAB_SH, "start", "--hosts", "2", "--switches", "1",
                         "--port", str(cls.port)], env=cls.env, check=True,
                        stdout=subprocess.DEVNULL)
@@ -88,6 +89,12 @@ class SimServer(unittest.TestCase):
         except FileNotFoundError:
             return None
         return pid if os.path.exists("/proc/%d" % pid) else None
+
+    @staticmethod
+    def children(pid):
+        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)],
+                             capture_output=True, text=True).stdout.split()
+        return [int(k) for k in out]
 
     def stop_simd(self):
         pid = self.simd_pid()
@@ -129,6 +136,9 @@ class SimServer(unittest.TestCase):
         served, served_logs = self.run_cases()
         self.stop_simd()
         self.assertIsNone(self.simd_pid())
+        left = subprocess.run(["pgrep", "-f", "simd.py " + os.path.join(self.lab, "simd")],
+                              capture_output=True, text=True).stdout
+        self.assertEqual(left, "", "the forkers end with the server")
         self.reset()
         fallback, fallback_logs = self.run_cases()
         for name, _, _, _ in CASES:
@@ -148,6 +158,29 @@ class SimServer(unittest.TestCase):
                        stdout=subprocess.DEVNULL)
         self.assertIsNotNone(self.simd_pid())
 
+    def test_a_forker_that_dies_is_replaced(self):
+        pid = self.simd_pid()
+        self.assertIsNotNone(pid)
+        forkers = self.children(pid)
+        self.assertEqual(len(forkers), 2)
+        os.kill(forkers[0], signal.SIGKILL)
+        now = forkers
+        for _ in range(100):
+            time.sleep(0.05)
+            now = self.children(pid)
+            if len(now) == 2 and forkers[0] not in now:
+                break
+        self.assertEqual(len(now), 2, "the master starts another forker")
+        self.assertNotIn(forkers[0], now)
+        self.assertIn(forkers[1], now, "the other forker goes on")
+        for _ in range(4):
+            r = self.ssh("127.0.0.11", "vmware -v")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(b"VMware ESXi", r.stdout)
+        self.assertEqual(subprocess.run(["pgrep", "-f", "tests/sim/dispatch"],
+                                        capture_output=True).stdout, b"",
+                         "served by the server, not the fallback")
+
     def test_a_session_is_a_child_of_the_server(self):
         pid = self.simd_pid()
         self.assertIsNotNone(pid)
@@ -160,18 +193,20 @@ class SimServer(unittest.TestCase):
              "-o", "UserKnownHostsFile=" + e["GC_LAB_KNOWN_HOSTS"], "-o", "BatchMode=yes",
              "%s@127.0.0.11" % e["GC_LAB_USER"], "vmware -v"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        forkers = self.children(pid)
         kids = []
         for _ in range(50):
             time.sleep(0.05)
-            out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)],
-                                 capture_output=True, text=True).stdout.split()
-            kids = [int(k) for k in out]
+            kids = [k for f in forkers for k in self.children(f)]
             if kids:
                 break
         out, _ = p.communicate(timeout=30)
         os.unlink(os.path.join(self.host_dir("127.0.0.11"), "control.json"))
         self.assertEqual(p.returncode, 0)
         self.assertIn(b"VMware ESXi", out)
+        # the server's master keeps its forkers (GC_SIMD_FORKERS, set by
+        # setUpClass); the session is a fork of one of them
+        self.assertEqual(len(forkers), 2, "the forkers the server was asked for")
         self.assertEqual(len(kids), 1, "one forked session while the command runs")
         dispatches = subprocess.run(["pgrep", "-f", "tests/sim/dispatch"],
                                     capture_output=True).stdout
