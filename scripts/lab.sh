@@ -64,6 +64,28 @@ sshd_pid() {
 	echo "$pid"
 }
 
+# The lab sshd's other listeners on the same port (cmd_start): their pids.
+extra_listeners() {
+	local f pid
+	for f in "$lab"/sshd.[0-9]*.pid; do
+		[ -f "$f" ] || continue
+		pid=$(cat "$f" 2>/dev/null) || continue
+		[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || continue
+		tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$lab/sshd_config" || continue
+		echo "$pid"
+	done
+}
+
+# How many sshd listeners share the lab's port: GC_LAB_SSHD_LISTENERS, else
+# one per CPU (at most 16).
+listeners_wanted() {
+	local n=${GC_LAB_SSHD_LISTENERS:-$(nproc 2>/dev/null || echo 1)}
+	case $n in '' | *[!0-9]*) n=1 ;; esac
+	[ "$n" -ge 1 ] || n=1
+	[ "$n" -le 16 ] || n=16
+	echo "$n"
+}
+
 # Running and not a zombie (a container's PID 1 may never reap the daemon).
 alive() {
 	local state
@@ -225,7 +247,7 @@ start_simd() {
 	local run=()
 	[ "$(id -u)" = 0 ] && run=(runuser -u "$user" --)
 	# its own session, a clean environment (each session brings its own)
-	"${run[@]}" setsid env -i PATH=/usr/bin:/bin "$py" -IS "$root/tests/sim/simd.py" "$lab/simd" \
+	"${run[@]}" setsid env -i PATH=/usr/bin:/bin ${GC_SIMD_FORKERS:+GC_SIMD_FORKERS="$GC_SIMD_FORKERS"} "$py" -IS "$root/tests/sim/simd.py" "$lab/simd" \
 		</dev/null >>"$lab/simd.log" 2>&1 &
 	for _ in $(seq 100); do
 		[ -S "$lab/simd/sock" ] && simd_pid >/dev/null && return 0
@@ -470,9 +492,23 @@ cmd_start() {
 	# A rebooting host takes no new connection (tests/sim/downgate.c, when
 	# a C compiler built it): the sshd's accept() resets a connection to an
 	# address whose $lab/down/ADDRESS names a time still to come.
-	local preload=()
+	# Several listeners share the port where downgate.so is there to set
+	# SO_REUSEPORT (GC_LAB_REUSEPORT): 256 real hosts have 256 listeners,
+	# and one sshd accepting and forking every connection in turn was the
+	# queue a burst of the apply bench's hosts waited in.
+	local preload=() n i
+	n=1
 	if build_downgate; then
+		n=$(listeners_wanted)
 		preload=(env "LD_PRELOAD=$lab/bin/downgate.so" "GC_LAB_DOWN_DIR=$lab/down")
+		[ "$n" -gt 1 ] && preload+=(GC_LAB_REUSEPORT=1)
+	fi
+	rm -f "$lab"/sshd.[0-9]*.pid
+	# SO_REUSEPORT would let these listeners share the port with another
+	# root process's that set it too (another lab's sshd): a port already
+	# listened on fails here, as it did before they shared it.
+	if command -v ss >/dev/null 2>&1 && [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
+		start_failed "sshd did not start on port $port: something listens there already (ss -ltnp 'sport = :$port')"
 	fi
 	if ! "${preload[@]}" "$sshd_bin" -r -f "$lab/sshd_config" -E "$lab/sshd.log"; then
 		sed 's/^/lab: sshd: /' "$lab/sshd.log" >&2
@@ -483,7 +519,14 @@ cmd_start() {
 		sleep 0.05
 	done
 	[ -n "${pid:-}" ] || start_failed "sshd did not write its pid file (see $lab/sshd.log)"
-	echo "lab: started sshd (pid $pid) on port $port: $hosts ESXi hosts, $switches switches, lab dir $lab"
+	for ((i = 2; i <= n; i++)); do
+		if ! "${preload[@]}" "$sshd_bin" -r -f "$lab/sshd_config" -o "PidFile=$lab/sshd.$i.pid" \
+			-E "$lab/sshd.log"; then
+			echo "lab: a listener more on port $port did not start (see $lab/sshd.log): $((i - 1)) listeners" >&2
+			break
+		fi
+	done
+	echo "lab: started sshd (pid $pid$( ((n > 1)) && echo " and $((n - 1)) more on its port")) on port $port: $hosts ESXi hosts, $switches switches, lab dir $lab"
 	start_guests "$port" "$nguests"
 	write_lab_spec
 }
@@ -499,23 +542,29 @@ write_lab_spec() {
 }
 
 cmd_stop() {
-	local pid kids
+	local pid kids p extra
+	extra=$(extra_listeners)
 	if pid=$(sshd_pid); then
-		# The listener's children are the per-connection sshd processes;
+		# The listeners' children are the per-connection sshd processes;
 		# each takes its session with it when it gets SIGTERM.
-		kids=$(ps -o pid= --ppid "$pid" 2>/dev/null || true)
-		kill "$pid" 2>/dev/null || true
-		for k in $kids; do kill "$k" 2>/dev/null || true; done
-		for _ in $(seq 100); do
-			alive "$pid" || break
-			sleep 0.02
+		for p in $pid $extra; do
+			kids=$(ps -o pid= --ppid "$p" 2>/dev/null || true)
+			kill "$p" 2>/dev/null || true
+			for k in $kids; do kill "$k" 2>/dev/null || true; done
 		done
-		alive "$pid" && kill -9 "$pid" 2>/dev/null || true
-		echo "lab: stopped sshd (pid $pid)"
+		for p in $pid $extra; do
+			for _ in $(seq 100); do
+				alive "$p" || break
+				sleep 0.02
+			done
+			alive "$p" && kill -9 "$p" 2>/dev/null || true
+		done
+		echo "lab: stopped sshd (pid $pid$([ -n "$extra" ] && echo " and $(echo $extra | wc -w) more"))"
 	else
+		for p in $extra; do kill "$p" 2>/dev/null || true; done
 		echo "lab: not running"
 	fi
-	rm -f "$lab/sshd.pid"
+	rm -f "$lab/sshd.pid" "$lab"/sshd.[0-9]*.pid
 	stop_simd
 	stop_vcsim
 	guests stop

@@ -17,15 +17,23 @@ check() { # check DESCRIPTION COMMAND...
 
 "$lab" stop >/dev/null 2>&1 || true
 rm -rf "$GC_LAB_DIR"
+# two sshd listeners share the port (SO_REUSEPORT from downgate.c's bind()),
+# whatever this machine's CPU count would give
+export GC_LAB_SSHD_LISTENERS=2
 out=$("$lab" start --hosts 2 --switches 1 --port "$port")
 check "start says where" grep -q "on port $port: 2 ESXi hosts, 1 switches" <<<"$out"
+check "start says how many listeners" grep -q "and 1 more on its port" <<<"$out"
 pid=$(cat "$GC_LAB_DIR/sshd.pid")
 check "sshd runs" kill -0 "$pid"
-# one listener for every host: an accept queue of 4096 (downgate.c's
-# listen(), capped by somaxconn), not sshd's 128 (ss: Send-Q of a listener)
+pid2=$(cat "$GC_LAB_DIR/sshd.2.pid")
+check "the second listener runs" kill -0 "$pid2"
+check "two listeners on the port" test "$(ss -Hltn "sport = :$port" | wc -l)" = 2
+# the listeners stand for every host: an accept queue of 4096 each
+# (downgate.c's listen(), capped by somaxconn), not sshd's 128 (ss: Send-Q
+# of a listener)
 want=$(( $(cat /proc/sys/net/core/somaxconn) < 4096 ? $(cat /proc/sys/net/core/somaxconn) : 4096 ))
-check "the listener's accept queue is $want" \
-	test "$(ss -Hltn "sport = :$port" | awk '{print $3}')" = "$want"
+check "each listener's accept queue is $want" \
+	test "$(ss -Hltn "sport = :$port" | awk '{print $3}' | sort -u)" = "$want"
 out=$("$lab" start --hosts 3 --switches 1 --port "$port")
 check "second start is a no-op" grep -q "already running (pid $pid" <<<"$out"
 check "second start adds the host" grep -q '^127.0.0.13 esxi esxi-3 version=8.0.2$' "$GC_LAB_DIR/inventory"
@@ -78,6 +86,8 @@ check "the host answers after its reboot" test "$(ssh_lab 127.0.0.12 hostname)" 
 check "status running" "$lab" status >/dev/null
 "$lab" stop >/dev/null
 check "stop ends sshd" bash -c '! [ -r /proc/$1/stat ] || [ "$(cut -d" " -f3 /proc/$1/stat)" = Z ]' _ "$pid"
+check "stop ends the second listener" bash -c '! [ -r /proc/$1/stat ] || [ "$(cut -d" " -f3 /proc/$1/stat)" = Z ]' _ "$pid2"
+check "stop ends the simulator server and its forkers" bash -c '! pgrep -f -- "simd.py $1/simd" >/dev/null' _ "$GC_LAB_DIR"
 check "no lab process left" bash -c '! pgrep -f -- "$1/sshd_config" >/dev/null' _ "$GC_LAB_DIR"
 set +e
 "$lab" status >/dev/null
@@ -103,6 +113,23 @@ kill "$holder"
 check "a start on a busy port fails, saying so" grep -q "^lab: sshd did not" <<<"$out"
 check "a start on a busy port exits 1" test "$rc" = 1
 check "a failed start leaves no simulator server" bash -c '! pgrep -f -- "simd.py $1/simd" >/dev/null' _ "$GC_LAB_DIR"
+
+# a port that another lab's listeners share (SO_REUSEPORT, as ours set it)
+# is refused too, not shared: the listeners' option would let a second
+# sshd bind it
+other=$root/build/test-lab-sh/other
+GC_LAB_DIR=$other "$lab" start --hosts 1 --port "$busy" >/dev/null
+set +e
+out=$("$lab" start --hosts 1 --port "$busy" 2>&1)
+rc=$?
+set -e
+check "a start on a port another lab listens on fails, saying so" \
+	grep -q "^lab: sshd did not start on port $busy: something listens there already" <<<"$out"
+check "... exit 1" test "$rc" = 1
+check "... and the other lab's listeners are all that listen there" \
+	test "$(ss -Hltnp "sport = :$busy" | grep -c sshd)" = 2
+GC_LAB_DIR=$other "$lab" stop >/dev/null
+rm -rf "$other"
 
 if [ "$fails" -ne 0 ]; then
 	echo "$fails check(s) failed"
