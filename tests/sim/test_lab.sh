@@ -42,6 +42,9 @@ check "known_hosts: 2 keys x 4 addresses" test "$(wc -l <"$GC_LAB_DIR/client/kno
 check "known_hosts names the port" grep -q "^\[127.0.0.13\]:$port ssh-ed25519 " "$GC_LAB_DIR/client/known_hosts"
 check "client dir is private" test "$(stat -c %a "$GC_LAB_DIR/client")" = 700
 check "password file is private" test "$(stat -c %a "$GC_LAB_DIR/client/password")" = 600
+# SHA-512 crypt of 1,000 rounds, crypt(3)'s least (lab.sh ensure_user)
+check "the lab user's password hash is \$6\$rounds=1000\$" \
+	bash -c 'getent shadow "$(cat "$1/user")" | cut -d: -f2 | grep -q "^[$]6[$]rounds=1000[$]"' _ "$GC_LAB_DIR"
 
 envout=$("$lab" env)
 check "env exports the port" grep -qx "export GC_LAB_PORT=$port" <<<"$envout"
