@@ -35,6 +35,7 @@
 Prints a Markdown table for docs/benchmarks.md.
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -120,15 +121,83 @@ def proc_cpu(pid):
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def lab_cpu(lab, which=("simd/pid", "sshd.pid")):
-    """The simulated side: the simulator server and the lab sshd."""
-    total = 0.0
-    for f in which:
+def live_children(pid):
+    """The pids whose parent is pid (from /proc: a forker of the simulator
+    server lives as long as the server; what it reaped is in its cutime)."""
+    kids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
         try:
-            total += proc_cpu(int(open(os.path.join(lab, f)).read().split()[0]))
+            with open("/proc/%s/stat" % name) as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if fields and int(fields[1]) == pid:
+            kids.append(int(name))
+    return kids
+
+
+def lab_cpu(lab, which=("simd/pid", "sshd.pid")):
+    """The simulated side: the simulator server (its master and the forkers
+    it keeps, with the sessions they reaped) and the lab sshd (every
+    listener on the lab's port: sshd.pid, sshd.2.pid ...)."""
+    total = 0.0
+    files = []
+    for f in which:
+        files.append(f)
+        if f == "sshd.pid":
+            files += sorted(os.path.basename(p) for p in glob.glob(os.path.join(lab, "sshd.[0-9]*.pid")))
+    for f in files:
+        try:
+            pid = int(open(os.path.join(lab, f)).read().split()[0])
         except (OSError, ValueError, IndexError):
-            pass
+            continue
+        total += proc_cpu(pid)
+        if f.startswith("simd/"):
+            total += sum(proc_cpu(k) for k in live_children(pid))
     return total
+
+
+def own_cpu(pid):
+    """CPU seconds of the process itself, not of the children it reaped."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rpartition(")")[2].split()
+    except (OSError, ValueError):
+        return 0.0
+    return sum(int(x) for x in fields[11:13]) / os.sysconf("SC_CLK_TCK")
+
+
+def queues(lab):
+    """{("sshd"|"simd", pid): own CPU} of every process that takes the lab's
+    connections or sessions one at a time: each sshd listener (it accepts
+    and forks every connection in turn) and each simulator forker (it
+    accepts and forks every session in turn).  The busiest one's CPU during
+    an apply is time that a burst of sessions waits for in a queue however
+    many cores the machine has."""
+    out = {}
+    for f in ["sshd.pid"] + sorted(os.path.basename(p) for p in glob.glob(os.path.join(lab, "sshd.[0-9]*.pid"))):
+        try:
+            pid = int(open(os.path.join(lab, f)).read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        out[("sshd", pid)] = own_cpu(pid)
+    try:
+        master = int(open(os.path.join(lab, "simd", "pid")).read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return out
+    # the master forks the forkers and waits; a server of one process (before
+    # the forkers) is its own forker
+    for pid in live_children(master) or [master]:
+        out[("simd", pid)] = own_cpu(pid)
+    return out
+
+
+def busiest(before, after, kind):
+    """(the busiest queue's CPU seconds, how many queues) of one kind."""
+    d = [after[k] - before.get(k, 0.0) for k in after if k[0] == kind]
+    return (max(d) if d else 0.0, len(d))
 
 
 def close_ansible_masters():
@@ -208,10 +277,11 @@ def one_apply(args, lab, labspec, hosts, addrs, env, i):
         sys.exit("plan: exit %d\n%s" % (r.returncode, r.stderr))
     since = len(open(os.path.join(lab, "sshd.log"), errors="replace").readlines())
     logs0 = log_lengths(lab, hosts)
-    sim0, sshd0 = lab_cpu(lab), lab_cpu(lab, ("sshd.pid",))
+    sim0, sshd0, q0 = lab_cpu(lab), lab_cpu(lab, ("sshd.pid",)), queues(lab)
     with ChildCPU() as c:
         rc, out, err, wall = timed([args.bin, "apply", "--yes", "-v", "--parallelism",
                                     str(args.hosts), "--state-dir", state, labspec], env)
+    q1 = queues(lab)
     time.sleep(1.0)  # the lab sshd reaps the sessions of the connections just closed
     sim_cpu = lab_cpu(lab) - sim0
     sshd_cpu = lab_cpu(lab, ("sshd.pid",)) - sshd0
@@ -227,6 +297,7 @@ def one_apply(args, lab, labspec, hosts, addrs, env, i):
             "floors": floors, "floor": max(floors.values()), "conns": [conns.get(a, 0) for a in addrs],
             "observe": float(phases.group(1)), "apply": float(phases.group(2)),
             "lease": float(phases.group(3)),
+            "queue_sshd": busiest(q0, q1, "sshd"), "queue_simd": busiest(q0, q1, "simd"),
             "counters": [l for l in err.splitlines() if "changing commands" in l]}
 
 
@@ -277,6 +348,10 @@ def report(args, runs, rows):
           % (spread(walls), spread([r["observe"] for r in runs]), spread([r["lease"] for r in runs]),
              spread([r["apply"] for r in runs]),
              spread([r["wall"] - r["observe"] - r["lease"] - r["apply"] for r in runs])))
+    print("the lab's queues during the apply (each accepts and forks in turn): the busiest of %d "
+          "sshd listeners %s s of its own CPU, the busiest of %d simulator forkers %s s"
+          % (last["queue_sshd"][1], spread([r["queue_sshd"][0] for r in runs]),
+             last["queue_simd"][1], spread([r["queue_simd"][0] for r in runs])))
     print("connections per host during apply, all runs: min %d, max %d"
           % (min(min(r["conns"]) for r in runs), max(max(r["conns"]) for r in runs)))
     if last["counters"]:
