@@ -150,9 +150,14 @@ def forker(listener, master_r):
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     children = {}  # pid -> the client's connection
+    # EPOLLEXCLUSIVE: a client wakes one waiting forker, not every one
+    ep = select.epoll()
+    ep.register(listener.fileno(), select.EPOLLIN | select.EPOLLEXCLUSIVE)
+    ep.register(wake_r, select.EPOLLIN)
+    ep.register(master_r, select.EPOLLIN)
     while True:
         try:
-            ready, _, _ = select.select([listener, wake_r, master_r], [], [])
+            ready = {fd for fd, _ in ep.poll()}
         except InterruptedError:
             continue
         if master_r in ready:
@@ -182,7 +187,7 @@ def forker(listener, master_r):
             except OSError:
                 pass
             conn.close()
-        if listener not in ready:
+        if listener.fileno() not in ready:
             continue
         try:
             conn, _ = listener.accept()
@@ -204,6 +209,7 @@ def forker(listener, master_r):
                 signal.set_wakeup_fd(-1)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                ep.close()
                 for fd in (listener.fileno(), conn.fileno(), wake_r, wake_w, master_r):
                     os.close(fd)
                 for c in children.values():
@@ -217,17 +223,20 @@ def forker(listener, master_r):
 
 
 def forkers_wanted():
-    """GC_SIMD_FORKERS, else one per CPU this process may run on (at most 32).
+    """GC_SIMD_FORKERS, else one per two CPUs this process may run on (at
+    least 1, at most 16).
 
     One forker serialised every session's accept and fork: about 1 ms of a
     warm Python's CPU each (most of it the copy-on-write faults a fork costs
     the parent), so 256 hosts dialled at once queued a quarter of a second
-    behind it however many cores the machine had."""
+    behind it however many cores the machine had.  On two CPUs a second
+    forker bought nothing and cost the lab 8 % more CPU (the 256-host apply
+    bench, 3 runs each), so there one forker it is."""
     try:
         n = int(os.environ.get("GC_SIMD_FORKERS", ""))
     except ValueError:
-        n = len(os.sched_getaffinity(0))
-    return max(1, min(n, 32))
+        n = len(os.sched_getaffinity(0)) // 2
+    return max(1, min(n, 16))
 
 
 def serve(path, nforkers):
