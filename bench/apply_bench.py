@@ -121,10 +121,9 @@ def proc_cpu(pid):
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def live_children(pid):
-    """The pids whose parent is pid (from /proc: a forker of the simulator
-    server lives as long as the server; what it reaped is in its cutime)."""
-    kids = []
+def parents():
+    """{pid: parent pid} of every process (/proc)."""
+    out = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -133,14 +132,34 @@ def live_children(pid):
                 fields = f.read().rpartition(")")[2].split()
         except OSError:
             continue
-        if fields and int(fields[1]) == pid:
-            kids.append(int(name))
-    return kids
+        if len(fields) > 1:
+            out[int(name)] = int(fields[1])
+    return out
+
+
+def live_children(pid):
+    """The pids whose parent is pid."""
+    return [p for p, pp in parents().items() if pp == pid]
+
+
+def live_descendants(pid):
+    """Every process under pid: the simulator server's forkers and their
+    workers, which run sessions one after another and live as long as their
+    forker (what each reaped is in its cutime)."""
+    kids = {}
+    for p, pp in parents().items():
+        kids.setdefault(pp, []).append(p)
+    out, todo = [], list(kids.get(pid, []))
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
 
 
 def lab_cpu(lab, which=("simd/pid", "sshd.pid")):
-    """The simulated side: the simulator server (its master and the forkers
-    it keeps, with the sessions they reaped) and the lab sshd (every
+    """The simulated side: the simulator server (its master, the forkers it
+    keeps and their workers, with what each reaped) and the lab sshd (every
     listener on the lab's port: sshd.pid, sshd.2.pid ...)."""
     total = 0.0
     files = []
@@ -155,7 +174,7 @@ def lab_cpu(lab, which=("simd/pid", "sshd.pid")):
             continue
         total += proc_cpu(pid)
         if f.startswith("simd/"):
-            total += sum(proc_cpu(k) for k in live_children(pid))
+            total += sum(proc_cpu(k) for k in live_descendants(pid))
     return total
 
 

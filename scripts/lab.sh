@@ -253,7 +253,9 @@ start_simd() {
 	local run=()
 	[ "$(id -u)" = 0 ] && run=(runuser -u "$user" --)
 	# its own session, a clean environment (each session brings its own)
-	"${run[@]}" setsid env -i PATH=/usr/bin:/bin ${GC_SIMD_FORKERS:+GC_SIMD_FORKERS="$GC_SIMD_FORKERS"} "$py" -IS "$root/tests/sim/simd.py" "$lab/simd" \
+	"${run[@]}" setsid env -i PATH=/usr/bin:/bin ${GC_SIMD_FORKERS:+GC_SIMD_FORKERS="$GC_SIMD_FORKERS"} \
+		${GC_SIMD_IDLE:+GC_SIMD_IDLE="$GC_SIMD_IDLE"} \
+		${GC_SIMD_WORKER_SESSIONS:+GC_SIMD_WORKER_SESSIONS="$GC_SIMD_WORKER_SESSIONS"} "$py" -IS "$root/tests/sim/simd.py" "$lab/simd" \
 		</dev/null >>"$lab/simd.log" 2>&1 &
 	for _ in $(seq 100); do
 		[ -S "$lab/simd/sock" ] && simd_pid >/dev/null && return 0

@@ -86,11 +86,13 @@ def recv_request(conn):
     return fds, fields
 
 
-def run_session(fds, fields):
-    """In the forked child: become the session, run it, return its status."""
-    for i, fd in enumerate(fds):
-        os.dup2(fd, i)
-        os.close(fd)
+def run_session(fds, fields, dup=True):
+    """Become the session, run it, return its status: in a worker (fds are
+    already 0, 1 and 2), or in a child forked for it."""
+    if dup:
+        for i, fd in enumerate(fds):
+            os.dup2(fd, i)
+            os.close(fd)
     pid, mask, cwd, env = int(fields[0]), int(fields[1], 8), fields[2], fields[3:]
     os.umask(mask)
     os.environb.clear()
@@ -140,86 +142,308 @@ def bind(path):
     return listener
 
 
+class Worker:
+    """A forker's child that runs sessions one after another (its socket
+    carries each request in and its status out)."""
+
+    def __init__(self, pid, sock):
+        self.pid = pid
+        self.sock = sock
+        self.conn = None  # the client of the session it runs, if any
+        self.served = 0
+
+
+# The modules whose globals a session may rebind (esxi_sim's CONTROL ...):
+# put back as they were before a worker's first session, after each one.
+SESSION_MODULES = ("esxi_sim", "simlab", "gc_dispatch")
+# A worker serves this many sessions (GC_SIMD_WORKER_SESSIONS, default 500),
+# then ends (a forker starts another): whatever a session left behind that
+# the reset below misses ends with it.
+def worker_sessions():
+    try:
+        return max(1, int(os.environ.get("GC_SIMD_WORKER_SESSIONS", "")))
+    except ValueError:
+        return 500
+# The largest request passed to a worker in one datagram; a larger one is
+# run in a fork of its own, as every session was before the workers.
+WORKER_REQUEST = 60000
+
+
+def worker_loop(sock):
+    """In a worker: run each session handed over on sock, answer "x N"."""
+    snapshots = [(sys.modules[m], dict(sys.modules[m].__dict__))
+                 for m in SESSION_MODULES if m in sys.modules]
+    home = os.getcwd()
+    saved = [os.dup(i) for i in range(3)]  # the server's own: /dev/null, simd.log
+    std = [(s.encoding, s.errors, s.line_buffering) for s in (sys.stdin, sys.stdout, sys.stderr)]
+    while True:
+        fds = array.array("i")
+        try:
+            data, anc, _flags, _addr = sock.recvmsg(WORKER_REQUEST + 16,
+                                                    socket.CMSG_SPACE(3 * fds.itemsize))
+        except OSError:
+            return
+        if not data:
+            return  # the forker is gone, or has enough idle workers
+        for level, kind, payload in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+        fields = data.split(b"\0")
+        if fields and fields[-1] == b"":
+            fields.pop()
+        # fresh standard streams on the session's descriptors, as a fresh
+        # Python has: nothing read ahead or buffered by the last session
+        for i, fd in enumerate(fds):
+            os.dup2(fd, i)
+            os.close(fd)
+        streams = []
+        for i, (enc, err, lb) in enumerate(std):
+            streams.append(open(i, "r" if i == 0 else "w", buffering=1 if lb else -1,
+                                encoding=enc, errors=err, closefd=False))
+        sys.stdin, sys.stdout, sys.stderr = streams
+        try:
+            os.chdir(home)  # where a fork of the server would start
+        except OSError:
+            pass
+        status = run_session([0, 1, 2], fields, dup=False)
+        for f in streams:
+            try:
+                f.close()  # closefd=False: flushes, leaves 0-2 open
+            except Exception:
+                pass
+        sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
+        for i in range(3):
+            os.dup2(saved[i], i)  # the session's pipes: closed here, as its exit would
+        for mod, snap in snapshots:
+            d = mod.__dict__
+            for name in [n for n in d if n not in snap]:
+                del d[name]
+            d.update(snap)
+        esxi = sys.modules.get("esxi_sim")
+        if esxi is not None:
+            esxi.CURRENT_HOST[0] = None
+        try:
+            sock.send(b"x %d\n" % (status & 0xFF))
+        except OSError:
+            return
+
+
 def forker(listener, master_r):
-    """Take sessions off the shared listener and fork each; answer its client
-    when it ends.  Returns when the master is gone (master_r at EOF)."""
+    """Take sessions off the shared listener and hand each to an idle worker
+    (forking one when none is idle); answer its client when it ends.
+    Returns when the master is gone (master_r at EOF)."""
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     os.set_blocking(wake_r, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    children = {}  # pid -> the client's connection
+    workers = {}  # pid -> Worker
+    by_sock = {}  # socket fd -> Worker
+    idle = []
+    children = {}  # pid of a session forked whole -> the client's connection
+    max_idle = idle_wanted()
+    max_sessions = worker_sessions()
     # EPOLLEXCLUSIVE: a client wakes one waiting forker, not every one
     ep = select.epoll()
     ep.register(listener.fileno(), select.EPOLLIN | select.EPOLLEXCLUSIVE)
     ep.register(wake_r, select.EPOLLIN)
     ep.register(master_r, select.EPOLLIN)
-    while True:
+
+    def answer(conn, wstatus):
+        if os.WIFSIGNALED(wstatus):
+            msg = b"s %d\n" % os.WTERMSIG(wstatus)
+        else:
+            msg = b"x %d\n" % os.waitstatus_to_exitcode(wstatus)
         try:
-            ready = {fd for fd, _ in ep.poll()}
-        except InterruptedError:
-            continue
-        if master_r in ready:
-            return
-        if wake_r in ready:
-            try:
-                while os.read(wake_r, 512):
-                    pass
-            except BlockingIOError:
-                pass
-        while children:
-            try:
-                pid, wstatus = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            conn = children.pop(pid, None)
-            if conn is None:
-                continue
-            if os.WIFSIGNALED(wstatus):
-                msg = b"s %d\n" % os.WTERMSIG(wstatus)
-            else:
-                msg = b"x %d\n" % os.waitstatus_to_exitcode(wstatus)
-            try:
-                conn.sendall(msg)
-            except OSError:
-                pass
-            conn.close()
-        if listener.fileno() not in ready:
-            continue
-        try:
-            conn, _ = listener.accept()
-        except OSError:  # another forker took it (BlockingIOError), or it left
-            continue
-        conn.setblocking(True)
-        try:
-            req = recv_request(conn)
+            conn.sendall(msg)
         except OSError:
-            req = None
-        if req is None:
-            conn.close()
-            continue
-        fds, fields = req
+            pass
+        conn.close()
+
+    def forget(w):
+        by_sock.pop(w.sock.fileno(), None)
+        try:
+            ep.unregister(w.sock.fileno())
+        except (OSError, ValueError):
+            pass
+        if w in idle:
+            idle.remove(w)
+        w.sock.close()
+
+    def child_setup():
+        """In a fresh child: drop the forker's descriptors and handlers."""
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        ep.close()
+        for fd in (listener.fileno(), wake_r, wake_w, master_r):
+            os.close(fd)
+        for w in workers.values():
+            w.sock.close()
+            if w.conn is not None:
+                w.conn.close()
+        for c in children.values():
+            c.close()
+
+    def start_worker(conn, fds):
+        """A new worker, forked while the forker holds a client's connection
+        and session descriptors: the worker must not keep them (a session's
+        stdout held open is a session sshd never sees end)."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                mine.close()
+                conn.close()
+                for fd in fds:
+                    os.close(fd)
+                child_setup()
+                worker_loop(theirs)
+            except SystemExit:
+                pass
+            except BaseException:  # noqa: B902 - said in simd.log, then gone
+                traceback.print_exc()
+                code = 1
+            finally:
+                os._exit(code)
+        theirs.close()
+        w = Worker(pid, mine)
+        workers[pid] = w
+        by_sock[mine.fileno()] = w
+        ep.register(mine.fileno(), select.EPOLLIN)
+        return w
+
+    def fork_whole(conn, fds, fields):
+        """A session forked on its own (a request too large for a worker)."""
         pid = os.fork()
         if pid == 0:
             status = 1
             try:
-                signal.set_wakeup_fd(-1)
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                ep.close()
-                for fd in (listener.fileno(), conn.fileno(), wake_r, wake_w, master_r):
-                    os.close(fd)
-                for c in children.values():
-                    c.close()
+                child_setup()
+                conn.close()
                 status = run_session(fds, fields)
             finally:
                 os._exit(status & 0xFF)
         for fd in fds:
             os.close(fd)
         children[pid] = conn
+
+    try:
+        while True:
+            try:
+                events = ep.poll()
+            except InterruptedError:
+                continue
+            ready = {fd for fd, _ in events}
+            if master_r in ready:
+                return
+            if wake_r in ready:
+                try:
+                    while os.read(wake_r, 512):
+                        pass
+                except BlockingIOError:
+                    pass
+            while True:
+                try:
+                    pid, wstatus = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                if pid in children:
+                    answer(children.pop(pid), wstatus)
+                    continue
+                w = workers.pop(pid, None)
+                if w is None:
+                    continue
+                # a worker that ended in a session (drop_session's exit, a
+                # kill_once signal, the Onyx simulator it exec'd): the
+                # session's status is the worker's, as a fork's was
+                if w.conn is not None:
+                    answer(w.conn, wstatus)
+                    w.conn = None
+                forget(w)
+            for fd in ready:
+                w = by_sock.get(fd)
+                if w is None:
+                    continue
+                try:
+                    msg = w.sock.recv(64)
+                except OSError:
+                    msg = b""
+                if not msg:
+                    # gone (or exec'd): its exit status answers the client
+                    by_sock.pop(fd, None)
+                    ep.unregister(fd)
+                    if w in idle:
+                        idle.remove(w)
+                    continue
+                if w.conn is not None:
+                    try:
+                        w.conn.sendall(msg)
+                    except OSError:
+                        pass
+                    w.conn.close()
+                    w.conn = None
+                w.served += 1
+                if w.served >= max_sessions or len(idle) >= max_idle:
+                    forget(w)  # its socket at EOF: it ends
+                else:
+                    idle.append(w)
+            if listener.fileno() not in ready:
+                continue
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # another forker took it (BlockingIOError), or it left
+                continue
+            conn.setblocking(True)
+            try:
+                req = recv_request(conn)
+            except OSError:
+                req = None
+            if req is None:
+                conn.close()
+                continue
+            fds, fields = req
+            body = b"\0".join(fields) + b"\0"
+            if len(body) > WORKER_REQUEST:
+                fork_whole(conn, fds, fields)
+                continue
+            w = idle.pop() if idle else start_worker(conn, fds)
+            try:
+                w.sock.sendmsg([body], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                         array.array("i", fds))])
+                w.conn = conn
+            except OSError:
+                forget(w)
+                fork_whole(conn, fds, fields)
+                continue
+            for fd in fds:
+                os.close(fd)
+    finally:
+        # the workers end with their forker (their sockets at EOF; one in a
+        # session is ended as a fork of the server was when lab.sh stopped it)
+        for w in list(workers.values()):
+            try:
+                os.kill(w.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for pid in list(workers):
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def idle_wanted():
+    """How many idle workers a forker keeps: GC_SIMD_IDLE, else 512 over the
+    forkers (a burst of the apply bench's 256 hosts finds them all again)."""
+    try:
+        return max(0, int(os.environ.get("GC_SIMD_IDLE", "")))
+    except ValueError:
+        return max(16, 512 // forkers_wanted())
 
 
 def forkers_wanted():

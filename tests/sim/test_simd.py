@@ -9,8 +9,10 @@ status, stdout, stderr and the command log must be identical, faults
 included: a failing command, a dropped connection (drop_after), a host down
 after its reboot, a simulator killed by a signal (kill_once), a command of
 odd bytes.  And the server path must really be the server's: while a slow
-command runs, its session is a fork of one of simd's forkers, not a fresh
-dispatch; a forker killed is replaced, and none outlives the server.
+command runs, it runs in a worker of one of simd's forkers, not a fresh
+dispatch; sessions one after another reuse the workers, and a second pass
+of every case through them answers as the first; a forker killed is
+replaced, and none outlives the server.
 Needs root (as CI) and openssh-server.  Port: 23900 + pid % 90.
 """
 
@@ -134,6 +136,12 @@ class SimServer(unittest.TestCase):
         self.assertIsNotNone(self.simd_pid(), "lab.sh start runs the simulator server")
         self.reset()
         served, served_logs = self.run_cases()
+        # again, now that the forkers have workers that ran sessions before:
+        # nothing a session left behind reaches the next
+        self.reset()
+        again, again_logs = self.run_cases()
+        self.assertEqual(again, served)
+        self.assertEqual(again_logs, served_logs)
         self.stop_simd()
         self.assertIsNone(self.simd_pid())
         left = subprocess.run(["pgrep", "-f", "simd.py " + os.path.join(self.lab, "simd")],
@@ -181,7 +189,19 @@ class SimServer(unittest.TestCase):
                                         capture_output=True).stdout, b"",
                          "served by the server, not the fallback")
 
-    def test_a_session_is_a_child_of_the_server(self):
+    def workers(self):
+        """{worker pid: what its stdout is}: the forkers' children."""
+        pid = self.simd_pid()
+        out = {}
+        for f in self.children(pid):
+            for w in self.children(f):
+                try:
+                    out[w] = os.readlink("/proc/%d/fd/1" % w)
+                except OSError:
+                    pass
+        return out
+
+    def test_a_session_runs_in_a_worker_of_a_forker(self):
         pid = self.simd_pid()
         self.assertIsNotNone(pid)
         with open(os.path.join(self.host_dir("127.0.0.11"), "control.json"), "w",
@@ -193,24 +213,80 @@ class SimServer(unittest.TestCase):
              "-o", "UserKnownHostsFile=" + e["GC_LAB_KNOWN_HOSTS"], "-o", "BatchMode=yes",
              "%s@127.0.0.11" % e["GC_LAB_USER"], "vmware -v"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        forkers = self.children(pid)
-        kids = []
+        log = os.path.join(self.lab, "simd.log")
+        busy = []
         for _ in range(50):
             time.sleep(0.05)
-            kids = [k for f in forkers for k in self.children(f)]
-            if kids:
+            # a worker between sessions writes to the server's log; the one
+            # in this session, to its sshd
+            busy = [w for w, out in self.workers().items() if out != log]
+            if busy:
                 break
         out, _ = p.communicate(timeout=30)
         os.unlink(os.path.join(self.host_dir("127.0.0.11"), "control.json"))
         self.assertEqual(p.returncode, 0)
         self.assertIn(b"VMware ESXi", out)
-        # the server's master keeps its forkers (GC_SIMD_FORKERS, set by
-        # setUpClass); the session is a fork of one of them
-        self.assertEqual(len(forkers), 2, "the forkers the server was asked for")
-        self.assertEqual(len(kids), 1, "one forked session while the command runs")
+        self.assertEqual(len(self.children(pid)), 2, "the forkers the server was asked for")
+        self.assertEqual(len(busy), 1, "one worker runs the session while the command runs")
         dispatches = subprocess.run(["pgrep", "-f", "tests/sim/dispatch"],
                                     capture_output=True).stdout
         self.assertEqual(dispatches, b"", "no fresh Python dispatcher")
+
+    def test_sessions_one_after_another_reuse_the_workers(self):
+        self.assertIsNotNone(self.simd_pid())
+        seen = set()
+        for i in range(8):
+            r = self.ssh("127.0.0.1%d" % (1 + i % 2), "hostname")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout, b"esxi-%d\n" % (1 + i % 2))
+            seen |= set(self.workers())
+        # one session at a time needs one worker in each forker at most:
+        # none was forked for a session of its own
+        self.assertLessEqual(len(seen), 2, "workers seen over 8 sessions: %s" % sorted(seen))
+        log = os.path.join(self.lab, "simd.log")
+        self.assertEqual(set(self.workers().values()) - {log}, set(),
+                         "idle workers write to the server's log, not a session's pipe")
+
+
+class WorkerRetires(unittest.TestCase):
+    """GC_SIMD_WORKER_SESSIONS: a worker ends after that many sessions and
+    the next session gets a new one (one forker, so the count is exact)."""
+
+    def test_a_worker_ends_after_its_sessions(self):
+        tmp = tempfile.mkdtemp(prefix="gc-simd-retire-")
+        os.chmod(tmp, 0o755)
+        lab = os.path.join(tmp, "lab")
+        env = dict(os.environ, GC_LAB_DIR=lab, GC_SIMD_FORKERS="1",
+                   GC_SIMD_WORKER_SESSIONS="3")
+        port = 23990 + os.getpid() % 9
+        try:
+            subprocess.run([LAB_SH, "start", "--hosts", "1", "--port", str(port)], env=env,
+                           check=True, stdout=subprocess.DEVNULL)
+            out = subprocess.run([LAB_SH, "env"], env=env, check=True, capture_output=True,
+                                 text=True).stdout
+            e = {}
+            for line in out.splitlines():
+                name, _, value = line[len("export "):].partition("=")
+                e[name] = value.strip("'")
+            with open(os.path.join(lab, "simd", "pid"), encoding="utf-8") as f:
+                master = int(f.read())
+            (forker,) = SimServer.children(master)
+            seen = []
+            for _ in range(7):
+                r = subprocess.run(
+                    ["ssh", "-p", e["GC_LAB_PORT"], "-i", e["GC_LAB_KEY"],
+                     "-o", "UserKnownHostsFile=" + e["GC_LAB_KNOWN_HOSTS"], "-o", "BatchMode=yes",
+                     "-o", "LogLevel=ERROR", "%s@127.0.0.11" % e["GC_LAB_USER"], "hostname"],
+                    capture_output=True, timeout=30)
+                self.assertEqual((r.returncode, r.stdout), (0, b"esxi-1\n"), r.stderr)
+                for w in SimServer.children(forker):
+                    if w not in seen:
+                        seen.append(w)
+            # sessions 1-3 in the first worker, 4-6 in a second, 7 in a third
+            self.assertEqual(len(seen), 3, seen)
+        finally:
+            subprocess.run([LAB_SH, "stop"], env=env, stdout=subprocess.DEVNULL)
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
