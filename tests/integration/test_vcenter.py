@@ -9,6 +9,7 @@ itself.  What vcsim cannot model is listed in docs/vcenter.md; the tests
 assert what it does keep: devices with their backings, extraConfig,
 firmware, the reservation lock, power state, host, CPUs and memory.
 """
+import glob
 import json
 import os
 import shutil
@@ -848,6 +849,41 @@ class ApplyVmsVgpu(VcenterLab):
         self.assertEqual(self.show("worker-01")["host"], "esx02")
         time.sleep(5)  # the abandoned exec ends on the host's side
         self.control("esx01", {"reboot_seconds": self.reboot_seconds})
+        self.worker01_goes_home(spec)
+
+    def test_a_second_ctrl_c_during_the_vmotion_says_the_vm_may_run_where_it_was_moved(self):
+        # Ctrl-C twice while worker-01's vMotion to esx02 is under way (the
+        # call's connection lost, the task running 6 s in vCenter): the run
+        # cannot know where worker-01 ends up and says it may run there
+        # (not loudly: it runs either way); esx01 never entered maintenance
+        spec = self.esx01_needs_its_window()
+        self.faults({"RelocateVM_Task": {"worker-01": {"drop": "after", "task_ms": 6000}}})
+        # -v prints a step when it ends: the journal, written before a step's
+        # command goes out, says when the vMotion started
+        journals = glob.glob(os.path.join(self.state_dir, "*.journal"))
+        self.assertEqual(len(journals), 1, journals)
+        since = os.path.getsize(journals[0])
+
+        def vmotion_started(_err):
+            with open(journals[0], encoding="utf-8") as f:
+                f.seek(since)
+                recs = [json.loads(line) for line in f if line.strip()]
+            return any(r.get("state") == "start" and "worker-01" in r.get("action", "") and
+                       r.get("kind") == "migrate" for r in recs)
+        p, _ = self.apply_in_background("twice-in-vmotion.err", vmotion_started, spec=spec)
+        self.assertTrue(vmotion_started(""), "the vMotion started within 60 s")
+        time.sleep(1.0)  # the call sent, its connection dropped: the task runs
+        p.send_signal(signal.SIGINT)
+        p.send_signal(signal.SIGTERM)
+        out, _ = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 130, out)
+        self.assertIn("\nVM 'worker-01' may run where vMotion moved it: interrupted twice; "
+                      "re-run apply to move it back\n", out)
+        self.assertNotIn("LEFT IN MAINTENANCE", out)
+        self.assertFalse(self.state("esx01")["maintenance"])
+        time.sleep(6)  # vCenter carries the move out: worker-01 on esx02
+        self.assertEqual(self.show("worker-01")["host"], "esx02")
+        self.faults(None)
         self.worker01_goes_home(spec)
 
     def test_with_no_room_elsewhere_a_vgpu_vm_is_powered_off_and_the_plan_says_why(self):
