@@ -59,6 +59,15 @@ class VcenterLab(LabCase):
             time.sleep(0.05)
         return p, errpath
 
+    def interrupted_twice(self, p):
+        """SIGINT, then SIGTERM (another kind: no pending first one absorbs
+        it) to an apply in the background: it exits 130.  Its stdout."""
+        p.send_signal(signal.SIGINT)
+        p.send_signal(signal.SIGTERM)
+        out, _ = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 130, out)
+        return out
+
     def vc(self, *args, check=True):
         """vcsim_edit.py against the lab's vCenter, as an operator would."""
         d = os.path.join(self.lab, "vcsim")
@@ -618,10 +627,7 @@ class ApplyVmsRoce(VcenterLab):
         # never does): whether its power-off ended "interrupted" first or
         # not, the guest may still go down, and the run says so
         p, _ = self.shutdown_never_comes("shutdown-twice.err")
-        p.send_signal(signal.SIGINT)
-        p.send_signal(signal.SIGTERM)
-        out, _ = p.communicate(timeout=60)
-        self.assertEqual(p.returncode, 130, out)
+        out = self.interrupted_twice(p)
         self.assertIn("!!! VM 'worker-02' may be LEFT POWERED OFF: interrupted twice during its "
                       "power-off; re-run apply to power it on\n", out)
         self.assertNotIn("LEFT IN MAINTENANCE", out)  # esx02 never entered it
@@ -838,10 +844,7 @@ class ApplyVmsVgpu(VcenterLab):
                                "slow": {"match": "esxcli graphics host set", "ms": 5000}})
         p, _ = self.apply_in_background(
             "twice-vmotion.err", lambda err: self.state("esx01")["maintenance"], spec=spec)
-        p.send_signal(signal.SIGINT)
-        p.send_signal(signal.SIGTERM)  # another kind: no pending first one absorbs it
-        out, _ = p.communicate(timeout=60)
-        self.assertEqual(p.returncode, 130, out)
+        out = self.interrupted_twice(p)
         self.assertRegex(out, r"\n?!!! host 'esx01' is LEFT IN MAINTENANCE MODE: interrupted twice "
                               r"during '[^']+'; re-run apply to finish \(the journal remembers\)\n"
                               r"VM 'worker-01' runs where vMotion moved it: interrupted twice; "
@@ -873,10 +876,7 @@ class ApplyVmsVgpu(VcenterLab):
         p, _ = self.apply_in_background("twice-in-vmotion.err", vmotion_started, spec=spec)
         self.assertTrue(vmotion_started(""), "the vMotion started within 60 s")
         time.sleep(1.0)  # the call sent, its connection dropped: the task runs
-        p.send_signal(signal.SIGINT)
-        p.send_signal(signal.SIGTERM)
-        out, _ = p.communicate(timeout=60)
-        self.assertEqual(p.returncode, 130, out)
+        out = self.interrupted_twice(p)
         self.assertIn("\nVM 'worker-01' may run where vMotion moved it: interrupted twice; "
                       "re-run apply to move it back\n", out)
         self.assertNotIn("LEFT IN MAINTENANCE", out)

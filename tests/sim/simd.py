@@ -142,6 +142,21 @@ def bind(path):
     return listener
 
 
+def in_child(body):
+    """In a forked forker or worker: run body(), then end the process, with 0
+    (SystemExit included) or 1 after the traceback (in simd.log)."""
+    code = 0
+    try:
+        body()
+    except SystemExit:
+        pass
+    except BaseException:  # noqa: B902 - said in simd.log, then gone
+        traceback.print_exc()
+        code = 1
+    finally:
+        os._exit(code)
+
+
 class Worker:
     """A forker's child that runs sessions one after another (its socket
     carries each request in and its status out)."""
@@ -293,21 +308,14 @@ def forker(listener, master_r):
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
-            code = 0
-            try:
+            def work():
                 mine.close()
                 conn.close()
                 for fd in fds:
                     os.close(fd)
                 child_setup()
                 worker_loop(theirs)
-            except SystemExit:
-                pass
-            except BaseException:  # noqa: B902 - said in simd.log, then gone
-                traceback.print_exc()
-                code = 1
-            finally:
-                os._exit(code)
+            in_child(work)
         theirs.close()
         w = Worker(pid, mine)
         workers[pid] = w
@@ -479,18 +487,11 @@ def serve(path, nforkers):
     def start_one():
         pid = os.fork()
         if pid == 0:
-            code = 0
-            try:
+            def work():
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 os.close(master_w)
                 forker(listener, master_r)
-            except SystemExit:
-                pass
-            except BaseException:  # noqa: B902 - said in simd.log, then gone
-                traceback.print_exc()
-                code = 1
-            finally:
-                os._exit(code)
+            in_child(work)
         forkers.add(pid)
 
     try:
