@@ -1,4 +1,4 @@
-"""simd - the lab's simulator server: one warm Python that forks a session.
+"""simd - the lab's simulator server: warm Pythons that run the sessions.
 
 Every SSH exec the lab sshd accepts used to start a fresh Python for
 tests/sim/dispatch (interpreter, imports, the simulator module): about 50 ms
@@ -9,15 +9,20 @@ so the lab now runs this server as the lab user (scripts/lab.sh start):
   sshd -> ForceCommand tests/sim/simc.c (built into $lab/bin/simc)
        -> connects to $GC_LAB_DIR/simd/sock, passes its stdin, stdout and
           stderr (SCM_RIGHTS) and its environment, pid, cwd and umask
-  simd -> forks; the child takes those descriptors and that environment and
-          runs dispatch's main() exactly as the fresh Python did; the server
-          waits for it and sends the client "x N" (exit status N) or "s N"
-          (killed by signal N), which the client reproduces for sshd.
+  simd -> the master binds the socket and forks the forkers (one per two
+          CPUs), which share it; the forker that takes a client hands the
+          session to an idle worker of its own (forking one when none is),
+          which takes those descriptors and that environment and runs
+          dispatch's main() exactly as the fresh Python did, then is reset
+          for the next session; the forker sends the client "x N" (exit
+          status N) or "s N" (the worker killed by signal N), which the
+          client reproduces for sshd.
 
 Nothing about a session changes: the same code runs with the same stdio,
 environment, command log, faults and state files; drop_session() kills the
 client's sshd (simlab.session_pid); a kill_once fault's signal reaches sshd
-as the exit signal.  The client falls back to the Python dispatch when the
+as the exit signal (a session that ends its process ends its worker, and
+the worker's exit status is the session's).  The client falls back to the Python dispatch when the
 server is not there, and for sessions on a terminal (the Onyx CLI's PTY:
 a terminal wants a process of its own).
 
@@ -171,17 +176,20 @@ class Worker:
 # The modules whose globals a session may rebind (esxi_sim's CONTROL ...):
 # put back as they were before a worker's first session, after each one.
 SESSION_MODULES = ("esxi_sim", "simlab", "gc_dispatch")
-# A worker serves this many sessions (GC_SIMD_WORKER_SESSIONS, default 500),
-# then ends (a forker starts another): whatever a session left behind that
-# the reset below misses ends with it.
+# The largest request passed to a worker in one datagram; a larger one is
+# run in a fork of its own, as every session was before the workers.
+WORKER_REQUEST = 60000
+
+
 def worker_sessions():
+    """A worker serves this many sessions (GC_SIMD_WORKER_SESSIONS, default
+    500), then ends (its forker starts another when one is needed): whatever
+    a session left behind that the reset between sessions misses ends with
+    it."""
     try:
         return max(1, int(os.environ.get("GC_SIMD_WORKER_SESSIONS", "")))
     except ValueError:
         return 500
-# The largest request passed to a worker in one datagram; a larger one is
-# run in a fork of its own, as every session was before the workers.
-WORKER_REQUEST = 60000
 
 
 def worker_loop(sock):
