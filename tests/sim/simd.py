@@ -112,6 +112,8 @@ def run_session(fds, fields, dup=True):
     simlab.session_pid = pid
     try:
         status = dispatch.main()
+    except simlab.SessionDropped:  # its sshd killed, in a worker: it goes on
+        status = 255
     except SystemExit as e:
         code = e.code
         if code is None:
@@ -194,6 +196,7 @@ def worker_sessions():
 
 def worker_loop(sock):
     """In a worker: run each session handed over on sock, answer "x N"."""
+    simlab.in_worker = True  # before the snapshot: every session sees it
     snapshots = [(sys.modules[m], dict(sys.modules[m].__dict__))
                  for m in SESSION_MODULES if m in sys.modules]
     home = os.getcwd()
@@ -374,9 +377,9 @@ def forker(listener, master_r):
                 w = workers.pop(pid, None)
                 if w is None:
                     continue
-                # a worker that ended in a session (drop_session's exit, a
-                # kill_once signal, the Onyx simulator it exec'd): the
-                # session's status is the worker's, as a fork's was
+                # a worker that ended in a session (a kill_once signal, the
+                # Onyx simulator it exec'd; drop_session() raises instead):
+                # the session's status is the worker's, as a fork's was
                 if w.conn is not None:
                     answer(w.conn, wstatus)
                     w.conn = None

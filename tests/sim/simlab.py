@@ -235,10 +235,23 @@ def _ppid_comm(pid):
 # The process sshd started for this session: this one, or under the lab's
 # simulator server (tests/sim/simd.py) the client that handed it over.
 session_pid = None
+# True in a worker of the simulator server, which runs sessions one after
+# another: drop_session() ends the session, not the process.
+in_worker = False
+
+
+class SessionDropped(BaseException):
+    """drop_session() in a worker: the session ends with status 255 and the
+    worker goes on to the next one (simd.run_session).  A BaseException, so
+    that no handler of the simulators' own errors takes it."""
 
 
 def drop_session():
-    """Kill this session's sshd process: the connection drops, no output."""
+    """Kill this session's sshd process: the connection drops, no output.
+    Then end the session: exit 255, or in a worker of the simulator server
+    raise SessionDropped (a fresh process per reboot was most of what the
+    server's workers still forked: every simulated reboot drops its
+    session)."""
     try:
         sys.stdout.flush()
     except Exception:
@@ -257,4 +270,6 @@ def drop_session():
                 pass
             break
         pid = ppid
+    if in_worker:
+        raise SessionDropped()
     os._exit(255)

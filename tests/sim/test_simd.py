@@ -247,6 +247,31 @@ class SimServer(unittest.TestCase):
         self.assertEqual(set(self.workers().values()) - {log}, set(),
                          "idle workers write to the server's log, not a session's pipe")
 
+    def test_a_dropped_session_keeps_its_worker(self):
+        # drop_session() (every simulated reboot, the drop faults) kills the
+        # session's sshd and ends the session, not the worker that ran it
+        self.assertIsNotNone(self.simd_pid())
+        control = os.path.join(self.host_dir("127.0.0.11"), "control.json")
+        seen = set()
+        try:
+            for _ in range(6):
+                with open(control, "w", encoding="utf-8") as f:
+                    json.dump({"drop_after": 0}, f)
+                r = self.ssh("127.0.0.11", "vmware -v")
+                self.assertEqual((r.returncode, r.stdout), (255, b""), r.stderr)
+                time.sleep(0.2)  # a worker that ended with it would be gone by now
+                now = set(self.workers())
+                self.assertTrue(now, "the worker of the dropped session lives on")
+                seen |= now
+        finally:
+            if os.path.exists(control):  # a fault taken is gone from it
+                os.unlink(control)
+        r = self.ssh("127.0.0.11", "vmware -v")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        seen |= set(self.workers())
+        self.assertLessEqual(len(seen), 2, "workers seen over 7 sessions, 6 dropped: %s"
+                             % sorted(seen))
+
 
 class WorkerRetires(unittest.TestCase):
     """GC_SIMD_WORKER_SESSIONS: a worker ends after that many sessions and
