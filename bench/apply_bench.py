@@ -110,15 +110,16 @@ def execs_since(lab, hosts, since):
     return out
 
 
-def proc_cpu(pid):
-    """CPU seconds of a process and of the children it reaped (/proc/PID/stat)."""
+def proc_cpu(pid, reaped=True):
+    """CPU seconds of a process and (reaped) of the children it reaped
+    (/proc/PID/stat)."""
     try:
         with open("/proc/%d/stat" % pid) as f:
             fields = f.read().rpartition(")")[2].split()
     except (OSError, ValueError):
         return 0.0
     # after the command name: state is field 3, utime 14 .. cstime 17 (proc(5))
-    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return sum(int(x) for x in fields[11:15 if reaped else 13]) / os.sysconf("SC_CLK_TCK")
 
 
 def parents():
@@ -178,16 +179,6 @@ def lab_cpu(lab, which=("simd/pid", "sshd.pid")):
     return total
 
 
-def own_cpu(pid):
-    """CPU seconds of the process itself, not of the children it reaped."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            fields = f.read().rpartition(")")[2].split()
-    except (OSError, ValueError):
-        return 0.0
-    return sum(int(x) for x in fields[11:13]) / os.sysconf("SC_CLK_TCK")
-
-
 def queues(lab):
     """{("sshd"|"simd", pid): own CPU} of every process that takes the lab's
     connections or sessions one at a time: each sshd listener (it accepts
@@ -201,7 +192,7 @@ def queues(lab):
             pid = int(open(os.path.join(lab, f)).read().split()[0])
         except (OSError, ValueError, IndexError):
             continue
-        out[("sshd", pid)] = own_cpu(pid)
+        out[("sshd", pid)] = proc_cpu(pid, reaped=False)
     try:
         master = int(open(os.path.join(lab, "simd", "pid")).read().split()[0])
     except (OSError, ValueError, IndexError):
@@ -209,7 +200,7 @@ def queues(lab):
     # the master forks the forkers and waits; a server of one process (before
     # the forkers) is its own forker
     for pid in live_children(master) or [master]:
-        out[("simd", pid)] = own_cpu(pid)
+        out[("simd", pid)] = proc_cpu(pid, reaped=False)
     return out
 
 
