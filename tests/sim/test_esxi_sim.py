@@ -719,9 +719,9 @@ class TokensTest(unittest.TestCase):
     def test_random_lines(self):
         import random
         rng = random.Random(20261201)
-        # the second alphabet has only what the regular expressions take
-        # (single quotes, no backslash, double quote or #), the first all
-        for alphabet in ("ab -=@:'\"\\#;&|\n\t\r\x0bé", "ab -@:'';&|\n\t\r\x0bé"):
+        # the second alphabet has mostly what the regular expressions take
+        # (single quotes, backslashes; no double quote or #), the first all
+        for alphabet in ("ab -=@:'\"\\#;&|\n\t\r\x0bé", "ab -@:'';&|\n\t\r\x0bé\\\\"):
             for _ in range(10000):
                 self.same("".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 24))))
 
@@ -738,6 +738,8 @@ class TokensTest(unittest.TestCase):
             "sh -c " + lease + " lease 0123456789abcdef || echo @@gc:9a:failed; ",
         ]:
             self.assertEqual(self.same(line)[0], "ok")
+            # and by the regular expressions, not a character at a time
+            self.assertTrue(self.sim.PLAIN_LINE.fullmatch(line), line)
 
 
 if __name__ == "__main__":
