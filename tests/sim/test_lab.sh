@@ -134,6 +134,34 @@ check "... and the other lab's listeners are all that listen there" \
 GC_LAB_DIR=$other "$lab" stop >/dev/null
 rm -rf "$other"
 
+# GC_LAB_KEX: the key exchanges the lab sshd offers (bench/apply_bench.py's
+# FIPS list); a value that is not a comma list of names is refused before
+# anything starts
+set +e
+out=$(GC_LAB_KEX='ecdh-sha2-nistp256
+Port 1' "$lab" start --hosts 1 --port "$port" 2>&1)
+rc=$?
+set -e
+check "a GC_LAB_KEX that is not a list is refused, saying so" \
+	grep -q "^lab: GC_LAB_KEX must be a comma list of key exchange names" <<<"$out"
+check "... exit 1, and nothing listens on the port" \
+	bash -c '[ "$1" = 1 ] && [ -z "$(ss -Hltn "sport = :$2")" ]' _ "$rc" "$port"
+GC_LAB_KEX=ecdh-sha2-nistp256,diffie-hellman-group14-sha256 "$lab" start --hosts 1 --port "$port" >/dev/null
+check "the sshd_config has the key exchanges" \
+	grep -qx "KexAlgorithms ecdh-sha2-nistp256,diffie-hellman-group14-sha256" "$GC_LAB_DIR/sshd_config"
+lab_ssh() {
+	ssh -q -p "$port" -i "$GC_LAB_DIR/client/id_ed25519" -o BatchMode=yes \
+		-o UserKnownHostsFile="$GC_LAB_DIR/client/known_hosts" -o StrictHostKeyChecking=yes \
+		"$@" "$(cat "$GC_LAB_DIR/user")@127.0.0.11" vmware -v
+}
+curve25519_refused() { ! lab_ssh -o KexAlgorithms=curve25519-sha256 2>/dev/null; }
+p256_answers() { lab_ssh -o KexAlgorithms=ecdh-sha2-nistp256 | grep -q '^VMware ESXi'; }
+check "a client offering only curve25519 is refused" curve25519_refused
+check "a client offering ecdh-sha2-nistp256 gets in" p256_answers
+"$lab" stop >/dev/null
+check "without GC_LAB_KEX, OpenSSH's own list" bash -c '"$1" start --hosts 1 --port "$2" >/dev/null &&
+	! grep -q KexAlgorithms "$GC_LAB_DIR/sshd_config"; rc=$?; "$1" stop >/dev/null; exit $rc' _ "$lab" "$port"
+
 if [ "$fails" -ne 0 ]; then
 	echo "$fails check(s) failed"
 	exit 1
