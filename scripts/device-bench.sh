@@ -4,7 +4,8 @@
 #
 # Here:   scripts/device-bench-bundle.sh
 # There:  run carry=[".device"] command="scripts/device-bench.sh 64 256"
-#         (GC_BENCH_FORKS='' leaves Ansible out; GC_BENCH_FORKS=5 runs forks 5 only)
+#         (GC_BENCH_FORKS='' leaves Ansible out; GC_BENCH_FORKS=5 runs forks 5 only;
+#         GC_BENCH_KEX='' offers OpenSSH's own key exchanges, not the bench's FIPS list)
 #
 # Uses the machine's /usr/bin/python3 and the bundle's sshd, ssh,
 # ansible-core and Python packages.  Output: $OUT/bench-N.txt.
@@ -29,7 +30,7 @@ rc=0
 for n in "$@"; do
 	echo "== $n hosts"
 	/usr/bin/python3 bench/apply_bench.py --hosts "$n" --bin "$B/bench/bin/gpuclusterctl" \
-		${GC_BENCH_FORKS+--forks "$GC_BENCH_FORKS"} 2>&1 |
-		tee "$OUT/bench-$n.txt" || rc=1
+		${GC_BENCH_FORKS+--forks "$GC_BENCH_FORKS"} ${GC_BENCH_KEX+--kex "$GC_BENCH_KEX"} 2>&1 |
+		tee "$OUT/bench-$n${GC_BENCH_TAG:+-$GC_BENCH_TAG}.txt" || rc=1
 done
 exit $rc
