@@ -800,6 +800,51 @@ static void sigint_stop(struct sigctx *sc, pthread_t th)
 	pthread_join(th, NULL);
 }
 
+/* The spec's graph, and the part of it that --only and --target leave
+ * (*g; *full keeps the whole one then, else NULL); 0 or the exit code. */
+static int load_graph(const struct apply_args *a, const char *spec, struct gc_cluster **cluster,
+		      struct gc_graph **full, struct gc_graph **g, size_t *left_out)
+{
+	struct gc_error err = GC_ERROR_INIT;
+
+	if (cli_load_spec(cluster, spec) != 0)
+		return GC_EXIT_ERROR;
+	if (gc_graph_build(full, *cluster, &err) != 0)
+		return cli_error("%s", err.msg);
+	if (a->o->kinds != 0 || a->ntargets > 0)
+		return cli_scope(g, *full, a->o->kinds, (const char *const *)a->targets, a->ntargets,
+				 left_out);
+	*g = *full;
+	*full = NULL;
+	return 0;
+}
+
+/* What the run did, as text or JSON; the exit code.  rc is gc_exec_run's. */
+static int report_result(const struct apply_args *a, const struct approval *ap,
+			 const struct gc_exec_report *rep, const struct gc_graph *g, int rc,
+			 const struct gc_error *err, size_t left_out, const struct gc_ssh_stats *st)
+{
+	int status = rc == 0 ? GC_EXIT_OK : rc == GC_EINTR ? GC_EXIT_INTERRUPTED : GC_EXIT_ERROR;
+
+	if (ap->declined || ap->differs) {
+		if (ap->declined)
+			fputs("\nApply cancelled.\n", stdout);
+		else
+			cli_error("the plan differs from the saved plan: nothing was changed; run plan "
+				  "--out again and review it");
+		return ap->cancelled ? GC_EXIT_INTERRUPTED : GC_EXIT_ERROR;
+	}
+	if (a->u->json) {
+		if (rep->plan != NULL)
+			cli_apply_print_json(rep, status);
+		else
+			cli_error("%s", err->msg);
+	} else {
+		print_text_result(a, rep, g, rc, err, left_out, st);
+	}
+	return status;
+}
+
 int cmd_apply(int argc, char **argv)
 {
 	struct gc_exec_opts o;
@@ -821,7 +866,7 @@ int cmd_apply(int argc, char **argv)
 	bool have_sigthread;
 	char *state_dir = NULL;
 	struct apply_args args = {0};
-	int rc, status;
+	int rc;
 
 	memset(&o, 0, sizeof(o));
 	memset(&u, 0, sizeof(u));
@@ -844,22 +889,8 @@ int cmd_apply(int argc, char **argv)
 				       "'plan --out FILE' and apply that FILE",
 				       u.json ? "--json shows no plan" : "standard input is not a terminal");
 	}
-	if (cli_load_spec(&cluster, spec) != 0) {
-		rc = GC_EXIT_ERROR;
+	if ((rc = load_graph(&args, spec, &cluster, &full, &g, &left_out)) != 0)
 		goto out;
-	}
-	if (gc_graph_build(&full, cluster, &err) != 0) {
-		rc = cli_error("%s", err.msg);
-		goto out;
-	}
-	if (o.kinds != 0 || args.ntargets > 0) {
-		if ((rc = cli_scope(&g, full, o.kinds, (const char *const *)args.targets, args.ntargets,
-				    &left_out)) != 0)
-			goto out;
-	} else {
-		g = full;
-		full = NULL;
-	}
 	state_dir = args.state_dir ? gc_xstrdup(args.state_dir) : cli_default_state_dir(spec);
 	o.state_dir = state_dir;
 	if (ap.saved != NULL)
@@ -879,28 +910,8 @@ int cmd_apply(int argc, char **argv)
 	if (have_sigthread)
 		sigint_stop(&sc, sigth);
 	gc_ssh_stats_get(&st);
-	status = rc == 0 ? GC_EXIT_OK : rc == GC_EINTR ? GC_EXIT_INTERRUPTED : GC_EXIT_ERROR;
-	if (ap.declined || ap.differs) {
-		if (ap.declined)
-			fputs("\nApply cancelled.\n", stdout);
-		else
-			cli_error("the plan differs from the saved plan: nothing was changed; run plan "
-				  "--out again and review it");
-		gc_exec_report_free(&rep);
-		rc = ap.cancelled ? GC_EXIT_INTERRUPTED : GC_EXIT_ERROR;
-		goto out_ui;
-	}
-	if (u.json) {
-		if (rep.plan != NULL)
-			cli_apply_print_json(&rep, status);
-		else
-			cli_error("%s", err.msg);
-	} else {
-		print_text_result(&args, &rep, g, rc, &err, left_out, &st);
-	}
+	rc = report_result(&args, &ap, &rep, g, rc, &err, left_out, &st);
 	gc_exec_report_free(&rep);
-	rc = status;
-out_ui:
 	ui_free(&u);
 out:
 	gc_graph_free(g);

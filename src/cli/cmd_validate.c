@@ -14,6 +14,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,39 @@ static void on_progress(void *arg, const char *target, const char *what)
 		fprintf(stderr, "\r\033[K%s: %s", target, what);
 }
 
+/* The numeric options: the value into its field of vo, then 0; or the
+ * usage error's exit code; -1 when c is not one of them. */
+static int parse_num_opt(struct gc_validate_opts *vo, int c, const char *arg)
+{
+	static const struct {
+		int c;
+		const char *name;
+		size_t off;
+		unsigned lo, hi;
+		const char *unit;
+	} nums[] = {
+		{'m', "rdma-msg-kib", offsetof(struct gc_validate_opts, rdma_msg_kib), 1, 1048576, ""},
+		{'i', "rdma-iters", offsetof(struct gc_validate_opts, rdma_iters), 1, 10000000, ""},
+		{'w', "rdma-timeout", offsetof(struct gc_validate_opts, rdma_timeout_s), 1, 3600,
+		 " seconds"},
+		{'Q', "rdma-qp-timeout", offsetof(struct gc_validate_opts, rdma_qp_timeout), 1, 31, ""},
+		{'p', "parallelism", offsetof(struct gc_validate_opts, parallelism), 1, 4096, ""},
+		{'W', "mpi-timeout", offsetof(struct gc_validate_opts, mpi_timeout_s), 1, 86400,
+		 " seconds"},
+	};
+	size_t i;
+
+	for (i = 0; i < GC_ARRAY_LEN(nums); i++) {
+		if (nums[i].c != c)
+			continue;
+		if (parse_num((unsigned *)((char *)vo + nums[i].off), arg, nums[i].lo, nums[i].hi) != 0)
+			return cli_usage_error("validate", "--%s needs %u to %u%s, not '%s'", nums[i].name,
+					       nums[i].lo, nums[i].hi, nums[i].unit, arg);
+		return 0;
+	}
+	return -1;
+}
+
 /* Options and SPEC into *a; -1 to go on, else the exit code (help, usage). */
 struct vargs {
 	struct gc_validate_opts vo;
@@ -120,7 +154,7 @@ static int parse_args(struct vargs *a, int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	int c;
+	int c, rc;
 
 	optind = 1;
 	opterr = 0;
@@ -146,26 +180,6 @@ static int parse_args(struct vargs *a, int argc, char **argv)
 		case 'P':
 			a->vo.probe_path = optarg;
 			break;
-		case 'm':
-			if (parse_num(&a->vo.rdma_msg_kib, optarg, 1, 1048576) != 0)
-				return cli_usage_error("validate", "--rdma-msg-kib needs 1 to 1048576, not '%s'", optarg);
-			break;
-		case 'i':
-			if (parse_num(&a->vo.rdma_iters, optarg, 1, 10000000) != 0)
-				return cli_usage_error("validate", "--rdma-iters needs 1 to 10000000, not '%s'", optarg);
-			break;
-		case 'w':
-			if (parse_num(&a->vo.rdma_timeout_s, optarg, 1, 3600) != 0)
-				return cli_usage_error("validate", "--rdma-timeout needs 1 to 3600 seconds, not '%s'", optarg);
-			break;
-		case 'Q':
-			if (parse_num(&a->vo.rdma_qp_timeout, optarg, 1, 31) != 0)
-				return cli_usage_error("validate", "--rdma-qp-timeout needs 1 to 31, not '%s'", optarg);
-			break;
-		case 'p':
-			if (parse_num(&a->vo.parallelism, optarg, 1, 4096) != 0)
-				return cli_usage_error("validate", "--parallelism needs 1 to 4096, not '%s'", optarg);
-			break;
 		case 'K':
 			a->vo.drv.known_hosts = optarg;
 			break;
@@ -181,10 +195,6 @@ static int parse_args(struct vargs *a, int argc, char **argv)
 			if (optarg != NULL && optarg[0] == '\0')
 				return cli_usage_error("validate", "--mpirun=CMD needs a command");
 			break;
-		case 'W':
-			if (parse_num(&a->vo.mpi_timeout_s, optarg, 1, 86400) != 0)
-				return cli_usage_error("validate", "--mpi-timeout needs 1 to 86400 seconds, not '%s'", optarg);
-			break;
 		case 'E':
 			a->vo.emit_mpijob = optarg;
 			break;
@@ -199,6 +209,8 @@ static int parse_args(struct vargs *a, int argc, char **argv)
 		case ':':
 			return cli_usage_error("validate", "option '%s' needs a value", argv[optind - 1]);
 		default:
+			if ((rc = parse_num_opt(&a->vo, c, optarg)) != -1)
+				return rc;
 			return cli_usage_error("validate", "unknown option '%s'", argv[optind - 1]);
 		}
 	}

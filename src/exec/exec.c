@@ -210,6 +210,74 @@ static double wall_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/*
+ * A target an earlier apply rebooted (or whose VM it started) and never saw
+ * back has answered: 1 when that is now seen through (journalled, and said
+ * when the wait was warned of), 0 to wait on (last says why), or the
+ * transport fault of reading its boot time (*e says it: as no answer).
+ */
+static int judge_answer(struct run *r, struct tslot *s, bool warned, char *last, size_t lastsz,
+			struct gc_error *e)
+{
+	struct gc_error be = GC_ERROR_INIT;
+	const char *msg;
+	double boot = 0;
+	int brc = s->drv->boot_time != NULL ? s->drv->boot_time(s->conn, &r->ctx, &boot, &be)
+					    : GC_ENOTSUP;
+
+	if (s->unseen_is_start) {
+		/* a VM that was started is not about to go down: its first answer
+		 * is taken (its boot time would only add clock skew); a guest whose
+		 * VM is off now answered nothing (boot_time says so): the journal
+		 * keeps the start */
+		if (brc == GC_ENOTSUP)
+			return 1;
+		msg = "answers, after the start of its VM an earlier apply sent";
+		gc_exec_journal(r, s->target, "resume: boot seen", "reboot_seen", GC_J_DONE, msg);
+		s->unseen_is_start = false;
+	} else if (brc == GC_ENOTSUP) {
+		return 1; /* cannot tell (a guest whose VM is off): the journal keeps it */
+	} else if (gc_exec_transport_fault(brc)) {
+		*e = be; /* it went down between the two */
+		return brc;
+	} else if (brc == 0 && boot < s->reboot_unseen_ts &&
+		   wall_s() - s->reboot_unseen_ts < RESUME_REBOOT_GRACE_S) {
+		snprintf(last, lastsz, "it still runs the boot from before that reboot");
+		return 0;
+	} else {
+		msg = brc != 0 ? "answers again (its boot time unread)"
+		      : boot >= s->reboot_unseen_ts
+			      ? "answers again, from a boot after the reboot an earlier apply sent"
+			      : "answers; the reboot an earlier apply sent did not take place";
+		/* seen through: later runs need not ask its boot again */
+		gc_exec_journal(r, s->target, "resume: reboot seen", "reboot_seen", GC_J_DONE, msg);
+	}
+	s->reboot_unseen_ts = 0;
+	if (warned)
+		gc_exec_emit(&r->ctx, GC_EV_NOTE, s->target, NULL, msg, 0);
+	return 1;
+}
+
+/* The first time, a warning that the wait is on; each time, a note. */
+static void say_waiting(struct run *r, struct tslot *s, bool *warned, unsigned timeout,
+			uint64_t t0, const char *last)
+{
+	if (!*warned) {
+		char msg[GC_ERROR_MSG_MAX + 160];
+
+		*warned = true;
+		snprintf(msg, sizeof(msg), "%s: waiting up to %u s for it (%s)",
+			 s->unseen_is_start ? "an earlier apply started its VM and never reached it"
+					    : "an earlier apply rebooted it and never saw it back",
+			 timeout / 1000, last);
+		gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, msg, 0);
+	}
+	gc_drv_note(&r->ctx, s->target, "waiting for it %s (%.0f s)",
+		    s->unseen_is_start ? "to boot: an earlier apply started its VM"
+				       : "to come back from an earlier apply's reboot",
+		    (double)(gc_now_ns() - t0) / 1e9);
+}
+
 static int observe_after_reboot(struct run *r, struct tslot *s, struct gc_buf *problems,
 				struct gc_error *err)
 {
@@ -226,60 +294,11 @@ static int observe_after_reboot(struct run *r, struct tslot *s, struct gc_buf *p
 	for (;;) {
 		struct gc_error e = GC_ERROR_INIT;
 		int rc = observe_once(r, s, problems, &e);
-		double boot = 0;
 
-		if (rc == 0 && s->unseen_is_start) {
-			/* a VM that was started is not about to go down: its first
-			 * answer is taken (its boot time would only add clock skew);
-			 * a guest whose VM is off now answered nothing (boot_time
-			 * says so): the journal keeps the start */
-			const char *msg = "answers, after the start of its VM an earlier apply sent";
-			struct gc_error be = GC_ERROR_INIT;
-
-			if (s->drv->boot_time != NULL &&
-			    s->drv->boot_time(s->conn, &r->ctx, &boot, &be) == GC_ENOTSUP)
-				return 0;
-			gc_exec_journal(r, s->target, "resume: boot seen", "reboot_seen", GC_J_DONE, msg);
-			s->reboot_unseen_ts = 0;
-			s->unseen_is_start = false;
-			if (warned)
-				gc_exec_emit(&r->ctx, GC_EV_NOTE, s->target, NULL, msg, 0);
-			return 0;
-		}
 		if (rc == 0) {
-			struct gc_error be = GC_ERROR_INIT;
-			int brc = s->drv->boot_time != NULL
-					  ? s->drv->boot_time(s->conn, &r->ctx, &boot, &be)
-					  : GC_ENOTSUP;
-			bool known = brc == 0;
-
 			auth_since = 0;
-			if (brc == GC_ENOTSUP) {
-				return 0; /* cannot tell (a guest whose VM is off): the journal keeps it */
-			} else if (gc_exec_transport_fault(brc)) {
-				/* it went down between the two: as no answer */
-				rc = brc;
-				e = be;
-			} else if (!known || boot >= s->reboot_unseen_ts ||
-			    wall_s() - s->reboot_unseen_ts >= RESUME_REBOOT_GRACE_S) {
-				const char *msg = !known ? "answers again (its boot time unread)"
-						  : boot >= s->reboot_unseen_ts
-							  ? "answers again, from a boot after the reboot an "
-							    "earlier apply sent"
-							  : "answers; the reboot an earlier apply sent did "
-							    "not take place";
-
-				/* seen through: later runs need not ask its boot again */
-				gc_exec_journal(r, s->target, "resume: reboot seen", "reboot_seen",
-						GC_J_DONE, msg);
-				s->reboot_unseen_ts = 0;
-				if (warned)
-					gc_exec_emit(&r->ctx, GC_EV_NOTE, s->target, NULL, msg, 0);
+			if ((rc = judge_answer(r, s, warned, last, sizeof(last), &e)) == 1)
 				return 0;
-			} else {
-				snprintf(last, sizeof(last),
-					 "it still runs the boot from before that reboot");
-			}
 		}
 		if (rc != 0) {
 			snprintf(last, sizeof(last), "%s", e.msg);
@@ -304,21 +323,7 @@ static int observe_after_reboot(struct run *r, struct tslot *s, struct gc_buf *p
 					    s->unseen_is_start ? "after an earlier apply started its VM"
 							       : "from the reboot an earlier apply sent",
 					    last);
-		if (!warned) {
-			char msg[GC_ERROR_MSG_MAX + 160];
-
-			warned = true;
-			snprintf(msg, sizeof(msg), "%s: waiting up to %u s for it (%s)",
-				 s->unseen_is_start
-					 ? "an earlier apply started its VM and never reached it"
-					 : "an earlier apply rebooted it and never saw it back",
-				 timeout / 1000, last);
-			gc_exec_emit(&r->ctx, GC_EV_WARN, s->target, NULL, msg, 0);
-		}
-		gc_drv_note(&r->ctx, s->target, "waiting for it %s (%.0f s)",
-			    s->unseen_is_start ? "to boot: an earlier apply started its VM"
-					       : "to come back from an earlier apply's reboot",
-			    (double)(gc_now_ns() - t0) / 1e9);
+		say_waiting(r, s, &warned, timeout, t0, last);
 		gc_exec_sleep_ms(poll);
 	}
 }

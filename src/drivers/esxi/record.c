@@ -230,6 +230,26 @@ bool gc_esxi_check_version(const char *host, const char *want, const struct gc_e
 	return false;
 }
 
+/* A VIB the spec names (or every one it learned), as the host lists it;
+ * nothing when it is absent: the planner installs it. */
+static void record_vib(struct gc_observed *obs, const char *host, const struct gc_resource *r,
+		       const struct gc_esxi_facts *f, struct gc_buf *problems)
+{
+	const char *want = gc_resource_prop(r, "name");
+	const struct gc_esxi_vib *vib;
+
+	if (want != NULL && strcmp(want, GC_PROP_LEARNED) == 0) {
+		record_learned_vibs(obs, host, r, f, problems);
+		return;
+	}
+	vib = gc_esxi_facts_vib_any(f, want != NULL ? want : id_key(r));
+	if (vib == NULL)
+		return;
+	put(obs, r, "name", vib->name);
+	put(obs, r, "version", vib->version);
+	put(obs, r, "source", gc_resource_prop(r, "source"));
+}
+
 static void record_one(struct gc_observed *obs, const char *host, const struct gc_resource *r,
 		       const struct gc_esxi_facts *f, struct gc_buf *problems)
 {
@@ -254,23 +274,9 @@ static void record_one(struct gc_observed *obs, const char *host, const struct g
 		}
 		record_nmlx5(obs, host, r, f, problems);
 		return;
-	case GC_RES_ESXI_VIB: {
-		const struct gc_esxi_vib *vib = gc_esxi_facts_vib_any(f, id_key(r));
-
-		want = gc_resource_prop(r, "name");
-		if (want != NULL && strcmp(want, GC_PROP_LEARNED) == 0) {
-			record_learned_vibs(obs, host, r, f, problems);
-			return;
-		}
-		if (want != NULL)
-			vib = gc_esxi_facts_vib_any(f, want);
-		if (vib == NULL)
-			return; /* absent: the planner installs it */
-		put(obs, r, "name", vib->name);
-		put(obs, r, "version", vib->version);
-		put(obs, r, "source", gc_resource_prop(r, "source"));
+	case GC_RES_ESXI_VIB:
+		record_vib(obs, host, r, f, problems);
 		return;
-	}
 	case GC_RES_ESXI_GRAPHICS:
 		put(obs, r, "default_type", f->graphics_default_type);
 		put(obs, r, "assignment_policy", f->graphics_policy);
@@ -296,6 +302,9 @@ static void record_one(struct gc_observed *obs, const char *host, const struct g
 		}
 		put(obs, r, "ruleset", want);
 		put(obs, r, "enabled", v ? "true" : "false");
+		return;
+	case GC_RES_ESXI_NIC_FIRMWARE:
+		record_firmware(obs, r, f);
 		return;
 	case GC_RES_ESXI_NTP:
 		if (f->ntp_servers == NULL)
@@ -337,9 +346,6 @@ static void record_one(struct gc_observed *obs, const char *host, const struct g
 	case GC_RES_VM_NIC_VIRTIO:
 	case GC_RES_VM_SEED:
 	case GC_RES_VCENTER_SETTING:
-	case GC_RES_ESXI_NIC_FIRMWARE:
-		record_firmware(obs, r, f);
-		return;
 	case GC_RES_DVS_VMKNIC:
 	case GC_RES__COUNT:
 		return; /* not an ESXi-shell resource */
