@@ -14,7 +14,6 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,28 +91,26 @@ static void on_progress(void *arg, const char *target, const char *what)
  * usage error's exit code; -1 when c is not one of them. */
 static int parse_num_opt(struct gc_validate_opts *vo, int c, const char *arg)
 {
-	static const struct {
+	const struct {
 		int c;
 		const char *name;
-		size_t off;
+		unsigned *field;
 		unsigned lo, hi;
 		const char *unit;
 	} nums[] = {
-		{'m', "rdma-msg-kib", offsetof(struct gc_validate_opts, rdma_msg_kib), 1, 1048576, ""},
-		{'i', "rdma-iters", offsetof(struct gc_validate_opts, rdma_iters), 1, 10000000, ""},
-		{'w', "rdma-timeout", offsetof(struct gc_validate_opts, rdma_timeout_s), 1, 3600,
-		 " seconds"},
-		{'Q', "rdma-qp-timeout", offsetof(struct gc_validate_opts, rdma_qp_timeout), 1, 31, ""},
-		{'p', "parallelism", offsetof(struct gc_validate_opts, parallelism), 1, 4096, ""},
-		{'W', "mpi-timeout", offsetof(struct gc_validate_opts, mpi_timeout_s), 1, 86400,
-		 " seconds"},
+		{'m', "rdma-msg-kib", &vo->rdma_msg_kib, 1, 1048576, ""},
+		{'i', "rdma-iters", &vo->rdma_iters, 1, 10000000, ""},
+		{'w', "rdma-timeout", &vo->rdma_timeout_s, 1, 3600, " seconds"},
+		{'Q', "rdma-qp-timeout", &vo->rdma_qp_timeout, 1, 31, ""},
+		{'p', "parallelism", &vo->parallelism, 1, 4096, ""},
+		{'W', "mpi-timeout", &vo->mpi_timeout_s, 1, 86400, " seconds"},
 	};
 	size_t i;
 
 	for (i = 0; i < GC_ARRAY_LEN(nums); i++) {
 		if (nums[i].c != c)
 			continue;
-		if (parse_num((unsigned *)((char *)vo + nums[i].off), arg, nums[i].lo, nums[i].hi) != 0)
+		if (parse_num(nums[i].field, arg, nums[i].lo, nums[i].hi) != 0)
 			return cli_usage_error("validate", "--%s needs %u to %u%s, not '%s'", nums[i].name,
 					       nums[i].lo, nums[i].hi, nums[i].unit, arg);
 		return 0;
@@ -209,7 +206,9 @@ static int parse_args(struct vargs *a, int argc, char **argv)
 		case ':':
 			return cli_usage_error("validate", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			if ((rc = parse_num_opt(&a->vo, c, optarg)) != -1)
+			if ((rc = parse_num_opt(&a->vo, c, optarg)) == 0)
+				break;
+			if (rc > 0)
 				return rc;
 			return cli_usage_error("validate", "unknown option '%s'", argv[optind - 1]);
 		}

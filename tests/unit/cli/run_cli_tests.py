@@ -207,6 +207,15 @@ for args, msg in [(["plan", "--offline"], "missing SPEC"),
     rc, out, err = run(*args)
     check(f"{' '.join(args)}: exit 64 '{msg}'",
           rc == 64 and out == "" and err.startswith(f"gpuclusterctl {args[0]}: {msg}\n"), err)
+# every numeric option of validate taken, in range: it goes on to the spec
+# (a parser that stopped at a good value would exit 0 having checked nothing)
+rc, out, err = run("validate", "--rdma-msg-kib", "256", "--rdma-iters", "5", "--rdma-timeout", "10",
+                   "--rdma-qp-timeout", "18", "--parallelism", "2", "--mpi-timeout", "60",
+                   "/nonexistent/x.yaml")
+check("validate's numeric options in range: on to the spec, which is missing (exit 1)",
+      rc == 1 and out == "" and
+      err == "gpuclusterctl: error: cannot open '/nonexistent/x.yaml': No such file or directory\n",
+      "%d %r" % (rc, err))
 rc, out, err = run("plna")
 check("unknown command: exit 64 with a hint", rc == 64 and
       err == "gpuclusterctl: 'plna' is not a gpuclusterctl command (did you mean 'plan'?)\n"
