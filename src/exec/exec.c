@@ -230,7 +230,7 @@ static int judge_answer(struct run *r, struct tslot *s, bool warned, char *last,
 		 * is taken (its boot time would only add clock skew); a guest whose
 		 * VM is off now answered nothing (boot_time says so): the journal
 		 * keeps the start */
-		if (brc == GC_ENOTSUP)
+		if (brc == GC_ENOTSUP && s->drv->boot_time != NULL)
 			return 1;
 		msg = "answers, after the start of its VM an earlier apply sent";
 		gc_exec_journal(r, s->target, "resume: boot seen", "reboot_seen", GC_J_DONE, msg);
