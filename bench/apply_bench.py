@@ -33,7 +33,12 @@
    Ratio = apply wall / floor.
 4. Execs per host (every exec is one line of the host's command log) and
    connections per host (the lab sshd's log: the connections sshd took,
-   not the reboot polls reset before it saw them).
+   not the reboot polls reset before it saw them).  Where the wall goes over
+   the floor: each host's execs are stamped to the millisecond as they
+   reach it, so the time from one to the next splits the wall into
+   stretches (start to observation, observation to change, ..., the last
+   exec to apply's exit) that add up to it, each set against what the floor
+   allows it; shown for the host that finished last and for the median host.
 5. Ansible (Debian's ansible-core, `raw` module, default linear strategy)
    drives the same changing commands against the same hosts, reset to
    factory state, for each --forks; the reboot is a `raw` reboot followed by
@@ -43,6 +48,7 @@
 Prints a Markdown table for docs/benchmarks.md.
 """
 import argparse
+import calendar
 import glob
 import json
 import os
@@ -96,6 +102,58 @@ def set_controls(lab, hosts, rtt, reboot):
 
 
 POLLS = ("vmware -v", "esxcli system stats uptime get")
+
+
+# Where a host's wall goes: its execs' arrivals at the simulated host (each
+# line of execs.log is stamped to the millisecond as the session starts,
+# before the round trip's sleep), so the time from one exec's arrival to the
+# next is that exec's round trip, what gpuclusterctl does in between, and
+# the next session's start.  Each stretch is named after the exec that
+# opens it; what the latency floor allows it:
+STRETCHES = (
+    ("start", "apply starts -> its observation reaches the host (start, spec, connection)", 0),
+    ("observe", "observation -> first change (its round trip; every host observed; the plan)", 1),
+    ("change", "changes -> reboot (their round trips)", 1),
+    ("reboot", "reboot -> the poll that finds the host back (its round trip, the reboot, the poll's wait, a new connection)", 1),
+    ("poll", "that poll -> verification (the poll's round trip, outside the floor)", 0),
+    ("verify", "verification -> apply exits (its round trip, the end)", 1),
+)
+
+
+def stamp_time(stamp):
+    """Seconds since the epoch of simlab.log_command's 2026-12-05T12:00:00.123Z."""
+    return calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) + int(stamp[20:23]) / 1000.0
+
+
+def stretches(lab, hosts, since, t0, t1, rtt, reboot_s):
+    """{host: {stretch: (seconds, what the latency floor allows it)}} of one
+    apply, from its hosts' exec logs.  A host's stretches add up to the
+    apply's wall, their allowances to the host's floor."""
+    allow = {k: n for k, _, n in STRETCHES}
+    out = {}
+    for h in hosts:
+        p = os.path.join(lab, "hosts", h, "execs.log")
+        lines = open(p, errors="replace").read().splitlines()[since[h]:] if os.path.exists(p) else []
+        arrivals, after_reboot = [], False
+        for i, line in enumerate(lines):
+            stamp, _, cmd = line.partition(" ")
+            if i == 0:
+                kind = "observe"
+            elif "system shutdown reboot" in cmd:
+                kind, after_reboot = "reboot", True
+            elif cmd in POLLS:
+                kind = "poll"
+            else:
+                kind = "verify" if after_reboot else "change"
+            arrivals.append((stamp_time(stamp), kind))
+        got = {"start": [(arrivals[0][0] if arrivals else t1) - t0, 0.0]}
+        for i, (t, kind) in enumerate(arrivals):
+            nxt = arrivals[i + 1][0] if i + 1 < len(arrivals) else t1
+            took = got.setdefault(kind, [0.0, 0.0])
+            took[0] += nxt - t
+            took[1] += allow[kind] * rtt + (reboot_s if kind == "reboot" else 0.0)
+        out[h] = got
+    return out
 
 
 def log_lengths(lab, hosts):
@@ -225,14 +283,18 @@ def close_ansible_masters():
     time.sleep(1.0)
 
 
-def timed(argv, env):
-    """(returncode, stdout, stderr, wall s); its CPU: ChildCPU around the call."""
+def timed(argv, env, times=None):
+    """(returncode, stdout, stderr, wall s); its CPU: ChildCPU around the call.
+    times, a list, gets the start and end by the wall clock (the lab's logs'
+    clock) appended."""
     t0 = time.time()
     p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = p.communicate()
-    wall = time.time() - t0
+    t1 = time.time()
+    if times is not None:
+        times += [t0, t1]
     # communicate() reaped it, so RUSAGE_CHILDREN now counts it and what it reaped
-    return p.returncode, out, err, wall
+    return p.returncode, out, err, t1 - t0
 
 
 class ChildCPU:
@@ -296,9 +358,10 @@ def one_apply(args, lab, labspec, hosts, addrs, env, i):
     since = len(open(os.path.join(lab, "sshd.log"), errors="replace").readlines())
     logs0 = log_lengths(lab, hosts)
     sim0, sshd0, q0 = lab_cpu(lab), lab_cpu(lab, ("sshd.pid",)), queues(lab)
+    times = []
     with ChildCPU() as c:
         rc, out, err, wall = timed([args.bin, "apply", "--yes", "-v", "--parallelism",
-                                    str(args.hosts), "--state-dir", state, labspec], env)
+                                    str(args.hosts), "--state-dir", state, labspec], env, times)
     q1 = queues(lab)
     time.sleep(1.0)  # the lab sshd reaps the sessions of the connections just closed
     sim_cpu = lab_cpu(lab) - sim0
@@ -310,9 +373,10 @@ def one_apply(args, lab, labspec, hosts, addrs, env, i):
     rtt = args.rtt_ms / 1000.0
     floors = {h: (n - polls) * rtt + reboots * args.reboot_seconds
               for h, (n, polls, reboots) in ex.items()}
+    took = stretches(lab, hosts, logs0, times[0], times[1], rtt, args.reboot_seconds)
     phases = re.search(r"observe ([0-9.]+) s, apply ([0-9.]+) s, cluster lease ([0-9.]+) s", err)
     return {"wall": wall, "cpu": c.cpu, "sim_cpu": sim_cpu, "sshd_cpu": sshd_cpu, "ex": ex,
-            "floors": floors, "floor": max(floors.values()), "conns": [conns.get(a, 0) for a in addrs],
+            "floors": floors, "floor": max(floors.values()), "stretches": took, "conns": [conns.get(a, 0) for a in addrs],
             "observe": float(phases.group(1)), "apply": float(phases.group(2)),
             "lease": float(phases.group(3)),
             "queue_sshd": busiest(q0, q1, "sshd"), "queue_simd": busiest(q0, q1, "simd"),
@@ -330,6 +394,31 @@ def spread(xs, fmt="%.2f"):
     if len(xs) == 1:
         return fmt % xs[0]
     return (fmt + " (" + fmt + "-" + fmt + ")") % (median(xs), min(xs), max(xs))
+
+
+def report_stretches(runs):
+    """Where the wall went over the floor: for the host whose verification
+    reached it last (it holds the apply's end), and for every host."""
+    crit, every = {}, {}
+    for r in runs:
+        st = r["stretches"]
+        last = min(st, key=lambda h: st[h].get("verify", [0.0])[0])
+        for kind, _, _ in STRETCHES:
+            if kind in st[last]:
+                took, allow = st[last][kind]
+                crit.setdefault(kind, []).append(took - allow)
+            over = [st[h][kind][0] - st[h][kind][1] for h in st if kind in st[h]]
+            if over:
+                every.setdefault(kind, []).append(median(over))
+    print("\nwhere the wall goes over the floor, from each exec's arrival at its host"
+          " (execs.log, to the ms): s over what the floor allows each stretch;"
+          " the last host is the one whose verification arrived last\n")
+    print("| stretch | last host | every host, median |")
+    print("|---|---:|---:|")
+    for kind, what, _ in STRETCHES:
+        if kind in crit:
+            print("| %s | %s | %s |" % (what, spread(crit[kind]), spread(every.get(kind, [0.0]))))
+    print("| **all** (wall - floor) | %s | |\n" % spread([r["wall"] - r["floor"] for r in runs]))
 
 
 def report(args, runs, rows):
@@ -372,6 +461,7 @@ def report(args, runs, rows):
           "sshd listeners %s s of its own CPU, the busiest of %d simulator forkers %s s"
           % (last["queue_sshd"][1], spread([r["queue_sshd"][0] for r in runs]),
              last["queue_simd"][1], spread([r["queue_simd"][0] for r in runs])))
+    report_stretches(runs)
     print("connections per host during apply, all runs: min %d, max %d"
           % (min(min(r["conns"]) for r in runs), max(max(r["conns"]) for r in runs)))
     if last["counters"]:
