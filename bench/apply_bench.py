@@ -49,6 +49,7 @@ Prints a Markdown table for docs/benchmarks.md.
 """
 import argparse
 import calendar
+import contextlib
 import glob
 import json
 import os
@@ -132,8 +133,10 @@ def stretches(lab, hosts, since, t0, t1, rtt, reboot_s):
     allow = {k: n for k, _, n in STRETCHES}
     out = {}
     for h in hosts:
-        p = os.path.join(lab, "hosts", h, "execs.log")
-        lines = open(p, errors="replace").read().splitlines()[since[h]:] if os.path.exists(p) else []
+        lines = []
+        with contextlib.suppress(FileNotFoundError), \
+                open(os.path.join(lab, "hosts", h, "execs.log"), errors="replace") as f:
+            lines = f.read().splitlines()[since[h]:]
         arrivals, after_reboot = [], False
         for i, line in enumerate(lines):
             stamp, _, cmd = line.partition(" ")

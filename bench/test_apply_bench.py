@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""Tests of bench/apply_bench.py's reading of the lab's logs: the stretches
+of one apply, from each host's execs.log, add up to the wall and their
+allowances to the latency floor (docs/benchmarks.md, "Apply")."""
+import contextlib
+import io
+import os
+import shutil
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import apply_bench as ab  # noqa: E402
+
+T0 = 1796472000.0  # 2026-12-05T12:00:00Z
+
+
+def stamp(t):
+    whole = int(t)
+    return "%s.%03dZ" % (time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)),
+                         int(round((t - whole) * 1000)))
+
+
+class Stretches(unittest.TestCase):
+    def setUp(self):
+        self.lab = tempfile.mkdtemp(prefix="gc-bench-test-")
+        self.addCleanup(shutil.rmtree, self.lab)
+
+    def log(self, host, lines):
+        d = os.path.join(self.lab, "hosts", host)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "execs.log"), "w") as f:
+            for t, cmd in lines:
+                f.write("%s %s\n" % (stamp(T0 + t), cmd))
+
+    def test_one_host_adds_up(self):
+        # an earlier apply's line, skipped by `since`
+        self.log("esx01", [(-9.0, "old"),
+                           (0.120, "batch observe"),
+                           (0.400, "esxcli system maintenanceMode set -e true; x"),
+                           (0.470, "esxcli system shutdown reboot -r gc"),
+                           (2.600, "esxcli system stats uptime get"),
+                           (2.700, "verify; esxcli system maintenanceMode set -e false")])
+        got = ab.stretches(self.lab, ["esx01"], {"esx01": 1}, T0, T0 + 2.800, 0.05, 2.0)["esx01"]
+        want = {"start": (0.120, 0.0), "observe": (0.280, 0.05), "change": (0.070, 0.05),
+                "reboot": (2.130, 2.05), "poll": (0.100, 0.0), "verify": (0.100, 0.05)}
+        self.assertEqual(sorted(got), sorted(want))
+        for k, (took, allow) in want.items():
+            self.assertAlmostEqual(got[k][0], took, places=6, msg=k)
+            self.assertAlmostEqual(got[k][1], allow, places=6, msg=k)
+        self.assertAlmostEqual(sum(v[0] for v in got.values()), 2.800, places=6)
+        self.assertAlmostEqual(sum(v[1] for v in got.values()), 4 * 0.05 + 2.0, places=6)
+
+    def test_report_names_the_host_that_finished_last(self):
+        self.log("esx01", [(0.1, "obs"), (0.2, "chg"), (0.3, "esxcli system shutdown reboot"),
+                           (2.4, "vmware -v"), (2.5, "verify")])
+        self.log("esx02", [(0.1, "obs"), (0.3, "chg"), (0.5, "esxcli system shutdown reboot"),
+                           (2.7, "vmware -v"), (2.8, "verify")])
+        st = ab.stretches(self.lab, ["esx01", "esx02"], {"esx01": 0, "esx02": 0}, T0, T0 + 3.0,
+                          0.05, 2.0)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            ab.report_stretches([{"stretches": st, "wall": 3.0, "floor": 2.2}])
+        rows = [l for l in out.getvalue().splitlines() if l.startswith("| ") and "---" not in l]
+        # esx02's verification arrived last: its stretches less their allowances;
+        # the median of two hosts is their mean
+        self.assertEqual(rows[1:], [
+            "| apply starts -> its observation reaches the host (start, spec, connection) | 0.10 | 0.10 |",
+            "| observation -> first change (its round trip; every host observed; the plan) | 0.15 | 0.10 |",
+            "| changes -> reboot (their round trips) | 0.15 | 0.10 |",
+            "| reboot -> the poll that finds the host back (its round trip, the reboot, the poll's wait,"
+            " a new connection) | 0.15 | 0.10 |",
+            "| that poll -> verification (the poll's round trip, outside the floor) | 0.10 | 0.10 |",
+            "| verification -> apply exits (its round trip, the end) | 0.15 | 0.30 |",
+            "| **all** (wall - floor) | 0.80 | |"])
+
+
+if __name__ == "__main__":
+    unittest.main()
