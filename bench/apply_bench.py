@@ -422,6 +422,10 @@ def report_stretches(runs):
         if kind in crit:
             print("| %s | %s | %s |" % (what, spread(crit[kind]), spread(every.get(kind, [0.0]))))
     print("| **all** (wall - floor) | %s | |\n" % spread([r["wall"] - r["floor"] for r in runs]))
+    first = [min(v["start"][0] for v in r["stretches"].values()) for r in runs]
+    last = [max(v["start"][0] for v in r["stretches"].values()) for r in runs]
+    print("the observations reached their hosts from %s s to %s s after apply started; no change"
+          " goes out before the last is in and the plan is made" % (spread(first), spread(last)))
 
 
 def report(args, runs, rows):

@@ -56,7 +56,7 @@ class Stretches(unittest.TestCase):
     def test_report_names_the_host_that_finished_last(self):
         self.log("esx01", [(0.1, "obs"), (0.2, "chg"), (0.3, "esxcli system shutdown reboot"),
                            (2.4, "vmware -v"), (2.5, "verify")])
-        self.log("esx02", [(0.1, "obs"), (0.3, "chg"), (0.5, "esxcli system shutdown reboot"),
+        self.log("esx02", [(0.12, "obs"), (0.3, "chg"), (0.5, "esxcli system shutdown reboot"),
                            (2.7, "vmware -v"), (2.8, "verify")])
         st = ab.stretches(self.lab, ["esx01", "esx02"], {"esx01": 0, "esx02": 0}, T0, T0 + 3.0,
                           0.05, 2.0)
@@ -67,14 +67,16 @@ class Stretches(unittest.TestCase):
         # esx02's verification arrived last: its stretches less their allowances;
         # the median of two hosts is their mean
         self.assertEqual(rows[1:], [
-            "| apply starts -> its observation reaches the host (start, spec, connection) | 0.10 | 0.10 |",
-            "| observation -> first change (its round trip; every host observed; the plan) | 0.15 | 0.10 |",
+            "| apply starts -> its observation reaches the host (start, spec, connection) | 0.12 | 0.11 |",
+            "| observation -> first change (its round trip; every host observed; the plan) | 0.13 | 0.09 |",
             "| changes -> reboot (their round trips) | 0.15 | 0.10 |",
             "| reboot -> the poll that finds the host back (its round trip, the reboot, the poll's wait,"
             " a new connection) | 0.15 | 0.10 |",
             "| that poll -> verification (the poll's round trip, outside the floor) | 0.10 | 0.10 |",
             "| verification -> apply exits (its round trip, the end) | 0.15 | 0.30 |",
             "| **all** (wall - floor) | 0.80 | |"])
+        self.assertIn("the observations reached their hosts from 0.10 s to 0.12 s after apply started",
+                      out.getvalue())
 
 
 if __name__ == "__main__":

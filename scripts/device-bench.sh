@@ -18,6 +18,20 @@ rm -rf "$B"
 mkdir -p "$B"
 tar -C "$B" -xJf .device/bench.tar.xz || { echo "no bundle"; exit 1; }
 cat "$B/bench/commit.txt" "$B/bench/glibc.txt" "$B/bench/ansible.txt" | tee -a "$OUT/env.txt"
+# The instance's speed, which differs between machines of one kind as much
+# as a change does (docs/benchmarks.md, "Apply"): its CPU, a Python loop
+# (the simulator's kind of work) and 1,000 fork-and-execs (the sshd's kind).
+{
+	lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1
+	/usr/bin/python3 -c 'import time
+t = time.perf_counter()
+s = 0
+for i in range(10 ** 7):
+    s += i
+print("python: 10^7 additions in %.2f s" % (time.perf_counter() - t))'
+	TIMEFORMAT='1,000 fork+exec of /bin/true: %R s (user %U s, system %S s)'
+	time for _ in $(seq 1000); do /bin/true; done
+} 2>&1 | tee -a "$OUT/env.txt"
 mkdir -p "$B/path"
 printf '#!/bin/sh\nexec /usr/bin/python3 %s "$@"\n' "$B/bench/bin/ansible-playbook.py" >"$B/path/ansible-playbook"
 chmod +x "$B/path/ansible-playbook"
