@@ -149,7 +149,10 @@ def stretches(lab, hosts, since, t0, t1, rtt, reboot_s):
             else:
                 kind = "verify" if after_reboot else "change"
             arrivals.append((stamp_time(stamp), kind))
-        got = {"start": [(arrivals[0][0] if arrivals else t1) - t0, 0.0]}
+        # "_last": when its last exec arrived (not a stretch: the report's
+        # last host is the one whose last exec arrived last)
+        got = {"start": [(arrivals[0][0] if arrivals else t1) - t0, 0.0],
+               "_last": arrivals[-1][0] if arrivals else t0}
         for i, (t, kind) in enumerate(arrivals):
             nxt = arrivals[i + 1][0] if i + 1 < len(arrivals) else t1
             took = got.setdefault(kind, [0.0, 0.0])
@@ -400,12 +403,12 @@ def spread(xs, fmt="%.2f"):
 
 
 def report_stretches(runs):
-    """Where the wall went over the floor: for the host whose verification
+    """Where the wall went over the floor: for the host whose last exec
     reached it last (it holds the apply's end), and for every host."""
     crit, every = {}, {}
     for r in runs:
         st = r["stretches"]
-        last = min(st, key=lambda h: st[h].get("verify", [0.0])[0])
+        last = max(st, key=lambda h: st[h]["_last"])
         for kind, _, _ in STRETCHES:
             if kind in st[last]:
                 took, allow = st[last][kind]
@@ -415,7 +418,7 @@ def report_stretches(runs):
                 every.setdefault(kind, []).append(median(over))
     print("\nwhere the wall goes over the floor, from each exec's arrival at its host"
           " (execs.log, to the ms): s over what the floor allows each stretch;"
-          " the last host is the one whose verification arrived last\n")
+          " the last host is the one whose last exec arrived last\n")
     print("| stretch | last host | every host, median |")
     print("|---|---:|---:|")
     for kind, what, _ in STRETCHES:

@@ -46,6 +46,7 @@ class Stretches(unittest.TestCase):
         got = ab.stretches(self.lab, ["esx01"], {"esx01": 1}, T0, T0 + 2.800, 0.05, 2.0)["esx01"]
         want = {"start": (0.120, 0.0), "observe": (0.280, 0.05), "change": (0.070, 0.05),
                 "reboot": (2.130, 2.05), "poll": (0.100, 0.0), "verify": (0.100, 0.05)}
+        self.assertAlmostEqual(got.pop("_last"), T0 + 2.700, places=6)
         self.assertEqual(sorted(got), sorted(want))
         for k, (took, allow) in want.items():
             self.assertAlmostEqual(got[k][0], took, places=6, msg=k)
@@ -64,7 +65,7 @@ class Stretches(unittest.TestCase):
         with contextlib.redirect_stdout(out):
             ab.report_stretches([{"stretches": st, "wall": 3.0, "floor": 2.2}])
         rows = [l for l in out.getvalue().splitlines() if l.startswith("| ") and "---" not in l]
-        # esx02's verification arrived last: its stretches less their allowances;
+        # esx02's read-back arrived last: its stretches less their allowances;
         # the median of two hosts is their mean
         self.assertEqual(rows[1:], [
             "| apply starts -> its observation reaches the host (start, spec, connection) | 0.12 | 0.11 |",
@@ -75,6 +76,13 @@ class Stretches(unittest.TestCase):
             "| that poll -> verification (the poll's round trip, outside the floor) | 0.10 | 0.10 |",
             "| verification -> apply exits (its round trip, the end) | 0.15 | 0.30 |",
             "| **all** (wall - floor) | 0.80 | |"])
+        # a host whose last exec is not a read-back (no reboot) still counts
+        st["esx03"] = {"start": [0.1, 0.0], "observe": [2.85, 0.05], "_last": T0 + 2.95}
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            ab.report_stretches([{"stretches": st, "wall": 3.0, "floor": 2.2}])
+        self.assertIn("| observation -> first change (its round trip; every host observed; the plan)"
+                      " | 2.80 |", out.getvalue())
         self.assertIn("the observations reached their hosts from 0.10 s to 0.12 s after apply started",
                       out.getvalue())
 
