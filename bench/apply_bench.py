@@ -103,6 +103,26 @@ def set_controls(lab, hosts, rtt, reboot):
 
 
 POLLS = ("vmware -v", "esxcli system stats uptime get")
+# A reboot poll that carries the read-back behind its guard (include/gc/
+# esxi.h gc_esxi_script_guarded): the read-back when the guard let it run,
+# which the host's commands.log shows (its first section's marker, same
+# token), else a poll.
+GUARDED = re.compile(r"^echo @@gc:([A-Za-z0-9]+):up; ")
+
+
+def readback_tokens(lab, h):
+    """The tokens of the guarded polls whose read-back ran on host h."""
+    p = os.path.join(lab, "hosts", h, "commands.log")
+    if not os.path.exists(p):
+        return set()
+    return set(re.findall(r"echo @@gc:([A-Za-z0-9]+):1; ", open(p, errors="replace").read()))
+
+
+def is_poll(cmd, ran):
+    """A reboot poll, not one of the execs the floor counts (ran:
+    readback_tokens)."""
+    m = GUARDED.match(cmd)
+    return cmd in POLLS or (m is not None and m.group(1) not in ran)
 
 
 # Where a host's wall goes: its execs' arrivals at the simulated host (each
@@ -137,14 +157,14 @@ def stretches(lab, hosts, since, t0, t1, rtt, reboot_s):
         with contextlib.suppress(FileNotFoundError), \
                 open(os.path.join(lab, "hosts", h, "execs.log"), errors="replace") as f:
             lines = f.read().splitlines()[since[h]:]
-        arrivals, after_reboot = [], False
+        arrivals, after_reboot, ran = [], False, readback_tokens(lab, h)
         for i, line in enumerate(lines):
             stamp, _, cmd = line.partition(" ")
             if i == 0:
                 kind = "observe"
             elif "system shutdown reboot" in cmd:
                 kind, after_reboot = "reboot", True
-            elif cmd in POLLS:
+            elif is_poll(cmd, ran):
                 kind = "poll"
             else:
                 kind = "verify" if after_reboot else "change"
@@ -176,8 +196,8 @@ def execs_since(lab, hosts, since):
     for h in hosts:
         p = os.path.join(lab, "hosts", h, "execs.log")
         lines = open(p, errors="replace").read().splitlines()[since[h]:] if os.path.exists(p) else []
-        cmds = [l.partition(" ")[2] for l in lines]
-        out[h] = (len(cmds), sum(1 for c in cmds if c in POLLS),
+        cmds, ran = [l.partition(" ")[2] for l in lines], readback_tokens(lab, h)
+        out[h] = (len(cmds), sum(1 for c in cmds if is_poll(c, ran)),
                   sum(1 for c in cmds if "system shutdown reboot" in c))
     return out
 

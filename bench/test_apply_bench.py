@@ -54,6 +54,27 @@ class Stretches(unittest.TestCase):
         self.assertAlmostEqual(sum(v[0] for v in got.values()), 2.800, places=6)
         self.assertAlmostEqual(sum(v[1] for v in got.values()), 4 * 0.05 + 2.0, places=6)
 
+    def test_a_guarded_poll_is_the_read_back_only_where_its_read_back_ran(self):
+        # the poll that finds the host back carries the read-back behind its
+        # guard: a1's guard found the host not yet rebooted (a poll), b2's
+        # let the read-back run, as the host's commands.log shows
+        guard = "; sh -c 'u=$(esxcli system stats uptime get) ...' up 123 || exit 0; echo @@gc:%s:1; vmware -v"
+        self.log("esx01", [(0.120, "batch observe"),
+                           (0.400, "esxcli system maintenanceMode set -e true; x"),
+                           (0.470, "esxcli system shutdown reboot -r gc"),
+                           (0.600, "echo @@gc:a1:up" + guard % "a1"),
+                           (2.600, "echo @@gc:b2:up" + guard % "b2")])
+        with open(os.path.join(self.lab, "hosts", "esx01", "commands.log"), "w") as f:
+            f.write("%s esxcli system stats uptime get\n" % stamp(T0 + 0.6))
+            f.write("%s esxcli system stats uptime get\n" % stamp(T0 + 2.6))
+            f.write("%s echo @@gc:b2:1; vmware -v || echo @@gc:b2:failed; echo @@gc:b2:end\n"
+                    % stamp(T0 + 2.6))
+        got = ab.stretches(self.lab, ["esx01"], {"esx01": 0}, T0, T0 + 2.700, 0.05, 2.0)["esx01"]
+        self.assertEqual({k: round(v[0], 3) for k, v in got.items() if k != "_last"},
+                         {"start": 0.12, "observe": 0.28, "change": 0.07, "reboot": 0.13,
+                          "poll": 2.0, "verify": 0.1})
+        self.assertEqual(ab.execs_since(self.lab, ["esx01"], {"esx01": 0}), {"esx01": (5, 1, 1)})
+
     def test_report_names_the_host_that_finished_last(self):
         self.log("esx01", [(0.1, "obs"), (0.2, "chg"), (0.3, "esxcli system shutdown reboot"),
                            (2.4, "vmware -v"), (2.5, "verify")])

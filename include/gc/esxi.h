@@ -201,6 +201,29 @@ char *gc_esxi_script(const char *token, const char *learn_from, unsigned flags);
  */
 char *gc_esxi_script_lease(const char *token, const char *learn_from, unsigned flags,
 			   const char *lock, const char *take);
+/*
+ * The read-back after a reboot carried by the poll that finds the host back
+ * (driver.c wait_host): `echo @@gc:TOKEN:up; sh -c GC_ESXI_UPTIME_GUARD_SCRIPT
+ * up BOUND || exit 0; ` and then gc_esxi_script_lease's batch.  The guard
+ * prints the uptime (microseconds, `esxcli system stats uptime get`) and
+ * lets the batch run only when it is below BOUND, the least uptime a host
+ * that did not reboot can have at that moment (its uptime before the reboot
+ * plus the time since, less a margin); a host not yet down, or whose uptime
+ * cannot be read or compared, ends the exec there and runs nothing of the
+ * batch, its exit of maintenance mode least of all.  bound_us > 0.
+ * busybox sh on ESXi: `$(...)` as in the lease snippets, and test's `-lt`
+ * on the microseconds (ESXi's userworld is 64-bit; a number test cannot
+ * take fails the test, and nothing runs).
+ */
+#define GC_ESXI_UPTIME_GUARD_SCRIPT \
+	"u=$(esxcli system stats uptime get) || exit 2; echo \"$u\"; [ \"$u\" -lt \"$1\" ]"
+char *gc_esxi_script_guarded(const char *token, const char *learn_from, unsigned flags,
+			     const char *lock, long long bound_us);
+/* Such an exec's output: the uptime the guard printed (*uptime_us, -1 when
+ * none) and where the batch's output starts (*rest); true when the batch
+ * ran (its output follows the uptime). */
+bool gc_esxi_guard_split(const char *token, const char *text, size_t len, long long *uptime_us,
+			 size_t *rest);
 #define GC_ESXI_LEASE_CLEARED 1 /* it held our lease, now none */
 #define GC_ESXI_LEASE_KEPT 2    /* it held another's lease, or none: untouched */
 #define GC_ESXI_LEASE_ABSENT 3  /* no option: never leased */

@@ -213,12 +213,17 @@ void gc_exec_execute_batch(struct run *r, struct tslot *s, const struct gc_actio
 	struct gc_error err = GC_ERROR_INIT;
 	char **aids = gc_xcalloc(n, sizeof(*aids));
 	bool owed_before = s->reboot_owed_logged, sent_reboot_change = false;
+	/* a wait for a reboot heads it: what follows goes out when the host is
+	 * back (with the poll that finds it back), and is shown starting then,
+	 * not for the length of a reboot; journalled before all the same */
+	size_t shown = acts[0]->kind == GC_ACT_WAIT_HOST ? 1 : n;
 	size_t ndone = 0, i;
 	int rc;
 
 	for (i = 0; i < n; i++) {
 		aids[i] = gc_exec_action_id(acts[i]);
-		gc_exec_emit(&r->ctx, GC_EV_START, s->target, acts[i], NULL, r->wave_index);
+		if (i < shown)
+			gc_exec_emit(&r->ctx, GC_EV_START, s->target, acts[i], NULL, r->wave_index);
 		gc_exec_remember_before(r, s, acts[i], aids[i]);
 		gc_exec_journal(r, s->target, aids[i], gc_action_kind_name(acts[i]->kind), GC_J_START,
 				NULL);
@@ -231,6 +236,8 @@ void gc_exec_execute_batch(struct run *r, struct tslot *s, const struct gc_actio
 		/* a transport fault may have left any of them sent */
 		if ((i <= ndone || gc_exec_transport_fault(rc)) && (acts[i]->flags & GC_RES_NEEDS_REBOOT))
 			sent_reboot_change = true;
+		if (i >= shown && i <= ndone)
+			gc_exec_emit(&r->ctx, GC_EV_START, s->target, acts[i], NULL, r->wave_index);
 		if (i < ndone) {
 			gc_exec_journal(r, s->target, aids[i], kind, GC_J_DONE, NULL);
 			gc_exec_remember_after(r, s, acts[i], aids[i], true);

@@ -145,6 +145,10 @@ const char *gc_drv_lease_release_lock(struct gc_drv_ctx *ctx, const struct gc_ta
 	if (t == NULL || t->index >= r->nslots)
 		return NULL;
 	pthread_mutex_lock(&r->mu);
+	/* the step may have started (a wait for a reboot heads it) while
+	 * other targets still had work: they may be done by now */
+	if (!r->slots[t->index].release_inline && !r->slots[t->index].released_inline)
+		r->slots[t->index].release_inline = gc_exec_lease_may_release(r, &r->slots[t->index]);
 	yes = r->slots[t->index].release_inline;
 	pthread_mutex_unlock(&r->mu);
 	return yes ? r->lease_lock : NULL;

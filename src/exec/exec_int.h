@@ -49,6 +49,7 @@ struct tslot {
 	bool lease_pending;    /* to be taken in its first changing step (journalled) */
 	bool lease_maybe;      /* a step's take of it may have written it: cleared at the end */
 	bool release_inline;   /* the step going out is its last: clear the lease in it */
+	size_t step_n;         /* the actions of the step going out (gc_exec_lease_step) */
 	bool released_inline;  /* ... and the driver did */
 	bool counted_unleased; /* its actions count in run.unleased_left */
 	size_t left;           /* its plan actions not finished (lease.c) */
@@ -199,6 +200,7 @@ void gc_exec_lease_after_observe(struct run *r, struct tslot *s, bool observed);
 void gc_exec_count_lease_work(struct run *r);
 void gc_exec_lease_settled(struct run *r, struct tslot *s, size_t n);
 void gc_exec_lease_step(struct run *r, struct tslot *s, size_t n);
+bool gc_exec_lease_may_release(const struct run *r, const struct tslot *s);
 void gc_exec_lease_after_step(struct run *r, struct tslot *s);
 
 /* recover.c */

@@ -693,9 +693,17 @@ void gc_exec_lease_settled(struct run *r, struct tslot *s, size_t n)
 void gc_exec_lease_step(struct run *r, struct tslot *s, size_t n)
 {
 	s->released_inline = false;
-	s->release_inline = r->inline_release && !r->stop && (s->leased || s->lease_pending) &&
-			    !s->counted_unleased &&
-			    s->left == n && r->unleased_left == 0;
+	s->step_n = n;
+	s->release_inline = gc_exec_lease_may_release(r, s);
+}
+
+/* Under r->mu: may s's step going out clear the lease?  Asked again while
+ * a step waits for a host's reboot (drvctx.c gc_drv_lease_release_lock):
+ * what other targets had left when it started may have settled since. */
+bool gc_exec_lease_may_release(const struct run *r, const struct tslot *s)
+{
+	return r->inline_release && !r->stop && (s->leased || s->lease_pending) &&
+	       !s->counted_unleased && s->left == s->step_n && r->unleased_left == 0;
 }
 
 /* After s's step: the driver cleared the lease in it (journalled now). */

@@ -1489,9 +1489,33 @@ def lease_cas(ctx, token, lock, value):
     return lease_set(ctx, value)
 
 
+# The reboot poll's guard (include/gc/esxi.h GC_ESXI_UPTIME_GUARD_SCRIPT),
+# run as `sh -c SCRIPT up BOUND`: the uptime printed, exit 0 only when it is
+# below BOUND, so that the read-back after it runs only on a host that
+# rebooted (src/drivers/esxi/driver.c poll_once).
+UPTIME = "esxcli system stats uptime get"
+UPTIME_GUARD_SCRIPT = 'u=$(' + UPTIME + ') || exit 2; echo "$u"; [ "$u" -lt "$1" ]'
+
+
+def uptime_guard(ctx, bound):
+    rc, text = captured(ctx, UPTIME.split())
+    if rc != 0:  # its words (captured with stdout here) go to stderr
+        ctx.io.err(text + "\n" if text else "")
+        return 2
+    up = text.strip()
+    ctx.io.out(up + "\n")
+    if not re.fullmatch(r"-?[0-9]+", up) or not re.fullmatch(r"-?[0-9]+", bound):
+        ctx.io.err("sh: bad number\n")
+        return 2
+    return 0 if int(up) < int(bound) else 1
+
+
 def sh(ctx, argv):
     """Only `sh -c SNIPPET NAME ARG...` for the driver's fixed snippets (MFT,
-    the lease's), each run as its Python equivalent."""
+    the lease's, the reboot poll's guard), each run as its Python
+    equivalent."""
+    if len(argv) == 5 and argv[1] == "-c" and argv[2] == UPTIME_GUARD_SCRIPT:
+        return uptime_guard(ctx, argv[4])
     if len(argv) == 5 and argv[1] == "-c" and argv[2] in (LEASE_READ_SCRIPT, LEASE_CLEAR_SCRIPT):
         return lease_snippet(ctx, argv[2], argv[4])
     if len(argv) == 7 and argv[1] == "-c" and argv[2] == LEASE_TAKE_SCRIPT:
@@ -1705,6 +1729,9 @@ def readback_exit(command):
 
 
 CURRENT_HOST = [None]
+# the reboot poll's guard heading the read-back (esxi.h gc_esxi_script_guarded)
+GUARDED = re.compile(r"echo @@gc:[A-Za-z0-9]+:up; sh -c " + re.escape(shlex.quote(UPTIME_GUARD_SCRIPT)) +
+                     r" up -?[0-9]+ \|\| exit 0; ")
 
 
 def run_line(ctx, line, log_each=None):
@@ -1752,13 +1779,24 @@ def session(host):
         # ran, a batch of changes command by command as each runs (one cut
         # short shows only what ran)
         simlab.log_command(host, command, leaf="execs.log")
-        each = split_chain(command) if BATCH.match(command) else readback_exit(command)
-        if each is None:
-            simlab.log_command(host, command)
+        guard = GUARDED.match(command)
+        if guard is None:
+            each = split_chain(command) if BATCH.match(command) else readback_exit(command)
+            if each is None:
+                simlab.log_command(host, command)
         rtt = simlab.rtt_ms(host)
         if rtt > 0:
             time.sleep(rtt / 1000.0)
         try:
+            if guard is not None:
+                # a reboot poll carrying the read-back: the guard's uptime
+                # read, then the read-back only when the guard let it run
+                simlab.log_command(host, UPTIME)
+                run_line(ctx, command[:guard.end()])
+                command = command[guard.end():]
+                each = readback_exit(command)
+                if each is None:
+                    simlab.log_command(host, command)
             return run_line(ctx, command, each)
         except Exit:
             if ctx.exit_status is not None:

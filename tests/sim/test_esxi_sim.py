@@ -10,6 +10,7 @@ what is verified there and what the simulator assumes.
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -595,6 +596,63 @@ class TestShellAndFaults(SimTest):
         self.assertEqual([line.split(" ", 1)[1] for line in lines],
                          ["echo one", "echo two\\necho three"])
         self.assertRegex(lines[0], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
+
+    def test_a_guarded_read_back_runs_only_behind_its_guard(self):
+        # the reboot poll carrying the read-back (include/gc/esxi.h
+        # gc_esxi_script_guarded): below the bound the read-back and its exit
+        # run; a host up longer than the bound runs the uptime read alone
+        sys.path.insert(0, HERE)
+        import esxi_sim
+        guard = "echo @@gc:K:up; sh -c %s up %%d || exit 0; " % shlex.quote(esxi_sim.UPTIME_GUARD_SCRIPT)
+        readback = ("echo @@gc:K:2; esxcli --formatter=xml system maintenanceMode get || echo @@gc:K:failed; "
+                    "echo @@gc:K:17; esxcli system maintenanceMode set -e false || echo @@gc:K:failed; "
+                    "echo @@gc:K:end")
+        self.ok("esxcli system maintenanceMode set -e true")
+        out = self.ok(guard % 1000000 + readback)
+        self.assertRegex(out, r"^@@gc:K:up\n\d{13}\n$")  # up 30 days: not rebooted
+        self.assertEqual(self.ok("esxcli system maintenanceMode get"), "Enabled\n")
+        out = self.ok(guard % (10 ** 15) + readback)
+        self.assertRegex(out, r"^@@gc:K:up\n\d{13}\n@@gc:K:2\n<\?xml (.|\n)*<string>Enabled</string>(.|\n)*\n@@gc:K:17\n@@gc:K:end\n$")
+        self.assertEqual(self.ok("esxcli system maintenanceMode get"), "Disabled\n")
+        with open(self.lab.host_file("esxi-1", "commands.log")) as f:
+            lines = [line.split(" ", 1)[1] for line in f.read().splitlines()]
+        # what ran: the uptime read alone (then the test's check), then the
+        # uptime read, the read-back's reads at once and the exit as it ran
+        get = "esxcli system maintenanceMode get"
+        self.assertEqual(lines[1:], ["esxcli system stats uptime get", get, "esxcli system stats uptime get",
+                                     "echo @@gc:K:2; esxcli --formatter=xml system maintenanceMode get || "
+                                     "echo @@gc:K:failed; echo @@gc:K:end",
+                                     "esxcli system maintenanceMode set -e false", get])
+        # a bound that is no number: the uptime, then nothing, as in a real shell
+        self.ok("esxcli system maintenanceMode set -e true")
+        rc, out, err = self.lab.run(guard.replace("up %d", "up x") + readback)
+        self.assertEqual((rc, err), (0, "sh: bad number\n"))
+        self.assertRegex(out, r"^@@gc:K:up\n\d{13}\n$")
+        self.assertEqual(self.ok("esxcli system maintenanceMode get"), "Enabled\n")
+        self.assertEqual(self.lab.run("sh -c %s up 5" % shlex.quote(esxi_sim.UPTIME_GUARD_SCRIPT))[0], 1)
+
+    def test_the_uptime_guard_equals_a_real_shell(self):
+        # the guard (include/gc/esxi.h GC_ESXI_UPTIME_GUARD_SCRIPT), run as
+        # Python by the simulator and by a real sh (dash here, busybox on
+        # ESXi) whose esxcli is the simulator's: the same words and status
+        sys.path.insert(0, HERE)
+        import esxi_sim
+        bindir = tempfile.mkdtemp(prefix="gc-guard-")
+        self.addCleanup(shutil.rmtree, bindir)
+        path = os.path.join(bindir, "esxcli")
+        with open(path, "w") as f:
+            f.write('#!/bin/sh\nexec env SSH_ORIGINAL_COMMAND="esxcli $*" GC_LAB_DIR=%s '
+                    'SSH_CONNECTION="127.0.0.1 40000 127.0.0.11 2222" %s\n' % (self.lab.dir, DISPATCH))
+        os.chmod(path, 0o755)
+        for bound in ("1000000", str(10 ** 15)):
+            sim = self.lab.run("sh -c %s up %s" % (shlex.quote(esxi_sim.UPTIME_GUARD_SCRIPT), bound))
+            real = subprocess.run(["/bin/sh", "-c", esxi_sim.UPTIME_GUARD_SCRIPT, "up", bound],
+                                  capture_output=True, text=True, timeout=60,
+                                  env={"PATH": bindir + ":/usr/bin:/bin"})
+            # the uptime moved on between the two reads: compare its digits' count
+            self.assertEqual((real.returncode, re.sub(r"\d", "9", real.stdout), real.stderr),
+                             (sim[0], re.sub(r"\d", "9", sim[1]), sim[2]), bound)
+            self.assertEqual(real.returncode, 1 if bound == "1000000" else 0)
 
     def test_fail_once(self):
         self.lab.control("esxi-1", {"fail_once": {"match": "esxcli software vib install",

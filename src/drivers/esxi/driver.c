@@ -10,7 +10,10 @@
  * REBOOT expects the connection to drop (the batch before it read the
  * uptime); WAIT_HOST reconnects until the host answers `esxcli system
  * stats uptime get`, one exec a poll, with an uptime that shows it went
- * down; VERIFY re-observes until nothing is pending any more and
+ * down.  When the executor hands WAIT_HOST over with the VERIFY (and the
+ * exit) after it, each poll carries the read-back behind a guard the
+ * host's shell runs (gc_esxi_script_guarded): the poll that finds the host
+ * rebooted is its read-back too.  VERIFY re-observes until nothing is pending any more and
  * every resource of the host holds its desired values, or its own deadline
  * (verify_timeout_ms, not the reboot's) passes.  Every exec is counted for
  * the run's report (gc_drv_count_exec).
@@ -32,6 +35,7 @@
 
 #define CMD_UPTIME "esxcli system stats uptime get"
 #define MAX_REBOOT_RESENDS 2
+#define REBOOT_MARGIN_US 250000
 
 /* Every exec to the host goes through here, counted (`poll`: while it reboots). */
 int esxi_host_exec(struct esxi_conn *c, struct gc_ssh_conn *ssh, const char *cmd, bool poll,
@@ -102,6 +106,7 @@ static void esxi_disconnect(void *conn)
 	gc_ssh_free(c->ssh);
 	if (c->have_facts)
 		gc_esxi_facts_free(&c->facts);
+	gc_buf_free(&c->readback_words);
 	free(c);
 }
 
@@ -155,13 +160,24 @@ static void last_line(struct gc_buf *out, const char *text, size_t len)
 	gc_buf_put(out, text + start, end - start > 400 ? 400 : end - start);
 }
 
+/* The read-back a reboot poll carries (gc_esxi_script_guarded): bound_us,
+ * the guard's bound; what came back: the uptime it printed (-1 when none),
+ * and whether the read-back ran (the guard found the host rebooted). */
+struct guard {
+	long long bound_us;
+	long long uptime_us;
+	bool ran;
+};
+
 /* One observation exec; flags: gc_esxi_script's (the SR-IOV list and the
  * exit of the read-back, the lease of the apply's observation), with the
  * lease taken (take, with GC_ESXI_OBS_LEASE) or cleared after the exit
  * (GC_ESXI_OBS_LEASE_CLEAR): lock is ours.  *stderr_out (may be NULL): the
- * exec's last line of stderr, the exit's words when it was refused. */
+ * exec's last line of stderr, the exit's words when it was refused.
+ * guard (may be NULL): behind a reboot poll's guard, counted as a poll
+ * unless the read-back ran; when it did not, nothing is read (0). */
 static int observe_leased(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_buf *problems,
-			  unsigned flags, const char *lock, const char *take,
+			  unsigned flags, const char *lock, const char *take, struct guard *guard,
 			  struct gc_buf *stderr_out, struct gc_error *err)
 {
 	struct gc_ssh_result res;
@@ -170,17 +186,32 @@ static int observe_leased(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc
 	struct record_arg ra;
 	char token[17];
 	char *script;
+	size_t off = 0;
 	int rc;
 
 	gc_random_token(token);
-	script = gc_esxi_script_lease(token, learn_source(c), flags, lock, take);
-	rc = esxi_host_exec(c, c->ssh, script, false, &res, err);
+	if (guard == NULL) {
+		script = gc_esxi_script_lease(token, learn_source(c), flags, lock, take);
+		rc = esxi_host_exec(c, c->ssh, script, false, &res, err);
+	} else { /* counted once its answer says what it was */
+		script = gc_esxi_script_guarded(token, learn_source(c), flags, lock, guard->bound_us);
+		c->nexec++;
+		rc = gc_ssh_exec(c->ssh, script, &res, err);
+		guard->ran = rc == 0 && gc_esxi_guard_split(token, res.out, res.out_len,
+							    &guard->uptime_us, &off);
+		gc_drv_count_exec(ctx, c->target, !guard->ran);
+		if (rc == 0 && !guard->ran) {
+			free(script);
+			gc_ssh_result_free(&res);
+			return 0;
+		}
+	}
 	free(script);
 	if (rc != 0) { /* named as a connection that fails is (ssh_open) */
 		gc_error_prefix(err, "host '%s': ", c->target->name);
 		return rc;
 	}
-	rc = gc_esxi_parse_observation(&f, token, res.out, res.out_len, err);
+	rc = gc_esxi_parse_observation(&f, token, res.out + off, res.out_len - off, err);
 	if (stderr_out != NULL)
 		last_line(stderr_out, res.err, res.err_len);
 	gc_ssh_result_free(&res);
@@ -253,7 +284,7 @@ static int esxi_observe(void *conn, struct gc_drv_ctx *ctx, const struct gc_targ
 	const char *lock = NULL, *take = gc_drv_lease_offer(ctx, &lock);
 
 	c->lease_took = false;
-	rc = observe_leased(c, ctx, problems, GC_ESXI_OBS_LEASE, lock, take, NULL, err);
+	rc = observe_leased(c, ctx, problems, GC_ESXI_OBS_LEASE, lock, take, NULL, NULL, err);
 	if (rc == 0)
 		note_firmware(c, ctx);
 	return rc;
@@ -381,11 +412,88 @@ static int rebooted(const struct esxi_conn *c, int64_t now_us)
 	since_us = (int64_t)((gc_now_ns() - c->reboot_sent_ns) / 1000u);
 	/* Without a reboot, uptime now = uptime before + time since (the boot time
 	 * did not move); after one, the boot is later than the reboot command.
-	 * 250 ms covers the latency of the two uptime reads. */
-	return now_us + 250000 < c->uptime_before_us + since_us;
+	 * REBOOT_MARGIN_US covers the latency of the two uptime reads. */
+	return now_us + REBOOT_MARGIN_US < c->uptime_before_us + since_us;
 }
 
-static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err)
+/* The read-back's flags: exit_mm, its first, which leaves maintenance mode;
+ * lock, the lease's when the exit is the host's last step. */
+static unsigned readback_flags(const struct esxi_conn *c, bool exit_mm, const char *lock)
+{
+	return (has_sriov(c) ? GC_ESXI_OBS_SRIOV : 0) | (exit_mm ? GC_ESXI_OBS_EXIT_MM : 0) |
+	       (exit_mm && lock != NULL ? GC_ESXI_OBS_LEASE_CLEAR : 0);
+}
+
+/* What the read-back after the wait is to do (esxi_apply_batch), when a
+ * VERIFY follows: leave maintenance mode after it (the EXIT after that). */
+struct readback {
+	bool exit_mm;
+};
+
+/*
+ * One poll on the new connection c->ssh: the host's uptime (*up_us, -1
+ * when it gave none), and with rb the read-back behind the guard, which
+ * runs only when the host's own shell finds the uptime below what a host
+ * that did not reboot has now.  Returns 1 when the read-back ran (its
+ * outcome kept for verify), 0 when it did not, -1 when the poll failed
+ * (why in last).
+ */
+static int poll_once(struct esxi_conn *c, struct gc_drv_ctx *ctx, const struct readback *rb,
+		     int64_t *up_us, char *last, size_t lastsz)
+{
+	struct gc_error e = GC_ERROR_INIT;
+	struct gc_ssh_result res;
+	long long bound = -1;
+
+	if (rb != NULL && c->uptime_before_us >= 0)
+		bound = c->uptime_before_us + (long long)((gc_now_ns() - c->reboot_sent_ns) / 1000u) -
+			REBOOT_MARGIN_US;
+	if (bound > 0) {
+		struct guard g = {bound, -1, false};
+		struct gc_buf problems = GC_BUF_INIT;
+		/* asked at each poll: whether the exit may clear the lease too
+		 * can change while the host reboots (other targets finish) */
+		const char *lock = rb->exit_mm ? gc_drv_lease_release_lock(ctx, c->target) : NULL;
+		int rc;
+
+		gc_buf_free(&c->readback_words);
+		rc = observe_leased(c, ctx, &problems, readback_flags(c, rb->exit_mm, lock), lock, NULL,
+				    &g, &c->readback_words, &e);
+		gc_buf_free(&problems);
+		if (g.ran) {
+			c->readback_done = true;
+			c->readback_rc = rc;
+			c->readback_err = e;
+			return 1;
+		}
+		*up_us = g.uptime_us;
+		if (rc != 0 || g.uptime_us < 0) {
+			snprintf(last, lastsz, "%s", rc != 0 ? e.msg : "no uptime in its answer");
+			return -1;
+		}
+		return 0;
+	}
+	/* one exec a poll: a host whose esxcli answers is up, and its uptime
+	 * says whether it went down */
+	if (esxi_host_exec(c, c->ssh, CMD_UPTIME, true, &res, &e) != 0) {
+		snprintf(last, lastsz, "%s", e.msg);
+		return -1;
+	}
+	if (res.exit_status != 0) {
+		snprintf(last, lastsz, "'%s' exited %d", CMD_UPTIME, res.exit_status);
+		gc_ssh_result_free(&res);
+		return -1;
+	}
+	*up_us = parse_uptime(&res);
+	gc_ssh_result_free(&res);
+	return 0;
+}
+
+/* Until the host answers again after the reboot, with evidence that it went
+ * down; rb (may be NULL): the read-back right after, carried by the poll
+ * that finds it back (poll_once). */
+static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, const struct readback *rb,
+		     struct gc_error *err)
 {
 	const struct gc_drv_settings *set = gc_drv_settings(ctx);
 	unsigned timeout = set->reboot_timeout_ms ? set->reboot_timeout_ms : 20u * 60 * 1000;
@@ -397,16 +505,17 @@ static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 
 	gc_ssh_free(c->ssh);
 	c->ssh = NULL;
+	c->readback_done = false;
 	while (gc_now_ns() < deadline) {
 		struct gc_error e = GC_ERROR_INIT;
-		struct gc_ssh_conn *s = NULL;
-		struct gc_ssh_result res;
+		int64_t up = -1;
 		int booted;
 
 		sleep_ms(poll);
 		gc_drv_note(ctx, c->target, "waiting for the host to come back (%.0f s)",
 			    (double)(gc_now_ns() - t0) / 1e9);
-		if (ssh_open(&s, ctx, c->target, poll * 2 > 5000 ? poll * 2 : 5000, &e) != 0) {
+		if (ssh_open(&c->ssh, ctx, c->target, poll * 2 > 5000 ? poll * 2 : 5000, &e) != 0) {
+			c->ssh = NULL;
 			snprintf(last, sizeof(last), "%s", e.msg);
 			if (e.code == GC_EHOSTKEY || e.code == GC_EAUTH) {
 				*err = e; /* a different host answered, or credentials changed */
@@ -414,38 +523,29 @@ static int wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_erro
 			}
 			continue;
 		}
-		/* one exec a poll: a host whose esxcli answers is up, and its
-		 * uptime says whether it went down */
-		if (esxi_host_exec(c, s, CMD_UPTIME, true, &res, &e) != 0 || res.exit_status != 0) {
-			if (e.code == 0) {
-				snprintf(last, sizeof(last), "'%s' exited %d", CMD_UPTIME, res.exit_status);
-				gc_ssh_result_free(&res);
-			} else {
-				snprintf(last, sizeof(last), "%s", e.msg);
-			}
-			gc_ssh_free(s);
-			continue;
-		}
-		booted = rebooted(c, parse_uptime(&res));
-		gc_ssh_result_free(&res);
-		if (booted != 0) { /* booted, or no way to tell: VERIFY reads the result */
-			c->ssh = s;
+		booted = poll_once(c, ctx, rb, &up, last, sizeof(last));
+		if (booted == 0)
+			booted = rebooted(c, up);
+		else if (booted < 0)
+			booted = 0;
+		if (booted != 0) /* booted, or no way to tell: VERIFY reads the result */
 			return 0;
-		}
-		/* up, and never went down */
-		if (gc_now_ns() - c->reboot_sent_ns < grace_ns) {
-			gc_ssh_free(s);
+		/* no answer, or up and never went down (yet: a host may keep
+		 * answering for a while before it goes down) */
+		if (up < 0 || gc_now_ns() - c->reboot_sent_ns < grace_ns) {
+			gc_ssh_free(c->ssh);
+			c->ssh = NULL;
 			continue;
 		}
 		if (c->reboot_resends >= MAX_REBOOT_RESENDS) {
-			gc_ssh_free(s);
+			gc_ssh_free(c->ssh);
+			c->ssh = NULL;
 			return gc_error_set(err, GC_EREMOTE,
 					    "host '%s' did not reboot after %u reboot commands",
 					    c->target->name, c->reboot_resends + 1);
 		}
 		c->reboot_resends++;
 		gc_drv_note(ctx, c->target, "the host did not go down: sending the reboot again");
-		c->ssh = s;
 		if (send_reboot(c, ctx, err) != 0)
 			return err->code;
 		gc_ssh_free(c->ssh);
@@ -507,11 +607,19 @@ static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, bool exit_mm, int
 		const struct gc_resource *bad = NULL;
 		/* the host's last step: the lease goes with the exit (lease.c) */
 		const char *lock = exit_mm && first ? gc_drv_lease_release_lock(ctx, c->target) : NULL;
-		unsigned flags = (has_sriov(c) ? GC_ESXI_OBS_SRIOV : 0) |
-				 (exit_mm && first ? GC_ESXI_OBS_EXIT_MM : 0) |
-				 (lock != NULL ? GC_ESXI_OBS_LEASE_CLEAR : 0);
-		int rc = observe_leased(c, ctx, &problems, flags, lock, NULL, &words, err);
+		int rc;
 		size_t i;
+
+		if (first && c->readback_done) { /* the poll that found the host back did it */
+			c->readback_done = false;
+			rc = c->readback_rc;
+			if (rc != 0)
+				*err = c->readback_err;
+			gc_buf_put(&words, gc_buf_str(&c->readback_words), c->readback_words.len);
+		} else {
+			rc = observe_leased(c, ctx, &problems, readback_flags(c, exit_mm && first, lock),
+					    lock, NULL, NULL, &words, err);
+		}
 
 		gc_buf_free(&problems);
 		if (rc == 0 && exit_mm && first)
@@ -573,7 +681,7 @@ static bool esxi_batchable(const struct gc_action *a)
 {
 	return (a->kind == GC_ACT_APPLY && a->op != GC_OP_DELETE) ||
 	       a->kind == GC_ACT_ENTER_MAINTENANCE || a->kind == GC_ACT_EXIT_MAINTENANCE ||
-	       a->kind == GC_ACT_VERIFY;
+	       a->kind == GC_ACT_VERIFY || a->kind == GC_ACT_WAIT_HOST;
 }
 
 /* The command of a batchable action (*cmd gc_xmalloc'd), and the device's
@@ -847,6 +955,17 @@ static int esxi_apply_batch(void **conn, struct gc_drv_ctx *ctx, const struct gc
 	while (i < n && rc == 0) {
 		size_t j = i, got = 0;
 
+		if (acts[i]->kind == GC_ACT_WAIT_HOST) {
+			/* the read-back that follows, and the exit after it: the poll
+			 * that finds the host back carries them (poll_once) */
+			bool with_verify = i + 1 < n && acts[i + 1]->kind == GC_ACT_VERIFY;
+			struct readback rb = {with_verify && i + 2 < n &&
+					      acts[i + 2]->kind == GC_ACT_EXIT_MAINTENANCE};
+
+			rc = wait_host(c, ctx, with_verify ? &rb : NULL, err);
+			i += rc == 0 ? 1 : 0;
+			continue;
+		}
 		if (acts[i]->kind == GC_ACT_VERIFY) {
 			bool with_exit = i + 1 < n && acts[i + 1]->kind == GC_ACT_EXIT_MAINTENANCE;
 			struct gc_error exit_err = GC_ERROR_INIT;
@@ -872,7 +991,7 @@ static int esxi_apply_batch(void **conn, struct gc_drv_ctx *ctx, const struct gc
 			i += got;
 			continue;
 		}
-		while (j < n && acts[j]->kind != GC_ACT_VERIFY) {
+		while (j < n && acts[j]->kind != GC_ACT_VERIFY && acts[j]->kind != GC_ACT_WAIT_HOST) {
 			if (acts[j]->kind == GC_ACT_ENTER_MAINTENANCE)
 				gc_drv_maintenance_left(ctx, c->target, false);
 			j++;
@@ -943,7 +1062,7 @@ static int esxi_apply(void **conn, struct gc_drv_ctx *ctx, const struct gc_actio
 		c->reboot_resends = 0;
 		return send_reboot(c, ctx, err);
 	case GC_ACT_WAIT_HOST:
-		return wait_host(c, ctx, err);
+		return wait_host(c, ctx, NULL, err);
 	case GC_ACT_VERIFY:
 		gc_drv_note(ctx, c->target, "verifying");
 		return verify(c, ctx, false, NULL, NULL, err);

@@ -44,6 +44,13 @@ struct esxi_conn {
 	unsigned nexec; /* execs sent on this connection */
 	uint64_t reboot_sent_ns;
 	unsigned reboot_resends;
+	/* The read-back that the poll finding the host back carried
+	 * (driver.c wait_host), for the VERIFY right after it: its outcome
+	 * (readback_rc, readback_err) and the exec's last line of stderr. */
+	bool readback_done;
+	int readback_rc;
+	struct gc_error readback_err;
+	struct gc_buf readback_words;
 };
 
 #define LEASE_SEEN_MS 30000u

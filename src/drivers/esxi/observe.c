@@ -184,6 +184,47 @@ char *gc_esxi_script_lease(const char *token, const char *learn_from, unsigned f
 	return gc_buf_take(&b);
 }
 
+char *gc_esxi_script_guarded(const char *token, const char *learn_from, unsigned flags,
+			     const char *lock, long long bound_us)
+{
+	struct gc_buf b = GC_BUF_INIT;
+	char *batch = gc_esxi_script_lease(token, learn_from, flags, lock, NULL);
+
+	gc_buf_printf(&b, "echo @@gc:%s:up; sh -c ", token);
+	gc_shell_quote(&b, GC_ESXI_UPTIME_GUARD_SCRIPT);
+	gc_buf_printf(&b, " up %lld || exit 0; %s", bound_us, batch);
+	free(batch);
+	return gc_buf_take(&b);
+}
+
+bool gc_esxi_guard_split(const char *token, const char *text, size_t len, long long *uptime_us,
+			 size_t *rest)
+{
+	char mark[48];
+	size_t m = (size_t)snprintf(mark, sizeof(mark), "@@gc:%s:up\n", token);
+	size_t plen = m - strlen("up\n"), off = m; /* plen: "@@gc:TOKEN:" */
+
+	*uptime_us = -1;
+	*rest = len;
+	if (len < m || memcmp(text, mark, m) != 0)
+		return false;
+	/* the uptime's line, when the guard could read it */
+	if (off < len && isdigit((unsigned char)text[off])) {
+		char *end;
+		long long v = strtoll(text + off, &end, 10);
+
+		if (end < text + len && *end == '\n') {
+			*uptime_us = v;
+			off = (size_t)(end + 1 - text);
+		}
+	}
+	/* the batch's first marker right after it: the guard let it run */
+	if (*uptime_us < 0 || len - off < plen || memcmp(text + off, mark, plen) != 0)
+		return false;
+	*rest = off;
+	return true;
+}
+
 /* The lease snippet's answer: "@@lease:TOKEN:none" when the option does
  * not exist (never leased), else `advanced list -o`'s XML. */
 static int read_lease(struct gc_esxi_facts *f, const char *token, const char *text, size_t len,

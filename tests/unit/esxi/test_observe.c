@@ -826,6 +826,41 @@ static void test_lease_take_and_clear_sections(void **state)
 	(void)state;
 }
 
+/* The read-back behind a reboot poll's guard: the exact head, the batch
+ * after it unchanged, and what each answer of the guard comes to. */
+static void test_guarded_read_back(void **state)
+{
+	char *batch = gc_esxi_script_lease("T0K3N", NULL, GC_ESXI_OBS_EXIT_MM, NULL, NULL);
+	char *s = gc_esxi_script_guarded("T0K3N", NULL, GC_ESXI_OBS_EXIT_MM, NULL, 1234567890123LL);
+	const char *head = "echo @@gc:T0K3N:up; sh -c 'u=$(esxcli system stats uptime get) || exit 2; "
+			   "echo \"$u\"; [ \"$u\" -lt \"$1\" ]' up 1234567890123 || exit 0; ";
+	const char *ran = "@@gc:K:up\n2100000\n@@gc:K:1\nVMware ESXi 8.0.2 build-22380479\n";
+	const char *up_still = "@@gc:K:up\n1234567990123\n";
+	const char *no_uptime = "@@gc:K:up\n";
+	const char *forged = "@@gc:K:up\n@@gc:K:1\n";
+	long long up;
+	size_t rest;
+
+	assert_int_equal(strncmp(s, head, strlen(head)), 0);
+	assert_string_equal(s + strlen(head), batch);
+	assert_true(gc_esxi_guard_split("K", ran, strlen(ran), &up, &rest));
+	assert_int_equal(up, 2100000);
+	assert_string_equal(ran + rest, "@@gc:K:1\nVMware ESXi 8.0.2 build-22380479\n");
+	/* not rebooted yet: the uptime, nothing run after it */
+	assert_false(gc_esxi_guard_split("K", up_still, strlen(up_still), &up, &rest));
+	assert_int_equal(up, 1234567990123LL);
+	assert_int_equal(rest, strlen(up_still));
+	/* no uptime (esxcli not up yet), or a batch without one: nothing ran */
+	assert_false(gc_esxi_guard_split("K", no_uptime, strlen(no_uptime), &up, &rest));
+	assert_int_equal(up, -1);
+	assert_false(gc_esxi_guard_split("K", forged, strlen(forged), &up, &rest));
+	assert_false(gc_esxi_guard_split("X", ran, strlen(ran), &up, &rest));
+	assert_false(gc_esxi_guard_split("K", ran, 8, &up, &rest));
+	free(s);
+	free(batch);
+	(void)state;
+}
+
 /* What the record makes of a PF's firmware: the next boot's values; more
  * VFs than the spec's is no change (the planner's "at least"); without MFT
  * the desired values (nothing to do). */
@@ -947,6 +982,7 @@ int main(void)
 		cmocka_unit_test(test_verify_lists_the_vfs),
 		cmocka_unit_test(test_lease_and_exit_sections),
 		cmocka_unit_test(test_lease_take_and_clear_sections),
+		cmocka_unit_test(test_guarded_read_back),
 		cmocka_unit_test(test_record_nic_firmware),
 		cmocka_unit_test(test_version_against_the_spec),
 	};
