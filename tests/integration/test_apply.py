@@ -464,6 +464,46 @@ class ApplyRoce(LabCase):
                          r.stderr)
         self.assert_host_converged("esx02")
 
+    def test_a_host_that_stays_up_never_leaves_maintenance_on_a_poll(self):
+        # esx03 answers its first reboot command and does not go down.  Each
+        # poll carries the read-back and the exit behind the guard its own
+        # shell runs, which finds it up since before the reboot: nothing
+        # after the uptime read runs, the host stays in maintenance mode,
+        # and after the grace the reboot goes out again; the poll that
+        # finds it back from that one reads it back and takes it out
+        self.control("esx03", {"reboot_seconds": self.reboot_seconds,
+                               "fail_once": {"match": "esxcli system shutdown reboot", "message": "",
+                                             "exit": 0, "stream": "stdout"}})
+        r = self.apply("-v", "--target", "esx03")
+        self.assertIn("esx03: the host did not go down: sending the reboot again", r.stderr)
+        self.assertIn("Apply complete: 8 actions done, 0 failed, 0 skipped.\n", r.stdout)
+        self.assert_host_converged("esx03")
+        st = self.state("esx03")
+        self.assertEqual((st["boot_count"], st["maintenance"]), (1, False))
+        # one exit of maintenance mode, after the second reboot command
+        self.assertEqual(self.changes("esx03"), ROCE_SEQUENCE[:4] + [ROCE_SEQUENCE[4]] * 2 +
+                         [ROCE_SEQUENCE[5]])
+        execs = [c for _, c in self.execs("esx03")]
+        reboots = [k for k, c in enumerate(execs) if "system shutdown reboot" in c]
+        self.assertEqual(len(reboots), 2)
+        guarded = execs[reboots[0] + 1:reboots[1] - 1]
+        # between the two: guarded polls only (at least the 2 s grace of
+        # them at 100 ms), each carrying the exit, none of which ran; then
+        # the uptime the reboot sent again is proven with
+        self.assertEqual(execs[reboots[1] - 1], "esxcli system stats uptime get")
+        self.assertGreaterEqual(len(guarded), 5)
+        for c in guarded:
+            self.assertRegex(c, r"^echo @@gc:(\w+):up; sh -c 'u=\$\(esxcli system stats uptime get\) "
+                             r"\|\| exit 2; echo \"\$u\"; \[ \"\$u\" -lt \"\$1\" \]' up \d+ \|\| exit 0; "
+                             r"echo @@gc:\1:1; .* esxcli system maintenanceMode set -e false .*"
+                             r"echo @@gc:\1:end$")
+        # after the second: one exec, the guarded poll that read it back
+        self.assertEqual(len(execs), reboots[1] + 2)
+        self.assertTrue(execs[-1].startswith("echo @@gc:"), execs[-1])
+        self.assertIn(":up; sh -c ", execs[-1])
+        ran = [c for _, c in self.log("esx03")[len(ROCE_SEQUENCE) - 2:]]
+        self.assertEqual(ran.count("esxcli system maintenanceMode set -e false"), 1)
+
     def test_a_failed_wave_halts_the_rollout_and_its_host_leaves_maintenance(self):
         # esx01's passthrough never becomes current: its read-back after the
         # reboot fails (on its own timeout, with progress), the host leaves

@@ -91,7 +91,10 @@ def default_state(host):
         "hostname": host.name,
         "maintenance": False,
         "boot_count": 0,
-        "boot_time": 0,           # epoch seconds of the last (simulated) boot; 0 = long ago
+        # epoch seconds of the last (simulated) boot: a host the lab made
+        # has been up 30 days, and its uptime grows from there, as a real
+        # host's does (the driver's reboot evidence compares two readings)
+        "boot_time": int(time.time()) - 30 * 86400,
         "down_until": 0,
         "graphics": {"type": "Shared", "policy": "Performance"},
         "graphics_active": "Shared",
@@ -874,7 +877,9 @@ def c_advanced_add(st, args):
 
 def c_uptime_get(st, args):
     # `esxcli system stats uptime get`: microseconds since boot, printed bare
-    # (scalar).  A host that was never rebooted in the lab has been up 30 days.
+    # (scalar).  A host that was never rebooted in the lab was up 30 days
+    # when the lab made it (a state of an older lab, without a boot time, 30
+    # days now).
     parse_opts(args, {})
     boot = st.get("boot_time") or (time.time() - 30 * 86400)
     return ("scalar", "integer", int(max(0.0, time.time() - boot) * 1e6))
