@@ -5,7 +5,10 @@
 # Here:   scripts/device-bench-bundle.sh
 # There:  run carry=[".device"] command="scripts/device-bench.sh 64 256"
 #         (GC_BENCH_FORKS='' leaves Ansible out; GC_BENCH_FORKS=5 runs forks 5 only;
-#         GC_BENCH_KEX='' offers OpenSSH's own key exchanges, not the bench's FIPS list)
+#         GC_BENCH_KEX='' offers OpenSSH's own key exchanges, not the bench's FIPS list;
+#         GC_BENCH_BASE=1 also runs the gpuclusterctl and gpuclusterctl-online in
+#         .device/base/, an earlier commit's build, before each count, on the same
+#         instance: bench-N-base.txt)
 #
 # Uses the machine's /usr/bin/python3 and the bundle's sshd, ssh,
 # ansible-core and Python packages.  Output: $OUT/bench-N.txt.
@@ -41,10 +44,15 @@ mkdir -p /run/sshd
 id sshd >/dev/null 2>&1 || useradd -r -d /run/sshd -s /usr/sbin/nologin sshd
 ansible-playbook --version 2>&1 | sed -n 1,2p | tee -a "$OUT/env.txt"
 rc=0
+[ -n "${GC_BENCH_BASE:-}" ] && cat .device/base/commit.txt | sed 's/^/base: /' | tee -a "$OUT/env.txt"
 for n in "$@"; do
-	echo "== $n hosts"
-	/usr/bin/python3 bench/apply_bench.py --hosts "$n" --bin "$B/bench/bin/gpuclusterctl" \
-		${GC_BENCH_FORKS+--forks "$GC_BENCH_FORKS"} ${GC_BENCH_KEX+--kex "$GC_BENCH_KEX"} 2>&1 |
-		tee "$OUT/bench-$n${GC_BENCH_TAG:+-$GC_BENCH_TAG}.txt" || rc=1
+	for side in ${GC_BENCH_BASE:+base} this; do
+		bin=$B/bench/bin/gpuclusterctl tag=${GC_BENCH_TAG:+-$GC_BENCH_TAG}
+		[ "$side" = base ] && bin=$PWD/.device/base/gpuclusterctl tag=-base
+		echo "== $n hosts ($side)"
+		/usr/bin/python3 bench/apply_bench.py --hosts "$n" --bin "$bin" \
+			${GC_BENCH_FORKS+--forks "$GC_BENCH_FORKS"} ${GC_BENCH_KEX+--kex "$GC_BENCH_KEX"} 2>&1 |
+			tee "$OUT/bench-$n$tag.txt" || rc=1
+	done
 done
 exit $rc

@@ -503,6 +503,15 @@ class ApplyRoce(LabCase):
         self.assertIn(":up; sh -c ", execs[-1])
         ran = [c for _, c in self.log("esx03")[len(ROCE_SEQUENCE) - 2:]]
         self.assertEqual(ran.count("esxcli system maintenanceMode set -e false"), 1)
+        # the verify and the exit, journalled with the wait, are shown
+        # starting when the host is back, not for the length of the reboot
+        steps = [l for l in r.stderr.splitlines() if l.startswith("esx03: ") and
+                 (l.endswith(" ...") or l.endswith(" done"))]
+        self.assertEqual(steps[steps.index("esx03: wait for esx03 ..."):],
+                         ["esx03: wait for esx03 ...", "esx03: wait for esx03 done",
+                          "esx03: verify esx03 ...", "esx03: verify esx03 done",
+                          "esx03: exit maintenance mode on esx03 ...",
+                          "esx03: exit maintenance mode on esx03 done"])
 
     def test_a_failed_wave_halts_the_rollout_and_its_host_leaves_maintenance(self):
         # esx01's passthrough never becomes current: its read-back after the
