@@ -260,6 +260,9 @@ void gc_drv_maintenance_left(struct gc_drv_ctx *ctx, const struct gc_target *t, 
  * gc_drv_lease_release_lock: our lock when the step about to go out is the
  *   target's last of the run and the lease may be cleared in its exec (no
  *   action is left on a target that does not hold our lease); else NULL.
+ *   Asked again during a step (each reboot poll that carries the read-back
+ *   and the exit), a no at the step's start becomes a yes once the other
+ *   targets' work is done.
  * gc_drv_lease_released: that clear ran: the target holds no lease of ours
  *   (cleared: it held ours, and now none; else it held another's or none).
  */

@@ -605,8 +605,6 @@ static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, bool exit_mm, int
 	for (;;) {
 		struct gc_buf problems = GC_BUF_INIT, words = GC_BUF_INIT;
 		const struct gc_resource *bad = NULL;
-		/* the host's last step: the lease goes with the exit (lease.c) */
-		const char *lock = exit_mm && first ? gc_drv_lease_release_lock(ctx, c->target) : NULL;
 		int rc;
 		size_t i;
 
@@ -617,6 +615,10 @@ static int verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, bool exit_mm, int
 				*err = c->readback_err;
 			gc_buf_put(&words, gc_buf_str(&c->readback_words), c->readback_words.len);
 		} else {
+			/* the host's last step: the lease goes with the exit (lease.c) */
+			const char *lock = exit_mm && first ? gc_drv_lease_release_lock(ctx, c->target)
+							    : NULL;
+
 			rc = observe_leased(c, ctx, &problems, readback_flags(c, exit_mm && first, lock),
 					    lock, NULL, NULL, &words, err);
 		}
