@@ -51,6 +51,15 @@ class Out:
 
 # ------------------------------------------------------------------ state
 
+def lab_made(host):
+    """When the lab was made: its inventory's mtime, whole seconds (the same
+    for every host and every session of one lab); now without one."""
+    try:
+        return int(os.stat(os.path.join(host.lab, "inventory")).st_mtime)
+    except (OSError, TypeError):
+        return int(time.time())
+
+
 def default_state(host):
     version = host.attrs.get("version", "8.0.2")
     gpus = int(host.attrs.get("gpus", "2"))
@@ -91,10 +100,11 @@ def default_state(host):
         "hostname": host.name,
         "maintenance": False,
         "boot_count": 0,
-        # epoch seconds of the last (simulated) boot: a host the lab made
-        # has been up 30 days, and its uptime grows from there, as a real
-        # host's does (the driver's reboot evidence compares two readings)
-        "boot_time": int(time.time()) - 30 * 86400,
+        # epoch seconds of the last (simulated) boot: a host of the lab had
+        # been up 30 days when the lab was made (its inventory written), and
+        # its uptime grows from there, as a real host's does (the driver's
+        # reboot evidence compares two readings)
+        "boot_time": lab_made(host) - 30 * 86400,
         "down_until": 0,
         "graphics": {"type": "Shared", "policy": "Performance"},
         "graphics_active": "Shared",
