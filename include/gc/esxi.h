@@ -203,7 +203,7 @@ char *gc_esxi_script_lease(const char *token, const char *learn_from, unsigned f
 			   const char *lock, const char *take);
 /*
  * The read-back after a reboot carried by the poll that finds the host back
- * (driver.c wait_host): `echo @@gc:TOKEN:up; sh -c GC_ESXI_UPTIME_GUARD_SCRIPT
+ * (src/drivers/esxi/reboot.c): `echo @@gc:TOKEN:up; sh -c GC_ESXI_UPTIME_GUARD_SCRIPT
  * up BOUND || exit 0; ` and then gc_esxi_script_lease's batch.  The guard
  * prints the uptime (microseconds, `esxcli system stats uptime get`) and
  * lets the batch run only when it is below BOUND, the least uptime a host

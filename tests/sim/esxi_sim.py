@@ -1509,7 +1509,7 @@ def lease_cas(ctx, token, lock, value):
 # The reboot poll's guard (include/gc/esxi.h GC_ESXI_UPTIME_GUARD_SCRIPT),
 # run as `sh -c SCRIPT up BOUND`: the uptime printed, exit 0 only when it is
 # below BOUND, so that the read-back after it runs only on a host that
-# rebooted (src/drivers/esxi/driver.c poll_once).
+# rebooted (src/drivers/esxi/reboot.c poll_once).
 UPTIME = "esxcli system stats uptime get"
 UPTIME_GUARD_SCRIPT = 'u=$(' + UPTIME + ') || exit 2; echo "$u"; [ "$u" -lt "$1" ]'
 

@@ -45,7 +45,7 @@ struct esxi_conn {
 	uint64_t reboot_sent_ns;
 	unsigned reboot_resends;
 	/* The read-back that the poll finding the host back carried
-	 * (driver.c wait_host), for the VERIFY right after it: its outcome
+	 * (reboot.c esxi_wait_host), for the VERIFY right after it: its outcome
 	 * (readback_rc, readback_err) and the exec's last line of stderr. */
 	bool readback_done;
 	int readback_rc;
@@ -54,6 +54,47 @@ struct esxi_conn {
 };
 
 #define LEASE_SEEN_MS 30000u
+
+#define CMD_UPTIME "esxcli system stats uptime get"
+#define MAX_REBOOT_RESENDS 2
+#define REBOOT_MARGIN_US 250000 /* the latency of the two uptime reads (rebooted()) */
+
+/* The read-back a reboot poll carries (gc_esxi_script_guarded): bound_us,
+ * the guard's bound; what came back: the uptime it printed (-1 when none),
+ * and whether the read-back ran (the guard found the host rebooted). */
+struct esxi_guard {
+	long long bound_us;
+	long long uptime_us;
+	bool ran;
+};
+
+/* What the read-back after the wait is to do (esxi_apply_batch), when a
+ * VERIFY follows: leave maintenance mode after it (the EXIT after that). */
+struct esxi_readback {
+	bool exit_mm;
+};
+
+/* driver.c: what reboot.c shares of it */
+void esxi_sleep_ms(unsigned ms);
+int esxi_ssh_open(struct gc_ssh_conn **out, struct gc_drv_ctx *ctx, const struct gc_target *t,
+		  unsigned connect_timeout_ms, struct gc_error *err);
+bool esxi_has_sriov(const struct esxi_conn *c);
+/* One observation exec (flags: gc_esxi_script_lease's), its facts recorded;
+ * guard: behind a reboot poll's guard (nothing read when it said no). */
+int esxi_observe_leased(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_buf *problems,
+			unsigned flags, const char *lock, const char *take, struct esxi_guard *guard,
+			struct gc_buf *stderr_out, struct gc_error *err);
+/* One changing command; its non-zero exit status is the device saying no. */
+int esxi_run_change(struct esxi_conn *c, struct gc_drv_ctx *ctx, const char *cmd,
+		    const char *tolerate, struct gc_error *err);
+
+/* reboot.c */
+int esxi_send_reboot(struct esxi_conn *c, struct gc_drv_ctx *ctx, struct gc_error *err);
+int esxi_wait_host(struct esxi_conn *c, struct gc_drv_ctx *ctx, const struct esxi_readback *rb,
+		   struct gc_error *err);
+int esxi_verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, bool exit_mm, int *exit_rc,
+		struct gc_error *exit_err, struct gc_error *err);
+int esxi_boot_time(void *conn, struct gc_drv_ctx *ctx, double *boot_s, struct gc_error *err);
 
 /* Every exec to the host goes through here, counted (`poll`: while it reboots). */
 int esxi_host_exec(struct esxi_conn *c, struct gc_ssh_conn *ssh, const char *cmd, bool poll,
