@@ -312,9 +312,9 @@ int esxi_verify(struct esxi_conn *c, struct gc_drv_ctx *ctx, bool exit_mm, int *
 			char why[64];
 
 			if (gc_drv_interrupted(ctx))
-				snprintf(why, sizeof(why), "esxi_verify interrupted");
+				snprintf(why, sizeof(why), "verify interrupted");
 			else
-				snprintf(why, sizeof(why), "esxi_verify timeout %u s", timeout / 1000);
+				snprintf(why, sizeof(why), "verify timeout %u s", timeout / 1000);
 			if (bad != NULL)
 				return gc_error_set(err, GC_EREMOTE,
 						    "host '%s': after the reboot '%s' still differs from the spec (%s)",
