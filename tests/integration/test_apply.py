@@ -513,6 +513,30 @@ class ApplyRoce(LabCase):
                           "esx03: exit maintenance mode on esx03 ...",
                           "esx03: exit maintenance mode on esx03 done"])
 
+    def test_a_drop_inside_the_poll_that_carries_the_read_back_is_a_poll_unanswered(self):
+        # esx03's connection drops as the read-back that the poll finding it
+        # back carries reaches its exit, before the exit runs: that poll got
+        # no answer, so the wait polls again, and the next poll's guard still
+        # finds the host rebooted and carries the read-back and the exit
+        self.control("esx03", {"reboot_seconds": self.reboot_seconds,
+                               "drop_once": {"match": "esxcli system maintenanceMode set -e false"}})
+        r = self.apply("-v", "--target", "esx03")
+        self.assertNotIn("retrying after:", r.stderr)
+        self.assertIn("Apply complete: 8 actions done, 0 failed, 0 skipped.\n", r.stdout)
+        self.assertIn("gpuclusterctl: round trips per ESXi host: 4 to 4 over 1 hosts, besides 1 polls "
+                      "while they rebooted\n", r.stderr)
+        self.assert_host_converged("esx03")
+        st = self.state("esx03")
+        self.assertEqual((st["boot_count"], st["maintenance"]), (1, False))
+        with open(os.path.join(self.host_dir("esx03"), "control.json"), encoding="utf-8") as f:
+            self.assertNotIn("drop_once", json.load(f))  # it landed
+        execs = [c for _, c in self.execs("esx03")]
+        k = [i for i, c in enumerate(execs) if "system shutdown reboot" in c][0]
+        # after the reboot: two guarded polls, each carrying the exit, and nothing else
+        self.assertEqual(len(execs), k + 3, execs[k + 1:])
+        for c in execs[k + 1:]:
+            self.assertRegex(c, r"^echo @@gc:\w+:up; sh -c .* esxcli system maintenanceMode set -e false ")
+
     def test_a_failed_wave_halts_the_rollout_and_its_host_leaves_maintenance(self):
         # esx01's passthrough never becomes current: its read-back after the
         # reboot fails (on its own timeout, with progress), the host leaves
