@@ -1548,10 +1548,15 @@ def sh(ctx, argv):
             ctx.io.out("@@mft:%s:none\n" % token)
             return 0
         st = load_state(ctx.host)
+        known = len(st.get("mft_fw", {}))
         text = mst_status(st)
         for name, _, _ in mft_devices(st):
             text += "@@mft:%s:dev:%s\n" % (token, name) + mlxconfig_q(st, name, ["SRIOV_EN", "NUM_OF_VFS"])
-        save_state(ctx.host, st)
+        # a query writes the state only when it met a device for the first
+        # time (mft_fw: its firmware settings, from the control file's
+        # sriov_firmware); an observation changes nothing on the host
+        if len(st.get("mft_fw", {})) != known:
+            save_state(ctx.host, st)
     ctx.io.out(text)
     return 0
 

@@ -57,18 +57,65 @@ def dialled_address():
 
 
 def find_host(lab, address):
+    record = _inventory(os.path.join(lab, "inventory")).get(address)
+    return Host(lab, address, record[0], record[1], dict(record[2])) if record else None
+
+
+def _inventory(path):
+    """{address: (kind, name, attrs)} of the lab inventory (cached_read)."""
+    got = cached_read(path, _parse_inventory)
+    return got if got is not None else {}
+
+
+def _parse_inventory(text):
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts or parts[0].startswith("#") or len(parts) < 3 or parts[0] in out:
+            continue
+        out[parts[0]] = (parts[1], parts[2], dict(p.split("=", 1) for p in parts[3:] if "=" in p))
+    return out
+
+
+# What a file held when this process last read it, by path, with the file's
+# identity then (inode, size, mtime, ctime): a simulator server's worker
+# runs session after session, and a session read the same few files dozens
+# of times (an observation batch: control.json 33 times, state.json 13),
+# open, read and close being a fifth of its CPU.  Every read still stat()s
+# the file; a file replaced (write_json: a new inode), rewritten or
+# touched since is read again.  A file changed within CACHE_SETTLE_NS of the
+# read is not kept: its mtime, from the kernel's coarse clock, could still
+# equal that of a write to come in the same tick (what git calls "racily
+# clean"), which a test that rewrites control.json in place could hit.
+CACHE_SETTLE_NS = 50 * 1000 * 1000
+CACHE_MAX = 1024
+_CACHE = {}
+
+
+def cached_read(path, parse):
+    """parse(text) of the file at path, or None where there is none.  What
+    parse returns is shared by later reads of the unchanged file: callers
+    must not change it (read_json hands out a fresh parse every time)."""
     try:
-        with open(os.path.join(lab, "inventory"), encoding="utf-8") as f:
-            for line in f:
-                parts = line.split()
-                if not parts or parts[0].startswith("#") or len(parts) < 3:
-                    continue
-                if parts[0] == address:
-                    attrs = dict(p.split("=", 1) for p in parts[3:] if "=" in p)
-                    return Host(lab, parts[0], parts[1], parts[2], attrs)
+        st = os.stat(path)
     except FileNotFoundError:
-        pass
-    return None
+        _CACHE.pop(path, None)
+        return None
+    key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, parse)
+    hit = _CACHE.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    value = parse(text)
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > CACHE_SETTLE_NS:
+        if len(_CACHE) >= CACHE_MAX:
+            _CACHE.clear()
+        _CACHE[path] = (key, value)
+    return value
 
 
 class Lock:
@@ -89,11 +136,14 @@ class Lock:
 
 
 def read_json(path, default):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        return default
+    """The file's JSON, parsed afresh (callers change what they get), from
+    its text as cached_read last saw it."""
+    text = cached_read(path, _text)
+    return default if text is None else json.loads(text)
+
+
+def _text(text):
+    return text
 
 
 def write_json(path, data):

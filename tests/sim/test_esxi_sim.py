@@ -240,6 +240,20 @@ class TestFormats(SimTest):
         rows = self.ok("esxcli network sriovnic list").splitlines()[2:]
         self.assertEqual([r.split()[1] for r in rows], ["0000:3b:00.0", "0000:3b:00.1"])
 
+    def test_the_mft_query_writes_the_state_only_when_it_first_meets_a_device(self):
+        self.lab.control("esxi-1", {"mft": True})
+        state = self.lab.host_file("esxi-1", "state.json")
+        snippet = "sh -c '%s' mft T0K" % esxi_sim_script()
+        first = self.ok(snippet)
+        self.assertIn("@@mft:T0K:dev:mt4123_pciconf0\n", first)
+        with open(state) as f:  # the firmware settings it met, kept
+            self.assertEqual(sorted(json.load(f)["mft_fw"]), ["0000:3b:00.0", "0000:3b:00.1"])
+        before = os.stat(state)
+        self.assertEqual(self.ok(snippet), first)
+        after = os.stat(state)
+        # an observation changes nothing: the file is not written again
+        self.assertEqual((after.st_ino, after.st_mtime_ns), (before.st_ino, before.st_mtime_ns))
+
     def test_mft_snippet_equals_a_real_shell(self):
         # the simulator runs the driver's snippet as Python; a real sh
         # (dash here, busybox on ESXi) with mst and mlxconfig answering as the
@@ -798,6 +812,75 @@ class TokensTest(unittest.TestCase):
             self.assertEqual(self.same(line)[0], "ok")
             # and by the regular expressions, not a character at a time
             self.assertTrue(self.sim.PLAIN_LINE.fullmatch(line), line)
+
+
+class CachedReadTest(unittest.TestCase):
+    """simlab.read_json keeps what it read (a worker runs session after
+    session) and must never answer with what a file held before a change."""
+
+    def setUp(self):
+        sys.path.insert(0, HERE)
+        import simlab
+        self.simlab = simlab
+        self.dir = tempfile.mkdtemp(prefix="gc-simcache-")
+        self.path = os.path.join(self.dir, "control.json")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def write_in_place(self, data):
+        with open(self.path, "w") as f:  # as a test's Lab.control does: same inode
+            json.dump(data, f)
+
+    def settled(self):
+        time.sleep(self.simlab.CACHE_SETTLE_NS / 1e9 + 0.02)
+
+    def test_a_settled_file_is_kept_and_each_read_gets_its_own_copy(self):
+        self.write_in_place({"rtt_ms": 1})
+        self.settled()
+        first = self.simlab.read_json(self.path, {})
+        self.assertIn(self.path, self.simlab._CACHE)
+        first["rtt_ms"] = 99  # a caller's change is its own
+        self.assertEqual(self.simlab.read_json(self.path, {}), {"rtt_ms": 1})
+
+    def test_a_rewrite_in_place_of_the_same_size_is_read(self):
+        self.write_in_place({"rtt_ms": 1})
+        self.settled()
+        self.assertEqual(self.simlab.read_json(self.path, {}), {"rtt_ms": 1})
+        self.write_in_place({"rtt_ms": 2})
+        self.assertEqual(self.simlab.read_json(self.path, {}), {"rtt_ms": 2})
+
+    def test_a_file_changed_within_the_settle_time_is_not_kept(self):
+        # the second write may share the first's mtime (the kernel's coarse
+        # clock), inode and size: only not keeping the first read is safe
+        self.write_in_place({"rtt_ms": 1})
+        self.assertEqual(self.simlab.read_json(self.path, {}), {"rtt_ms": 1})
+        self.assertNotIn(self.path, self.simlab._CACHE)
+        self.write_in_place({"rtt_ms": 2})
+        self.assertEqual(self.simlab.read_json(self.path, {}), {"rtt_ms": 2})
+
+    def test_a_replaced_or_removed_file_is_read_again(self):
+        self.write_in_place({"rtt_ms": 1})
+        self.settled()
+        self.assertEqual(self.simlab.read_json(self.path, {}), {"rtt_ms": 1})
+        self.simlab.write_json(self.path, {"rtt_ms": 1, "reboot_seconds": 2})
+        self.assertEqual(self.simlab.read_json(self.path, {}), {"rtt_ms": 1, "reboot_seconds": 2})
+        os.unlink(self.path)
+        self.assertEqual(self.simlab.read_json(self.path, {"none": True}), {"none": True})
+
+    def test_the_inventory_follows_its_file(self):
+        inv = os.path.join(self.dir, "inventory")
+        with open(inv, "w") as f:
+            f.write("# lab\n127.0.0.11 esxi esxi-1 version=8.0.2\n")
+        self.settled()
+        host = self.simlab.find_host(self.dir, "127.0.0.11")
+        self.assertEqual((host.kind, host.name, host.attrs), ("esxi", "esxi-1", {"version": "8.0.2"}))
+        host.attrs["version"] = "7.0.3"  # a caller's change is its own
+        self.assertEqual(self.simlab.find_host(self.dir, "127.0.0.11").attrs, {"version": "8.0.2"})
+        self.assertIsNone(self.simlab.find_host(self.dir, "127.0.0.12"))
+        with open(inv, "a") as f:
+            f.write("127.0.0.12 esxi esxi-2 version=7.0.3\n")
+        self.assertEqual(self.simlab.find_host(self.dir, "127.0.0.12").name, "esxi-2")
 
 
 if __name__ == "__main__":
