@@ -14,6 +14,13 @@
  * ForceCommand, when stdin is a terminal (a PTY session wants a process of
  * its own), or when the server is not there or refuses the request before
  * it has the session.
+ *
+ * It is also the lab user's login shell where scripts/lab.sh runs as root
+ * (installed as /usr/local/libexec/gclab/simc): sshd runs every session as
+ * `SHELL -c COMMAND`, COMMAND being the ForceCommand `exec $lab/bin/simc`,
+ * and /bin/sh there did nothing but exec simc; as that shell simc does the
+ * session itself, one exec a session less of the lab sshd's CPU.  Any other
+ * command line goes to /bin/sh unchanged.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -66,8 +73,27 @@ static void put(struct buf *b, const char *s, size_t n)
 	b->p[b->len++] = '\0';
 }
 
-int main(void)
+/* `exec /ABSOLUTE/PATH/simc`, nothing else: the lab's ForceCommand. */
+static int is_simc_command(const char *cmd)
 {
+	const char *path = cmd + 5, *base;
+
+	if (strncmp(cmd, "exec /", 6) != 0 || strpbrk(path, " \t\n'\"\\$`;&|<>()*?[]~#=%{}"))
+		return 0;
+	base = strrchr(path, '/') + 1;
+	return strcmp(base, "simc") == 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !(argc == 3 && strcmp(argv[1], "-c") == 0 && is_simc_command(argv[2]))) {
+		/* run as a login shell for something else: be /bin/sh */
+		argv[0] = "sh";
+		execv("/bin/sh", argv);
+		fprintf(stderr, "gclab: cannot run /bin/sh: %s\n", strerror(errno));
+		_exit(127);
+	}
+
 	const char *lab = getenv("GC_LAB_DIR");
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct buf body = { 0 };

@@ -46,6 +46,14 @@ check "password file is private" test "$(stat -c %a "$GC_LAB_DIR/client/password
 check "the lab user's password hash is \$6\$rounds=1000\$" \
 	bash -c 'getent shadow "$(cat "$1/user")" | cut -d: -f2 | grep -q "^[$]6[$]rounds=1000[$]"' _ "$GC_LAB_DIR"
 
+# the lab user's login shell is simc itself (lab.sh install_shell): sshd's
+# `SHELL -c "exec $lab/bin/simc"` runs the session with no /bin/sh between
+check "the lab user's shell is the installed simc" \
+	test "$(getent passwd "$(cat "$GC_LAB_DIR/user")" | cut -d: -f7)" = /usr/local/libexec/gclab/simc
+check "... the lab's own simc, byte for byte" cmp -s /usr/local/libexec/gclab/simc "$GC_LAB_DIR/bin/simc"
+check "... which hands any other command line to /bin/sh" \
+	test "$(/usr/local/libexec/gclab/simc -c 'echo "$0:" a\ b; exit 3' 2>&1; echo "rc=$?")" = "$(printf 'sh: a b\nrc=3')"
+
 envout=$("$lab" env)
 check "env exports the port" grep -qx "export GC_LAB_PORT=$port" <<<"$envout"
 check "env names the password file" grep -q "GC_LAB_PASSWORD_FILE='$GC_LAB_DIR/client/password'" <<<"$envout"
