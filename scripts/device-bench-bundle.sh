@@ -35,5 +35,14 @@ ansible-playbook --version | sed -n 1p >"$out/ansible.txt"
 /usr/bin/ldd --version 2>&1 | sed -n 1p >"$out/glibc.txt"
 git rev-parse --short HEAD >"$out/commit.txt"
 tar -C .device -cJf .device/bench.tar.xz bench
+# GC_BENCH_LAB_BASE=COMMIT: that commit's lab (scripts/, tests/sim/) with
+# this bench script, for device-bench.sh's GC_BENCH_LAB_BASE=1
+rm -rf .device/basetree
+if [ -n "${GC_BENCH_LAB_BASE:-}" ]; then
+	mkdir -p .device/basetree/bench
+	git archive "$GC_BENCH_LAB_BASE" scripts tests/sim | tar -x -C .device/basetree
+	cp bench/apply_bench.py .device/basetree/bench/
+	git rev-parse --short "$GC_BENCH_LAB_BASE" >.device/basetree/commit.txt
+fi
 rm -rf "$out"
 ls -l .device/bench.tar.xz

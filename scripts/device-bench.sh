@@ -8,7 +8,12 @@
 #         GC_BENCH_KEX='' offers OpenSSH's own key exchanges, not the bench's FIPS list;
 #         GC_BENCH_BASE=1 also runs the gpuclusterctl and gpuclusterctl-online in
 #         .device/base/, an earlier commit's build, before each count, on the same
-#         instance: bench-N-base.txt)
+#         instance: bench-N-base.txt;
+#         GC_BENCH_LAB_BASE=1 also runs, first, this build and this bench
+#         against an earlier commit's lab (.device/basetree: its scripts/ and
+#         tests/sim/, from scripts/device-bench-bundle.sh run with
+#         GC_BENCH_LAB_BASE=COMMIT), the lab user's shell put back to /bin/sh
+#         first: bench-N-labbase.txt)
 #
 # Uses the machine's /usr/bin/python3 and the bundle's sshd, ssh,
 # ansible-core and Python packages.  Output: $OUT/bench-N.txt.
@@ -45,13 +50,20 @@ id sshd >/dev/null 2>&1 || useradd -r -d /run/sshd -s /usr/sbin/nologin sshd
 ansible-playbook --version 2>&1 | sed -n 1,2p | tee -a "$OUT/env.txt"
 rc=0
 [ -n "${GC_BENCH_BASE:-}" ] && cat .device/base/commit.txt | sed 's/^/base: /' | tee -a "$OUT/env.txt"
+[ -n "${GC_BENCH_LAB_BASE:-}" ] && sed 's/^/lab base: /' .device/basetree/commit.txt | tee -a "$OUT/env.txt"
+here=$PWD
 for n in "$@"; do
-	for side in ${GC_BENCH_BASE:+base} this; do
-		bin=$B/bench/bin/gpuclusterctl tag=${GC_BENCH_TAG:+-$GC_BENCH_TAG}
-		[ "$side" = base ] && bin=$PWD/.device/base/gpuclusterctl tag=-base
+	for side in ${GC_BENCH_LAB_BASE:+labbase} ${GC_BENCH_BASE:+base} this; do
+		bin=$B/bench/bin/gpuclusterctl tag=${GC_BENCH_TAG:+-$GC_BENCH_TAG} tree=$here
+		[ "$side" = base ] && bin=$here/.device/base/gpuclusterctl tag=-base
+		if [ "$side" = labbase ]; then
+			tree=$here/.device/basetree tag=-labbase
+			# the earlier lab ran its sessions through /bin/sh
+			id gclab >/dev/null 2>&1 && usermod -s /bin/sh gclab
+		fi
 		echo "== $n hosts ($side)"
-		/usr/bin/python3 bench/apply_bench.py --hosts "$n" --bin "$bin" \
-			${GC_BENCH_FORKS+--forks "$GC_BENCH_FORKS"} ${GC_BENCH_KEX+--kex "$GC_BENCH_KEX"} 2>&1 |
+		(cd "$tree" && /usr/bin/python3 bench/apply_bench.py --hosts "$n" --bin "$bin" \
+			${GC_BENCH_FORKS+--forks "$GC_BENCH_FORKS"} ${GC_BENCH_KEX+--kex "$GC_BENCH_KEX"}) 2>&1 |
 			tee "$OUT/bench-$n$tag.txt" || rc=1
 	done
 done
