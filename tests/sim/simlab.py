@@ -147,11 +147,14 @@ def _text(text):
 
 
 def write_json(path, data):
-    """Atomic replace (the host directory belongs to the lab user)."""
+    """Atomic replace (the host directory belongs to the lab user).  One
+    line, keys sorted (`python3 -m json.tool` shows it indented): json's C
+    encoder takes no indent, and its Python one was a quarter of the CPU of
+    a session that writes the state (a read-back: 0.7 of 2.6 ms)."""
     tmp = "%s.%d.tmp" % (path, os.getpid())
+    text = json.dumps(data, sort_keys=True) + "\n"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-        f.write("\n")
+        f.write(text)
     os.replace(tmp, path)
 
 
