@@ -108,5 +108,73 @@ class Stretches(unittest.TestCase):
                       out.getvalue())
 
 
+# A stand-in for one side of the lab (the simulator server's master): it
+# waits for a line on stdin, then starts a process that it never reaps, as
+# a daemon's double fork leaves one, which spends BURN seconds of CPU and
+# writes its own CPU time to the file named by argv[1] when done.
+SIDE = r"""
+import os, sys, time
+sys.stdin.readline()
+if os.fork() == 0:
+    if os.fork() == 0:
+        t = time.process_time()
+        while time.process_time() - t < %(burn)s:
+            pass
+        with open(sys.argv[1] + ".tmp", "w") as f:
+            f.write(str(time.process_time()))
+        os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+    os._exit(0)
+os.wait()
+sys.stdin.readline()
+"""
+BURN = 0.3
+
+
+class LabCPUTest(unittest.TestCase):
+    """LabCPU counts what a side of the lab starts whoever reaps it: the
+    /proc figures it replaced (a process's own and reaped children's
+    times) did not."""
+
+    def test_a_process_the_side_never_reaps_counts(self):
+        if os.geteuid() != 0 or ab.cgroup_base()[0] is None:
+            self.skipTest("needs root and a cgroup filesystem (as CI has)")
+        import subprocess
+        lab = tempfile.mkdtemp(prefix="gc-bench-cg-")
+        self.addCleanup(shutil.rmtree, lab)
+        os.makedirs(os.path.join(lab, "simd"))
+        done = os.path.join(lab, "burned")
+        side = subprocess.Popen([sys.executable, "-c", SIDE % {"burn": BURN}, done],
+                                stdin=subprocess.PIPE, text=True)
+        self.addCleanup(side.wait)
+        self.addCleanup(side.stdin.close)
+        with open(os.path.join(lab, "simd", "pid"), "w") as f:
+            f.write("%d\n" % side.pid)
+        cpu = ab.LabCPU(lab)
+        self.addCleanup(cpu.close)
+        if not cpu.exact():
+            self.skipTest("no cgroup could be made here")
+        before, proc_before = cpu.read()["sim"], ab.lab_cpu(lab, ("simd/pid",))
+        side.stdin.write("go\n")
+        side.stdin.flush()
+        for _ in range(200):
+            if os.path.exists(done):
+                break
+            time.sleep(0.05)
+        burned = float(open(done).read())
+        time.sleep(0.1)  # the burner has exited
+        got = cpu.read()["sim"] - before
+        self.assertGreaterEqual(burned, BURN)
+        self.assertGreaterEqual(got, burned * 0.95)
+        self.assertLess(got, burned + 0.25)  # the burner, its parents, nothing else
+        # what /proc's figures saw of it: nothing (reparented, never reaped by the side)
+        self.assertLess(ab.lab_cpu(lab, ("simd/pid",)) - proc_before, 0.05)
+        self.assertEqual(cpu.read()["sshd"], 0.0)  # the other side: no process in it
+        side.stdin.write("end\n")
+        side.stdin.flush()
+        side.wait(timeout=10)
+        cpu.close()  # its processes gone: the groups go
+        self.assertFalse(any(os.path.isdir(p) for p in cpu.groups.values()))
+
+
 if __name__ == "__main__":
     unittest.main()
