@@ -283,8 +283,9 @@ start_simd() {
 # built it.  sshd runs every session as `SHELL -c "exec $lab/bin/simc"` (the
 # ForceCommand), and /bin/sh did nothing there but exec simc; simc as the
 # shell does the session itself (tests/sim/simc.c), one exec a session
-# less: a fifth of the lab sshd's CPU in the apply bench (0.5 ms a session
-# here).  Any other command line it hands to /bin/sh.  One copy for every
+# less: a fifth of what a session costs the lab sshd (2.4 -> 1.9 ms of CPU
+# on the project's 2-core machine; a connection costs it about 9 ms more).
+# Any other command line it hands to /bin/sh.  One copy for every
 # lab on the machine (the user is shared), in a root-owned directory,
 # replaced when a lab brings a different one, under the user's lock.
 lab_shell=/usr/local/libexec/gclab/simc
