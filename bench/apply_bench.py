@@ -335,7 +335,8 @@ class LabCPU:
                 os.makedirs(path, exist_ok=True)
                 self.groups[side] = path
                 self.adopt(side)
-        except OSError:
+            self.read()  # a kernel whose cgroup2 has no cpu.stat usage_usec: /proc
+        except (OSError, KeyError, ValueError):
             self.close()
             self.groups, self.kind = {}, None
 
