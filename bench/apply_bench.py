@@ -252,6 +252,11 @@ def live_descendants(pid):
     return out
 
 
+def sshd_pid_files(lab):
+    """The pid files of the lab sshd's listeners: sshd.pid, sshd.2.pid ..."""
+    return ["sshd.pid"] + sorted(os.path.basename(p) for p in glob.glob(os.path.join(lab, "sshd.[0-9]*.pid")))
+
+
 def lab_cpu(lab, which=("simd/pid", "sshd.pid")):
     """The simulated side: the simulator server (its master, the forkers it
     keeps and their workers, with what each reaped) and the lab sshd (every
@@ -261,7 +266,7 @@ def lab_cpu(lab, which=("simd/pid", "sshd.pid")):
     for f in which:
         files.append(f)
         if f == "sshd.pid":
-            files += sorted(os.path.basename(p) for p in glob.glob(os.path.join(lab, "sshd.[0-9]*.pid")))
+            files += sshd_pid_files(lab)[1:]
     for f in files:
         try:
             pid = int(open(os.path.join(lab, f)).read().split()[0])
@@ -277,8 +282,7 @@ def lab_pids(lab, which):
     """The live processes of one side of the lab: "sshd" (every listener on
     the lab's port and the connection and session processes under them) or
     "sim" (the simulator server's master, forkers and workers)."""
-    files = (["sshd.pid"] + sorted(os.path.basename(p) for p in glob.glob(os.path.join(lab, "sshd.[0-9]*.pid")))
-             if which == "sshd" else ["simd/pid"])
+    files = sshd_pid_files(lab) if which == "sshd" else ["simd/pid"]
     out = []
     for f in files:
         try:
@@ -381,7 +385,7 @@ def queues(lab):
     an apply is time that a burst of sessions waits for in a queue however
     many cores the machine has."""
     out = {}
-    for f in ["sshd.pid"] + sorted(os.path.basename(p) for p in glob.glob(os.path.join(lab, "sshd.[0-9]*.pid"))):
+    for f in sshd_pid_files(lab):
         try:
             pid = int(open(os.path.join(lab, f)).read().split()[0])
         except (OSError, ValueError, IndexError):
