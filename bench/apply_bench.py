@@ -449,7 +449,7 @@ def connections_per_host(lab, since):
     return counts
 
 
-def ansible_run(lab, hosts, addrs, port, forks, env, reboot, labcpu):
+def ansible_run(lab, hosts, addrs, port, forks, env, reboot, labcpu, tty=True):
     inv = os.path.join(lab, "ansible-inventory.ini")
     user = open(os.path.join(lab, "user")).read().strip()
     with open(inv, "w") as f:
@@ -459,6 +459,11 @@ def ansible_run(lab, hosts, addrs, port, forks, env, reboot, labcpu):
         f.write("[esxi:vars]\nansible_ssh_private_key_file=%s\n" % os.path.join(lab, "client", "id_ed25519"))
         f.write("ansible_ssh_common_args='-o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes'\n"
                 % os.path.join(lab, "client", "known_hosts"))
+        if not tty:
+            # Ansible's raw asks for a terminal (ssh -tt), which labsshd
+            # does not make, and ssh -tt fails without one: its ssh
+            # plugin's documented use_tty option leaves -tt out
+            f.write("ansible_ssh_use_tty=false\n")
     play = os.path.join(lab, "ansible-play.yml")
     tasks = ["    - raw: \"%s\"" % c for c in SEQUENCE[:4]]
     # the hosts run no Python (wait_for_connection needs it): pause for the
@@ -558,12 +563,17 @@ def report_stretches(runs):
           " goes out before the last is in and the plan is made" % (spread(first), spread(last)))
 
 
+def server_name(args):
+    return ("OpenSSH's sshd" if args.ssh_server == "openssh"
+            else "labsshd (golang.org/x/crypto/ssh, one process)")
+
+
 def report(args, runs, rows, labcpu=None):
     walls = [r["wall"] for r in runs]
     wall = median(walls)
     print("%d simulated hosts, %d ms per exec (round trip), %.1f s simulated reboot, "
-          "the lab sshd's key exchanges %s; gpuclusterctl %d run%s: median (min-max)\n"
-          % (args.hosts, args.rtt_ms, args.reboot_seconds,
+          "the lab's SSH server %s, its key exchanges %s; gpuclusterctl %d run%s: median (min-max)\n"
+          % (args.hosts, args.rtt_ms, args.reboot_seconds, server_name(args),
              "FIPS 140-2 (no curve25519)" if args.kex == FIPS_KEX else (args.kex or "OpenSSH's defaults"),
              len(runs), "" if len(runs) == 1 else "s"))
     print("| run | wall s | / gpuclusterctl | controller CPU s | simulated hosts' CPU s |")
@@ -585,9 +595,11 @@ def report(args, runs, rows, labcpu=None):
     print("execs per host besides reboot polls, all runs: min %d, median %d, max %d; reboot polls max %d"
           % (per[0], per[len(per) // 2], per[-1],
              max(p for r in runs for _, p, _ in r["ex"].values())))
-    print("simulated hosts' CPU during gpuclusterctl's apply: %s s, of which the lab sshd "
-          "(every connection's and exec's sshd processes) %s s and the simulator server %s s (%s)"
-          % (spread([r["sim_cpu"] for r in runs]), spread([r["sshd_cpu"] for r in runs]),
+    print("simulated hosts' CPU during gpuclusterctl's apply: %s s, of which the lab's SSH server "
+          "(%s) %s s and the simulator server %s s (%s)"
+          % (spread([r["sim_cpu"] for r in runs]),
+             "every connection's and exec's sshd processes" if args.ssh_server == "openssh"
+             else "labsshd, one process", spread([r["sshd_cpu"] for r in runs]),
              spread([r["sim_cpu"] - r["sshd_cpu"] for r in runs]),
              "each side in a cgroup of its own, cgroup %s" % labcpu.kind
              if labcpu is not None and labcpu.exact() else
@@ -597,10 +609,15 @@ def report(args, runs, rows, labcpu=None):
           % (spread(walls), spread([r["observe"] for r in runs]), spread([r["lease"] for r in runs]),
              spread([r["apply"] for r in runs]),
              spread([r["wall"] - r["observe"] - r["lease"] - r["apply"] for r in runs])))
-    print("the lab's queues during the apply (each accepts and forks in turn): the busiest of %d "
-          "sshd listeners %s s of its own CPU, the busiest of %d simulator forkers %s s"
-          % (last["queue_sshd"][1], spread([r["queue_sshd"][0] for r in runs]),
-             last["queue_simd"][1], spread([r["queue_simd"][0] for r in runs])))
+    if args.ssh_server == "openssh":
+        print("the lab's queues during the apply (each accepts and forks in turn): the busiest of %d "
+              "sshd listeners %s s of its own CPU, the busiest of %d simulator forkers %s s"
+              % (last["queue_sshd"][1], spread([r["queue_sshd"][0] for r in runs]),
+                 last["queue_simd"][1], spread([r["queue_simd"][0] for r in runs])))
+    else:  # labsshd's own CPU is all of its CPU: no queue of its own to show
+        print("the lab's queues during the apply (each accepts and forks in turn): the busiest of %d "
+              "simulator forkers %s s of its own CPU"
+              % (last["queue_simd"][1], spread([r["queue_simd"][0] for r in runs])))
     report_stretches(runs)
     print("connections per host during apply, all runs: min %d, max %d"
           % (min(min(r["conns"]) for r in runs), max(max(r["conns"]) for r in runs)))
@@ -626,6 +643,9 @@ def main():
     ap.add_argument("--port", type=int, default=2330)
     ap.add_argument("--kex", default=FIPS_KEX,
                     help="the lab sshd's KexAlgorithms; '' for OpenSSH's defaults")
+    ap.add_argument("--ssh-server", choices=("openssh", "go"), default="openssh",
+                    help="the lab's SSH server: OpenSSH's sshd (default), or tests/sim/labsshd, "
+                         "one process that costs the shared cores far less (GC_LAB_SSH_SERVER)")
     ap.add_argument("--lab-parent", default="/dev/shm" if os.path.isdir("/dev/shm") else "",
                     help="where the lab directory is made (default /dev/shm, a tmpfs; '' for $TMPDIR)")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "src", "cli", "gpuclusterctl"))
@@ -642,7 +662,8 @@ def main():
     # a simulated reboot takes --reboot-seconds, not a real host's minutes:
     # poll every 100 ms (the default 2 s would add up to 2 s to a floor of
     # a few seconds; against a real reboot it is nothing)
-    env = dict(os.environ, GC_LAB_DIR=lab, GC_REBOOT_POLL_MS="100", GC_LAB_KEX=args.kex)
+    env = dict(os.environ, GC_LAB_DIR=lab, GC_REBOOT_POLL_MS="100", GC_LAB_KEX=args.kex,
+               GC_LAB_SSH_SERVER=args.ssh_server)
     spec = os.path.join(lab, "bench-src.yaml")
     open(spec, "w").write(spec_text(args.hosts))
     try:
@@ -662,6 +683,9 @@ def main():
             set_controls(lab, hosts, args.rtt_ms, args.reboot_seconds)
             runs.append(one_apply(args, lab, labspec, hosts, addrs, env, i, labcpu))
         rows = []
+        if args.ssh_server == "go":
+            print("Ansible with labsshd: ansible_ssh_use_tty=false (raw's ssh -tt wants a terminal, "
+                  "which labsshd does not make)\n")
         if shutil.which("ansible-playbook"):
             for forks in (int(f) for f in args.forks.split(",") if f.strip()):
                 sh([os.path.join(ROOT, "scripts", "lab.sh"), "reset"], env)
@@ -669,7 +693,8 @@ def main():
                 labcpu.adopt("sim")
                 set_controls(lab, hosts, args.rtt_ms, args.reboot_seconds)
                 w, cpu, scpu = ansible_run(lab, hosts, addrs, args.port, forks, env,
-                                           args.reboot_seconds, labcpu)
+                                           args.reboot_seconds, labcpu,
+                                           tty=args.ssh_server == "openssh")
                 rows.append(("Ansible raw, linear, forks %d" % forks, w, cpu, scpu))
         report(args, runs, rows, labcpu)
     finally:

@@ -20,7 +20,11 @@ mkdir -p "$out/bin" "$out/lib" "$out/py"
 cmake --build build -j2 --target gpuclusterctl gpuclusterctl-online >/dev/null
 cp build/src/cli/gpuclusterctl build/src/cli/gpuclusterctl-online "$out/bin/"
 cp /usr/sbin/sshd /usr/bin/ssh-keygen /usr/bin/ssh "$out/bin/"
+# the bench's light lab SSH server (GC_BENCH_SERVERS=go): a static Go program
+(cd tests/sim/labsshd && env CGO_ENABLED=0 GO111MODULE=off GOPATH=/usr/share/gocode GOPROXY=off GOFLAGS= \
+	go build -o "$root/$out/labsshd" .)
 scripts/bundle-libs.sh "$out/lib" "$out"/bin/*
+mv "$out/labsshd" "$out/bin/" # after bundle-libs: no libraries of its own
 dp=/usr/lib/python3/dist-packages
 for m in yaml jinja2 markupsafe packaging resolvelib ansible; do cp -r "$dp/$m" "$out/py/"; done
 # and their metadata: ansible-core asks importlib.metadata for jinja2's version

@@ -9,6 +9,9 @@
 #         GC_BENCH_BASE=1 also runs the gpuclusterctl and gpuclusterctl-online in
 #         .device/base/, an earlier commit's build, before each count, on the same
 #         instance: bench-N-base.txt;
+#         GC_BENCH_SERVERS="go openssh" runs each count with each lab SSH
+#         server in turn (bench/apply_bench.py --ssh-server; the default is
+#         openssh alone; go's output is bench-N-go.txt);
 #         GC_BENCH_LAB_BASE=1 also runs, first, this build and this bench
 #         against an earlier commit's lab (.device/basetree: its scripts/ and
 #         tests/sim/, from scripts/device-bench-bundle.sh run with
@@ -44,7 +47,7 @@ mkdir -p "$B/path"
 printf '#!/bin/sh\nexec /usr/bin/python3 %s "$@"\n' "$B/bench/bin/ansible-playbook.py" >"$B/path/ansible-playbook"
 chmod +x "$B/path/ansible-playbook"
 export LD_LIBRARY_PATH=$B/bench/lib PYTHONPATH=$B/bench/py PATH=$B/path:$B/bench/bin:$PATH
-export GC_SSHD=$B/bench/bin/sshd
+export GC_SSHD=$B/bench/bin/sshd GC_LABSSHD_BIN=$B/bench/bin/labsshd
 mkdir -p /run/sshd
 id sshd >/dev/null 2>&1 || useradd -r -d /run/sshd -s /usr/sbin/nologin sshd
 ansible-playbook --version 2>&1 | sed -n 1,2p | tee -a "$OUT/env.txt"
@@ -53,8 +56,12 @@ rc=0
 [ -n "${GC_BENCH_LAB_BASE:-}" ] && sed 's/^/lab base: /' .device/basetree/commit.txt | tee -a "$OUT/env.txt"
 here=$PWD
 for n in "$@"; do
-	for side in ${GC_BENCH_LAB_BASE:+labbase} ${GC_BENCH_BASE:+base} this; do
-		bin=$B/bench/bin/gpuclusterctl tag=${GC_BENCH_TAG:+-$GC_BENCH_TAG} tree=$here
+	for side in ${GC_BENCH_LAB_BASE:+labbase} ${GC_BENCH_BASE:+base} ${GC_BENCH_SERVERS:-this}; do
+		bin=$B/bench/bin/gpuclusterctl tag=${GC_BENCH_TAG:+-$GC_BENCH_TAG} tree=$here server=()
+		case $side in
+		openssh) side=this server=(--ssh-server openssh) ;;
+		go) server=(--ssh-server go) tag=$tag-go ;;
+		esac
 		[ "$side" = base ] && bin=$here/.device/base/gpuclusterctl tag=-base
 		if [ "$side" = labbase ]; then
 			tree=$here/.device/basetree tag=-labbase
@@ -62,7 +69,7 @@ for n in "$@"; do
 			id gclab >/dev/null 2>&1 && usermod -s /bin/sh gclab
 		fi
 		echo "== $n hosts ($side)"
-		(cd "$tree" && /usr/bin/python3 bench/apply_bench.py --hosts "$n" --bin "$bin" \
+		(cd "$tree" && /usr/bin/python3 bench/apply_bench.py --hosts "$n" --bin "$bin" "${server[@]}" \
 			${GC_BENCH_FORKS+--forks "$GC_BENCH_FORKS"} ${GC_BENCH_KEX+--kex "$GC_BENCH_KEX"}) 2>&1 |
 			tee "$OUT/bench-$n$tag.txt" || rc=1
 	done

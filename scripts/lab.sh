@@ -215,6 +215,40 @@ build_downgate() {
 	fi
 }
 
+# The lab's SSH server: GC_LAB_SSH_SERVER, "openssh" (the default: OpenSSH's
+# sshd, what every test talks to) or "go" (tests/sim/labsshd, for the apply
+# bench only: one process serving the same sshd_config, host keys, user and
+# simulator server, without OpenSSH's three processes a connection and one a
+# session; see that file and docs/lab.md).
+ssh_server() {
+	case ${GC_LAB_SSH_SERVER:-openssh} in
+	openssh | go) echo "${GC_LAB_SSH_SERVER:-openssh}" ;;
+	*) die "GC_LAB_SSH_SERVER must be openssh or go, not '$GC_LAB_SSH_SERVER'" ;;
+	esac
+}
+
+# tests/sim/labsshd into $lab/bin/labsshd, with Debian's Go and
+# golang-golang-x-crypto-dev in GOPATH mode (no module proxy), as vcsim is
+# built; or the binary GC_LABSSHD_BIN names (the 16-core machine has no Go:
+# scripts/device-bench-bundle.sh carries one).
+build_labsshd() {
+	local src=$root/tests/sim/labsshd/main.go
+	mkdir -p "$lab/bin"
+	if [ -n "${GC_LABSSHD_BIN:-}" ]; then
+		[ -x "$GC_LABSSHD_BIN" ] || die "GC_LABSSHD_BIN: no program at '$GC_LABSSHD_BIN'"
+		cp "$GC_LABSSHD_BIN" "$lab/bin/labsshd"
+		return 0
+	fi
+	[ -f "$lab/bin/labsshd" ] && [ ! "$src" -nt "$lab/bin/labsshd" ] && return 0
+	command -v go >/dev/null 2>&1 || die "GC_LAB_SSH_SERVER=go needs Go (apt-get install golang-go golang-golang-x-crypto-dev)"
+	[ -d /usr/share/gocode/src/golang.org/x/crypto/ssh ] ||
+		die "GC_LAB_SSH_SERVER=go needs golang-golang-x-crypto-dev (apt-get install golang-golang-x-crypto-dev)"
+	(cd "$(dirname "$src")" && env CGO_ENABLED=0 GO111MODULE=off GOPATH=/usr/share/gocode GOPROXY=off GOFLAGS= \
+		go build -o "$lab/bin/labsshd.tmp" .) >"$lab/bin/labsshd.log" 2>&1 ||
+		die "cannot build $src (see $lab/bin/labsshd.log)"
+	mv "$lab/bin/labsshd.tmp" "$lab/bin/labsshd"
+}
+
 # The session command: the simulator server's client when it is built
 # (start_simd), else the Python dispatcher it falls back to anyway.
 force_command() {
@@ -320,7 +354,7 @@ stop_simd() {
 write_config() {
 	local port=$1 user=$2 out=${3:-$lab/sshd_config}
 	cat >"$out" <<EOF
-# written by scripts/lab.sh - the gpuclusterctl lab sshd
+# written by scripts/lab.sh - the gpuclusterctl lab sshd (served by: $(ssh_server))
 Port $port
 ListenAddress 0.0.0.0
 AddressFamily inet
@@ -468,6 +502,7 @@ cmd_start() {
 		[[ $v =~ ^[0-9]+$ ]] || die "not a number: '$v'"
 	done
 	kex_line >/dev/null # a GC_LAB_KEX that is not a list stops here
+	ssh_server >/dev/null # and a GC_LAB_SSH_SERVER that is neither
 	[ -x "$sshd_bin" ] || die "$sshd_bin not found (apt-get install openssh-server)"
 	[ -n "$port" ] || port=${GC_LAB_PORT:-}
 	[ -n "$port" ] || port=$(cat "$lab/port" 2>/dev/null || true)
@@ -549,6 +584,12 @@ cmd_start() {
 	# SO_REUSEPORT (GC_LAB_REUSEPORT): 256 real hosts have 256 listeners,
 	# and one sshd accepting and forking every connection in turn was the
 	# queue a burst of the apply bench's hosts waited in.
+	if [ "$(ssh_server)" = go ]; then
+		start_labsshd "$port" "$user"
+		start_guests "$port" "$nguests"
+		write_lab_spec
+		return 0
+	fi
 	local preload=() n i
 	n=1
 	if build_downgate; then
@@ -582,6 +623,26 @@ cmd_start() {
 	echo "lab: started sshd (pid $pid$( ((n > 1)) && echo " and $((n - 1)) more on its port")) on port $port: $hosts ESXi hosts, $switches switches, lab dir $lab"
 	start_guests "$port" "$nguests"
 	write_lab_spec
+}
+
+# GC_LAB_SSH_SERVER=go: tests/sim/labsshd on the lab's port, in the
+# background, serving $lab/sshd_config (its pid in the PidFile there).
+start_labsshd() {
+	local port=$1 user=$2 pid pw=$user_home/.lab-password
+	build_labsshd
+	[ -r "$pw" ] || pw=""
+	if command -v ss >/dev/null 2>&1 && [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]; then
+		start_failed "labsshd did not start on port $port: something listens there already (ss -ltnp 'sport = :$port')"
+	fi
+	setsid env GC_LAB_DOWN_DIR="$lab/down" "$lab/bin/labsshd" -f "$lab/sshd_config" \
+		${pw:+-password-file "$pw"} -simd "$lab/simd/sock" -E "$lab/sshd.log" \
+		</dev/null >>"$lab/sshd.log" 2>&1 &
+	for _ in $(seq 100); do
+		pid=$(sshd_pid) && break
+		sleep 0.05
+	done
+	[ -n "${pid:-}" ] || start_failed "labsshd did not start on port $port (see $lab/sshd.log)"
+	echo "lab: started labsshd (pid $pid) on port $port: $(grep -c ' esxi ' "$lab/inventory" || true) ESXi hosts, lab dir $lab"
 }
 
 # The spec of a spec lab, with its connection settings pointed at the lab.

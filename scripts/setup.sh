@@ -22,8 +22,9 @@ packages=(
 	# (procps: ps/pgrep in scripts/lab.sh and the lab tests; openssl: test
 	# certificates; iproute2: ss, the listener's accept queue in tests/sim/test_lab.sh)
 	openssh-server openssh-client procps openssl iproute2
-	# the lab's vCenter: a simulator built from Debian's govmomi (tests/sim/vcsim.sh)
-	golang-go golang-github-vmware-govmomi-dev
+	# the lab's vCenter: a simulator built from Debian's govmomi (tests/sim/vcsim.sh);
+	# the apply bench's light lab SSH server (tests/sim/labsshd): x/crypto/ssh
+	golang-go golang-github-vmware-govmomi-dev golang-golang-x-crypto-dev
 	# the lab's real Linux guests (tests/sim/guestlab): QEMU/TCG VMs booted from
 	# a Debian 12 image built with debootstrap (ext4 via mkfs.ext4 -d, qcow2),
 	# a local APT repository (apt-ftparchive, dpkg-deb), stand-in kernel

@@ -8,7 +8,9 @@
  * the environment, each ended by a NUL), with stdin, stdout and stderr
  * attached (SCM_RIGHTS).  The server forks the session onto those
  * descriptors and answers "x N" (exit N) or "s N" (killed by signal N),
- * which this process reproduces, so sshd reports what the session did.
+ * which this process reproduces, so sshd reports what the session did, or
+ * "d" when the session dropped its connection (simlab.drop_session, which
+ * has killed this process's sshd by then).
  *
  * It execs the Python dispatcher ($GC_SIM_DIR/dispatch), exactly the former
  * ForceCommand, when stdin is a terminal (a PTY session wants a process of
@@ -179,6 +181,8 @@ int main(int argc, char **argv)
 	}
 	reply[got] = '\0';
 	int v;
+	if (strcmp(reply, "d\n") == 0) /* dropped: the server killed our sshd already */
+		_exit(255);
 	if (sscanf(reply, "x %d", &v) == 1)
 		_exit(v & 0xFF);
 	if (sscanf(reply, "s %d", &v) == 1 && v > 0 && v < NSIG) {

@@ -22,13 +22,16 @@ Nothing about a session changes: the same code runs with the same stdio,
 environment, command log, faults and state files; drop_session() kills the
 client's sshd (simlab.session_pid); a kill_once fault's signal reaches sshd
 as the exit signal (a session that ends its process ends its worker, and
-the worker's exit status is the session's).  The client falls back to the Python dispatch when the
+the worker's exit status is the session's), and the worker answers "d"
+for a session that drop_session() ended.  The client falls back to the Python dispatch when the
 server is not there, and for sessions on a terminal (the Onyx CLI's PTY:
 a terminal wants a process of its own).
 
 Request on the socket: "GCSIM1" then a 4-byte big-endian length and that
 many bytes: pid, umask (octal), cwd, then NAME=VALUE environment entries,
-each ended by a NUL; the three descriptors ride on the first sendmsg.
+each ended by a NUL; the three descriptors ride on the first sendmsg.  Pid
+0: the client has no process whose parent is the connection's (labsshd), so
+drop_session() kills nothing and the answer "d" tells it to drop.
 """
 
 import array
@@ -113,7 +116,7 @@ def run_session(fds, fields, dup=True):
     try:
         status = dispatch.main()
     except simlab.SessionDropped:  # its sshd killed, in a worker: it goes on
-        status = 255
+        status = DROPPED
     except SystemExit as e:
         code = e.code
         if code is None:
@@ -194,6 +197,13 @@ def worker_sessions():
         return 500
 
 
+# run_session's status for a session that drop_session() ended in a worker:
+# the worker answers "d" (dropped) instead of "x N".  simc exits 255 on it
+# (its sshd is killed already); tests/sim/labsshd, which has no process a
+# connection for drop_session() to kill, closes the session's connection.
+DROPPED = -1
+
+
 def worker_loop(sock):
     """In a worker: run each session handed over on sock, answer "x N"."""
     simlab.in_worker = True  # before the snapshot: every session sees it
@@ -249,7 +259,7 @@ def worker_loop(sock):
         if esxi is not None:
             esxi.CURRENT_HOST[0] = None
         try:
-            sock.send(b"x %d\n" % (status & 0xFF))
+            sock.send(b"d\n" if status == DROPPED else b"x %d\n" % (status & 0xFF))
         except OSError:
             return
 
