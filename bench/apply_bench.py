@@ -518,7 +518,10 @@ def one_apply(args, lab, labspec, hosts, addrs, env, i, labcpu):
             "observe": float(phases.group(1)), "apply": float(phases.group(2)),
             "lease": float(phases.group(3)),
             "queue_sshd": busiest(q0, q1, "sshd"), "queue_simd": busiest(q0, q1, "simd"),
-            "counters": [l for l in err.splitlines() if "changing commands" in l]}
+            "err": err, "counters": [l for l in err.splitlines() if "changing commands" in l],
+            "said": [l for l in err.splitlines()
+                     if re.search(r"warning|retry|timed out|reset|error|come back \((?:[3-9]|\d\d+) s\)",
+                                  l, re.I)]}
 
 
 def median(xs):
@@ -623,6 +626,18 @@ def report(args, runs, rows, labcpu=None):
           % (min(min(r["conns"]) for r in runs), max(max(r["conns"]) for r in runs)))
     if last["counters"]:
         print("last run: " + last["counters"][0])
+    # a run far slower than the others: what apply -v said of trouble in it
+    for i, r in enumerate(runs):
+        if r["wall"] > 1.5 * wall:
+            print("run %d took %.2f s (median %.2f s); its warnings, retries and errors (%d lines):"
+                  % (i + 1, r["wall"], wall, len(r["said"])))
+            for line in r["said"][:40]:
+                print("  " + line)
+            if args.keep_slow:
+                path = os.path.join(args.keep_slow, "apply-%d-hosts-run-%d.err" % (args.hosts, i + 1))
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(r["err"])
+                print("  its whole apply -v output: %s" % path)
 
 
 # The key exchanges of OpenSSH that FIPS 140-2 approves (curve25519 is not
@@ -648,6 +663,8 @@ def main():
                          "one process that costs the shared cores far less (GC_LAB_SSH_SERVER)")
     ap.add_argument("--lab-parent", default="/dev/shm" if os.path.isdir("/dev/shm") else "",
                     help="where the lab directory is made (default /dev/shm, a tmpfs; '' for $TMPDIR)")
+    ap.add_argument("--keep-slow", default="",
+                    help="a directory where the apply -v output of a run 1.5 times the median's wall is kept")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "src", "cli", "gpuclusterctl"))
     args = ap.parse_args()
     if args.hosts > 1000:

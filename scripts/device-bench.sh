@@ -9,6 +9,7 @@
 #         GC_BENCH_BASE=1 also runs the gpuclusterctl and gpuclusterctl-online in
 #         .device/base/, an earlier commit's build, before each count, on the same
 #         instance: bench-N-base.txt;
+#         GC_BENCH_RUNS=N: N gpuclusterctl applies a count, not 5;
 #         GC_BENCH_SERVERS="go openssh" runs each count with each lab SSH
 #         server in turn (bench/apply_bench.py --ssh-server; the default is
 #         openssh alone; go's output is bench-N-go.txt);
@@ -69,8 +70,8 @@ for n in "$@"; do
 			id gclab >/dev/null 2>&1 && usermod -s /bin/sh gclab
 		fi
 		echo "== $n hosts ($side)"
-		(cd "$tree" && /usr/bin/python3 bench/apply_bench.py --hosts "$n" --bin "$bin" "${server[@]}" \
-			${GC_BENCH_FORKS+--forks "$GC_BENCH_FORKS"} ${GC_BENCH_KEX+--kex "$GC_BENCH_KEX"}) 2>&1 |
+		(cd "$tree" && /usr/bin/python3 bench/apply_bench.py --hosts "$n" --bin "$bin" "${server[@]}" --keep-slow "$OUT" \
+			${GC_BENCH_FORKS+--forks "$GC_BENCH_FORKS"} ${GC_BENCH_RUNS:+--runs "$GC_BENCH_RUNS"} ${GC_BENCH_KEX+--kex "$GC_BENCH_KEX"}) 2>&1 |
 			tee "$OUT/bench-$n$tag.txt" || rc=1
 	done
 done
