@@ -357,6 +357,20 @@ func (s *server) exec(sc *ssh.ServerConn, ch ssh.Channel, command string, env []
 	ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{uint32(status)}))
 }
 
+// dialSimd connects to the simulator server.  Go connects without blocking,
+// and a Unix socket whose accept queue is full answers EAGAIN at once where
+// simc's blocking connect waits: wait likewise (a few seconds at most).
+func (s *server) dialSimd() (*net.UnixConn, error) {
+	addr := &net.UnixAddr{Name: s.simd, Net: "unix"}
+	for i := 0; ; i++ {
+		uc, err := net.DialUnix("unix", nil, addr)
+		if err == nil || !errors.Is(err, syscall.EAGAIN) || i == 500 {
+			return uc, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // RFC 4254 6.10's signal names ("KILL" for SIGKILL ...), by Linux number.
 func signalName(n int) string {
 	names := map[int]string{1: "HUP", 2: "INT", 3: "QUIT", 4: "ILL", 6: "ABRT", 8: "FPE", 9: "KILL",
@@ -401,7 +415,7 @@ func (s *server) run(ch ssh.Channel, env []string) (int, error) {
 		outW.Close()
 		return 0, err
 	}
-	uc, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: s.simd, Net: "unix"})
+	uc, err := s.dialSimd()
 	if err == nil {
 		head := make([]byte, 10)
 		copy(head, "GCSIM1")
