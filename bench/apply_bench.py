@@ -494,6 +494,8 @@ def one_apply(args, lab, labspec, hosts, addrs, env, i, labcpu):
         sys.exit("plan: exit %d\n%s" % (r.returncode, r.stderr))
     since = len(open(os.path.join(lab, "sshd.log"), errors="replace").readlines())
     logs0 = log_lengths(lab, hosts)
+    cmds0 = {h: len(open(os.path.join(lab, "hosts", h, "commands.log"), errors="replace").readlines())
+             if os.path.exists(os.path.join(lab, "hosts", h, "commands.log")) else 0 for h in hosts}
     cpu0, q0 = labcpu.read(), queues(lab)
     times = []
     with ChildCPU() as c:
@@ -518,7 +520,14 @@ def one_apply(args, lab, labspec, hosts, addrs, env, i, labcpu):
             "observe": float(phases.group(1)), "apply": float(phases.group(2)),
             "lease": float(phases.group(3)),
             "queue_sshd": busiest(q0, q1, "sshd"), "queue_simd": busiest(q0, q1, "simd"),
-            "err": err, "counters": [l for l in err.splitlines() if "changing commands" in l],
+            "err": err, "t0": times[0],
+            # the lab's logs of this run, for --keep-slow
+            "sshd_log": open(os.path.join(lab, "sshd.log"), errors="replace").readlines()[since:],
+            "execs_logs": {h: open(os.path.join(lab, "hosts", h, "execs.log"), errors="replace")
+                           .readlines()[logs0[h]:] for h in hosts},
+            "cmds_logs": {h: open(os.path.join(lab, "hosts", h, "commands.log"), errors="replace")
+                          .readlines()[cmds0[h]:] for h in hosts},
+            "counters": [l for l in err.splitlines() if "changing commands" in l],
             "said": [l for l in err.splitlines()
                      if re.search(r"warning|retry|timed out|reset|error|come back \((?:[3-9]|\d\d+) s\)",
                                   l, re.I)]}
@@ -636,8 +645,14 @@ def report(args, runs, rows, labcpu=None):
             if args.keep_slow:
                 path = os.path.join(args.keep_slow, "apply-%d-hosts-run-%d.err" % (args.hosts, i + 1))
                 with open(path, "w", encoding="utf-8") as f:
+                    f.write("# apply started at %.6f (Unix time)\n" % r["t0"])
                     f.write(r["err"])
-                print("  its whole apply -v output: %s" % path)
+                with open(path[:-4] + ".lab", "w", encoding="utf-8") as f:
+                    f.write("## the lab SSH server's log\n" + "".join(r["sshd_log"]))
+                    for h in sorted(r["execs_logs"]):
+                        f.write("## %s execs.log\n" % h + "".join(r["execs_logs"][h]))
+                        f.write("## %s commands.log\n" % h + "".join(r["cmds_logs"][h]))
+                print("  its whole apply -v output: %s; the lab's logs of it: %s" % (path, path[:-4] + ".lab"))
 
 
 # The key exchanges of OpenSSH that FIPS 140-2 approves (curve25519 is not

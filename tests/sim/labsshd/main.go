@@ -335,7 +335,11 @@ func (s *server) environ(sc *ssh.ServerConn, command string, extra []string) []s
 // minus the number of the signal that killed the session).
 func (s *server) exec(sc *ssh.ServerConn, ch ssh.Channel, command string, env []string) {
 	defer ch.Close()
+	addr := sc.LocalAddr().(*net.TCPAddr).IP
 	status, err := s.run(ch, s.environ(sc, command, env))
+	// when each session's end went out (the apply bench keeps this log
+	// for a run far slower than the others)
+	log.Printf("session on %s ended: status %d, err %v", addr, status, err)
 	if err == errDropped { // the host went down under it: the connection drops, no status
 		sc.Close()
 		return
@@ -472,6 +476,7 @@ func main() {
 		log.SetOutput(lf)
 	}
 	log.SetPrefix("labsshd: ")
+	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
 	if *cfgPath == "" || *simd == "" {
 		log.Fatal("usage: labsshd -f SSHD_CONFIG -password-file FILE -simd SOCKET [-E LOG]")
 	}
