@@ -81,12 +81,7 @@ class Lab:
             capture_output=True, timeout=30)
 
     def host_dir(self, address):
-        with open(os.path.join(self.dir, "inventory"), encoding="utf-8") as f:
-            for line in f:
-                parts = line.split()
-                if parts and parts[0] == address:
-                    return os.path.join(self.dir, "hosts", parts[2])
-        raise AssertionError("no host at " + address)
+        return test_simd.host_dir(self.dir, address)
 
     def commands(self, address):
         path = os.path.join(self.host_dir(address), "commands.log")
@@ -152,14 +147,7 @@ class LabSSHD(unittest.TestCase):
         for name in ocases:
             self.assertEqual(gcases[name], ocases[name], name)
         self.assertEqual(glogs, ologs)
-        # what the cases are meant to show, so that "alike" is not "alike broken"
-        self.assertEqual(gcases["version"][0], 0)
-        self.assertIn(b"VMware ESXi", gcases["version"][1])
-        self.assertEqual(gcases["hostname"][1], b"esxi-2\n")
-        self.assertEqual(gcases["fail_once"][:3], (3, b"", b"Error: injected\n"))
-        self.assertEqual(gcases["drop_after"][:2], (255, b""))
-        self.assertEqual(gcases["kill_once"][:2], (255, b""))
-        self.assertTrue(gcases["state change"][3]["maintenance"])
+        test_simd.check_what_cases_show(self, gcases)
         self.assertEqual((gcases["unknown key"], gcases["other user"]), (255, 255))
 
     @staticmethod

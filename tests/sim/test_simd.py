@@ -44,6 +44,28 @@ CASES = [
 ]
 
 
+def host_dir(lab, address):
+    """The directory of the simulated host at address in lab's inventory."""
+    with open(os.path.join(lab, "inventory"), encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if parts and parts[0] == address:
+                return os.path.join(lab, "hosts", parts[2])
+    raise AssertionError("no host at " + address)
+
+
+def check_what_cases_show(test, seen):
+    """What CASES are meant to show, so that "alike" is not "alike broken":
+    seen[name] = (exit status, stdout, stderr, state)."""
+    test.assertEqual(seen["version"][0], 0)
+    test.assertIn(b"VMware ESXi", seen["version"][1])
+    test.assertEqual(seen["hostname"][1], b"esxi-2\n")
+    test.assertEqual(seen["fail_once"][:3], (3, b"", b"Error: injected\n"))
+    test.assertEqual(seen["drop_after"][:2], (255, b""))
+    test.assertEqual(seen["kill_once"][:2], (255, b""))
+    test.assertTrue(seen["state change"][3]["maintenance"])
+
+
 class SimServer(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -77,12 +99,7 @@ class SimServer(unittest.TestCase):
             capture_output=True, timeout=timeout)
 
     def host_dir(self, address):
-        with open(os.path.join(self.lab, "inventory"), encoding="utf-8") as f:
-            for line in f:
-                parts = line.split()
-                if parts and parts[0] == address:
-                    return os.path.join(self.lab, "hosts", parts[2])
-        raise AssertionError("no host at " + address)
+        return host_dir(self.lab, address)
 
     def simd_pid(self):
         try:
@@ -152,14 +169,7 @@ class SimServer(unittest.TestCase):
         for name, _, _, _ in CASES:
             self.assertEqual(served[name], fallback[name], name)
         self.assertEqual(served_logs, fallback_logs)
-        # what the cases were meant to show, so that "alike" is not "alike broken"
-        self.assertEqual(served["version"][0], 0)
-        self.assertIn(b"VMware ESXi", served["version"][1])
-        self.assertEqual(served["hostname"][1], b"esxi-2\n")
-        self.assertEqual(served["fail_once"][:3], (3, b"", b"Error: injected\n"))
-        self.assertEqual(served["drop_after"][:2], (255, b""))
-        self.assertEqual(served["kill_once"][:2], (255, b""))
-        self.assertTrue(served["state change"][3]["maintenance"])
+        check_what_cases_show(self, served)
         # lab.sh start brings the server back
         subprocess.run([LAB_SH, "start", "--hosts", "2", "--switches", "1",
                         "--port", str(self.port)], env=self.env, check=True,
