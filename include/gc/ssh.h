@@ -216,4 +216,9 @@ struct gc_ssh_stats {
 void gc_ssh_stats_get(struct gc_ssh_stats *out);
 void gc_ssh_stats_reset(void);
 
+/* For tests: when set, called in each pass over a command's output between
+ * the read of stdout and the read of stderr (tests/unit/net/test_ssh.c
+ * makes the rest of a reply arrive there).  NULL otherwise. */
+extern void (*gc_ssh_test_between_streams)(void);
+
 #endif

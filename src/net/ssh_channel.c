@@ -140,6 +140,17 @@ static int feed_stdin(struct gc_ssh_conn *c, LIBSSH2_CHANNEL *ch, int in, struct
 	return rc == 0 ? 0 : gc_ssh_lib_fail(c, rc, "sending a file", err);
 }
 
+void (*gc_ssh_test_between_streams)(void);
+
+/* Output of the channel's already in libssh2's queue, not yet read. */
+static bool queued_output(LIBSSH2_CHANNEL *ch)
+{
+	unsigned long avail = 0;
+
+	libssh2_channel_window_read_ex(ch, &avail, NULL);
+	return avail > 0;
+}
+
 /* keep_partial: on a failure *result holds what was read (exit_status -1). */
 static int exec_common(struct gc_ssh_conn *c, const char *command, int in, bool keep_partial,
 		       struct gc_ssh_result *result, struct gc_error *err)
@@ -173,7 +184,7 @@ static int exec_common(struct gc_ssh_conn *c, const char *command, int in, bool 
 	}
 	if (in >= 0 && (rc = feed_stdin(c, ch, in, &out, &errs, deadline, ms, err)) != 0)
 		goto fail;
-	for (;;) {
+	for (bool again = false;;) {
 		bool progress = false;
 		int stream;
 
@@ -187,11 +198,28 @@ static int exec_common(struct gc_ssh_conn *c, const char *command, int in, bool 
 				rc = gc_ssh_fail(c, (int)n, "reading command output", err);
 				goto fail;
 			}
+			if (stream == 0 && gc_ssh_test_between_streams != NULL)
+				gc_ssh_test_between_streams();
 		}
-		if (progress)
+		if (progress) {
+			again = false;
 			continue;
+		}
 		if (libssh2_channel_eof(ch))
 			break;
+		/* Each read takes all that the socket holds into libssh2's queue
+		 * first: stderr's read can queue stdout's data (and the EOF, the
+		 * status and the close behind it) that arrived after stdout's read
+		 * found none.  Nothing more comes on the socket then, and a wait
+		 * here lasted until the poll's timeout (the keepalive's 15 s, or
+		 * the command timeout without one): read again first.  Once only:
+		 * data of a stream no one reads (an extended type but stderr)
+		 * stays queued, and must not make this loop spin. */
+		if (!again && queued_output(ch)) {
+			again = true;
+			continue;
+		}
+		again = false;
 		if (!eof_sent && c->interrupt != NULL && *c->interrupt) {
 			/* the command's stdin ends: what it does then is its own */
 			eof_sent = true;
