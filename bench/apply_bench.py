@@ -74,6 +74,23 @@ SEQUENCE = [
 ]
 
 
+def read_text(path, missing=None):
+    """A file's text (undecodable bytes replaced), closed again; missing
+    when it does not exist and missing is not None."""
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except FileNotFoundError:
+        if missing is None:
+            raise
+        return missing
+
+
+def read_lines(path):
+    """A file's lines, kept ends; [] when it does not exist."""
+    return read_text(path, "").splitlines(keepends=True)
+
+
 def addr_of(i):
     """127.0.0.11... then 127.0.1.11...: 200 hosts per /24, all on loopback."""
     return "127.0.%d.%d" % (i // 200, 11 + i % 200)
@@ -96,7 +113,7 @@ def sh(argv, env, **kw):
 
 
 def set_controls(lab, hosts, rtt, reboot):
-    user = open(os.path.join(lab, "user")).read().strip()
+    user = read_text(os.path.join(lab, "user")).strip()
     for h in hosts:
         p = os.path.join(lab, "hosts", h, "control.json")
         with open(p, "w") as f:
@@ -117,7 +134,7 @@ def readback_tokens(lab, h):
     p = os.path.join(lab, "hosts", h, "commands.log")
     if not os.path.exists(p):
         return set()
-    return set(re.findall(r"echo @@gc:([A-Za-z0-9]+):1; ", open(p, errors="replace").read()))
+    return set(re.findall(r"echo @@gc:([A-Za-z0-9]+):1; ", read_text(p, "")))
 
 
 def is_poll(cmd, ran):
@@ -188,7 +205,7 @@ def log_lengths(lab, hosts):
     out = {}
     for h in hosts:
         p = os.path.join(lab, "hosts", h, "execs.log")
-        out[h] = len(open(p, errors="replace").readlines()) if os.path.exists(p) else 0
+        out[h] = len(read_lines(p))
     return out
 
 
@@ -197,7 +214,7 @@ def execs_since(lab, hosts, since):
     out = {}
     for h in hosts:
         p = os.path.join(lab, "hosts", h, "execs.log")
-        lines = open(p, errors="replace").read().splitlines()[since[h]:] if os.path.exists(p) else []
+        lines = read_text(p, "").splitlines()[since[h]:]
         cmds, ran = [l.partition(" ")[2] for l in lines], readback_tokens(lab, h)
         out[h] = (len(cmds), sum(1 for c in cmds if is_poll(c, ran)),
                   sum(1 for c in cmds if "system shutdown reboot" in c))
@@ -269,7 +286,7 @@ def lab_cpu(lab, which=("simd/pid", "sshd.pid")):
             files += sshd_pid_files(lab)[1:]
     for f in files:
         try:
-            pid = int(open(os.path.join(lab, f)).read().split()[0])
+            pid = int(read_text(os.path.join(lab, f)).split()[0])
         except (OSError, ValueError, IndexError):
             continue
         total += proc_cpu(pid)
@@ -286,7 +303,7 @@ def lab_pids(lab, which):
     out = []
     for f in files:
         try:
-            pid = int(open(os.path.join(lab, f)).read().split()[0])
+            pid = int(read_text(os.path.join(lab, f)).split()[0])
         except (OSError, ValueError, IndexError):
             continue
         out += [pid] + live_descendants(pid)
@@ -387,12 +404,12 @@ def queues(lab):
     out = {}
     for f in sshd_pid_files(lab):
         try:
-            pid = int(open(os.path.join(lab, f)).read().split()[0])
+            pid = int(read_text(os.path.join(lab, f)).split()[0])
         except (OSError, ValueError, IndexError):
             continue
         out[("sshd", pid)] = proc_cpu(pid, reaped=False)
     try:
-        master = int(open(os.path.join(lab, "simd", "pid")).read().split()[0])
+        master = int(read_text(os.path.join(lab, "simd", "pid")).split()[0])
     except (OSError, ValueError, IndexError):
         return out
     # the master forks the forkers and waits; a server of one process (before
@@ -442,7 +459,7 @@ class ChildCPU:
 
 def connections_per_host(lab, since):
     counts = {}
-    for line in open(os.path.join(lab, "sshd.log"), errors="replace").readlines()[since:]:
+    for line in read_lines(os.path.join(lab, "sshd.log"))[since:]:
         m = re.search(r"Connection from \S+ port \d+ on (127\.\d+\.\d+\.\d+) port", line)
         if m:
             counts[m.group(1)] = counts.get(m.group(1), 0) + 1
@@ -451,7 +468,7 @@ def connections_per_host(lab, since):
 
 def ansible_run(lab, hosts, addrs, port, forks, env, reboot, labcpu, tty=True):
     inv = os.path.join(lab, "ansible-inventory.ini")
-    user = open(os.path.join(lab, "user")).read().strip()
+    user = read_text(os.path.join(lab, "user")).strip()
     with open(inv, "w") as f:
         f.write("[esxi]\n")
         for h, a in zip(hosts, addrs):
@@ -492,10 +509,9 @@ def one_apply(args, lab, labspec, hosts, addrs, env, i, labcpu):
     r = sh([args.bin, "plan", "--json", "--state-dir", state, labspec], env)
     if r.returncode != 2:
         sys.exit("plan: exit %d\n%s" % (r.returncode, r.stderr))
-    since = len(open(os.path.join(lab, "sshd.log"), errors="replace").readlines())
+    since = len(read_lines(os.path.join(lab, "sshd.log")))
     logs0 = log_lengths(lab, hosts)
-    cmds0 = {h: len(open(os.path.join(lab, "hosts", h, "commands.log"), errors="replace").readlines())
-             if os.path.exists(os.path.join(lab, "hosts", h, "commands.log")) else 0 for h in hosts}
+    cmds0 = {h: len(read_lines(os.path.join(lab, "hosts", h, "commands.log"))) for h in hosts}
     cpu0, q0 = labcpu.read(), queues(lab)
     times = []
     with ChildCPU() as c:
@@ -522,11 +538,11 @@ def one_apply(args, lab, labspec, hosts, addrs, env, i, labcpu):
             "queue_sshd": busiest(q0, q1, "sshd"), "queue_simd": busiest(q0, q1, "simd"),
             "err": err, "t0": times[0],
             # the lab's logs of this run, for --keep-slow
-            "sshd_log": open(os.path.join(lab, "sshd.log"), errors="replace").readlines()[since:],
-            "execs_logs": {h: open(os.path.join(lab, "hosts", h, "execs.log"), errors="replace")
-                           .readlines()[logs0[h]:] for h in hosts},
-            "cmds_logs": {h: open(os.path.join(lab, "hosts", h, "commands.log"), errors="replace")
-                          .readlines()[cmds0[h]:] for h in hosts},
+            "sshd_log": read_lines(os.path.join(lab, "sshd.log"))[since:],
+            "execs_logs": {h: read_lines(os.path.join(lab, "hosts", h, "execs.log"))[logs0[h]:]
+                           for h in hosts},
+            "cmds_logs": {h: read_lines(os.path.join(lab, "hosts", h, "commands.log"))[cmds0[h]:]
+                          for h in hosts},
             "counters": [l for l in err.splitlines() if "changing commands" in l],
             "said": [l for l in err.splitlines()
                      if re.search(r"warning|retry|timed out|reset|error|come back \((?:[3-9]|\d\d+) s\)",
@@ -697,7 +713,8 @@ def main():
     env = dict(os.environ, GC_LAB_DIR=lab, GC_REBOOT_POLL_MS="100", GC_LAB_KEX=args.kex,
                GC_LAB_SSH_SERVER=args.ssh_server)
     spec = os.path.join(lab, "bench-src.yaml")
-    open(spec, "w").write(spec_text(args.hosts))
+    with open(spec, "w") as f:
+        f.write(spec_text(args.hosts))
     try:
         r = sh([os.path.join(ROOT, "scripts", "lab.sh"), "start", "--spec", spec, "--port", str(args.port)], env)
         if r.returncode != 0:

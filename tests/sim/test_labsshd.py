@@ -12,6 +12,7 @@ labs are started side by side, one with each server, and driven alike:
 - a client key the lab does not know, and a user it does not serve, are
   refused by both;
 - a host that is rebooting resets a new connection before the banner;
+- GC_LAB_SSH_SERVER other than openssh or go is refused, nothing started;
 - a whole gpuclusterctl apply of the bench's spec (password login, the
   reboot that drops its session, the polls, the read-back): the same
   commands reach every host in the same order, 4 execs and 2 connections a
@@ -149,6 +150,18 @@ class LabSSHD(unittest.TestCase):
         self.assertEqual(glogs, ologs)
         test_simd.check_what_cases_show(self, gcases)
         self.assertEqual((gcases["unknown key"], gcases["other user"]), (255, 255))
+
+    def test_an_unknown_server_is_refused_before_anything_starts(self):
+        lab = Lab(self.tmp, "bogus", self.labs[1].port)
+        r = subprocess.run([LAB_SH, "start", "--hosts", "1", "--port", str(lab.port)],
+                           env=lab.env, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("GC_LAB_SSH_SERVER must be openssh or go, not 'bogus'", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(lab.dir, "sshd.pid")))
+        self.assertFalse(os.path.exists(os.path.join(lab.dir, "simd")))
+        ss = subprocess.run(["ss", "-Hltn", "sport = :%d" % lab.port], capture_output=True,
+                            text=True).stdout
+        self.assertEqual(ss, "")
 
     @staticmethod
     def log_count(lab, text):
